@@ -1,0 +1,1 @@
+//! The artifact store: where full outputs that did not fit the model budget are kept.

@@ -1,0 +1,1 @@
+//! Events streamed while a batch runs, and the sinks that receive them.

@@ -1,0 +1,1 @@
+//! Handlers: what actually runs a call (command, http, mcp, native).

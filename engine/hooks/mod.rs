@@ -1,0 +1,1 @@
+//! Hooks: external commands run at lifecycle points, and their JSON protocol.

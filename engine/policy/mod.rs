@@ -1,0 +1,3 @@
+//! Permission decisions: rule compilation, argument matchers (glob, regex, equals, exists,
+//! path, shell) and the combination of matching rules into a decision with its reasons.
+//! Synchronous and pure.

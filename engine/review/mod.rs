@@ -1,0 +1,1 @@
+//! Semantic diff of two policy sets, with a risk level per change.

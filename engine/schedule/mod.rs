@@ -1,0 +1,2 @@
+//! Batch scheduling: the pure grouping of a batch into groups that run concurrently, and
+//! the execution of those groups one after another.

@@ -1,0 +1,1 @@
+//! JSON-RPC 2.0 over stdio for agent hosts.

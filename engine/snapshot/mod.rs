@@ -1,0 +1,2 @@
+//! Layers, merging with provenance, semantic checks, and the immutable `Snapshot` that every
+//! batch runs against; hot reload swaps whole snapshots.

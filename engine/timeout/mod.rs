@@ -1,0 +1,1 @@
+//! Timeout resolution, the pausable deadline and admission gates.
