@@ -1,0 +1,95 @@
+//! Identifier newtypes. They keep tool names, call ids, rule names and the like from being
+//! mixed up at API boundaries; all are cheap to clone (`Arc<str>`).
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+macro_rules! id_newtype {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+        #[serde(transparent)]
+        pub struct $name(Arc<str>);
+
+        impl $name {
+            /// Wraps a string as this identifier.
+            pub fn new(value: impl Into<Arc<str>>) -> Self {
+                Self(value.into())
+            }
+
+            /// The identifier as a string slice.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:?})", stringify!($name), &*self.0)
+            }
+        }
+
+        impl Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(value: &str) -> Self {
+                Self::new(value)
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(value: String) -> Self {
+                Self::new(value)
+            }
+        }
+    };
+}
+
+id_newtype!(
+    /// The canonical name of a tool (`Bash`, `mcp__github__create_issue`).
+    ToolName
+);
+id_newtype!(
+    /// The id the model gave a tool call; unique within a batch.
+    CallId
+);
+id_newtype!(
+    /// The id of one executed batch.
+    BatchId
+);
+id_newtype!(
+    /// The name of a permission rule.
+    RuleName
+);
+id_newtype!(
+    /// The name of a hook.
+    HookName
+);
+id_newtype!(
+    /// The name of an admission gate.
+    GateName
+);
+id_newtype!(
+    /// The name of a turn mode (`plan`, `offpeak`, ...).
+    ModeName
+);
