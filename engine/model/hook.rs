@@ -12,8 +12,9 @@ pub struct Hook {
     /// Unique name; shown in decisions and events.
     #[schemars(length(min = 1))]
     pub name: String,
-    /// The lifecycle point.
-    pub event: HookEvent,
+    /// The lifecycle point. Required, unless a lower layer defines a hook of the same name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<HookEvent>,
     /// Tools the hook runs for (names, aliases, globs); `"*"` (the default) for all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
@@ -21,9 +22,11 @@ pub struct Hook {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<Vec<String>>,
     /// Program and arguments. The hook gets a JSON object on stdin and may answer with one on
-    /// stdout; exit code 2 blocks with stderr as the reason.
+    /// stdout; exit code 2 blocks with stderr as the reason. Required, unless a lower layer
+    /// defines a hook of the same name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub command: Vec<String>,
+    pub command: Option<Vec<String>>,
     /// How long the hook may run (default `engine.hook_timeout`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Duration>,
@@ -34,6 +37,9 @@ pub struct Hook {
     /// Environment variables passed through to the hook; all others are cleared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<Vec<String>>,
+    /// Switches off a hook defined by a lower layer (not possible for enforced layers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
 }
 
 /// Lifecycle points.

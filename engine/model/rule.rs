@@ -29,8 +29,10 @@ pub struct Rule {
     /// hold.
     #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
     pub matchers: Option<IndexMap<String, ArgMatcher>>,
-    /// The decision when the rule matches.
-    pub decision: Decision,
+    /// The decision when the rule matches. Required, unless a lower layer defines a rule of
+    /// the same name (a rule is merged field by field with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
     /// Higher priority rules decide first (default 0); at equal priority deny beats ask beats
     /// allow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,6 +43,9 @@ pub struct Rule {
     /// Calls that must match the rule and calls that must not; checked at load time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub examples: Option<RuleExamples>,
+    /// Switches off a rule defined by a lower layer (not possible for enforced layers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
 }
 
 /// Contract flags a rule may require.
