@@ -3,3 +3,4 @@
 
 pub mod merge;
 pub mod provenance;
+pub mod resolve;
