@@ -33,8 +33,19 @@ pub struct Event {
 
 impl Event {
     /// An event stamped now.
-    pub fn now(batch_id: Option<BatchId>, call_id: Option<CallId>, generation: u64, kind: EventKind) -> Self {
-        Self { batch_id, call_id, generation, timestamp: SystemTime::now(), kind }
+    pub fn now(
+        batch_id: Option<BatchId>,
+        call_id: Option<CallId>,
+        generation: u64,
+        kind: EventKind,
+    ) -> Self {
+        Self {
+            batch_id,
+            call_id,
+            generation,
+            timestamp: SystemTime::now(),
+            kind,
+        }
     }
 
     /// The `type` name of the event (`ToolCallStarted`, …).
@@ -44,7 +55,10 @@ impl Event {
 
     /// Whether this is the terminal event of a call.
     pub fn is_terminal(&self) -> bool {
-        matches!(self.kind, EventKind::ToolCallResult(_) | EventKind::ToolCallError(_))
+        matches!(
+            self.kind,
+            EventKind::ToolCallResult(_) | EventKind::ToolCallError(_)
+        )
     }
 }
 
@@ -109,7 +123,10 @@ impl VecSink {
 
     /// The events received so far.
     pub fn events(&self) -> Vec<Event> {
-        self.events.lock().map(|events| events.clone()).unwrap_or_default()
+        self.events
+            .lock()
+            .map(|events| events.clone())
+            .unwrap_or_default()
     }
 }
 

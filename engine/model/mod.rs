@@ -5,6 +5,7 @@
 //! identify rules and hooks) because layers override each other field by field; the snapshot
 //! builder resolves what is still missing from the engine defaults.
 
+pub mod batch;
 pub mod contract;
 pub mod engine_config;
 pub mod file;

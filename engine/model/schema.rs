@@ -13,7 +13,29 @@ pub const SCHEMA_BASE_URL: &str = "https://toolgate.dev/schemas/";
 
 /// The schemas toolgate publishes, by file name in `schemas/`.
 pub fn all() -> Vec<(&'static str, Value)> {
-    vec![("policy.schema.json", policy_file())]
+    vec![
+        ("policy.schema.json", policy_file()),
+        ("batch.schema.json", batch_file()),
+        ("policy-test.schema.json", policy_test_file()),
+    ]
+}
+
+/// The JSON Schema of a batch file.
+pub fn batch_file() -> Value {
+    generate::<super::batch::BatchFile>(
+        "batch.schema.json",
+        "toolgate batch",
+        "A batch of tool calls in the model's order, with the modes of the turn.",
+    )
+}
+
+/// The JSON Schema of a policy test file.
+pub fn policy_test_file() -> Value {
+    generate::<super::batch::PolicyTestFile>(
+        "policy-test.schema.json",
+        "toolgate policy tests",
+        "Calls with the decision, timeout, budget or scheduling the policies must give them.",
+    )
 }
 
 /// The JSON Schema of a policy file.

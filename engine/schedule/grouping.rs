@@ -66,7 +66,10 @@ mod tests {
     #[test]
     fn the_spec_example() {
         // Read a, Read b, Edit c, WebFetch d, Bash e, Read f → [a,b] [c] [d] [e] [f]
-        assert_eq!(group(&[S, S, A, A, A, S], 10), vec![0..2, 2..3, 3..4, 4..5, 5..6]);
+        assert_eq!(
+            group(&[S, S, A, A, A, S], 10),
+            vec![0..2, 2..3, 3..4, 4..5, 5..6]
+        );
     }
 
     #[test]
