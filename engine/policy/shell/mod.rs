@@ -61,6 +61,8 @@ use std::fmt;
 use thiserror::Error;
 
 pub use walk::parse_script;
+pub(crate) use walk::{byte_offset, parse_tokens, tokenize};
+pub(crate) use word::{Part, Quoting, split_word, unquoted_expansions};
 
 /// How deep scripts may nest inside each other (substitutions, `eval`, `sh -c`, wrappers).
 /// Deeper input is refused rather than half-analysed.

@@ -9,8 +9,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use brush_parser::ast::{
-    self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, ExtendedTestExpr, IoFileRedirectKind,
-    IoFileRedirectTarget, IoRedirect,
+    self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, ExtendedTestExpr,
+    IoFileRedirectKind, IoFileRedirectTarget, IoRedirect,
 };
 use brush_parser::{ParseError, Token, TokenizerError};
 
@@ -18,8 +18,8 @@ use super::word::{PARSER_OPTIONS, scan_heredoc, scan_text, split_word, word_from
 use super::wrappers::{self, Analysis, Transparency};
 use super::{
     Construct, ConstructKind, EnvAssignment, Expansion, MAX_SCRIPT_DEPTH, MAX_SYNTAX_DEPTH, Origin,
-    RedirectEffect, Redirection, Role, Script, ShellParseError, SimpleCommand, Unresolved, UnresolvedReason,
-    Word,
+    RedirectEffect, Redirection, Role, Script, ShellParseError, SimpleCommand, Unresolved,
+    UnresolvedReason, Word,
 };
 
 /// Parses `line` and returns every simple command it would run.
@@ -45,7 +45,12 @@ pub fn parse_script(line: &str) -> Result<Script, ShellParseError> {
 }
 
 /// Parses `source` and adds what it runs to `script`.
-fn walk_source(source: &str, origin: Origin, depth: usize, script: &mut Script) -> Result<(), ShellParseError> {
+fn walk_source(
+    source: &str,
+    origin: Origin,
+    depth: usize,
+    script: &mut Script,
+) -> Result<(), ShellParseError> {
     if depth > MAX_SCRIPT_DEPTH {
         return Err(ShellParseError::new(
             format!("scripts nested more than {MAX_SCRIPT_DEPTH} levels deep"),
@@ -57,45 +62,74 @@ fn walk_source(source: &str, origin: Origin, depth: usize, script: &mut Script) 
             err
         } else {
             // Offsets inside a nested script do not point into the line: name the context.
-            ShellParseError::new(format!("in nested script `{source}`: {}", err.message), None)
+            ShellParseError::new(
+                format!("in nested script `{source}`: {}", err.message),
+                None,
+            )
         }
     })?;
-    let mut walker = Walker { script, depth, origin };
+    let mut walker = Walker {
+        script,
+        depth,
+        origin,
+    };
     for list in &program.complete_commands {
         walker.list(list, &[])?;
     }
     Ok(())
 }
 
-/// Byte offset of the character at `char_index` (the parser counts characters).
-fn byte_offset(text: &str, char_index: usize) -> usize {
-    text.char_indices().nth(char_index).map_or(text.len(), |(b, _)| b)
-}
-
 /// Parses a program behind the guards described in the module docs.
 pub(crate) fn parse_program(text: &str) -> Result<ast::Program, ShellParseError> {
+    let tokens = tokenize(text)?;
+    parse_tokens(text, &tokens)
+}
+
+/// Tokenizes `text` behind the guards (bracket depth, panic barrier).
+pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, ShellParseError> {
     check_bracket_depth(text)?;
-    let tokens = guarded(text, || brush_parser::uncached_tokenize_str(text, &PARSER_OPTIONS.tokenizer_options()))?
-        .map_err(|err| tokenizer_error(text, &err))?;
-    check_tokens(text, &tokens)?;
-    guarded(text, || brush_parser::parse_tokens(&tokens, &PARSER_OPTIONS))?.map_err(|err| match err {
-        ParseError::ParsingNear(position) => {
-            let offset = byte_offset(text, position.index);
-            let near: String = text[offset..].chars().take(12).collect();
-            ShellParseError::new(format!("syntax error near `{near}`"), Some(offset))
-        }
-        ParseError::ParsingAtEndOfInput => ShellParseError::new("unexpected end of input", Some(text.len())),
-        ParseError::Tokenizing { inner, position } => ShellParseError::new(
-            inner.to_string(),
-            position.map(|p| byte_offset(text, p.index)),
-        ),
-    })
+    guarded(text, || {
+        brush_parser::uncached_tokenize_str(text, &PARSER_OPTIONS.tokenizer_options())
+    })?
+    .map_err(|err| tokenizer_error(text, &err))
+}
+
+/// Parses tokens of `text` behind the guards (keyword depth, descriptor numbers, panic
+/// barrier).
+pub(crate) fn parse_tokens(text: &str, tokens: &[Token]) -> Result<ast::Program, ShellParseError> {
+    check_tokens(text, tokens)?;
+    guarded(text, || brush_parser::parse_tokens(tokens, &PARSER_OPTIONS))?.map_err(
+        |err| match err {
+            ParseError::ParsingNear(position) => {
+                let offset = byte_offset(text, position.index);
+                let near: String = text[offset..].chars().take(12).collect();
+                ShellParseError::new(format!("syntax error near `{near}`"), Some(offset))
+            }
+            ParseError::ParsingAtEndOfInput => {
+                ShellParseError::new("unexpected end of input", Some(text.len()))
+            }
+            ParseError::Tokenizing { inner, position } => ShellParseError::new(
+                inner.to_string(),
+                position.map(|p| byte_offset(text, p.index)),
+            ),
+        },
+    )
+}
+
+/// Byte offset of the character at `char_index` (the parser counts characters).
+pub(crate) fn byte_offset(text: &str, char_index: usize) -> usize {
+    text.char_indices()
+        .nth(char_index)
+        .map_or(text.len(), |(b, _)| b)
 }
 
 /// Converts a tokenizer error, replacing the tokenizer's line,column with a byte offset.
 fn tokenizer_error(text: &str, err: &TokenizerError) -> ShellParseError {
     let at = |what: &str, position: &brush_parser::SourcePosition| {
-        ShellParseError::new(format!("unterminated {what}"), Some(byte_offset(text, position.index)))
+        ShellParseError::new(
+            format!("unterminated {what}"),
+            Some(byte_offset(text, position.index)),
+        )
     };
     match err {
         TokenizerError::UnterminatedSingleQuote(position) => at("single quote", position),
@@ -103,9 +137,10 @@ fn tokenizer_error(text: &str, err: &TokenizerError) -> ShellParseError {
         TokenizerError::UnterminatedDoubleQuote(position) => at("double quote", position),
         TokenizerError::UnterminatedBackquote(position) => at("backquote", position),
         TokenizerError::UnterminatedExtendedGlob(position) => at("extended glob", position),
-        TokenizerError::UnterminatedHereDocuments(tags, _) => {
-            ShellParseError::new(format!("unterminated here-document `{tags}`"), Some(text.len()))
-        }
+        TokenizerError::UnterminatedHereDocuments(tags, _) => ShellParseError::new(
+            format!("unterminated here-document `{tags}`"),
+            Some(text.len()),
+        ),
         other => ShellParseError::new(other.to_string(), Some(text.len())),
     }
 }
@@ -151,7 +186,9 @@ fn check_tokens(text: &str, tokens: &[Token]) -> Result<(), ShellParseError> {
                         depth += 1;
                         if depth > MAX_SYNTAX_DEPTH {
                             return Err(ShellParseError::new(
-                                format!("compound commands nested more than {MAX_SYNTAX_DEPTH} levels deep"),
+                                format!(
+                                    "compound commands nested more than {MAX_SYNTAX_DEPTH} levels deep"
+                                ),
                                 Some(offset()),
                             ));
                         }
@@ -163,7 +200,10 @@ fn check_tokens(text: &str, tokens: &[Token]) -> Result<(), ShellParseError> {
                     matches!(next, Token::Operator(op, _) if op.starts_with(['<', '>']))
                         && next.location().start.index == location.end.index
                 });
-                if next_is_redirect && word.bytes().all(|b| b.is_ascii_digit()) && word.parse::<i32>().is_err() {
+                if next_is_redirect
+                    && word.bytes().all(|b| b.is_ascii_digit())
+                    && word.parse::<i32>().is_err()
+                {
                     return Err(ShellParseError::new(
                         format!("file descriptor `{word}` is out of range"),
                         Some(offset()),
@@ -195,7 +235,9 @@ impl Walker<'_> {
             self.pipeline(&and_or.first, inherited)?;
             for next in &and_or.additional {
                 match next {
-                    AndOr::And(pipeline) | AndOr::Or(pipeline) => self.pipeline(pipeline, inherited)?,
+                    AndOr::And(pipeline) | AndOr::Or(pipeline) => {
+                        self.pipeline(pipeline, inherited)?
+                    }
                 }
             }
         }
@@ -315,7 +357,9 @@ impl Walker<'_> {
                 self.test_expr(left)?;
                 self.test_expr(right)
             }
-            ExtendedTestExpr::Not(inner) | ExtendedTestExpr::Parenthesized(inner) => self.test_expr(inner),
+            ExtendedTestExpr::Not(inner) | ExtendedTestExpr::Parenthesized(inner) => {
+                self.test_expr(inner)
+            }
             ExtendedTestExpr::UnaryTest(_, word) => self.word(word).map(|_| ()),
             ExtendedTestExpr::BinaryTest(_, left, right) => {
                 self.word(left)?;
@@ -367,7 +411,10 @@ impl Walker<'_> {
             origin: Origin::ProcessSubstitution,
         };
         inner.list(&subshell.list, &[])?;
-        Ok(Word::dynamic(&format!("{kind}{subshell}"), Expansion::ProcessSubstitution))
+        Ok(Word::dynamic(
+            &format!("{kind}{subshell}"),
+            Expansion::ProcessSubstitution,
+        ))
     }
 
     fn redirect(&mut self, redirect: &IoRedirect) -> Result<Redirection, ShellParseError> {
@@ -447,7 +494,12 @@ impl Walker<'_> {
         })
     }
 
-    fn item(&mut self, item: &CommandPrefixOrSuffixItem, position: Position, parts: &mut Parts) -> Walked {
+    fn item(
+        &mut self,
+        item: &CommandPrefixOrSuffixItem,
+        position: Position,
+        parts: &mut Parts,
+    ) -> Walked {
         match item {
             CommandPrefixOrSuffixItem::IoRedirect(redirect) => {
                 let redirection = self.redirect(redirect)?;
@@ -476,7 +528,10 @@ impl Walker<'_> {
         Ok(())
     }
 
-    fn assignment(&mut self, assignment: &ast::Assignment) -> Result<EnvAssignment, ShellParseError> {
+    fn assignment(
+        &mut self,
+        assignment: &ast::Assignment,
+    ) -> Result<EnvAssignment, ShellParseError> {
         let value = match &assignment.value {
             ast::AssignmentValue::Scalar(word) => self.word(word)?,
             ast::AssignmentValue::Array(elements) => {
@@ -497,7 +552,10 @@ impl Walker<'_> {
 
     /// Records a simple command and whatever it runs in turn.
     fn add_command(&mut self, command: SimpleCommand) -> Walked {
-        if command.command_word().is_some_and(|w| w.literal().is_none()) {
+        if command
+            .command_word()
+            .is_some_and(|w| w.literal().is_none())
+        {
             self.script.unresolved.push(Unresolved {
                 text: command.text.clone(),
                 reason: UnresolvedReason::DynamicCommandWord,
@@ -510,7 +568,9 @@ impl Walker<'_> {
         let outer_redirections = command.redirections.clone();
         self.script.commands.push(command);
         let mark = |script: &mut Script, transparency: Transparency| {
-            if let (Transparency::Transparent, Some(command)) = (transparency, script.commands.get_mut(index)) {
+            if let (Transparency::Transparent, Some(command)) =
+                (transparency, script.commands.get_mut(index))
+            {
                 command.role = Role::TransparentWrapper;
             }
         };
@@ -598,6 +658,7 @@ fn output_effect(target: Word) -> RedirectEffect {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::super::WordKind;
     use super::*;
@@ -630,7 +691,11 @@ mod tests {
                         Role::TransparentWrapper => "*",
                     }
                 )];
-                parts.extend(c.assignments.iter().map(|a| format!("{}={}", a.name, a.value.raw)));
+                parts.extend(
+                    c.assignments
+                        .iter()
+                        .map(|a| format!("{}={}", a.name, a.value.raw)),
+                );
                 parts.extend(c.words.iter().map(|w| match &w.kind {
                     WordKind::Literal(l) => l.clone(),
                     WordKind::Dynamic(_) => format!("<{}>", w.raw),
@@ -656,12 +721,21 @@ mod tests {
         let table: &[(&str, &[&str])] = &[
             ("git status", &["L git status"]),
             ("git status; rm -rf /", &["L git status", "L rm -rf /"]),
-            ("a && b || c | d & e\nf", &["L a", "L b", "L c", "L d", "L e", "L f"]),
+            (
+                "a && b || c | d & e\nf",
+                &["L a", "L b", "L c", "L d", "L e", "L f"],
+            ),
             ("ls |& cat", &["L ls >&", "L cat"]),
             ("(a; b)", &["L a", "L b"]),
             ("{ a; b; }", &["L a", "L b"]),
-            ("if a; then b; elif c; then d; else e; fi", &["L a", "L b", "L c", "L d", "L e"]),
-            ("while a; do b; done; until c; do d; done", &["L a", "L b", "L c", "L d"]),
+            (
+                "if a; then b; elif c; then d; else e; fi",
+                &["L a", "L b", "L c", "L d", "L e"],
+            ),
+            (
+                "while a; do b; done; until c; do d; done",
+                &["L a", "L b", "L c", "L d"],
+            ),
             ("for x in $(a); do b; done", &["C a", "L b"]),
             ("case $(a) in $(b)) c;; esac", &["C a", "C b", "L c"]),
             ("f() { a; }; function g { b; }", &["L a", "L b"]),
@@ -669,23 +743,49 @@ mod tests {
             ("! a; time b", &["L a", "L b"]),
             ("ls # ; rm -rf /", &["L ls"]),
             ("ls \\\n -la", &["L ls -la"]),
-            ("git diff $(rm -rf /)", &["C rm -rf /", "L git diff <$(rm -rf /)>"]),
-            ("git diff \"$(rm -rf /)\"", &["C rm -rf /", "L git diff <\"$(rm -rf /)\">"]),
+            (
+                "git diff $(rm -rf /)",
+                &["C rm -rf /", "L git diff <$(rm -rf /)>"],
+            ),
+            (
+                "git diff \"$(rm -rf /)\"",
+                &["C rm -rf /", "L git diff <\"$(rm -rf /)\">"],
+            ),
             ("echo \"`id`\"", &["C id", "L echo <\"`id`\">"]),
-            ("echo $(a $(b))", &["C b", "C a <$(b)>", "L echo <$(a $(b))>"]),
+            (
+                "echo $(a $(b))",
+                &["C b", "C a <$(b)>", "L echo <$(a $(b))>"],
+            ),
             ("X=$(id) ls", &["C id", "L X=$(id) ls"]),
             ("export X=$(id)", &["C id", "L export <X=$(id)>"]),
             ("a=(x $(id))", &["C id", "L a=(x $(id))"]),
             ("ls > $(id)", &["C id", "L ls >$(id)"]),
-            ("cat <(ls) >(wc -l)", &["P ls", "P wc -l", "L cat <<( ls )> <>( wc -l )>"]),
+            (
+                "cat <(ls) >(wc -l)",
+                &["P ls", "P wc -l", "L cat <<( ls )> <>( wc -l )>"],
+            ),
             ("ls > >(tee x)", &["P tee x", "L ls <()"]),
-            ("echo ${x:-$(id)} $((1 + $(id)))", &["C id", "C id", "L echo <${x:-$(id)}> <<$((1 + $(id)))>>"]),
+            (
+                "echo ${x:-$(id)} $((1 + $(id)))",
+                &["C id", "C id", "L echo <${x:-$(id)}> <<$((1 + $(id)))>>"],
+            ),
             ("ls > out", &["L ls >out"]),
-            ("ls >> out; ls >| out; ls &> out; ls &>> out; ls <> out; ls >&out", &[
-                "L ls >out", "L ls >out", "L ls >out", "L ls >out", "L ls >out", "L ls >out",
-            ]),
+            (
+                "ls >> out; ls >| out; ls &> out; ls &>> out; ls <> out; ls >&out",
+                &[
+                    "L ls >out",
+                    "L ls >out",
+                    "L ls >out",
+                    "L ls >out",
+                    "L ls >out",
+                    "L ls >out",
+                ],
+            ),
             ("ls 2>out", &["L ls >out"]),
-            ("ls 2>&1 >/dev/null 3>&- 4>&2- 2>/dev/stderr", &["L ls >& >null >& >& >null"]),
+            (
+                "ls 2>&1 >/dev/null 3>&- 4>&2- 2>/dev/stderr",
+                &["L ls >& >null >& >& >null"],
+            ),
             ("ls < in <&3", &["L ls < >&"]),
             ("ls > \"$F\"", &["L ls >\"$F\""]),
             ("{ ls; } > out", &["L ls >out"]),
@@ -695,31 +795,81 @@ mod tests {
             ("cat <<'EOF'\nhi $(id)\nEOF\n", &["L cat <"]),
             ("cat <<< $(id)", &["C id", "L cat <"]),
             ("eval 'rm -rf /'", &["L* eval rm -rf /", "S rm -rf /"]),
-            ("eval \"$X\"", &["L eval <\"$X\">", "?the script given to `eval` is not a literal"]),
-            ("sh -c 'a; b | c'", &["L* sh -c a; b | c", "S a", "S b", "S c"]),
-            ("bash -c \"echo \\$(id)\"", &["L* bash -c echo $(id)", "C id", "S echo <$(id)>"]),
-            ("nice -n 5 git status", &["L* nice -n 5 git status", "W git status"]),
-            ("X=1 nice git status", &["L* X=1 nice git status", "W X=1 git status"]),
-            ("nice git status > f", &["L* nice git status >f", "W git status >f"]),
+            (
+                "eval \"$X\"",
+                &[
+                    "L eval <\"$X\">",
+                    "?the script given to `eval` is not a literal",
+                ],
+            ),
+            (
+                "sh -c 'a; b | c'",
+                &["L* sh -c a; b | c", "S a", "S b", "S c"],
+            ),
+            (
+                "bash -c \"echo \\$(id)\"",
+                &["L* bash -c echo $(id)", "C id", "S echo <$(id)>"],
+            ),
+            (
+                "nice -n 5 git status",
+                &["L* nice -n 5 git status", "W git status"],
+            ),
+            (
+                "X=1 nice git status",
+                &["L* X=1 nice git status", "W X=1 git status"],
+            ),
+            (
+                "nice git status > f",
+                &["L* nice git status >f", "W git status >f"],
+            ),
             ("sudo rm -rf /", &["L sudo rm -rf /", "W rm -rf /"]),
-            ("find . -exec rm {} \\;", &["L find . -exec rm {} ;", "W rm <{}>"]),
-            ("ls | xargs rm", &["L ls", "L* xargs rm", "W rm <<arguments from input>>"]),
-            ("nice sh -c 'rm x'", &["L* nice sh -c rm x", "W* sh -c rm x", "S rm x"]),
-            ("$CMD x", &["L <$CMD> x", "?the command word is expanded at run time, so the program is unknown"]),
-            ("{rm,-rf,/}", &["L <{rm,-rf,/}>", "?the command word is expanded at run time, so the program is unknown"]),
+            (
+                "find . -exec rm {} \\;",
+                &["L find . -exec rm {} ;", "W rm <{}>"],
+            ),
+            (
+                "ls | xargs rm",
+                &["L ls", "L* xargs rm", "W rm <<arguments from input>>"],
+            ),
+            (
+                "nice sh -c 'rm x'",
+                &["L* nice sh -c rm x", "W* sh -c rm x", "S rm x"],
+            ),
+            (
+                "$CMD x",
+                &[
+                    "L <$CMD> x",
+                    "?the command word is expanded at run time, so the program is unknown",
+                ],
+            ),
+            (
+                "{rm,-rf,/}",
+                &[
+                    "L <{rm,-rf,/}>",
+                    "?the command word is expanded at run time, so the program is unknown",
+                ],
+            ),
             ("X=1", &["L X=1"]),
             ("> out", &["L >out"]),
             ("(( x = $(id) ))", &["C id", "#arithmetic command `(( ))`"]),
             ("[[ -f $(id) ]] && ls", &["C id", "L ls", "#`[[ ]]` test"]),
-            ("for ((i=0; i<3; i++)); do ls; done", &["L ls", "#arithmetic `for (( ))` loop"]),
-            ("ls 'my dir' a\\ b ~ HEAD~1 *.rs", &["L ls my dir a b <~> HEAD~1 <*.rs>"]),
+            (
+                "for ((i=0; i<3; i++)); do ls; done",
+                &["L ls", "#arithmetic `for (( ))` loop"],
+            ),
+            (
+                "ls 'my dir' a\\ b ~ HEAD~1 *.rs",
+                &["L ls my dir a b <~> HEAD~1 <*.rs>"],
+            ),
             ("", &[]),
         ];
         let mut failures = Vec::new();
         for (line, expected) in table {
             let actual = render(line);
             if actual != *expected {
-                failures.push(format!("line {line:?}\n  actual:   {actual:?}\n  expected: {expected:?}"));
+                failures.push(format!(
+                    "line {line:?}\n  actual:   {actual:?}\n  expected: {expected:?}"
+                ));
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -728,15 +878,36 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_parse() {
         let table: &[(&str, &str)] = &[
-            ("echo 'unterminated", "error: unterminated single quote @ Some(5)"),
-            ("echo \"unterminated", "error: unterminated double quote @ Some(5)"),
-            ("echo `unterminated", "error: unterminated backquote @ Some(5)"),
+            (
+                "echo 'unterminated",
+                "error: unterminated single quote @ Some(5)",
+            ),
+            (
+                "echo \"unterminated",
+                "error: unterminated double quote @ Some(5)",
+            ),
+            (
+                "echo `unterminated",
+                "error: unterminated backquote @ Some(5)",
+            ),
             ("ls (", "error: unexpected end of input @ Some(4)"),
             ("ls )", "error: syntax error near `)` @ Some(3)"),
-            ("if true; then ls", "error: unexpected end of input @ Some(16)"),
-            ("ls 99999999999>x", "error: file descriptor `99999999999` is out of range @ Some(3)"),
-            ("cat <<EOF\nunterminated", "error: unterminated here-document `EOF` @ Some(22)"),
-            ("echo $(ls 'x)", "error: unterminated single quote @ Some(10)"),
+            (
+                "if true; then ls",
+                "error: unexpected end of input @ Some(16)",
+            ),
+            (
+                "ls 99999999999>x",
+                "error: file descriptor `99999999999` is out of range @ Some(3)",
+            ),
+            (
+                "cat <<EOF\nunterminated",
+                "error: unterminated here-document `EOF` @ Some(22)",
+            ),
+            (
+                "echo $(ls 'x)",
+                "error: unterminated single quote @ Some(10)",
+            ),
             ("echo $(ls", "error: unterminated expansion @ Some(9)"),
             ("echo \"$(ls)", "error: unterminated double quote @ Some(5)"),
         ];

@@ -67,7 +67,10 @@ pub(crate) enum Strength {
 
 /// Splits a raw word into parts, pushing the source of every command substitution found in
 /// it onto `nested`.
-pub(crate) fn split_word(raw: &str, nested: &mut Vec<String>) -> Result<Vec<Part>, ShellParseError> {
+pub(crate) fn split_word(
+    raw: &str,
+    nested: &mut Vec<String>,
+) -> Result<Vec<Part>, ShellParseError> {
     split_word_at_depth(raw, nested, 0)
 }
 
@@ -82,9 +85,8 @@ fn split_word_at_depth(
             None,
         ));
     }
-    let pieces = brush_parser::word::parse(raw, &PARSER_OPTIONS).map_err(|err| {
-        ShellParseError::new(format!("cannot parse word `{raw}`: {err}"), None)
-    })?;
+    let pieces = brush_parser::word::parse(raw, &PARSER_OPTIONS)
+        .map_err(|err| ShellParseError::new(format!("cannot parse word `{raw}`: {err}"), None))?;
     let mut splitter = Splitter {
         parts: Vec::new(),
         nested,
@@ -99,9 +101,8 @@ fn split_word_at_depth(
 /// Scans a here-document body (expanded like a double-quoted string, without quote
 /// removal) for command substitutions.
 pub(crate) fn scan_heredoc(body: &str, nested: &mut Vec<String>) -> Result<(), ShellParseError> {
-    let pieces = brush_parser::word::parse_heredoc(body, &PARSER_OPTIONS).map_err(|err| {
-        ShellParseError::new(format!("cannot parse here-document: {err}"), None)
-    })?;
+    let pieces = brush_parser::word::parse_heredoc(body, &PARSER_OPTIONS)
+        .map_err(|err| ShellParseError::new(format!("cannot parse here-document: {err}"), None))?;
     let mut splitter = Splitter {
         parts: Vec::new(),
         nested,
@@ -144,7 +145,11 @@ impl Splitter<'_> {
         });
     }
 
-    fn piece(&mut self, piece: &WordPieceWithSource, quoting: Quoting) -> Result<(), ShellParseError> {
+    fn piece(
+        &mut self,
+        piece: &WordPieceWithSource,
+        quoting: Quoting,
+    ) -> Result<(), ShellParseError> {
         let start = piece.start_index;
         match &piece.piece {
             WordPiece::Text(text) => self.text(text, quoting, start),
@@ -166,7 +171,9 @@ impl Splitter<'_> {
                     self.piece(inner_piece, Quoting::Quoted)?;
                 }
             }
-            WordPiece::TildeExpansion(_) => self.expansion(Expansion::Tilde, Strength::Dynamic, start),
+            WordPiece::TildeExpansion(_) => {
+                self.expansion(Expansion::Tilde, Strength::Dynamic, start)
+            }
             WordPiece::ParameterExpansion(expr) => {
                 // An opaque expansion records its specific reason (arithmetic, indirection…).
                 match self.parameter_expr(expr)? {
@@ -174,14 +181,19 @@ impl Splitter<'_> {
                     (strength, Some(reason)) => self.expansion(reason, strength, start),
                 }
             }
-            WordPiece::CommandSubstitution(source) | WordPiece::BackquotedCommandSubstitution(source) => {
+            WordPiece::CommandSubstitution(source)
+            | WordPiece::BackquotedCommandSubstitution(source) => {
                 self.nested.push(source.clone());
                 self.expansion(Expansion::CommandSubstitution, Strength::Dynamic, start);
             }
             WordPiece::EscapeSequence(sequence) => {
                 // `\x` stands for `x`; a backslash-newline is a line continuation.
                 let escaped: String = sequence.chars().skip(1).collect();
-                let value = if escaped == "\n" { "" } else { escaped.as_str() };
+                let value = if escaped == "\n" {
+                    ""
+                } else {
+                    escaped.as_str()
+                };
                 self.text(value, Quoting::Quoted, start);
             }
             WordPiece::ArithmeticExpression(expr) => {
@@ -222,28 +234,96 @@ impl Splitter<'_> {
     }
 
     /// Classifies a parameter expression; the second value names the reason when opaque.
-    fn parameter_expr(&mut self, expr: &ParameterExpr) -> Result<(Strength, Option<Expansion>), ShellParseError> {
+    fn parameter_expr(
+        &mut self,
+        expr: &ParameterExpr,
+    ) -> Result<(Strength, Option<Expansion>), ShellParseError> {
         let (parameter, indirect, operands): (&Parameter, bool, [Option<&String>; 2]) = match expr {
-            ParameterExpr::Parameter { parameter, indirect }
-            | ParameterExpr::ParameterLength { parameter, indirect } => (parameter, *indirect, [None, None]),
-            ParameterExpr::UseDefaultValues { parameter, indirect, default_value: value, .. }
-            | ParameterExpr::AssignDefaultValues { parameter, indirect, default_value: value, .. }
-            | ParameterExpr::IndicateErrorIfNullOrUnset { parameter, indirect, error_message: value, .. }
-            | ParameterExpr::UseAlternativeValue { parameter, indirect, alternative_value: value, .. }
-            | ParameterExpr::RemoveSmallestSuffixPattern { parameter, indirect, pattern: value }
-            | ParameterExpr::RemoveLargestSuffixPattern { parameter, indirect, pattern: value }
-            | ParameterExpr::RemoveSmallestPrefixPattern { parameter, indirect, pattern: value }
-            | ParameterExpr::RemoveLargestPrefixPattern { parameter, indirect, pattern: value }
-            | ParameterExpr::UppercaseFirstChar { parameter, indirect, pattern: value }
-            | ParameterExpr::UppercasePattern { parameter, indirect, pattern: value }
-            | ParameterExpr::LowercaseFirstChar { parameter, indirect, pattern: value }
-            | ParameterExpr::LowercasePattern { parameter, indirect, pattern: value } => {
-                (parameter, *indirect, [value.as_ref(), None])
+            ParameterExpr::Parameter {
+                parameter,
+                indirect,
             }
-            ParameterExpr::ReplaceSubstring { parameter, indirect, pattern, replacement, .. } => {
-                (parameter, *indirect, [Some(pattern), replacement.as_ref()])
+            | ParameterExpr::ParameterLength {
+                parameter,
+                indirect,
+            } => (parameter, *indirect, [None, None]),
+            ParameterExpr::UseDefaultValues {
+                parameter,
+                indirect,
+                default_value: value,
+                ..
             }
-            ParameterExpr::Substring { parameter, offset, length, .. } => {
+            | ParameterExpr::AssignDefaultValues {
+                parameter,
+                indirect,
+                default_value: value,
+                ..
+            }
+            | ParameterExpr::IndicateErrorIfNullOrUnset {
+                parameter,
+                indirect,
+                error_message: value,
+                ..
+            }
+            | ParameterExpr::UseAlternativeValue {
+                parameter,
+                indirect,
+                alternative_value: value,
+                ..
+            }
+            | ParameterExpr::RemoveSmallestSuffixPattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::RemoveLargestSuffixPattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::RemoveSmallestPrefixPattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::RemoveLargestPrefixPattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::UppercaseFirstChar {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::UppercasePattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::LowercaseFirstChar {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::LowercasePattern {
+                parameter,
+                indirect,
+                pattern: value,
+            } => (parameter, *indirect, [value.as_ref(), None]),
+            ParameterExpr::ReplaceSubstring {
+                parameter,
+                indirect,
+                pattern,
+                replacement,
+                ..
+            } => (parameter, *indirect, [Some(pattern), replacement.as_ref()]),
+            ParameterExpr::Substring {
+                parameter,
+                offset,
+                length,
+                ..
+            } => {
                 self.parameter(parameter)?;
                 self.arithmetic(offset)?;
                 if let Some(length) = length {
@@ -251,7 +331,11 @@ impl Splitter<'_> {
                 }
                 return Ok((Strength::Opaque, Some(Expansion::Arithmetic)));
             }
-            ParameterExpr::Transform { parameter, indirect, op } => {
+            ParameterExpr::Transform {
+                parameter,
+                indirect,
+                op,
+            } => {
                 let prompt = match op {
                     ParameterTransformOp::PromptExpand => true,
                     ParameterTransformOp::CapitalizeInitial
@@ -383,7 +467,9 @@ pub(crate) fn word_from_parts(raw: &str, parts: &[Part]) -> Word {
         match part {
             Part::Text { text, .. } => value.push_str(text),
             Part::Expansion {
-                expansion, strength, ..
+                expansion,
+                strength,
+                ..
             } => {
                 if strongest.is_none_or(|(s, _)| *strength > s) {
                     strongest = Some((*strength, *expansion));
@@ -493,6 +579,7 @@ fn hex_digits(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, max: usize) 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -73,7 +73,9 @@ struct Scanned {
 
 impl Scanned {
     fn has(&self, names: &[&str]) -> bool {
-        self.options.iter().any(|(name, _)| names.contains(&name.as_str()))
+        self.options
+            .iter()
+            .any(|(name, _)| names.contains(&name.as_str()))
     }
 
     /// The last of the named options given, with its argument.
@@ -100,7 +102,11 @@ fn malformed(wrapper: &str) -> UnresolvedReason {
 }
 
 /// Reads the leading options of `words` (the wrapper's arguments).
-fn scan_options(wrapper: &str, words: &[Word], spec: &OptionSpec) -> Result<Scanned, UnresolvedReason> {
+fn scan_options(
+    wrapper: &str,
+    words: &[Word],
+    spec: &OptionSpec,
+) -> Result<Scanned, UnresolvedReason> {
     let mut options = Vec::new();
     let mut i = 0;
     while let Some(word) = words.get(i) {
@@ -149,8 +155,7 @@ fn scan_options(wrapper: &str, words: &[Word], spec: &OptionSpec) -> Result<Scan
             i += 1;
             continue;
         }
-        let mut chars = cluster.char_indices();
-        while let Some((at, c)) = chars.next() {
+        for (at, c) in cluster.char_indices() {
             let option = format!("-{c}");
             let rest = &cluster[at + c.len_utf8()..];
             if spec.short_flags.contains(c) {
@@ -173,7 +178,10 @@ fn scan_options(wrapper: &str, words: &[Word], spec: &OptionSpec) -> Result<Scan
         }
         i += 1;
     }
-    Ok(Scanned { options, operands: i })
+    Ok(Scanned {
+        options,
+        operands: i,
+    })
 }
 
 /// Says what `command` runs besides itself.
@@ -194,7 +202,12 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
     let result = match base {
         "env" => env(args),
         "command" => command_builtin(args),
-        "builtin" => prefix(base, args, &OptionSpec::default(), Transparency::Transparent),
+        "builtin" => prefix(
+            base,
+            args,
+            &OptionSpec::default(),
+            Transparency::Transparent,
+        ),
         "exec" => prefix(
             base,
             args,
@@ -205,7 +218,12 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
             },
             Transparency::Transparent,
         ),
-        "nohup" => prefix(base, args, &OptionSpec::default(), Transparency::Transparent),
+        "nohup" => prefix(
+            base,
+            args,
+            &OptionSpec::default(),
+            Transparency::Transparent,
+        ),
         "nice" => prefix(
             base,
             args,
@@ -243,7 +261,9 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
         ),
         "find" => find(args),
         "eval" => eval(args),
-        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "yash" | "posh" => shell(base, args),
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "yash" | "posh" => {
+            shell(base, args)
+        }
         "trap" => trap(args),
         _ => Ok(Analysis::NotAWrapper),
     };
@@ -255,7 +275,11 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
         }) => Analysis::Wraps {
             wrapper,
             inners,
-            transparency: if bare { transparency } else { Transparency::Runner },
+            transparency: if bare {
+                transparency
+            } else {
+                Transparency::Runner
+            },
         },
         Ok(Analysis::Script {
             runner,
@@ -264,7 +288,11 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
         }) => Analysis::Script {
             runner,
             script,
-            transparency: if bare { transparency } else { Transparency::Runner },
+            transparency: if bare {
+                transparency
+            } else {
+                Transparency::Runner
+            },
         },
         Ok(other) => other,
         Err(reason) => Analysis::Unresolved(reason),
@@ -273,7 +301,12 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
 
 type Outcome = Result<Analysis, UnresolvedReason>;
 
-fn wraps(wrapper: &str, words: Vec<Word>, assignments: Vec<EnvAssignment>, transparency: Transparency) -> Analysis {
+fn wraps(
+    wrapper: &str,
+    words: Vec<Word>,
+    assignments: Vec<EnvAssignment>,
+    transparency: Transparency,
+) -> Analysis {
     if words.is_empty() {
         return Analysis::NotAWrapper;
     }
@@ -287,14 +320,21 @@ fn wraps(wrapper: &str, words: Vec<Word>, assignments: Vec<EnvAssignment>, trans
 /// Wrappers of the form `wrapper [options] command args…`.
 fn prefix(wrapper: &str, args: &[Word], spec: &OptionSpec, transparency: Transparency) -> Outcome {
     let scanned = scan_options(wrapper, args, spec)?;
-    Ok(wraps(wrapper, args[scanned.operands..].to_vec(), Vec::new(), transparency))
+    Ok(wraps(
+        wrapper,
+        args[scanned.operands..].to_vec(),
+        Vec::new(),
+        transparency,
+    ))
 }
 
 /// `NAME=value` as `env` and `sudo` read it (the name must be a valid variable name).
 fn as_assignment(word: &Word) -> Option<EnvAssignment> {
     let (name, value) = word.raw.split_once('=')?;
     let mut chars = name.chars();
-    let valid = chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+    let valid = chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
     if !valid {
         return None;
@@ -364,7 +404,12 @@ fn command_builtin(args: &[Word]) -> Outcome {
         // `command -v x` only describes `x`.
         return Ok(Analysis::NotAWrapper);
     }
-    Ok(wraps("command", args[scanned.operands..].to_vec(), Vec::new(), Transparency::Transparent))
+    Ok(wraps(
+        "command",
+        args[scanned.operands..].to_vec(),
+        Vec::new(),
+        Transparency::Transparent,
+    ))
 }
 
 fn timeout(args: &[Word]) -> Outcome {
@@ -377,11 +422,18 @@ fn timeout(args: &[Word]) -> Outcome {
     };
     let scanned = scan_options("timeout", args, &spec)?;
     // The first operand is the duration.
-    let rest = args.get(scanned.operands + 1..).ok_or_else(|| malformed("timeout"))?;
+    let rest = args
+        .get(scanned.operands + 1..)
+        .ok_or_else(|| malformed("timeout"))?;
     if rest.is_empty() {
         return Err(malformed("timeout"));
     }
-    Ok(wraps("timeout", rest.to_vec(), Vec::new(), Transparency::Transparent))
+    Ok(wraps(
+        "timeout",
+        rest.to_vec(),
+        Vec::new(),
+        Transparency::Transparent,
+    ))
 }
 
 fn time(args: &[Word]) -> Outcome {
@@ -399,7 +451,12 @@ fn time(args: &[Word]) -> Outcome {
     } else {
         Transparency::Transparent
     };
-    Ok(wraps("time", args[scanned.operands..].to_vec(), Vec::new(), transparency))
+    Ok(wraps(
+        "time",
+        args[scanned.operands..].to_vec(),
+        Vec::new(),
+        transparency,
+    ))
 }
 
 fn xargs(args: &[Word]) -> Outcome {
@@ -434,11 +491,13 @@ fn xargs(args: &[Word]) -> Outcome {
     }
     // With a replacement string, input is substituted into the words that contain it;
     // without, it is appended as extra arguments.
-    let replace = scanned.last(&["-I", "-i", "--replace"]).map(|(name, value)| match value {
-        Some(value) => Replacement::Known(value.to_owned()),
-        None if name == "-I" => Replacement::Unknown,
-        None => Replacement::Known("{}".to_owned()),
-    });
+    let replace = scanned
+        .last(&["-I", "-i", "--replace"])
+        .map(|(name, value)| match value {
+            Some(value) => Replacement::Known(value.to_owned()),
+            None if name == "-I" => Replacement::Unknown,
+            None => Replacement::Known("{}".to_owned()),
+        });
     match replace {
         Some(Replacement::Unknown) => {
             for word in words.iter_mut().skip(1) {
@@ -452,7 +511,10 @@ fn xargs(args: &[Word]) -> Outcome {
                 }
             }
         }
-        None => words.push(Word::dynamic("<arguments from input>", Expansion::RuntimeArguments)),
+        None => words.push(Word::dynamic(
+            "<arguments from input>",
+            Expansion::RuntimeArguments,
+        )),
     }
     Ok(wraps("xargs", words, Vec::new(), Transparency::Transparent))
 }
@@ -510,7 +572,10 @@ fn find(args: &[Word]) -> Outcome {
     let mut i = 0;
     while let Some(word) = args.get(i) {
         i += 1;
-        if !matches!(word.literal(), Some("-exec" | "-execdir" | "-ok" | "-okdir")) {
+        if !matches!(
+            word.literal(),
+            Some("-exec" | "-execdir" | "-ok" | "-okdir")
+        ) {
             continue;
         }
         let start = i;
@@ -552,9 +617,12 @@ fn find(args: &[Word]) -> Outcome {
 fn literal_script(runner: &str, words: &[Word]) -> Result<String, UnresolvedReason> {
     let mut parts = Vec::with_capacity(words.len());
     for word in words {
-        parts.push(word.literal().ok_or_else(|| UnresolvedReason::DynamicScript {
-            runner: runner.to_owned(),
-        })?);
+        parts.push(
+            word.literal()
+                .ok_or_else(|| UnresolvedReason::DynamicScript {
+                    runner: runner.to_owned(),
+                })?,
+        );
     }
     Ok(parts.join(" "))
 }
@@ -626,8 +694,8 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
                 // Interactive and login shells read start-up files that are not visible.
                 'i' | 'l' => transparency = Transparency::Runner,
                 'o' | 'O' => i += 1,
-                'a' | 'b' | 'e' | 'f' | 'h' | 'k' | 'm' | 'n' | 'p' | 't' | 'u' | 'v' | 'x' | 'B' | 'C'
-                | 'E' | 'H' | 'P' | 'T' | 'r' | 's' => {}
+                'a' | 'b' | 'e' | 'f' | 'h' | 'k' | 'm' | 'n' | 'p' | 't' | 'u' | 'v' | 'x'
+                | 'B' | 'C' | 'E' | 'H' | 'P' | 'T' | 'r' | 's' => {}
                 _ => return Err(unknown(runner, &format!("-{c}"))),
             }
         }
@@ -678,6 +746,7 @@ fn trap(args: &[Word]) -> Outcome {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::super::{Origin, Role};
     use super::*;
@@ -712,7 +781,9 @@ mod tests {
         match analysis {
             Analysis::NotAWrapper => "-".to_owned(),
             Analysis::Wraps {
-                inners, transparency, ..
+                inners,
+                transparency,
+                ..
             } => inners
                 .iter()
                 .map(|inner| {
@@ -732,13 +803,19 @@ mod tests {
                     format!(
                         "{}:{}",
                         tag(transparency),
-                        assignments.into_iter().chain(words).collect::<Vec<_>>().join(" ")
+                        assignments
+                            .into_iter()
+                            .chain(words)
+                            .collect::<Vec<_>>()
+                            .join(" ")
                     )
                 })
                 .collect::<Vec<_>>()
                 .join(" | "),
             Analysis::Script {
-                script, transparency, ..
+                script,
+                transparency,
+                ..
             } => format!("{}S:{script}", tag(transparency)),
             Analysis::Unresolved(reason) => format!("U:{reason}"),
         }
@@ -755,13 +832,22 @@ mod tests {
             (&["timeout", "10", "rm", "-rf", "/"], "T:rm -rf /"),
             (&["timeout", "-k", "5", "10", "rm", "x"], "T:rm x"),
             (&["timeout", "-sKILL", "10", "rm"], "T:rm"),
-            (&["timeout", "10"], "U:cannot tell which command `timeout` runs"),
-            (&["timeout", "--bogus", "10", "rm"], "U:`timeout` option `--bogus` is not understood"),
+            (
+                &["timeout", "10"],
+                "U:cannot tell which command `timeout` runs",
+            ),
+            (
+                &["timeout", "--bogus", "10", "rm"],
+                "U:`timeout` option `--bogus` is not understood",
+            ),
             (&["env", "rm", "x"], "T:rm x"),
             (&["env", "-i", "A=1", "B=2", "rm"], "T:A=1 B=2 rm"),
             (&["env", "-u", "HOME", "rm"], "T:rm"),
             (&["env"], "-"),
-            (&["env", "-S", "rm -rf /"], "U:`env` option `-S` is not understood"),
+            (
+                &["env", "-S", "rm -rf /"],
+                "U:`env` option `-S` is not understood",
+            ),
             (&["command", "rm", "x"], "T:rm x"),
             (&["command", "-v", "rm"], "-"),
             (&["builtin", "cd", "/"], "T:cd /"),
@@ -771,28 +857,54 @@ mod tests {
             (&["time", "-p", "rm"], "T:rm"),
             (&["time", "-o", "f", "rm"], "R:rm"),
             (&["xargs", "rm"], "T:rm <<arguments from input>>"),
-            (&["xargs", "-0", "-n", "1", "rm", "-f"], "T:rm -f <<arguments from input>>"),
+            (
+                &["xargs", "-0", "-n", "1", "rm", "-f"],
+                "T:rm -f <<arguments from input>>",
+            ),
             (&["xargs", "-I", "{}", "mv", "{}", "x"], "T:mv <{}> x"),
             (&["xargs"], "T:echo <<arguments from input>>"),
-            (&["xargs", "--bogus", "rm"], "U:`xargs` option `--bogus` is not understood"),
+            (
+                &["xargs", "--bogus", "rm"],
+                "U:`xargs` option `--bogus` is not understood",
+            ),
             (&["sudo", "rm", "x"], "R:rm x"),
-            (&["sudo", "-u", "root", "-E", "PATH=/x", "rm"], "R:PATH=/x rm"),
+            (
+                &["sudo", "-u", "root", "-E", "PATH=/x", "rm"],
+                "R:PATH=/x rm",
+            ),
             (&["doas", "-u", "root", "rm"], "R:rm"),
             (&["find", ".", "-name", "x"], "-"),
             (&["find", ".", "-exec", "rm", "{}", ";"], "R:rm <{}>"),
-            (&["find", ".", "-exec", "rm", "{}", "+", "-ok", "cat", "x", ";"], "R:rm <{}> | R:cat x"),
-            (&["find", ".", "-exec", "rm"], "U:cannot tell which command `find` runs"),
+            (
+                &[
+                    "find", ".", "-exec", "rm", "{}", "+", "-ok", "cat", "x", ";",
+                ],
+                "R:rm <{}> | R:cat x",
+            ),
+            (
+                &["find", ".", "-exec", "rm"],
+                "U:cannot tell which command `find` runs",
+            ),
             (&["eval", "rm", "-rf", "/"], "TS:rm -rf /"),
-            (&["eval", "$X"], "U:the script given to `eval` is not a literal"),
+            (
+                &["eval", "$X"],
+                "U:the script given to `eval` is not a literal",
+            ),
             (&["sh", "-c", "rm -rf /"], "TS:rm -rf /"),
             (&["bash", "-ec", "rm x", "name", "arg"], "TS:rm x"),
             (&["bash", "-o", "pipefail", "-c", "rm x"], "TS:rm x"),
             (&["bash", "-lc", "rm x"], "RS:rm x"),
             (&["bash", "--login", "-c", "rm x"], "RS:rm x"),
-            (&["bash", "-c", "$X"], "U:the script given to `bash` is not a literal"),
+            (
+                &["bash", "-c", "$X"],
+                "U:the script given to `bash` is not a literal",
+            ),
             (&["bash", "-c"], "U:cannot tell which command `bash` runs"),
             (&["bash", "script.sh"], "-"),
-            (&["bash", "--bogus", "-c", "x"], "U:`bash` option `--bogus` is not understood"),
+            (
+                &["bash", "--bogus", "-c", "x"],
+                "U:`bash` option `--bogus` is not understood",
+            ),
             (&["trap", "rm -rf /", "EXIT"], "RS:rm -rf /"),
             (&["trap", "-", "EXIT"], "-"),
             (&["trap", "-p"], "-"),
@@ -801,7 +913,11 @@ mod tests {
             (&["nice", "timeout", "5", "rm"], "T:timeout 5 rm"),
         ];
         for (words, expected) in table {
-            assert_eq!(render(&analyse(&command(words))), *expected, "words {words:?}");
+            assert_eq!(
+                render(&analyse(&command(words))),
+                *expected,
+                "words {words:?}"
+            );
         }
     }
 }
