@@ -9,9 +9,11 @@
 //! - [`pattern`]: the token patterns of the `shell` matcher and its allow/deny semantics;
 //! - [`path`]: lexical path normalisation and path globs.
 
+pub mod decide;
 pub mod matcher;
 pub mod path;
 pub mod pattern;
+pub mod rules;
 pub mod shell;
 
 pub use matcher::{
