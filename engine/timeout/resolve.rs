@@ -404,7 +404,10 @@ mod tests {
                 json!(too_large),
                 OverrideProblem::TooLarge(too_large.to_string()),
             ),
-            (json!(u64::MAX), OverrideProblem::TooLarge(u64::MAX.to_string())),
+            (
+                json!(u64::MAX),
+                OverrideProblem::TooLarge(u64::MAX.to_string()),
+            ),
             (json!(1e300), OverrideProblem::TooLarge("1e+300".into())),
             (
                 json!(1_700_000_000_000_u64),
