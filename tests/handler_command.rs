@@ -3,6 +3,9 @@
 //! No test asserts on elapsed time; real time is only spent where a process must run
 //! (`kill_grace` of 100 ms, polling `/proc` until a killed process is gone).
 
+// Test helpers panic on purpose: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -449,4 +452,27 @@ async fn the_prepared_handler_runs_like_run_command() {
     assert_eq!(out.as_text(), Some("hi\n"));
     let err = CommandHandler::new(spec(&["echo", "{{input.word"])).unwrap_err();
     assert_eq!(err.index, 1);
+}
+
+#[tokio::test]
+async fn a_command_that_ignores_a_large_stdin_does_not_hang() {
+    let spec = CommandSpec {
+        stdin: StdinMode::Json,
+        ..spec(&["true"])
+    };
+    let input = json!({ "blob": "x".repeat(1024 * 1024) });
+    assert_eq!(text(run(&spec, input).await), "");
+}
+
+#[tokio::test]
+async fn an_invalid_variable_name_is_a_spawn_error() {
+    let spec = CommandSpec {
+        env_set: [("A=B".to_owned(), "x".to_owned())].into_iter().collect(),
+        ..spec(&["env"])
+    };
+    let err = run(&spec, json!({})).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot start `env`: `A=B` is not a valid environment variable name"
+    );
 }

@@ -1,5 +1,8 @@
 //! The `http` handler against a tiny HTTP/1.1 server on 127.0.0.1 (a tokio `TcpListener`).
 
+// Test helpers panic on purpose: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::Duration;
 
 use serde_json::json;

@@ -1,6 +1,9 @@
 //! Native handlers as an embedding program registers them: isolation from panics, and
 //! passing through a gate mid-call.
 
+// Test helpers panic on purpose: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

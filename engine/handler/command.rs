@@ -177,8 +177,8 @@ async fn run_parsed(
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let mut io = pin!(async {
         tokio::try_join!(
-            pump(stdout, ProgressStream::Stdout, &capture),
-            pump(stderr, ProgressStream::Stderr, &capture),
+            pump(stdout, ProgressStream::Stdout, &capture.stdout, &capture),
+            pump(stderr, ProgressStream::Stderr, &capture.stderr, &capture),
             async {
                 feed(stdin, stdin_bytes).await;
                 Ok(())
@@ -263,9 +263,16 @@ async fn spawn(
             }
         }
     }
+    if let Some(name) = spec.env_set.keys().find(|name| !valid_env_name(name)) {
+        return Err(spawn_error(
+            format!("`{name}` is not a valid environment variable name"),
+            None,
+        ));
+    }
     let mut command = Command::new(program);
     command.args(rest).env_clear();
-    for name in &spec.env_allow {
+    // A name that cannot be a variable (empty, `=`, NUL) matches nothing in the environment.
+    for name in spec.env_allow.iter().filter(|name| valid_env_name(name)) {
         if let Some(value) = std::env::var_os(name) {
             command.env(name, value);
         }
@@ -302,6 +309,11 @@ async fn spawn(
     Ok((child, group))
 }
 
+/// Whether `name` can be an environment variable name at all.
+fn valid_env_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['=', '\0'])
+}
+
 /// The output cap was exceeded.
 struct OutputExceeded;
 
@@ -315,14 +327,11 @@ struct Capture<'a> {
 }
 
 impl Capture<'_> {
-    fn emit(&self, stream: ProgressStream, text: String) {
+    /// Keeps `text` in `buffer` and streams it as a progress chunk.
+    fn emit(&self, stream: ProgressStream, buffer: &Mutex<String>, text: String) {
         if text.is_empty() {
             return;
         }
-        let buffer = match stream {
-            ProgressStream::Stdout | ProgressStream::Message => &self.stdout,
-            ProgressStream::Stderr => &self.stderr,
-        };
         lock(buffer).push_str(&text);
         self.progress.send(ProgressChunk { stream, text });
     }
@@ -337,15 +346,16 @@ fn lock(buffer: &Mutex<String>) -> std::sync::MutexGuard<'_, String> {
 async fn pump(
     reader: Option<impl AsyncRead + Unpin>,
     stream: ProgressStream,
+    output: &Mutex<String>,
     capture: &Capture<'_>,
 ) -> Result<(), OutputExceeded> {
     let Some(mut reader) = reader else {
         return Ok(());
     };
-    let mut buffer = vec![0_u8; READ_CHUNK];
+    let mut chunk = vec![0_u8; READ_CHUNK];
     let mut decoder = Utf8Decoder::new();
     loop {
-        let read = match reader.read(&mut buffer).await {
+        let read = match reader.read(&mut chunk).await {
             Ok(0) => break,
             Ok(read) => read,
             Err(error) if error.kind() == ErrorKind::Interrupted => continue,
@@ -360,9 +370,9 @@ async fn pump(
         if total > capture.limit {
             return Err(OutputExceeded);
         }
-        capture.emit(stream, decoder.push(&buffer[..read]));
+        capture.emit(stream, output, decoder.push(&chunk[..read]));
     }
-    capture.emit(stream, decoder.finish());
+    capture.emit(stream, output, decoder.finish());
     Ok(())
 }
 

@@ -238,14 +238,14 @@ pub fn parse_template(text: &str) -> Result<Template, TemplateError> {
         text: text.to_owned(),
         parts,
     };
-    if template.parts.len() > 1 {
-        if let Some(optional) = template.placeholders().find(|p| p.optional) {
-            return Err(TemplateError {
-                offset: optional.span.start,
-                len: optional.span.len(),
-                kind: TemplateErrorKind::MisplacedOptional(optional.expr.clone()),
-            });
-        }
+    if template.parts.len() > 1
+        && let Some(optional) = template.placeholders().find(|p| p.optional)
+    {
+        return Err(TemplateError {
+            offset: optional.span.start,
+            len: optional.span.len(),
+            kind: TemplateErrorKind::MisplacedOptional(optional.expr.clone()),
+        });
     }
     Ok(template)
 }

@@ -128,10 +128,7 @@ fn place(
         return (None, None, format!(" (at {})", location.display()));
     }
     let span = location.span;
-    let source = NamedSource::new(
-        location.source.path(),
-        Arc::clone(location.source.text()),
-    );
+    let source = NamedSource::new(location.source.path(), Arc::clone(location.source.text()));
     let labeled = LabeledSpan::new_primary_with_span(
         label.map(str::to_owned),
         SourceSpan::new(span.offset.into(), span.len),
