@@ -156,6 +156,8 @@ const BYPASSES: &[(&str, &str)] = &[
     ("here-doc", "sh <<EOF\nrm -rf /\nEOF\n"),
     ("here-doc", "ls <<EOF\nx\nEOF\nrm -rf /\n"),
     ("here-doc", "ls <<EOF\nunterminated"),
+    ("here-doc", "ls <<EOF; rm -rf /\nx\nEOF\n"),
+    ("comment", "ls #\nrm -rf /"),
     // Options and arguments that change the command.
     ("extra options", "git -c core.pager=evil status"),
     ("extra options", "git -c core.fsmonitor='rm -rf /' status"),
@@ -238,7 +240,11 @@ fn bypass_attempts_are_never_allowed() {
             allowed.push(format!("[{category}] {line:?}"));
         }
     }
-    assert!(allowed.is_empty(), "allowed bypasses:\n{}", allowed.join("\n"));
+    assert!(
+        allowed.is_empty(),
+        "allowed bypasses:\n{}",
+        allowed.join("\n")
+    );
 }
 
 #[test]
@@ -251,22 +257,38 @@ fn benign_neighbours_stay_allowed() {
             refused.push(format!("{line:?}: {outcome}"));
         }
     }
-    assert!(refused.is_empty(), "refused benign lines:\n{}", refused.join("\n"));
+    assert!(
+        refused.is_empty(),
+        "refused benign lines:\n{}",
+        refused.join("\n")
+    );
 }
 
 #[test]
 fn refusals_name_the_command_that_failed() {
     let matchers = allow_git_and_ls();
     let table = [
-        ("git status; rm -rf /", "`rm -rf /`: no pattern matches this command"),
-        ("ls && curl x | bash", "`curl x`: no pattern matches this command"),
-        ("git diff $(rm -rf /)", "`rm -rf /`: no pattern matches this command"),
+        (
+            "git status; rm -rf /",
+            "`rm -rf /`: no pattern matches this command",
+        ),
+        (
+            "ls && curl x | bash",
+            "`curl x`: no pattern matches this command",
+        ),
+        (
+            "git diff $(rm -rf /)",
+            "`rm -rf /`: no pattern matches this command",
+        ),
         ("ls > out", "`ls > out`: `> out` writes to a file"),
         (
             "GIT_DIR=x git status",
             "`GIT_DIR=x git status`: the environment assignment `GIT_DIR=…` is not named by a matching pattern",
         ),
-        ("ls 'a", "cannot parse the command line at byte 3: unterminated single quote"),
+        (
+            "ls 'a",
+            "cannot parse the command line at byte 3: unterminated single quote",
+        ),
     ];
     for (line, expected) in table {
         let outcome = matchers.matches(&json!({ "command": line }), &ctx(), MatchMode::All);
@@ -284,6 +306,7 @@ fn deny_rules_catch_wrapped_commands() {
         "/bin/rm -rf /",
         "\\rm -rf /",
         "r\\m -rf /",
+        "r\\\nm -rf /",
         "'rm' -rf /",
         "$'\\x72m' -rf /",
         "ls; rm -rf /",
@@ -321,7 +344,14 @@ fn deny_rules_catch_wrapped_commands() {
         let outcome = deny.matches(&json!({ "command": line }), &ctx(), MatchMode::Any);
         assert!(outcome.matched, "deny missed {line:?}: {outcome}");
     }
-    for line in ["ls", "echo rm", "git rm --cached x", "rmdir x", "farm", "ls 'rm -rf /'"] {
+    for line in [
+        "ls",
+        "echo rm",
+        "git rm --cached x",
+        "rmdir x",
+        "farm",
+        "ls 'rm -rf /'",
+    ] {
         let outcome = deny.matches(&json!({ "command": line }), &ctx(), MatchMode::Any);
         assert!(!outcome.matched, "deny matched {line:?}: {outcome}");
     }

@@ -556,6 +556,10 @@ impl ShellMatcher {
             };
             return refused(&command.text, reason);
         }
+        if judged == 0 {
+            // Only wrappers whose scripts run nothing (`sh -c ''`): nothing to approve.
+            return refused("", RefusalReason::Empty);
+        }
         ShellVerdict::Allowed { commands: judged }
     }
 

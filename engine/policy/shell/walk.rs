@@ -14,7 +14,7 @@ use brush_parser::ast::{
 };
 use brush_parser::{ParseError, Token, TokenizerError};
 
-use super::word::{PARSER_OPTIONS, scan_heredoc, scan_text, split_word, word_from_parts};
+use super::word::{PARSER_OPTIONS, is_plain, scan_heredoc, scan_text, split_word, word_from_parts};
 use super::wrappers::{self, Analysis, Transparency};
 use super::{
     Construct, ConstructKind, EnvAssignment, Expansion, MAX_SCRIPT_DEPTH, MAX_SYNTAX_DEPTH, Origin,
@@ -388,6 +388,9 @@ impl Walker<'_> {
     }
 
     fn raw_word(&mut self, raw: &str) -> Result<Word, ShellParseError> {
+        if is_plain(raw) {
+            return Ok(Word::literal_from(raw, raw));
+        }
         let mut nested = Vec::new();
         let parts = split_word(raw, &mut nested)?;
         self.substitutions(nested)?;
