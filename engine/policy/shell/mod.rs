@@ -75,8 +75,9 @@ const MAX_SYNTAX_DEPTH: usize = 48;
 /// Everything a command line would run, as far as it can be known without running it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Script {
-    /// Every simple command, in source order (inner commands of a substitution follow the
-    /// command that contains them).
+    /// Every simple command, in the order the shell would start them: the commands of a
+    /// substitution come before the command whose words contain it, and a wrapped command
+    /// right after its wrapper.
     pub commands: Vec<SimpleCommand>,
     /// Places where a command runs that cannot be determined statically.
     pub unresolved: Vec<Unresolved>,
@@ -358,9 +359,9 @@ pub enum ConstructKind {
 impl fmt::Display for ConstructKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::Arithmetic => "arithmetic command `(( ))`",
-            Self::ArithmeticFor => "arithmetic `for (( ))` loop",
-            Self::ExtendedTest => "`[[ ]]` test",
+            Self::Arithmetic => "an arithmetic command `(( ))`",
+            Self::ArithmeticFor => "an arithmetic `for (( ))` loop",
+            Self::ExtendedTest => "a `[[ ]]` test",
         })
     }
 }
