@@ -21,7 +21,9 @@
 //! ANSI-C strings it cannot decode. A word that makes the shell *evaluate* text it cannot see
 //! — arithmetic (`$((…))`, `${x:1:2}`, array subscripts `${a[i]}`), indirection (`${!x}`),
 //! prompt expansion (`${x@P}`) — is [`WordKind::Opaque`]: bash evaluates array subscripts
-//! found in variable values, so such a word can run a command hidden in a variable.
+//! found in variable values, so such a word can run a command hidden in a variable. A
+//! command whose command word is not a literal (`$EDITOR x`, `{rm,-rf,/}`) runs a program
+//! chosen at run time and is also recorded as [`Unresolved`].
 //!
 //! # Redirections
 //! Each simple command carries its own redirections and those of every enclosing compound
