@@ -41,6 +41,7 @@ use thiserror::Error;
 
 use super::path::{NormalisedPath, PathMatcher, build_glob_set, lexical};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
+use super::shell::{Script, ShellParseError, parse_script};
 
 /// How a rule's matchers combine with what the input holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -365,13 +366,26 @@ impl CompiledArgMatchers {
 
     /// Evaluates the matchers against a tool call's input.
     pub fn matches(&self, input: &Value, ctx: &MatchContext, mode: MatchMode) -> MatchOutcome {
+        self.matches_with_cache(input, ctx, mode, &mut ParseCache::default())
+    }
+
+    /// Like [`matches`](Self::matches), reusing the command lines already parsed for this
+    /// call: evaluate every rule of one call with the same cache, so a command line is
+    /// parsed once however many `shell` matchers judge it.
+    pub fn matches_with_cache(
+        &self,
+        input: &Value,
+        ctx: &MatchContext,
+        mode: MatchMode,
+        cache: &mut ParseCache,
+    ) -> MatchOutcome {
         let mut selectors = Vec::with_capacity(self.entries.len());
         for entry in &self.entries {
             let value = entry.selector.resolve(input);
             let mut checks = Vec::with_capacity(entry.matchers.len());
             let mut holds = true;
             for matcher in &entry.matchers {
-                let check = check(matcher, value, ctx, mode);
+                let check = check(matcher, value, ctx, mode, cache);
                 holds = check.holds;
                 checks.push(check);
                 if !holds {
@@ -394,6 +408,31 @@ impl CompiledArgMatchers {
             matched: true,
             selectors,
         }
+    }
+}
+
+/// Command lines parsed while evaluating one call's input, keyed by their text.
+///
+/// Parsing dominates the cost of a `shell` matcher; judging a parsed line is cheap. A cache
+/// lives for one call (it holds that call's strings) and is not shared between threads.
+#[derive(Debug, Default)]
+pub struct ParseCache {
+    // A call has few distinct command lines: a linear search beats hashing here.
+    entries: Vec<(String, Result<Script, ShellParseError>)>,
+}
+
+impl ParseCache {
+    /// The parse of `line`, computed on first use.
+    pub fn parse(&mut self, line: &str) -> &Result<Script, ShellParseError> {
+        let index = match self.entries.iter().position(|(text, _)| text == line) {
+            Some(index) => index,
+            None => {
+                self.entries.push((line.to_owned(), parse_script(line)));
+                self.entries.len() - 1
+            }
+        };
+        // INVARIANT: `index` is in bounds: found above or just pushed.
+        &self.entries[index].1
     }
 }
 
@@ -542,7 +581,13 @@ impl Found {
     }
 }
 
-fn check(matcher: &Compiled, value: Option<&Value>, ctx: &MatchContext, mode: MatchMode) -> Check {
+fn check(
+    matcher: &Compiled,
+    value: Option<&Value>,
+    ctx: &MatchContext,
+    mode: MatchMode,
+    cache: &mut ParseCache,
+) -> Check {
     let kind = matcher.kind();
     let (holds, detail) = match matcher {
         Compiled::Exists(expected) => {
@@ -565,9 +610,9 @@ fn check(matcher: &Compiled, value: Option<&Value>, ctx: &MatchContext, mode: Ma
         Compiled::Path(matcher) => {
             over_strings(value, mode, |s| Found::Path(matcher.matches(s, ctx)))
         }
-        Compiled::Shell(matcher) => {
-            over_strings(value, mode, |s| Found::Shell(matcher.evaluate(s, mode)))
-        }
+        Compiled::Shell(matcher) => over_strings(value, mode, |s| {
+            Found::Shell(matcher.evaluate_script(cache.parse(s), mode))
+        }),
     };
     Check {
         kind,
@@ -580,7 +625,7 @@ fn check(matcher: &Compiled, value: Option<&Value>, ctx: &MatchContext, mode: Ma
 fn over_strings(
     value: Option<&Value>,
     mode: MatchMode,
-    find: impl Fn(&str) -> Found,
+    mut find: impl FnMut(&str) -> Found,
 ) -> (bool, CheckDetail) {
     match value {
         None => (false, CheckDetail::Missing),
@@ -1041,6 +1086,26 @@ mod tests {
                 .matches(&wrong_type, &ctx(), MatchMode::All)
                 .matched
         );
+    }
+
+    #[test]
+    fn a_cache_gives_the_same_outcomes() {
+        let rules = [
+            compile(json!({"command": {"shell": ["git status"]}})),
+            compile(json!({"command": {"shell": ["git *"]}})),
+            compile(json!({"command": {"shell": ["rm *"]}})),
+        ];
+        let mut cache = ParseCache::default();
+        for line in ["git status", "git log; rm x", "echo 'x"] {
+            let input = json!({ "command": line });
+            for rule in &rules {
+                for mode in [MatchMode::All, MatchMode::Any] {
+                    let cached = rule.matches_with_cache(&input, &ctx(), mode, &mut cache);
+                    assert_eq!(cached, rule.matches(&input, &ctx(), mode), "line {line:?}");
+                }
+            }
+        }
+        assert_eq!(cache.entries.len(), 3);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub mod shell;
 
 pub use matcher::{
     ArgMatcherSpec, Check, CheckDetail, CompiledArgMatchers, MatchContext, MatchMode, MatchOutcome,
-    MatcherKind, PathCase, PatternError, PatternKind, SelectorOutcome,
+    MatcherKind, ParseCache, PathCase, PatternError, PatternKind, SelectorOutcome,
 };
 pub use path::{NormalisedPath, PathMatcher, PathVerdict};
 pub use pattern::{

@@ -556,6 +556,10 @@ impl ShellMatcher {
             };
             return refused(&command.text, reason);
         }
+        if judged == 0 {
+            // Only wrappers whose scripts run nothing (`sh -c ''`): nothing to approve.
+            return refused("", RefusalReason::Empty);
+        }
         ShellVerdict::Allowed { commands: judged }
     }
 
@@ -694,7 +698,7 @@ impl fmt::Display for RefusalReason {
                 )
             }
             Self::Unresolved(reason) => reason.fmt(f),
-            Self::Construct(kind) => write!(f, "a {kind} can run commands hidden in variables"),
+            Self::Construct(kind) => write!(f, "{kind} can run commands hidden in variables"),
         }
     }
 }
@@ -716,11 +720,14 @@ impl fmt::Display for FailClosed {
         match self {
             Self::Unparseable(err) => write!(
                 f,
-                "cannot parse the command line ({}), so it is treated as matching",
+                "cannot parse the command line ({}); treated as matching, as a deny rule fails closed",
                 err.message
             ),
             Self::Unresolved { command, reason } => {
-                write!(f, "`{command}`: {reason}, so it is treated as matching")
+                write!(
+                    f,
+                    "`{command}`: {reason}; treated as matching, as a deny rule fails closed"
+                )
             }
         }
     }
@@ -738,7 +745,9 @@ mod tests {
 
     #[test]
     fn compiles_patterns_or_points_at_the_problem() {
-        let table: &[(&str, Option<(Option<usize>, &str)>)] = &[
+        /// The expected error: its offset and the start of its message.
+        type Expected<'a> = Option<(Option<usize>, &'a str)>;
+        let table: &[(&str, Expected<'_>)] = &[
             ("git status", None),
             ("git diff *", None),
             ("git * push *", None),
@@ -970,12 +979,12 @@ mod tests {
             (
                 "echo 'x",
                 MatchMode::Any,
-                "cannot parse the command line (unterminated single quote), so it is treated as matching",
+                "cannot parse the command line (unterminated single quote); treated as matching, as a deny rule fails closed",
             ),
             (
                 "eval \"$X\"",
                 MatchMode::Any,
-                "`eval \"$X\"`: the script given to `eval` is not a literal, so it is treated as matching",
+                "`eval \"$X\"`: the script given to `eval` is not a literal; treated as matching, as a deny rule fails closed",
             ),
         ];
         for (line, mode, expected) in table {

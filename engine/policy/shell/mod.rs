@@ -21,7 +21,9 @@
 //! ANSI-C strings it cannot decode. A word that makes the shell *evaluate* text it cannot see
 //! — arithmetic (`$((…))`, `${x:1:2}`, array subscripts `${a[i]}`), indirection (`${!x}`),
 //! prompt expansion (`${x@P}`) — is [`WordKind::Opaque`]: bash evaluates array subscripts
-//! found in variable values, so such a word can run a command hidden in a variable.
+//! found in variable values, so such a word can run a command hidden in a variable. A
+//! command whose command word is not a literal (`$EDITOR x`, `{rm,-rf,/}`) runs a program
+//! chosen at run time and is also recorded as [`Unresolved`].
 //!
 //! # Redirections
 //! Each simple command carries its own redirections and those of every enclosing compound
@@ -75,8 +77,9 @@ const MAX_SYNTAX_DEPTH: usize = 48;
 /// Everything a command line would run, as far as it can be known without running it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Script {
-    /// Every simple command, in source order (inner commands of a substitution follow the
-    /// command that contains them).
+    /// Every simple command, in the order the shell would start them: the commands of a
+    /// substitution come before the command whose words contain it, and a wrapped command
+    /// right after its wrapper.
     pub commands: Vec<SimpleCommand>,
     /// Places where a command runs that cannot be determined statically.
     pub unresolved: Vec<Unresolved>,
@@ -358,9 +361,9 @@ pub enum ConstructKind {
 impl fmt::Display for ConstructKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::Arithmetic => "arithmetic command `(( ))`",
-            Self::ArithmeticFor => "arithmetic `for (( ))` loop",
-            Self::ExtendedTest => "`[[ ]]` test",
+            Self::Arithmetic => "an arithmetic command `(( ))`",
+            Self::ArithmeticFor => "an arithmetic `for (( ))` loop",
+            Self::ExtendedTest => "a `[[ ]]` test",
         })
     }
 }

@@ -14,7 +14,7 @@ use brush_parser::ast::{
 };
 use brush_parser::{ParseError, Token, TokenizerError};
 
-use super::word::{PARSER_OPTIONS, scan_heredoc, scan_text, split_word, word_from_parts};
+use super::word::{PARSER_OPTIONS, is_plain, scan_heredoc, scan_text, split_word, word_from_parts};
 use super::wrappers::{self, Analysis, Transparency};
 use super::{
     Construct, ConstructKind, EnvAssignment, Expansion, MAX_SCRIPT_DEPTH, MAX_SYNTAX_DEPTH, Origin,
@@ -36,7 +36,8 @@ use super::{
 ///     .iter()
 ///     .map(|c| c.words.iter().filter_map(|w| w.literal()).collect())
 ///     .collect();
-/// assert_eq!(words, [vec!["git", "status"], vec!["echo"], vec!["rm", "-rf", "/"]]);
+/// // The substitution runs before the command that uses its output.
+/// assert_eq!(words, [vec!["git", "status"], vec!["rm", "-rf", "/"], vec!["echo"]]);
 /// ```
 pub fn parse_script(line: &str) -> Result<Script, ShellParseError> {
     let mut script = Script::default();
@@ -388,6 +389,9 @@ impl Walker<'_> {
     }
 
     fn raw_word(&mut self, raw: &str) -> Result<Word, ShellParseError> {
+        if is_plain(raw) {
+            return Ok(Word::literal_from(raw, raw));
+        }
         let mut nested = Vec::new();
         let parts = split_word(raw, &mut nested)?;
         self.substitutions(nested)?;
@@ -851,11 +855,14 @@ mod tests {
             ),
             ("X=1", &["L X=1"]),
             ("> out", &["L >out"]),
-            ("(( x = $(id) ))", &["C id", "#arithmetic command `(( ))`"]),
-            ("[[ -f $(id) ]] && ls", &["C id", "L ls", "#`[[ ]]` test"]),
+            (
+                "(( x = $(id) ))",
+                &["C id", "#an arithmetic command `(( ))`"],
+            ),
+            ("[[ -f $(id) ]] && ls", &["C id", "L ls", "#a `[[ ]]` test"]),
             (
                 "for ((i=0; i<3; i++)); do ls; done",
-                &["L ls", "#arithmetic `for (( ))` loop"],
+                &["L ls", "#an arithmetic `for (( ))` loop"],
             ),
             (
                 "ls 'my dir' a\\ b ~ HEAD~1 *.rs",
@@ -927,5 +934,76 @@ mod tests {
         // Within the limits, nesting is followed.
         let nested = format!("{}ls{}", "$(".repeat(10), ")".repeat(10));
         assert_eq!(render(&nested).first().map(String::as_str), Some("C ls"));
+    }
+
+    #[test]
+    fn nesting_at_the_limits_fits_a_small_stack() {
+        // A thread with a quarter of the usual 2 MiB: the limits must keep the recursive
+        // parser far from the end of the stack, even unoptimised.
+        let half = MAX_SYNTAX_DEPTH / 2;
+        let lines = [
+            format!(
+                "{}ls{}",
+                "(".repeat(MAX_SYNTAX_DEPTH),
+                ")".repeat(MAX_SYNTAX_DEPTH)
+            ),
+            format!(
+                "{}ls{}",
+                "{ ".repeat(MAX_SYNTAX_DEPTH),
+                "; }".repeat(MAX_SYNTAX_DEPTH)
+            ),
+            format!(
+                "{}ls{}",
+                "if true; then ".repeat(MAX_SYNTAX_DEPTH),
+                "; fi".repeat(MAX_SYNTAX_DEPTH)
+            ),
+            format!(
+                "{}{}ls{}{}",
+                "(".repeat(half),
+                "while true; do ".repeat(half),
+                "; done".repeat(half),
+                ")".repeat(half)
+            ),
+            format!(
+                "{}ls{}",
+                "$(".repeat(MAX_SYNTAX_DEPTH),
+                ")".repeat(MAX_SYNTAX_DEPTH)
+            ),
+            format!("{}ls", "eval ".repeat(MAX_SCRIPT_DEPTH)),
+        ];
+        let handle = std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(move || {
+                lines
+                    .iter()
+                    .map(|line| parse_script(line).is_ok())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap();
+        assert_eq!(
+            handle.join().unwrap(),
+            [true, true, true, true, false, true]
+        );
+    }
+
+    #[test]
+    fn survives_inputs_that_crash_the_parser() {
+        // Each of these panics inside the parser's own code when used naively.
+        for line in [
+            "ls 99999999999>x",
+            "ls 99999999999999999999999<x",
+            "ls ~99999999999999999999999",
+            "ls ~+99999999999999999999999 ~-99999999999999999999999",
+            "echo ${x:-~99999999999999999999}",
+            "echo {1..99999999999999999999999}",
+            "echo $((99999999999999999999999))",
+        ] {
+            if let Err(err) = parse_script(line) {
+                assert!(
+                    !err.message.contains("the shell parser failed"),
+                    "line {line:?}: {err}"
+                );
+            }
+        }
     }
 }

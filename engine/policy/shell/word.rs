@@ -74,11 +74,32 @@ pub(crate) fn split_word(
     split_word_at_depth(raw, nested, 0)
 }
 
+/// Whether a word is made only of characters the shell never treats specially inside a
+/// word (no quoting, expansion, glob, tilde or brace characters), so that its value is its
+/// text. Lets the common case skip the word grammar.
+pub(crate) fn is_plain(raw: &str) -> bool {
+    !raw.is_empty()
+        && raw.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'-' | b'_' | b'.' | b'/' | b':' | b'=' | b'+' | b'@' | b'%' | b','
+                )
+        })
+}
+
 fn split_word_at_depth(
     raw: &str,
     nested: &mut Vec<String>,
     depth: usize,
 ) -> Result<Vec<Part>, ShellParseError> {
+    if is_plain(raw) {
+        return Ok(vec![Part::Text {
+            text: raw.to_owned(),
+            quoting: Quoting::Unquoted,
+            start: 0,
+        }]);
+    }
     if depth > MAX_OPERAND_DEPTH {
         return Err(ShellParseError::new(
             format!("expansions nested too deeply in word `{raw}`"),
@@ -654,6 +675,42 @@ mod tests {
         ];
         for (raw, expected) in table {
             assert_eq!(word(raw).1, *expected, "word {raw}");
+        }
+    }
+
+    #[test]
+    fn plain_words_need_no_grammar() {
+        for raw in [
+            "git",
+            "--stat",
+            "HEAD~1",
+            "a=b",
+            "x.rs",
+            "src/main.rs",
+            "-n1",
+            "a,b",
+            "100%",
+        ] {
+            let mut nested = Vec::new();
+            let pieces = brush_parser::word::parse(raw, &PARSER_OPTIONS).unwrap();
+            let via_grammar: String = pieces
+                .iter()
+                .map(|p| match &p.piece {
+                    WordPiece::Text(t) => t.clone(),
+                    other => panic!("{raw}: unexpected piece {other:?}"),
+                })
+                .collect();
+            assert_eq!(via_grammar, raw);
+            if is_plain(raw) {
+                assert_eq!(word(raw).0, WordKind::Literal(raw.to_owned()), "word {raw}");
+            }
+            split_word(raw, &mut nested).unwrap();
+            assert!(nested.is_empty());
+        }
+        for raw in [
+            "", "a b", "~x", "*", "a?", "[a]", "{a,b}", "$x", "'a'", "\\a", "`a`", "@(a)", "é",
+        ] {
+            assert!(!is_plain(raw), "word {raw:?}");
         }
     }
 
