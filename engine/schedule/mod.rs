@@ -1,2 +1,6 @@
 //! Batch scheduling: the pure grouping of a batch into groups that run concurrently, and
 //! the execution of those groups one after another.
+
+pub mod grouping;
+
+pub use grouping::{Concurrency, group};

@@ -1,0 +1,429 @@
+//! The `engine` section: batch-wide settings, defaults for contracts, the artifact store, the
+//! approval wait, and every model-facing message template. The built-in defaults live in
+//! `policies/engine.yaml`, not in code.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::contract::{BudgetPolicy, OnFailure, Retention};
+use super::units::{BudgetUnit, Duration, Limit, Size};
+
+/// Engine-wide settings. Every field may be set by any layer; the effective value is the one
+/// from the highest layer that sets it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Most calls of one group that run at the same time; a longer run of concurrent-safe
+    /// calls is split into several groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_concurrency: Option<u32>,
+
+    /// Timeout of a call whose contract sets none (`none` = no timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_timeout: Option<Limit<Duration>>,
+
+    /// What a failed call does to the calls that still run beside it or after it:
+    /// `continue` (each call stands alone), `cancel_group` or `cancel_batch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<OnFailure>,
+
+    /// Budget of the model-facing text of one batch, all results together, in
+    /// `budget_unit`s. `none` (or a value ≤ 0) disables the batch finalizer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_budget: Option<BatchBudget>,
+
+    /// What budgets count: `chars` (Unicode scalar values) or `bytes` (UTF-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_unit: Option<BudgetUnit>,
+
+    /// Budget defaults for contracts that do not set their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetPolicy>,
+
+    /// Permission of a tool whose contract and rules say nothing (`allow`, `ask`, `deny`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_permission: Option<super::Decision>,
+
+    /// Where full outputs that did not fit the budget are written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<ArtifactConfig>,
+
+    /// How long an approval request may wait for an answer (`none` = wait until the turn
+    /// is cancelled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_timeout: Option<Limit<Duration>>,
+
+    /// What happens when an approval request times out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_expiry: Option<ApprovalExpiry>,
+
+    /// Timeout of a hook process that does not set its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_timeout: Option<Duration>,
+
+    /// Most bytes a command or http handler may produce (stdout and stderr together) before
+    /// it is stopped; protects the engine from a handler that prints gigabytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_handler_output: Option<Size>,
+
+    /// How long a cancelled subprocess gets between SIGTERM and SIGKILL of its process group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_grace: Option<Duration>,
+
+    /// How an error that is not one of the known cases is turned into model content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_projection: Option<ErrorProjection>,
+
+    /// Model-facing message templates. `{name}` placeholders are filled in; each template
+    /// documents the placeholders it may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Messages>,
+}
+
+/// The batch budget: a size, or `none` (also any value ≤ 0) to disable the finalizer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchBudget {
+    /// The finalizer is off.
+    Disabled,
+    /// The budget, in budget units.
+    Units(u64),
+}
+
+impl BatchBudget {
+    /// The budget, if enabled.
+    pub fn units(&self) -> Option<u64> {
+        match self {
+            BatchBudget::Disabled => None,
+            BatchBudget::Units(n) => Some(*n),
+        }
+    }
+}
+
+impl Serialize for BatchBudget {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            BatchBudget::Disabled => serializer.serialize_str("none"),
+            BatchBudget::Units(n) => serializer.serialize_u64(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BatchBudget {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Signed(i64),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Signed(n) if n <= 0 => Ok(BatchBudget::Disabled),
+            Raw::Signed(n) => Ok(BatchBudget::Units(n.unsigned_abs())),
+            Raw::Text(text) if text.trim() == "none" => Ok(BatchBudget::Disabled),
+            Raw::Text(text) => Size::parse(&text)
+                .map(|size| BatchBudget::Units(size.0))
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl JsonSchema for BatchBudget {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BatchBudget".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A budget in budget units: an integer (≤ 0 disables), a size string like `200 KB`, or `none`.",
+            "anyOf": [
+                { "type": "integer" },
+                { "type": "string", "format": "size", "pattern": super::units::SIZE_PATTERN },
+                { "type": "string", "const": "none" }
+            ]
+        })
+    }
+}
+
+/// The artifact store: one folder per session under `dir`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactConfig {
+    /// Folder holding one sub-folder per session. `~` expands to the home directory; a
+    /// relative path is taken against the workspace root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// Largest single artifact; a larger output is not written (the model gets the stub
+    /// `(file too large to persist)` instead of a path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file: Option<Size>,
+    /// Most bytes one session may write; reserved before each write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_session: Option<Size>,
+    /// Default retention of artifacts of contracts that do not set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Retention>,
+    /// Folder (relative to the workspace root) for artifacts with `retention: project`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_dir: Option<String>,
+}
+
+/// What an expired approval wait turns into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalExpiry {
+    /// The call is denied.
+    Deny,
+    /// The call runs.
+    Allow,
+    /// The request is asked once more; a second expiry denies.
+    AskAgain,
+}
+
+/// How an unexpected error becomes model content.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorProjection {
+    /// How many levels of the cause chain are followed to find the first message that is
+    /// not a mere wrapper.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_cause_depth: Option<u32>,
+    /// Longest projected message, in characters (whitespace is folded first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_chars: Option<u32>,
+}
+
+/// Model-facing message templates (SPEC §7.3). `{name}` placeholders are filled in; each
+/// template lists the placeholders it may use, and an unknown placeholder is a load error.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Messages {
+    /// Unknown or empty tool name. Placeholders: `{tool}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_not_found: Option<String>,
+    /// Input failed the contract's schema. Placeholders: `{tool}`, `{details}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_validation: Option<String>,
+    /// A handler reported a business failure. Placeholders: `{tool}`, `{message}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub business_failure: Option<String>,
+    /// A PreToolUse hook denied without giving a reason. Placeholders: `{tool}`, `{hook}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_denied: Option<String>,
+    /// A rule denied and gave no `reason`. Placeholders: `{tool}`, `{rule}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_denied: Option<String>,
+    /// The contract's default permission is `deny`. Placeholders: `{tool}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_denied: Option<String>,
+    /// An approval request was answered no without a reason. Placeholders: `{tool}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_denied: Option<String>,
+    /// An approval request timed out and expired into a denial. Placeholders: `{tool}`, `{ms}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_expired: Option<String>,
+    /// Approval was needed but no approval client is configured. Placeholders: `{tool}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_permission_client: Option<String>,
+    /// The call ran out of time. Placeholders: `{tool}`, `{ms}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// The call was cancelled and its contract sets no `cancellation_message`. Placeholders: `{tool}`, `{reason}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<String>,
+    /// A call was cancelled because a sibling failed (`call_id` is the failed call). Placeholders: `{tool}`, `{call_id}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sibling_failed: Option<String>,
+    /// A call was not started because an earlier result stopped the turn. Placeholders: `{tool}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_stopped: Option<String>,
+    /// The handler's output did not match the contract's `output_schema`. Placeholders: `{tool}`, `{details}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<String>,
+    /// Successful output that is empty. Placeholders: `{tool}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_output: Option<String>,
+    /// The line added to output cut by `overflow: truncate`. Placeholders: `{original}`, `{limit}`, `{unit}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncation_notice: Option<String>,
+    /// The envelope replacing output written to an artifact; `more` is `\n...` when the preview is shorter than the output, else empty. Placeholders: `{original}`, `{unit}`, `{path}`, `{preview_size}`, `{preview}`, `{more}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_envelope: Option<String>,
+    /// Stub given instead of an artifact path when the call id cannot name a file. Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_call_id: Option<String>,
+    /// Stub given instead of an artifact path when the output is over `artifacts.max_file`. Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_too_large: Option<String>,
+    /// The embedding program registered no native handler for the tool. Placeholders: `{tool}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_missing: Option<String>,
+    /// Header before context entries added by hooks. Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_context_header: Option<String>,
+}
+
+/// The situations a model-facing message exists for; one per field of [`Messages`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MessageKey {
+    /// Unknown or empty tool name.
+    ToolNotFound,
+    /// Input failed the contract's schema.
+    InputValidation,
+    /// A handler reported a business failure.
+    BusinessFailure,
+    /// A PreToolUse hook denied without giving a reason.
+    HookDenied,
+    /// A rule denied and gave no `reason`.
+    RuleDenied,
+    /// The contract's default permission is `deny`.
+    DefaultDenied,
+    /// An approval request was answered no without a reason.
+    ApprovalDenied,
+    /// An approval request timed out and expired into a denial.
+    ApprovalExpired,
+    /// Approval was needed but no approval client is configured.
+    NoPermissionClient,
+    /// The call ran out of time.
+    Timeout,
+    /// The call was cancelled and its contract sets no `cancellation_message`.
+    Cancelled,
+    /// A call was cancelled because a sibling failed (`call_id` is the failed call).
+    SiblingFailed,
+    /// A call was not started because an earlier result stopped the turn.
+    TurnStopped,
+    /// The handler's output did not match the contract's `output_schema`.
+    OutputSchema,
+    /// Successful output that is empty.
+    EmptyOutput,
+    /// The line added to output cut by `overflow: truncate`.
+    TruncationNotice,
+    /// The envelope replacing output written to an artifact; `more` is `\n...` when the preview is shorter than the output, else empty.
+    ArtifactEnvelope,
+    /// Stub given instead of an artifact path when the call id cannot name a file.
+    InvalidCallId,
+    /// Stub given instead of an artifact path when the output is over `artifacts.max_file`.
+    FileTooLarge,
+    /// The embedding program registered no native handler for the tool.
+    NativeMissing,
+    /// Header before context entries added by hooks.
+    HookContextHeader,
+}
+
+impl MessageKey {
+    /// Every key, in declaration order.
+    pub const ALL: &[MessageKey] = &[
+        MessageKey::ToolNotFound,
+        MessageKey::InputValidation,
+        MessageKey::BusinessFailure,
+        MessageKey::HookDenied,
+        MessageKey::RuleDenied,
+        MessageKey::DefaultDenied,
+        MessageKey::ApprovalDenied,
+        MessageKey::ApprovalExpired,
+        MessageKey::NoPermissionClient,
+        MessageKey::Timeout,
+        MessageKey::Cancelled,
+        MessageKey::SiblingFailed,
+        MessageKey::TurnStopped,
+        MessageKey::OutputSchema,
+        MessageKey::EmptyOutput,
+        MessageKey::TruncationNotice,
+        MessageKey::ArtifactEnvelope,
+        MessageKey::InvalidCallId,
+        MessageKey::FileTooLarge,
+        MessageKey::NativeMissing,
+        MessageKey::HookContextHeader,
+    ];
+
+    /// The field name in `engine.messages`.
+    pub fn field(self) -> &'static str {
+        match self {
+            MessageKey::ToolNotFound => "tool_not_found",
+            MessageKey::InputValidation => "input_validation",
+            MessageKey::BusinessFailure => "business_failure",
+            MessageKey::HookDenied => "hook_denied",
+            MessageKey::RuleDenied => "rule_denied",
+            MessageKey::DefaultDenied => "default_denied",
+            MessageKey::ApprovalDenied => "approval_denied",
+            MessageKey::ApprovalExpired => "approval_expired",
+            MessageKey::NoPermissionClient => "no_permission_client",
+            MessageKey::Timeout => "timeout",
+            MessageKey::Cancelled => "cancelled",
+            MessageKey::SiblingFailed => "sibling_failed",
+            MessageKey::TurnStopped => "turn_stopped",
+            MessageKey::OutputSchema => "output_schema",
+            MessageKey::EmptyOutput => "empty_output",
+            MessageKey::TruncationNotice => "truncation_notice",
+            MessageKey::ArtifactEnvelope => "artifact_envelope",
+            MessageKey::InvalidCallId => "invalid_call_id",
+            MessageKey::FileTooLarge => "file_too_large",
+            MessageKey::NativeMissing => "native_missing",
+            MessageKey::HookContextHeader => "hook_context_header",
+        }
+    }
+
+    /// The placeholders the template may use.
+    pub fn placeholders(self) -> &'static [&'static str] {
+        match self {
+            MessageKey::ToolNotFound => &["tool"],
+            MessageKey::InputValidation => &["tool", "details"],
+            MessageKey::BusinessFailure => &["tool", "message"],
+            MessageKey::HookDenied => &["tool", "hook"],
+            MessageKey::RuleDenied => &["tool", "rule"],
+            MessageKey::DefaultDenied => &["tool"],
+            MessageKey::ApprovalDenied => &["tool"],
+            MessageKey::ApprovalExpired => &["tool", "ms"],
+            MessageKey::NoPermissionClient => &["tool"],
+            MessageKey::Timeout => &["tool", "ms"],
+            MessageKey::Cancelled => &["tool", "reason"],
+            MessageKey::SiblingFailed => &["tool", "call_id"],
+            MessageKey::TurnStopped => &["tool"],
+            MessageKey::OutputSchema => &["tool", "details"],
+            MessageKey::EmptyOutput => &["tool"],
+            MessageKey::TruncationNotice => &["original", "limit", "unit"],
+            MessageKey::ArtifactEnvelope => &[
+                "original",
+                "unit",
+                "path",
+                "preview_size",
+                "preview",
+                "more",
+            ],
+            MessageKey::InvalidCallId => &[],
+            MessageKey::FileTooLarge => &[],
+            MessageKey::NativeMissing => &["tool"],
+            MessageKey::HookContextHeader => &[],
+        }
+    }
+}
+
+impl Messages {
+    /// The template for a key, if set.
+    pub fn get(&self, key: MessageKey) -> Option<&str> {
+        match key {
+            MessageKey::ToolNotFound => self.tool_not_found.as_deref(),
+            MessageKey::InputValidation => self.input_validation.as_deref(),
+            MessageKey::BusinessFailure => self.business_failure.as_deref(),
+            MessageKey::HookDenied => self.hook_denied.as_deref(),
+            MessageKey::RuleDenied => self.rule_denied.as_deref(),
+            MessageKey::DefaultDenied => self.default_denied.as_deref(),
+            MessageKey::ApprovalDenied => self.approval_denied.as_deref(),
+            MessageKey::ApprovalExpired => self.approval_expired.as_deref(),
+            MessageKey::NoPermissionClient => self.no_permission_client.as_deref(),
+            MessageKey::Timeout => self.timeout.as_deref(),
+            MessageKey::Cancelled => self.cancelled.as_deref(),
+            MessageKey::SiblingFailed => self.sibling_failed.as_deref(),
+            MessageKey::TurnStopped => self.turn_stopped.as_deref(),
+            MessageKey::OutputSchema => self.output_schema.as_deref(),
+            MessageKey::EmptyOutput => self.empty_output.as_deref(),
+            MessageKey::TruncationNotice => self.truncation_notice.as_deref(),
+            MessageKey::ArtifactEnvelope => self.artifact_envelope.as_deref(),
+            MessageKey::InvalidCallId => self.invalid_call_id.as_deref(),
+            MessageKey::FileTooLarge => self.file_too_large.as_deref(),
+            MessageKey::NativeMissing => self.native_missing.as_deref(),
+            MessageKey::HookContextHeader => self.hook_context_header.as_deref(),
+        }
+    }
+}

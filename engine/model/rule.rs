@@ -1,0 +1,143 @@
+//! Permission rules (SPEC §7.1): which calls get which decision, with examples checked at
+//! load time.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Decision;
+use super::contract::SideEffectScope;
+
+/// A permission rule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// Unique name; shown in decisions, denials and `explain`.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Tools the rule applies to: canonical names, aliases, or globs (`mcp__github__*`);
+    /// `"*"` (the default) for all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Only in these modes (any of them). Absent: in every mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<Vec<String>>,
+    /// Contract flags the tool must have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<RuleWhen>,
+    /// Argument matchers keyed by field name or JSON pointer (starting with `/`); all must
+    /// hold.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matchers: Option<IndexMap<String, ArgMatcher>>,
+    /// The decision when the rule matches. Required, unless a lower layer defines a rule of
+    /// the same name (a rule is merged field by field with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// Higher priority rules decide first (default 0); at equal priority deny beats ask beats
+    /// allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// Why; the model sees it when the rule denies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Calls that must match the rule and calls that must not; checked at load time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub examples: Option<RuleExamples>,
+    /// Switches off a rule defined by a lower layer (not possible for enforced layers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+}
+
+/// Contract flags a rule may require.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleWhen {
+    /// The contract's `concurrency.read_only`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// The contract's `concurrency.destructive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// The contract's `concurrency.concurrent_safe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent_safe: Option<bool>,
+    /// The contract's `concurrency.side_effect_scope` (any of these).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_effect_scope: Option<Vec<SideEffectScope>>,
+}
+
+/// Matchers for one argument. Every kind given must hold; within a kind, any pattern may
+/// match.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArgMatcher {
+    /// Glob patterns over the string value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glob: Option<OneOrMany<String>>,
+    /// Regular expressions over the string value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<OneOrMany<String>>,
+    /// The value equals this JSON value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<serde_json::Value>,
+    /// The argument is present (`true`) or absent (`false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exists: Option<bool>,
+    /// Path globs, matched after the value is normalised (`.`/`..` resolved, relative to the
+    /// workspace root), so `./a/../.env` cannot dodge `**/.env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<OneOrMany<String>>,
+    /// Token patterns (`git diff *`) matched against every simple command of the value parsed
+    /// as a shell command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<OneOrMany<String>>,
+    /// With `shell` in an allow rule: commands may redirect output to files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_redirection: Option<bool>,
+}
+
+/// One value or a list of values.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    /// A single value.
+    One(T),
+    /// A list.
+    Many(Vec<T>),
+}
+
+impl<T> OneOrMany<T> {
+    /// The values as a slice.
+    pub fn as_slice(&self) -> &[T] {
+        match self {
+            OneOrMany::One(value) => std::slice::from_ref(value),
+            OneOrMany::Many(values) => values,
+        }
+    }
+}
+
+/// Example calls checked when the policy set loads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleExamples {
+    /// Calls the rule must match.
+    #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
+    pub matching: Vec<ExampleCall>,
+    /// Calls the rule must not match.
+    #[serde(default, rename = "not_match", skip_serializing_if = "Vec::is_empty")]
+    pub not_matching: Vec<ExampleCall>,
+}
+
+/// An example call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExampleCall {
+    /// Tool name (or alias).
+    pub tool: String,
+    /// The call's input.
+    #[serde(default)]
+    pub input: serde_json::Value,
+    /// Modes active for the example.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<Vec<String>>,
+}

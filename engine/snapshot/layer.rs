@@ -1,0 +1,349 @@
+//! Layers and their roots (SPEC §2.3): which files make up a policy set, in which order.
+//!
+//! Order, lowest first: `defaults` (the engine defaults in `policies/engine.yaml`, always
+//! loaded so that every engine value has a default in data), `builtin` (the rest of
+//! `policies/`, dropped by `--no-builtin`), each `--enforced` root, then each `--policies`
+//! root in the order given. Every root is its own layer. Within a directory root, files load
+//! in lexicographic order of their relative paths; hidden entries (`.git`, editor swap files)
+//! and policy test files (`*.test.yaml`, `*.test.toml`) are skipped.
+
+use std::path::{Path, PathBuf};
+
+/// What kind of layer a root forms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LayerKind {
+    /// The engine defaults shipped in the binary.
+    Defaults,
+    /// The built-in tool contracts, rules, gates and modes shipped in the binary.
+    Builtin,
+    /// An organisation layer whose deny rules always win and whose locks bind later layers.
+    Enforced,
+    /// A `--policies` root.
+    Policies,
+}
+
+impl LayerKind {
+    /// Whether the layer's deny rules and locks are enforced.
+    pub fn is_enforced(self) -> bool {
+        match self {
+            LayerKind::Enforced => true,
+            LayerKind::Defaults | LayerKind::Builtin | LayerKind::Policies => false,
+        }
+    }
+}
+
+/// A file shipped inside the binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EmbeddedFile {
+    /// Path relative to the repository (`policies/tools/bash.yaml`).
+    pub path: &'static str,
+    /// Contents.
+    pub text: &'static str,
+}
+
+macro_rules! embed {
+    ($($path:literal),* $(,)?) => {
+        &[$(EmbeddedFile { path: $path, text: include_str!(concat!("../../", $path)) }),*]
+    };
+}
+
+/// The engine defaults.
+pub const DEFAULTS: &[EmbeddedFile] = embed!["policies/engine.yaml"];
+
+/// The built-in policies other than the engine defaults. A test checks that this list is
+/// exactly the files of `policies/`.
+pub const BUILTIN: &[EmbeddedFile] = embed![
+    "policies/modes.yaml",
+    "policies/rules.yaml",
+    "policies/tools/agent.yaml",
+    "policies/tools/bash.yaml",
+    "policies/tools/read.yaml",
+    "policies/tools/search.yaml",
+    "policies/tools/web.yaml",
+    "policies/tools/write.yaml",
+];
+
+/// A root of a layer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Root {
+    /// Files shipped in the binary.
+    Embedded(&'static [EmbeddedFile]),
+    /// A directory or a single file on disk.
+    Path(PathBuf),
+}
+
+/// One layer: a kind and one root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerSpec {
+    /// The layer's kind.
+    pub kind: LayerKind,
+    /// Its root.
+    pub root: Root,
+}
+
+impl LayerSpec {
+    /// A name for humans: `defaults`, `builtin`, or the root's path.
+    pub fn name(&self) -> String {
+        match (&self.kind, &self.root) {
+            (LayerKind::Defaults, _) => "defaults".into(),
+            (LayerKind::Builtin, _) => "builtin".into(),
+            (LayerKind::Enforced, Root::Path(path)) => format!("enforced {}", path.display()),
+            (LayerKind::Policies, Root::Path(path)) => path.display().to_string(),
+            (LayerKind::Enforced | LayerKind::Policies, Root::Embedded(_)) => "embedded".into(),
+        }
+    }
+}
+
+/// Which layers to load.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LayerOptions {
+    /// Drop the built-in layer (the engine defaults stay).
+    pub no_builtin: bool,
+    /// Enforced roots, lowest first.
+    pub enforced: Vec<PathBuf>,
+    /// Policy roots, lowest first.
+    pub policies: Vec<PathBuf>,
+}
+
+impl LayerOptions {
+    /// The layers, lowest first.
+    pub fn layers(&self) -> Vec<LayerSpec> {
+        let mut layers = vec![LayerSpec {
+            kind: LayerKind::Defaults,
+            root: Root::Embedded(DEFAULTS),
+        }];
+        if !self.no_builtin {
+            layers.push(LayerSpec {
+                kind: LayerKind::Builtin,
+                root: Root::Embedded(BUILTIN),
+            });
+        }
+        for path in &self.enforced {
+            layers.push(LayerSpec {
+                kind: LayerKind::Enforced,
+                root: Root::Path(path.clone()),
+            });
+        }
+        for path in &self.policies {
+            layers.push(LayerSpec {
+                kind: LayerKind::Policies,
+                root: Root::Path(path.clone()),
+            });
+        }
+        layers
+    }
+}
+
+/// A file found in a root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FoundFile {
+    /// An embedded file.
+    Embedded(EmbeddedFile),
+    /// A file on disk.
+    Disk(PathBuf),
+}
+
+/// Why a root could not be listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscoveryError {
+    /// The path that failed.
+    pub path: PathBuf,
+    /// What happened.
+    pub kind: DiscoveryErrorKind,
+}
+
+/// What went wrong listing a root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiscoveryErrorKind {
+    /// The root does not exist.
+    NotFound,
+    /// A directory could not be read.
+    Unreadable(String),
+}
+
+/// Whether a path names a policy file (by extension, not hidden, not a policy test).
+pub fn is_policy_file(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    if name.starts_with('.') {
+        return false;
+    }
+    let lower = name.to_ascii_lowercase();
+    let is_policy = [".yaml", ".yml", ".toml"]
+        .iter()
+        .any(|ext| lower.ends_with(ext));
+    let is_test = [".test.yaml", ".test.yml", ".test.toml"]
+        .iter()
+        .any(|ext| lower.ends_with(ext));
+    is_policy && !is_test
+}
+
+/// Lists the files of a root in load order, with every error met on the way.
+pub fn discover(root: &Root) -> (Vec<FoundFile>, Vec<DiscoveryError>) {
+    match root {
+        Root::Embedded(files) => (
+            files.iter().copied().map(FoundFile::Embedded).collect(),
+            Vec::new(),
+        ),
+        Root::Path(path) => {
+            let mut found = Vec::new();
+            let mut errors = Vec::new();
+            match std::fs::metadata(path) {
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                    errors.push(DiscoveryError {
+                        path: path.clone(),
+                        kind: DiscoveryErrorKind::NotFound,
+                    });
+                }
+                Err(err) => errors.push(DiscoveryError {
+                    path: path.clone(),
+                    kind: DiscoveryErrorKind::Unreadable(err.to_string()),
+                }),
+                // A file named explicitly is loaded whatever its name, so that
+                // `-p my-policy.yaml` always does what it says.
+                Ok(meta) if meta.is_file() => found.push(FoundFile::Disk(path.clone())),
+                Ok(_) => walk(path, &mut found, &mut errors),
+            }
+            (found, errors)
+        }
+    }
+}
+
+fn walk(dir: &Path, found: &mut Vec<FoundFile>, errors: &mut Vec<DiscoveryError>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) => {
+            errors.push(DiscoveryError {
+                path: dir.to_owned(),
+                kind: DiscoveryErrorKind::Unreadable(err.to_string()),
+            });
+            return;
+        }
+    };
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => paths.push(entry.path()),
+            Err(err) => errors.push(DiscoveryError {
+                path: dir.to_owned(),
+                kind: DiscoveryErrorKind::Unreadable(err.to_string()),
+            }),
+        }
+    }
+    paths.sort();
+    for path in paths {
+        let hidden = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'));
+        if hidden {
+            continue;
+        }
+        // `metadata` follows symlinks: a symlinked policy file or folder is loaded like any other.
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => walk(&path, found, errors),
+            Ok(_) if is_policy_file(&path) => found.push(FoundFile::Disk(path)),
+            Ok(_) => {}
+            Err(err) => errors.push(DiscoveryError {
+                path,
+                kind: DiscoveryErrorKind::Unreadable(err.to_string()),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_list_is_exactly_the_policies_folder() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+        let (found, errors) = discover(&Root::Path(root.clone()));
+        assert!(errors.is_empty(), "{errors:?}");
+        let on_disk: Vec<String> = found
+            .iter()
+            .filter_map(|f| match f {
+                FoundFile::Disk(path) => path
+                    .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                    .ok()
+                    .map(|p| p.display().to_string()),
+                FoundFile::Embedded(_) => None,
+            })
+            .collect();
+        let embedded: Vec<String> = DEFAULTS
+            .iter()
+            .chain(BUILTIN)
+            .map(|f| f.path.to_owned())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut on_disk_sorted = on_disk.clone();
+        on_disk_sorted.sort();
+        assert_eq!(
+            on_disk_sorted, embedded,
+            "embed every file of policies/ in layer.rs"
+        );
+    }
+
+    #[test]
+    fn directories_load_in_lexicographic_order_skipping_hidden_and_tests() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "b.yaml",
+            "a.toml",
+            "sub/c.yml",
+            ".hidden.yaml",
+            "x.test.yaml",
+            "notes.md",
+            ".git/config.yaml",
+        ] {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "version: 1\n").unwrap();
+        }
+        let (found, errors) = discover(&Root::Path(dir.path().to_owned()));
+        assert!(errors.is_empty());
+        let names: Vec<_> = found
+            .iter()
+            .map(|f| match f {
+                FoundFile::Disk(p) => p.strip_prefix(dir.path()).unwrap().display().to_string(),
+                FoundFile::Embedded(e) => e.path.to_owned(),
+            })
+            .collect();
+        assert_eq!(names, ["a.toml", "b.yaml", "sub/c.yml"]);
+    }
+
+    #[test]
+    fn a_missing_root_is_reported() {
+        let (found, errors) = discover(&Root::Path(PathBuf::from("/definitely/not/here")));
+        assert!(found.is_empty());
+        assert_eq!(errors[0].kind, DiscoveryErrorKind::NotFound);
+    }
+
+    #[test]
+    fn layers_are_ordered_defaults_builtin_enforced_policies() {
+        let options = LayerOptions {
+            no_builtin: false,
+            enforced: vec!["org".into()],
+            policies: vec!["project".into(), "local".into()],
+        };
+        let kinds: Vec<_> = options.layers().iter().map(|l| l.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                LayerKind::Defaults,
+                LayerKind::Builtin,
+                LayerKind::Enforced,
+                LayerKind::Policies,
+                LayerKind::Policies
+            ]
+        );
+        let no_builtin = LayerOptions {
+            no_builtin: true,
+            ..options
+        };
+        assert_eq!(no_builtin.layers()[1].kind, LayerKind::Enforced);
+    }
+}

@@ -1,0 +1,645 @@
+//! Merging the files of all layers into one effective document, field by field, recording
+//! where every value came from and enforcing the locks of enforced layers.
+//!
+//! The merge works on the JSON form of the files (already checked against the schema), which
+//! keeps it independent of the typed model: objects merge key by key, everything else is
+//! replaced. A few objects are atomic — replaced as a whole — because merging their insides
+//! would change their meaning: `input_schema`, `output_schema`, a rule's `match` and
+//! `examples`, and a `handler` whose `kind` changes. Rules and hooks are matched by `name`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::provenance::{FileId, Origin, Provenance, child};
+
+/// Sections of a file that are maps keyed by name.
+const MAP_SECTIONS: [&str; 3] = ["tools", "gates", "modes"];
+/// Sections of a file that are lists of named items.
+const LIST_SECTIONS: [&str; 2] = ["rules", "hooks"];
+
+/// Something a file tried that its layer may not do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MergeIssue {
+    /// A field locked by an enforced layer was changed; the change was undone.
+    LockedField {
+        /// Effective pointer of the locked field.
+        pointer: String,
+        /// Where the lock was declared.
+        locked_at: Origin,
+        /// Where the change was written.
+        written_at: Origin,
+    },
+    /// A rule or hook defined by an enforced layer was redefined; the redefinition was
+    /// ignored.
+    EnforcedItem {
+        /// `rules` or `hooks`.
+        section: &'static str,
+        /// The item's name.
+        name: String,
+        /// Where the enforced layer defines it.
+        defined_at: Origin,
+        /// Where the later layer redefines it.
+        written_at: Origin,
+    },
+}
+
+/// A file to merge.
+#[derive(Clone, Copy, Debug)]
+pub struct FileInput<'a> {
+    /// The file.
+    pub file: FileId,
+    /// Its layer's position (lowest first).
+    pub layer: usize,
+    /// Whether its layer is enforced.
+    pub enforced: bool,
+    /// Its document (schema-valid).
+    pub document: &'a Value,
+}
+
+struct Lock {
+    pointer: String,
+    layer: usize,
+    value: Option<Value>,
+    saved: Vec<(String, Origin)>,
+    locked_at: Origin,
+}
+
+struct EnforcedItem {
+    layer: usize,
+    defined_at: Origin,
+}
+
+/// Accumulates files in layer order.
+pub struct Merger {
+    doc: Map<String, Value>,
+    provenance: Provenance,
+    locks: Vec<Lock>,
+    enforced_items: HashMap<(&'static str, String), EnforcedItem>,
+    item_index: HashMap<(&'static str, String), usize>,
+}
+
+impl Default for Merger {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Merger {
+    /// An empty effective document.
+    pub fn new() -> Self {
+        let mut doc = Map::new();
+        doc.insert("engine".into(), Value::Object(Map::new()));
+        for section in MAP_SECTIONS {
+            doc.insert(section.into(), Value::Object(Map::new()));
+        }
+        for section in LIST_SECTIONS {
+            doc.insert(section.into(), Value::Array(Vec::new()));
+        }
+        Self {
+            doc,
+            provenance: Provenance::default(),
+            locks: Vec::new(),
+            enforced_items: HashMap::new(),
+            item_index: HashMap::new(),
+        }
+    }
+
+    /// Merges one file over what is there, and reports what its layer was not allowed to do.
+    pub fn add_file(&mut self, input: FileInput<'_>) -> Vec<MergeIssue> {
+        let mut issues = Vec::new();
+        let Some(source) = input.document.as_object() else {
+            return issues;
+        };
+        let origin = |pointer: &str| Origin {
+            file: input.file,
+            pointer: Arc::from(pointer),
+        };
+
+        // INVARIANT: `new` created every section with its type and merging never changes the
+        // type of a section, so the `let Some(Value::Object(..))` below always bind.
+        if let (Some(Value::Object(engine)), Some(Value::Object(target))) =
+            (source.get("engine"), self.doc.get_mut("engine"))
+        {
+            merge_object(
+                target,
+                engine,
+                "/engine",
+                "/engine",
+                &Atomic::None,
+                input.file,
+                &mut self.provenance,
+            );
+        }
+        for section in MAP_SECTIONS {
+            let Some(Value::Object(items)) = source.get(section) else {
+                continue;
+            };
+            let Some(Value::Object(target)) = self.doc.get_mut(section) else {
+                continue;
+            };
+            for (name, value) in items {
+                let eff = child(&format!("/{section}"), name);
+                let atomic = if section == "tools" {
+                    Atomic::Contract
+                } else {
+                    Atomic::None
+                };
+                merge_value(
+                    target,
+                    name,
+                    value,
+                    &eff,
+                    &eff,
+                    &atomic,
+                    input.file,
+                    &mut self.provenance,
+                );
+            }
+        }
+        for section in LIST_SECTIONS {
+            let Some(Value::Array(items)) = source.get(section) else {
+                continue;
+            };
+            for (index, item) in items.iter().enumerate() {
+                let src = format!("/{section}/{index}");
+                let Some(name) = item.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let key = (section, name.to_owned());
+                if let Some(enforced) = self.enforced_items.get(&key)
+                    && input.layer > enforced.layer
+                {
+                    issues.push(MergeIssue::EnforcedItem {
+                        section,
+                        name: name.to_owned(),
+                        defined_at: enforced.defined_at.clone(),
+                        written_at: origin(&src),
+                    });
+                    continue;
+                }
+                let Some(Value::Array(list)) = self.doc.get_mut(section) else {
+                    continue;
+                };
+                let position = *self.item_index.entry(key.clone()).or_insert_with(|| {
+                    list.push(Value::Object(Map::new()));
+                    list.len() - 1
+                });
+                let eff = format!("/{section}/{position}");
+                if let (Some(Value::Object(target)), Value::Object(source)) =
+                    (list.get_mut(position), item)
+                {
+                    if target.is_empty() {
+                        self.provenance.set(eff.clone(), origin(&src));
+                    }
+                    merge_object(
+                        target,
+                        source,
+                        &eff,
+                        &src,
+                        &Atomic::Item,
+                        input.file,
+                        &mut self.provenance,
+                    );
+                }
+                if input.enforced {
+                    self.enforced_items.entry(key).or_insert(EnforcedItem {
+                        layer: input.layer,
+                        defined_at: origin(&src),
+                    });
+                }
+            }
+        }
+
+        self.check_locks(input, &mut issues);
+        if input.enforced {
+            self.register_locks(input);
+        }
+        issues
+    }
+
+    fn check_locks(&mut self, input: FileInput<'_>, issues: &mut Vec<MergeIssue>) {
+        for lock in &self.locks {
+            if input.layer <= lock.layer {
+                continue;
+            }
+            let current = lookup(&self.doc, &lock.pointer).cloned();
+            if current == lock.value {
+                continue;
+            }
+            let written_at = self
+                .provenance
+                .subtree(&lock.pointer)
+                .map(|(_, origin)| origin)
+                .find(|origin| origin.file == input.file)
+                .or_else(|| {
+                    self.provenance
+                        .nearest(&lock.pointer)
+                        .map(|(_, origin)| origin)
+                })
+                .cloned()
+                .unwrap_or(Origin {
+                    file: input.file,
+                    pointer: Arc::from(""),
+                });
+            issues.push(MergeIssue::LockedField {
+                pointer: lock.pointer.clone(),
+                locked_at: lock.locked_at.clone(),
+                written_at,
+            });
+            // Undo the change so that later files and the snapshot see the locked value.
+            restore(&mut self.doc, &lock.pointer, lock.value.clone());
+            self.provenance.clear_below(&lock.pointer);
+            for (pointer, origin) in &lock.saved {
+                self.provenance.set(pointer.clone(), origin.clone());
+            }
+        }
+    }
+
+    fn register_locks(&mut self, input: FileInput<'_>) {
+        let Some(Value::Object(tools)) = input.document.get("tools") else {
+            return;
+        };
+        for (tool, contract) in tools {
+            let Some(Value::Array(locked)) = contract.get("locked") else {
+                continue;
+            };
+            for (index, path) in locked.iter().enumerate() {
+                let Some(path) = path.as_str() else { continue };
+                let mut pointer = child("/tools", tool);
+                for part in path.split('.') {
+                    pointer = child(&pointer, part);
+                }
+                let saved = self
+                    .provenance
+                    .subtree(&pointer)
+                    .map(|(p, o)| (p.to_owned(), o.clone()))
+                    .collect();
+                let src = format!("{}/locked/{index}", child("/tools", tool));
+                self.locks.push(Lock {
+                    value: lookup(&self.doc, &pointer).cloned(),
+                    pointer,
+                    layer: input.layer,
+                    saved,
+                    locked_at: Origin {
+                        file: input.file,
+                        pointer: Arc::from(src),
+                    },
+                });
+            }
+        }
+    }
+
+    /// The effective document and the provenance of its values.
+    pub fn finish(self) -> (Value, Provenance) {
+        (Value::Object(self.doc), self.provenance)
+    }
+}
+
+/// Which objects are replaced as a whole instead of merged.
+enum Atomic {
+    None,
+    /// Inside a tool contract (pointer relative to the contract).
+    Contract,
+    /// Inside a rule or hook.
+    Item,
+}
+
+impl Atomic {
+    fn is_atomic(
+        &self,
+        relative: &[&str],
+        old: &Map<String, Value>,
+        new: &Map<String, Value>,
+    ) -> bool {
+        match self {
+            Atomic::None => false,
+            Atomic::Contract => match relative {
+                ["input_schema"] | ["output_schema"] => true,
+                ["handler"] | ["modes", _, "handler"] => old.get("kind") != new.get("kind"),
+                _ => false,
+            },
+            Atomic::Item => matches!(relative, ["match"] | ["examples"]),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn merge_value(
+    target: &mut Map<String, Value>,
+    key: &str,
+    value: &Value,
+    eff: &str,
+    src: &str,
+    atomic: &Atomic,
+    file: FileId,
+    provenance: &mut Provenance,
+) {
+    let origin = Origin {
+        file,
+        pointer: Arc::from(src),
+    };
+    let relative = relative_parts(eff, atomic);
+    match (target.get_mut(key), value) {
+        (Some(Value::Object(old)), Value::Object(new))
+            if !atomic.is_atomic(&relative, old, new) =>
+        {
+            merge_object(old, new, eff, src, atomic, file, provenance);
+        }
+        _ => {
+            target.insert(key.to_owned(), value.clone());
+            provenance.clear_below(eff);
+            provenance.set(eff.to_owned(), origin);
+            record_leaves(value, eff, src, file, provenance);
+        }
+    }
+}
+
+fn merge_object(
+    target: &mut Map<String, Value>,
+    source: &Map<String, Value>,
+    eff: &str,
+    src: &str,
+    atomic: &Atomic,
+    file: FileId,
+    provenance: &mut Provenance,
+) {
+    if provenance.get(eff).is_none() {
+        provenance.set(
+            eff.to_owned(),
+            Origin {
+                file,
+                pointer: Arc::from(src),
+            },
+        );
+    }
+    for (key, value) in source {
+        let eff_child = child(eff, key);
+        let src_child = child(src, key);
+        merge_value(
+            target, key, value, &eff_child, &src_child, atomic, file, provenance,
+        );
+    }
+}
+
+/// Records the origin of every value inside a newly written value, so that `explain` can show
+/// each field of e.g. a new contract at its own line. Atomic JSON Schemas are recorded too;
+/// it is cheap and gives exact positions for errors inside them.
+fn record_leaves(value: &Value, eff: &str, src: &str, file: FileId, provenance: &mut Provenance) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map {
+                let eff_child = child(eff, key);
+                let src_child = child(src, key);
+                provenance.set(
+                    eff_child.clone(),
+                    Origin {
+                        file,
+                        pointer: Arc::from(src_child.as_str()),
+                    },
+                );
+                record_leaves(item, &eff_child, &src_child, file, provenance);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                let eff_child = format!("{eff}/{index}");
+                let src_child = format!("{src}/{index}");
+                provenance.set(
+                    eff_child.clone(),
+                    Origin {
+                        file,
+                        pointer: Arc::from(src_child.as_str()),
+                    },
+                );
+                record_leaves(item, &eff_child, &src_child, file, provenance);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The reference tokens of `eff` below the item it belongs to (a contract, rule or hook),
+/// for the atomicity test. Tokens are compared unescaped only for fixed field names, which
+/// never need escaping.
+fn relative_parts<'a>(eff: &'a str, atomic: &Atomic) -> Vec<&'a str> {
+    let parts: Vec<&str> = eff.split('/').skip(1).collect();
+    match atomic {
+        // /tools/<name>/... and /rules/<i>/...
+        Atomic::Contract | Atomic::Item => parts.into_iter().skip(2).collect(),
+        Atomic::None => parts,
+    }
+}
+
+fn unescape(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+/// The value at an effective pointer.
+pub fn lookup<'a>(doc: &'a Map<String, Value>, pointer: &str) -> Option<&'a Value> {
+    let mut parts = pointer.split('/').skip(1);
+    let first = unescape(parts.next()?);
+    let mut current = doc.get(&first)?;
+    for part in parts {
+        let token = unescape(part);
+        current = match current {
+            Value::Object(map) => map.get(&token)?,
+            Value::Array(items) => items.get(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+fn restore(doc: &mut Map<String, Value>, pointer: &str, value: Option<Value>) {
+    let tokens: Vec<String> = pointer.split('/').skip(1).map(unescape).collect();
+    let Some((last, parents)) = tokens.split_last() else {
+        return;
+    };
+    let mut current = doc;
+    for token in parents {
+        let next = current
+            .entry(token.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !next.is_object() {
+            if value.is_none() {
+                return;
+            }
+            *next = Value::Object(Map::new());
+        }
+        current = match next {
+            Value::Object(map) => map,
+            _ => return,
+        };
+    }
+    match value {
+        Some(value) => {
+            current.insert(last.clone(), value);
+        }
+        None => {
+            current.remove(last);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn merge(files: &[(u32, usize, bool, Value)]) -> (Value, Provenance, Vec<MergeIssue>) {
+        let mut merger = Merger::new();
+        let mut issues = Vec::new();
+        for (file, layer, enforced, document) in files {
+            issues.extend(merger.add_file(FileInput {
+                file: FileId(*file),
+                layer: *layer,
+                enforced: *enforced,
+                document,
+            }));
+        }
+        let (value, provenance) = merger.finish();
+        (value, provenance, issues)
+    }
+
+    #[test]
+    fn later_layers_override_field_by_field() {
+        let base = json!({"tools": {"Bash": {"timeout": {"default": "2m", "max": "10m"}, "aliases": ["shell"]}}});
+        let project = json!({"tools": {"Bash": {"timeout": {"max": "5m"}}}});
+        let (value, provenance, issues) = merge(&[(0, 0, false, base), (1, 1, false, project)]);
+        assert!(issues.is_empty());
+        assert_eq!(
+            value["tools"]["Bash"]["timeout"],
+            json!({"default": "2m", "max": "5m"})
+        );
+        assert_eq!(
+            provenance.get("/tools/Bash/timeout/max").unwrap().file,
+            FileId(1)
+        );
+        assert_eq!(
+            provenance.get("/tools/Bash/timeout/default").unwrap().file,
+            FileId(0)
+        );
+        assert_eq!(
+            provenance.get("/tools/Bash/aliases/0").unwrap().file,
+            FileId(0)
+        );
+    }
+
+    #[test]
+    fn input_schemas_and_handlers_of_another_kind_are_replaced_whole() {
+        let base = json!({"tools": {"T": {
+            "input_schema": {"type": "object", "required": ["a"]},
+            "handler": {"kind": "command", "argv": ["x"]}}}});
+        let project = json!({"tools": {"T": {
+            "input_schema": {"type": "object"},
+            "handler": {"kind": "native"}}}});
+        let (value, provenance, _) = merge(&[(0, 0, false, base), (1, 1, false, project)]);
+        assert_eq!(
+            value["tools"]["T"]["input_schema"],
+            json!({"type": "object"})
+        );
+        assert_eq!(value["tools"]["T"]["handler"], json!({"kind": "native"}));
+        assert!(provenance.get("/tools/T/handler/argv").is_none());
+    }
+
+    #[test]
+    fn handlers_of_the_same_kind_merge() {
+        let base =
+            json!({"tools": {"T": {"handler": {"kind": "command", "argv": ["x"], "cwd": "a"}}}});
+        let project = json!({"tools": {"T": {"handler": {"kind": "command", "cwd": "b"}}}});
+        let (value, _, _) = merge(&[(0, 0, false, base), (1, 1, false, project)]);
+        assert_eq!(
+            value["tools"]["T"]["handler"],
+            json!({"kind": "command", "argv": ["x"], "cwd": "b"})
+        );
+    }
+
+    #[test]
+    fn rules_merge_by_name_and_keep_their_position() {
+        let base = json!({"rules": [
+            {"name": "a", "decision": "allow", "match": {"command": {"shell": ["ls *"]}}},
+            {"name": "b", "decision": "deny"}]});
+        let project = json!({"rules": [
+            {"name": "c", "decision": "ask"},
+            {"name": "a", "priority": 5, "match": {"path": {"glob": "x"}}}]});
+        let (value, provenance, _) = merge(&[(0, 0, false, base), (1, 1, false, project)]);
+        let rules = value["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 3);
+        assert_eq!(
+            rules[0],
+            json!({"name": "a", "decision": "allow", "priority": 5, "match": {"path": {"glob": "x"}}})
+        );
+        assert_eq!(rules[2]["name"], "c");
+        assert_eq!(
+            &*provenance.get("/rules/0/priority").unwrap().pointer,
+            "/rules/1/priority"
+        );
+        assert!(provenance.get("/rules/0/match/command").is_none());
+    }
+
+    #[test]
+    fn locked_fields_cannot_be_changed_by_later_layers() {
+        let org =
+            json!({"tools": {"Bash": {"timeout": {"max": "10m"}, "locked": ["timeout.max"]}}});
+        let project = json!({"tools": {"Bash": {"timeout": {"max": "1h", "default": "1m"}}}});
+        let (value, provenance, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        assert_eq!(
+            value["tools"]["Bash"]["timeout"],
+            json!({"max": "10m", "default": "1m"})
+        );
+        assert_eq!(
+            provenance.get("/tools/Bash/timeout/max").unwrap().file,
+            FileId(0)
+        );
+        assert_eq!(issues.len(), 1);
+        let MergeIssue::LockedField {
+            pointer,
+            locked_at,
+            written_at,
+        } = &issues[0]
+        else {
+            panic!("{issues:?}")
+        };
+        assert_eq!(pointer, "/tools/Bash/timeout/max");
+        assert_eq!(&*locked_at.pointer, "/tools/Bash/locked/0");
+        assert_eq!(
+            (written_at.file, &*written_at.pointer),
+            (FileId(1), "/tools/Bash/timeout/max")
+        );
+    }
+
+    #[test]
+    fn replacing_a_locked_parent_is_a_change() {
+        let org =
+            json!({"tools": {"Bash": {"timeout": {"max": "10m"}, "locked": ["timeout.max"]}}});
+        let project = json!({"tools": {"Bash": {"timeout": "none"}}});
+        let (value, _, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        assert_eq!(issues.len(), 1);
+        assert_eq!(value["tools"]["Bash"]["timeout"]["max"], "10m");
+    }
+
+    #[test]
+    fn setting_a_locked_field_to_its_value_is_allowed() {
+        let org = json!({"tools": {"Bash": {"permission": {"always_ask": true}, "locked": ["permission.always_ask"]}}});
+        let project =
+            json!({"tools": {"Bash": {"permission": {"always_ask": true, "default": "allow"}}}});
+        let (_, _, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        assert!(issues.is_empty(), "{issues:?}");
+    }
+
+    #[test]
+    fn enforced_rules_cannot_be_redefined() {
+        let org = json!({"rules": [{"name": "no-secrets", "decision": "deny"}]});
+        let project = json!({"rules": [{"name": "no-secrets", "disabled": true}]});
+        let (value, _, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        assert_eq!(
+            value["rules"][0],
+            json!({"name": "no-secrets", "decision": "deny"})
+        );
+        assert!(
+            matches!(&issues[0], MergeIssue::EnforcedItem { name, .. } if name == "no-secrets")
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! The JSON Schemas in `schemas/` are generated from the Rust model; this test fails when
+//! they are stale. Regenerate with `TOOLGATE_UPDATE_SCHEMAS=1 cargo test --test schemas`.
+
+use std::path::Path;
+
+#[test]
+fn schemas_match_the_model() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
+    let update = std::env::var_os("TOOLGATE_UPDATE_SCHEMAS").is_some();
+    let mut stale = Vec::new();
+    for (name, schema) in toolgate::model::schema::all() {
+        let path = dir.join(name);
+        let expected = format!("{}\n", serde_json::to_string_pretty(&schema).unwrap());
+        let actual = std::fs::read_to_string(&path).unwrap_or_default();
+        if actual != expected {
+            if update {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, expected).unwrap();
+            } else {
+                stale.push(name);
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale schemas {stale:?}: run `TOOLGATE_UPDATE_SCHEMAS=1 cargo test --test schemas` and commit schemas/"
+    );
+}
