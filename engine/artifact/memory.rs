@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use futures::future::{self, BoxFuture};
 use futures::FutureExt;
+use futures::future::{self, BoxFuture};
 
 use super::ledger::{Ledger, Limits};
 use super::name::{file_stem, session_folder};
@@ -89,8 +89,7 @@ impl MemoryArtifactStore {
         self.files().insert(path.clone(), request.content);
         reservation.keep();
         if request.retention == Retention::Temporary {
-            self.ledger
-                .record_temporary(&request.session, path.clone());
+            self.ledger.record_temporary(&request.session, path.clone());
         }
         Ok(ArtifactRef {
             path,

@@ -29,7 +29,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use fs::{FsArtifactStore, FsStoreConfig};
@@ -37,6 +36,7 @@ pub use ledger::Limits;
 pub use memory::MemoryArtifactStore;
 
 use crate::model::CallId;
+pub use crate::model::contract::Retention;
 
 /// The id of the session artifacts belong to; names its folder, so it must consist of
 /// `[A-Za-z0-9_-]` (1 to 128 characters, at least one letter or digit).
@@ -72,19 +72,6 @@ impl From<&str> for SessionId {
     fn from(value: &str) -> Self {
         Self::new(value)
     }
-}
-
-/// How long an artifact is kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Retention {
-    /// Removed when the session ends.
-    Temporary,
-    /// Kept in the session's folder.
-    #[default]
-    Session,
-    /// Kept under the project's artifact directory.
-    Project,
 }
 
 /// One artifact to write: the full text of one output.

@@ -8,7 +8,9 @@ use std::sync::{Mutex, PoisonError};
 use futures::FutureExt;
 use futures::future::{self, BoxFuture};
 
-use super::{ArtifactError, ArtifactRef, ArtifactRequest, ArtifactStore, MemoryArtifactStore, SessionId};
+use super::{
+    ArtifactError, ArtifactRef, ArtifactRequest, ArtifactStore, MemoryArtifactStore, SessionId,
+};
 
 /// When a [`FaultyArtifactStore`] fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +68,10 @@ impl<S: ArtifactStore> FaultyArtifactStore<S> {
     pub fn injected_error() -> ArtifactError {
         ArtifactError::io(
             "<injected>",
-            io::Error::new(io::ErrorKind::StorageFull, "no space left on device (injected)"),
+            io::Error::new(
+                io::ErrorKind::StorageFull,
+                "no space left on device (injected)",
+            ),
         )
     }
 }

@@ -42,6 +42,7 @@ use super::templates::Templates;
 use super::waterfill::{self, Demand};
 use crate::artifact::{ArtifactError, ArtifactRequest, Retention};
 use crate::model::CallId;
+pub use crate::model::engine_config::BatchBudget;
 use crate::model::units::BudgetUnit;
 
 /// Which field of a tool response a text slot is; also its collection order within a result.
@@ -119,33 +120,6 @@ impl FinalizeItem {
             budgeting: Budgeting::Counted,
             weight: 1,
             min_share: 0,
-        }
-    }
-}
-
-/// `engine.batch_budget`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BatchBudget {
-    /// `none` or ≤ 0: the finalizer returns the batch untouched.
-    Disabled,
-    /// The budget in budget units.
-    Units(u64),
-}
-
-impl BatchBudget {
-    /// A budget from a signed number: ≤ 0 disables.
-    pub fn from_signed(value: i64) -> Self {
-        u64::try_from(value)
-            .ok()
-            .filter(|&v| v > 0)
-            .map_or(BatchBudget::Disabled, BatchBudget::Units)
-    }
-
-    /// The budget, if enabled (`Units(0)` counts as disabled).
-    pub fn units(&self) -> Option<u64> {
-        match self {
-            BatchBudget::Disabled => None,
-            BatchBudget::Units(n) => Some(*n).filter(|&n| n > 0),
         }
     }
 }
@@ -267,7 +241,8 @@ impl Plan {
                 });
             }
         }
-        match config.budget.units() {
+        // `Units(0)` disables like `none` (SPEC: "`none` or ≤ 0 disables it").
+        match config.budget.units().filter(|&budget| budget > 0) {
             Some(budget) if total > budget => Ok(Plan {
                 allocs: waterfill::allocate_weighted(&demands, budget),
                 slots,
@@ -279,8 +254,10 @@ impl Plan {
 
     /// The allocation of every slot of every item, `None` where the slot is not counted.
     fn per_item(&self, items: &[FinalizeItem]) -> Vec<Vec<Option<u64>>> {
-        let mut out: Vec<Vec<Option<u64>>> =
-            items.iter().map(|item| vec![None; item.slots.len()]).collect();
+        let mut out: Vec<Vec<Option<u64>>> = items
+            .iter()
+            .map(|item| vec![None; item.slots.len()])
+            .collect();
         for (slot, &alloc) in self.slots.iter().zip(&self.allocs) {
             out[slot.item][slot.slot] = Some(alloc);
         }

@@ -119,7 +119,10 @@ mod tests {
         let text = SlotText::from("x");
         let d = digest("x");
         let table: [(&[&str], String); 3] = [
-            (&[], format!("Tool output truncated.\nFull output sha256: {d}")),
+            (
+                &[],
+                format!("Tool output truncated.\nFull output sha256: {d}"),
+            ),
             (
                 &["/a/b.txt"],
                 format!(
@@ -143,7 +146,10 @@ mod tests {
     fn every_branch_of_the_fit() {
         let text: String = ('a'..='z').cycle().take(1000).collect();
         let slot = SlotText::from(text.as_str());
-        let header = format!("Tool output truncated.\nFull output sha256: {}", digest(&text));
+        let header = format!(
+            "Tool output truncated.\nFull output sha256: {}",
+            digest(&text)
+        );
         let h = header.len() as u64;
         // "Tool output truncated." (22) + "\nFull output sha256: " (21) + 64 hex digits.
         assert_eq!(h, 107);
@@ -171,7 +177,11 @@ mod tests {
         for (max, want) in table {
             let got = fit_slot(&slot, max, Chars, &[], &t());
             assert_eq!(got, want, "max {max}");
-            assert_eq!(fit_slot(&slot, max, Bytes, &[], &t()), want, "bytes, max {max}");
+            assert_eq!(
+                fit_slot(&slot, max, Bytes, &[], &t()),
+                want,
+                "bytes, max {max}"
+            );
             if max > h + 2 {
                 assert_eq!(measure(&got, Chars), max.min(1000), "length at max {max}");
             }

@@ -95,7 +95,9 @@ fn chars_tail_start(text: &str, n: usize) -> usize {
         if start == pos {
             start = floor_boundary(text, pos - 1);
         }
-        let counted = text.get(start..pos).map_or(0, |chunk| chunk.chars().count());
+        let counted = text
+            .get(start..pos)
+            .map_or(0, |chunk| chunk.chars().count());
         remaining -= counted.min(remaining);
         pos = start;
     }
@@ -192,7 +194,18 @@ mod tests {
 
     fn mixed_text() -> impl Strategy<Value = String> {
         let pieces = prop::sample::select(vec![
-            "a", "Z", " ", "\n", "é", "ß", "日", "本", "🙂", "👩\u{200d}💻", "e\u{301}", "\u{10ffff}",
+            "a",
+            "Z",
+            " ",
+            "\n",
+            "é",
+            "ß",
+            "日",
+            "本",
+            "🙂",
+            "👩\u{200d}💻",
+            "e\u{301}",
+            "\u{10ffff}",
         ]);
         prop::collection::vec(pieces, 0..80).prop_map(|parts| parts.concat())
     }

@@ -50,8 +50,8 @@ pub mod templates;
 pub mod waterfill;
 
 pub use finalizer::{
-    BatchBudget, Budgeting, FinalizeConfig, FinalizeItem, FinalizeOutcome, ItemReport,
-    ItemStatus, Persistence, Slot, SlotKind, finalize, hard_cap,
+    BatchBudget, Budgeting, FinalizeConfig, FinalizeItem, FinalizeOutcome, ItemReport, ItemStatus,
+    Persistence, Slot, SlotKind, finalize, hard_cap,
 };
 pub use producer::{
     AppliedPolicy, BudgetMeta, Keep, Overflow, Produced, ProducerInput, ProducerPolicy, produce,

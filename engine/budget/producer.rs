@@ -32,30 +32,9 @@ use super::measure::{head, measure, tail};
 use super::slot::SlotText;
 use super::templates::{Templates, render};
 use crate::artifact::{ArtifactError, ArtifactRequest, Retention};
+pub use crate::model::contract::{Keep, Overflow};
 use crate::model::units::{BudgetUnit, Size};
 use crate::model::{CallId, ToolName};
-
-/// What happens to output over the limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Overflow {
-    /// Written to the artifact store; the model gets an envelope with a preview.
-    Artifact,
-    /// Cut, with a one-line notice.
-    Truncate,
-}
-
-/// Which part of a cut output is kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Keep {
-    /// The beginning.
-    Head,
-    /// The end.
-    Tail,
-    /// Both ends: the first fifth and the last four fifths.
-    Both,
-}
 
 /// A contract's resolved `budget` as the producer stage needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -136,8 +136,13 @@ mod tests {
 
     #[test]
     fn render_substitutes_known_placeholders_once() {
-        let table: [(&str, &[(&str, &str)], &str); 5] = [
-            ("({tool} completed)", &[("tool", "Bash")], "(Bash completed)"),
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+        let table: [Case; 5] = [
+            (
+                "({tool} completed)",
+                &[("tool", "Bash")],
+                "(Bash completed)",
+            ),
             ("{a}{b}", &[("a", "{b}"), ("b", "x")], "{b}x"),
             ("{unknown} {a}", &[("a", "1")], "{unknown} 1"),
             ("{ {a} }", &[("a", "1")], "{ 1 }"),

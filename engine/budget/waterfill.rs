@@ -64,7 +64,9 @@ impl Demand {
 /// Returns one allocation per slot, in input order; each ≤ its length, summing to
 /// `min(Σ lengths, budget)`.
 pub fn allocate(lengths: &[u64], budget: u64) -> Vec<u64> {
-    let total = lengths.iter().fold(0u64, |acc, &len| acc.saturating_add(len));
+    let total = lengths
+        .iter()
+        .fold(0u64, |acc, &len| acc.saturating_add(len));
     if total <= budget {
         return lengths.to_vec();
     }
@@ -254,19 +256,31 @@ mod tests {
             (vec![d(100, 1, 0), d(100, 3, 0)], 40, vec![10, 30]),
             (vec![d(100, 1, 0), d(100, 3, 0)], 10, vec![2, 8]),
             // A satisfied slot frees budget for the others.
-            (vec![d(5, 1, 0), d(100, 1, 0), d(100, 2, 0)], 35, vec![5, 10, 20]),
+            (
+                vec![d(5, 1, 0), d(100, 1, 0), d(100, 2, 0)],
+                35,
+                vec![5, 10, 20],
+            ),
             // The minimum is a floor, not a bonus.
             (vec![d(100, 1, 30), d(100, 1, 0)], 40, vec![30, 10]),
             (vec![d(100, 1, 10), d(100, 1, 0)], 40, vec![20, 20]),
             // A minimum never exceeds the slot's length.
             (vec![d(5, 1, 30), d(100, 1, 0)], 40, vec![5, 35]),
             // Minimums that do not fit are water-filled among themselves.
-            (vec![d(100, 1, 30), d(100, 1, 30), d(100, 1, 0)], 40, vec![20, 20, 0]),
+            (
+                vec![d(100, 1, 30), d(100, 1, 30), d(100, 1, 0)],
+                40,
+                vec![20, 20, 0],
+            ),
             // Weight 0 counts as 1.
             (vec![d(100, 0, 0), d(100, 1, 0)], 10, vec![5, 5]),
         ];
         for (demands, budget, want) in table {
-            assert_eq!(allocate_weighted(&demands, budget), want, "{demands:?} / {budget}");
+            assert_eq!(
+                allocate_weighted(&demands, budget),
+                want,
+                "{demands:?} / {budget}"
+            );
         }
     }
 
