@@ -260,6 +260,7 @@ fn ensure_root(root: &Path) -> Result<PathBuf, ArtifactError> {
                 .mode(0o700)
                 .create(root)
                 .map_err(|e| ArtifactError::io(root, e))?;
+            restrict(root)?;
         }
         Err(e) => return Err(ArtifactError::io(root, e)),
         Ok(_) => {}
@@ -270,12 +271,24 @@ fn ensure_root(root: &Path) -> Result<PathBuf, ArtifactError> {
 
 /// Creates one folder with mode 0700 unless it exists; refuses links and non-folders.
 fn ensure_dir(dir: &Path) -> Result<(), ArtifactError> {
-    match DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+    let created = match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
         Err(e) => return Err(ArtifactError::io(dir, e)),
+    };
+    check_real_dir(dir)?;
+    if created {
+        restrict(dir)?;
     }
-    check_real_dir(dir)
+    Ok(())
+}
+
+/// Sets a folder the store created to 0700 whatever the umask made of it, through a handle
+/// opened without following links (so a folder swapped for a link is not what changes mode).
+fn restrict(dir: &Path) -> Result<(), ArtifactError> {
+    open_no_follow(dir)?
+        .set_permissions(fs::Permissions::from_mode(0o700))
+        .map_err(|e| ArtifactError::io(dir, e))
 }
 
 fn check_real_dir(dir: &Path) -> Result<(), ArtifactError> {
@@ -293,9 +306,9 @@ fn check_real_dir(dir: &Path) -> Result<(), ArtifactError> {
     Ok(())
 }
 
-/// Opens the folder without following a link and returns its identity.
-fn pin_dir(dir: &Path) -> Result<(u64, u64), ArtifactError> {
-    let handle = OpenOptions::new()
+/// Opens a folder with `O_NOFOLLOW | O_DIRECTORY`: a link in its place is refused.
+fn open_no_follow(dir: &Path) -> Result<File, ArtifactError> {
+    OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_DIRECTORY)
         .open(dir)
@@ -303,9 +316,16 @@ fn pin_dir(dir: &Path) -> Result<(u64, u64), ArtifactError> {
             Some(code) if code == nix::libc::ELOOP => ArtifactError::Symlink {
                 path: dir.to_owned(),
             },
+            Some(code) if code == nix::libc::ENOTDIR => ArtifactError::NotADirectory {
+                path: dir.to_owned(),
+            },
             _ => ArtifactError::io(dir, e),
-        })?;
-    identity(&handle, dir)
+        })
+}
+
+/// Opens the folder without following a link and returns its identity.
+fn pin_dir(dir: &Path) -> Result<(u64, u64), ArtifactError> {
+    identity(&open_no_follow(dir)?, dir)
 }
 
 fn identity(handle: &File, dir: &Path) -> Result<(u64, u64), ArtifactError> {

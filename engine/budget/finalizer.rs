@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use super::ArtifactTarget;
 use super::fit::fit_slot;
 use super::measure::measure;
-use super::slot::SlotText;
+use super::slot::{Measurement, SlotText, measure_all};
 use super::templates::Templates;
 use super::waterfill::{self, Demand};
 use crate::artifact::{ArtifactError, ArtifactRequest, Retention};
@@ -213,6 +213,12 @@ struct Plan {
 
 impl Plan {
     fn make(items: &[FinalizeItem], config: &FinalizeConfig<'_>) -> Result<Plan, u64> {
+        let counted: Vec<&SlotText> = items
+            .iter()
+            .filter(|item| item.budgeting == Budgeting::Counted)
+            .flat_map(|item| item.slots.iter().map(|slot| &slot.text))
+            .collect();
+        measure_all(&counted, Measurement::Length(config.unit));
         let mut slots = Vec::new();
         let mut demands = Vec::new();
         let mut total = 0u64;
@@ -442,6 +448,16 @@ fn apply(
 ) -> FinalizeOutcome {
     let unit = config.unit;
     let allocs = plan.per_item(items);
+    // Every cut slot's header needs the digest of its full text: hash them up front, in
+    // parallel when they are large.
+    let to_cut: Vec<&SlotText> = plan
+        .slots
+        .iter()
+        .zip(&plan.allocs)
+        .filter(|(slot, alloc)| slot.len > **alloc)
+        .map(|(slot, _)| &items[slot.item].slots[slot.slot].text)
+        .collect();
+    measure_all(&to_cut, Measurement::Digest);
     let mut out_items = Vec::with_capacity(items.len());
     let mut reports = Vec::with_capacity(items.len());
     let mut total_after = 0u64;

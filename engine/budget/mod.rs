@@ -56,7 +56,7 @@ pub use finalizer::{
 pub use producer::{
     AppliedPolicy, BudgetMeta, Keep, Overflow, Produced, ProducerInput, ProducerPolicy, produce,
 };
-pub use slot::{Sha256Digest, SlotText};
+pub use slot::{Measurement, Sha256Digest, SlotText, measure_all};
 pub use templates::Templates;
 
 use crate::artifact::{ArtifactStore, SessionId};

@@ -8,7 +8,9 @@
 //! finalizer at the end of the batch only reads and writes the bytes it keeps.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::thread;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
@@ -120,6 +122,76 @@ impl SlotText {
         self.len(unit);
         self.sha256();
     }
+
+    /// Whether [`Self::len`] in `unit` is already known without reading the text.
+    fn length_known(&self, unit: BudgetUnit) -> bool {
+        match unit {
+            BudgetUnit::Bytes => true,
+            BudgetUnit::Chars => self.facts.chars.get().is_some(),
+        }
+    }
+
+    fn digest_known(&self) -> bool {
+        self.facts.sha256.get().is_some()
+    }
+}
+
+/// Work the finalizer can spread over threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measurement {
+    /// The length in a unit.
+    Length(BudgetUnit),
+    /// The SHA-256 digest.
+    Digest,
+}
+
+/// Below this many bytes still to read, spawning threads costs more than it saves.
+const PARALLEL_THRESHOLD: usize = 4 << 20;
+
+/// Computes and caches `what` for every text, in parallel over the available cores when the
+/// texts still to read are large (the only work of the finalizer that grows with the size of
+/// the outputs). Blocks the calling thread until done.
+pub fn measure_all(texts: &[&SlotText], what: Measurement) {
+    let pending: Vec<&SlotText> = texts
+        .iter()
+        .copied()
+        .filter(|text| match what {
+            Measurement::Length(unit) => !text.length_known(unit),
+            Measurement::Digest => !text.digest_known(),
+        })
+        .collect();
+    let work = |text: &SlotText| match what {
+        Measurement::Length(unit) => {
+            text.len(unit);
+        }
+        Measurement::Digest => {
+            text.sha256();
+        }
+    };
+    let bytes: usize = pending.iter().map(|text| text.as_str().len()).sum();
+    let threads = thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(pending.len());
+    if bytes < PARALLEL_THRESHOLD || threads <= 1 {
+        pending.iter().for_each(|text| work(text));
+        return;
+    }
+    // Largest first, pulled from a shared counter: threads stay busy until the end.
+    let mut pending = pending;
+    pending.sort_by_key(|text| std::cmp::Reverse(text.as_str().len()));
+    let next = AtomicUsize::new(0);
+    let pull = || {
+        while let Some(text) = pending.get(next.fetch_add(1, Ordering::Relaxed)) {
+            work(text);
+        }
+    };
+    thread::scope(|scope| {
+        for _ in 1..threads {
+            // A thread that cannot be spawned leaves its share to the others.
+            let _ = thread::Builder::new().spawn_scoped(scope, pull);
+        }
+        pull();
+    });
 }
 
 impl From<String> for SlotText {
@@ -176,6 +248,28 @@ mod tests {
             SlotText::from("abc").sha256().to_string(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn measure_all_fills_every_cache() {
+        let texts: Vec<SlotText> = (0..8)
+            .map(|i| {
+                SlotText::new(
+                    "é".repeat(1 << 20)
+                        .replace('é', if i % 2 == 0 { "é" } else { "e" }),
+                )
+            })
+            .collect();
+        let refs: Vec<&SlotText> = texts.iter().collect();
+        measure_all(&refs, Measurement::Length(BudgetUnit::Chars));
+        measure_all(&refs, Measurement::Digest);
+        for text in &texts {
+            assert_eq!(text.facts.chars.get(), Some(&(1 << 20)));
+            assert_eq!(
+                text.facts.sha256.get(),
+                Some(&Sha256Digest::of(text.as_str()))
+            );
+        }
     }
 
     #[test]
