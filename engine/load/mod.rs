@@ -1,3 +1,114 @@
 //! Files to validated model: syntax (YAML/TOML with a span for every node), JSON Schema
 //! validation, typed deserialisation, and the diagnostics (codes, spans, renderers) every
 //! stage reports through.
+//!
+//! The flow for one file:
+//!
+//! ```text
+//! path ──read_source──▶ SourceFile ──parse_document──▶ ParsedDocument { value, spans }
+//!                                                           │
+//!                               SchemaChecker::check ◀──────┘   (every violation, exact spans)
+//! ```
+//!
+//! Every stage reports [`Diagnostic`]s (a [`Code`], a message, the exact [`Span`]) rather
+//! than stopping at the first problem; [`render`] turns them into human, JSON, GitHub or
+//! SARIF output.
+//!
+//! ```
+//! use toolgate::load::{Format, SourceFile, parse_document};
+//!
+//! let source = SourceFile::in_memory("p.yaml", "version: 1\ntools: {}\n", Format::Yaml);
+//! let doc = parse_document(source).unwrap();
+//! assert_eq!(doc.value["version"], 1);
+//! let span = doc.spans.get("/tools").unwrap().key.unwrap();
+//! assert_eq!((span.line, span.column), (2, 1));
+//! ```
+
+pub mod codes;
+pub mod diagnostic;
+pub mod render;
+pub mod schema_check;
+pub mod source;
+pub mod spans;
+pub mod toml;
+pub mod yaml;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use codes::Code;
+pub use diagnostic::{Diagnostic, Diagnostics, Location, Related, Severity};
+pub use schema_check::{SchemaBuildError, SchemaChecker};
+pub use source::{Format, ReadLimits, SourceFile, read_source};
+pub use spans::{NodeSpan, Span, SpanTable};
+
+/// Structural limits applied while parsing, so that hostile or broken files cannot exhaust
+/// the stack or memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParseLimits {
+    /// Maximum nesting of collections. Policy files nest a handful of levels (input schemas
+    /// a few more); the limit keeps recursive consumers (schema validation, drop) safe.
+    pub max_depth: usize,
+    /// Maximum number of nodes YAML aliases may expand to across a document ("billion
+    /// laughs" guard).
+    pub max_alias_nodes: usize,
+}
+
+impl ParseLimits {
+    /// The defaults: 128 levels, 100 000 alias-expanded nodes.
+    pub const DEFAULT: ParseLimits = ParseLimits {
+        max_depth: 128,
+        max_alias_nodes: 100_000,
+    };
+}
+
+impl Default for ParseLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// A file after the syntax stage: its JSON value and the span of every node.
+#[derive(Debug, Clone)]
+pub struct ParsedDocument {
+    /// The file.
+    pub source: Arc<SourceFile>,
+    /// Its content as JSON.
+    pub value: Value,
+    /// Where each node of `value` is in the file.
+    pub spans: SpanTable,
+}
+
+/// Parses a file into a JSON value with spans, dispatching on its format, with the default
+/// [`ParseLimits`].
+pub fn parse_document(source: Arc<SourceFile>) -> Result<ParsedDocument, Vec<Diagnostic>> {
+    parse_document_with(source, &ParseLimits::DEFAULT)
+}
+
+/// Parses a file into a JSON value with spans, with explicit limits.
+pub fn parse_document_with(
+    source: Arc<SourceFile>,
+    limits: &ParseLimits,
+) -> Result<ParsedDocument, Vec<Diagnostic>> {
+    let (value, spans) = match source.format() {
+        Format::Yaml => yaml::parse_yaml(&source, limits)?,
+        Format::Toml => toml::parse_toml(&source, limits)?,
+    };
+    Ok(ParsedDocument {
+        source,
+        value,
+        spans,
+    })
+}
+
+/// The diagnostic for a file with no content.
+fn empty_file(source: &Arc<SourceFile>) -> Diagnostic {
+    let help = match source.format() {
+        Format::Yaml => "add `version: 1`",
+        Format::Toml => "add `version = 1`",
+    };
+    Diagnostic::new(Code::SyntaxEmpty, "the file is empty")
+        .at(source, source.span(0, 0))
+        .with_help(help)
+}

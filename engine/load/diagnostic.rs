@@ -1,0 +1,384 @@
+//! The diagnostic value every loading stage reports: a [`Code`], a severity, a one-line
+//! message, the exact place in a source file, optional advice and related places (such as
+//! "first defined here" in another file).
+//!
+//! Diagnostics are plain values, not errors: a stage collects all of them and the renderers
+//! in `render/` turn a list into human, JSON, GitHub or SARIF output. Messages follow the
+//! cedar/rustc style: lowercase, no trailing period, user input in backticks, one line;
+//! advice goes into `help`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::codes::Code;
+use super::source::SourceFile;
+use super::spans::Span;
+
+/// How serious a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// A lint: reported, but the load succeeds (unless warnings are denied).
+    Warning,
+    /// The load fails.
+    Error,
+}
+
+impl Severity {
+    /// `error` or `warning`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A place in a source file.
+#[derive(Clone, Debug)]
+pub struct Location {
+    /// The file.
+    pub source: Arc<SourceFile>,
+    /// The span in it.
+    pub span: Span,
+}
+
+impl Location {
+    /// `path:line:column`.
+    pub fn display(&self) -> String {
+        format!(
+            "{}:{}:{}",
+            self.source.path(),
+            self.span.line,
+            self.span.column
+        )
+    }
+}
+
+impl PartialEq for Location {
+    fn eq(&self, other: &Self) -> bool {
+        self.span == other.span && self.source.path() == other.source.path()
+    }
+}
+
+impl Eq for Location {}
+
+/// A secondary place a diagnostic refers to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Related {
+    /// What this place is, e.g. `first defined here`.
+    pub message: String,
+    /// Where it is.
+    pub location: Location,
+}
+
+/// One problem found while loading.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The stable code.
+    pub code: Code,
+    /// Error or warning.
+    pub severity: Severity,
+    /// One line, lowercase, no trailing period, user input in backticks.
+    pub message: String,
+    /// The exact place it is about, when there is one.
+    pub location: Option<Location>,
+    /// Advice: what to do about it.
+    pub help: Option<String>,
+    /// Other places that explain it.
+    pub related: Vec<Related>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the code's default severity and no location.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            severity: code.default_severity(),
+            message: message.into(),
+            location: None,
+            help: None,
+            related: Vec::new(),
+        }
+    }
+
+    /// Sets the location.
+    #[must_use]
+    pub fn with_location(mut self, location: Location) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    /// Sets the location to a span of a file.
+    #[must_use]
+    pub fn at(self, source: &Arc<SourceFile>, span: Span) -> Self {
+        self.with_location(source.location(span))
+    }
+
+    /// Sets the help text.
+    #[must_use]
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Adds a related location.
+    #[must_use]
+    pub fn with_related(mut self, message: impl Into<String>, location: Location) -> Self {
+        self.related.push(Related {
+            message: message.into(),
+            location,
+        });
+        self
+    }
+
+    /// Sets the severity (e.g. to report a lint as an error).
+    #[must_use]
+    pub fn with_severity(mut self, severity: Severity) -> Self {
+        self.severity = severity;
+        self
+    }
+
+    /// Whether this is an error.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// The message with the related places folded in, for formats that have no room for
+    /// them (JSON, GitHub annotations): `duplicate key `a` (first defined here: a.yaml:1:1)`.
+    pub fn flat_message(&self) -> String {
+        let mut message = self.message.clone();
+        for related in &self.related {
+            message.push_str(&format!(
+                " ({}: {})",
+                related.message,
+                related.location.display()
+            ));
+        }
+        message
+    }
+
+    /// The sort key: file, then offset, then code and message for a stable order.
+    fn sort_key(&self) -> (bool, Option<&str>, usize, Code, &str) {
+        (
+            self.location.is_none(),
+            self.location.as_ref().map(|l| &**l.source.path()),
+            self.location.as_ref().map_or(0, |l| l.span.offset),
+            self.code,
+            &self.message,
+        )
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]: {}", self.severity, self.code, self.message)?;
+        if let Some(location) = &self.location {
+            write!(f, " at {}", location.display())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+/// A list of diagnostics with the helpers a loader and a CLI need.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics(Vec<Diagnostic>);
+
+impl Diagnostics {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one.
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.0.push(diagnostic);
+    }
+
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(Diagnostic::is_error)
+    }
+
+    /// The errors.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter().filter(|d| d.severity == Severity::Error)
+    }
+
+    /// The warnings.
+    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter().filter(|d| d.severity == Severity::Warning)
+    }
+
+    /// The number of errors and of warnings.
+    pub fn counts(&self) -> (usize, usize) {
+        count(&self.0)
+    }
+
+    /// Sorts by file, then position, then code; diagnostics without a location come last.
+    pub fn sort(&mut self) {
+        sort(&mut self.0);
+    }
+
+    /// Turns every warning into an error (`--deny-warnings`).
+    pub fn deny_warnings(&mut self) {
+        for diagnostic in &mut self.0 {
+            diagnostic.severity = Severity::Error;
+        }
+    }
+
+    /// The diagnostics as a slice.
+    pub fn as_slice(&self) -> &[Diagnostic] {
+        &self.0
+    }
+
+    /// The diagnostics as a vector.
+    pub fn into_vec(self) -> Vec<Diagnostic> {
+        self.0
+    }
+
+    /// Iterates over the diagnostics.
+    pub fn iter(&self) -> std::slice::Iter<'_, Diagnostic> {
+        self.0.iter()
+    }
+
+    /// The number of diagnostics.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Sorts diagnostics by file, then position, then code; those without a location last.
+pub fn sort(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+}
+
+/// The number of errors and of warnings in a list.
+pub fn count(diagnostics: &[Diagnostic]) -> (usize, usize) {
+    diagnostics
+        .iter()
+        .fold((0, 0), |(errors, warnings), d| match d.severity {
+            Severity::Error => (errors + 1, warnings),
+            Severity::Warning => (errors, warnings + 1),
+        })
+}
+
+impl From<Vec<Diagnostic>> for Diagnostics {
+    fn from(list: Vec<Diagnostic>) -> Self {
+        Self(list)
+    }
+}
+
+impl Extend<Diagnostic> for Diagnostics {
+    fn extend<T: IntoIterator<Item = Diagnostic>>(&mut self, iter: T) {
+        self.0.extend(iter);
+    }
+}
+
+impl FromIterator<Diagnostic> for Diagnostics {
+    fn from_iter<T: IntoIterator<Item = Diagnostic>>(iter: T) -> Self {
+        Self(iter.into_iter().collect())
+    }
+}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Diagnostics {
+    type Item = &'a Diagnostic;
+    type IntoIter = std::slice::Iter<'a, Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl std::ops::Deref for Diagnostics {
+    type Target = [Diagnostic];
+    fn deref(&self) -> &[Diagnostic] {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::source::Format;
+
+    fn at(path: &str, offset: usize, code: Code) -> Diagnostic {
+        let source = SourceFile::in_memory(path, "abcdef\nghijkl\n", Format::Yaml);
+        Diagnostic::new(code, "m").with_location(source.location_at(offset, 1))
+    }
+
+    #[test]
+    fn sorting_is_by_file_then_offset() {
+        let mut list = Diagnostics::from(vec![
+            Diagnostic::new(Code::BatchEmpty, "no location"),
+            at("b.yaml", 1, Code::SchemaType),
+            at("a.yaml", 9, Code::SchemaType),
+            at("a.yaml", 2, Code::SchemaRange),
+            at("a.yaml", 2, Code::SchemaType),
+        ]);
+        list.sort();
+        let order: Vec<_> = list
+            .iter()
+            .map(|d| {
+                d.location
+                    .as_ref()
+                    .map(|l| format!("{}@{}:{}", l.source.path(), l.span.offset, d.code))
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "a.yaml@2:toolgate::schema::type",
+                "a.yaml@2:toolgate::schema::range",
+                "a.yaml@9:toolgate::schema::type",
+                "b.yaml@1:toolgate::schema::type",
+                ""
+            ]
+        );
+    }
+
+    #[test]
+    fn deny_warnings_promotes() {
+        let mut list = Diagnostics::from(vec![
+            at("a.yaml", 0, Code::SemanticRuleShadowed),
+            at("a.yaml", 1, Code::SchemaType),
+        ]);
+        assert_eq!(list.counts(), (1, 1));
+        assert!(list.has_errors());
+        list.deny_warnings();
+        assert_eq!(list.counts(), (2, 0));
+        assert_eq!(list.warnings().count(), 0);
+    }
+
+    #[test]
+    fn flat_message_folds_related_places() {
+        let first = at("a.yaml", 7, Code::SchemaType).location.unwrap();
+        let diagnostic =
+            at("b.yaml", 0, Code::SyntaxDuplicateKey).with_related("first defined here", first);
+        assert_eq!(
+            diagnostic.flat_message(),
+            "m (first defined here: a.yaml:2:1)"
+        );
+    }
+}

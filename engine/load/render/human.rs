@@ -1,0 +1,187 @@
+//! The human format: rustc-like reports with a source excerpt and an underline, drawn by
+//! `miette`'s graphical handler, followed by a summary line (`2 errors, 1 warning`).
+//!
+//! The theme is fixed (Unicode box drawing; ANSI colours only when asked for) and the width
+//! is fixed, so the output does not depend on the terminal and snapshots are stable.
+
+use std::fmt;
+use std::sync::Arc;
+
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode, SourceSpan,
+    ThemeCharacters, ThemeStyles,
+};
+
+use super::summary;
+use crate::load::diagnostic::{Diagnostic, Location, Severity};
+
+/// Options of the human renderer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HumanOptions {
+    /// Use ANSI colours.
+    pub color: bool,
+    /// Wrap width in columns.
+    pub width: usize,
+}
+
+impl Default for HumanOptions {
+    fn default() -> Self {
+        Self {
+            color: false,
+            width: 100,
+        }
+    }
+}
+
+/// Renders every diagnostic as a report, then the summary line.
+pub fn render_human(diagnostics: &[Diagnostic], options: &HumanOptions) -> String {
+    let theme = GraphicalTheme {
+        characters: ThemeCharacters::unicode(),
+        styles: if options.color {
+            ThemeStyles::ansi()
+        } else {
+            ThemeStyles::none()
+        },
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(options.width)
+        .with_links(false)
+        .with_context_lines(1)
+        .without_syntax_highlighting();
+    let mut out = String::new();
+    for diagnostic in diagnostics {
+        let report = Report::new(diagnostic);
+        let mut text = String::new();
+        if handler.render_report(&mut text, &report).is_err() {
+            // Rendering into a `String` does not fail; keep the plain form just in case.
+            text = format!("{diagnostic}\n");
+        }
+        out.push_str(&text);
+        if !text.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.push_str(&summary(diagnostics));
+    out.push('\n');
+    out
+}
+
+/// One diagnostic (or a related place) in the shape `miette` renders.
+struct Report<'a> {
+    message: String,
+    code: Option<&'a str>,
+    severity: miette::Severity,
+    help: Option<&'a str>,
+    source: Option<NamedSource<Arc<str>>>,
+    label: Option<LabeledSpan>,
+    related: Vec<Report<'a>>,
+}
+
+impl<'a> Report<'a> {
+    fn new(diagnostic: &'a Diagnostic) -> Self {
+        let (source, label, message) = match &diagnostic.location {
+            Some(location) => {
+                let (source, label, suffix) = place(location, None);
+                (source, label, format!("{}{suffix}", diagnostic.message))
+            }
+            None => (None, None, diagnostic.message.clone()),
+        };
+        let related = diagnostic
+            .related
+            .iter()
+            .map(|related| {
+                let (source, label, suffix) = place(&related.location, Some(&related.message));
+                Report {
+                    message: format!("{}{suffix}", related.message),
+                    code: None,
+                    severity: miette::Severity::Advice,
+                    help: None,
+                    source,
+                    label,
+                    related: Vec::new(),
+                }
+            })
+            .collect();
+        Report {
+            message,
+            code: Some(diagnostic.code.as_str()),
+            severity: match diagnostic.severity {
+                Severity::Error => miette::Severity::Error,
+                Severity::Warning => miette::Severity::Warning,
+            },
+            help: diagnostic.help.as_deref(),
+            source,
+            label,
+            related,
+        }
+    }
+}
+
+/// The source and label for a location; a file without text (unreadable, empty) gets no
+/// excerpt, and its position goes into the message instead.
+fn place(
+    location: &Location,
+    label: Option<&str>,
+) -> (Option<NamedSource<Arc<str>>>, Option<LabeledSpan>, String) {
+    if location.source.text().trim().is_empty() {
+        return (None, None, format!(" (at {})", location.display()));
+    }
+    let span = location.span;
+    let source = NamedSource::new(location.source.path(), Arc::clone(location.source.text()));
+    let labeled = LabeledSpan::new_primary_with_span(
+        label.map(str::to_owned),
+        SourceSpan::new(span.offset.into(), span.len),
+    );
+    (Some(source), Some(labeled), String::new())
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Report<'_> {}
+
+impl miette::Diagnostic for Report<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.code
+            .map(|code| Box::new(code) as Box<dyn fmt::Display>)
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(self.severity)
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.help
+            .map(|help| Box::new(help) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.source.as_ref().map(|source| source as &dyn SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        self.label
+            .clone()
+            .map(|label| Box::new(std::iter::once(label)) as Box<dyn Iterator<Item = LabeledSpan>>)
+    }
+
+    fn related<'b>(&'b self) -> Option<Box<dyn Iterator<Item = &'b dyn miette::Diagnostic> + 'b>> {
+        if self.related.is_empty() {
+            None
+        } else {
+            Some(Box::new(
+                self.related.iter().map(|r| r as &dyn miette::Diagnostic),
+            ))
+        }
+    }
+}

@@ -1,0 +1,482 @@
+//! Source files as the loader sees them: the displayed path, the UTF-8 text, the format
+//! chosen from the extension, and a line index that turns byte offsets into the 1-based
+//! line and column every diagnostic shows.
+//!
+//! This is the first step of loading: [`read_source`] turns a path into a [`SourceFile`] or
+//! into a positioned [`Diagnostic`] (missing file, directory, too large, not UTF-8); it never
+//! panics. Built-in policies embedded with `include_str!` use [`SourceFile::new`].
+
+use std::fmt;
+use std::io::{self, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::codes::Code;
+use super::diagnostic::{Diagnostic, Location};
+use super::spans::Span;
+
+/// The syntax of a policy file, chosen from its extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// YAML 1.2 (`.yaml`, `.yml`).
+    Yaml,
+    /// TOML 1.0 (`.toml`).
+    Toml,
+}
+
+impl Format {
+    /// The format for a path's extension (`.yaml`, `.yml`, `.toml`, case-insensitive), or
+    /// `None` for any other file.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?;
+        if ext.eq_ignore_ascii_case("yaml") || ext.eq_ignore_ascii_case("yml") {
+            Some(Format::Yaml)
+        } else if ext.eq_ignore_ascii_case("toml") {
+            Some(Format::Toml)
+        } else {
+            None
+        }
+    }
+
+    /// The lowercase name: `yaml` or `toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Yaml => "yaml",
+            Format::Toml => "toml",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Limits applied while reading a file from disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// Files larger than this many bytes are rejected with `toolgate::syntax::too_large`
+    /// before they are parsed.
+    pub max_bytes: u64,
+}
+
+impl ReadLimits {
+    /// The default: 8 MiB, far above any hand-written policy file and small enough that a
+    /// stray log file passed by mistake is refused quickly.
+    pub const DEFAULT: ReadLimits = ReadLimits {
+        max_bytes: 8 * 1024 * 1024,
+    };
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// One loaded file: its path as displayed, its text and a line index.
+///
+/// A leading byte-order mark is dropped from the text, so offsets, lines and columns count
+/// from the first character after it.
+#[derive(Debug)]
+pub struct SourceFile {
+    path: Arc<str>,
+    text: Arc<str>,
+    format: Format,
+    /// Byte offset of the start of every line; the first entry is always 0.
+    // INVARIANT: sorted ascending, each entry is 0 or follows a `\n` in `text`.
+    line_starts: Vec<usize>,
+    /// Whether `text` is pure ASCII, so that columns can be computed without decoding.
+    ascii: bool,
+}
+
+impl SourceFile {
+    /// Builds a source file from text already in memory (e.g. an embedded built-in policy).
+    pub fn new(path: impl Into<Arc<str>>, text: impl Into<Arc<str>>, format: Format) -> Self {
+        let mut text: Arc<str> = text.into();
+        if let Some(rest) = text.strip_prefix('\u{feff}') {
+            text = Arc::from(rest);
+        }
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(index, _)| index + 1))
+            .collect();
+        let ascii = text.is_ascii();
+        Self {
+            path: path.into(),
+            text,
+            format,
+            line_starts,
+            ascii,
+        }
+    }
+
+    /// Builds a shared source file from text already in memory.
+    pub fn in_memory(
+        path: impl Into<Arc<str>>,
+        text: impl Into<Arc<str>>,
+        format: Format,
+    ) -> Arc<Self> {
+        Arc::new(Self::new(path, text, format))
+    }
+
+    /// An empty stand-in for a file that could not be read, so that the diagnostic about it
+    /// still names the file.
+    fn placeholder(path: &Arc<str>, format: Format) -> Arc<Self> {
+        Arc::new(Self::new(Arc::clone(path), "", format))
+    }
+
+    /// The path as it is displayed in diagnostics.
+    pub fn path(&self) -> &Arc<str> {
+        &self.path
+    }
+
+    /// The text (without a leading byte-order mark).
+    pub fn text(&self) -> &Arc<str> {
+        &self.text
+    }
+
+    /// The syntax of the file.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The number of lines (a file without a final newline still counts its last line).
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    /// The 1-based line and 1-based column (in characters, like rustc) of a byte offset.
+    ///
+    /// Offsets past the end are clamped to the end; an offset inside a multi-byte character
+    /// is moved back to the start of that character.
+    pub fn line_col(&self, offset: usize) -> (u32, u32) {
+        let offset = self.clamp(offset);
+        let line_index = self
+            .line_starts
+            .partition_point(|&start| start <= offset)
+            .saturating_sub(1);
+        let line_start = self.line_starts.get(line_index).copied().unwrap_or(0);
+        let column = if self.ascii {
+            offset - line_start
+        } else {
+            self.text
+                .get(line_start..offset)
+                .map_or(0, |prefix| prefix.chars().count())
+        };
+        (to_u32(line_index + 1), to_u32(column + 1))
+    }
+
+    /// A span of `len` bytes starting at byte `offset`, with its line and column.
+    ///
+    /// Both ends are clamped into the text and onto character boundaries.
+    pub fn span(&self, offset: usize, len: usize) -> Span {
+        let start = self.clamp(offset);
+        let end = self.clamp(start.saturating_add(len)).max(start);
+        let (line, column) = self.line_col(start);
+        Span {
+            offset: start,
+            len: end - start,
+            line,
+            column,
+        }
+    }
+
+    /// The span of the byte range `start..end` (clamped like [`SourceFile::span`]).
+    pub fn span_of(&self, start: usize, end: usize) -> Span {
+        self.span(start, end.saturating_sub(start))
+    }
+
+    /// The span of a node that starts at `start` and ends at `end`, cut at the end of the
+    /// line it starts on and without trailing blanks.
+    ///
+    /// Collections and multi-line strings would otherwise underline many lines, and parsers'
+    /// end positions for block nodes point past trailing blank lines and comments.
+    pub fn first_line_span(&self, start: usize, end: usize) -> Span {
+        let start = self.clamp(start);
+        let end = end.min(self.line_end(start)).max(start);
+        let trimmed = self
+            .text
+            .get(start..end)
+            .map_or(0, |slice| slice.trim_end_matches([' ', '\t']).len());
+        self.span(start, trimmed)
+    }
+
+    /// The byte range of a 1-based line, without its line break.
+    pub fn line_range(&self, line: u32) -> Option<std::ops::Range<usize>> {
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        let start = *self.line_starts.get(index)?;
+        let end = self
+            .line_starts
+            .get(index + 1)
+            .map_or(self.text.len(), |&next| next - 1);
+        let end = if self.text.as_bytes().get(end.wrapping_sub(1)) == Some(&b'\r') && end > start {
+            end - 1
+        } else {
+            end
+        };
+        Some(start..end)
+    }
+
+    /// The byte offset where the line holding `offset` ends (before `\r\n` or `\n`).
+    pub fn line_end(&self, offset: usize) -> usize {
+        let (line, _) = self.line_col(offset);
+        self.line_range(line)
+            .map_or(self.text.len(), |range| range.end)
+    }
+
+    /// A location in this file.
+    pub fn location(self: &Arc<Self>, span: Span) -> Location {
+        Location {
+            source: Arc::clone(self),
+            span,
+        }
+    }
+
+    /// A location covering `len` bytes from `offset`.
+    pub fn location_at(self: &Arc<Self>, offset: usize, len: usize) -> Location {
+        self.location(self.span(offset, len))
+    }
+
+    /// Clamps an offset into the text and back onto a character boundary.
+    fn clamp(&self, offset: usize) -> usize {
+        floor_char_boundary(&self.text, offset)
+    }
+}
+
+/// The largest character boundary at or below `offset` (clamped to the text).
+// `str::floor_char_boundary` is newer than the crate's minimum Rust version.
+pub(crate) fn floor_char_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// Converts a count to `u32`, saturating (files are far smaller than 4 GiB lines).
+fn to_u32(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+/// Reads a policy file from disk.
+///
+/// The displayed path is `path` as given. The format comes from the extension; a file with
+/// another extension is rejected. Missing files, directories, unreadable files, files over
+/// `limits.max_bytes` and files that are not UTF-8 all become diagnostics that name the file
+/// (and, for encoding errors, the line and column of the first invalid byte).
+pub fn read_source(path: &Path, limits: &ReadLimits) -> Result<Arc<SourceFile>, Diagnostic> {
+    let shown: Arc<str> = Arc::from(path.display().to_string());
+    let format = Format::from_path(path);
+    let placeholder = || SourceFile::placeholder(&shown, format.unwrap_or(Format::Yaml));
+
+    let metadata = std::fs::metadata(path).map_err(|err| io_diagnostic(&err, &placeholder()))?;
+    if metadata.is_dir() {
+        return Err(Diagnostic::new(
+            Code::IoRead,
+            format!("`{shown}` is a directory, not a policy file"),
+        )
+        .with_location(placeholder().location_at(0, 0))
+        .with_help(
+            "pass a directory as a policy root, or name a `.yaml`, `.yml` or `.toml` file",
+        ));
+    }
+    let Some(format) = format else {
+        let ext = path
+            .extension()
+            .map(|ext| format!("`.{}`", ext.to_string_lossy()))
+            .unwrap_or_else(|| "no extension".to_owned());
+        return Err(Diagnostic::new(
+            Code::SyntaxUnsupported,
+            format!("cannot tell the format of `{shown}` from its extension ({ext})"),
+        )
+        .with_location(placeholder().location_at(0, 0))
+        .with_help("name policy files `.yaml`, `.yml` or `.toml`"));
+    };
+    if metadata.len() > limits.max_bytes {
+        return Err(too_large(&placeholder(), metadata.len(), limits));
+    }
+
+    let mut bytes = Vec::new();
+    let file = std::fs::File::open(path).map_err(|err| io_diagnostic(&err, &placeholder()))?;
+    // The file may have grown since `metadata`: never read more than the limit allows.
+    file.take(limits.max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err| io_diagnostic(&err, &placeholder()))?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > limits.max_bytes {
+        return Err(too_large(&placeholder(), metadata.len(), limits));
+    }
+    source_from_bytes(shown, bytes, format)
+}
+
+/// Builds a source file from raw bytes, rejecting bytes that are not UTF-8 with a diagnostic
+/// at the first invalid byte.
+pub fn source_from_bytes(
+    path: impl Into<Arc<str>>,
+    bytes: Vec<u8>,
+    format: Format,
+) -> Result<Arc<SourceFile>, Diagnostic> {
+    let path = path.into();
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(SourceFile::in_memory(path, text, format)),
+        Err(err) => {
+            let valid_up_to = err.utf8_error().valid_up_to();
+            let bytes = err.into_bytes();
+            let bad = bytes.get(valid_up_to).copied().unwrap_or(0);
+            // Show the file with the invalid bytes replaced; everything before the first bad
+            // byte is unchanged, so its offset, line and column are those of the file.
+            let lossy = String::from_utf8_lossy(&bytes).into_owned();
+            let had_bom = lossy.starts_with('\u{feff}');
+            let source = SourceFile::in_memory(path, lossy, format);
+            let offset = if had_bom {
+                valid_up_to.saturating_sub(3)
+            } else {
+                valid_up_to
+            };
+            Err(Diagnostic::new(
+                Code::SyntaxEncoding,
+                format!("the file is not valid UTF-8: invalid byte `0x{bad:02X}`"),
+            )
+            .with_location(source.location_at(offset, '\u{fffd}'.len_utf8()))
+            .with_help("save the file as UTF-8"))
+        }
+    }
+}
+
+fn too_large(source: &Arc<SourceFile>, size: u64, limits: &ReadLimits) -> Diagnostic {
+    Diagnostic::new(
+        Code::SyntaxTooLarge,
+        format!(
+            "the file is too large: {size} bytes, the limit is {} bytes",
+            limits.max_bytes
+        ),
+    )
+    .with_location(source.location_at(0, 0))
+    .with_help("split the policy into several files")
+}
+
+fn io_diagnostic(err: &io::Error, source: &Arc<SourceFile>) -> Diagnostic {
+    let path = source.path();
+    let (code, message, help) = match err.kind() {
+        io::ErrorKind::NotFound => (
+            Code::IoNotFound,
+            format!("cannot read `{path}`: no such file"),
+            "check the path, or create the file with `toolgate init`",
+        ),
+        io::ErrorKind::PermissionDenied => (
+            Code::IoRead,
+            format!("cannot read `{path}`: permission denied"),
+            "make the file readable by the user running toolgate",
+        ),
+        io::ErrorKind::IsADirectory => (
+            Code::IoRead,
+            format!("`{path}` is a directory, not a policy file"),
+            "pass a directory as a policy root, or name a `.yaml`, `.yml` or `.toml` file",
+        ),
+        _ => (
+            Code::IoRead,
+            format!(
+                "cannot read `{path}`: {}",
+                lowercase_first(&err.to_string())
+            ),
+            "check that the file exists and is readable",
+        ),
+    };
+    Diagnostic::new(code, message)
+        .with_location(source.location_at(0, 0))
+        .with_help(help)
+}
+
+/// Lowercases the first character of an OS error message (`No such file` → `no such file`).
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_come_from_extensions() {
+        let table = [
+            ("a.yaml", Some(Format::Yaml)),
+            ("a.yml", Some(Format::Yaml)),
+            ("A.YML", Some(Format::Yaml)),
+            ("dir/a.toml", Some(Format::Toml)),
+            ("a.json", None),
+            ("yaml", None),
+        ];
+        for (path, format) in table {
+            assert_eq!(Format::from_path(Path::new(path)), format, "{path}");
+        }
+    }
+
+    #[test]
+    fn line_and_column_count_characters() {
+        let source = SourceFile::new("t.yaml", "ab\nçé: x\n\nlast", Format::Yaml);
+        let table = [
+            (0, (1, 1)),
+            (1, (1, 2)),
+            (2, (1, 3)),
+            (3, (2, 1)),
+            (5, (2, 2)),
+            (7, (2, 3)),
+            (9, (2, 5)),
+            (11, (3, 1)),
+            (12, (4, 1)),
+            (15, (4, 4)),
+            (100, (4, 5)),
+        ];
+        for (offset, expected) in table {
+            assert_eq!(source.line_col(offset), expected, "offset {offset}");
+        }
+        // Inside `ç` (bytes 3..5): moved back to its start.
+        assert_eq!(source.line_col(4), (2, 1));
+    }
+
+    #[test]
+    fn crlf_lines_and_ranges() {
+        let source = SourceFile::new("t.yaml", "a: 1\r\nb: 2\r\n", Format::Yaml);
+        assert_eq!(source.line_col(6), (2, 1));
+        assert_eq!(source.line_range(1), Some(0..4));
+        assert_eq!(source.line_range(2), Some(6..10));
+        assert_eq!(source.line_end(7), 10);
+        assert_eq!(source.line_range(9), None);
+    }
+
+    #[test]
+    fn byte_order_mark_is_dropped() {
+        let source = SourceFile::new("t.yaml", "\u{feff}a: 1", Format::Yaml);
+        assert_eq!(&**source.text(), "a: 1");
+        assert_eq!(source.line_col(0), (1, 1));
+    }
+
+    #[test]
+    fn spans_are_clamped_to_the_text() {
+        let source = SourceFile::new("t.yaml", "é", Format::Yaml);
+        let span = source.span(1, 10);
+        assert_eq!((span.offset, span.len), (0, 2));
+        let span = source.span(5, 10);
+        assert_eq!((span.offset, span.len), (2, 0));
+    }
+
+    #[test]
+    fn invalid_utf8_is_positioned_at_the_first_bad_byte() {
+        let bytes = b"a: 1\nb: \xff\xfe\n".to_vec();
+        let Err(diagnostic) = source_from_bytes("t.yaml", bytes, Format::Yaml) else {
+            panic!("expected an encoding error");
+        };
+        assert_eq!(diagnostic.code, Code::SyntaxEncoding);
+        let location = diagnostic.location.unwrap();
+        assert_eq!((location.span.line, location.span.column), (2, 4));
+        assert!(
+            diagnostic.message.contains("0xFF"),
+            "{}",
+            diagnostic.message
+        );
+    }
+}

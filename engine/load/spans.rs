@@ -1,0 +1,477 @@
+//! Where every node of a parsed document came from: a table from RFC 6901 JSON pointers
+//! (`/tools/Bash/timeout/max`, `/rules/0/name`) to the source span of the node's key and
+//! value.
+//!
+//! The syntax stage fills the table while it builds the JSON value; the schema stage, the
+//! typed deserialisation (through `serde_path_to_error`) and the semantic checks look errors
+//! up in it, so every diagnostic points at the exact text it is about.
+//!
+//! The table stores one segment per node (not one full pointer per node), so its size is
+//! linear in the document even for long keys deep in the tree; lookups walk the pointer
+//! segment by segment with a binary search per level.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+
+/// A byte range in a source file, with the 1-based line and column (in characters) of its
+/// start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    /// Byte offset of the start.
+    pub offset: usize,
+    /// Length in bytes.
+    pub len: usize,
+    /// 1-based line of the start.
+    pub line: u32,
+    /// 1-based column of the start, in characters.
+    pub column: u32,
+}
+
+impl Span {
+    /// The byte offset just past the end.
+    pub fn end(&self) -> usize {
+        self.offset.saturating_add(self.len)
+    }
+}
+
+/// The spans of one node: its key (for a member of a mapping) and its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct NodeSpan {
+    /// The key's span, for a member of a mapping; `None` for the root and sequence items.
+    pub key: Option<Span>,
+    /// The value's span. For a collection this covers its first line only.
+    pub value: Span,
+}
+
+impl NodeSpan {
+    /// The span that best names the node as a whole: its key if it has one, else its value.
+    pub fn label(&self) -> Span {
+        self.key.unwrap_or(self.value)
+    }
+}
+
+/// A node in a [`SpanTableBuilder`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NodeId(u32);
+
+/// The parent of the root.
+const NO_PARENT: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+struct Node {
+    parent: u32,
+    /// The unescaped segment is `arena[seg_start..seg_end]`.
+    seg_start: usize,
+    seg_end: usize,
+    span: NodeSpan,
+}
+
+/// Builds a [`SpanTable`] while a document is parsed: one root, then children in document
+/// order.
+#[derive(Debug, Default)]
+pub struct SpanTableBuilder {
+    nodes: Vec<Node>,
+    arena: String,
+}
+
+impl SpanTableBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records the root node (pointer `""`).
+    pub fn root(&mut self, value: Span) -> NodeId {
+        self.push(NO_PARENT, 0, 0, NodeSpan { key: None, value })
+    }
+
+    /// Records a member of a mapping.
+    pub fn member(&mut self, parent: NodeId, key: &str, span: NodeSpan) -> NodeId {
+        let start = self.arena.len();
+        self.arena.push_str(key);
+        self.push(parent.0, start, self.arena.len(), span)
+    }
+
+    /// Records an item of a sequence.
+    pub fn item(&mut self, parent: NodeId, index: usize, value: Span) -> NodeId {
+        let start = self.arena.len();
+        // Writing a number to a `String` cannot fail.
+        let _ = write!(self.arena, "{index}");
+        self.push(
+            parent.0,
+            start,
+            self.arena.len(),
+            NodeSpan { key: None, value },
+        )
+    }
+
+    /// Replaces the value span of a node (collections learn their end late).
+    pub fn set_value(&mut self, id: NodeId, value: Span) {
+        if let Some(node) = self.nodes.get_mut(id.0 as usize) {
+            node.span.value = value;
+        }
+    }
+
+    /// The spans recorded for a node.
+    pub fn get(&self, id: NodeId) -> Option<&NodeSpan> {
+        self.nodes.get(id.0 as usize).map(|node| &node.span)
+    }
+
+    /// The spans of the member `key` of `parent`, if one was recorded. Linear in the number
+    /// of nodes after `parent`: meant for the rare duplicate-key report, not for lookups.
+    pub fn find_member(&self, parent: NodeId, key: &str) -> Option<&NodeSpan> {
+        let from = (parent.0 as usize).saturating_add(1);
+        self.nodes.get(from..)?.iter().find_map(|node| {
+            (node.parent == parent.0 && self.arena.get(node.seg_start..node.seg_end) == Some(key))
+                .then_some(&node.span)
+        })
+    }
+
+    /// Freezes the builder into a table that can be queried by pointer.
+    pub fn build(self) -> SpanTable {
+        let mut sorted: Vec<u32> = (0..self.nodes.len())
+            .filter_map(|index| u32::try_from(index).ok())
+            .filter(|&index| self.nodes[index as usize].parent != NO_PARENT)
+            .collect();
+        sorted.sort_unstable_by(|&a, &b| {
+            let (a, b) = (&self.nodes[a as usize], &self.nodes[b as usize]);
+            a.parent.cmp(&b.parent).then_with(|| {
+                self.arena[a.seg_start..a.seg_end].cmp(&self.arena[b.seg_start..b.seg_end])
+            })
+        });
+        SpanTable {
+            nodes: self.nodes,
+            arena: self.arena,
+            sorted,
+        }
+    }
+
+    fn push(&mut self, parent: u32, seg_start: usize, seg_end: usize, span: NodeSpan) -> NodeId {
+        // A document with four billion nodes is far beyond any size limit; saturate rather
+        // than panic if it ever happened.
+        let id = u32::try_from(self.nodes.len()).unwrap_or(NO_PARENT - 1);
+        self.nodes.push(Node {
+            parent,
+            seg_start,
+            seg_end,
+            span,
+        });
+        NodeId(id)
+    }
+}
+
+/// Maps JSON pointers to the spans of the nodes of one document.
+#[derive(Clone, Debug, Default)]
+pub struct SpanTable {
+    nodes: Vec<Node>,
+    arena: String,
+    /// Indices of all non-root nodes, sorted by (parent, segment).
+    // INVARIANT: sorted with the same ordering `find` searches with.
+    sorted: Vec<u32>,
+}
+
+impl SpanTable {
+    /// The spans of the node at `pointer` (`""` is the root), if the document has it.
+    pub fn get(&self, pointer: &str) -> Option<&NodeSpan> {
+        match self.walk(pointer) {
+            Walk::Found(index) => self.nodes.get(index).map(|node| &node.span),
+            Walk::Partial(..) | Walk::Invalid => None,
+        }
+    }
+
+    /// The spans of the node at `pointer`, or of its closest existing ancestor: the place to
+    /// report a missing child (such as a required property).
+    pub fn nearest(&self, pointer: &str) -> Option<&NodeSpan> {
+        self.nearest_entry(pointer).map(|(_, span)| span)
+    }
+
+    /// Like [`SpanTable::nearest`], also returning the length of the prefix of `pointer`
+    /// that names the node found (`pointer[..len]` is its pointer).
+    pub fn nearest_entry(&self, pointer: &str) -> Option<(usize, &NodeSpan)> {
+        let (index, len) = match self.walk(pointer) {
+            Walk::Found(index) => (index, pointer.len()),
+            Walk::Partial(index, len) => (index, len),
+            Walk::Invalid => (self.root_index()?, 0),
+        };
+        self.nodes.get(index).map(|node| (len, &node.span))
+    }
+
+    /// The spans of the root node.
+    pub fn root(&self) -> Option<&NodeSpan> {
+        self.root_index()
+            .and_then(|index| self.nodes.get(index))
+            .map(|node| &node.span)
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the table has no nodes at all.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Every node's pointer and spans, in document order. Builds each pointer, so use it
+    /// for tests and tooling rather than on hot paths.
+    pub fn iter(&self) -> impl Iterator<Item = (String, &NodeSpan)> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(index, node)| (self.pointer_of(index), &node.span))
+    }
+
+    /// The pointer of the node at `index`.
+    fn pointer_of(&self, index: usize) -> String {
+        let mut chain = Vec::new();
+        let mut current = index;
+        while let Some(node) = self.nodes.get(current) {
+            if node.parent == NO_PARENT {
+                break;
+            }
+            chain.push(&self.arena[node.seg_start..node.seg_end]);
+            current = node.parent as usize;
+        }
+        let mut pointer = String::new();
+        for segment in chain.iter().rev() {
+            push_segment(&mut pointer, segment);
+        }
+        pointer
+    }
+
+    fn root_index(&self) -> Option<usize> {
+        self.nodes
+            .first()
+            .filter(|node| node.parent == NO_PARENT)
+            .map(|_| 0)
+    }
+
+    /// Walks `pointer` from the root as far as the table allows.
+    fn walk(&self, pointer: &str) -> Walk {
+        let Some(mut current) = self.root_index() else {
+            return Walk::Invalid;
+        };
+        if pointer.is_empty() {
+            return Walk::Found(current);
+        }
+        let Some(rest) = pointer.strip_prefix('/') else {
+            return Walk::Invalid;
+        };
+        let mut consumed = 0;
+        for raw in rest.split('/') {
+            let Some(segment) = unescape_segment(raw) else {
+                return Walk::Partial(current, consumed);
+            };
+            match self.find(current, &segment) {
+                Some(child) => {
+                    current = child;
+                    consumed += 1 + raw.len();
+                }
+                None => return Walk::Partial(current, consumed),
+            }
+        }
+        Walk::Found(current)
+    }
+
+    /// The child `segment` of the node `parent`.
+    fn find(&self, parent: usize, segment: &str) -> Option<usize> {
+        let parent = u32::try_from(parent).ok()?;
+        let position = self
+            .sorted
+            .binary_search_by(|&index| {
+                let node = &self.nodes[index as usize];
+                match node.parent.cmp(&parent) {
+                    Ordering::Equal => self.arena[node.seg_start..node.seg_end].cmp(segment),
+                    other => other,
+                }
+            })
+            .ok()?;
+        self.sorted.get(position).map(|&index| index as usize)
+    }
+}
+
+enum Walk {
+    /// The whole pointer names this node.
+    Found(usize),
+    /// Only a prefix of the pointer (this many bytes) exists; this is its node.
+    Partial(usize, usize),
+    /// The pointer is malformed or the table is empty.
+    Invalid,
+}
+
+/// Escapes one pointer segment (`~` → `~0`, `/` → `~1`).
+pub fn escape_segment(segment: &str) -> Cow<'_, str> {
+    if segment.contains(['~', '/']) {
+        Cow::Owned(segment.replace('~', "~0").replace('/', "~1"))
+    } else {
+        Cow::Borrowed(segment)
+    }
+}
+
+/// Unescapes one pointer segment; `None` for an invalid escape such as `~2`.
+pub fn unescape_segment(segment: &str) -> Option<Cow<'_, str>> {
+    if !segment.contains('~') {
+        return Some(Cow::Borrowed(segment));
+    }
+    let mut out = String::with_capacity(segment.len());
+    let mut chars = segment.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.next() {
+                Some('0') => out.push('~'),
+                Some('1') => out.push('/'),
+                _ => return None,
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(Cow::Owned(out))
+}
+
+/// Appends `/segment` (escaped) to a pointer.
+pub fn push_segment(pointer: &mut String, segment: &str) {
+    pointer.push('/');
+    pointer.push_str(&escape_segment(segment));
+}
+
+/// The pointer of the child `segment` of `pointer`.
+pub fn join_pointer(pointer: &str, segment: &str) -> String {
+    let mut joined = String::with_capacity(pointer.len() + segment.len() + 1);
+    joined.push_str(pointer);
+    push_segment(&mut joined, segment);
+    joined
+}
+
+/// The unescaped segments of a pointer (`/a~1b/0` → `a/b`, `0`); `None` if malformed.
+pub fn pointer_segments(pointer: &str) -> Option<Vec<Cow<'_, str>>> {
+    if pointer.is_empty() {
+        return Some(Vec::new());
+    }
+    pointer
+        .strip_prefix('/')?
+        .split('/')
+        .map(unescape_segment)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(offset: usize) -> Span {
+        Span {
+            offset,
+            len: 1,
+            line: 1,
+            column: u32::try_from(offset).unwrap() + 1,
+        }
+    }
+
+    fn member(offset: usize) -> NodeSpan {
+        NodeSpan {
+            key: Some(span(offset)),
+            value: span(offset + 1),
+        }
+    }
+
+    fn sample() -> SpanTable {
+        let mut builder = SpanTableBuilder::new();
+        let root = builder.root(span(0));
+        let tools = builder.member(root, "tools", member(10));
+        let bash = builder.member(tools, "Bash", member(20));
+        builder.member(bash, "timeout", member(30));
+        builder.member(tools, "a/b~c", member(40));
+        let rules = builder.member(root, "rules", member(50));
+        for index in 0..12 {
+            let item = builder.item(rules, index, span(60 + index));
+            builder.member(item, "name", member(100 + index));
+        }
+        builder.build()
+    }
+
+    #[test]
+    fn get_finds_exact_pointers() {
+        let table = sample();
+        let table_cases = [
+            ("", Some(span(0))),
+            ("/tools", Some(span(11))),
+            ("/tools/Bash/timeout", Some(span(31))),
+            ("/tools/a~1b~0c", Some(span(41))),
+            ("/rules/0/name", Some(span(101))),
+            ("/rules/11/name", Some(span(112))),
+            ("/rules/10", Some(span(70))),
+            ("/rules/12", None),
+            ("/tools/Bash/max", None),
+            ("/tools/a~2b", None),
+            ("tools", None),
+        ];
+        for (pointer, expected) in table_cases {
+            assert_eq!(
+                table.get(pointer).map(|node| node.value),
+                expected,
+                "{pointer}"
+            );
+        }
+        assert_eq!(table.get("/tools").unwrap().key, Some(span(10)));
+    }
+
+    #[test]
+    fn nearest_falls_back_to_the_closest_ancestor() {
+        let table = sample();
+        let cases = [
+            ("/tools/Bash/timeout/max", 31, "/tools/Bash/timeout"),
+            ("/tools/Bash/handler/kind", 21, "/tools/Bash"),
+            ("/missing", 0, ""),
+            ("/rules/3/name", 104, "/rules/3/name"),
+            ("not-a-pointer", 0, ""),
+        ];
+        for (pointer, offset, prefix) in cases {
+            let (len, node) = table.nearest_entry(pointer).unwrap();
+            assert_eq!(node.value.offset, offset, "{pointer}");
+            assert_eq!(&pointer[..len], prefix, "{pointer}");
+        }
+    }
+
+    #[test]
+    fn iter_rebuilds_escaped_pointers_in_document_order() {
+        let table = sample();
+        let pointers: Vec<String> = table.iter().map(|(p, _)| p).take(6).collect();
+        assert_eq!(
+            pointers,
+            [
+                "",
+                "/tools",
+                "/tools/Bash",
+                "/tools/Bash/timeout",
+                "/tools/a~1b~0c",
+                "/rules"
+            ]
+        );
+    }
+
+    #[test]
+    fn segments_escape_and_unescape() {
+        assert_eq!(escape_segment("a/b~c"), "a~1b~0c");
+        assert_eq!(unescape_segment("a~1b~0c").unwrap(), "a/b~c");
+        assert_eq!(unescape_segment("~01").unwrap(), "~1");
+        assert!(unescape_segment("~").is_none());
+        assert_eq!(join_pointer("/a", "b/c"), "/a/b~1c");
+        assert_eq!(
+            pointer_segments("/a~1b/0").unwrap(),
+            [Cow::Borrowed("a/b"), Cow::Borrowed("0")]
+        );
+        assert!(pointer_segments("a").is_none());
+    }
+
+    #[test]
+    fn find_member_reports_recorded_keys() {
+        let mut builder = SpanTableBuilder::new();
+        let root = builder.root(span(0));
+        builder.member(root, "a", member(5));
+        assert_eq!(builder.find_member(root, "a"), Some(&member(5)));
+        assert_eq!(builder.find_member(root, "b"), None);
+    }
+}

@@ -1,0 +1,1015 @@
+//! YAML → JSON value + span table, straight from `saphyr`'s event stream.
+//!
+//! The syntax stage for `.yaml`/`.yml` files. Building the JSON value directly from parser
+//! events (rather than through `saphyr`'s `MarkedYaml` tree) lets this stage report every
+//! duplicate key with both places, cap nesting and alias expansion before memory or the
+//! stack suffer, and record a span for every node without a second pass.
+//!
+//! Choices, all reported as positioned diagnostics rather than guessed around:
+//! - YAML 1.2 core schema: `true`/`false` (any case style the spec allows) are booleans,
+//!   `yes`/`no`/`on`/`off` stay strings; integers stay integers (`i64`, or `u64` above
+//!   `i64::MAX`), floats floats; `.nan`, `.inf` and numbers too large for a float are
+//!   rejected (JSON cannot hold them).
+//! - A plain scalar used as a key is read as its text (`1:` is the key `"1"`, `true:` the key
+//!   `"true"`), like a TOML bare key; collections, aliases and null as keys are rejected.
+//! - One document per file; custom tags, `!!binary`/`!!timestamp`/`!!set`/`!!omap` and
+//!   merge keys (`<<`) are rejected.
+//! - `saphyr` markers count characters, not bytes: offsets are converted before any span is
+//!   built. End markers of block nodes are imprecise, so a collection's span covers only the
+//!   first line of it, starting at its start marker.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Tag};
+use serde_json::{Map, Number, Value};
+
+use super::ParseLimits;
+use super::codes::Code;
+use super::diagnostic::Diagnostic;
+use super::source::SourceFile;
+use super::spans::{NodeId, NodeSpan, Span, SpanTable, SpanTableBuilder};
+
+/// The handle of the YAML core schema's tags (`!!str` is `tag:yaml.org,2002:str`).
+const CORE_HANDLE: &str = "tag:yaml.org,2002:";
+
+/// Parses a YAML source into a JSON value and the span of every node.
+pub fn parse_yaml(
+    source: &Arc<SourceFile>,
+    limits: &ParseLimits,
+) -> Result<(Value, SpanTable), Vec<Diagnostic>> {
+    let text: &str = source.text();
+    let mut builder = Builder::new(source, limits);
+    let mut parser = Parser::new_from_str(text);
+    while let Some(next) = parser.next_event() {
+        match next {
+            Ok((event, span)) => {
+                let start = builder.offsets.byte(span.start.index());
+                let end = builder.offsets.byte(span.end.index()).max(start);
+                builder.on_event(event, start, end);
+                if builder.fatal {
+                    break;
+                }
+            }
+            Err(err) => {
+                builder.scan_error(&err);
+                break;
+            }
+        }
+    }
+    builder.finish()
+}
+
+/// Converts `saphyr`'s character indices to byte offsets.
+///
+/// Events arrive in document order, so a forward-moving cursor makes the conversion linear
+/// over the whole file; a backward request restarts from the beginning.
+struct Offsets<'a> {
+    text: &'a str,
+    ascii: bool,
+    chars: usize,
+    bytes: usize,
+}
+
+impl<'a> Offsets<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            ascii: text.is_ascii(),
+            chars: 0,
+            bytes: 0,
+        }
+    }
+
+    fn byte(&mut self, char_index: usize) -> usize {
+        if self.ascii {
+            return char_index.min(self.text.len());
+        }
+        if char_index < self.chars {
+            self.chars = 0;
+            self.bytes = 0;
+        }
+        let rest = self.text.get(self.bytes..).unwrap_or("");
+        for (offset, _) in rest.char_indices() {
+            if self.chars == char_index {
+                self.bytes += offset;
+                return self.bytes;
+            }
+            self.chars += 1;
+        }
+        // Past the last character: the end of the text.
+        self.bytes = self.text.len();
+        self.bytes
+    }
+}
+
+/// A key waiting for its value.
+struct PendingKey {
+    /// The key's text; `None` when the key was rejected and its value must be dropped.
+    text: Option<String>,
+    span: Span,
+}
+
+enum Container {
+    Seq(Vec<Value>),
+    Map {
+        map: Map<String, Value>,
+        key: Option<PendingKey>,
+    },
+}
+
+/// A collection being built.
+struct Frame {
+    container: Container,
+    /// The span node, or `None` when the collection is dropped (a rejected key's value, or a
+    /// collection used as a key).
+    node: Option<NodeId>,
+    /// Where the collection's role in its parent was decided.
+    role: Role,
+    anchor: usize,
+    /// Nodes in the subtree, for the alias budget.
+    nodes: usize,
+    start: usize,
+}
+
+/// What a new node is to the collection that holds it.
+#[derive(Clone, Copy)]
+enum Role {
+    Root,
+    Item,
+    Key,
+    Value,
+}
+
+/// A finished node.
+struct Built {
+    value: Value,
+    nodes: usize,
+}
+
+struct Builder<'a> {
+    source: &'a Arc<SourceFile>,
+    limits: &'a ParseLimits,
+    offsets: Offsets<'a>,
+    spans: SpanTableBuilder,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Built>,
+    alias_nodes: usize,
+    root: Option<Value>,
+    /// Whether the document is an empty plain scalar (a file holding only `---`).
+    empty_root: bool,
+    documents: usize,
+    errors: Vec<Diagnostic>,
+    /// Set when parsing cannot usefully continue.
+    fatal: bool,
+}
+
+impl<'a> Builder<'a> {
+    fn new(source: &'a Arc<SourceFile>, limits: &'a ParseLimits) -> Self {
+        Self {
+            source,
+            limits,
+            offsets: Offsets::new(source.text()),
+            spans: SpanTableBuilder::new(),
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            alias_nodes: 0,
+            root: None,
+            empty_root: false,
+            documents: 0,
+            errors: Vec::new(),
+            fatal: false,
+        }
+    }
+
+    fn on_event(&mut self, event: Event<'_>, start: usize, end: usize) {
+        match event {
+            Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => {}
+            Event::DocumentStart(_) => {
+                self.documents += 1;
+                if self.documents > 1 {
+                    let span = self.line_span(start, end);
+                    self.error(
+                        Diagnostic::new(
+                            Code::SyntaxUnsupported,
+                            "the file holds more than one YAML document",
+                        )
+                        .at(self.source, span)
+                        .with_help("put each document in its own file"),
+                    );
+                    self.fatal = true;
+                }
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                self.on_scalar(&text, style, anchor, tag.as_deref(), start, end);
+            }
+            Event::Alias(id) => self.on_alias(id, start, end),
+            Event::SequenceStart(anchor, tag) => {
+                self.on_collection_start(false, anchor, tag.as_deref(), start, end);
+            }
+            Event::MappingStart(anchor, tag) => {
+                self.on_collection_start(true, anchor, tag.as_deref(), start, end);
+            }
+            Event::SequenceEnd | Event::MappingEnd => self.on_collection_end(end),
+        }
+    }
+
+    /// The role the next node plays.
+    fn role(&self) -> Role {
+        match self.stack.last() {
+            None => Role::Root,
+            Some(Frame {
+                container: Container::Seq(_),
+                ..
+            }) => Role::Item,
+            Some(Frame {
+                container: Container::Map { key: None, .. },
+                ..
+            }) => Role::Key,
+            Some(Frame {
+                container: Container::Map { key: Some(_), .. },
+                ..
+            }) => Role::Value,
+        }
+    }
+
+    /// Records the span node for a new value node, or `None` if it is dropped.
+    fn open_node(&mut self, role: Role, value: Span) -> Option<NodeId> {
+        match role {
+            Role::Root => Some(self.spans.root(value)),
+            Role::Key => None,
+            Role::Item => {
+                let frame = self.stack.last()?;
+                let parent = frame.node?;
+                let Container::Seq(items) = &frame.container else {
+                    return None;
+                };
+                Some(self.spans.item(parent, items.len(), value))
+            }
+            Role::Value => {
+                let frame = self.stack.last_mut()?;
+                let parent = frame.node?;
+                let Container::Map { map, key } = &mut frame.container else {
+                    return None;
+                };
+                let pending = key.as_mut()?;
+                let text = pending.text.as_deref()?;
+                if map.contains_key(text) {
+                    let key_span = pending.span;
+                    let first = self.spans.find_member(parent, text).copied();
+                    let message = format!("duplicate key `{text}`");
+                    pending.text = None;
+                    let mut diagnostic = Diagnostic::new(Code::SyntaxDuplicateKey, message)
+                        .at(self.source, key_span)
+                        .with_help("remove one of them: keys must be unique in a mapping");
+                    if let Some(first) = first {
+                        diagnostic = diagnostic.with_related(
+                            "first defined here",
+                            self.source.location(first.label()),
+                        );
+                    }
+                    self.error(diagnostic);
+                    return None;
+                }
+                Some(self.spans.member(
+                    parent,
+                    text,
+                    NodeSpan {
+                        key: Some(pending.span),
+                        value,
+                    },
+                ))
+            }
+        }
+    }
+
+    fn on_scalar(
+        &mut self,
+        text: &str,
+        style: ScalarStyle,
+        anchor: usize,
+        tag: Option<&Tag>,
+        start: usize,
+        end: usize,
+    ) {
+        let span = self.line_span(start, end);
+        let role = self.role();
+        if let Role::Key = role {
+            let key = self.scalar_key(text, style, tag, span);
+            self.set_pending_key(key, span);
+            return;
+        }
+        if let Role::Root = role {
+            self.empty_root = text.is_empty() && style == ScalarStyle::Plain && tag.is_none();
+        }
+        let node = self.open_node(role, span);
+        let value = match self.resolve_scalar(text, style, tag, span) {
+            Some(value) => value,
+            None => Value::Null,
+        };
+        self.finish_node(
+            node.is_some() || matches!(role, Role::Root),
+            Built { value, nodes: 1 },
+            anchor,
+        );
+    }
+
+    fn on_alias(&mut self, id: usize, start: usize, end: usize) {
+        let span = self.line_span(start, end);
+        let role = self.role();
+        if let Role::Key = role {
+            self.error(
+                Diagnostic::new(Code::SyntaxUnsupported, "an alias cannot be used as a key")
+                    .at(self.source, span)
+                    .with_help("write the key out"),
+            );
+            self.set_pending_key(None, span);
+            return;
+        }
+        let node = self.open_node(role, span);
+        let keep = node.is_some() || matches!(role, Role::Root);
+        let Some(nodes) = self.anchors.get(&id).map(|anchored| anchored.nodes) else {
+            self.error(
+                Diagnostic::new(Code::SyntaxYaml, "the alias names an unknown anchor")
+                    .at(self.source, span)
+                    .with_help("define the anchor (`&name`) before its first use (`*name`)"),
+            );
+            self.finish_node(
+                keep,
+                Built {
+                    value: Value::Null,
+                    nodes: 1,
+                },
+                0,
+            );
+            return;
+        };
+        self.alias_nodes = self.alias_nodes.saturating_add(nodes);
+        if self.alias_nodes > self.limits.max_alias_nodes {
+            self.error(
+                Diagnostic::new(
+                    Code::SyntaxLimit,
+                    format!(
+                        "aliases expand to more than {} nodes",
+                        self.limits.max_alias_nodes
+                    ),
+                )
+                .at(self.source, span)
+                .with_help("write the data out instead of nesting aliases"),
+            );
+            self.fatal = true;
+            return;
+        }
+        let value = self
+            .anchors
+            .get(&id)
+            .map_or(Value::Null, |anchored| anchored.value.clone());
+        self.finish_node(keep, Built { value, nodes }, 0);
+    }
+
+    fn on_collection_start(
+        &mut self,
+        mapping: bool,
+        anchor: usize,
+        tag: Option<&Tag>,
+        start: usize,
+        end: usize,
+    ) {
+        let span = self.line_span(start, end);
+        if self.stack.len() >= self.limits.max_depth {
+            self.error(
+                Diagnostic::new(
+                    Code::SyntaxLimit,
+                    format!(
+                        "the document nests deeper than {} levels",
+                        self.limits.max_depth
+                    ),
+                )
+                .at(self.source, span)
+                .with_help("flatten the structure"),
+            );
+            self.fatal = true;
+            return;
+        }
+        if let Some(tag) = tag {
+            let expected = if mapping { "map" } else { "seq" };
+            if !(tag.handle == CORE_HANDLE && tag.suffix == expected) {
+                self.unsupported_tag(tag, span);
+            }
+        }
+        let role = self.role();
+        let node = match role {
+            Role::Key => {
+                self.error(
+                    Diagnostic::new(
+                        Code::SyntaxUnsupported,
+                        if mapping {
+                            "a mapping cannot be used as a key"
+                        } else {
+                            "a sequence cannot be used as a key"
+                        },
+                    )
+                    .at(self.source, span)
+                    .with_help("keys must be strings"),
+                );
+                None
+            }
+            Role::Root | Role::Item | Role::Value => self.open_node(role, span),
+        };
+        let container = if mapping {
+            Container::Map {
+                map: Map::new(),
+                key: None,
+            }
+        } else {
+            Container::Seq(Vec::new())
+        };
+        self.stack.push(Frame {
+            container,
+            node,
+            role,
+            anchor,
+            nodes: 1,
+            start,
+        });
+    }
+
+    fn on_collection_end(&mut self, end: usize) {
+        let Some(frame) = self.stack.pop() else {
+            return;
+        };
+        let span = self.line_span(frame.start, end.max(frame.start));
+        if let Some(node) = frame.node {
+            self.spans.set_value(node, span);
+        }
+        if let Role::Key = frame.role {
+            self.set_pending_key(None, span);
+            return;
+        }
+        let value = match frame.container {
+            Container::Seq(items) => Value::Array(items),
+            Container::Map { map, .. } => Value::Object(map),
+        };
+        self.finish_node(
+            frame.node.is_some(),
+            Built {
+                value,
+                nodes: frame.nodes,
+            },
+            frame.anchor,
+        );
+    }
+
+    /// Stores a finished value in its parent (or as the root) and remembers its anchor.
+    fn finish_node(&mut self, keep: bool, built: Built, anchor: usize) {
+        if anchor > 0 {
+            self.anchors.insert(
+                anchor,
+                Built {
+                    value: built.value.clone(),
+                    nodes: built.nodes,
+                },
+            );
+        }
+        let Some(frame) = self.stack.last_mut() else {
+            if self.root.is_none() {
+                self.root = Some(built.value);
+            }
+            return;
+        };
+        frame.nodes = frame.nodes.saturating_add(built.nodes);
+        match &mut frame.container {
+            Container::Seq(items) => {
+                if keep {
+                    items.push(built.value);
+                }
+            }
+            Container::Map { map, key } => {
+                if let Some(PendingKey {
+                    text: Some(text), ..
+                }) = key.take()
+                    && keep
+                {
+                    map.insert(text, built.value);
+                }
+            }
+        }
+    }
+
+    fn set_pending_key(&mut self, text: Option<String>, span: Span) {
+        if let Some(Frame {
+            container: Container::Map { key, .. },
+            ..
+        }) = self.stack.last_mut()
+        {
+            *key = Some(PendingKey { text, span });
+        }
+    }
+
+    /// The text of a scalar key, or `None` (after reporting) if it cannot be a key.
+    fn scalar_key(
+        &mut self,
+        text: &str,
+        style: ScalarStyle,
+        tag: Option<&Tag>,
+        span: Span,
+    ) -> Option<String> {
+        if let Some(tag) = tag
+            && !is_string_tag(tag)
+            && !(tag.handle == CORE_HANDLE
+                && matches!(tag.suffix.as_str(), "int" | "float" | "bool"))
+        {
+            self.unsupported_tag(tag, span);
+            return None;
+        }
+        if style == ScalarStyle::Plain && tag.is_none() {
+            if text.is_empty() || matches!(text, "~" | "null" | "Null" | "NULL") {
+                self.error(
+                    Diagnostic::new(Code::SyntaxUnsupported, "a key cannot be null")
+                        .at(self.source, span)
+                        .with_help("write a name before the `:`, or quote it: `\"null\"`"),
+                );
+                return None;
+            }
+            if text == "<<" {
+                self.error(
+                    Diagnostic::new(
+                        Code::SyntaxUnsupported,
+                        "merge keys (`<<`) are not supported",
+                    )
+                    .at(self.source, span)
+                    .with_help("write the merged keys out"),
+                );
+                return None;
+            }
+        }
+        Some(text.to_owned())
+    }
+
+    /// The JSON value of a scalar, or `None` after reporting why it has none.
+    fn resolve_scalar(
+        &mut self,
+        text: &str,
+        style: ScalarStyle,
+        tag: Option<&Tag>,
+        span: Span,
+    ) -> Option<Value> {
+        let resolved = match tag {
+            None if style == ScalarStyle::Plain => resolve_plain(text),
+            None => Resolved::String,
+            Some(tag) if is_string_tag(tag) => Resolved::String,
+            Some(tag) if tag.handle == CORE_HANDLE => {
+                let resolved = match tag.suffix.as_str() {
+                    "int" => Some(resolve_plain(text)).filter(|r| r.is_integer()),
+                    "float" => match resolve_plain(text) {
+                        Resolved::Int(i) => Some(Resolved::Float(i as f64)),
+                        Resolved::UInt(u) => Some(Resolved::Float(u as f64)),
+                        other @ (Resolved::Float(_) | Resolved::NonFinite) => Some(other),
+                        _ => None,
+                    },
+                    "bool" => Some(resolve_plain(text)).filter(|r| matches!(r, Resolved::Bool(_))),
+                    "null" => Some(resolve_plain(text)).filter(|r| matches!(r, Resolved::Null)),
+                    _ => {
+                        self.unsupported_tag(tag, span);
+                        return None;
+                    }
+                };
+                match resolved {
+                    Some(resolved) => resolved,
+                    None => {
+                        self.error(
+                            Diagnostic::new(
+                                Code::SyntaxYaml,
+                                format!("`{text}` cannot be read as `!!{}`", tag.suffix),
+                            )
+                            .at(self.source, span)
+                            .with_help("fix the value or remove the tag"),
+                        );
+                        return None;
+                    }
+                }
+            }
+            Some(tag) => {
+                self.unsupported_tag(tag, span);
+                return None;
+            }
+        };
+        match resolved {
+            Resolved::Null => Some(Value::Null),
+            Resolved::Bool(b) => Some(Value::Bool(b)),
+            Resolved::Int(i) => Some(Value::Number(i.into())),
+            Resolved::UInt(u) => Some(Value::Number(u.into())),
+            Resolved::Float(f) => match Number::from_f64(f) {
+                Some(number) => Some(Value::Number(number)),
+                None => {
+                    self.non_finite(text, span);
+                    None
+                }
+            },
+            Resolved::NonFinite => {
+                self.non_finite(text, span);
+                None
+            }
+            Resolved::IntOverflow => {
+                self.error(
+                    Diagnostic::new(
+                        Code::SyntaxUnsupported,
+                        format!("the integer `{text}` does not fit in 64 bits"),
+                    )
+                    .at(self.source, span)
+                    .with_help("use a smaller number, or quote it to make it a string"),
+                );
+                None
+            }
+            Resolved::String => Some(Value::String(text.to_owned())),
+        }
+    }
+
+    fn non_finite(&mut self, text: &str, span: Span) {
+        self.error(
+            Diagnostic::new(
+                Code::SyntaxUnsupported,
+                format!("`{text}` is not a finite number"),
+            )
+            .at(self.source, span)
+            .with_help("policy values must be finite numbers; quote it to make it a string"),
+        );
+    }
+
+    fn unsupported_tag(&mut self, tag: &Tag, span: Span) {
+        let shown = if tag.handle == CORE_HANDLE {
+            format!("!!{}", tag.suffix)
+        } else if tag.handle.is_empty() {
+            format!("!<{}>", tag.suffix)
+        } else {
+            tag.to_string()
+        };
+        self.error(
+            Diagnostic::new(
+                Code::SyntaxUnsupported,
+                format!("the tag `{shown}` is not supported"),
+            )
+            .at(self.source, span)
+            .with_help("remove the tag: policy files hold plain strings, numbers, lists and maps"),
+        );
+    }
+
+    fn scan_error(&mut self, err: &ScanError) {
+        let offset = self.offsets.byte(err.marker().index());
+        let info = err.info();
+        let (code, help) = yaml_help(info);
+        let span = self.source.span(offset, 0);
+        // A parse error after an earlier problem is usually a consequence of it: keep both.
+        self.error(
+            Diagnostic::new(code, lowercase_first(info))
+                .at(self.source, span)
+                .with_help(help),
+        );
+        self.fatal = true;
+    }
+
+    fn finish(self) -> Result<(Value, SpanTable), Vec<Diagnostic>> {
+        if !self.errors.is_empty() {
+            return Err(self.errors);
+        }
+        match self.root {
+            // A bare `---` (an empty plain scalar as the document) counts as an empty file.
+            Some(value) if !self.empty_root => Ok((value, self.spans.build())),
+            Some(_) | None => Err(vec![super::empty_file(self.source)]),
+        }
+    }
+
+    fn error(&mut self, diagnostic: Diagnostic) {
+        self.errors.push(diagnostic);
+    }
+
+    /// The span of a node, cut at the end of its first line.
+    fn line_span(&self, start: usize, end: usize) -> Span {
+        self.source.first_line_span(start, end)
+    }
+}
+
+/// Whether a tag makes a scalar a string: `!!str`, or the non-specific `!`.
+fn is_string_tag(tag: &Tag) -> bool {
+    // The non-specific tag `!` arrives as an empty handle with the suffix `!`.
+    (tag.handle == CORE_HANDLE && tag.suffix == "str")
+        || (tag.handle.is_empty() && tag.suffix == "!")
+}
+
+/// A plain scalar resolved by the YAML 1.2 core schema.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Resolved {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    NonFinite,
+    IntOverflow,
+    String,
+}
+
+impl Resolved {
+    fn is_integer(&self) -> bool {
+        matches!(
+            self,
+            Resolved::Int(_) | Resolved::UInt(_) | Resolved::IntOverflow
+        )
+    }
+}
+
+/// Resolves a plain scalar by the YAML 1.2 core schema (§10.3.2).
+fn resolve_plain(text: &str) -> Resolved {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Resolved::Null,
+        "true" | "True" | "TRUE" => return Resolved::Bool(true),
+        "false" | "False" | "FALSE" => return Resolved::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF"
+        | ".nan" | ".NaN" | ".NAN" => return Resolved::NonFinite,
+        _ => {}
+    }
+    if let Some(hex) = text.strip_prefix("0x") {
+        if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return u64::from_str_radix(hex, 16).map_or(Resolved::IntOverflow, unsigned);
+        }
+        return Resolved::String;
+    }
+    if let Some(octal) = text.strip_prefix("0o") {
+        if !octal.is_empty() && octal.bytes().all(|b| matches!(b, b'0'..=b'7')) {
+            return u64::from_str_radix(octal, 8).map_or(Resolved::IntOverflow, unsigned);
+        }
+        return Resolved::String;
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(i) = text.parse::<i64>() {
+            return Resolved::Int(i);
+        }
+        if !text.starts_with('-')
+            && let Ok(u) = digits.parse::<u64>()
+        {
+            return Resolved::UInt(u);
+        }
+        return Resolved::IntOverflow;
+    }
+    if is_core_float(digits) {
+        return match text.parse::<f64>() {
+            Ok(f) if f.is_finite() => Resolved::Float(f),
+            _ => Resolved::NonFinite,
+        };
+    }
+    Resolved::String
+}
+
+fn unsigned(u: u64) -> Resolved {
+    i64::try_from(u).map_or(Resolved::UInt(u), Resolved::Int)
+}
+
+/// Whether an unsigned text matches `(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`.
+fn is_core_float(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let int_digits = count_digits(&bytes[i..]);
+    i += int_digits;
+    let mut frac_digits = 0;
+    if bytes.get(i) == Some(&b'.') {
+        i += 1;
+        frac_digits = count_digits(&bytes[i..]);
+        i += frac_digits;
+    }
+    if int_digits == 0 && frac_digits == 0 {
+        return false;
+    }
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(bytes.get(i), Some(b'-' | b'+')) {
+            i += 1;
+        }
+        let exp_digits = count_digits(&bytes[i..]);
+        if exp_digits == 0 {
+            return false;
+        }
+        i += exp_digits;
+    }
+    i == bytes.len()
+}
+
+fn count_digits(bytes: &[u8]) -> usize {
+    bytes.iter().take_while(|b| b.is_ascii_digit()).count()
+}
+
+/// The code and a help text for a `saphyr` scan error.
+fn yaml_help(info: &str) -> (Code, &'static str) {
+    if info.contains("recursion limit") {
+        return (Code::SyntaxLimit, "flatten the structure");
+    }
+    let help = if info.contains("mapping values are not allowed") {
+        "quote values that contain `: `, and check the indentation"
+    } else if info.contains("cannot start any token") || info.contains("tab") {
+        "indent with spaces: YAML does not allow tabs for indentation"
+    } else if info.contains("did not find expected key") || info.contains("indentation") {
+        "check the indentation: keys of one mapping must line up"
+    } else if info.contains("flow sequence") {
+        "close the list with `]` and separate items with `,`"
+    } else if info.contains("flow mapping") {
+        "close the mapping with `}` and separate entries with `,`"
+    } else if info.contains("quoted scalar") {
+        "close the quoted string"
+    } else if info.contains("anchor") || info.contains("alias") {
+        "define the anchor (`&name`) before its first use (`*name`)"
+    } else {
+        "fix the YAML syntax at this position"
+    };
+    (Code::SyntaxYaml, help)
+}
+
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::source::Format;
+    use serde_json::json;
+
+    fn parse(text: &str) -> Result<(Value, SpanTable), Vec<Diagnostic>> {
+        let source = SourceFile::in_memory("t.yaml", text, Format::Yaml);
+        parse_yaml(&source, &ParseLimits::default())
+    }
+
+    fn value(text: &str) -> Value {
+        match parse(text) {
+            Ok((value, _)) => value,
+            Err(errors) => panic!("{text:?}: {errors:?}"),
+        }
+    }
+
+    fn codes(text: &str) -> Vec<Code> {
+        match parse(text) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors.iter().map(|d| d.code).collect(),
+        }
+    }
+
+    #[test]
+    fn scalars_follow_the_core_schema() {
+        let table = [
+            ("a: yes", json!({"a": "yes"})),
+            ("a: NO", json!({"a": "NO"})),
+            ("a: True", json!({"a": true})),
+            ("a: FALSE", json!({"a": false})),
+            ("a: ~", json!({"a": null})),
+            ("a:", json!({"a": null})),
+            ("a: 007", json!({"a": 7})),
+            ("a: -12", json!({"a": -12})),
+            ("a: +12", json!({"a": 12})),
+            ("a: 0x1F", json!({"a": 31})),
+            ("a: 0o17", json!({"a": 15})),
+            (
+                "a: 18446744073709551615",
+                json!({"a": 18446744073709551615u64}),
+            ),
+            ("a: 1.5", json!({"a": 1.5})),
+            ("a: 1e3", json!({"a": 1000.0})),
+            ("a: .5", json!({"a": 0.5})),
+            ("a: '1'", json!({"a": "1"})),
+            ("a: !!str 1", json!({"a": "1"})),
+            ("a: !!float 1", json!({"a": 1.0})),
+            ("a: ! 12", json!({"a": "12"})),
+            ("a: 1_000", json!({"a": "1_000"})),
+            ("a: 2024-01-01", json!({"a": "2024-01-01"})),
+            ("a: 0x", json!({"a": "0x"})),
+            ("a: 1.2.3", json!({"a": "1.2.3"})),
+        ];
+        for (text, expected) in table {
+            assert_eq!(value(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn integers_and_floats_keep_their_kind() {
+        let v = value("i: 3\nf: 3.0");
+        assert!(v["i"].is_i64());
+        assert!(v["f"].is_f64());
+    }
+
+    #[test]
+    fn scalar_keys_are_read_as_text() {
+        assert_eq!(
+            value("1: a\ntrue: b\n1.5: c\n'x': d"),
+            json!({"1": "a", "true": "b", "1.5": "c", "x": "d"})
+        );
+    }
+
+    #[test]
+    fn rejected_constructs() {
+        let table = [
+            ("a: .nan", Code::SyntaxUnsupported),
+            ("a: -.inf", Code::SyntaxUnsupported),
+            ("a: 1e999", Code::SyntaxUnsupported),
+            ("a: 99999999999999999999", Code::SyntaxUnsupported),
+            ("a: -9999999999999999999", Code::SyntaxUnsupported),
+            ("a: !foo x", Code::SyntaxUnsupported),
+            ("a: !!binary aGk=", Code::SyntaxUnsupported),
+            ("a: !!set {x}", Code::SyntaxUnsupported),
+            ("a: !!int x", Code::SyntaxYaml),
+            ("? [1]\n: x", Code::SyntaxUnsupported),
+            ("~: x", Code::SyntaxUnsupported),
+            ("a: &x 1\n*x : 2", Code::SyntaxUnsupported),
+            ("<<: {a: 1}", Code::SyntaxUnsupported),
+            ("a: 1\n---\nb: 2", Code::SyntaxUnsupported),
+            ("a: 1\na: 2", Code::SyntaxDuplicateKey),
+            ("a: [1, 2", Code::SyntaxYaml),
+            ("a: b: c", Code::SyntaxYaml),
+            ("", Code::SyntaxEmpty),
+            ("# only a comment\n", Code::SyntaxEmpty),
+            ("---\n", Code::SyntaxEmpty),
+        ];
+        for (text, code) in table {
+            assert_eq!(codes(text).first(), Some(&code), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn every_duplicate_key_is_reported_with_the_first() {
+        let Err(errors) = parse("a: 1\nb:\n  c: 1\n  c: 2\na: 3\n") else {
+            panic!("expected errors");
+        };
+        assert_eq!(errors.len(), 2);
+        let first = &errors[0];
+        let location = first.location.as_ref().unwrap();
+        assert_eq!((location.span.line, location.span.column), (4, 3));
+        assert_eq!(first.message, "duplicate key `c`");
+        assert_eq!(first.related[0].location.span.line, 3);
+        let second = errors[1].location.as_ref().unwrap();
+        assert_eq!((second.span.line, second.span.column), (5, 1));
+        assert_eq!(errors[1].related[0].location.span.line, 1);
+    }
+
+    #[test]
+    fn alias_bombs_hit_the_budget() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..9 {
+            let prev = level - 1;
+            text.push_str(&format!(
+                "a{level}: &a{level} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        assert_eq!(codes(&text), [Code::SyntaxLimit]);
+    }
+
+    #[test]
+    fn small_aliases_are_expanded() {
+        assert_eq!(
+            value("base: &b {x: 1}\nuse: *b"),
+            json!({"base": {"x": 1}, "use": {"x": 1}})
+        );
+    }
+
+    #[test]
+    fn deep_nesting_hits_the_limit() {
+        let flow = format!("a: {}{}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(codes(&flow), [Code::SyntaxLimit]);
+        let block: String = (0..300).map(|_| "- ").collect::<String>() + "x";
+        assert_eq!(codes(&block), [Code::SyntaxLimit]);
+    }
+
+    #[test]
+    fn spans_of_keys_and_values() {
+        let text = "name: ä\ntools:\n  Bash:\n    argv: [bash, \"-c\"]\n    flow: {k: v}\nrules:\n  - name: x\n    text: |\n      line one\n      line two\n  - 'q'\n";
+        let (_, spans) = parse(text).unwrap();
+        let at = |pointer: &str| {
+            let node = spans.get(pointer).unwrap_or_else(|| panic!("{pointer}"));
+            let key = node.key.map(|k| (k.line, k.column, k.len));
+            (key, (node.value.line, node.value.column, node.value.len))
+        };
+        assert_eq!(at("/name"), (Some((1, 1, 4)), (1, 7, 2)));
+        assert_eq!(at("/tools/Bash"), (Some((3, 3, 4)), (4, 5, 18)));
+        assert_eq!(at("/tools/Bash/argv"), (Some((4, 5, 4)), (4, 11, 12)));
+        assert_eq!(at("/tools/Bash/argv/1"), (None, (4, 18, 4)));
+        assert_eq!(at("/tools/Bash/flow/k"), (Some((5, 12, 1)), (5, 15, 1)));
+        assert_eq!(at("/rules/0"), (None, (7, 5, 7)));
+        assert_eq!(at("/rules/0/text"), (Some((8, 5, 4)), (9, 7, 8)));
+        assert_eq!(at("/rules/1"), (None, (11, 5, 3)));
+    }
+
+    #[test]
+    fn spans_after_non_ascii_text_are_in_bytes() {
+        let text = "ü: \"日本語\"\nkey: value\n";
+        let source = SourceFile::in_memory("t.yaml", text, Format::Yaml);
+        let (_, spans) = parse_yaml(&source, &ParseLimits::default()).unwrap();
+        let node = spans.get("/key").unwrap();
+        let key = node.key.unwrap();
+        assert_eq!(&text[key.offset..key.end()], "key");
+        assert_eq!(&text[node.value.offset..node.value.end()], "value");
+        assert_eq!((node.value.line, node.value.column), (2, 6));
+        let quoted = spans.get("/ü").unwrap().value;
+        assert_eq!(&text[quoted.offset..quoted.end()], "\"日本語\"");
+        assert_eq!(quoted.column, 4);
+    }
+}
