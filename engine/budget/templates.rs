@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::artifact::Stub;
+use crate::model::engine_config::Messages;
 
 /// The model-facing texts of the producer stage, the finalizer and the artifact stubs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +87,29 @@ impl Templates {
 }
 
 impl Templates {
+    /// The SPEC defaults with the budget templates `engine.messages` sets laid over them
+    /// (`empty_output`, `truncation_notice`, `artifact_envelope`, `invalid_call_id`,
+    /// `file_too_large`).
+    pub fn from_messages(messages: &Messages) -> Self {
+        let mut templates = Self::spec_defaults();
+        let overlays = [
+            (&mut templates.empty_output, &messages.empty_output),
+            (
+                &mut templates.truncation_notice,
+                &messages.truncation_notice,
+            ),
+            (&mut templates.envelope, &messages.artifact_envelope),
+            (&mut templates.invalid_call_id, &messages.invalid_call_id),
+            (&mut templates.file_too_large, &messages.file_too_large),
+        ];
+        for (field, message) in overlays {
+            if let Some(text) = message {
+                field.clone_from(text);
+            }
+        }
+        templates
+    }
+
     /// The text of an artifact stub.
     pub fn stub(&self, stub: Stub) -> &str {
         match stub {
@@ -101,30 +125,30 @@ impl Default for Templates {
     }
 }
 
-/// Substitutes `{name}` placeholders in one pass; unknown placeholders stay as written.
+/// Substitutes `{name}` placeholders in one pass (a substituted value is never expanded
+/// again); `{{` and `}}` stand for literal braces, and unknown placeholders stay as written.
+/// The same syntax as the engine's message templates.
 pub fn render(template: &str, values: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len() + 64);
     let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let replaced = after.find('}').and_then(|close| {
-            let name = &after[..close];
-            values
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| (*value, close))
-        });
-        match replaced {
-            Some((value, close)) => {
-                out.push_str(value);
-                rest = &after[close + 1..];
-            }
-            None => {
-                out.push('{');
-                rest = after;
-            }
+    while let Some(at) = rest.find(['{', '}']) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+            continue;
         }
+        if tail.starts_with('{')
+            && let Some(close) = tail.find('}')
+            && let Some((_, value)) = values.iter().find(|(key, _)| *key == &tail[1..close])
+        {
+            out.push_str(value);
+            rest = &tail[close + 1..];
+            continue;
+        }
+        out.push_str(&tail[..1]);
+        rest = &tail[1..];
     }
     out.push_str(rest);
     out
@@ -137,7 +161,7 @@ mod tests {
     #[test]
     fn render_substitutes_known_placeholders_once() {
         type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
-        let table: [Case; 5] = [
+        let table: [Case; 7] = [
             (
                 "({tool} completed)",
                 &[("tool", "Bash")],
@@ -147,10 +171,26 @@ mod tests {
             ("{unknown} {a}", &[("a", "1")], "{unknown} 1"),
             ("{ {a} }", &[("a", "1")], "{ 1 }"),
             ("no placeholders {", &[], "no placeholders {"),
+            ("{{a}} {a}", &[("a", "1")], "{a} 1"),
+            ("}{", &[], "}{"),
         ];
         for (template, values, want) in table {
             assert_eq!(render(template, values), want, "{template}");
         }
+    }
+
+    #[test]
+    fn messages_override_their_templates_only() {
+        let messages = Messages {
+            empty_output: Some("{tool}: nothing".into()),
+            ..Messages::default()
+        };
+        let templates = Templates::from_messages(&messages);
+        assert_eq!(templates.empty_output, "{tool}: nothing");
+        assert_eq!(
+            templates.truncation_notice,
+            Templates::spec_defaults().truncation_notice
+        );
     }
 
     #[test]
