@@ -10,6 +10,7 @@ pub mod artifact;
 pub mod budget;
 pub mod cli;
 pub mod events;
+pub mod executor;
 pub mod handler;
 pub mod hooks;
 pub mod load;

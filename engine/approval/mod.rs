@@ -146,7 +146,12 @@ pub async fn wait(
     let mut hooks = hooks;
     let mut attempt = 1;
     loop {
-        let asked = broker.map(|broker| broker.request(ApprovalRequest { attempt, ..request.clone() }));
+        let asked = broker.map(|broker| {
+            broker.request(ApprovalRequest {
+                attempt,
+                ..request.clone()
+            })
+        });
         let expired = tokio::select! {
             biased;
             () = cancel.cancelled() => return ApprovalOutcome::Cancelled,
@@ -161,7 +166,12 @@ pub async fn wait(
         };
         if !expired {
             // The hooks gave up; keep waiting for the broker on the same attempt.
-            let asked = broker.map(|broker| broker.request(ApprovalRequest { attempt, ..request.clone() }));
+            let asked = broker.map(|broker| {
+                broker.request(ApprovalRequest {
+                    attempt,
+                    ..request.clone()
+                })
+            });
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return ApprovalOutcome::Cancelled,
@@ -178,7 +188,10 @@ pub async fn wait(
             }
             ApprovalExpiry::AskAgain => ApprovalAnswer::Deny { reason: None },
         };
-        return ApprovalOutcome::Answered { answer, by: AnsweredBy::Expiry };
+        return ApprovalOutcome::Answered {
+            answer,
+            by: AnsweredBy::Expiry,
+        };
     }
 }
 
@@ -226,32 +239,73 @@ mod tests {
     }
 
     fn never() -> Arc<dyn ApprovalBroker> {
-        Arc::new(|_: ApprovalRequest| -> BoxFuture<'static, ApprovalAnswer> { Box::pin(std::future::pending()) })
+        Arc::new(|_: ApprovalRequest| -> BoxFuture<'static, ApprovalAnswer> {
+            Box::pin(std::future::pending())
+        })
     }
 
     fn policy(timeout: Option<u64>, expiry: ApprovalExpiry) -> WaitPolicy {
-        WaitPolicy { timeout: timeout.map(Duration::from_secs), expiry }
+        WaitPolicy {
+            timeout: timeout.map(Duration::from_secs),
+            expiry,
+        }
     }
 
     #[tokio::test(start_paused = true)]
     async fn no_broker_denies_as_no_client() {
-        let out = wait(None, request(), None, &policy(None, ApprovalExpiry::Deny), &CancellationToken::new()).await;
-        assert_eq!(out, ApprovalOutcome::Answered { answer: ApprovalAnswer::Deny { reason: None }, by: AnsweredBy::NoClient });
+        let out = wait(
+            None,
+            request(),
+            None,
+            &policy(None, ApprovalExpiry::Deny),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            out,
+            ApprovalOutcome::Answered {
+                answer: ApprovalAnswer::Deny { reason: None },
+                by: AnsweredBy::NoClient
+            }
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn the_broker_answers() {
-        let broker: Arc<dyn ApprovalBroker> = Arc::new(FixedAnswer(ApprovalAnswer::Allow { reason: None }));
-        let out = wait(Some(&broker), request(), None, &policy(None, ApprovalExpiry::Deny), &CancellationToken::new()).await;
-        assert!(matches!(out, ApprovalOutcome::Answered { by: AnsweredBy::Broker, answer: ApprovalAnswer::Allow { .. } }));
+        let broker: Arc<dyn ApprovalBroker> =
+            Arc::new(FixedAnswer(ApprovalAnswer::Allow { reason: None }));
+        let out = wait(
+            Some(&broker),
+            request(),
+            None,
+            &policy(None, ApprovalExpiry::Deny),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(matches!(
+            out,
+            ApprovalOutcome::Answered {
+                by: AnsweredBy::Broker,
+                answer: ApprovalAnswer::Allow { .. }
+            }
+        ));
     }
 
     #[tokio::test(start_paused = true)]
     async fn expiry_outcomes_follow_the_policy() {
         let broker = never();
         for (expiry, allowed) in [(ApprovalExpiry::Deny, false), (ApprovalExpiry::Allow, true)] {
-            let out = wait(Some(&broker), request(), None, &policy(Some(30), expiry), &CancellationToken::new()).await;
-            let ApprovalOutcome::Answered { answer, by } = out else { panic!("cancelled") };
+            let out = wait(
+                Some(&broker),
+                request(),
+                None,
+                &policy(Some(30), expiry),
+                &CancellationToken::new(),
+            )
+            .await;
+            let ApprovalOutcome::Answered { answer, by } = out else {
+                panic!("cancelled")
+            };
             assert_eq!(by, AnsweredBy::Expiry);
             assert_eq!(matches!(answer, ApprovalAnswer::Allow { .. }), allowed);
         }
@@ -261,16 +315,31 @@ mod tests {
     async fn ask_again_asks_exactly_once_more() {
         let asked = Arc::new(AtomicU32::new(0));
         let seen = Arc::clone(&asked);
-        let broker: Arc<dyn ApprovalBroker> = Arc::new(move |req: ApprovalRequest| -> BoxFuture<'static, ApprovalAnswer> {
-            seen.fetch_add(1, Ordering::SeqCst);
-            assert_eq!(req.attempt, seen.load(Ordering::SeqCst));
-            Box::pin(std::future::pending())
-        });
+        let broker: Arc<dyn ApprovalBroker> = Arc::new(
+            move |req: ApprovalRequest| -> BoxFuture<'static, ApprovalAnswer> {
+                seen.fetch_add(1, Ordering::SeqCst);
+                assert_eq!(req.attempt, seen.load(Ordering::SeqCst));
+                Box::pin(std::future::pending())
+            },
+        );
         let start = tokio::time::Instant::now();
-        let out = wait(Some(&broker), request(), None, &policy(Some(10), ApprovalExpiry::AskAgain), &CancellationToken::new()).await;
+        let out = wait(
+            Some(&broker),
+            request(),
+            None,
+            &policy(Some(10), ApprovalExpiry::AskAgain),
+            &CancellationToken::new(),
+        )
+        .await;
         assert_eq!(asked.load(Ordering::SeqCst), 2);
         assert_eq!(start.elapsed(), Duration::from_secs(20));
-        assert!(matches!(out, ApprovalOutcome::Answered { by: AnsweredBy::Expiry, answer: ApprovalAnswer::Deny { .. } }));
+        assert!(matches!(
+            out,
+            ApprovalOutcome::Answered {
+                by: AnsweredBy::Expiry,
+                answer: ApprovalAnswer::Deny { .. }
+            }
+        ));
     }
 
     #[tokio::test(start_paused = true)]
@@ -278,10 +347,26 @@ mod tests {
         let broker = never();
         let race: HookRace = Box::pin(async {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            Some(("approve-ci".to_owned(), ApprovalAnswer::Allow { reason: None }))
+            Some((
+                "approve-ci".to_owned(),
+                ApprovalAnswer::Allow { reason: None },
+            ))
         });
-        let out = wait(Some(&broker), request(), Some(race), &policy(None, ApprovalExpiry::Deny), &CancellationToken::new()).await;
-        assert_eq!(out, ApprovalOutcome::Answered { answer: ApprovalAnswer::Allow { reason: None }, by: AnsweredBy::Hook("approve-ci".into()) });
+        let out = wait(
+            Some(&broker),
+            request(),
+            Some(race),
+            &policy(None, ApprovalExpiry::Deny),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            out,
+            ApprovalOutcome::Answered {
+                answer: ApprovalAnswer::Allow { reason: None },
+                by: AnsweredBy::Hook("approve-ci".into())
+            }
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -292,7 +377,14 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(5)).await;
             trigger.cancel();
         });
-        let out = wait(Some(&never()), request(), None, &policy(None, ApprovalExpiry::Deny), &cancel).await;
+        let out = wait(
+            Some(&never()),
+            request(),
+            None,
+            &policy(None, ApprovalExpiry::Deny),
+            &cancel,
+        )
+        .await;
         assert_eq!(out, ApprovalOutcome::Cancelled);
     }
 }

@@ -9,7 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::artifact::Stub;
-use crate::model::engine_config::Messages;
+use crate::model::engine_config::MessageKey;
+use crate::snapshot::ResolvedEngine;
 
 /// The model-facing texts of the producer stage, the finalizer and the artifact stubs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,27 +88,28 @@ impl Templates {
 }
 
 impl Templates {
-    /// The SPEC defaults with the budget templates `engine.messages` sets laid over them
-    /// (`empty_output`, `truncation_notice`, `artifact_envelope`, `invalid_call_id`,
-    /// `file_too_large`).
-    pub fn from_messages(messages: &Messages) -> Self {
-        let mut templates = Self::spec_defaults();
-        let overlays = [
-            (&mut templates.empty_output, &messages.empty_output),
-            (
-                &mut templates.truncation_notice,
-                &messages.truncation_notice,
-            ),
-            (&mut templates.envelope, &messages.artifact_envelope),
-            (&mut templates.invalid_call_id, &messages.invalid_call_id),
-            (&mut templates.file_too_large, &messages.file_too_large),
-        ];
-        for (field, message) in overlays {
-            if let Some(text) = message {
-                field.clone_from(text);
-            }
+    /// The templates of a resolved engine (every budget text comes from `engine.messages`).
+    pub fn from_engine(engine: &ResolvedEngine) -> Self {
+        let text = |key: MessageKey| engine.messages.template(key).to_owned();
+        Self {
+            empty_output: text(MessageKey::EmptyOutput),
+            truncation_notice: text(MessageKey::TruncationNotice),
+            truncation_notice_with_stub: text(MessageKey::TruncationNoticeWithStub),
+            envelope: text(MessageKey::ArtifactEnvelope),
+            preview_label_head: text(MessageKey::PreviewLabelHead),
+            preview_label_tail: text(MessageKey::PreviewLabelTail),
+            preview_label_both: text(MessageKey::PreviewLabelBoth),
+            preview_omitted: text(MessageKey::PreviewOmitted),
+            invalid_call_id: text(MessageKey::InvalidCallId),
+            file_too_large: text(MessageKey::FileTooLarge),
+            cut_header: text(MessageKey::CutHeader),
+            cut_one_artifact: text(MessageKey::CutOneArtifact),
+            cut_many_artifacts: text(MessageKey::CutManyArtifacts),
+            cut_artifact_item: text(MessageKey::CutArtifactItem),
+            cut_digest: text(MessageKey::CutDigest),
+            cut_separator: text(MessageKey::CutSeparator),
+            cut_marker: text(MessageKey::CutMarker),
         }
-        templates
     }
 
     /// The text of an artifact stub.
@@ -180,16 +182,15 @@ mod tests {
     }
 
     #[test]
-    fn messages_override_their_templates_only() {
-        let messages = Messages {
-            empty_output: Some("{tool}: nothing".into()),
-            ..Messages::default()
-        };
-        let templates = Templates::from_messages(&messages);
-        assert_eq!(templates.empty_output, "{tool}: nothing");
+    fn the_shipped_engine_defaults_are_the_spec_texts() {
+        let options = crate::snapshot::LoadOptions::new(crate::snapshot::LayerOptions {
+            no_builtin: true,
+            ..Default::default()
+        });
+        let snapshot = crate::snapshot::load(&options, 1).snapshot.unwrap();
         assert_eq!(
-            templates.truncation_notice,
-            Templates::spec_defaults().truncation_notice
+            Templates::from_engine(&snapshot.engine),
+            Templates::spec_defaults()
         );
     }
 

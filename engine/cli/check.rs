@@ -1,6 +1,8 @@
 //! `toolgate check`: validate the policy set and report every problem.
 
-use crate::load::render::{HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif};
+use crate::load::render::{
+    HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif,
+};
 use crate::load::{Diagnostic, Severity};
 use crate::snapshot::load;
 
@@ -39,7 +41,13 @@ impl CheckReport {
                 let mut out = if self.diagnostics.is_empty() {
                     String::new()
                 } else {
-                    render_human(&self.diagnostics, &HumanOptions { color, ..HumanOptions::default() })
+                    render_human(
+                        &self.diagnostics,
+                        &HumanOptions {
+                            color,
+                            ..HumanOptions::default()
+                        },
+                    )
                 };
                 if !self.diagnostics.iter().any(Diagnostic::is_error) {
                     out.push_str(&format!(
@@ -65,9 +73,13 @@ pub fn check(global: &GlobalOptions, deny_warnings: bool) -> CheckReport {
             diagnostic.severity = Severity::Error;
         }
     }
-    let (files, tools, rules) = outcome
-        .snapshot
-        .as_ref()
-        .map_or((0, 0, 0), |s| (s.sources.files.len(), s.tools.len(), s.rules.rules().len()));
-    CheckReport { diagnostics, files, tools, rules }
+    let (files, tools, rules) = outcome.snapshot.as_ref().map_or((0, 0, 0), |s| {
+        (s.sources.files.len(), s.tools.len(), s.rules.rules().len())
+    });
+    CheckReport {
+        diagnostics,
+        files,
+        tools,
+        rules,
+    }
 }

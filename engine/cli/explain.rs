@@ -114,11 +114,20 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
         let known: Vec<String> = snapshot.tools.keys().map(|t| t.to_string()).collect();
         let suggestion = known
             .iter()
-            .map(|k| (strsim::jaro_winkler(&tool.to_lowercase(), &k.to_lowercase()), k))
+            .map(|k| {
+                (
+                    strsim::jaro_winkler(&tool.to_lowercase(), &k.to_lowercase()),
+                    k,
+                )
+            })
             .filter(|(score, _)| *score > 0.8)
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, k)| k.clone());
-        return Err(ExplainError::UnknownTool { name: tool.to_owned(), suggestion, known });
+        return Err(ExplainError::UnknownTool {
+            name: tool.to_owned(),
+            suggestion,
+            known,
+        });
     };
     let base = join_pointer("/tools", found.name.as_str());
     let mut fields = Vec::new();
@@ -135,7 +144,10 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
             decision: rule.decision.to_string(),
             priority: rule.priority,
             enforced: rule.origin.enforced,
-            modes: rule.modes.as_ref().map(|m| m.iter().map(|m| m.to_string()).collect()),
+            modes: rule
+                .modes
+                .as_ref()
+                .map(|m| m.iter().map(|m| m.to_string()).collect()),
             conditional: rule.matchers.is_some() || rule.when.is_some(),
             reason: rule.reason.clone(),
             location: rule.origin.location.as_deref().map(str::to_owned),
@@ -151,14 +163,33 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
 }
 
 /// Contract fields, each leaf with its origin. JSON Schemas and lists are shown whole.
-fn walk(snapshot: &Snapshot, base: &str, prefix: &str, object: &Map<String, Value>, out: &mut Vec<ExplainField>) {
+fn walk(
+    snapshot: &Snapshot,
+    base: &str,
+    prefix: &str,
+    object: &Map<String, Value>,
+    out: &mut Vec<ExplainField>,
+) {
     for (key, value) in object {
-        let field = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        let field = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
         let pointer = join_pointer(base, key);
         let whole = matches!(key.as_str(), "input_schema" | "output_schema") && prefix.is_empty();
         match value {
-            Value::Object(inner) if !whole && !inner.is_empty() => walk(snapshot, &pointer, &field, inner, out),
-            _ => out.push(located(snapshot, field, value.clone(), FieldSource::Contract, None, &pointer)),
+            Value::Object(inner) if !whole && !inner.is_empty() => {
+                walk(snapshot, &pointer, &field, inner, out)
+            }
+            _ => out.push(located(
+                snapshot,
+                field,
+                value.clone(),
+                FieldSource::Contract,
+                None,
+                &pointer,
+            )),
         }
     }
 }
@@ -186,7 +217,10 @@ fn located(
 /// Values the contract does not set: engine defaults (with their place) and toolgate's
 /// meaning of absent fields.
 fn add_defaults(snapshot: &Snapshot, tool: &Tool, out: &mut Vec<ExplainField>) {
-    let has = |field: &str| out.iter().any(|f| f.field == field || f.field.starts_with(&format!("{field}.")));
+    let has = |field: &str| {
+        out.iter()
+            .any(|f| f.field == field || f.field.starts_with(&format!("{field}.")))
+    };
     let mut extra = Vec::new();
     let mut engine = |field: &str, setting: &str| {
         if has(field) {
@@ -207,7 +241,17 @@ fn add_defaults(snapshot: &Snapshot, tool: &Tool, out: &mut Vec<ExplainField>) {
     if !matches!(tool.contract.timeout, Some(TimeoutSpec::None(_))) {
         engine("timeout.default", "default_timeout");
     }
-    for key in ["max_model", "max_inline", "overflow", "keep", "preview", "weight", "min_share", "batch_exempt", "retention"] {
+    for key in [
+        "max_model",
+        "max_inline",
+        "overflow",
+        "keep",
+        "preview",
+        "weight",
+        "min_share",
+        "batch_exempt",
+        "retention",
+    ] {
         engine(&format!("budget.{key}"), &format!("budget.{key}"));
     }
     engine("permission.default", "default_permission");
@@ -224,7 +268,8 @@ fn add_defaults(snapshot: &Snapshot, tool: &Tool, out: &mut Vec<ExplainField>) {
         ("handler.kind", json!("native")),
     ];
     for (field, value) in absent {
-        let timeout_off = field.starts_with("timeout.") && matches!(tool.contract.timeout, Some(TimeoutSpec::None(_)));
+        let timeout_off = field.starts_with("timeout.")
+            && matches!(tool.contract.timeout, Some(TimeoutSpec::None(_)));
         if !has(field) && !extra.iter().any(|f: &ExplainField| f.field == field) && !timeout_off {
             extra.push(ExplainField {
                 field: field.to_owned(),
@@ -243,8 +288,22 @@ fn add_defaults(snapshot: &Snapshot, tool: &Tool, out: &mut Vec<ExplainField>) {
 /// Orders fields like the contract documents them.
 fn field_rank(field: &str) -> (usize, String) {
     const ORDER: [&str; 16] = [
-        "aliases", "description", "input_schema", "output_schema", "concurrency", "timeout", "budget",
-        "permission", "turn_control", "admission", "display", "on_failure", "handler", "locked", "modes", "",
+        "aliases",
+        "description",
+        "input_schema",
+        "output_schema",
+        "concurrency",
+        "timeout",
+        "budget",
+        "permission",
+        "turn_control",
+        "admission",
+        "display",
+        "on_failure",
+        "handler",
+        "locked",
+        "modes",
+        "",
     ];
     let head = field.split('.').next().unwrap_or_default();
     let rank = ORDER.iter().position(|o| *o == head).unwrap_or(ORDER.len());
@@ -287,7 +346,10 @@ impl ExplainReport {
         let value_text = |value: &Value| match value {
             Value::String(s) => s.clone(),
             Value::Object(map) if map.contains_key("type") || map.contains_key("properties") => {
-                let props = map.get("properties").and_then(Value::as_object).map_or(0, Map::len);
+                let props = map
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map_or(0, Map::len);
                 format!("(JSON Schema, {props} properties)")
             }
             other => other.to_string(),
@@ -298,7 +360,10 @@ impl ExplainReport {
             .map(|f| {
                 let origin = match (&f.file, f.line, f.column, f.source) {
                     (Some(file), Some(line), Some(column), FieldSource::Engine) => {
-                        format!("{file}:{line}:{column} ({})", f.setting.as_deref().unwrap_or("engine"))
+                        format!(
+                            "{file}:{line}:{column} ({})",
+                            f.setting.as_deref().unwrap_or("engine")
+                        )
                     }
                     (Some(file), Some(line), Some(column), _) => format!("{file}:{line}:{column}"),
                     (_, _, _, FieldSource::Default) => "toolgate default (field absent)".to_owned(),
@@ -307,18 +372,36 @@ impl ExplainReport {
                 (f.field.clone(), truncate(&value_text(&f.value), 48), origin)
             })
             .collect();
-        let width_field = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(5).max(5);
-        let width_value = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(5).max(5);
-        out.push_str(&format!("  {:<width_field$}  {:<width_value$}  set by\n", "field", "value"));
+        let width_field = rows
+            .iter()
+            .map(|r| r.0.chars().count())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        let width_value = rows
+            .iter()
+            .map(|r| r.1.chars().count())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        out.push_str(&format!(
+            "  {:<width_field$}  {:<width_value$}  set by\n",
+            "field", "value"
+        ));
         for (field, value, origin) in rows {
-            out.push_str(&format!("  {field:<width_field$}  {value:<width_value$}  {origin}\n"));
+            out.push_str(&format!(
+                "  {field:<width_field$}  {value:<width_value$}  {origin}\n"
+            ));
         }
         out.push_str("\nrules that can apply, in precedence order:\n");
         if self.rules.is_empty() {
             out.push_str("  (none: the contract default decides)\n");
         }
         for rule in &self.rules {
-            let mut line = format!("  {:<24} {:<5} priority {:<4}", rule.name, rule.decision, rule.priority);
+            let mut line = format!(
+                "  {:<24} {:<5} priority {:<4}",
+                rule.name, rule.decision, rule.priority
+            );
             if rule.enforced {
                 line.push_str(" enforced");
             }
@@ -352,12 +435,22 @@ impl ExplainError {
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
         match self {
             ExplainError::Invalid(diagnostics) => diagnostics.clone(),
-            ExplainError::UnknownTool { name, suggestion, known } => {
+            ExplainError::UnknownTool {
+                name,
+                suggestion,
+                known,
+            } => {
                 let help = match suggestion {
                     Some(s) => format!("did you mean `{s}`?"),
                     None => format!("tools: {}", known.join(", ")),
                 };
-                vec![Diagnostic::new(Code::SemanticUnknownReference, format!("no tool or alias named `{name}`")).with_help(help)]
+                vec![
+                    Diagnostic::new(
+                        Code::SemanticUnknownReference,
+                        format!("no tool or alias named `{name}`"),
+                    )
+                    .with_help(help),
+                ]
             }
         }
     }

@@ -10,8 +10,14 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("policy.schema.json", schema("policy")),
         ("policy-test.schema.json", schema("policy-test")),
         ("batch.schema.json", schema("batch")),
-        ("policies/project.yaml", include_str!("templates/project.yaml").to_owned()),
-        ("tests/project.test.yaml", include_str!("templates/project.test.yaml").to_owned()),
+        (
+            "policies/project.yaml",
+            include_str!("templates/project.yaml").to_owned(),
+        ),
+        (
+            "tests/project.test.yaml",
+            include_str!("templates/project.test.yaml").to_owned(),
+        ),
     ]
 }
 
@@ -53,9 +59,15 @@ pub fn init(dir: &Path, force: bool) -> Result<InitReport, InitError> {
     for (name, text) in files {
         let path = dir.join(name);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| InitError::Io { path: parent.to_owned(), source })?;
+            std::fs::create_dir_all(parent).map_err(|source| InitError::Io {
+                path: parent.to_owned(),
+                source,
+            })?;
         }
-        std::fs::write(&path, text).map_err(|source| InitError::Io { path: path.clone(), source })?;
+        std::fs::write(&path, text).map_err(|source| InitError::Io {
+            path: path.clone(),
+            source,
+        })?;
         written.push(path);
     }
     Ok(InitReport { written })

@@ -16,7 +16,12 @@ use toolgate::load::render::{HumanOptions, OutputFormat, render_human, render_js
 /// built-in contracts and rules, every `--enforced` root, then every `--policies` root in
 /// the order given. Later layers override earlier ones field by field.
 #[derive(Parser, Debug)]
-#[command(name = "toolgate", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "toolgate",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 struct Cli {
     #[command(flatten)]
     global: Global,
@@ -118,7 +123,10 @@ fn main() -> ExitCode {
         workspace: cli.global.workspace,
     };
     let exit = match cli.command {
-        Command::Check { format, deny_warnings } => {
+        Command::Check {
+            format,
+            deny_warnings,
+        } => {
             let report = cli::check::check(&global, deny_warnings);
             let format = match format {
                 CheckFormat::Human => OutputFormat::Human,
@@ -140,9 +148,13 @@ fn main() -> ExitCode {
             Err(error) => {
                 let diagnostics = error.diagnostics();
                 match format {
-                    ExplainFormat::Human => {
-                        eprint(&render_human(&diagnostics, &HumanOptions { color, ..HumanOptions::default() }))
-                    }
+                    ExplainFormat::Human => eprint(&render_human(
+                        &diagnostics,
+                        &HumanOptions {
+                            color,
+                            ..HumanOptions::default()
+                        },
+                    )),
                     ExplainFormat::Json => print(&render_json(&diagnostics)),
                 }
                 match error {
@@ -162,7 +174,10 @@ fn main() -> ExitCode {
                     Exit::Success
                 }
                 None => {
-                    eprint(&format!("error: no schema named `{name}`\n\n{}", cli::schema::list()));
+                    eprint(&format!(
+                        "error: no schema named `{name}`\n\n{}",
+                        cli::schema::list()
+                    ));
                     Exit::Usage
                 }
             },

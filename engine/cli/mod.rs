@@ -37,7 +37,8 @@ impl GlobalOptions {
             policies: self.policies.clone(),
         });
         if let Some(workspace) = &self.workspace {
-            options.workspace_root = std::path::absolute(workspace).unwrap_or_else(|_| workspace.clone());
+            options.workspace_root =
+                std::path::absolute(workspace).unwrap_or_else(|_| workspace.clone());
         }
         options
     }

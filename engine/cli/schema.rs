@@ -23,7 +23,10 @@ pub fn schema(name: &str) -> Option<String> {
 pub fn list() -> String {
     let mut out = String::from("schemas (print one with `toolgate schema NAME`):\n");
     for (short, file, schema) in schemas() {
-        let title = schema.get("description").and_then(Value::as_str).unwrap_or_default();
+        let title = schema
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         out.push_str(&format!("  {short:<12} {file:<26} {title}\n"));
     }
     out

@@ -29,6 +29,8 @@ pub enum EventKind {
     ToolCallError(ToolCallError),
     /// Every call of the batch has ended.
     ToolBatchComplete(ToolBatchComplete),
+    /// A hook failed (crash, timeout, bad answer); fail-open hooks are then ignored.
+    HookFailed(HookFailed),
     /// A reload produced a new generation.
     PolicyReloaded(PolicyReloaded),
     /// A reload was rejected; the previous generation stays in force.
@@ -49,6 +51,7 @@ impl EventKind {
             EventKind::ToolCallResult(_) => "ToolCallResult",
             EventKind::ToolCallError(_) => "ToolCallError",
             EventKind::ToolBatchComplete(_) => "ToolBatchComplete",
+            EventKind::HookFailed(_) => "HookFailed",
             EventKind::PolicyReloaded(_) => "PolicyReloaded",
             EventKind::PolicyReloadFailed(_) => "PolicyReloadFailed",
         }
@@ -284,6 +287,19 @@ pub struct ToolBatchComplete {
     pub failures: usize,
     /// Whether a result stopped the turn.
     pub turn_stopped: bool,
+}
+
+/// A hook that failed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HookFailed {
+    /// The hook's name.
+    pub hook: String,
+    /// The lifecycle point.
+    pub event: String,
+    /// What went wrong.
+    pub error: String,
+    /// Whether the hook is fail-closed (the call was denied because of it).
+    pub fail_closed: bool,
 }
 
 /// A new generation.

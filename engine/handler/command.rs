@@ -152,6 +152,30 @@ async fn run_parsed(
     input: &Value,
     ctx: &CallContext,
 ) -> Result<HandlerOutput, HandlerError> {
+    let captured = run_captured(spec, argv, input, ctx).await?;
+    map_status(spec, captured.status, captured.stdout, captured.stderr)
+}
+
+/// What a finished command left: its exit status and its whole output.
+#[derive(Debug)]
+pub struct Captured {
+    /// The exit status.
+    pub status: std::process::ExitStatus,
+    /// Standard output (lossily decoded).
+    pub stdout: String,
+    /// Standard error (lossily decoded).
+    pub stderr: String,
+}
+
+/// Runs a command like [`run_command`] (process group, output cap, cancellation, streaming)
+/// but returns the raw exit status and output instead of mapping them to a result; hooks use
+/// it because their exit codes mean something else.
+pub async fn run_captured(
+    spec: &CommandSpec,
+    argv: &[Template],
+    input: &Value,
+    ctx: &CallContext,
+) -> Result<Captured, HandlerError> {
     if ctx.cancel.is_cancelled() {
         return Err(HandlerError::Cancelled);
     }
@@ -227,7 +251,11 @@ async fn run_parsed(
     }
     let stdout = std::mem::take(&mut *lock(&capture.stdout));
     let stderr = std::mem::take(&mut *lock(&capture.stderr));
-    map_status(spec, status, stdout, stderr)
+    Ok(Captured {
+        status,
+        stdout,
+        stderr,
+    })
 }
 
 /// Builds and spawns the command as the leader of a new process group.

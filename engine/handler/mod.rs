@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{CallId, GateName, ModeName, ToolName};
 use crate::timeout::{Deadline, GateError, GatePermit, Gates};
 
-pub use command::{CommandHandler, CommandSpec, StdinMode, run_command};
+pub use command::{Captured, CommandHandler, CommandSpec, StdinMode, run_captured, run_command};
 pub use decode::Utf8Decoder;
 pub use http::{HttpConfigError, HttpHandler, HttpSpec, HttpStatusError};
 pub use native::{

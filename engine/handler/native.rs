@@ -104,6 +104,15 @@ impl NativeRegistry {
         self.handlers.insert(name.into(), Arc::new(handler))
     }
 
+    /// Registers a shared handler under `name`, returning the handler it replaces.
+    pub fn replace_arc(
+        &mut self,
+        name: impl Into<ToolName>,
+        handler: Arc<dyn NativeHandler>,
+    ) -> Option<Arc<dyn NativeHandler>> {
+        self.handlers.insert(name.into(), handler)
+    }
+
     /// The handler registered under `name`.
     pub fn get(&self, name: &str) -> Option<Arc<dyn NativeHandler>> {
         self.handlers.get(name).cloned()

@@ -194,8 +194,9 @@ pub struct ErrorProjection {
     pub max_chars: Option<u32>,
 }
 
-/// Model-facing message templates (SPEC §7.3). `{name}` placeholders are filled in; each
-/// template lists the placeholders it may use, and an unknown placeholder is a load error.
+/// Model-facing message templates (SPEC §7.3, §8). `{name}` placeholders are filled in;
+/// each template lists the placeholders it may use, and an unknown placeholder is a load
+/// error. `{{` and `}}` stand for literal braces.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Messages {
@@ -247,15 +248,51 @@ pub struct Messages {
     /// The line added to output cut by `overflow: truncate`. Placeholders: `{original}`, `{limit}`, `{unit}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncation_notice: Option<String>,
-    /// The envelope replacing output written to an artifact; `more` is `\n...` when the preview is shorter than the output, else empty. Placeholders: `{original}`, `{unit}`, `{path}`, `{preview_size}`, `{preview}`, `{more}`.
+    /// The notice line when an artifact could not be written for a reason with a stub. Placeholders: `{notice}`, `{stub}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncation_notice_with_stub: Option<String>,
+    /// The envelope replacing output written to an artifact; `more` is a line with `preview_omitted` when a head preview is shorter than the output, else empty. Placeholders: `{original}`, `{unit}`, `{path}`, `{preview_label}`, `{preview_size}`, `{preview}`, `{more}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_envelope: Option<String>,
+    /// `{preview_label}` of an envelope for `keep: head`. Placeholders: `{size}`, `{unit}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_label_head: Option<String>,
+    /// `{preview_label}` of an envelope for `keep: tail`. Placeholders: `{size}`, `{unit}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_label_tail: Option<String>,
+    /// `{preview_label}` of an envelope for `keep: both`. Placeholders: `{head}`, `{tail}`, `{unit}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_label_both: Option<String>,
+    /// The line standing for the part of an output a preview leaves out. Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_omitted: Option<String>,
     /// Stub given instead of an artifact path when the call id cannot name a file. Placeholders: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_call_id: Option<String>,
     /// Stub given instead of an artifact path when the output is over `artifacts.max_file`. Placeholders: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_too_large: Option<String>,
+    /// Starts a slot the batch finalizer cut (SPEC §8.3). Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_header: Option<String>,
+    /// Follows `cut_header` when one artifact holds the full output. Placeholders: `{path}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_one_artifact: Option<String>,
+    /// Follows `cut_header` when several artifacts hold the full output. Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_many_artifacts: Option<String>,
+    /// One per artifact after `cut_many_artifacts`. Placeholders: `{path}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_artifact_item: Option<String>,
+    /// Ends the cut header. Placeholders: `{sha256}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_digest: Option<String>,
+    /// Between the cut header and the preview. Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_separator: Option<String>,
+    /// Between the head and the tail of a cut slot's preview. Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_marker: Option<String>,
     /// The embedding program registered no native handler for the tool. Placeholders: `{tool}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_missing: Option<String>,
@@ -299,12 +336,36 @@ pub enum MessageKey {
     EmptyOutput,
     /// The line added to output cut by `overflow: truncate`.
     TruncationNotice,
-    /// The envelope replacing output written to an artifact; `more` is `\n...` when the preview is shorter than the output, else empty.
+    /// The notice line when an artifact could not be written for a reason with a stub.
+    TruncationNoticeWithStub,
+    /// The envelope replacing output written to an artifact; `more` is a line with `preview_omitted` when a head preview is shorter than the output, else empty.
     ArtifactEnvelope,
+    /// `{preview_label}` of an envelope for `keep: head`.
+    PreviewLabelHead,
+    /// `{preview_label}` of an envelope for `keep: tail`.
+    PreviewLabelTail,
+    /// `{preview_label}` of an envelope for `keep: both`.
+    PreviewLabelBoth,
+    /// The line standing for the part of an output a preview leaves out.
+    PreviewOmitted,
     /// Stub given instead of an artifact path when the call id cannot name a file.
     InvalidCallId,
     /// Stub given instead of an artifact path when the output is over `artifacts.max_file`.
     FileTooLarge,
+    /// Starts a slot the batch finalizer cut (SPEC §8.3).
+    CutHeader,
+    /// Follows `cut_header` when one artifact holds the full output.
+    CutOneArtifact,
+    /// Follows `cut_header` when several artifacts hold the full output.
+    CutManyArtifacts,
+    /// One per artifact after `cut_many_artifacts`.
+    CutArtifactItem,
+    /// Ends the cut header.
+    CutDigest,
+    /// Between the cut header and the preview.
+    CutSeparator,
+    /// Between the head and the tail of a cut slot's preview.
+    CutMarker,
     /// The embedding program registered no native handler for the tool.
     NativeMissing,
     /// Header before context entries added by hooks.
@@ -330,9 +391,21 @@ impl MessageKey {
         MessageKey::OutputSchema,
         MessageKey::EmptyOutput,
         MessageKey::TruncationNotice,
+        MessageKey::TruncationNoticeWithStub,
         MessageKey::ArtifactEnvelope,
+        MessageKey::PreviewLabelHead,
+        MessageKey::PreviewLabelTail,
+        MessageKey::PreviewLabelBoth,
+        MessageKey::PreviewOmitted,
         MessageKey::InvalidCallId,
         MessageKey::FileTooLarge,
+        MessageKey::CutHeader,
+        MessageKey::CutOneArtifact,
+        MessageKey::CutManyArtifacts,
+        MessageKey::CutArtifactItem,
+        MessageKey::CutDigest,
+        MessageKey::CutSeparator,
+        MessageKey::CutMarker,
         MessageKey::NativeMissing,
         MessageKey::HookContextHeader,
     ];
@@ -356,9 +429,21 @@ impl MessageKey {
             MessageKey::OutputSchema => "output_schema",
             MessageKey::EmptyOutput => "empty_output",
             MessageKey::TruncationNotice => "truncation_notice",
+            MessageKey::TruncationNoticeWithStub => "truncation_notice_with_stub",
             MessageKey::ArtifactEnvelope => "artifact_envelope",
+            MessageKey::PreviewLabelHead => "preview_label_head",
+            MessageKey::PreviewLabelTail => "preview_label_tail",
+            MessageKey::PreviewLabelBoth => "preview_label_both",
+            MessageKey::PreviewOmitted => "preview_omitted",
             MessageKey::InvalidCallId => "invalid_call_id",
             MessageKey::FileTooLarge => "file_too_large",
+            MessageKey::CutHeader => "cut_header",
+            MessageKey::CutOneArtifact => "cut_one_artifact",
+            MessageKey::CutManyArtifacts => "cut_many_artifacts",
+            MessageKey::CutArtifactItem => "cut_artifact_item",
+            MessageKey::CutDigest => "cut_digest",
+            MessageKey::CutSeparator => "cut_separator",
+            MessageKey::CutMarker => "cut_marker",
             MessageKey::NativeMissing => "native_missing",
             MessageKey::HookContextHeader => "hook_context_header",
         }
@@ -383,16 +468,29 @@ impl MessageKey {
             MessageKey::OutputSchema => &["tool", "details"],
             MessageKey::EmptyOutput => &["tool"],
             MessageKey::TruncationNotice => &["original", "limit", "unit"],
+            MessageKey::TruncationNoticeWithStub => &["notice", "stub"],
             MessageKey::ArtifactEnvelope => &[
                 "original",
                 "unit",
                 "path",
+                "preview_label",
                 "preview_size",
                 "preview",
                 "more",
             ],
+            MessageKey::PreviewLabelHead => &["size", "unit"],
+            MessageKey::PreviewLabelTail => &["size", "unit"],
+            MessageKey::PreviewLabelBoth => &["head", "tail", "unit"],
+            MessageKey::PreviewOmitted => &[],
             MessageKey::InvalidCallId => &[],
             MessageKey::FileTooLarge => &[],
+            MessageKey::CutHeader => &[],
+            MessageKey::CutOneArtifact => &["path"],
+            MessageKey::CutManyArtifacts => &[],
+            MessageKey::CutArtifactItem => &["path"],
+            MessageKey::CutDigest => &["sha256"],
+            MessageKey::CutSeparator => &[],
+            MessageKey::CutMarker => &[],
             MessageKey::NativeMissing => &["tool"],
             MessageKey::HookContextHeader => &[],
         }
@@ -419,9 +517,21 @@ impl Messages {
             MessageKey::OutputSchema => self.output_schema.as_deref(),
             MessageKey::EmptyOutput => self.empty_output.as_deref(),
             MessageKey::TruncationNotice => self.truncation_notice.as_deref(),
+            MessageKey::TruncationNoticeWithStub => self.truncation_notice_with_stub.as_deref(),
             MessageKey::ArtifactEnvelope => self.artifact_envelope.as_deref(),
+            MessageKey::PreviewLabelHead => self.preview_label_head.as_deref(),
+            MessageKey::PreviewLabelTail => self.preview_label_tail.as_deref(),
+            MessageKey::PreviewLabelBoth => self.preview_label_both.as_deref(),
+            MessageKey::PreviewOmitted => self.preview_omitted.as_deref(),
             MessageKey::InvalidCallId => self.invalid_call_id.as_deref(),
             MessageKey::FileTooLarge => self.file_too_large.as_deref(),
+            MessageKey::CutHeader => self.cut_header.as_deref(),
+            MessageKey::CutOneArtifact => self.cut_one_artifact.as_deref(),
+            MessageKey::CutManyArtifacts => self.cut_many_artifacts.as_deref(),
+            MessageKey::CutArtifactItem => self.cut_artifact_item.as_deref(),
+            MessageKey::CutDigest => self.cut_digest.as_deref(),
+            MessageKey::CutSeparator => self.cut_separator.as_deref(),
+            MessageKey::CutMarker => self.cut_marker.as_deref(),
             MessageKey::NativeMissing => self.native_missing.as_deref(),
             MessageKey::HookContextHeader => self.hook_context_header.as_deref(),
         }

@@ -1,1 +1,225 @@
-//! The call pipeline: one file per stage, the order assembled in one function.
+//! The call pipeline (SPEC §6): one file per stage; [`run_call`] lists the stages in order.
+//!
+//! ```text
+//! lookup → normalize → validate → pre_hooks → permission → start → execute
+//!        → output → produce → post_hooks → display → turn_control → finish
+//! ```
+//!
+//! Each stage may end the call with a [`Failure`]; [`finish`] turns the success or the
+//! failure into a [`CallResult`] and emits exactly one terminal event. What is approved is
+//! exactly what runs: the input handed to the approver is the one the handler receives.
+
+pub mod display;
+pub mod errors;
+pub mod execute;
+pub mod finish;
+pub mod lookup;
+pub mod normalize;
+pub mod outcome;
+pub mod output;
+pub mod permission;
+pub mod post_hooks;
+pub mod pre_hooks;
+pub mod produce;
+pub mod start;
+pub mod turn_control;
+pub mod validate;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use outcome::{CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, TurnEffect};
+
+use crate::approval::ApprovalBroker;
+use crate::artifact::{ArtifactStore, SessionId};
+use crate::budget::Templates;
+use crate::events::{CancelReason, Event, EventKind, EventSink};
+use crate::handler::NativeRegistry;
+use crate::model::{BatchId, CallId, ModeName, ToolName};
+use crate::snapshot::Snapshot;
+use crate::timeout::Gates;
+
+/// One tool call as the model gave it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// Its id, unique within the batch.
+    pub id: CallId,
+    /// The tool name or alias as written.
+    pub tool: String,
+    /// The input: an object, or a JSON string holding one.
+    pub input: Value,
+}
+
+impl ToolCall {
+    /// A call.
+    pub fn new(id: impl Into<CallId>, tool: impl Into<String>, input: Value) -> Self {
+        Self {
+            id: id.into(),
+            tool: tool.into(),
+            input,
+        }
+    }
+}
+
+/// Why a group or batch was cancelled, set once before its token is cancelled so that the
+/// calls it stops can say why.
+#[derive(Clone, Debug, Default)]
+pub struct CancelCause(Arc<OnceLock<(CancelReason, Option<CallId>)>>);
+
+impl CancelCause {
+    /// Records the cause (the first one wins).
+    pub fn set(&self, reason: CancelReason, by: Option<CallId>) {
+        let _ = self.0.set((reason, by));
+    }
+
+    /// The recorded cause.
+    pub fn get(&self) -> Option<&(CancelReason, Option<CallId>)> {
+        self.0.get()
+    }
+}
+
+/// A snapshot made ready to execute: the snapshot plus what the engine derives from it once
+/// (gates, budget templates, compiled handlers).
+pub struct Prepared {
+    /// The policies.
+    pub snapshot: Arc<Snapshot>,
+    /// Its admission gates.
+    pub gates: Arc<Gates>,
+    /// Model-facing budget texts.
+    pub templates: Templates,
+    /// Compiled command/http handlers by tool.
+    pub dispatch: HashMap<ToolName, Arc<execute::Dispatch>>,
+}
+
+/// Everything a call needs from its engine, batch and turn.
+pub struct CallEnv<'a> {
+    /// The prepared snapshot the batch runs on.
+    pub prepared: &'a Prepared,
+    /// Native handlers.
+    pub natives: &'a NativeRegistry,
+    /// Where events go.
+    pub sink: &'a Arc<dyn EventSink>,
+    /// Artifact store, if any.
+    pub store: Option<&'a dyn ArtifactStore>,
+    /// The session artifacts belong to.
+    pub session: &'a SessionId,
+    /// The batch.
+    pub batch_id: &'a BatchId,
+    /// Active modes.
+    pub modes: &'a Arc<[ModeName]>,
+    /// Who answers approval requests.
+    pub approver: Option<&'a Arc<dyn ApprovalBroker>>,
+    /// The turn's token (its cancellation is a user interrupt).
+    pub turn_cancel: &'a CancellationToken,
+    /// Cause of a batch-wide cancellation.
+    pub batch_cause: &'a CancelCause,
+}
+
+impl CallEnv<'_> {
+    /// Emits an event of this batch.
+    pub fn emit(&self, call: Option<&CallId>, kind: EventKind) {
+        self.sink.emit(Event::now(
+            Some(self.batch_id.clone()),
+            call.cloned(),
+            self.prepared.snapshot.generation,
+            kind,
+        ));
+    }
+}
+
+/// The state of one call as it moves through the stages.
+pub struct CallState<'a> {
+    /// The call.
+    pub call: ToolCall,
+    /// The call's token: a child of its group's, the batch's and the turn's.
+    pub cancel: CancellationToken,
+    /// Cause of a group-wide cancellation.
+    pub group_cause: &'a CancelCause,
+    /// When the call entered the pipeline.
+    pub started: Instant,
+    /// Metadata gathered along the way.
+    pub metadata: ResultMetadata,
+    /// The permission, once decided.
+    pub permission: Option<crate::policy::decide::Permission>,
+    /// The canonical tool, once looked up.
+    pub tool: Option<Arc<crate::snapshot::Tool>>,
+    /// Context added by hooks.
+    pub hook_context: Vec<String>,
+    /// What PreToolUse hooks said about permission.
+    pub hook_votes: Vec<crate::policy::decide::HookVote>,
+}
+
+impl CallState<'_> {
+    /// Why the call's token was cancelled: the group's cause, else the batch's, else a user
+    /// interrupt (the turn was cancelled by its owner).
+    pub fn cancel_reason(&self, env: &CallEnv<'_>) -> (CancelReason, Option<CallId>) {
+        self.group_cause
+            .get()
+            .or_else(|| env.batch_cause.get())
+            .cloned()
+            .unwrap_or((CancelReason::UserInterrupt, None))
+    }
+}
+
+/// Runs one call through every stage. Never fails: every outcome is a [`CallResult`], and
+/// exactly one terminal event is emitted.
+pub async fn run_call(
+    env: &CallEnv<'_>,
+    call: ToolCall,
+    cancel: CancellationToken,
+    group_cause: &CancelCause,
+) -> CallResult {
+    let mut state = CallState {
+        call,
+        cancel,
+        group_cause,
+        started: Instant::now(),
+        metadata: ResultMetadata {
+            unit: env.prepared.snapshot.engine.budget_unit,
+            ..ResultMetadata::default()
+        },
+        permission: None,
+        tool: None,
+        hook_context: Vec::new(),
+        hook_votes: Vec::new(),
+    };
+    let outcome = stages(env, &mut state).await;
+    finish::finish(env, state, outcome).await
+}
+
+/// The stages, in order.
+async fn stages(env: &CallEnv<'_>, state: &mut CallState<'_>) -> Result<finish::Success, Failure> {
+    let tool = lookup::lookup(env, state)?;
+    let contract = tool.resolved_for(env.modes, &env.prepared.snapshot.engine);
+    let input = normalize::normalize(env, &tool, &state.call.input)?;
+    validate::validate_input(env, &tool, &input)?;
+    let input = pre_hooks::pre_hooks(env, state, &tool, input).await?;
+    let timeout = validate::resolve_timeout(env, &tool, &contract, &input)?;
+    permission::permission(env, state, &tool, &contract, &input).await?;
+    start::start(env, state, &tool, &contract, timeout.as_ref());
+    let output = execute::execute(
+        env,
+        state,
+        &tool,
+        &contract,
+        input.clone(),
+        timeout.as_ref(),
+    )
+    .await?;
+    let output = output::check_output(env, &tool, output)?;
+    let produced = produce::produce(env, state, &tool, &contract, output.text).await;
+    post_hooks::post_hooks(env, state, &tool, &input, produced.content.as_str()).await;
+    let display = display::project(&contract, &output.display_source, &produced);
+    let turn = turn_control::on_success(&contract);
+    Ok(finish::Success {
+        produced,
+        parts: output.parts,
+        display,
+        turn,
+        contract,
+    })
+}

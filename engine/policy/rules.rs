@@ -212,6 +212,52 @@ fn is_glob(pattern: &str) -> bool {
     pattern.contains(['*', '?', '[', '{'])
 }
 
+/// Resolves tool names, aliases and globs (`mcp__github__*`, `*`) to canonical tools, in
+/// definition order without repeats; unknown names and bad globs are reported by index.
+pub fn resolve_tools(patterns: &[String], tools: &ToolNames) -> (Vec<ToolName>, Vec<RuleError>) {
+    let mut covered: Vec<ToolName> = Vec::new();
+    let mut errors = Vec::new();
+    let add = |tool: &ToolName, covered: &mut Vec<ToolName>| {
+        if !covered.contains(tool) {
+            covered.push(tool.clone());
+        }
+    };
+    for (index, pattern) in patterns.iter().enumerate() {
+        if is_glob(pattern) {
+            match Glob::new(pattern) {
+                Ok(glob) => {
+                    let mut builder = GlobSetBuilder::new();
+                    builder.add(glob);
+                    let Ok(set) = builder.build() else { continue };
+                    for tool in &tools.canonical {
+                        if set.is_match(tool.as_str()) {
+                            add(tool, &mut covered);
+                        }
+                    }
+                    for (alias, tool) in &tools.aliases {
+                        if set.is_match(alias) {
+                            add(tool, &mut covered);
+                        }
+                    }
+                }
+                Err(err) => errors.push(RuleError::BadToolGlob {
+                    index,
+                    message: err.kind().to_string(),
+                }),
+            }
+        } else {
+            match tools.resolve(pattern) {
+                Some(tool) => add(&tool, &mut covered),
+                None => errors.push(RuleError::UnknownTool {
+                    index,
+                    name: pattern.clone(),
+                }),
+            }
+        }
+    }
+    (covered, errors)
+}
+
 /// Compiles one rule against the tools and modes of the set.
 pub fn compile_rule(
     rule: &Rule,
@@ -225,44 +271,8 @@ pub fn compile_rule(
         errors.push(RuleError::MissingDecision);
     }
     let patterns = rule.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
-    let mut covered: Vec<ToolName> = Vec::new();
-    for (index, pattern) in patterns.iter().enumerate() {
-        if is_glob(pattern) {
-            match Glob::new(pattern) {
-                Ok(glob) => {
-                    let mut builder = GlobSetBuilder::new();
-                    builder.add(glob);
-                    let Ok(set) = builder.build() else { continue };
-                    for tool in &tools.canonical {
-                        if set.is_match(tool.as_str()) && !covered.contains(tool) {
-                            covered.push(tool.clone());
-                        }
-                    }
-                    for (alias, tool) in &tools.aliases {
-                        if set.is_match(alias) && !covered.contains(tool) {
-                            covered.push(tool.clone());
-                        }
-                    }
-                }
-                Err(err) => errors.push(RuleError::BadToolGlob {
-                    index,
-                    message: err.kind().to_string(),
-                }),
-            }
-        } else {
-            match tools.resolve(pattern) {
-                Some(tool) => {
-                    if !covered.contains(&tool) {
-                        covered.push(tool);
-                    }
-                }
-                None => errors.push(RuleError::UnknownTool {
-                    index,
-                    name: pattern.clone(),
-                }),
-            }
-        }
-    }
+    let (covered, tool_errors) = resolve_tools(&patterns, tools);
+    errors.extend(tool_errors);
     let mut rule_modes = None;
     if let Some(names) = &rule.modes {
         let mut list = Vec::new();

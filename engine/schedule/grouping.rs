@@ -87,7 +87,10 @@ mod tests {
             (&[A, A], 1, &[(0, 1), (1, 2)]),
         ];
         for (calls, cap, expected) in cases {
-            let got: Vec<(usize, usize)> = group(calls, *cap).iter().map(|r| (r.start, r.end)).collect();
+            let got: Vec<(usize, usize)> = group(calls, *cap)
+                .iter()
+                .map(|r| (r.start, r.end))
+                .collect();
             assert_eq!(&got, expected, "{calls:?} cap {cap}");
         }
     }

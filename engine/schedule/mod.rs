@@ -2,5 +2,6 @@
 //! the execution of those groups one after another.
 
 pub mod grouping;
+pub mod run;
 
 pub use grouping::{Concurrency, group};

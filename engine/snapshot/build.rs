@@ -26,7 +26,8 @@ use super::semantic;
 use super::{LoadedFile, Snapshot, Sources, Tool};
 use crate::load::spans::join_pointer;
 use crate::load::{
-    Code, Diagnostic, Format, ParseLimits, ReadLimits, SchemaChecker, SourceFile, parse_document_with, read_source,
+    Code, Diagnostic, Format, ParseLimits, ReadLimits, SchemaChecker, SourceFile,
+    parse_document_with, read_source,
 };
 use crate::model::{GateName, ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
@@ -77,7 +78,9 @@ impl LoadOutcome {
 fn policy_checker() -> Result<&'static SchemaChecker, String> {
     static CHECKER: OnceLock<Result<SchemaChecker, String>> = OnceLock::new();
     CHECKER
-        .get_or_init(|| SchemaChecker::new(&crate::model::schema::policy_file()).map_err(|err| err.message))
+        .get_or_init(|| {
+            SchemaChecker::new(&crate::model::schema::policy_file()).map_err(|err| err.message)
+        })
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -126,7 +129,8 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         }
     };
 
-    let engine = match ResolvedEngine::resolve(typed.engine.as_ref().unwrap_or(&Default::default())) {
+    let engine = match ResolvedEngine::resolve(typed.engine.as_ref().unwrap_or(&Default::default()))
+    {
         Ok(engine) => Some(engine),
         Err(missing) => {
             for setting in missing {
@@ -169,7 +173,13 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
             .unwrap_or((None, None));
         tools.insert(
             tool_name.clone(),
-            Arc::new(Tool::new(tool_name, contract.clone(), resolved, input_validator, output_validator)),
+            Arc::new(Tool::new(
+                tool_name,
+                contract.clone(),
+                resolved,
+                input_validator,
+                output_validator,
+            )),
         );
     }
     let warnings: Vec<Diagnostic> = diagnostics.clone();
@@ -183,9 +193,17 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         tools,
         names: checked.names,
         rules: checked.rules,
-        hooks: typed.hooks.into_iter().filter(|hook| hook.disabled != Some(true)).collect(),
-        gates: typed.gates.into_iter().map(|(name, gate)| (GateName::new(name), gate)).collect(),
-        modes: typed.modes.into_iter().map(|(name, mode)| (ModeName::new(name), mode)).collect(),
+        hooks: checked.hooks,
+        gates: typed
+            .gates
+            .into_iter()
+            .map(|(name, gate)| (GateName::new(name), gate))
+            .collect(),
+        modes: typed
+            .modes
+            .into_iter()
+            .map(|(name, mode)| (ModeName::new(name), mode))
+            .collect(),
         warnings,
         workspace_root: options.workspace_root.clone(),
         match_ctx,
@@ -195,7 +213,10 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
 
 fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> LoadOutcome {
     crate::load::diagnostic::sort(&mut diagnostics);
-    LoadOutcome { snapshot, diagnostics }
+    LoadOutcome {
+        snapshot,
+        diagnostics,
+    }
 }
 
 /// Reads, parses and schema-checks every file of every layer, in load order. Returns the files
@@ -227,18 +248,22 @@ fn read_layers(
                     format!("policy root `{shown}` does not exist"),
                 )
                 .with_help("pass an existing directory or file to `--policies`/`--enforced`"),
-                DiscoveryErrorKind::Unreadable(reason) => Diagnostic::new(
-                    Code::IoRead,
-                    format!("cannot read `{shown}`: {reason}"),
-                )
-                .with_help("check the permissions of the folder"),
+                DiscoveryErrorKind::Unreadable(reason) => {
+                    Diagnostic::new(Code::IoRead, format!("cannot read `{shown}`: {reason}"))
+                        .with_help("check the permissions of the folder")
+                }
             });
         }
         for file in found {
             let source = match file {
                 FoundFile::Embedded(embedded) => {
-                    let format = Format::from_path(std::path::Path::new(embedded.path)).unwrap_or(Format::Yaml);
-                    SourceFile::in_memory(format!("builtin:{}", embedded.path), embedded.text, format)
+                    let format = Format::from_path(std::path::Path::new(embedded.path))
+                        .unwrap_or(Format::Yaml);
+                    SourceFile::in_memory(
+                        format!("builtin:{}", embedded.path),
+                        embedded.text,
+                        format,
+                    )
                 }
                 FoundFile::Disk(path) => match read_source(&path, &options.read_limits) {
                     Ok(source) => source,
@@ -268,8 +293,10 @@ fn read_layers(
             if let Err(err) = serde_path_to_error::deserialize::<_, PolicyFile>(&document.value) {
                 let pointer = path_to_pointer(err.path());
                 let span = document.spans.nearest(&pointer).map(|node| node.label());
-                let mut diagnostic =
-                    Diagnostic::new(Code::ModelDeserialize, format!("this value does not fit the model: {}", err.inner()));
+                let mut diagnostic = Diagnostic::new(
+                    Code::ModelDeserialize,
+                    format!("this value does not fit the model: {}", err.inner()),
+                );
                 if let Some(span) = span {
                     diagnostic = diagnostic.at(&document.source, span);
                 }
@@ -299,7 +326,11 @@ fn check_duplicates(sources: &Sources, documents: &[Value], diagnostics: &mut Ve
         for section in ["tools", "gates", "modes"] {
             if let Some(Value::Object(items)) = document.get(section) {
                 for name in items.keys() {
-                    definitions.push((section, name.clone(), join_pointer(&format!("/{section}"), name)));
+                    definitions.push((
+                        section,
+                        name.clone(),
+                        join_pointer(&format!("/{section}"), name),
+                    ));
                 }
             }
         }
@@ -307,7 +338,11 @@ fn check_duplicates(sources: &Sources, documents: &[Value], diagnostics: &mut Ve
             if let Some(Value::Array(items)) = document.get(section) {
                 for (index, item) in items.iter().enumerate() {
                     if let Some(name) = item.get("name").and_then(Value::as_str) {
-                        definitions.push((section, name.to_owned(), format!("/{section}/{index}/name")));
+                        definitions.push((
+                            section,
+                            name.to_owned(),
+                            format!("/{section}/{index}/name"),
+                        ));
                     }
                 }
             }
@@ -348,7 +383,11 @@ fn check_duplicates(sources: &Sources, documents: &[Value], diagnostics: &mut Ve
 
 fn merge_issue(sources: &Sources, issue: MergeIssue) -> Diagnostic {
     match issue {
-        MergeIssue::LockedField { pointer, locked_at, written_at } => {
+        MergeIssue::LockedField {
+            pointer,
+            locked_at,
+            written_at,
+        } => {
             let field = describe_contract_pointer(&pointer);
             let mut diagnostic = Diagnostic::new(
                 Code::SemanticLockedField,
@@ -363,7 +402,12 @@ fn merge_issue(sources: &Sources, issue: MergeIssue) -> Diagnostic {
             }
             diagnostic
         }
-        MergeIssue::EnforcedItem { section, name, defined_at, written_at } => {
+        MergeIssue::EnforcedItem {
+            section,
+            name,
+            defined_at,
+            written_at,
+        } => {
             let what = if section == "rules" { "rule" } else { "hook" };
             let mut diagnostic = Diagnostic::new(
                 Code::SemanticLockedField,
@@ -403,7 +447,9 @@ fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
         match segment {
             serde_path_to_error::Segment::Seq { index } => pointer.push_str(&format!("/{index}")),
             serde_path_to_error::Segment::Map { key } => pointer = join_pointer(&pointer, key),
-            serde_path_to_error::Segment::Enum { variant } => pointer = join_pointer(&pointer, variant),
+            serde_path_to_error::Segment::Enum { variant } => {
+                pointer = join_pointer(&pointer, variant)
+            }
             serde_path_to_error::Segment::Unknown => {}
         }
     }
@@ -420,7 +466,11 @@ impl Sources {
     }
 
     /// Like [`Sources::locate`], but at the key of the value (for "defined here" labels).
-    pub fn locate_key(&self, provenance: &Provenance, pointer: &str) -> Option<crate::load::Location> {
+    pub fn locate_key(
+        &self,
+        provenance: &Provenance,
+        pointer: &str,
+    ) -> Option<crate::load::Location> {
         let (at, origin) = provenance.nearest(pointer)?;
         let rest = &pointer[at.len()..];
         self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), true)
@@ -433,7 +483,12 @@ impl Sources {
 
     /// The location of a pointer inside one file (the closest node that exists); at its key
     /// when `key` and the node has one.
-    pub fn locate_in(&self, file: FileId, pointer: &str, key: bool) -> Option<crate::load::Location> {
+    pub fn locate_in(
+        &self,
+        file: FileId,
+        pointer: &str,
+        key: bool,
+    ) -> Option<crate::load::Location> {
         let loaded = self.files.get(file.0 as usize)?;
         let node = loaded.spans.nearest(pointer)?;
         let span = if key { node.label() } else { node.value };

@@ -103,7 +103,11 @@ impl Tool {
 
     /// The contract as it applies while `modes` are active: the mode patches of the active
     /// modes applied in the order the contract lists them.
-    pub fn resolved_for(&self, modes: &[ModeName], engine: &ResolvedEngine) -> Arc<ResolvedContract> {
+    pub fn resolved_for(
+        &self,
+        modes: &[ModeName],
+        engine: &ResolvedEngine,
+    ) -> Arc<ResolvedContract> {
         let active: Vec<ModeName> = self
             .mode_patches
             .iter()
@@ -132,6 +136,33 @@ impl Tool {
     }
 }
 
+/// A hook with the tools it applies to resolved.
+#[derive(Clone, Debug)]
+pub struct SnapshotHook {
+    /// The hook as merged.
+    pub spec: Hook,
+    /// The canonical tools it runs for.
+    pub tools: Vec<ToolName>,
+}
+
+impl SnapshotHook {
+    /// Whether the hook runs for this event, tool and modes.
+    pub fn applies(
+        &self,
+        event: crate::model::hook::HookEvent,
+        tool: Option<&ToolName>,
+        modes: &[ModeName],
+    ) -> bool {
+        self.spec.event == Some(event)
+            && tool.is_none_or(|tool| self.tools.contains(tool))
+            && self
+                .spec
+                .modes
+                .as_ref()
+                .is_none_or(|wanted| wanted.iter().any(|m| modes.iter().any(|a| a.as_str() == m)))
+    }
+}
+
 /// An immutable, validated policy set: what every batch runs against.
 #[derive(Debug)]
 pub struct Snapshot {
@@ -154,7 +185,7 @@ pub struct Snapshot {
     /// Compiled rules.
     pub rules: RuleSet,
     /// Enabled hooks, in order.
-    pub hooks: Vec<Hook>,
+    pub hooks: Vec<SnapshotHook>,
     /// Admission gates.
     pub gates: IndexMap<GateName, Gate>,
     /// Declared modes.
@@ -176,7 +207,9 @@ impl Snapshot {
 
     /// Where an effective value was set, as `file:line:column`.
     pub fn origin_of(&self, pointer: &str) -> Option<String> {
-        self.sources.locate(&self.provenance, pointer).map(|location| location.display())
+        self.sources
+            .locate(&self.provenance, pointer)
+            .map(|location| location.display())
     }
 
     /// The workspace root.

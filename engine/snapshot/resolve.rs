@@ -83,37 +83,8 @@ impl ResolvedMessages {
     /// Fills a template's `{name}` placeholders. Unknown placeholders are left as written
     /// (the loader rejects them, so this only matters for embedders' own templates).
     pub fn render(&self, key: MessageKey, values: &[(&str, &str)]) -> String {
-        render_template(self.template(key), values)
+        crate::budget::templates::render(self.template(key), values)
     }
-}
-
-/// Fills `{name}` placeholders; `{{` and `}}` stand for literal braces.
-pub fn render_template(template: &str, values: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len() + 32);
-    let mut rest = template;
-    while let Some(open) = rest.find(['{', '}']) {
-        out.push_str(&rest[..open]);
-        let tail = &rest[open..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            out.push_str(&tail[..1]);
-            rest = &tail[2..];
-            continue;
-        }
-        if tail.starts_with('{')
-            && let Some(close) = tail.find('}')
-        {
-            let name = &tail[1..close];
-            if let Some((_, value)) = values.iter().find(|(key, _)| *key == name) {
-                out.push_str(value);
-                rest = &tail[close + 1..];
-                continue;
-            }
-        }
-        out.push_str(&tail[..1]);
-        rest = &tail[1..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The placeholders a template uses, with their byte offsets (for load-time checks).
@@ -560,23 +531,6 @@ fn resolve_budget(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn templates_fill_known_placeholders_only() {
-        assert_eq!(
-            render_template("Tool not found: {tool}", &[("tool", "Nope")]),
-            "Tool not found: Nope"
-        );
-        assert_eq!(render_template("{a}{b}", &[("a", "1")]), "1{b}");
-        assert_eq!(
-            render_template("{{literal}} {x}", &[("x", "y")]),
-            "{literal} y"
-        );
-        assert_eq!(
-            render_template("unclosed {tool", &[("tool", "x")]),
-            "unclosed {tool"
-        );
-    }
 
     #[test]
     fn placeholders_are_found_with_offsets() {

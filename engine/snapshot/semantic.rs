@@ -16,19 +16,21 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::Sources;
 use super::layer::LayerSpec;
 use super::provenance::Provenance;
 use super::resolve::{ResolvedContract, ResolvedEngine, template_placeholders};
-use super::Sources;
 use crate::load::spans::join_pointer;
 use crate::load::{Code, Diagnostic, Location, Severity};
 use crate::model::contract::{TimeoutSpec, ToolContract};
 use crate::model::engine_config::MessageKey;
 use crate::model::rule::ExampleCall;
 use crate::model::{ModeName, PolicyFile, ToolName};
-use crate::policy::matcher::PatternKind;
-use crate::policy::rules::{CallFacts, CompiledRule, RuleError, RuleOrigin, RuleSet, ToolNames, compile_rule, when_holds};
 use crate::policy::MatchContext;
+use crate::policy::matcher::PatternKind;
+use crate::policy::rules::{
+    CallFacts, CompiledRule, RuleError, RuleOrigin, RuleSet, ToolNames, compile_rule, when_holds,
+};
 
 /// What the semantic stage looks at.
 pub struct Input<'a> {
@@ -47,7 +49,10 @@ pub struct Input<'a> {
 }
 
 /// Compiled input and output validators of one tool.
-pub type Validators = (Option<Arc<jsonschema::Validator>>, Option<Arc<jsonschema::Validator>>);
+pub type Validators = (
+    Option<Arc<jsonschema::Validator>>,
+    Option<Arc<jsonschema::Validator>>,
+);
 
 /// What the semantic stage produces.
 pub struct Output {
@@ -59,6 +64,8 @@ pub struct Output {
     pub rules: RuleSet,
     /// Compiled schemas per tool name.
     pub validators: HashMap<String, Validators>,
+    /// Enabled hooks with their tools resolved.
+    pub hooks: Vec<super::SnapshotHook>,
 }
 
 struct Checker<'a> {
@@ -72,7 +79,9 @@ impl Checker<'_> {
     }
 
     fn at_key(&self, pointer: &str) -> Option<Location> {
-        self.input.sources.locate_key(self.input.provenance, pointer)
+        self.input
+            .sources
+            .locate_key(self.input.provenance, pointer)
     }
 
     /// A location inside a string value, `offset` bytes into the string's content (one more
@@ -83,7 +92,9 @@ impl Checker<'_> {
         let start = location.span.offset;
         let quoted = text[start..].starts_with(['"', '\'']);
         let target = start + offset + usize::from(quoted);
-        let within = target <= location.span.end().max(start) && target <= text.len() && text.is_char_boundary(target);
+        let within = target <= location.span.end().max(start)
+            && target <= text.len()
+            && text.is_char_boundary(target);
         if within {
             Some(location.source.location_at(target, 1))
         } else {
@@ -107,7 +118,10 @@ impl Checker<'_> {
 
 /// Runs every semantic check and compiles what the snapshot needs.
 pub fn check(input: Input<'_>) -> Output {
-    let mut checker = Checker { input: &input, diagnostics: Vec::new() };
+    let mut checker = Checker {
+        input: &input,
+        diagnostics: Vec::new(),
+    };
     let names = check_names(&mut checker);
     if let Some(engine) = input.engine {
         check_templates(&mut checker, engine);
@@ -118,14 +132,24 @@ pub fn check(input: Input<'_>) -> Output {
         validators.insert(name.clone(), compile_schemas(&mut checker, name, contract));
     }
     let rules = check_rules(&mut checker, &names);
-    check_hooks(&mut checker, &names);
-    Output { diagnostics: checker.diagnostics, names, rules, validators }
+    let hooks = check_hooks(&mut checker, &names);
+    Output {
+        diagnostics: checker.diagnostics,
+        names,
+        rules,
+        validators,
+        hooks,
+    }
 }
 
 /// Aliases: unique, never a tool's name.
 fn check_names(checker: &mut Checker<'_>) -> ToolNames {
     let typed = checker.input.typed;
-    let canonical: Vec<ToolName> = typed.tools.keys().map(|name| ToolName::new(name.as_str())).collect();
+    let canonical: Vec<ToolName> = typed
+        .tools
+        .keys()
+        .map(|name| ToolName::new(name.as_str()))
+        .collect();
     let mut aliases: HashMap<String, ToolName> = HashMap::new();
     let mut owner_pointer: HashMap<String, String> = HashMap::new();
     for (name, contract) in &typed.tools {
@@ -176,20 +200,31 @@ fn check_templates(checker: &mut Checker<'_>, engine: &ResolvedEngine) {
             }
             let allowed = key.placeholders();
             let help = if allowed.is_empty() {
-                "this message takes no placeholders; write `{{` and `}}` for literal braces".to_owned()
+                "this message takes no placeholders; write `{{` and `}}` for literal braces"
+                    .to_owned()
             } else {
                 format!(
                     "this message may use {}; write `{{{{` and `}}}}` for literal braces",
-                    allowed.iter().map(|p| format!("`{{{p}}}`")).collect::<Vec<_>>().join(", ")
+                    allowed
+                        .iter()
+                        .map(|p| format!("`{{{p}}}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             };
             let message = if name.is_empty() {
                 format!("message `{}` has an unclosed `{{`", key.field())
             } else {
-                format!("message `{}` uses unknown placeholder `{{{name}}}`", key.field())
+                format!(
+                    "message `{}` uses unknown placeholder `{{{name}}}`",
+                    key.field()
+                )
             };
             let location = checker.inside(&pointer, offset);
-            checker.push(Diagnostic::new(Code::SemanticInvalidTemplate, message).with_help(help), location);
+            checker.push(
+                Diagnostic::new(Code::SemanticInvalidTemplate, message).with_help(help),
+                location,
+            );
         }
     }
 }
@@ -199,7 +234,10 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
     let typed = checker.input.typed;
     if let Some(flags) = &contract.concurrency {
         let destructive = flags.destructive == Some(true);
-        for (other, value) in [("concurrent_safe", flags.concurrent_safe), ("read_only", flags.read_only)] {
+        for (other, value) in [
+            ("concurrent_safe", flags.concurrent_safe),
+            ("read_only", flags.read_only),
+        ] {
             if destructive && value == Some(true) {
                 let mut diagnostic = Diagnostic::new(
                     Code::SemanticContradiction,
@@ -253,8 +291,11 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
         if let (Some(model), Some(inline)) = (budget.max_model, budget.max_inline)
             && model != inline
         {
-            let (larger, smaller, value, effective) =
-                if model > inline { ("max_model", "max_inline", model, inline) } else { ("max_inline", "max_model", inline, model) };
+            let (larger, smaller, value, effective) = if model > inline {
+                ("max_model", "max_inline", model, inline)
+            } else {
+                ("max_inline", "max_model", inline, model)
+            };
             let mut diagnostic = Diagnostic::new(
                 Code::SemanticBudgetIneffective,
                 format!("`{larger}: {value}` of `{name}` has no effect: `{smaller}` limits the output to {effective}"),
@@ -266,7 +307,10 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
             let location = checker.at(&format!("{base}/budget/{larger}"));
             checker.push(diagnostic, location);
         }
-        if budget.batch_exempt == Some(true) && budget.max_model.is_none() && budget.max_inline.is_none() {
+        if budget.batch_exempt == Some(true)
+            && budget.max_model.is_none()
+            && budget.max_inline.is_none()
+        {
             let location = checker.at(&format!("{base}/budget/batch_exempt"));
             checker.push(
                 Diagnostic::new(
@@ -283,10 +327,15 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
         .iter()
         .map(|a| (format!("{base}/admission/gate"), a.gate.clone()))
         .chain(contract.modes.iter().flatten().filter_map(|(mode, patch)| {
-            patch
-                .admission
-                .as_ref()
-                .map(|a| (format!("{}/admission/gate", join_pointer(&format!("{base}/modes"), mode)), a.gate.clone()))
+            patch.admission.as_ref().map(|a| {
+                (
+                    format!(
+                        "{}/admission/gate",
+                        join_pointer(&format!("{base}/modes"), mode)
+                    ),
+                    a.gate.clone(),
+                )
+            })
         }));
     for (pointer, gate) in gate_refs.collect::<Vec<_>>() {
         if let Some(gate) = gate
@@ -307,7 +356,9 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
 
 /// `locked` paths must name contract fields; outside an enforced layer they do nothing.
 fn check_locks(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
-    let Some(locked) = &contract.locked else { return };
+    let Some(locked) = &contract.locked else {
+        return;
+    };
     let base = join_pointer("/tools", name);
     let schema = crate::model::schema::policy_file();
     for (index, path) in locked.iter().enumerate() {
@@ -321,7 +372,9 @@ fn check_locks(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
             );
             continue;
         }
-        let enforced = checker.layer_of(&pointer).is_some_and(|layer| layer.kind.is_enforced());
+        let enforced = checker
+            .layer_of(&pointer)
+            .is_some_and(|layer| layer.kind.is_enforced());
         if !enforced {
             let location = checker.at(&pointer);
             checker.push(
@@ -360,7 +413,9 @@ fn lock_path_exists(schema: &Value, path: &str) -> bool {
         }
         out
     };
-    let Some(contract) = defs.and_then(|d| d.get("ToolContract")) else { return false };
+    let Some(contract) = defs.and_then(|d| d.get("ToolContract")) else {
+        return false;
+    };
     let mut nodes = vec![contract.clone()];
     for part in path.split('.') {
         let mut next = Vec::new();
@@ -392,15 +447,27 @@ fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) 
         None if known.is_empty() => format!("no {what} is declared; declare it under `{what}s`"),
         None => format!(
             "declared {what}s: {}",
-            known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            known
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
-    Diagnostic::new(Code::SemanticUnknownReference, format!("unknown {what} `{name}`")).with_help(help)
+    Diagnostic::new(
+        Code::SemanticUnknownReference,
+        format!("unknown {what} `{name}`"),
+    )
+    .with_help(help)
 }
 
 /// Checks `input_schema` and `output_schema` against the meta-schema (every violation, at
 /// its place inside the schema) and compiles them once.
-fn compile_schemas(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) -> super::semantic::Validators {
+fn compile_schemas(
+    checker: &mut Checker<'_>,
+    name: &str,
+    contract: &ToolContract,
+) -> super::semantic::Validators {
     let base = join_pointer("/tools", name);
     let mut compile = |field: &str, schema: &Option<Value>| -> Option<Arc<jsonschema::Validator>> {
         let schema = schema.as_ref()?;
@@ -412,8 +479,11 @@ fn compile_schemas(checker: &mut Checker<'_>, name: &str, contract: &ToolContrac
             let inner = format!("{pointer}{}", error.instance_path().as_str());
             let location = checker.at(&inner);
             checker.push(
-                Diagnostic::new(Code::SemanticInvalidSchema, format!("`{field}` of `{name}` is not a valid JSON Schema: {error}"))
-                    .with_help("input and output schemas follow JSON Schema draft 2020-12"),
+                Diagnostic::new(
+                    Code::SemanticInvalidSchema,
+                    format!("`{field}` of `{name}` is not a valid JSON Schema: {error}"),
+                )
+                .with_help("input and output schemas follow JSON Schema draft 2020-12"),
                 location,
             );
         }
@@ -430,8 +500,11 @@ fn compile_schemas(checker: &mut Checker<'_>, name: &str, contract: &ToolContrac
                 let inner = format!("{pointer}{}", error.instance_path().as_str());
                 let location = checker.at(&inner);
                 checker.push(
-                    Diagnostic::new(Code::SemanticInvalidSchema, format!("`{field}` of `{name}` does not compile: {error}"))
-                        .with_help("remote `$ref`s are not fetched; inline the referenced schema"),
+                    Diagnostic::new(
+                        Code::SemanticInvalidSchema,
+                        format!("`{field}` of `{name}` does not compile: {error}"),
+                    )
+                    .with_help("remote `$ref`s are not fetched; inline the referenced schema"),
                     location,
                 );
                 None
@@ -453,8 +526,12 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
         let pointer = format!("/rules/{index}");
         let origin = RuleOrigin {
             index,
-            enforced: checker.layer_of(&pointer).is_some_and(|layer| layer.kind.is_enforced()),
-            location: checker.at_key(&format!("{pointer}/name")).map(|l| Arc::from(l.display().as_str())),
+            enforced: checker
+                .layer_of(&pointer)
+                .is_some_and(|layer| layer.kind.is_enforced()),
+            location: checker
+                .at_key(&format!("{pointer}/name"))
+                .map(|l| Arc::from(l.display().as_str())),
         };
         match compile_rule(rule, origin, names, &typed.modes) {
             Ok(rule) => compiled.push(rule),
@@ -473,14 +550,23 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
     set
 }
 
-fn report_rule_error(checker: &mut Checker<'_>, pointer: &str, name: &str, rule: &crate::model::rule::Rule, error: RuleError) {
+fn report_rule_error(
+    checker: &mut Checker<'_>,
+    pointer: &str,
+    name: &str,
+    rule: &crate::model::rule::Rule,
+    error: RuleError,
+) {
     let typed = checker.input.typed;
     match error {
         RuleError::MissingDecision => {
             let location = checker.at_key(&format!("{pointer}/name"));
             checker.push(
-                Diagnostic::new(Code::SchemaRequired, format!("rule `{name}` has no `decision`"))
-                    .with_help("add `decision: allow`, `ask` or `deny`"),
+                Diagnostic::new(
+                    Code::SchemaRequired,
+                    format!("rule `{name}` has no `decision`"),
+                )
+                .with_help("add `decision: allow`, `ask` or `deny`"),
                 location,
             );
         }
@@ -492,7 +578,10 @@ fn report_rule_error(checker: &mut Checker<'_>, pointer: &str, name: &str, rule:
         RuleError::BadToolGlob { index, message } => {
             let location = checker.at(&format!("{pointer}/tools/{index}"));
             checker.push(
-                Diagnostic::new(Code::SemanticInvalidGlob, format!("invalid tool glob in rule `{name}`: {message}")),
+                Diagnostic::new(
+                    Code::SemanticInvalidGlob,
+                    format!("invalid tool glob in rule `{name}`: {message}"),
+                ),
                 location,
             );
         }
@@ -539,7 +628,10 @@ fn report_rule_error(checker: &mut Checker<'_>, pointer: &str, name: &str, rule:
                 kind => format!("{kind} pattern"),
             };
             checker.push(
-                Diagnostic::new(code, format!("invalid {what} in rule `{name}`: {}", error.message)),
+                Diagnostic::new(
+                    code,
+                    format!("invalid {what} in rule `{name}`: {}", error.message),
+                ),
                 location,
             );
         }
@@ -556,7 +648,10 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         checker.push(
             Diagnostic::new(
                 Code::SemanticRuleNeverMatches,
-                format!("rule `{}` applies to no tool: its tool patterns match no contract", rule.name),
+                format!(
+                    "rule `{}` applies to no tool: its tool patterns match no contract",
+                    rule.name
+                ),
             )
             .with_help("fix the tool names or globs, or remove the rule"),
             location,
@@ -586,10 +681,16 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     // A rule is shadowed when another rule without conditions of its own covers all of its
     // tools and modes and always decides first with a different decision.
     let shadow = set.rules().iter().find(|other| {
-        let first = match (other.origin.enforced && other.decision == crate::model::Decision::Deny, rule.origin.enforced && rule.decision == crate::model::Decision::Deny) {
+        let first = match (
+            other.origin.enforced && other.decision == crate::model::Decision::Deny,
+            rule.origin.enforced && rule.decision == crate::model::Decision::Deny,
+        ) {
             (true, false) => true,
             (false, true) => false,
-            _ => other.priority > rule.priority || (other.priority == rule.priority && other.decision > rule.decision),
+            _ => {
+                other.priority > rule.priority
+                    || (other.priority == rule.priority && other.decision > rule.decision)
+            }
         };
         first
             && other.decision != rule.decision
@@ -623,12 +724,20 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
 /// not: a rule that stops doing what its author meant fails the load.
 fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNames) {
     let typed = checker.input.typed;
-    let Some(source) = typed.rules.get(rule.origin.index) else { return };
-    let Some(examples) = &source.examples else { return };
-    let Some(engine) = checker.input.engine else { return };
+    let Some(source) = typed.rules.get(rule.origin.index) else {
+        return;
+    };
+    let Some(examples) = &source.examples else {
+        return;
+    };
+    let Some(engine) = checker.input.engine else {
+        return;
+    };
     let pointer = format!("/rules/{}/examples", rule.origin.index);
-    let lists: [(&str, &Vec<ExampleCall>, bool); 2] =
-        [("match", &examples.matching, true), ("not_match", &examples.not_matching, false)];
+    let lists: [(&str, &Vec<ExampleCall>, bool); 2] = [
+        ("match", &examples.matching, true),
+        ("not_match", &examples.not_matching, false),
+    ];
     for (list, calls, expected) in lists {
         for (index, call) in calls.iter().enumerate() {
             let at = format!("{pointer}/{list}/{index}");
@@ -637,18 +746,45 @@ fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNa
                 checker.push(unknown("tool", &call.tool, typed.tools.keys()), location);
                 continue;
             };
-            let modes: Vec<ModeName> = call.modes.iter().flatten().map(|m| ModeName::new(m.as_str())).collect();
-            if let Some(undeclared) = call.modes.iter().flatten().position(|m| !typed.modes.contains_key(m)) {
+            let modes: Vec<ModeName> = call
+                .modes
+                .iter()
+                .flatten()
+                .map(|m| ModeName::new(m.as_str()))
+                .collect();
+            if let Some(undeclared) = call
+                .modes
+                .iter()
+                .flatten()
+                .position(|m| !typed.modes.contains_key(m))
+            {
                 let location = checker.at(&format!("{at}/modes/{undeclared}"));
-                let name = call.modes.iter().flatten().nth(undeclared).cloned().unwrap_or_default();
+                let name = call
+                    .modes
+                    .iter()
+                    .flatten()
+                    .nth(undeclared)
+                    .cloned()
+                    .unwrap_or_default();
                 checker.push(unknown("mode", &name, typed.modes.keys()), location);
                 continue;
             }
-            let Some(contract) = typed.tools.get(tool.as_str()) else { continue };
+            let Some(contract) = typed.tools.get(tool.as_str()) else {
+                continue;
+            };
             let resolved = ResolvedContract::resolve(contract, engine);
-            let facts = CallFacts { tool: &tool, input: &call.input, modes: &modes, flags: &resolved.concurrency };
+            let facts = CallFacts {
+                tool: &tool,
+                input: &call.input,
+                modes: &modes,
+                flags: &resolved.concurrency,
+            };
             let covered = rule.tools.contains(&tool);
-            let (holds, outcome) = if covered { rule.evaluate(&facts, checker.input.match_ctx) } else { (false, None) };
+            let (holds, outcome) = if covered {
+                rule.evaluate(&facts, checker.input.match_ctx)
+            } else {
+                (false, None)
+            };
             if holds == expected {
                 continue;
             }
@@ -660,7 +796,10 @@ fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNa
             let message = if expected {
                 format!("rule `{}` does not match its example: {why}", rule.name)
             } else {
-                format!("rule `{}` matches an example it must not match: {why}", rule.name)
+                format!(
+                    "rule `{}` matches an example it must not match: {why}",
+                    rule.name
+                )
             };
             let location = checker.at(&at);
             checker.push(
@@ -673,27 +812,51 @@ fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNa
 }
 
 /// Hooks: event and command present, tools and modes known.
-fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) {
+fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::SnapshotHook> {
     let typed = checker.input.typed;
+    let mut hooks = Vec::new();
     for (index, hook) in typed.hooks.iter().enumerate() {
         if hook.disabled == Some(true) {
             continue;
         }
         let pointer = format!("/hooks/{index}");
-        for (field, missing) in [("event", hook.event.is_none()), ("command", hook.command.is_none())] {
+        for (field, missing) in [
+            ("event", hook.event.is_none()),
+            ("command", hook.command.is_none()),
+        ] {
             if missing {
                 let location = checker.at_key(&format!("{pointer}/name"));
                 checker.push(
-                    Diagnostic::new(Code::SchemaRequired, format!("hook `{}` has no `{field}`", hook.name))
-                        .with_help(format!("add `{field}` to the hook")),
+                    Diagnostic::new(
+                        Code::SchemaRequired,
+                        format!("hook `{}` has no `{field}`", hook.name),
+                    )
+                    .with_help(format!("add `{field}` to the hook")),
                     location,
                 );
             }
         }
-        for (i, tool) in hook.tools.iter().flatten().enumerate() {
-            if !tool.contains(['*', '?', '[', '{']) && names.resolve(tool).is_none() {
-                let location = checker.at(&format!("{pointer}/tools/{i}"));
-                checker.push(unknown("tool", tool, typed.tools.keys()), location);
+        let patterns = hook.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
+        let (tools, errors) = crate::policy::rules::resolve_tools(&patterns, names);
+        for error in errors {
+            match error {
+                RuleError::UnknownTool { index, name } => {
+                    let location = checker.at(&format!("{pointer}/tools/{index}"));
+                    checker.push(unknown("tool", &name, typed.tools.keys()), location);
+                }
+                RuleError::BadToolGlob { index, message } => {
+                    let location = checker.at(&format!("{pointer}/tools/{index}"));
+                    checker.push(
+                        Diagnostic::new(
+                            Code::SemanticInvalidGlob,
+                            format!("invalid tool glob in hook `{}`: {message}", hook.name),
+                        ),
+                        location,
+                    );
+                }
+                RuleError::MissingDecision
+                | RuleError::UnknownMode { .. }
+                | RuleError::Pattern(_) => {}
             }
         }
         for (i, mode) in hook.modes.iter().flatten().enumerate() {
@@ -702,5 +865,10 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) {
                 checker.push(unknown("mode", mode, typed.modes.keys()), location);
             }
         }
+        hooks.push(super::SnapshotHook {
+            spec: hook.clone(),
+            tools,
+        });
     }
+    hooks
 }

@@ -1,0 +1,130 @@
+//! The batch finalizer applied to call results (SPEC §8.3): results become finalizer items
+//! (hook context as a top-level text slot, then the output or the error), the finalizer
+//! shares the batch budget, and the finalized texts and persistence decisions are written
+//! back. `PostToolBatch` text is budgeted as one more item after the results.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::budget::{
+    ArtifactTarget, Budgeting, FinalizeConfig, FinalizeItem, ItemStatus, Slot, SlotKind, finalize,
+};
+use crate::model::CallId;
+use crate::pipeline::{CallEnv, CallResult};
+
+/// The item id of the `PostToolBatch` text.
+pub const BATCH_CONTEXT_ID: &str = "batch-context";
+
+/// What the finalizer did to one result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CutReport {
+    /// The call (or `batch-context`).
+    pub call_id: CallId,
+    /// Whether its text was shortened.
+    pub cut: bool,
+    /// Its text before, in the budget unit.
+    pub original_size: u64,
+    /// Its text after.
+    pub final_size: u64,
+    /// Artifacts holding its full text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persisted_files: Option<Vec<PathBuf>>,
+}
+
+/// The finalizer's report for a batch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FinalizeReport {
+    /// Per result, in batch order (plus the batch context, if any).
+    pub cuts: Vec<CutReport>,
+    /// The batch context as finalized.
+    pub batch_context: Option<String>,
+}
+
+fn items(results: &[CallResult], batch_context: Option<&str>) -> Vec<FinalizeItem> {
+    let mut items: Vec<FinalizeItem> = results
+        .iter()
+        .map(|result| {
+            let mut slots = Vec::new();
+            if let Some(context) = &result.hook_context {
+                slots.push(Slot::new(SlotKind::Text, context.as_str()));
+            }
+            let kind = if result.is_ok() {
+                SlotKind::Output
+            } else {
+                SlotKind::Error
+            };
+            slots.push(Slot::new(kind, result.model_content.as_str()));
+            let mut item = FinalizeItem::new(result.call_id.clone(), slots);
+            item.non_text = result.parts.clone();
+            item.persisted_files = result.metadata.persisted_files.clone();
+            item.budgeting = if result.batch_exempt {
+                Budgeting::Exempt
+            } else {
+                Budgeting::Counted
+            };
+            item.weight = result.weight.0;
+            item.min_share = result.weight.1;
+            item
+        })
+        .collect();
+    if let Some(text) = batch_context {
+        items.push(FinalizeItem::new(
+            BATCH_CONTEXT_ID,
+            vec![Slot::new(SlotKind::Text, text)],
+        ));
+    }
+    items
+}
+
+/// Finalizes the results in place; `batch_context` is the `PostToolBatch` text, if any.
+pub async fn finalize_results(
+    env: &CallEnv<'_>,
+    results: &mut [CallResult],
+    batch_context: Option<String>,
+) -> FinalizeReport {
+    let engine = &env.prepared.snapshot.engine;
+    let config = FinalizeConfig {
+        budget: engine.batch_budget,
+        unit: engine.budget_unit,
+        templates: &env.prepared.templates,
+        retention: engine.artifacts.retention,
+    };
+    let target = env.store.map(|store| ArtifactTarget {
+        store,
+        session: env.session,
+    });
+    let input = items(results, batch_context.as_deref());
+    let outcome = finalize(&input, &config, target).await;
+    let mut report = FinalizeReport::default();
+    for (index, (item, item_report)) in outcome.items.iter().zip(&outcome.reports).enumerate() {
+        let cut = item_report.status == ItemStatus::Cut;
+        report.cuts.push(CutReport {
+            call_id: item_report.call_id.clone(),
+            cut,
+            original_size: item_report.original_size,
+            final_size: item_report.final_size,
+            persisted_files: item_report.persisted_files.clone(),
+        });
+        let Some(result) = results.get_mut(index) else {
+            // The extra item after the results is the batch context.
+            report.batch_context = item.slots.first().map(|slot| slot.text.as_str().to_owned());
+            continue;
+        };
+        if !cut {
+            continue;
+        }
+        for slot in &item.slots {
+            match slot.kind {
+                SlotKind::Text => result.hook_context = Some(slot.text.as_str().to_owned()),
+                SlotKind::Output | SlotKind::Error => {
+                    result.model_content = slot.text.as_str().to_owned()
+                }
+            }
+        }
+        result.metadata.truncated = true;
+        result.metadata.final_size = item_report.final_size;
+        result.metadata.persisted_files = item_report.persisted_files.clone();
+    }
+    report
+}

@@ -1,0 +1,410 @@
+//! The engine: executes batches of tool calls against a policy snapshot.
+//!
+//! An [`Engine`] holds the current snapshot (swapped whole on reload), the native handlers
+//! the embedding program registered, the event sink and the artifact store. A batch runs
+//! entirely on the snapshot that was current when it started: [`Engine::execute_batch`]
+//! loads it once and every call of the batch sees that generation.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use serde_json::json;
+//! use toolgate::executor::{Batch, Engine, Turn};
+//! use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
+//! use toolgate::pipeline::ToolCall;
+//! use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+//!
+//! let snapshot = load(&LoadOptions::new(LayerOptions::default()), 1).snapshot.expect("built-in policies load");
+//! let engine = Engine::builder(snapshot)
+//!     .native("Read", |input: serde_json::Value, _ctx: CallContext| -> HandlerFuture {
+//!         Box::pin(async move { Ok(HandlerOutput::text(format!("contents of {}", input["file_path"]))) })
+//!     })
+//!     .build();
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let batch = Batch::new(vec![ToolCall::new("c1", "Read", json!({"file_path": "README.md"}))]);
+//! let outcome = runtime.block_on(engine.execute_batch(batch, &Turn::default()))?;
+//! assert_eq!(outcome.results[0].model_content, "contents of \"README.md\"");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod finalize;
+pub mod plan;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+pub use plan::{Plan, PlannedCall};
+
+use crate::approval::ApprovalBroker;
+use crate::artifact::{ArtifactStore, SessionId};
+use crate::budget::Templates;
+use crate::events::{
+    BatchScheduled, EventKind, EventSink, NullSink, ToolBatchComplete, ToolCallScheduled,
+};
+use crate::handler::{NativeHandler, NativeRegistry};
+use crate::model::{BatchId, CallId, ModeName};
+use crate::pipeline::execute::prepare;
+use crate::pipeline::{CallEnv, CallResult, CancelCause, Prepared, ToolCall};
+use crate::schedule::{Concurrency, group};
+use crate::snapshot::Snapshot;
+use crate::timeout::Gates;
+
+/// The calls of one model reply, in order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Batch {
+    /// Its id; generated when absent.
+    pub id: Option<BatchId>,
+    /// The calls.
+    pub calls: Vec<ToolCall>,
+}
+
+impl Batch {
+    /// A batch of calls with a generated id.
+    pub fn new(calls: Vec<ToolCall>) -> Self {
+        Self { id: None, calls }
+    }
+}
+
+/// The turn a batch belongs to: its modes, its cancellation, and who answers approvals.
+#[derive(Clone, Default)]
+pub struct Turn {
+    /// Active modes; each must be declared under `modes`.
+    pub modes: Vec<ModeName>,
+    /// Cancelling it stops the batch (calls end with `user_interrupt`).
+    pub cancel: CancellationToken,
+    /// Answers approval requests; without one, every `ask` is denied with
+    /// "No permission client configured".
+    pub approver: Option<Arc<dyn ApprovalBroker>>,
+}
+
+/// A batch that cannot start.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    /// Two calls share an id.
+    #[error("call id `{0}` is used by more than one call of the batch")]
+    DuplicateCallId(String),
+    /// A mode is not declared in the policies.
+    #[error("mode `{mode}` is not declared (declared modes: {declared})")]
+    UnknownMode {
+        /// The mode.
+        mode: String,
+        /// The declared ones.
+        declared: String,
+    },
+}
+
+/// The result of a batch.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BatchOutcome {
+    /// The batch.
+    pub batch_id: BatchId,
+    /// The snapshot generation every call ran on.
+    pub generation: u64,
+    /// Call ids per group, in execution order.
+    pub groups: Vec<Vec<CallId>>,
+    /// One result per call, in batch order, finalized to the batch budget.
+    pub results: Vec<CallResult>,
+    /// Text added by `PostToolBatch` hooks (budgeted with the results).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_context: Option<String>,
+    /// Whether a result stopped the turn.
+    pub turn_stopped: bool,
+    /// Reviewer feedback to hand to the model as user messages (`inject_feedback`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<String>,
+    /// What the batch finalizer did, per call.
+    pub finalizer: Vec<finalize::CutReport>,
+}
+
+struct Inner {
+    current: ArcSwap<Prepared>,
+    natives: NativeRegistry,
+    sink: Arc<dyn EventSink>,
+    store: Option<Arc<dyn ArtifactStore>>,
+    session: SessionId,
+}
+
+/// Executes batches. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+/// Builds an [`Engine`].
+pub struct EngineBuilder {
+    snapshot: Arc<Snapshot>,
+    natives: NativeRegistry,
+    sink: Arc<dyn EventSink>,
+    store: Option<Arc<dyn ArtifactStore>>,
+    session: Option<SessionId>,
+}
+
+impl EngineBuilder {
+    /// Registers a native handler under a tool name (or a contract's `handler.name`). A later
+    /// registration under the same name replaces the earlier one.
+    #[must_use]
+    pub fn native(mut self, name: &str, handler: impl NativeHandler + 'static) -> Self {
+        let _ = self.natives.replace(name, handler);
+        self
+    }
+
+    /// Registers a shared native handler.
+    #[must_use]
+    pub fn native_arc(mut self, name: &str, handler: Arc<dyn NativeHandler>) -> Self {
+        let _ = self.natives.replace_arc(name, handler);
+        self
+    }
+
+    /// Where events go (default: dropped).
+    #[must_use]
+    pub fn sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    /// Where full outputs go when they do not fit (default: nowhere; outputs are truncated).
+    #[must_use]
+    pub fn artifact_store(mut self, store: Arc<dyn ArtifactStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The session artifacts belong to (default: a fresh id).
+    #[must_use]
+    pub fn session(mut self, session: SessionId) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The engine.
+    pub fn build(self) -> Engine {
+        let session = self
+            .session
+            .unwrap_or_else(|| SessionId::new(format!("s{}", uuid::Uuid::new_v4().simple())));
+        Engine {
+            inner: Arc::new(Inner {
+                current: ArcSwap::from_pointee(prepare_snapshot(self.snapshot)),
+                natives: self.natives,
+                sink: self.sink,
+                store: self.store,
+                session,
+            }),
+        }
+    }
+}
+
+/// Derives what executing needs from a snapshot: gates, budget texts, compiled handlers.
+fn prepare_snapshot(snapshot: Arc<Snapshot>) -> Prepared {
+    // Gate permits were validated at load time (at least 1); a gate that still cannot be
+    // built leaves the set empty, and calls naming it fail with "unknown gate".
+    let gates = Gates::new(
+        snapshot
+            .gates
+            .iter()
+            .map(|(name, gate)| (name.clone(), gate.permits as usize)),
+    )
+    .unwrap_or_else(|_| Gates::empty());
+    let templates = Templates::from_engine(&snapshot.engine);
+    let dispatch = snapshot
+        .tools
+        .iter()
+        .map(|(name, tool)| {
+            (
+                name.clone(),
+                Arc::new(prepare(tool, &snapshot.engine, &snapshot.workspace_root)),
+            )
+        })
+        .collect();
+    Prepared {
+        snapshot,
+        gates: Arc::new(gates),
+        templates,
+        dispatch,
+    }
+}
+
+impl Engine {
+    /// Starts building an engine on a snapshot.
+    pub fn builder(snapshot: Arc<Snapshot>) -> EngineBuilder {
+        EngineBuilder {
+            snapshot,
+            natives: NativeRegistry::new(),
+            sink: Arc::new(NullSink),
+            store: None,
+            session: None,
+        }
+    }
+
+    /// The snapshot new batches run on.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.inner.current.load().snapshot)
+    }
+
+    /// Installs a new snapshot for the batches that start from now on; running batches
+    /// finish on the one they started with.
+    pub fn install(&self, snapshot: Arc<Snapshot>) {
+        self.inner
+            .current
+            .store(Arc::new(prepare_snapshot(snapshot)));
+    }
+
+    /// The session artifacts are written under.
+    pub fn session(&self) -> &SessionId {
+        &self.inner.session
+    }
+
+    /// The event sink.
+    pub fn sink(&self) -> &Arc<dyn EventSink> {
+        &self.inner.sink
+    }
+
+    /// Plans a batch without running anything: groups, decisions, timeouts and budgets.
+    pub fn plan(&self, batch: &Batch, modes: &[ModeName]) -> Result<Plan, BatchError> {
+        let prepared = self.inner.current.load_full();
+        check_batch(&prepared.snapshot, batch, modes)?;
+        Ok(plan::plan(&prepared.snapshot, batch, modes))
+    }
+
+    /// Executes a batch: groups in order, calls of a group concurrently, then the batch
+    /// finalizer (and, when `PostToolBatch` hooks exist, the hooks and the finalizer again).
+    pub async fn execute_batch(
+        &self,
+        batch: Batch,
+        turn: &Turn,
+    ) -> Result<BatchOutcome, BatchError> {
+        let prepared = self.inner.current.load_full();
+        let snapshot = &prepared.snapshot;
+        check_batch(snapshot, &batch, &turn.modes)?;
+        let batch_id = batch
+            .id
+            .clone()
+            .unwrap_or_else(|| BatchId::new(format!("b{}", uuid::Uuid::new_v4().simple())));
+        let modes: Arc<[ModeName]> = Arc::from(turn.modes.clone());
+        let classes: Vec<Concurrency> = batch
+            .calls
+            .iter()
+            .map(|call| match snapshot.lookup(&call.tool) {
+                Some(tool) => {
+                    let flags = tool.resolved_for(&modes, &snapshot.engine).concurrency;
+                    Concurrency::from_flags(true, flags.destructive, flags.concurrent_safe)
+                }
+                None => Concurrency::from_flags(false, false, false),
+            })
+            .collect();
+        let ranges = group(&classes, snapshot.engine.max_concurrency);
+        let groups: Vec<Vec<CallId>> = ranges
+            .iter()
+            .map(|range| {
+                batch.calls[range.clone()]
+                    .iter()
+                    .map(|c| c.id.clone())
+                    .collect()
+            })
+            .collect();
+
+        let batch_cancel = turn.cancel.child_token();
+        let batch_cause = CancelCause::default();
+        let env = CallEnv {
+            prepared: &prepared,
+            natives: &self.inner.natives,
+            sink: &self.inner.sink,
+            store: self.inner.store.as_deref(),
+            session: &self.inner.session,
+            batch_id: &batch_id,
+            modes: &modes,
+            approver: turn.approver.as_ref(),
+            turn_cancel: &turn.cancel,
+            batch_cause: &batch_cause,
+        };
+        env.emit(
+            None,
+            EventKind::BatchScheduled(BatchScheduled {
+                groups: groups.clone(),
+                modes: modes.iter().map(|m| m.to_string()).collect(),
+            }),
+        );
+        for (index, range) in ranges.iter().enumerate() {
+            for call in &batch.calls[range.clone()] {
+                let tool = snapshot
+                    .lookup(&call.tool)
+                    .map_or_else(|| "unknown".to_owned(), |t| t.name.to_string());
+                env.emit(
+                    Some(&call.id),
+                    EventKind::ToolCallScheduled(ToolCallScheduled { tool, group: index }),
+                );
+            }
+        }
+
+        let run = crate::schedule::run::run_groups(&env, batch.calls, &ranges, &batch_cancel).await;
+        let mut results = run.results;
+        let feedback: Vec<String> = results
+            .iter()
+            .filter_map(|r| r.turn.as_ref().and_then(|t| t.feedback.clone()))
+            .collect();
+
+        let mut report = finalize::finalize_results(&env, &mut results, None).await;
+        let texts = crate::hooks::post_tool_batch(
+            snapshot,
+            &|kind| env.emit(None, kind),
+            batch_id.as_str(),
+            &modes,
+            &results,
+            &batch_cancel,
+        )
+        .await;
+        let batch_context = if texts.is_empty() {
+            None
+        } else {
+            Some(texts.join("\n\n"))
+        };
+        let mut batch_context = batch_context;
+        if batch_context.is_some() {
+            let extra = finalize::finalize_results(&env, &mut results, batch_context.take()).await;
+            batch_context = extra.batch_context.clone();
+            report = extra;
+        }
+
+        let successes = results.iter().filter(|r| r.is_ok()).count();
+        env.emit(
+            None,
+            EventKind::ToolBatchComplete(ToolBatchComplete {
+                successes,
+                failures: results.len() - successes,
+                turn_stopped: run.turn_stopped,
+            }),
+        );
+        Ok(BatchOutcome {
+            batch_id,
+            generation: snapshot.generation,
+            groups,
+            results,
+            batch_context,
+            turn_stopped: run.turn_stopped,
+            feedback,
+            finalizer: report.cuts,
+        })
+    }
+}
+
+/// Batch-level checks: unique call ids, declared modes.
+fn check_batch(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Result<(), BatchError> {
+    let mut seen = HashSet::new();
+    for call in &batch.calls {
+        if !seen.insert(call.id.clone()) {
+            return Err(BatchError::DuplicateCallId(call.id.to_string()));
+        }
+    }
+    for mode in modes {
+        if !snapshot.modes.contains_key(mode) {
+            let declared: Vec<String> = snapshot.modes.keys().map(|m| format!("`{m}`")).collect();
+            return Err(BatchError::UnknownMode {
+                mode: mode.to_string(),
+                declared: declared.join(", "),
+            });
+        }
+    }
+    Ok(())
+}

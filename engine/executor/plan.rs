@@ -1,0 +1,274 @@
+//! Planning a batch without running anything (`toolgate plan`): the groups, and per call its
+//! tool, input problems, decision with the rules behind it (and the hooks that would be
+//! asked), resolved timeout and budget. Pure: no hook, handler or approver is run.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::events::decision_name;
+use crate::model::hook::HookEvent;
+use crate::model::{CallId, ModeName};
+use crate::policy::decide::{Reason, combine};
+use crate::policy::rules::CallFacts;
+use crate::schedule::{Concurrency, group};
+use crate::snapshot::Snapshot;
+use crate::timeout::{TimeoutParams, resolve};
+
+use super::Batch;
+
+/// The plan of a batch.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    /// Snapshot generation.
+    pub generation: u64,
+    /// Modes.
+    pub modes: Vec<String>,
+    /// Call ids per group, in execution order.
+    pub groups: Vec<Vec<CallId>>,
+    /// Per call, in batch order.
+    pub calls: Vec<PlannedCall>,
+}
+
+/// The plan of one call.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlannedCall {
+    /// Call id.
+    pub id: CallId,
+    /// Tool as written.
+    pub tool: String,
+    /// Canonical tool, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub canonical_tool: Option<String>,
+    /// Index of its group.
+    pub group: usize,
+    /// `shared` or `alone`.
+    pub scheduling: &'static str,
+    /// `allow`, `ask`, `deny`, or `error` when the call cannot run (unknown tool, bad input).
+    pub decision: String,
+    /// The rules (and defaults) behind the decision.
+    pub reasons: Vec<Reason>,
+    /// PreToolUse / PermissionRequest hooks that would run for it (their answers may change
+    /// the decision at run time).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<String>,
+    /// Resolved timeout with grace, in milliseconds (`null`: no timeout).
+    pub timeout_ms: Option<u64>,
+    /// Effective model budget of the call (`min(max_model, max_inline)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<u64>,
+    /// Budget unit.
+    pub budget_unit: String,
+    /// What happens to output over the budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overflow: Option<String>,
+    /// Why the call cannot run, if it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Plans a batch (the batch was checked: unique ids, declared modes).
+pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
+    let engine = &snapshot.engine;
+    let classes: Vec<Concurrency> = batch
+        .calls
+        .iter()
+        .map(|call| match snapshot.lookup(&call.tool) {
+            Some(tool) => {
+                let flags = tool.resolved_for(modes, engine).concurrency;
+                Concurrency::from_flags(true, flags.destructive, flags.concurrent_safe)
+            }
+            None => Concurrency::from_flags(false, false, false),
+        })
+        .collect();
+    let ranges = group(&classes, engine.max_concurrency);
+    let mut group_of = vec![0; batch.calls.len()];
+    for (index, range) in ranges.iter().enumerate() {
+        for slot in &mut group_of[range.clone()] {
+            *slot = index;
+        }
+    }
+    let calls = batch
+        .calls
+        .iter()
+        .zip(&classes)
+        .enumerate()
+        .map(|(index, (call, class))| {
+            let mut planned = PlannedCall {
+                id: call.id.clone(),
+                tool: call.tool.clone(),
+                canonical_tool: None,
+                group: group_of[index],
+                scheduling: match class {
+                    Concurrency::Shared => "shared",
+                    Concurrency::Alone => "alone",
+                },
+                decision: "error".into(),
+                reasons: Vec::new(),
+                hooks: Vec::new(),
+                timeout_ms: None,
+                budget: None,
+                budget_unit: engine.budget_unit.to_string(),
+                overflow: None,
+                error: None,
+            };
+            let Some(tool) = snapshot.lookup(&call.tool) else {
+                planned.error = Some(format!("unknown tool `{}`", call.tool));
+                return planned;
+            };
+            planned.canonical_tool = Some(tool.name.to_string());
+            let contract = tool.resolved_for(modes, engine);
+            planned.budget = Some(contract.budget.limit);
+            planned.overflow = Some(
+                serde_json::to_value(contract.budget.overflow)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            );
+            planned.hooks = snapshot
+                .hooks
+                .iter()
+                .filter(|hook| {
+                    hook.applies(HookEvent::PreToolUse, Some(&tool.name), modes)
+                        || hook.applies(HookEvent::PermissionRequest, Some(&tool.name), modes)
+                })
+                .map(|hook| hook.spec.name.clone())
+                .collect();
+            let input = match &call.input {
+                Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+                Value::Null => Value::Object(Default::default()),
+                other => other.clone(),
+            };
+            if !input.is_object() {
+                planned.error = Some("the input is not a JSON object".into());
+                return planned;
+            }
+            if let Some(validator) = &tool.input_schema {
+                let problems: Vec<String> = validator
+                    .iter_errors(&input)
+                    .map(|e| {
+                        let at = e.instance_path().to_string();
+                        format!("`{}`: {e}", if at.is_empty() { "/" } else { &at })
+                    })
+                    .collect();
+                if !problems.is_empty() {
+                    planned.error = Some(format!("invalid input: {}", problems.join("; ")));
+                    return planned;
+                }
+            }
+            let params = TimeoutParams {
+                disabled: contract.timeout.disabled,
+                default: contract.timeout.default,
+                max: contract.timeout.max,
+                override_field: contract.timeout.override_field.clone(),
+                cleanup_grace: contract.timeout.cleanup_grace,
+                engine_default: engine.default_timeout,
+            };
+            match resolve(&params, &input) {
+                Ok(timeout) => {
+                    planned.timeout_ms =
+                        timeout.map(|t| u64::try_from(t.total.as_millis()).unwrap_or(u64::MAX));
+                }
+                Err(error) => {
+                    planned.error = Some(format!("invalid input: {error}"));
+                    return planned;
+                }
+            }
+            let facts = CallFacts {
+                tool: &tool.name,
+                input: &input,
+                modes,
+                flags: &contract.concurrency,
+            };
+            let rules =
+                snapshot
+                    .rules
+                    .decide(&facts, &snapshot.match_ctx, contract.default_permission);
+            let permission = combine(&rules, &[], contract.always_ask);
+            planned.decision = decision_name(permission.decision).to_owned();
+            planned.reasons = permission.reasons;
+            planned
+        })
+        .collect();
+    Plan {
+        generation: snapshot.generation,
+        modes: modes.iter().map(|m| m.to_string()).collect(),
+        groups: ranges
+            .iter()
+            .map(|range| {
+                batch.calls[range.clone()]
+                    .iter()
+                    .map(|c| c.id.clone())
+                    .collect()
+            })
+            .collect(),
+        calls,
+    }
+}
+
+impl Plan {
+    /// The human rendering: groups with their calls, one line each.
+    pub fn render_human(&self) -> String {
+        let mut out = String::new();
+        if !self.modes.is_empty() {
+            out.push_str(&format!("modes: {}\n", self.modes.join(", ")));
+        }
+        out.push_str(&format!(
+            "{} calls in {} groups\n",
+            self.calls.len(),
+            self.groups.len()
+        ));
+        for (index, group) in self.groups.iter().enumerate() {
+            let kind = if group.len() > 1 {
+                "concurrent"
+            } else {
+                "alone"
+            };
+            out.push_str(&format!("\ngroup {} ({kind})\n", index + 1));
+            for id in group {
+                let Some(call) = self.calls.iter().find(|c| &c.id == id) else {
+                    continue;
+                };
+                let tool = match &call.canonical_tool {
+                    Some(canonical) if canonical != &call.tool => {
+                        format!("{} ({canonical})", call.tool)
+                    }
+                    _ => call.tool.clone(),
+                };
+                let timeout = call
+                    .timeout_ms
+                    .map_or_else(|| "no timeout".to_owned(), |ms| format!("timeout {ms}ms"));
+                match &call.error {
+                    Some(error) => {
+                        out.push_str(&format!("  {:<10} {:<14} ERROR  {error}\n", call.id, tool))
+                    }
+                    None => {
+                        let budget = call.budget.map_or_else(String::new, |b| {
+                            format!(
+                                ", budget {b} {} ({})",
+                                call.budget_unit,
+                                call.overflow.as_deref().unwrap_or("")
+                            )
+                        });
+                        let why: Vec<String> = call.reasons.iter().map(Reason::label).collect();
+                        out.push_str(&format!(
+                            "  {:<10} {:<14} {:<5}  by {}; {timeout}{budget}\n",
+                            call.id,
+                            tool,
+                            call.decision,
+                            why.join(", ")
+                        ));
+                        if !call.hooks.is_empty() {
+                            out.push_str(&format!(
+                                "  {:<10} {:<14} hooks asked first: {}\n",
+                                "",
+                                "",
+                                call.hooks.join(", ")
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}

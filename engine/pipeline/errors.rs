@@ -1,0 +1,129 @@
+//! Model-facing error texts (SPEC §7.3). Every text comes from an `engine.messages`
+//! template; this module only picks the template and fills it, and projects unexpected errors
+//! through their cause chain.
+
+use std::error::Error;
+
+use crate::model::engine_config::MessageKey;
+use crate::snapshot::ResolvedEngine;
+
+/// Renders a message template with its placeholders.
+pub fn message(engine: &ResolvedEngine, key: MessageKey, values: &[(&str, &str)]) -> String {
+    engine.messages.render(key, values)
+}
+
+/// Projects an unexpected error into one line for the model: the messages of its cause chain
+/// (at most `engine.error_projection.max_cause_depth` levels), skipping empty messages and
+/// mere wrappers — a level whose text is already contained in an outer one — joined with
+/// `: `, whitespace folded to single spaces, cut to `max_chars` characters.
+pub fn project(engine: &ResolvedEngine, error: &(dyn Error + 'static)) -> String {
+    project_with(error, engine.max_cause_depth, engine.max_error_chars)
+}
+
+/// [`project`] with explicit limits.
+pub fn project_with(error: &(dyn Error + 'static), max_depth: usize, max_chars: usize) -> String {
+    let mut kept: Vec<String> = Vec::new();
+    let mut current: Option<&(dyn Error + 'static)> = Some(error);
+    let mut depth = 0;
+    while let Some(level) = current {
+        if depth >= max_depth.max(1) {
+            break;
+        }
+        let text = fold_whitespace(&level.to_string());
+        let wrapper = text.is_empty() || kept.iter().any(|outer| outer.contains(&text));
+        if !wrapper {
+            // An outer message that only restates this one (`x: <this>`) is kept as it is;
+            // this one adds nothing new.
+            kept.push(text);
+        }
+        current = level.source();
+        depth += 1;
+    }
+    let joined = kept.join(": ");
+    let joined = if joined.is_empty() {
+        "unknown error".to_owned()
+    } else {
+        joined
+    };
+    cut_chars(&joined, max_chars)
+}
+
+/// Collapses every run of whitespace (including newlines) into one space, trimmed.
+pub fn fold_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The first `max` characters of `text`, never splitting one.
+pub fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => text[..end].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt;
+
+    #[derive(Debug)]
+    struct Layer {
+        message: String,
+        source: Option<Box<Layer>>,
+    }
+
+    impl fmt::Display for Layer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(&self.message)
+        }
+    }
+
+    impl Error for Layer {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            self.source.as_deref().map(|s| s as &(dyn Error + 'static))
+        }
+    }
+
+    fn chain(messages: &[&str]) -> Layer {
+        let mut current: Option<Box<Layer>> = None;
+        for message in messages.iter().rev() {
+            current = Some(Box::new(Layer {
+                message: (*message).to_owned(),
+                source: current,
+            }));
+        }
+        *current.unwrap()
+    }
+
+    #[test]
+    fn wrappers_are_skipped_and_context_is_kept() {
+        let error = chain(&[
+            "request failed",
+            "",
+            "connect: connection refused",
+            "connection refused",
+        ]);
+        assert_eq!(
+            project_with(&error, 12, 500),
+            "request failed: connect: connection refused"
+        );
+    }
+
+    #[test]
+    fn depth_and_length_are_bounded_and_whitespace_folded() {
+        let messages: Vec<String> = (0..20).map(|i| format!("level{i}\n\t end")).collect();
+        let refs: Vec<&str> = messages.iter().map(String::as_str).collect();
+        let error = chain(&refs);
+        let projected = project_with(&error, 12, 500);
+        assert_eq!(projected.matches("level").count(), 12);
+        assert!(!projected.contains('\n'));
+        assert!(projected.starts_with("level0 end: level1 end"));
+        assert_eq!(project_with(&error, 12, 10).chars().count(), 10);
+    }
+
+    #[test]
+    fn cutting_never_splits_a_character() {
+        assert_eq!(cut_chars("héllo wörld", 2), "hé");
+        assert_eq!(cut_chars("日本語", 5), "日本語");
+    }
+}

@@ -1,0 +1,337 @@
+//! Stage 7, execute: the admission gate (time queued there does not count), then the handler
+//! under its deadline and cancellation token.
+//!
+//! On timeout or cancellation the handler's token is cancelled (a subprocess gets SIGTERM for
+//! its whole process group) and the engine waits at most `engine.kill_grace` for the handler
+//! to wind down; after that the handler is abandoned, which aborts its task and kills its
+//! process group. The engine never waits longer on a handler that ignores cancellation.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::errors::{message, project};
+use super::{CallEnv, CallState, ErrorCode, Failure};
+use crate::events::{CancelReason, EventKind, FailureStage, ToolCallProgress};
+use crate::handler::{
+    CallContext, CommandHandler, CommandSpec, HandlerError, HandlerOutput, HttpHandler, HttpSpec,
+    ProgressChunk, ProgressSink, ProgressStream, StdinMode, call_native, run_isolated,
+};
+use crate::model::CallId;
+use crate::model::engine_config::MessageKey;
+use crate::model::handler::{HandlerSpec, StdinMode as ModelStdin};
+use crate::snapshot::{ResolvedContract, ResolvedEngine, Tool};
+use crate::timeout::{Deadline, GateError, ResolvedTimeout};
+
+/// A tool's handler, compiled once per snapshot.
+pub enum Dispatch {
+    /// A subprocess.
+    Command(Arc<CommandHandler>),
+    /// An HTTP endpoint.
+    Http(Arc<HttpHandler>),
+    /// A native handler registered under this name.
+    Native(String),
+    /// No handler can run (why, for the model and the logs).
+    Unavailable(String),
+}
+
+/// Compiles a tool's handler. Errors here were reported at load time; a handler that still
+/// cannot be built becomes `Unavailable`, so the call fails with a clear message.
+pub fn prepare(tool: &Tool, engine: &ResolvedEngine, workspace: &Path) -> Dispatch {
+    match &tool.resolved.handler {
+        HandlerSpec::Command(spec) => {
+            let command = CommandSpec {
+                argv: spec.argv.clone(),
+                stdin: match spec.stdin {
+                    Some(ModelStdin::Json) => StdinMode::Json,
+                    Some(ModelStdin::None) | None => StdinMode::Null,
+                },
+                env_allow: spec.env.clone().unwrap_or_default(),
+                env_set: spec.set_env.clone().unwrap_or_default(),
+                cwd: Some(match &spec.cwd {
+                    Some(dir) => workspace.join(dir),
+                    None => workspace.to_path_buf(),
+                }),
+                success_codes: spec.success_codes.clone().unwrap_or_else(|| vec![0]),
+                max_output_bytes: engine.max_handler_output,
+                kill_grace: engine.kill_grace.0,
+            };
+            match CommandHandler::new(command) {
+                Ok(handler) => Dispatch::Command(Arc::new(handler)),
+                Err(error) => Dispatch::Unavailable(format!(
+                    "the handler's argv template is invalid: {error}"
+                )),
+            }
+        }
+        HandlerSpec::Http(spec) => {
+            let mut http = HttpSpec::new(spec.url.clone());
+            http.headers = spec.headers.clone().unwrap_or_default();
+            http.env_allow = spec.env.clone().unwrap_or_default();
+            http.max_body_bytes = engine.max_handler_output;
+            match HttpHandler::new(http) {
+                Ok(handler) => Dispatch::Http(Arc::new(handler)),
+                Err(error) => {
+                    Dispatch::Unavailable(format!("the http handler cannot be built: {error}"))
+                }
+            }
+        }
+        HandlerSpec::Mcp(_) => Dispatch::Unavailable(
+            "mcp handlers are not supported by this version of toolgate".into(),
+        ),
+        HandlerSpec::Native(spec) => {
+            Dispatch::Native(spec.name.clone().unwrap_or_else(|| tool.name.to_string()))
+        }
+    }
+}
+
+enum Ended {
+    Ran(Result<HandlerOutput, HandlerError>),
+    TimedOut,
+    Cancelled,
+}
+
+/// Passes the gate and runs the handler.
+pub async fn execute(
+    env: &CallEnv<'_>,
+    state: &mut CallState<'_>,
+    tool: &Tool,
+    contract: &ResolvedContract,
+    input: Value,
+    timeout: Option<&ResolvedTimeout>,
+) -> Result<HandlerOutput, Failure> {
+    let engine = &env.prepared.snapshot.engine;
+    let deadline = Deadline::new(timeout.map(|t| t.total));
+    let result = run(env, state, tool, contract, input, &deadline).await;
+    state.metadata.queued_ms =
+        u64::try_from(deadline.paused_total().as_millis()).unwrap_or(u64::MAX);
+    match result {
+        Ended::Ran(Ok(output)) => Ok(output),
+        Ended::Ran(Err(HandlerError::Cancelled)) if state.cancel.is_cancelled() => {
+            let (reason, _) = state.cancel_reason(env);
+            Err(cancellation(
+                env,
+                state,
+                Some(tool),
+                FailureStage::Handler,
+                reason,
+            ))
+        }
+        Ended::Ran(Err(error)) => Err(handler_failure(env, tool, error)),
+        Ended::TimedOut => {
+            let ms = timeout.map_or(0, |t| t.total.as_millis()).to_string();
+            Err(Failure::timed_out(message(
+                engine,
+                MessageKey::Timeout,
+                &[("tool", tool.name.as_str()), ("ms", &ms)],
+            )))
+        }
+        Ended::Cancelled => {
+            let (reason, _) = state.cancel_reason(env);
+            Err(cancellation(
+                env,
+                state,
+                Some(tool),
+                FailureStage::Handler,
+                reason,
+            ))
+        }
+    }
+}
+
+async fn run(
+    env: &CallEnv<'_>,
+    state: &mut CallState<'_>,
+    tool: &Tool,
+    contract: &ResolvedContract,
+    input: Value,
+    deadline: &Deadline,
+) -> Ended {
+    let engine = &env.prepared.snapshot.engine;
+    let _permit = match &contract.gate {
+        None => None,
+        Some(gate) => match env
+            .prepared
+            .gates
+            .acquire(gate, deadline, &state.cancel)
+            .await
+        {
+            Ok(permit) => Some(permit),
+            Err(GateError::Cancelled { .. }) => return Ended::Cancelled,
+            Err(error @ GateError::Unknown(_)) => {
+                return Ended::Ran(Err(HandlerError::other(error)));
+            }
+        },
+    };
+    let handler_cancel = state.cancel.child_token();
+    let ctx = CallContext {
+        call_id: state.call.id.clone(),
+        tool: tool.name.clone(),
+        cancel: handler_cancel.clone(),
+        progress: progress_sink(env, &state.call.id),
+        deadline: deadline.clone(),
+        gates: Arc::clone(&env.prepared.gates),
+        modes: Arc::clone(env.modes),
+    };
+    let future = match dispatch(env, tool, input, ctx) {
+        Ok(future) => future,
+        Err(failure) => return Ended::Ran(Err(failure)),
+    };
+    tokio::pin!(future);
+    let ended = tokio::select! {
+        biased;
+        result = &mut future => Ended::Ran(result),
+        () = deadline.expired() => Ended::TimedOut,
+        () = state.cancel.cancelled() => Ended::Cancelled,
+    };
+    if matches!(ended, Ended::TimedOut | Ended::Cancelled) {
+        handler_cancel.cancel();
+        // Bounded clean-up; dropping the future afterwards aborts the handler's task and kills
+        // its process group.
+        let _ = tokio::time::timeout(engine.kill_grace.0, &mut future).await;
+    }
+    ended
+}
+
+type HandlerFuture = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<HandlerOutput, HandlerError>> + Send>,
+>;
+
+fn dispatch(
+    env: &CallEnv<'_>,
+    tool: &Tool,
+    input: Value,
+    ctx: CallContext,
+) -> Result<HandlerFuture, HandlerError> {
+    let engine = &env.prepared.snapshot.engine;
+    match env.prepared.dispatch.get(&tool.name).map(Arc::as_ref) {
+        Some(Dispatch::Command(handler)) => {
+            let handler = Arc::clone(handler);
+            Ok(Box::pin(run_isolated(async move {
+                handler.call(&input, &ctx).await
+            })))
+        }
+        Some(Dispatch::Http(handler)) => {
+            let handler = Arc::clone(handler);
+            Ok(Box::pin(run_isolated(async move {
+                handler.call(&input, &ctx).await
+            })))
+        }
+        Some(Dispatch::Native(name)) => match env.natives.get(name) {
+            Some(handler) => Ok(Box::pin(call_native(handler, input, ctx))),
+            None => Err(HandlerError::other(NoHandler(message(
+                engine,
+                MessageKey::NativeMissing,
+                &[("tool", tool.name.as_str())],
+            )))),
+        },
+        Some(Dispatch::Unavailable(why)) => Err(HandlerError::other(NoHandler(why.clone()))),
+        None => Err(HandlerError::other(NoHandler(message(
+            engine,
+            MessageKey::NativeMissing,
+            &[("tool", tool.name.as_str())],
+        )))),
+    }
+}
+
+/// No handler can run the call.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct NoHandler(String);
+
+fn progress_sink(env: &CallEnv<'_>, call: &CallId) -> ProgressSink {
+    let sink = Arc::clone(env.sink);
+    let batch = env.batch_id.clone();
+    let call = call.clone();
+    let generation = env.prepared.snapshot.generation;
+    ProgressSink::new(move |chunk: ProgressChunk| {
+        let stream = match chunk.stream {
+            ProgressStream::Stdout => "stdout",
+            ProgressStream::Stderr => "stderr",
+            ProgressStream::Message => "message",
+        };
+        sink.emit(crate::events::Event::now(
+            Some(batch.clone()),
+            Some(call.clone()),
+            generation,
+            EventKind::ToolCallProgress(ToolCallProgress {
+                stream: stream.to_owned(),
+                text: chunk.text,
+            }),
+        ));
+    })
+}
+
+/// The failure for a handler error: a business failure is wrapped for the model
+/// (`<tool_use_error>…</tool_use_error>`), anything else is projected through its cause chain.
+pub fn handler_failure(env: &CallEnv<'_>, tool: &Tool, error: HandlerError) -> Failure {
+    let engine = &env.prepared.snapshot.engine;
+    match error {
+        HandlerError::Business {
+            message: text,
+            code,
+        } => {
+            let mut failure = Failure::error(
+                FailureStage::Handler,
+                ErrorCode::Business,
+                message(
+                    engine,
+                    MessageKey::BusinessFailure,
+                    &[("tool", tool.name.as_str()), ("message", &text)],
+                ),
+            );
+            failure.detail_code = code;
+            failure
+        }
+        HandlerError::Other(inner) if inner.is::<NoHandler>() => Failure::error(
+            FailureStage::Handler,
+            ErrorCode::NoHandler,
+            project(engine, inner.as_ref()),
+        ),
+        other => Failure::error(
+            FailureStage::Handler,
+            ErrorCode::HandlerFailed,
+            project(engine, &other),
+        ),
+    }
+}
+
+/// The failure for a cancelled call, with its machine-readable reason and the message for it:
+/// the sibling or turn-stop templates, else the contract's `cancellation_message`, else the
+/// generic template.
+pub fn cancellation(
+    env: &CallEnv<'_>,
+    state: &CallState<'_>,
+    tool: Option<&Tool>,
+    stage: FailureStage,
+    reason: CancelReason,
+) -> Failure {
+    let engine = &env.prepared.snapshot.engine;
+    let name = tool.map_or(state.call.tool.as_str(), |t| t.name.as_str());
+    let contract_message = tool.and_then(|t| t.resolved.timeout.cancellation_message.clone());
+    let text = match reason {
+        CancelReason::SiblingFailed => {
+            let by = state
+                .cancel_reason(env)
+                .1
+                .map(|id| id.to_string())
+                .unwrap_or_default();
+            message(
+                engine,
+                MessageKey::SiblingFailed,
+                &[("tool", name), ("call_id", &by)],
+            )
+        }
+        CancelReason::TurnStopped => message(engine, MessageKey::TurnStopped, &[("tool", name)]),
+        CancelReason::Timeout | CancelReason::UserInterrupt | CancelReason::Policy => {
+            contract_message.unwrap_or_else(|| {
+                message(
+                    engine,
+                    MessageKey::Cancelled,
+                    &[("tool", name), ("reason", reason.as_str())],
+                )
+            })
+        }
+    };
+    Failure::cancelled(stage, reason, text)
+}

@@ -1,0 +1,180 @@
+//! Stage 13, finish: the success or failure becomes the [`CallResult`], failures run the
+//! `PostToolUseFailure` hooks and are budgeted like outputs, turn control is applied, and
+//! exactly one terminal event (`ToolCallResult` or `ToolCallError`) is emitted — also for
+//! unknown tools and cancelled calls, so no UI waits forever.
+
+use std::sync::Arc;
+
+use super::{CallEnv, CallResult, CallState, Display, ErrorInfo, Failure, TurnEffect};
+use crate::budget::Produced;
+use crate::events::{CallStatus, EventKind, ToolCallError, ToolCallResult};
+use crate::model::contract::TurnAction;
+use crate::snapshot::ResolvedContract;
+
+/// What the stages produce for a successful call.
+pub struct Success {
+    /// The budgeted content and its metadata.
+    pub produced: Produced,
+    /// Non-text parts.
+    pub parts: Vec<serde_json::Value>,
+    /// The UI projection.
+    pub display: Option<Display>,
+    /// The turn effect and its message.
+    pub turn: Option<(TurnEffect, Option<String>)>,
+    /// The contract as resolved for the call.
+    pub contract: Arc<ResolvedContract>,
+}
+
+/// Builds the result and emits the terminal event.
+pub async fn finish(
+    env: &CallEnv<'_>,
+    mut state: CallState<'_>,
+    outcome: Result<Success, Failure>,
+) -> CallResult {
+    let snapshot = &env.prepared.snapshot;
+    let telemetry_tool = state
+        .tool
+        .as_ref()
+        .map_or_else(|| "unknown".to_owned(), |t| t.name.to_string());
+    let mut result = match outcome {
+        Ok(success) => {
+            let mut content = success.produced.content.as_str().to_owned();
+            let turn = success.turn.map(|(effect, message)| {
+                if let Some(message) = message {
+                    content = message;
+                }
+                effect
+            });
+            let budget = &success.contract.budget;
+            CallResult {
+                call_id: state.call.id.clone(),
+                tool: state.call.tool.clone(),
+                canonical_tool: state.tool.as_ref().map(|t| t.name.clone()),
+                status: CallStatus::Ok,
+                model_content: content,
+                hook_context: None,
+                parts: success.parts,
+                metadata: state.metadata.clone(),
+                error: None,
+                permission: state.permission.clone(),
+                display: success.display,
+                turn,
+                batch_exempt: budget.batch_exempt,
+                weight: (budget.weight, budget.min_share),
+            }
+        }
+        Err(failure) => {
+            crate::hooks::post_tool_use_failure(env, &mut state, &failure).await;
+            failed(env, &mut state, failure).await
+        }
+    };
+    if !state.hook_context.is_empty() {
+        let header = snapshot
+            .engine
+            .messages
+            .template(crate::model::engine_config::MessageKey::HookContextHeader);
+        let entries: Vec<String> = state
+            .hook_context
+            .iter()
+            .enumerate()
+            .map(|(i, text)| format!("{}. {text}", i + 1))
+            .collect();
+        result.hook_context = Some(format!("{header}\n{}", entries.join("\n")));
+    }
+    result.metadata.total_ms =
+        u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let metrics = result.metadata.metrics();
+    let kind = match &result.error {
+        None => EventKind::ToolCallResult(ToolCallResult {
+            tool: telemetry_tool.clone(),
+            status: CallStatus::Ok,
+            original_size: result.metadata.original_size,
+            final_size: result.metadata.final_size,
+            truncated: result.metadata.truncated,
+            metrics,
+        }),
+        Some(error) => EventKind::ToolCallError(ToolCallError {
+            tool: telemetry_tool.clone(),
+            status: result.status,
+            stage: error.stage,
+            code: error.code.as_str().to_owned(),
+            cancel_reason: error.cancel_reason,
+            message: result.model_content.clone(),
+            metrics,
+        }),
+    };
+    env.emit(Some(&result.call_id), kind);
+    tracing::info!(
+        target: "toolgate::call",
+        tool = %telemetry_tool,
+        call_id = %result.call_id,
+        status = result.status.as_str(),
+        permission = result.permission.as_ref().map_or("none", |p| crate::events::decision_name(p.decision)),
+        output_bytes = result.model_content.len(),
+        truncated = result.metadata.truncated,
+        failure_stage = result.error.as_ref().map(|e| format!("{:?}", e.stage)).unwrap_or_default(),
+        total_ms = result.metadata.total_ms,
+        "tool call ended"
+    );
+    result
+}
+
+async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) -> CallResult {
+    let tool = state.tool.clone();
+    let contract = tool
+        .as_ref()
+        .map(|t| t.resolved_for(env.modes, &env.prepared.snapshot.engine));
+    let turn = contract
+        .as_deref()
+        .and_then(|c| super::turn_control::on_failure(c, &failure));
+    let mut text = failure.message.clone();
+    if let Some((_, Some(message))) = &turn {
+        text = message.clone();
+    }
+    // An error text can be as large as an output (a failing command's stderr): it gets the
+    // same per-call budget when the tool is known.
+    let (model_content, batch_exempt, weight) = match (&tool, &contract) {
+        (Some(tool), Some(contract)) => {
+            let produced = super::produce::produce(env, state, tool, contract, text).await;
+            (
+                produced.content.as_str().to_owned(),
+                contract.budget.batch_exempt,
+                (contract.budget.weight, contract.budget.min_share),
+            )
+        }
+        _ => {
+            let unit = env.prepared.snapshot.engine.budget_unit;
+            let size = crate::budget::measure::measure(&text, unit);
+            state.metadata.original_size = size;
+            state.metadata.final_size = size;
+            (text, false, (1, 0))
+        }
+    };
+    let turn = turn.map(|(mut effect, _)| {
+        if effect.action != TurnAction::InjectFeedback {
+            effect.feedback = None;
+        }
+        effect
+    });
+    CallResult {
+        call_id: state.call.id.clone(),
+        tool: state.call.tool.clone(),
+        canonical_tool: tool.as_ref().map(|t| t.name.clone()),
+        status: failure.status,
+        model_content,
+        hook_context: None,
+        parts: Vec::new(),
+        metadata: state.metadata.clone(),
+        error: Some(ErrorInfo {
+            code: failure.code,
+            detail_code: failure.detail_code,
+            stage: failure.stage,
+            cancel_reason: failure.cancel_reason,
+        }),
+        permission: state.permission.clone(),
+        display: None,
+        turn,
+        batch_exempt,
+        weight,
+    }
+}

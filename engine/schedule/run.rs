@@ -1,0 +1,108 @@
+//! Running the groups of a batch (SPEC §4): one group after another, the calls of a group
+//! concurrently. What a failure does to its siblings comes from data (`on_failure` of the
+//! failed call's contract, else the engine's): `continue`, `cancel_group` or `cancel_batch`.
+//! A result whose turn control says `stop_turn` cancels every later group (reason
+//! `turn_stopped`); `cancel_rest_of_batch` does the same with reason `policy`. Cancelled
+//! calls still go through the pipeline's finish stage, so each gets its one terminal event.
+//!
+//! A failure here is a call that ended with status `error` or `timed_out`; denials and
+//! cancellations are outcomes of policy, not failures, and do not cancel siblings.
+
+use std::ops::Range;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{CallStatus, CancelReason};
+use crate::model::contract::{OnFailure, TurnAction};
+use crate::pipeline::{CallEnv, CallResult, CancelCause, ToolCall, run_call};
+
+/// The results of the groups.
+pub struct RunOutcome {
+    /// One per call, in batch order.
+    pub results: Vec<CallResult>,
+    /// Whether a result stopped the turn.
+    pub turn_stopped: bool,
+}
+
+/// Runs the groups in order.
+pub async fn run_groups(
+    env: &CallEnv<'_>,
+    calls: Vec<ToolCall>,
+    ranges: &[Range<usize>],
+    batch_cancel: &CancellationToken,
+) -> RunOutcome {
+    let mut slots: Vec<Option<CallResult>> = Vec::with_capacity(calls.len());
+    slots.resize_with(calls.len(), || None);
+    let mut pending: Vec<Option<ToolCall>> = calls.into_iter().map(Some).collect();
+    let mut later_groups: Option<CancelReason> = None;
+    let mut turn_stopped = false;
+    for range in ranges {
+        let group_cancel = batch_cancel.child_token();
+        let group_cause = CancelCause::default();
+        if let Some(reason) = later_groups {
+            // Not started: each call still gets its synthetic cancelled result.
+            group_cause.set(reason, None);
+            group_cancel.cancel();
+        }
+        let mut running: FuturesUnordered<_> = range
+            .clone()
+            .filter_map(|index| {
+                pending
+                    .get_mut(index)
+                    .and_then(Option::take)
+                    .map(|call| (index, call))
+            })
+            .map(|(index, call)| {
+                let token = group_cancel.child_token();
+                let cause = &group_cause;
+                async move { (index, run_call(env, call, token, cause).await) }
+            })
+            .collect();
+        while let Some((index, result)) = running.next().await {
+            if matches!(result.status, CallStatus::Error | CallStatus::TimedOut) {
+                match on_failure(env, &result) {
+                    OnFailure::Continue => {}
+                    OnFailure::CancelGroup => {
+                        group_cause.set(CancelReason::SiblingFailed, Some(result.call_id.clone()));
+                        group_cancel.cancel();
+                    }
+                    OnFailure::CancelBatch => {
+                        env.batch_cause
+                            .set(CancelReason::SiblingFailed, Some(result.call_id.clone()));
+                        batch_cancel.cancel();
+                    }
+                }
+            }
+            match result.turn.as_ref().map(|t| t.action) {
+                Some(TurnAction::StopTurn) => {
+                    turn_stopped = true;
+                    later_groups.get_or_insert(CancelReason::TurnStopped);
+                }
+                Some(TurnAction::CancelRestOfBatch) => {
+                    later_groups.get_or_insert(CancelReason::Policy);
+                }
+                Some(TurnAction::InjectFeedback) | None => {}
+            }
+            if let Some(slot) = slots.get_mut(index) {
+                *slot = Some(result);
+            }
+        }
+    }
+    RunOutcome {
+        results: slots.into_iter().flatten().collect(),
+        turn_stopped,
+    }
+}
+
+/// The `on_failure` of a failed call: its contract's (modes applied), else the engine's.
+fn on_failure(env: &CallEnv<'_>, result: &CallResult) -> OnFailure {
+    let snapshot = &env.prepared.snapshot;
+    result
+        .canonical_tool
+        .as_ref()
+        .and_then(|name| snapshot.tools.get(name))
+        .map_or(snapshot.engine.on_failure, |tool| {
+            tool.resolved_for(env.modes, &snapshot.engine).on_failure
+        })
+}
