@@ -1083,6 +1083,48 @@ mod tests {
         assert_eq!(at("/rules/1"), (None, (11, 5, 3)));
     }
 
+    /// Regression: at the end of the text the parser counts a line the index does not have.
+    #[test]
+    fn null_key_at_end_of_file_is_positioned_on_the_last_line() {
+        let Err(errors) = parse("? ") else {
+            panic!("expected an error");
+        };
+        let span = errors[0].location.as_ref().unwrap().span;
+        assert_eq!((span.line, span.column), (1, 3));
+    }
+
+    /// Regression: the parser skips byte-order marks, which the index counts as characters.
+    #[test]
+    fn byte_order_marks_inside_the_text_do_not_shift_columns() {
+        // The first mark is dropped by `SourceFile`; the second stays in the text.
+        let source = SourceFile::in_memory("t.yaml", "\u{feff}\u{feff}a: 1\n", Format::Yaml);
+        let (_, spans) = parse_yaml(&source, &ParseLimits::default()).unwrap();
+        let value = spans.get("/a").unwrap().value;
+        assert_eq!(source.line_col(value.offset), (value.line, value.column));
+    }
+
+    /// Lone `\r` line breaks count as lines for YAML but not for the index: spans then come
+    /// from the index, so lines and columns stay consistent with it.
+    #[test]
+    fn lone_carriage_returns_keep_positions_consistent() {
+        let source = SourceFile::in_memory("t.yaml", "a: 1\rb: 2\n", Format::Yaml);
+        if let Ok((_, spans)) = parse_yaml(&source, &ParseLimits::default()) {
+            for (_, node) in spans.iter() {
+                let value = node.value;
+                assert_eq!(source.line_col(value.offset), (value.line, value.column));
+            }
+        }
+    }
+
+    #[test]
+    fn multi_line_plain_scalars_are_cut_at_their_first_line() {
+        let text = "k: plain\n  continued\nz: 1\n";
+        let (value, spans) = parse(text).unwrap();
+        assert_eq!(value["k"], "plain continued");
+        let span = spans.get("/k").unwrap().value;
+        assert_eq!(&text[span.offset..span.end()], "plain");
+    }
+
     #[test]
     fn spans_after_non_ascii_text_are_in_bytes() {
         let text = "ü: \"日本語\"\nkey: value\n";

@@ -212,3 +212,60 @@ impl miette::Diagnostic for Report<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::codes::Code;
+    use crate::load::source::{Format, SourceFile};
+
+    fn sample() -> Vec<Diagnostic> {
+        let source = SourceFile::in_memory("a.yaml", "a: 1\nb: x\n", Format::Yaml);
+        vec![
+            Diagnostic::new(Code::SchemaType, "expected an integer, found a string `x`")
+                .with_location(source.location_at(8, 1))
+                .with_help("write a number"),
+            Diagnostic::new(Code::SemanticRuleShadowed, "no location"),
+        ]
+    }
+
+    #[test]
+    fn plain_output_has_code_position_help_and_summary() {
+        let text = render_human(&sample(), &HumanOptions::default());
+        assert!(!text.contains('\u{1b}'), "{text}");
+        for needle in [
+            "toolgate::schema::type",
+            "expected an integer, found a string `x`",
+            "a.yaml:2:4",
+            "help: write a number",
+            "toolgate::semantic::rule_shadowed",
+            "1 error, 1 warning",
+        ] {
+            assert!(text.contains(needle), "{needle} missing in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn related_places_in_other_files_get_their_own_excerpt() {
+        let first = SourceFile::in_memory("org/tools.yaml", "tools:\n  Bash: {}\n", Format::Yaml);
+        let second =
+            SourceFile::in_memory("project/tools.yaml", "tools:\n  Bash: {}\n", Format::Yaml);
+        let diagnostic =
+            Diagnostic::new(Code::SemanticDuplicateName, "tool `Bash` is defined twice")
+                .with_location(second.location_at(9, 4))
+                .with_related("first defined here", first.location_at(9, 4));
+        let text = render_human(&[diagnostic], &HumanOptions::default());
+        assert!(text.contains("project/tools.yaml:2:3"), "{text}");
+        assert!(text.contains("org/tools.yaml:2:3"), "{text}");
+        assert!(text.contains("first defined here"), "{text}");
+    }
+
+    #[test]
+    fn colour_is_opt_in() {
+        let options = HumanOptions {
+            color: true,
+            ..HumanOptions::default()
+        };
+        assert!(render_human(&sample(), &options).contains('\u{1b}'));
+    }
+}
