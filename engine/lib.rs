@@ -5,6 +5,7 @@
 //! may see) is read from YAML or TOML policy files, checked against JSON Schemas and
 //! hot-reloaded.
 
+pub mod approval;
 pub mod artifact;
 pub mod budget;
 pub mod cli;

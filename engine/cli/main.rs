@@ -1,1 +1,206 @@
-fn main() {}
+//! The `toolgate` binary: parses arguments, calls the library function of the command,
+//! renders its report and maps it to an exit code (0 success, 1 problems found, 2 usage or
+//! I/O error).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use toolgate::cli::{self, Exit, GlobalOptions};
+use toolgate::load::render::{HumanOptions, OutputFormat, render_human, render_json};
+
+/// A declarative policy engine and executor for the tool calls of AI coding agents.
+///
+/// Policies are YAML or TOML files loaded in layers, lowest first: the engine defaults, the
+/// built-in contracts and rules, every `--enforced` root, then every `--policies` root in
+/// the order given. Later layers override earlier ones field by field.
+#[derive(Parser, Debug)]
+#[command(name = "toolgate", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug)]
+struct Global {
+    /// A policy root (directory or file); repeatable, lowest layer first.
+    #[arg(short = 'p', long = "policies", value_name = "PATH", global = true)]
+    policies: Vec<PathBuf>,
+    /// A policy root whose layer is enforced: its deny rules always win and the contract
+    /// fields it lists under `locked` cannot be changed by later layers. Repeatable; enforced
+    /// layers load right after the built-in layer.
+    #[arg(long = "enforced", value_name = "PATH", global = true)]
+    enforced: Vec<PathBuf>,
+    /// Drop the built-in contracts, rules, gates and modes (the engine defaults stay).
+    #[arg(long, global = true)]
+    no_builtin: bool,
+    /// The workspace root: path rules and relative handler directories are taken against
+    /// it (default: the current directory).
+    #[arg(long, value_name = "DIR", global = true)]
+    workspace: Option<PathBuf>,
+    /// Colour in human output.
+    #[arg(long, value_enum, default_value_t = Color::Auto, global = true)]
+    color: Color,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate the policy set: syntax, JSON Schema, and cross-file semantics. Exit 1 when
+    /// any error is found (or any warning, with --deny-warnings).
+    Check {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+        format: CheckFormat,
+        /// Treat warnings (lints) as errors.
+        #[arg(long)]
+        deny_warnings: bool,
+    },
+    /// Show the effective contract of a tool, every value with the file:line:column that set
+    /// it, and the rules that can apply to it.
+    Explain {
+        /// Tool name or alias.
+        tool: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
+        format: ExplainFormat,
+    },
+    /// Print a JSON Schema (`policy`, `batch`, `policy-test`); without NAME, list them.
+    Schema {
+        /// Schema name.
+        name: Option<String>,
+    },
+    /// Write a commented starter policy set (and the schemas for editors) into DIR.
+    Init {
+        /// Target folder.
+        #[arg(default_value = ".toolgate")]
+        dir: PathBuf,
+        /// Overwrite existing files.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum CheckFormat {
+    Human,
+    Json,
+    Github,
+    Sarif,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ExplainFormat {
+    Human,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let color = match cli.global.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let global = GlobalOptions {
+        policies: cli.global.policies,
+        enforced: cli.global.enforced,
+        no_builtin: cli.global.no_builtin,
+        workspace: cli.global.workspace,
+    };
+    let exit = match cli.command {
+        Command::Check { format, deny_warnings } => {
+            let report = cli::check::check(&global, deny_warnings);
+            let format = match format {
+                CheckFormat::Human => OutputFormat::Human,
+                CheckFormat::Json => OutputFormat::Json,
+                CheckFormat::Github => OutputFormat::Github,
+                CheckFormat::Sarif => OutputFormat::Sarif,
+            };
+            print(&report.render(format, color));
+            report.exit()
+        }
+        Command::Explain { tool, format } => match cli::explain::explain(&global, &tool) {
+            Ok(report) => {
+                match format {
+                    ExplainFormat::Human => print(&report.render_human()),
+                    ExplainFormat::Json => print_json(&report),
+                }
+                Exit::Success
+            }
+            Err(error) => {
+                let diagnostics = error.diagnostics();
+                match format {
+                    ExplainFormat::Human => {
+                        eprint(&render_human(&diagnostics, &HumanOptions { color, ..HumanOptions::default() }))
+                    }
+                    ExplainFormat::Json => print(&render_json(&diagnostics)),
+                }
+                match error {
+                    cli::explain::ExplainError::Invalid(_) => Exit::Problems,
+                    cli::explain::ExplainError::UnknownTool { .. } => Exit::Usage,
+                }
+            }
+        },
+        Command::Schema { name } => match name {
+            None => {
+                print(&cli::schema::list());
+                Exit::Success
+            }
+            Some(name) => match cli::schema::schema(&name) {
+                Some(text) => {
+                    print(&text);
+                    Exit::Success
+                }
+                None => {
+                    eprint(&format!("error: no schema named `{name}`\n\n{}", cli::schema::list()));
+                    Exit::Usage
+                }
+            },
+        },
+        Command::Init { dir, force } => match cli::init::init(&dir, force) {
+            Ok(report) => {
+                for path in &report.written {
+                    print(&format!("wrote {}\n", path.display()));
+                }
+                print(&format!(
+                    "\nnext: toolgate -p {0}/policies check && toolgate -p {0}/policies test {0}/tests\n",
+                    dir.display()
+                ));
+                Exit::Success
+            }
+            Err(error) => {
+                eprint(&format!("error: {error}\n"));
+                Exit::Usage
+            }
+        },
+    };
+    ExitCode::from(exit.code() as u8)
+}
+
+fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`toolgate check | head`) is not an error worth a panic.
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+fn eprint(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+fn print_json<T: serde::Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => print(&(text + "\n")),
+        Err(error) => eprint(&format!("error: cannot serialise the report: {error}\n")),
+    }
+}

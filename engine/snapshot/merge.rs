@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::provenance::{FileId, Origin, Provenance, child};
+use super::provenance::{FileId, Origin, Provenance};
+use crate::load::spans::join_pointer as child;
 
 /// Sections of a file that are maps keyed by name.
 const MAP_SECTIONS: [&str; 3] = ["tools", "gates", "modes"];

@@ -87,25 +87,6 @@ impl Provenance {
     }
 }
 
-/// Escapes one JSON pointer reference token (RFC 6901).
-pub fn escape_token(token: &str) -> std::borrow::Cow<'_, str> {
-    if token.contains(['~', '/']) {
-        token.replace('~', "~0").replace('/', "~1").into()
-    } else {
-        token.into()
-    }
-}
-
-/// Appends a reference token to a pointer.
-pub fn child(pointer: &str, token: &str) -> String {
-    let token = escape_token(token);
-    let mut out = String::with_capacity(pointer.len() + 1 + token.len());
-    out.push_str(pointer);
-    out.push('/');
-    out.push_str(&token);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,14 +120,5 @@ mod tests {
         assert_eq!(at, "/tools/Bash/input_schema");
         assert_eq!(found.file, FileId(3));
         assert!(p.nearest("/engine").is_none());
-    }
-
-    #[test]
-    fn pointer_tokens_are_escaped() {
-        assert_eq!(
-            child("/rules/0/match", "/options/path"),
-            "/rules/0/match/~1options~1path"
-        );
-        assert_eq!(child("", "a~b"), "/a~0b");
     }
 }

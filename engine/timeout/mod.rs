@@ -1,1 +1,47 @@
-//! Timeout resolution, the pausable deadline and admission gates.
+//! Timeouts, the pausable deadline and admission gates (SPEC §5).
+//!
+//! Place in the flow: after permission is granted the pipeline [`resolve`]s the call's
+//! timeout from its contract and input (a pure function), starts a [`Deadline`] with the
+//! resolved total, and hands it to the handler through the call context. Before the handler
+//! starts (contract `admission.gate`) and whenever a handler asks mid-call, [`Gates::acquire`]
+//! waits for a permit with the deadline paused, so time queued at a gate never counts against
+//! the call's timeout.
+//!
+//! ```
+//! use toolgate::model::{Duration, GateName};
+//! use toolgate::timeout::{resolve, Deadline, Gates, TimeoutParams};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let params = TimeoutParams {
+//!     default: Some(Duration::from_millis(120_000)),
+//!     max: Some(Duration::from_millis(600_000)),
+//!     override_field: Some("timeout".into()),
+//!     cleanup_grace: Duration::from_millis(6_000),
+//!     ..TimeoutParams::default()
+//! };
+//! let resolved = resolve(&params, &serde_json::json!({ "timeout": 900_000 }))?
+//!     .expect("a timeout applies");
+//! assert_eq!(resolved.total.as_millis(), 606_000); // capped at max, plus grace
+//!
+//! let gates = Gates::new([(GateName::from("api"), 2)])?;
+//! let deadline = Deadline::new(Some(resolved.total));
+//! let permit = gates
+//!     .acquire(&GateName::from("api"), &deadline, &CancellationToken::new())
+//!     .await?;
+//! assert!(permit.queued().is_zero());
+//! # Ok(())
+//! # }
+//! ```
+
+mod deadline;
+mod gate;
+mod resolve;
+
+pub use deadline::{Deadline, PauseGuard};
+pub use gate::{GateConfigError, GateError, GatePermit, Gates};
+pub use resolve::{
+    MAX_OVERRIDE_MS, OverrideError, OverrideProblem, ResolvedTimeout, TimeoutParams, TimeoutSource,
+    resolve,
+};

@@ -1,0 +1,201 @@
+//! Every text the budget code shows the model, as data: the empty-output placeholder, the
+//! truncation notice, the artifact envelope, the finalizer's cut header and markers, and the
+//! artifact stubs.
+//!
+//! The defaults are the SPEC's texts ([`Templates::spec_defaults`]); policy data may replace
+//! any of them. Placeholders are written `{name}` and substituted in one pass by [`render`],
+//! so a value that itself contains `{path}` is never expanded again.
+
+use serde::{Deserialize, Serialize};
+
+use crate::artifact::Stub;
+use crate::model::engine_config::Messages;
+
+/// The model-facing texts of the producer stage, the finalizer and the artifact stubs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Templates {
+    /// Replaces an empty output. Placeholder: `{tool}`.
+    pub empty_output: String,
+    /// The one line added to a truncated output. Placeholders: `{original}`, `{limit}`,
+    /// `{unit}`.
+    pub truncation_notice: String,
+    /// The notice line when an artifact write failed for a reason that has a stub (invalid
+    /// call id, file too large). Placeholders: `{notice}` (the rendered truncation notice),
+    /// `{stub}`.
+    pub truncation_notice_with_stub: String,
+    /// What the model gets instead of an output written to an artifact. Placeholders:
+    /// `{original}`, `{unit}`, `{path}`, `{preview_label}`, `{preview_size}` (units kept in
+    /// the preview), `{preview}` (the preview with [`Self::preview_omitted`] lines where text
+    /// was left out), `{more}` (`\n` + [`Self::preview_omitted`] after a head preview that is
+    /// shorter than the output, else empty).
+    pub envelope: String,
+    /// `{preview_label}` for `keep: head`. Placeholders: `{size}`, `{unit}`.
+    pub preview_label_head: String,
+    /// `{preview_label}` for `keep: tail`. Placeholders: `{size}`, `{unit}`.
+    pub preview_label_tail: String,
+    /// `{preview_label}` for `keep: both`. Placeholders: `{head}`, `{tail}`, `{unit}`.
+    pub preview_label_both: String,
+    /// The line standing for the part of an output a preview leaves out.
+    pub preview_omitted: String,
+    /// Stub for an artifact that could not be written because the call id cannot name a
+    /// file.
+    pub invalid_call_id: String,
+    /// Stub for an artifact that was not written because it is over the per-file limit.
+    pub file_too_large: String,
+    /// Starts the text of a slot the finalizer cut.
+    pub cut_header: String,
+    /// Follows [`Self::cut_header`] when one artifact holds the full output. Placeholder:
+    /// `{path}`.
+    pub cut_one_artifact: String,
+    /// Follows [`Self::cut_header`] when several artifacts hold the full output.
+    pub cut_many_artifacts: String,
+    /// One per artifact after [`Self::cut_many_artifacts`]. Placeholder: `{path}`.
+    pub cut_artifact_item: String,
+    /// Ends the cut header. Placeholder: `{sha256}` (hex digest of the slot's full text).
+    pub cut_digest: String,
+    /// Between the cut header and the preview.
+    pub cut_separator: String,
+    /// Between the head and the tail of a cut slot's preview.
+    pub cut_marker: String,
+}
+
+impl Templates {
+    /// The texts SPEC §8 defines (the envelope is the seed's layout).
+    pub fn spec_defaults() -> Self {
+        Self {
+            empty_output: "({tool} completed with no output)".into(),
+            truncation_notice:
+                "[Tool output truncated by resultBudget: {original} → {limit} {unit}]".into(),
+            truncation_notice_with_stub: "{notice} {stub}".into(),
+            envelope: "<persisted-output>\nOutput too large ({original} {unit}). Full output saved to: {path}\n\nPreview ({preview_label}):\n{preview}{more}\n</persisted-output>".into(),
+            preview_label_head: "first {size} {unit}".into(),
+            preview_label_tail: "last {size} {unit}".into(),
+            preview_label_both: "first {head} and last {tail} {unit}".into(),
+            preview_omitted: "...".into(),
+            invalid_call_id: "(invalid call id)".into(),
+            file_too_large: "(file too large to persist)".into(),
+            cut_header: "Tool output truncated.".into(),
+            cut_one_artifact: " Persisted tool-output artifact: {path}".into(),
+            cut_many_artifacts: " Persisted tool-output artifacts:".into(),
+            cut_artifact_item: "\n- {path}".into(),
+            cut_digest: "\nFull output sha256: {sha256}".into(),
+            cut_separator: "\n\n".into(),
+            cut_marker: "\n...\n".into(),
+        }
+    }
+}
+
+impl Templates {
+    /// The SPEC defaults with the budget templates `engine.messages` sets laid over them
+    /// (`empty_output`, `truncation_notice`, `artifact_envelope`, `invalid_call_id`,
+    /// `file_too_large`).
+    pub fn from_messages(messages: &Messages) -> Self {
+        let mut templates = Self::spec_defaults();
+        let overlays = [
+            (&mut templates.empty_output, &messages.empty_output),
+            (
+                &mut templates.truncation_notice,
+                &messages.truncation_notice,
+            ),
+            (&mut templates.envelope, &messages.artifact_envelope),
+            (&mut templates.invalid_call_id, &messages.invalid_call_id),
+            (&mut templates.file_too_large, &messages.file_too_large),
+        ];
+        for (field, message) in overlays {
+            if let Some(text) = message {
+                field.clone_from(text);
+            }
+        }
+        templates
+    }
+
+    /// The text of an artifact stub.
+    pub fn stub(&self, stub: Stub) -> &str {
+        match stub {
+            Stub::InvalidCallId => &self.invalid_call_id,
+            Stub::FileTooLarge => &self.file_too_large,
+        }
+    }
+}
+
+impl Default for Templates {
+    fn default() -> Self {
+        Self::spec_defaults()
+    }
+}
+
+/// Substitutes `{name}` placeholders in one pass (a substituted value is never expanded
+/// again); `{{` and `}}` stand for literal braces, and unknown placeholders stay as written.
+/// The same syntax as the engine's message templates.
+pub fn render(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len() + 64);
+    let mut rest = template;
+    while let Some(at) = rest.find(['{', '}']) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+            continue;
+        }
+        if tail.starts_with('{')
+            && let Some(close) = tail.find('}')
+            && let Some((_, value)) = values.iter().find(|(key, _)| *key == &tail[1..close])
+        {
+            out.push_str(value);
+            rest = &tail[close + 1..];
+            continue;
+        }
+        out.push_str(&tail[..1]);
+        rest = &tail[1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_substitutes_known_placeholders_once() {
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+        let table: [Case; 7] = [
+            (
+                "({tool} completed)",
+                &[("tool", "Bash")],
+                "(Bash completed)",
+            ),
+            ("{a}{b}", &[("a", "{b}"), ("b", "x")], "{b}x"),
+            ("{unknown} {a}", &[("a", "1")], "{unknown} 1"),
+            ("{ {a} }", &[("a", "1")], "{ 1 }"),
+            ("no placeholders {", &[], "no placeholders {"),
+            ("{{a}} {a}", &[("a", "1")], "{a} 1"),
+            ("}{", &[], "}{"),
+        ];
+        for (template, values, want) in table {
+            assert_eq!(render(template, values), want, "{template}");
+        }
+    }
+
+    #[test]
+    fn messages_override_their_templates_only() {
+        let messages = Messages {
+            empty_output: Some("{tool}: nothing".into()),
+            ..Messages::default()
+        };
+        let templates = Templates::from_messages(&messages);
+        assert_eq!(templates.empty_output, "{tool}: nothing");
+        assert_eq!(
+            templates.truncation_notice,
+            Templates::spec_defaults().truncation_notice
+        );
+    }
+
+    #[test]
+    fn defaults_deserialize_from_an_empty_map() {
+        let parsed: Templates = serde_json::from_str("{}").unwrap();
+        assert_eq!(parsed, Templates::spec_defaults());
+    }
+}

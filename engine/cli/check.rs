@@ -1,0 +1,73 @@
+//! `toolgate check`: validate the policy set and report every problem.
+
+use crate::load::render::{HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif};
+use crate::load::{Diagnostic, Severity};
+use crate::snapshot::load;
+
+use super::{Exit, GlobalOptions, is_io_problem};
+
+/// The result of a check.
+#[derive(Clone, Debug)]
+pub struct CheckReport {
+    /// Every diagnostic, in file and position order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Number of files loaded (0 when loading stopped early).
+    pub files: usize,
+    /// Number of tools in the set, when it loaded.
+    pub tools: usize,
+    /// Number of rules in the set, when it loaded.
+    pub rules: usize,
+}
+
+impl CheckReport {
+    /// The exit status: 2 when a root does not exist, 1 on errors (or warnings with
+    /// `deny_warnings`), else 0.
+    pub fn exit(&self) -> Exit {
+        if is_io_problem(&self.diagnostics) {
+            Exit::Usage
+        } else if self.diagnostics.iter().any(Diagnostic::is_error) {
+            Exit::Problems
+        } else {
+            Exit::Success
+        }
+    }
+
+    /// Renders the report in a format.
+    pub fn render(&self, format: OutputFormat, color: bool) -> String {
+        match format {
+            OutputFormat::Human => {
+                let mut out = if self.diagnostics.is_empty() {
+                    String::new()
+                } else {
+                    render_human(&self.diagnostics, &HumanOptions { color, ..HumanOptions::default() })
+                };
+                if !self.diagnostics.iter().any(Diagnostic::is_error) {
+                    out.push_str(&format!(
+                        "policy set OK: {} files, {} tools, {} rules\n",
+                        self.files, self.tools, self.rules
+                    ));
+                }
+                out
+            }
+            OutputFormat::Json => render_json(&self.diagnostics),
+            OutputFormat::Github => render_github(&self.diagnostics),
+            OutputFormat::Sarif => render_sarif(&self.diagnostics),
+        }
+    }
+}
+
+/// Loads and checks the policy set. With `deny_warnings`, warnings count as errors.
+pub fn check(global: &GlobalOptions, deny_warnings: bool) -> CheckReport {
+    let outcome = load(&global.load_options(), 1);
+    let mut diagnostics = outcome.diagnostics;
+    if deny_warnings {
+        for diagnostic in &mut diagnostics {
+            diagnostic.severity = Severity::Error;
+        }
+    }
+    let (files, tools, rules) = outcome
+        .snapshot
+        .as_ref()
+        .map_or((0, 0, 0), |s| (s.sources.files.len(), s.tools.len(), s.rules.rules().len()));
+    CheckReport { diagnostics, files, tools, rules }
+}

@@ -1,0 +1,280 @@
+//! Native handlers: Rust functions registered by the embedding program (`handler.kind:
+//! native`), and the isolation every handler runs under.
+//!
+//! The engine enforces everything around a native handler (validation, permission, timeout,
+//! budgets); the handler only computes. [`run_isolated`] runs a handler future on its own
+//! tokio task, so a panic inside it becomes [`HandlerError::Panicked`] for that one call
+//! instead of unwinding into the engine, and dropping the call aborts the task.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use indexmap::IndexMap;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use super::{CallContext, HandlerError, HandlerOutput};
+use crate::model::ToolName;
+
+/// The future a native handler returns.
+pub type HandlerFuture = BoxFuture<'static, Result<HandlerOutput, HandlerError>>;
+
+/// A handler implemented in Rust by the embedding program.
+///
+/// Implemented for every `Fn(Value, CallContext) -> impl Future<Output = Result<…>>` closure:
+///
+/// ```
+/// use toolgate::handler::{CallContext, HandlerOutput, NativeRegistry};
+///
+/// let mut registry = NativeRegistry::new();
+/// registry
+///     .register("Echo", |input: serde_json::Value, _ctx: CallContext| async move {
+///         Ok(HandlerOutput::json(input))
+///     })
+///     .unwrap();
+/// assert!(registry.contains("Echo"));
+/// ```
+pub trait NativeHandler: Send + Sync + 'static {
+    /// Runs one call with its validated input. Watch `ctx.cancel` in long work.
+    fn call(&self, input: Value, ctx: CallContext) -> HandlerFuture;
+}
+
+impl<F, Fut> NativeHandler for F
+where
+    F: Fn(Value, CallContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<HandlerOutput, HandlerError>> + Send + 'static,
+{
+    fn call(&self, input: Value, ctx: CallContext) -> HandlerFuture {
+        Box::pin(self(input, ctx))
+    }
+}
+
+/// The native handlers an embedding program registered, by name.
+#[derive(Clone, Default)]
+pub struct NativeRegistry {
+    handlers: IndexMap<ToolName, Arc<dyn NativeHandler>>,
+}
+
+/// A registration that was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NativeRegistryError {
+    /// The name is taken; use [`NativeRegistry::replace`] to swap a handler on purpose.
+    #[error("a native handler named `{0}` is already registered")]
+    Duplicate(ToolName),
+}
+
+impl NativeRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `handler` under `name`; a name can be registered once.
+    pub fn register(
+        &mut self,
+        name: impl Into<ToolName>,
+        handler: impl NativeHandler,
+    ) -> Result<(), NativeRegistryError> {
+        self.register_arc(name, Arc::new(handler))
+    }
+
+    /// Registers a shared handler under `name`; a name can be registered once.
+    pub fn register_arc(
+        &mut self,
+        name: impl Into<ToolName>,
+        handler: Arc<dyn NativeHandler>,
+    ) -> Result<(), NativeRegistryError> {
+        let name = name.into();
+        if self.handlers.contains_key(&name) {
+            return Err(NativeRegistryError::Duplicate(name));
+        }
+        self.handlers.insert(name, handler);
+        Ok(())
+    }
+
+    /// Registers `handler` under `name`, returning the handler it replaces.
+    pub fn replace(
+        &mut self,
+        name: impl Into<ToolName>,
+        handler: impl NativeHandler,
+    ) -> Option<Arc<dyn NativeHandler>> {
+        self.handlers.insert(name.into(), Arc::new(handler))
+    }
+
+    /// The handler registered under `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn NativeHandler>> {
+        self.handlers.get(name).cloned()
+    }
+
+    /// Whether a handler is registered under `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.handlers.contains_key(name)
+    }
+
+    /// The registered names, in registration order.
+    pub fn names(&self) -> impl Iterator<Item = &ToolName> {
+        self.handlers.keys()
+    }
+
+    /// How many handlers are registered.
+    pub fn len(&self) -> usize {
+        self.handlers.len()
+    }
+
+    /// Whether no handler is registered.
+    pub fn is_empty(&self) -> bool {
+        self.handlers.is_empty()
+    }
+}
+
+impl fmt::Debug for NativeRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.handlers.keys()).finish()
+    }
+}
+
+/// Runs a native handler isolated on its own task (see [`run_isolated`]); a panic while
+/// building the future is contained too.
+pub fn call_native(
+    handler: Arc<dyn NativeHandler>,
+    input: Value,
+    ctx: CallContext,
+) -> impl Future<Output = Result<HandlerOutput, HandlerError>> + Send + 'static {
+    run_isolated(async move { handler.call(input, ctx).await })
+}
+
+/// Runs a handler future on its own tokio task: a panic becomes [`HandlerError::Panicked`]
+/// with the panic message, and dropping the returned future aborts the task.
+pub async fn run_isolated<F>(future: F) -> Result<HandlerOutput, HandlerError>
+where
+    F: Future<Output = Result<HandlerOutput, HandlerError>> + Send + 'static,
+{
+    let mut task = AbortOnDrop(tokio::spawn(future));
+    match (&mut task.0).await {
+        Ok(result) => result,
+        Err(error) => match error.try_into_panic() {
+            Ok(payload) => Err(HandlerError::Panicked(panic_message(payload.as_ref()))),
+            // The task was aborted from outside: only the runtime shutting down does that.
+            Err(_) => Err(HandlerError::Cancelled),
+        },
+    }
+}
+
+/// Aborts the task when the awaiting future is dropped (a call abandoned mid-flight).
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic with a non-text payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use serde_json::json;
+
+    use super::*;
+
+    struct Upper;
+
+    impl NativeHandler for Upper {
+        fn call(&self, input: Value, _ctx: CallContext) -> HandlerFuture {
+            Box::pin(async move {
+                let text = input["text"].as_str().unwrap_or_default().to_uppercase();
+                Ok(HandlerOutput::text(text))
+            })
+        }
+    }
+
+    fn ctx() -> CallContext {
+        CallContext::new("c1", "Tool")
+    }
+
+    #[tokio::test]
+    async fn closures_and_structs_are_handlers() {
+        let mut registry = NativeRegistry::new();
+        registry
+            .register("Echo", |input: Value, _ctx: CallContext| async move {
+                Ok(HandlerOutput::json(input))
+            })
+            .unwrap();
+        registry.register("Upper", Upper).unwrap();
+        assert_eq!(
+            registry.register("Upper", Upper),
+            Err(NativeRegistryError::Duplicate("Upper".into()))
+        );
+        let names: Vec<_> = registry.names().map(ToolName::as_str).collect();
+        assert_eq!(names, ["Echo", "Upper"]);
+
+        let echo = registry.get("Echo").unwrap();
+        let out = call_native(echo, json!({"a": 1}), ctx()).await.unwrap();
+        assert_eq!(out, HandlerOutput::json(json!({"a": 1})));
+        let upper = registry.get("Upper").unwrap();
+        let out = call_native(upper, json!({"text": "hi"}), ctx())
+            .await
+            .unwrap();
+        assert_eq!(out.as_text(), Some("HI"));
+    }
+
+    #[tokio::test]
+    async fn a_panic_becomes_a_panicked_error() {
+        let handler: Arc<dyn NativeHandler> =
+            Arc::new(|_input: Value, _ctx: CallContext| async move {
+                let items: Vec<u8> = Vec::new();
+                if items.is_empty() {
+                    panic!("index out of range in tool");
+                }
+                Ok(HandlerOutput::text("unreachable"))
+            });
+        let err = call_native(handler, json!({}), ctx()).await.unwrap_err();
+        match err {
+            HandlerError::Panicked(message) => assert_eq!(message, "index out of range in tool"),
+            other => panic!("expected Panicked, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panic_while_building_the_future_is_contained() {
+        fn eager(
+            _input: Value,
+            _ctx: CallContext,
+        ) -> std::future::Ready<Result<HandlerOutput, HandlerError>> {
+            let code = 7;
+            panic!("eager panic {code}");
+        }
+        let err = call_native(Arc::new(eager), json!({}), ctx())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, HandlerError::Panicked(m) if m == "eager panic 7"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_call_aborts_the_handler_task() {
+        let finished = Arc::new(AtomicBool::new(false));
+        let flag = finished.clone();
+        let call = run_isolated(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            flag.store(true, Ordering::SeqCst);
+            Ok(HandlerOutput::text("late"))
+        });
+        let outcome = tokio::time::timeout(std::time::Duration::from_millis(1), call).await;
+        assert!(outcome.is_err());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(!finished.load(Ordering::SeqCst));
+    }
+}

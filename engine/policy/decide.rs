@@ -1,0 +1,286 @@
+//! Combining the rules' decision with the PreToolUse hooks' and the contract's `always_ask`
+//! (SPEC §7.2) into the permission of one call, with every reason that produced it.
+//!
+//! Order: the rules decide (enforced denies first, then priority, then strictness; no match →
+//! the contract default). Then the hooks: a hook deny always wins; a hook ask turns allow
+//! into ask; a hook allow turns ask into allow. Last, `always_ask` turns any allow into ask,
+//! so only an explicit approval runs such a call.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::rules::RuleDecision;
+use crate::model::Decision;
+
+/// What a PreToolUse hook said about permission.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookVote {
+    /// The hook's name.
+    pub hook: Arc<str>,
+    /// Its decision.
+    pub decision: Decision,
+    /// Its reason, if it gave one.
+    pub reason: Option<String>,
+}
+
+/// One reason behind a permission.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum Reason {
+    /// A rule matched.
+    Rule {
+        /// Its name.
+        name: String,
+        /// Its decision.
+        decision: Decision,
+        /// Its priority.
+        priority: i32,
+        /// Whether an enforced layer defines it.
+        enforced: bool,
+        /// Its reason.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Where it is defined.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        location: Option<String>,
+        /// What its matchers found.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// No rule matched; the contract's default applied.
+    Default {
+        /// The default.
+        decision: Decision,
+    },
+    /// A hook voted.
+    Hook {
+        /// Its name.
+        name: String,
+        /// Its decision.
+        decision: Decision,
+        /// Its reason.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The contract says `always_ask`.
+    AlwaysAsk,
+}
+
+impl Reason {
+    /// A short label: `rule:<name>`, `default`, `hook:<name>`, `always_ask`.
+    pub fn label(&self) -> String {
+        match self {
+            Reason::Rule { name, .. } => format!("rule:{name}"),
+            Reason::Default { .. } => "default".to_owned(),
+            Reason::Hook { name, .. } => format!("hook:{name}"),
+            Reason::AlwaysAsk => "always_ask".to_owned(),
+        }
+    }
+}
+
+/// The permission of one call, with its reasons (the ones that decided first).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Permission {
+    /// allow, ask or deny.
+    pub decision: Decision,
+    /// Why, in the order they applied.
+    pub reasons: Vec<Reason>,
+}
+
+impl Permission {
+    /// The reason the model is told when this permission denies: the deciding hook's or
+    /// rule's reason, if one was given.
+    pub fn denial_reason(&self) -> Option<&str> {
+        self.reasons.iter().find_map(|reason| match reason {
+            Reason::Hook {
+                decision: Decision::Deny,
+                reason,
+                ..
+            } => reason.as_deref(),
+            Reason::Rule {
+                decision: Decision::Deny,
+                reason,
+                ..
+            } => reason.as_deref(),
+            Reason::Rule { .. }
+            | Reason::Hook { .. }
+            | Reason::Default { .. }
+            | Reason::AlwaysAsk => None,
+        })
+    }
+
+    /// What produced a denial: the denying hook, else the denying rule, else the default.
+    pub fn denial_source(&self) -> Option<&Reason> {
+        self.reasons
+            .iter()
+            .find(|r| {
+                matches!(
+                    r,
+                    Reason::Hook {
+                        decision: Decision::Deny,
+                        ..
+                    }
+                )
+            })
+            .or_else(|| {
+                self.reasons.iter().find(|r| {
+                    matches!(
+                        r,
+                        Reason::Rule {
+                            decision: Decision::Deny,
+                            ..
+                        }
+                    )
+                })
+            })
+            .or_else(|| {
+                self.reasons.iter().find(|r| {
+                    matches!(
+                        r,
+                        Reason::Default {
+                            decision: Decision::Deny
+                        }
+                    )
+                })
+            })
+    }
+}
+
+/// Combines the rules' decision, the hooks' votes and `always_ask`.
+pub fn combine(rules: &RuleDecision, hooks: &[HookVote], always_ask: bool) -> Permission {
+    let mut reasons: Vec<Reason> = if rules.rules.is_empty() {
+        vec![Reason::Default {
+            decision: rules.decision,
+        }]
+    } else {
+        rules
+            .rules
+            .iter()
+            .map(|rule| Reason::Rule {
+                name: rule.name.to_string(),
+                decision: rule.decision,
+                priority: rule.priority,
+                enforced: rule.enforced,
+                reason: rule.reason.clone(),
+                location: rule.location.as_deref().map(str::to_owned),
+                detail: rule.detail.clone(),
+            })
+            .collect()
+    };
+    let mut decision = rules.decision;
+    let hook_reason = |vote: &HookVote| Reason::Hook {
+        name: vote.hook.to_string(),
+        decision: vote.decision,
+        reason: vote.reason.clone(),
+    };
+    if let Some(deny) = hooks.iter().find(|vote| vote.decision == Decision::Deny) {
+        decision = Decision::Deny;
+        reasons.insert(0, hook_reason(deny));
+    } else {
+        if decision == Decision::Allow
+            && let Some(ask) = hooks.iter().find(|vote| vote.decision == Decision::Ask)
+        {
+            decision = Decision::Ask;
+            reasons.insert(0, hook_reason(ask));
+        }
+        if decision == Decision::Ask
+            && let Some(allow) = hooks.iter().find(|vote| vote.decision == Decision::Allow)
+            && !hooks.iter().any(|vote| vote.decision == Decision::Ask)
+        {
+            decision = Decision::Allow;
+            reasons.insert(0, hook_reason(allow));
+        }
+    }
+    if always_ask && decision == Decision::Allow {
+        decision = Decision::Ask;
+        reasons.insert(0, Reason::AlwaysAsk);
+    }
+    Permission { decision, reasons }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RuleName;
+    use crate::policy::rules::MatchedRule;
+
+    fn rules(decision: Decision) -> RuleDecision {
+        RuleDecision {
+            decision,
+            rules: vec![MatchedRule {
+                name: RuleName::new("r"),
+                decision,
+                priority: 0,
+                enforced: false,
+                reason: Some("because".into()),
+                location: None,
+                detail: None,
+            }],
+        }
+    }
+
+    fn vote(decision: Decision) -> HookVote {
+        HookVote {
+            hook: Arc::from("h"),
+            decision,
+            reason: Some(format!("hook says {decision}")),
+        }
+    }
+
+    #[test]
+    fn table() {
+        use Decision::{Allow as A, Ask as Q, Deny as D};
+        // (rules, hook votes, always_ask) → decision
+        let cases: &[(Decision, &[Decision], bool, Decision)] = &[
+            (A, &[], false, A),
+            (A, &[], true, Q),
+            (Q, &[], false, Q),
+            (D, &[], false, D),
+            (A, &[D], false, D),
+            (A, &[Q], false, Q),
+            (Q, &[A], false, A),
+            (Q, &[A], true, Q),
+            (D, &[A], false, D),
+            (A, &[A], true, Q),
+            (Q, &[A, Q], false, Q),
+            (A, &[A, D], false, D),
+        ];
+        for (rule, hooks, always_ask, expected) in cases {
+            let votes: Vec<_> = hooks.iter().map(|d| vote(*d)).collect();
+            let got = combine(&rules(*rule), &votes, *always_ask);
+            assert_eq!(
+                got.decision, *expected,
+                "rules {rule}, hooks {hooks:?}, always_ask {always_ask}"
+            );
+        }
+    }
+
+    #[test]
+    fn hook_allow_cannot_undo_always_ask() {
+        // The ask from always_ask is applied after the hooks, so a hook allow cannot skip it.
+        let got = combine(&rules(Decision::Allow), &[vote(Decision::Allow)], true);
+        assert_eq!(got.decision, Decision::Ask);
+        assert_eq!(got.reasons[0], Reason::AlwaysAsk);
+    }
+
+    #[test]
+    fn denial_reason_prefers_the_hook_then_the_rule() {
+        let got = combine(&rules(Decision::Deny), &[], false);
+        assert_eq!(got.denial_reason(), Some("because"));
+        let got = combine(&rules(Decision::Allow), &[vote(Decision::Deny)], false);
+        assert_eq!(got.denial_reason(), Some("hook says deny"));
+        let default = RuleDecision {
+            decision: Decision::Deny,
+            rules: vec![],
+        };
+        let got = combine(&default, &[], false);
+        assert_eq!(got.denial_reason(), None);
+        assert_eq!(
+            got.denial_source(),
+            Some(&Reason::Default {
+                decision: Decision::Deny
+            })
+        );
+    }
+}

@@ -1,0 +1,1134 @@
+//! Argument matchers of permission rules, compiled once and evaluated without parsing.
+//!
+//! A rule's `match` maps a selector — a top-level field name (`command`) or a JSON pointer
+//! (`/options/path`, starting with `/`) — to one [`ArgMatcherSpec`]. [`CompiledArgMatchers`]
+//! holds the compiled form: every glob, regex, path glob and shell pattern is compiled by
+//! [`CompiledArgMatchers::compile`], which reports every bad pattern at once
+//! ([`PatternError`], with the byte offset inside the pattern where it can be told).
+//! [`CompiledArgMatchers::matches`] then evaluates an input against them and returns a
+//! [`MatchOutcome`]: whether it holds, and for each selector what matched or failed, for
+//! `explain` and denial reasons.
+//!
+//! # Semantics
+//! - All selectors must hold; within one spec all given matcher kinds must hold; within a
+//!   kind any pattern may match. A spec with no matcher kinds holds vacuously.
+//! - A selector reads the parsed input only, never its serialised text: an allowed string in
+//!   another field cannot satisfy a matcher on `command`.
+//! - `glob`: a [`globset`] glob over the whole string, with `*` crossing `/` (the value is
+//!   not assumed to be a path; use `path` for paths). Case-sensitive.
+//! - `regex`: the [`regex`] crate's syntax, **unanchored** (it holds if the regex matches
+//!   anywhere in the string, like `grep`); anchor with `^…$` to match the whole value.
+//! - `equals`: JSON equality, with numbers compared by value (`1` equals `1.0`) and objects
+//!   regardless of key order.
+//! - `exists`: `true` holds when the selector resolves (a `null` value is present), `false`
+//!   when it does not.
+//! - `path`: see [`super::path`]. `shell`: see [`super::pattern`].
+//! - `glob`, `regex`, `path` and `shell` apply to strings. For an array value,
+//!   [`MatchMode::Any`] holds if some string element matches and [`MatchMode::All`] only if
+//!   every element is a string that matches; an empty array never matches. Other types
+//!   (and a missing selector) never match these kinds.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use globset::GlobSet;
+use indexmap::IndexMap;
+use regex::RegexSet;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use super::path::{NormalisedPath, PathMatcher, build_glob_set, lexical};
+use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
+use super::shell::{Script, ShellParseError, parse_script};
+
+/// How a rule's matchers combine with what the input holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MatchMode {
+    /// For allow rules: every simple command of a shell line, and every element of an array,
+    /// must match; anything that cannot be analysed does not match.
+    All,
+    /// For deny and ask rules: one matching command or element suffices; anything that
+    /// cannot be analysed matches (fail closed).
+    Any,
+}
+
+/// Whether path comparison ignores case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathCase {
+    /// `.ENV` and `.env` are different files.
+    Sensitive,
+    /// `.ENV` and `.env` are the same file (default file systems of macOS and Windows).
+    Insensitive,
+}
+
+impl PathCase {
+    /// The usual behaviour of the platform this was built for.
+    pub fn native() -> Self {
+        if cfg!(any(target_os = "macos", target_os = "windows")) {
+            Self::Insensitive
+        } else {
+            Self::Sensitive
+        }
+    }
+}
+
+/// What matching needs to know about the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchContext {
+    // INVARIANT: lexically normalised (no `.`, `..` after the first component, no trailing
+    // or doubled slash).
+    workspace_root: String,
+    path_case: PathCase,
+}
+
+impl MatchContext {
+    /// A context for a workspace root, which should be absolute (a relative root is used as
+    /// given, and then so are the "absolute" forms of paths). Path case follows
+    /// [`PathCase::native`].
+    pub fn new(workspace_root: impl AsRef<Path>) -> Self {
+        let root = workspace_root.as_ref().to_string_lossy();
+        let mut normalised = lexical(&root);
+        if normalised.is_empty() {
+            normalised.push('.');
+        }
+        Self {
+            workspace_root: normalised,
+            path_case: PathCase::native(),
+        }
+    }
+
+    /// The same context with another path-case behaviour.
+    #[must_use]
+    pub fn with_path_case(mut self, path_case: PathCase) -> Self {
+        self.path_case = path_case;
+        self
+    }
+
+    /// The normalised workspace root.
+    pub fn workspace_root(&self) -> &str {
+        &self.workspace_root
+    }
+
+    /// How paths compare.
+    pub fn path_case(&self) -> PathCase {
+        self.path_case
+    }
+}
+
+/// The matchers for one argument, as a rule states them (mirrors the rule model).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ArgMatcherSpec {
+    /// Globs over the string value (`*` crosses `/`).
+    pub glob: Vec<String>,
+    /// Regexes, unanchored.
+    pub regex: Vec<String>,
+    /// A JSON value the argument must equal.
+    pub equals: Option<Value>,
+    /// Whether the argument must be present (`true`) or absent (`false`).
+    pub exists: Option<bool>,
+    /// Path globs, matched after normalisation.
+    pub path: Vec<String>,
+    /// Shell token patterns.
+    pub shell: Vec<String>,
+    /// Whether an allow rule's `shell` patterns also permit output redirection to files.
+    pub allow_redirection: bool,
+}
+
+/// The kind of a pattern that failed to compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PatternKind {
+    /// A `glob` pattern.
+    Glob,
+    /// A `regex` pattern.
+    Regex,
+    /// A `shell` pattern.
+    Shell,
+    /// A `path` pattern.
+    Path,
+    /// The selector (a JSON pointer or field name).
+    Pointer,
+}
+
+impl fmt::Display for PatternKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Glob => "glob",
+            Self::Regex => "regex",
+            Self::Shell => "shell",
+            Self::Path => "path",
+            Self::Pointer => "pointer",
+        })
+    }
+}
+
+/// A pattern (or selector) that failed to compile.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("`{selector}`: invalid {kind}{}{}: {message}", index_label(.pattern_index), offset_label(.offset_in_pattern))]
+pub struct PatternError {
+    /// The selector whose spec holds the pattern.
+    pub selector: String,
+    /// Which kind of pattern.
+    pub kind: PatternKind,
+    /// Index of the pattern in its list (`None` for a selector error).
+    pub pattern_index: Option<usize>,
+    /// Byte offset inside the pattern (or selector), when it can be told.
+    pub offset_in_pattern: Option<usize>,
+    /// What is wrong (lowercase, no trailing period).
+    pub message: String,
+}
+
+fn index_label(index: &Option<usize>) -> String {
+    index.map(|i| format!(" pattern #{i}")).unwrap_or_default()
+}
+
+fn offset_label(offset: &Option<usize>) -> String {
+    offset.map(|o| format!(" at byte {o}")).unwrap_or_default()
+}
+
+/// Where an argument is read from.
+#[derive(Debug, Clone)]
+enum Selector {
+    Field(Arc<str>),
+    Pointer(Arc<str>),
+}
+
+impl Selector {
+    fn parse(text: &str) -> Result<Self, (Option<usize>, String)> {
+        if text.is_empty() {
+            return Err((
+                Some(0),
+                "empty selector: name a field or give a JSON pointer starting with `/`".to_owned(),
+            ));
+        }
+        if !text.starts_with('/') {
+            return Ok(Self::Field(Arc::from(text)));
+        }
+        // RFC 6901: `~` must be followed by `0` (for `~`) or `1` (for `/`).
+        let bytes = text.as_bytes();
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'~' && !matches!(bytes.get(i + 1), Some(b'0' | b'1')) {
+                return Err((
+                    Some(i),
+                    "`~` in a JSON pointer must be followed by `0` or `1`".to_owned(),
+                ));
+            }
+        }
+        Ok(Self::Pointer(Arc::from(text)))
+    }
+
+    fn text(&self) -> &Arc<str> {
+        match self {
+            Self::Field(text) | Self::Pointer(text) => text,
+        }
+    }
+
+    fn resolve<'v>(&self, input: &'v Value) -> Option<&'v Value> {
+        match self {
+            Self::Field(name) => input.as_object()?.get(name.as_ref()),
+            Self::Pointer(pointer) => input.pointer(pointer),
+        }
+    }
+}
+
+/// One compiled matcher kind.
+#[derive(Debug, Clone)]
+enum Compiled {
+    Exists(bool),
+    Equals(Value),
+    Glob(GlobSet),
+    Regex(RegexSet),
+    Path(PathMatcher),
+    Shell(ShellMatcher),
+}
+
+impl Compiled {
+    fn kind(&self) -> MatcherKind {
+        match self {
+            Self::Exists(_) => MatcherKind::Exists,
+            Self::Equals(_) => MatcherKind::Equals,
+            Self::Glob(_) => MatcherKind::Glob,
+            Self::Regex(_) => MatcherKind::Regex,
+            Self::Path(_) => MatcherKind::Path,
+            Self::Shell(_) => MatcherKind::Shell,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    selector: Selector,
+    // INVARIANT: cheapest kinds first (exists, equals, glob, regex, path, shell); the order
+    // only affects which failure is reported, never the result.
+    matchers: Vec<Compiled>,
+}
+
+/// The compiled argument matchers of one rule.
+#[derive(Debug, Clone)]
+pub struct CompiledArgMatchers {
+    entries: Vec<Entry>,
+}
+
+impl CompiledArgMatchers {
+    /// Compiles every matcher of a rule's `match` map.
+    ///
+    /// # Errors
+    /// Every pattern and selector that does not compile.
+    ///
+    /// ```
+    /// use indexmap::IndexMap;
+    /// use serde_json::json;
+    /// use toolgate::policy::matcher::{ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode};
+    ///
+    /// let mut spec = IndexMap::new();
+    /// spec.insert("command".to_owned(), ArgMatcherSpec { shell: vec!["git status".into()], ..Default::default() });
+    /// let matchers = CompiledArgMatchers::compile(&spec).unwrap();
+    /// let ctx = MatchContext::new("/work");
+    /// assert!(matchers.matches(&json!({"command": "git status"}), &ctx, MatchMode::All).matched);
+    /// assert!(!matchers.matches(&json!({"command": "git status; rm -rf /"}), &ctx, MatchMode::All).matched);
+    /// ```
+    pub fn compile(specs: &IndexMap<String, ArgMatcherSpec>) -> Result<Self, Vec<PatternError>> {
+        let mut entries = Vec::with_capacity(specs.len());
+        let mut errors = Vec::new();
+        for (selector_text, spec) in specs {
+            let error = |kind, pattern_index, offset_in_pattern, message| PatternError {
+                selector: selector_text.clone(),
+                kind,
+                pattern_index,
+                offset_in_pattern,
+                message,
+            };
+            let selector = match Selector::parse(selector_text) {
+                Ok(selector) => selector,
+                Err((offset, message)) => {
+                    errors.push(error(PatternKind::Pointer, None, offset, message));
+                    continue;
+                }
+            };
+            let mut matchers = Vec::new();
+            if let Some(exists) = spec.exists {
+                matchers.push(Compiled::Exists(exists));
+            }
+            if let Some(value) = &spec.equals {
+                matchers.push(Compiled::Equals(value.clone()));
+            }
+            if !spec.glob.is_empty() {
+                match build_glob_set(&spec.glob, false, false) {
+                    Ok(set) => matchers.push(Compiled::Glob(set)),
+                    Err(bad) => errors.extend(
+                        bad.into_iter()
+                            .map(|(i, e)| error(PatternKind::Glob, Some(i), e.offset, e.message)),
+                    ),
+                }
+            }
+            if !spec.regex.is_empty() {
+                match compile_regexes(&spec.regex) {
+                    Ok(set) => matchers.push(Compiled::Regex(set)),
+                    Err(bad) => errors.extend(bad.into_iter().map(|(i, offset, message)| {
+                        error(PatternKind::Regex, Some(i), offset, message)
+                    })),
+                }
+            }
+            if !spec.path.is_empty() {
+                match PathMatcher::compile(&spec.path) {
+                    Ok(matcher) => matchers.push(Compiled::Path(matcher)),
+                    Err(bad) => errors.extend(
+                        bad.into_iter()
+                            .map(|(i, e)| error(PatternKind::Path, Some(i), e.offset, e.message)),
+                    ),
+                }
+            }
+            if !spec.shell.is_empty() {
+                let redirection = if spec.allow_redirection {
+                    RedirectionPolicy::Allowed
+                } else {
+                    RedirectionPolicy::Forbidden
+                };
+                match ShellMatcher::compile(&spec.shell, redirection) {
+                    Ok(matcher) => matchers.push(Compiled::Shell(matcher)),
+                    Err(bad) => errors.extend(
+                        bad.into_iter()
+                            .map(|(i, e)| error(PatternKind::Shell, Some(i), e.offset, e.message)),
+                    ),
+                }
+            }
+            entries.push(Entry { selector, matchers });
+        }
+        if errors.is_empty() {
+            Ok(Self { entries })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Evaluates the matchers against a tool call's input.
+    pub fn matches(&self, input: &Value, ctx: &MatchContext, mode: MatchMode) -> MatchOutcome {
+        self.matches_with_cache(input, ctx, mode, &mut ParseCache::default())
+    }
+
+    /// Like [`matches`](Self::matches), reusing the command lines already parsed for this
+    /// call: evaluate every rule of one call with the same cache, so a command line is
+    /// parsed once however many `shell` matchers judge it.
+    pub fn matches_with_cache(
+        &self,
+        input: &Value,
+        ctx: &MatchContext,
+        mode: MatchMode,
+        cache: &mut ParseCache,
+    ) -> MatchOutcome {
+        let mut selectors = Vec::with_capacity(self.entries.len());
+        for entry in &self.entries {
+            let value = entry.selector.resolve(input);
+            let mut checks = Vec::with_capacity(entry.matchers.len());
+            let mut holds = true;
+            for matcher in &entry.matchers {
+                let check = check(matcher, value, ctx, mode, cache);
+                holds = check.holds;
+                checks.push(check);
+                if !holds {
+                    break;
+                }
+            }
+            selectors.push(SelectorOutcome {
+                selector: Arc::clone(entry.selector.text()),
+                holds,
+                checks,
+            });
+            if !holds {
+                return MatchOutcome {
+                    matched: false,
+                    selectors,
+                };
+            }
+        }
+        MatchOutcome {
+            matched: true,
+            selectors,
+        }
+    }
+}
+
+/// Command lines parsed while evaluating one call's input, keyed by their text.
+///
+/// Parsing dominates the cost of a `shell` matcher; judging a parsed line is cheap. A cache
+/// lives for one call (it holds that call's strings) and is not shared between threads.
+#[derive(Debug, Default)]
+pub struct ParseCache {
+    // A call has few distinct command lines: a linear search beats hashing here.
+    entries: Vec<(String, Result<Script, ShellParseError>)>,
+}
+
+impl ParseCache {
+    /// The parse of `line`, computed on first use.
+    pub fn parse(&mut self, line: &str) -> &Result<Script, ShellParseError> {
+        let index = match self.entries.iter().position(|(text, _)| text == line) {
+            Some(index) => index,
+            None => {
+                self.entries.push((line.to_owned(), parse_script(line)));
+                self.entries.len() - 1
+            }
+        };
+        // INVARIANT: `index` is in bounds: found above or just pushed.
+        &self.entries[index].1
+    }
+}
+
+/// Compiles regexes one by one (for positions), then as a set (for speed).
+fn compile_regexes(patterns: &[String]) -> Result<RegexSet, Vec<(usize, Option<usize>, String)>> {
+    let mut errors = Vec::new();
+    for (index, pattern) in patterns.iter().enumerate() {
+        if let Err(err) = regex::Regex::new(pattern) {
+            let (offset, message) = regex_error_position(pattern).unwrap_or_else(|| {
+                (
+                    None,
+                    err.to_string()
+                        .lines()
+                        .last()
+                        .unwrap_or("invalid regex")
+                        .trim()
+                        .to_owned(),
+                )
+            });
+            errors.push((index, offset, message));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    RegexSet::new(patterns).map_err(|err| vec![(0, None, err.to_string())])
+}
+
+/// The byte offset and one-line message of a regex syntax error, from `regex-syntax`.
+fn regex_error_position(pattern: &str) -> Option<(Option<usize>, String)> {
+    match regex_syntax::Parser::new().parse(pattern) {
+        Ok(_) => None,
+        Err(regex_syntax::Error::Parse(err)) => {
+            Some((Some(err.span().start.offset), err.kind().to_string()))
+        }
+        Err(regex_syntax::Error::Translate(err)) => {
+            Some((Some(err.span().start.offset), err.kind().to_string()))
+        }
+        Err(other) => Some((None, other.to_string())),
+    }
+}
+
+/// The best offset for a glob error: `globset` errors carry none, so find the construct.
+pub(crate) fn glob_error_offset(pattern: &str, kind: &globset::ErrorKind) -> Option<usize> {
+    use globset::ErrorKind;
+    match kind {
+        ErrorKind::UnclosedClass => unclosed_class(pattern),
+        ErrorKind::InvalidRange(start, end) => pattern.find(&format!("{start}-{end}")),
+        ErrorKind::UnopenedAlternates => alternates(pattern).0,
+        ErrorKind::UnclosedAlternates | ErrorKind::TooManyNestedAlternates => alternates(pattern).1,
+        ErrorKind::DanglingEscape => pattern.len().checked_sub(1),
+        _ => None,
+    }
+}
+
+/// The offset of the `[` of an unclosed character class.
+fn unclosed_class(pattern: &str) -> Option<usize> {
+    let mut chars = pattern.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' => {
+                // `!` or `^` negates; a `]` right after the opening (or negation) is literal.
+                if matches!(chars.peek(), Some((_, '!' | '^'))) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some((_, ']'))) {
+                    chars.next();
+                }
+                if !chars.by_ref().any(|(_, c)| c == ']') {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The offsets of the first unopened `}` and of the last unclosed `{`.
+fn alternates(pattern: &str) -> (Option<usize>, Option<usize>) {
+    let mut open: Vec<usize> = Vec::new();
+    let mut unopened = None;
+    let mut chars = pattern.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '{' => open.push(i),
+            '}' if open.pop().is_none() && unopened.is_none() => unopened = Some(i),
+            _ => {}
+        }
+    }
+    (unopened, open.last().copied())
+}
+
+/// JSON equality with numbers compared by value.
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y || matches!((x.as_f64(), y.as_f64()), (Some(x), Some(y)) if x == y)
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_eq(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// What one matcher kind found for one string.
+enum Found {
+    Pattern(Option<usize>),
+    Path(PathVerdict),
+    Shell(ShellVerdict),
+}
+
+use super::path::PathVerdict;
+
+impl Found {
+    fn holds(&self) -> bool {
+        match self {
+            Self::Pattern(index) => index.is_some(),
+            Self::Path(verdict) => verdict.pattern.is_some(),
+            Self::Shell(verdict) => verdict.holds(),
+        }
+    }
+
+    fn into_detail(self, element: Option<usize>) -> CheckDetail {
+        match self {
+            Self::Pattern(pattern) => CheckDetail::Pattern { element, pattern },
+            Self::Path(verdict) => CheckDetail::Path {
+                element,
+                pattern: verdict.pattern,
+                path: verdict.path,
+            },
+            Self::Shell(verdict) => CheckDetail::Shell { element, verdict },
+        }
+    }
+}
+
+fn check(
+    matcher: &Compiled,
+    value: Option<&Value>,
+    ctx: &MatchContext,
+    mode: MatchMode,
+    cache: &mut ParseCache,
+) -> Check {
+    let kind = matcher.kind();
+    let (holds, detail) = match matcher {
+        Compiled::Exists(expected) => {
+            let present = value.is_some();
+            (present == *expected, CheckDetail::Presence { present })
+        }
+        Compiled::Equals(expected) => match value {
+            None => (false, CheckDetail::Missing),
+            Some(value) => {
+                let equal = json_eq(value, expected);
+                (equal, CheckDetail::Equality { equal })
+            }
+        },
+        Compiled::Glob(set) => over_strings(value, mode, |s| {
+            Found::Pattern(set.matches(s).into_iter().min())
+        }),
+        Compiled::Regex(set) => over_strings(value, mode, |s| {
+            Found::Pattern(set.matches(s).iter().next())
+        }),
+        Compiled::Path(matcher) => {
+            over_strings(value, mode, |s| Found::Path(matcher.matches(s, ctx)))
+        }
+        Compiled::Shell(matcher) => over_strings(value, mode, |s| {
+            Found::Shell(matcher.evaluate_script(cache.parse(s), mode))
+        }),
+    };
+    Check {
+        kind,
+        holds,
+        detail,
+    }
+}
+
+/// Applies a string matcher to a string or to the elements of an array (see module docs).
+fn over_strings(
+    value: Option<&Value>,
+    mode: MatchMode,
+    mut find: impl FnMut(&str) -> Found,
+) -> (bool, CheckDetail) {
+    match value {
+        None => (false, CheckDetail::Missing),
+        Some(Value::String(s)) => {
+            let found = find(s);
+            (found.holds(), found.into_detail(None))
+        }
+        Some(Value::Array(items)) if items.is_empty() => (false, CheckDetail::EmptyArray),
+        Some(Value::Array(items)) => match mode {
+            MatchMode::All => {
+                let mut last = None;
+                for (i, item) in items.iter().enumerate() {
+                    let Some(s) = item.as_str() else {
+                        return (false, CheckDetail::WrongType { element: Some(i) });
+                    };
+                    let found = find(s);
+                    if !found.holds() {
+                        return (false, found.into_detail(Some(i)));
+                    }
+                    last = Some(found.into_detail(Some(i)));
+                }
+                (true, last.unwrap_or(CheckDetail::EmptyArray))
+            }
+            MatchMode::Any => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(s) = item.as_str() {
+                        let found = find(s);
+                        if found.holds() {
+                            return (true, found.into_detail(Some(i)));
+                        }
+                    }
+                }
+                (false, CheckDetail::NoElementMatched)
+            }
+        },
+        Some(_) => (false, CheckDetail::WrongType { element: None }),
+    }
+}
+
+/// The kinds of argument matcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatcherKind {
+    /// `glob`.
+    Glob,
+    /// `regex`.
+    Regex,
+    /// `equals`.
+    Equals,
+    /// `exists`.
+    Exists,
+    /// `path`.
+    Path,
+    /// `shell`.
+    Shell,
+}
+
+impl fmt::Display for MatcherKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Glob => "glob",
+            Self::Regex => "regex",
+            Self::Equals => "equals",
+            Self::Exists => "exists",
+            Self::Path => "path",
+            Self::Shell => "shell",
+        })
+    }
+}
+
+/// The result of evaluating a rule's argument matchers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchOutcome {
+    /// Whether every selector held.
+    pub matched: bool,
+    /// The selectors evaluated, in order; evaluation stops at the first that fails, so when
+    /// `matched` is false the last entry says why.
+    pub selectors: Vec<SelectorOutcome>,
+}
+
+impl MatchOutcome {
+    /// The check that made the rule fail, if it did.
+    pub fn failure(&self) -> Option<(&str, &Check)> {
+        let last = self.selectors.last()?;
+        if last.holds {
+            return None;
+        }
+        last.checks
+            .last()
+            .map(|check| (last.selector.as_ref(), check))
+    }
+}
+
+impl fmt::Display for MatchOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for selector in &self.selectors {
+            for check in &selector.checks {
+                if !first {
+                    f.write_str("; ")?;
+                }
+                first = false;
+                write!(
+                    f,
+                    "`{}` {}: {}",
+                    selector.selector, check.kind, check.detail
+                )?;
+            }
+        }
+        if first {
+            f.write_str("no argument matchers")?;
+        }
+        Ok(())
+    }
+}
+
+/// What happened for one selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectorOutcome {
+    /// The selector as written.
+    pub selector: Arc<str>,
+    /// Whether all its matcher kinds held.
+    pub holds: bool,
+    /// The kinds evaluated, in order, up to the first that failed.
+    pub checks: Vec<Check>,
+}
+
+/// What one matcher kind found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// The kind.
+    pub kind: MatcherKind,
+    /// Whether it held.
+    pub holds: bool,
+    /// Details.
+    pub detail: CheckDetail,
+}
+
+/// Details of a [`Check`]. `element` is the array index the detail is about, if the value
+/// was an array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckDetail {
+    /// The selector did not resolve.
+    Missing,
+    /// `exists`: whether the argument was present.
+    Presence { present: bool },
+    /// `equals`: whether it was equal.
+    Equality { equal: bool },
+    /// The value (or an element) is not a string.
+    WrongType { element: Option<usize> },
+    /// The value is an empty array.
+    EmptyArray,
+    /// [`MatchMode::Any`]: no element of the array matched.
+    NoElementMatched,
+    /// `glob` / `regex`: the first pattern that matched, if any.
+    Pattern {
+        element: Option<usize>,
+        pattern: Option<usize>,
+    },
+    /// `path`: the first pattern that matched, if any, and the normalised path.
+    Path {
+        element: Option<usize>,
+        pattern: Option<usize>,
+        path: Option<NormalisedPath>,
+    },
+    /// `shell`: the verdict on the command line.
+    Shell {
+        element: Option<usize>,
+        verdict: ShellVerdict,
+    },
+}
+
+impl fmt::Display for CheckDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = |element: &Option<usize>| {
+            element
+                .map(|i| format!("element {i}: "))
+                .unwrap_or_default()
+        };
+        match self {
+            Self::Missing => f.write_str("argument is missing"),
+            Self::Presence { present: true } => f.write_str("argument is present"),
+            Self::Presence { present: false } => f.write_str("argument is absent"),
+            Self::Equality { equal: true } => f.write_str("value is equal"),
+            Self::Equality { equal: false } => f.write_str("value differs"),
+            Self::WrongType { element } => write!(f, "{}not a string", at(element)),
+            Self::EmptyArray => f.write_str("empty array"),
+            Self::NoElementMatched => f.write_str("no element matched"),
+            Self::Pattern { element, pattern } => match pattern {
+                Some(i) => write!(f, "{}matched pattern #{i}", at(element)),
+                None => write!(f, "{}no pattern matched", at(element)),
+            },
+            Self::Path {
+                element,
+                pattern,
+                path,
+            } => {
+                let shown = path.as_ref().map_or_else(
+                    || "an empty path".to_owned(),
+                    |p| match &p.relative {
+                        Some(relative) => format!("`{relative}` (`{}`)", p.absolute),
+                        None => format!("`{}`", p.absolute),
+                    },
+                );
+                match pattern {
+                    Some(i) => write!(f, "{}{shown} matched pattern #{i}", at(element)),
+                    None => write!(f, "{}{shown} matched no pattern", at(element)),
+                }
+            }
+            Self::Shell { element, verdict } => write!(f, "{}{verdict}", at(element)),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn specs(entries: Value) -> IndexMap<String, ArgMatcherSpec> {
+        serde_json::from_value(entries).unwrap()
+    }
+
+    fn compile(entries: Value) -> CompiledArgMatchers {
+        CompiledArgMatchers::compile(&specs(entries)).unwrap()
+    }
+
+    fn ctx() -> MatchContext {
+        MatchContext::new("/ws").with_path_case(PathCase::Sensitive)
+    }
+
+    #[test]
+    fn reports_every_compile_error_with_its_position() {
+        let errors = CompiledArgMatchers::compile(&specs(json!({
+            "command": { "shell": ["git status", "ls; rm"], "regex": ["ok", "a(b", "x{2,1}"] },
+            "name": { "glob": ["*.rs", "src/[ab", "{a,b"] },
+            "/a~2b": { "exists": true },
+            "": { "exists": true },
+            "file": { "path": ["**/x", "a\\"] },
+        })))
+        .unwrap_err();
+        let summary: Vec<(String, PatternKind, Option<usize>, Option<usize>)> = errors
+            .iter()
+            .map(|e| {
+                (
+                    e.selector.clone(),
+                    e.kind,
+                    e.pattern_index,
+                    e.offset_in_pattern,
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("command".to_owned(), PatternKind::Regex, Some(1), Some(1)),
+                ("command".to_owned(), PatternKind::Regex, Some(2), Some(1)),
+                ("command".to_owned(), PatternKind::Shell, Some(1), Some(2)),
+                ("name".to_owned(), PatternKind::Glob, Some(1), Some(4)),
+                ("name".to_owned(), PatternKind::Glob, Some(2), Some(0)),
+                ("/a~2b".to_owned(), PatternKind::Pointer, None, Some(2)),
+                (String::new(), PatternKind::Pointer, None, Some(0)),
+                ("file".to_owned(), PatternKind::Path, Some(1), Some(1)),
+            ]
+        );
+        assert_eq!(
+            errors[0].to_string(),
+            "`command`: invalid regex pattern #1 at byte 1: unclosed group"
+        );
+        assert_eq!(
+            errors[3].to_string(),
+            "`name`: invalid glob pattern #1 at byte 4: unclosed character class; missing ']'"
+        );
+    }
+
+    #[test]
+    fn evaluates_each_kind() {
+        let table: &[(Value, Value, MatchMode, bool)] = &[
+            (
+                json!({"name": {"glob": ["*.rs"]}}),
+                json!({"name": "src/main.rs"}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"name": {"glob": ["*.rs"]}}),
+                json!({"name": "main.py"}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"name": {"regex": ["^git "]}}),
+                json!({"name": "git log"}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"name": {"regex": ["log"]}}),
+                json!({"name": "git log"}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"name": {"regex": ["^log$"]}}),
+                json!({"name": "git log"}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"n": {"equals": 1}}),
+                json!({"n": 1.0}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"n": {"equals": {"a": [1, "x"]}}}),
+                json!({"n": {"a": [1, "x"]}}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"n": {"equals": "1"}}),
+                json!({"n": 1}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"n": {"exists": true}}),
+                json!({"n": null}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"n": {"exists": false}}),
+                json!({}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"n": {"exists": false}}),
+                json!({"n": 1}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"/a/b": {"equals": true}}),
+                json!({"a": {"b": true}}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"/a/0": {"glob": ["x*"]}}),
+                json!({"a": ["xy"]}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"/a~1b": {"exists": true}}),
+                json!({"a/b": 1}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"f": {"path": ["**/.env"]}}),
+                json!({"f": "a/../.env"}),
+                MatchMode::Any,
+                true,
+            ),
+            (
+                json!({"f": {"path": ["src/**"]}}),
+                json!({"f": ["src/a", "src/b"]}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"f": {"path": ["src/**"]}}),
+                json!({"f": ["src/a", "../b"]}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"f": {"path": ["src/**"]}}),
+                json!({"f": ["src/a", 3]}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"f": {"path": ["**/.env"]}}),
+                json!({"f": ["a", ".env"]}),
+                MatchMode::Any,
+                true,
+            ),
+            (
+                json!({"f": {"path": ["**/.env"]}}),
+                json!({"f": []}),
+                MatchMode::Any,
+                false,
+            ),
+            (
+                json!({"f": {"path": ["**"]}}),
+                json!({"f": []}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"f": {"glob": ["*"]}}),
+                json!({"f": 3}),
+                MatchMode::Any,
+                false,
+            ),
+            (
+                json!({"f": {"glob": ["*"]}}),
+                json!({}),
+                MatchMode::Any,
+                false,
+            ),
+            (json!({"f": {}}), json!({}), MatchMode::All, true),
+            (
+                json!({"f": {"glob": ["a*"], "regex": ["z$"]}}),
+                json!({"f": "abz"}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"f": {"glob": ["a*"], "regex": ["z$"]}}),
+                json!({"f": "aby"}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"f": {"glob": ["a*"]}, "g": {"glob": ["b*"]}}),
+                json!({"f": "a", "g": "c"}),
+                MatchMode::All,
+                false,
+            ),
+        ];
+        for (spec, input, mode, expected) in table {
+            let outcome = compile(spec.clone()).matches(input, &ctx(), *mode);
+            assert_eq!(
+                outcome.matched, *expected,
+                "spec {spec} input {input} {mode:?}: {outcome}"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_only_the_selected_field() {
+        let matchers = compile(json!({"command": {"shell": ["git status"]}}));
+        let smuggled = json!({"command": "rm -rf /", "description": "git status"});
+        assert!(!matchers.matches(&smuggled, &ctx(), MatchMode::All).matched);
+        let nested = json!({"command": ["git status"], "x": "git status"});
+        assert!(matchers.matches(&nested, &ctx(), MatchMode::All).matched);
+        let wrong_type = json!({"command": {"command": "git status"}});
+        assert!(
+            !matchers
+                .matches(&wrong_type, &ctx(), MatchMode::All)
+                .matched
+        );
+    }
+
+    #[test]
+    fn a_cache_gives_the_same_outcomes() {
+        let rules = [
+            compile(json!({"command": {"shell": ["git status"]}})),
+            compile(json!({"command": {"shell": ["git *"]}})),
+            compile(json!({"command": {"shell": ["rm *"]}})),
+        ];
+        let mut cache = ParseCache::default();
+        for line in ["git status", "git log; rm x", "echo 'x"] {
+            let input = json!({ "command": line });
+            for rule in &rules {
+                for mode in [MatchMode::All, MatchMode::Any] {
+                    let cached = rule.matches_with_cache(&input, &ctx(), mode, &mut cache);
+                    assert_eq!(cached, rule.matches(&input, &ctx(), mode), "line {line:?}");
+                }
+            }
+        }
+        assert_eq!(cache.entries.len(), 3);
+    }
+
+    #[test]
+    fn explains_what_matched_and_what_failed() {
+        let matchers = compile(json!({
+            "file_path": {"path": ["**/.env", "**/secrets/**"]},
+            "command": {"shell": ["git status", "ls *"]},
+        }));
+        let input = json!({"file_path": "./foo/../secrets/key", "command": "ls; curl x | sh"});
+        let outcome = matchers.matches(&input, &ctx(), MatchMode::All);
+        assert!(!outcome.matched);
+        assert_eq!(
+            outcome.to_string(),
+            "`file_path` path: `secrets/key` (`/ws/secrets/key`) matched pattern #1; \
+             `command` shell: `curl x`: no pattern matches this command"
+        );
+        let (selector, check) = outcome.failure().unwrap();
+        assert_eq!((selector, check.kind), ("command", MatcherKind::Shell));
+        let deny = matchers.matches(&input, &ctx(), MatchMode::Any);
+        assert_eq!(
+            deny.to_string(),
+            "`file_path` path: `secrets/key` (`/ws/secrets/key`) matched pattern #1; \
+             `command` shell: `ls` matched pattern #1"
+        );
+    }
+}

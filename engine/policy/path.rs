@@ -1,0 +1,320 @@
+//! The `path` matcher: file-path arguments, normalised, then matched by glob.
+//!
+//! A path argument is normalised before matching (SPEC §7.1), so that `./a/../.env` cannot
+//! dodge a `**/.env` rule:
+//! - repeated slashes are folded and `.` components dropped;
+//! - a relative path is taken against the workspace root of the [`MatchContext`];
+//! - `..` is resolved lexically (it removes the previous component; at `/` it stays at `/`);
+//! - the path is then matched in its absolute form and, when it lies inside the workspace,
+//!   in its workspace-relative form too. A path whose `..` climbs out of the workspace has
+//!   only its absolute form, so a relative pattern such as `src/**` cannot match it.
+//!
+//! Globs are [`globset`] globs with `literal_separator`: `*` and `?` do not cross `/`, `**`
+//! spans directories (`**/.env` matches `.env`, `sub/.env` and `/abs/workspace/.env`;
+//! `dir/**` matches what is under `dir`, not `dir` itself). Leading `./` and repeated slashes
+//! in patterns are folded like paths. Matching is case-sensitive unless the context says the
+//! file system is not ([`PathCase`]; by default insensitive on macOS and Windows, where
+//! `.ENV` opens `.env`). `~` is not expanded: tools receive it literally.
+//!
+//! # Symlinks are not resolved
+//! Normalisation is purely lexical: nothing on disk is read. This keeps matching pure,
+//! deterministic and free of time-of-check/time-of-use races (a check that followed a link
+//! could be raced by replacing the link before the tool opens the file), and lets a policy be
+//! evaluated for paths that do not exist yet. What it means for rule authors: a rule
+//! matches the *name* a tool is given, not the file it reaches. A symlink `notes -> .env`
+//! inside the workspace is read through `notes`, which `**/.env` does not match, and
+//! `link/../x` is judged as `x` although the kernel would resolve `link` first. Deny rules on
+//! paths are a guard against mistakes, not a sandbox: confine a tool that must never reach a
+//! file with operating-system permissions or a sandbox.
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use super::matcher::{MatchContext, PathCase, glob_error_offset};
+
+/// A path argument after normalisation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NormalisedPath {
+    /// The absolute form (relative only if the workspace root itself is relative).
+    pub absolute: String,
+    /// The workspace-relative form, when the path lies strictly inside the workspace.
+    pub relative: Option<String>,
+}
+
+/// Folds `.`, `..` and repeated slashes of a `/`-separated path, lexically.
+pub(crate) fn lexical(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for component in path.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&last) if last != ".." => {
+                    parts.pop();
+                }
+                // `/..` is `/`; a relative path keeps leading `..`.
+                _ if absolute => {}
+                _ => parts.push(".."),
+            },
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
+/// Normalises a path argument against the context's workspace root. `None` for an empty
+/// path, which names no file.
+pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
+    if raw.is_empty() {
+        return None;
+    }
+    let root = ctx.workspace_root();
+    let absolute = if raw.starts_with('/') {
+        lexical(raw)
+    } else {
+        lexical(&format!("{root}/{raw}"))
+    };
+    let relative = if root == "/" {
+        absolute.strip_prefix('/')
+    } else {
+        absolute
+            .strip_prefix(root)
+            .and_then(|rest| rest.strip_prefix('/'))
+    }
+    .filter(|rest| !rest.is_empty())
+    .map(str::to_owned);
+    Some(NormalisedPath { absolute, relative })
+}
+
+/// Folds a pattern like a path (leading `./`, repeated slashes), keeping its glob syntax.
+fn fold_pattern(pattern: &str) -> String {
+    let mut folded = pattern.to_owned();
+    while folded.contains("//") {
+        folded = folded.replace("//", "/");
+    }
+    while let Some(rest) = folded.strip_prefix("./") {
+        folded = rest.to_owned();
+    }
+    folded
+}
+
+/// A pattern that could not be compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobSyntaxError {
+    /// Byte offset in the pattern, when it can be told.
+    pub offset: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Compiles globs into a set; errors carry each pattern's index and the best offset.
+pub(crate) fn build_glob_set(
+    patterns: &[String],
+    literal_separator: bool,
+    case_insensitive: bool,
+) -> Result<GlobSet, Vec<(usize, GlobSyntaxError)>> {
+    let mut builder = GlobSetBuilder::new();
+    let mut errors = Vec::new();
+    for (index, pattern) in patterns.iter().enumerate() {
+        match GlobBuilder::new(pattern)
+            .literal_separator(literal_separator)
+            .case_insensitive(case_insensitive)
+            .backslash_escape(true)
+            .build()
+        {
+            Ok(glob) => {
+                builder.add(glob);
+            }
+            Err(err) => errors.push((
+                index,
+                GlobSyntaxError {
+                    offset: glob_error_offset(pattern, err.kind()),
+                    message: err.kind().to_string(),
+                },
+            )),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    builder.build().map_err(|err| {
+        vec![(
+            0,
+            GlobSyntaxError {
+                offset: None,
+                message: err.kind().to_string(),
+            },
+        )]
+    })
+}
+
+/// The compiled `path` matcher of one argument.
+#[derive(Debug, Clone)]
+pub struct PathMatcher {
+    sensitive: GlobSet,
+    insensitive: GlobSet,
+}
+
+/// What a [`PathMatcher`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathVerdict {
+    /// The first pattern (by index) that matched, if any.
+    pub pattern: Option<usize>,
+    /// The normalised path (`None` for an empty path).
+    pub path: Option<NormalisedPath>,
+}
+
+impl PathMatcher {
+    /// Compiles the patterns (both case variants, so the context can choose).
+    ///
+    /// # Errors
+    /// Every pattern that does not compile, with its index and best offset.
+    pub fn compile(patterns: &[String]) -> Result<Self, Vec<(usize, GlobSyntaxError)>> {
+        // Validate as written, so offsets point into what the author wrote; folding only
+        // removes `./` and doubled slashes and cannot make a valid glob invalid.
+        build_glob_set(patterns, true, false)?;
+        let folded: Vec<String> = patterns.iter().map(|p| fold_pattern(p)).collect();
+        let sensitive = build_glob_set(&folded, true, false)?;
+        let insensitive = build_glob_set(&folded, true, true)?;
+        Ok(Self {
+            sensitive,
+            insensitive,
+        })
+    }
+
+    /// Normalises `raw` and matches it.
+    ///
+    /// ```
+    /// use toolgate::policy::matcher::MatchContext;
+    /// use toolgate::policy::path::PathMatcher;
+    ///
+    /// let ctx = MatchContext::new("/work/app");
+    /// let m = PathMatcher::compile(&["**/.env".into()]).unwrap();
+    /// assert!(m.matches("./a/../.env", &ctx).pattern.is_some());
+    /// assert!(m.matches("/work/app/.env", &ctx).pattern.is_some());
+    /// assert!(m.matches(".envrc", &ctx).pattern.is_none());
+    /// ```
+    pub fn matches(&self, raw: &str, ctx: &MatchContext) -> PathVerdict {
+        let Some(path) = normalise(raw, ctx) else {
+            return PathVerdict {
+                pattern: None,
+                path: None,
+            };
+        };
+        let set = match ctx.path_case() {
+            PathCase::Sensitive => &self.sensitive,
+            PathCase::Insensitive => &self.insensitive,
+        };
+        let pattern = path
+            .relative
+            .iter()
+            .chain(std::iter::once(&path.absolute))
+            .filter_map(|candidate| set.matches(candidate).into_iter().min())
+            .min();
+        PathVerdict {
+            pattern,
+            path: Some(path),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_lexically() {
+        let table = [
+            ("/a/b/../c", "/a/c"),
+            ("/a//b/./c/", "/a/b/c"),
+            ("/..", "/"),
+            ("/../../x", "/x"),
+            ("a/../../b", "../b"),
+            ("./x", "x"),
+            ("", ""),
+        ];
+        for (input, expected) in table {
+            assert_eq!(lexical(input), expected, "path {input}");
+        }
+    }
+
+    #[test]
+    fn normalises_against_the_workspace() {
+        let ctx = MatchContext::new("/ws/app/");
+        type Expected<'a> = Option<(&'a str, Option<&'a str>)>;
+        let table: &[(&str, Expected<'_>)] = &[
+            (".env", Some(("/ws/app/.env", Some(".env")))),
+            ("./.env", Some(("/ws/app/.env", Some(".env")))),
+            (".//.env", Some(("/ws/app/.env", Some(".env")))),
+            ("a/../.env", Some(("/ws/app/.env", Some(".env")))),
+            (
+                "/ws/app/sub/.env",
+                Some(("/ws/app/sub/.env", Some("sub/.env"))),
+            ),
+            ("../other/.env", Some(("/ws/other/.env", None))),
+            ("/ws/application/x", Some(("/ws/application/x", None))),
+            (".", Some(("/ws/app", None))),
+            ("/etc/passwd", Some(("/etc/passwd", None))),
+            ("", None),
+        ];
+        for (raw, expected) in table {
+            let actual = normalise(raw, &ctx);
+            let actual = actual
+                .as_ref()
+                .map(|p| (p.absolute.as_str(), p.relative.as_deref()));
+            assert_eq!(actual, *expected, "path {raw:?}");
+        }
+        let root = MatchContext::new("/");
+        assert_eq!(
+            normalise("x/y", &root).and_then(|p| p.relative),
+            Some("x/y".to_owned())
+        );
+    }
+
+    #[test]
+    fn matches_with_literal_separators() {
+        let ctx = MatchContext::new("/ws").with_path_case(PathCase::Sensitive);
+        let m = PathMatcher::compile(&[
+            "**/.env".into(),
+            "**/secrets/**".into(),
+            "./docs/*.md".into(),
+        ])
+        .unwrap();
+        let table: &[(&str, Option<usize>)] = &[
+            (".env", Some(0)),
+            ("./.env", Some(0)),
+            ("a/../.env", Some(0)),
+            (".//.env", Some(0)),
+            ("/ws/.env", Some(0)),
+            ("sub/.env", Some(0)),
+            ("/elsewhere/.env", Some(0)),
+            ("foo/./secrets/x", Some(1)),
+            ("secrets/a/b", Some(1)),
+            ("docs/a.md", Some(2)),
+            ("docs/sub/a.md", None),
+            (".envrc", None),
+            ("docs/env.txt", None),
+            (".ENV", None),
+            ("secrets", None),
+        ];
+        for (raw, expected) in table {
+            assert_eq!(m.matches(raw, &ctx).pattern, *expected, "path {raw:?}");
+        }
+        let insensitive = MatchContext::new("/ws").with_path_case(PathCase::Insensitive);
+        assert_eq!(m.matches(".ENV", &insensitive).pattern, Some(0));
+    }
+
+    #[test]
+    fn reports_glob_errors_with_offsets() {
+        let errors =
+            PathMatcher::compile(&["ok/**".into(), "a/[bc".into(), "x{a,b".into()]).unwrap_err();
+        let summary: Vec<(usize, Option<usize>)> =
+            errors.iter().map(|(i, e)| (*i, e.offset)).collect();
+        assert_eq!(summary, [(1, Some(2)), (2, Some(1))]);
+    }
+}

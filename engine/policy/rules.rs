@@ -1,0 +1,431 @@
+//! Rule compilation and evaluation (SPEC §7.1, §7.2): each rule's tool list resolved to
+//! canonical tools, its argument matchers compiled once, and an index from tool to the rules
+//! that can apply to it, already in precedence order, so that deciding a call walks a short
+//! list and stops at the first precedence level that matches.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use globset::{Glob, GlobSetBuilder};
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use super::matcher::{
+    ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode, MatchOutcome, PatternError,
+};
+use crate::model::rule::{ArgMatcher, Rule, RuleWhen};
+use crate::model::{Decision, ModeName, RuleName, ToolName};
+use crate::snapshot::resolve::ResolvedConcurrency;
+
+/// What the rule compiler needs to know about the tools of the policy set.
+#[derive(Clone, Debug, Default)]
+pub struct ToolNames {
+    /// Canonical names, in definition order.
+    pub canonical: Vec<ToolName>,
+    /// Alias → canonical name.
+    pub aliases: HashMap<String, ToolName>,
+    by_name: HashMap<String, ToolName>,
+}
+
+impl ToolNames {
+    /// Indexes canonical names and aliases.
+    pub fn new(canonical: Vec<ToolName>, aliases: HashMap<String, ToolName>) -> Self {
+        let mut by_name: HashMap<String, ToolName> = canonical
+            .iter()
+            .map(|tool| (tool.as_str().to_owned(), tool.clone()))
+            .collect();
+        for (alias, tool) in &aliases {
+            by_name.entry(alias.clone()).or_insert_with(|| tool.clone());
+        }
+        Self {
+            canonical,
+            aliases,
+            by_name,
+        }
+    }
+
+    /// The canonical tool a name or alias refers to. Names are case-sensitive: `bash` is not
+    /// `Bash`, so a differently cased name is an unknown tool, never a way around a rule.
+    pub fn resolve(&self, name: &str) -> Option<ToolName> {
+        self.by_name.get(name).cloned()
+    }
+}
+
+/// Where a rule comes from, for reasons and `explain`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleOrigin {
+    /// Position of the rule in the effective rule list.
+    pub index: usize,
+    /// Whether its layer is enforced.
+    pub enforced: bool,
+    /// `file:line:column` of its definition.
+    pub location: Option<Arc<str>>,
+}
+
+/// A compiled rule.
+#[derive(Clone, Debug)]
+pub struct CompiledRule {
+    /// Its name.
+    pub name: RuleName,
+    /// Its decision.
+    pub decision: Decision,
+    /// Its priority.
+    pub priority: i32,
+    /// Why, for the model and for humans.
+    pub reason: Option<String>,
+    /// Where it comes from.
+    pub origin: RuleOrigin,
+    /// The tools it applies to (canonical).
+    pub tools: Vec<ToolName>,
+    /// The tool entries as written.
+    pub tool_patterns: Vec<String>,
+    /// Modes it is limited to.
+    pub modes: Option<Vec<ModeName>>,
+    /// Contract flags it requires.
+    pub when: Option<RuleWhen>,
+    /// Its argument matchers.
+    pub matchers: Option<CompiledArgMatchers>,
+}
+
+/// The facts of one call a rule looks at.
+#[derive(Clone, Copy, Debug)]
+pub struct CallFacts<'a> {
+    /// Canonical tool.
+    pub tool: &'a ToolName,
+    /// The (normalised, validated) input.
+    pub input: &'a Value,
+    /// Active modes.
+    pub modes: &'a [ModeName],
+    /// The contract's flags, modes applied.
+    pub flags: &'a ResolvedConcurrency,
+}
+
+impl CompiledRule {
+    /// The matcher mode of this rule: allow rules need every part of an argument to match;
+    /// ask and deny rules need one.
+    pub fn match_mode(&self) -> MatchMode {
+        match self.decision {
+            Decision::Allow => MatchMode::All,
+            Decision::Ask | Decision::Deny => MatchMode::Any,
+        }
+    }
+
+    /// Whether the rule matches the call (tool already known to be covered), with the
+    /// matcher detail when it has argument matchers.
+    pub fn evaluate(
+        &self,
+        call: &CallFacts<'_>,
+        ctx: &MatchContext,
+    ) -> (bool, Option<MatchOutcome>) {
+        if let Some(modes) = &self.modes
+            && !modes.iter().any(|mode| call.modes.contains(mode))
+        {
+            return (false, None);
+        }
+        if let Some(when) = &self.when
+            && !when_holds(when, call.flags)
+        {
+            return (false, None);
+        }
+        match &self.matchers {
+            None => (true, None),
+            Some(matchers) => {
+                let outcome = matchers.matches(call.input, ctx, self.match_mode());
+                (outcome.matched, Some(outcome))
+            }
+        }
+    }
+
+    /// The precedence key: enforced denies first, then higher priority, then stricter.
+    fn precedence(&self) -> (bool, std::cmp::Reverse<i32>, std::cmp::Reverse<Decision>) {
+        let enforced_deny = self.origin.enforced && self.decision == Decision::Deny;
+        (
+            !enforced_deny,
+            std::cmp::Reverse(self.priority),
+            std::cmp::Reverse(self.decision),
+        )
+    }
+}
+
+/// Whether the contract flags satisfy a rule's `when`.
+pub fn when_holds(when: &RuleWhen, flags: &ResolvedConcurrency) -> bool {
+    when.read_only.is_none_or(|v| v == flags.read_only)
+        && when.destructive.is_none_or(|v| v == flags.destructive)
+        && when
+            .concurrent_safe
+            .is_none_or(|v| v == flags.concurrent_safe)
+        && when
+            .side_effect_scope
+            .as_ref()
+            .is_none_or(|scopes| scopes.contains(&flags.side_effect_scope))
+}
+
+/// Why a rule did not compile.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RuleError {
+    /// The rule has no decision (no layer gave one).
+    MissingDecision,
+    /// A tool name or alias that no contract defines.
+    UnknownTool {
+        /// Index in the rule's `tools`.
+        index: usize,
+        /// The name.
+        name: String,
+    },
+    /// A tool glob that does not compile.
+    BadToolGlob {
+        /// Index in the rule's `tools`.
+        index: usize,
+        /// The glob's error.
+        message: String,
+    },
+    /// A mode that is not declared.
+    UnknownMode {
+        /// Index in the rule's `modes`.
+        index: usize,
+        /// The name.
+        name: String,
+    },
+    /// An argument matcher that does not compile.
+    Pattern(PatternError),
+}
+
+/// Converts the model's matcher into the matcher compiler's spec.
+pub fn matcher_spec(matcher: &ArgMatcher) -> ArgMatcherSpec {
+    let list = |v: &Option<crate::model::rule::OneOrMany<String>>| {
+        v.as_ref()
+            .map(|v| v.as_slice().to_vec())
+            .unwrap_or_default()
+    };
+    ArgMatcherSpec {
+        glob: list(&matcher.glob),
+        regex: list(&matcher.regex),
+        equals: matcher.equals.clone(),
+        exists: matcher.exists,
+        path: list(&matcher.path),
+        shell: list(&matcher.shell),
+        allow_redirection: matcher.allow_redirection.unwrap_or(false),
+    }
+}
+
+fn is_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '[', '{'])
+}
+
+/// Compiles one rule against the tools and modes of the set.
+pub fn compile_rule(
+    rule: &Rule,
+    origin: RuleOrigin,
+    tools: &ToolNames,
+    modes: &IndexMap<String, crate::model::file::Mode>,
+) -> Result<CompiledRule, Vec<RuleError>> {
+    let mut errors = Vec::new();
+    let decision = rule.decision;
+    if decision.is_none() {
+        errors.push(RuleError::MissingDecision);
+    }
+    let patterns = rule.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
+    let mut covered: Vec<ToolName> = Vec::new();
+    for (index, pattern) in patterns.iter().enumerate() {
+        if is_glob(pattern) {
+            match Glob::new(pattern) {
+                Ok(glob) => {
+                    let mut builder = GlobSetBuilder::new();
+                    builder.add(glob);
+                    let Ok(set) = builder.build() else { continue };
+                    for tool in &tools.canonical {
+                        if set.is_match(tool.as_str()) && !covered.contains(tool) {
+                            covered.push(tool.clone());
+                        }
+                    }
+                    for (alias, tool) in &tools.aliases {
+                        if set.is_match(alias) && !covered.contains(tool) {
+                            covered.push(tool.clone());
+                        }
+                    }
+                }
+                Err(err) => errors.push(RuleError::BadToolGlob {
+                    index,
+                    message: err.kind().to_string(),
+                }),
+            }
+        } else {
+            match tools.resolve(pattern) {
+                Some(tool) => {
+                    if !covered.contains(&tool) {
+                        covered.push(tool);
+                    }
+                }
+                None => errors.push(RuleError::UnknownTool {
+                    index,
+                    name: pattern.clone(),
+                }),
+            }
+        }
+    }
+    let mut rule_modes = None;
+    if let Some(names) = &rule.modes {
+        let mut list = Vec::new();
+        for (index, name) in names.iter().enumerate() {
+            if modes.contains_key(name) {
+                list.push(ModeName::new(name.as_str()));
+            } else {
+                errors.push(RuleError::UnknownMode {
+                    index,
+                    name: name.clone(),
+                });
+            }
+        }
+        rule_modes = Some(list);
+    }
+    let matchers = match &rule.matchers {
+        None => None,
+        Some(map) => {
+            let specs: IndexMap<String, ArgMatcherSpec> = map
+                .iter()
+                .map(|(selector, matcher)| (selector.clone(), matcher_spec(matcher)))
+                .collect();
+            match CompiledArgMatchers::compile(&specs) {
+                Ok(compiled) => Some(compiled),
+                Err(bad) => {
+                    errors.extend(bad.into_iter().map(RuleError::Pattern));
+                    None
+                }
+            }
+        }
+    };
+    match decision {
+        Some(decision) if errors.is_empty() => Ok(CompiledRule {
+            name: RuleName::new(rule.name.as_str()),
+            decision,
+            priority: rule.priority.unwrap_or(0),
+            reason: rule.reason.clone(),
+            origin,
+            tools: covered,
+            tool_patterns: patterns,
+            modes: rule_modes,
+            when: rule.when.clone(),
+            matchers,
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// A rule that matched a call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatchedRule {
+    /// Its name.
+    pub name: RuleName,
+    /// Its decision.
+    pub decision: Decision,
+    /// Its priority.
+    pub priority: i32,
+    /// Whether it comes from an enforced layer.
+    pub enforced: bool,
+    /// Its reason.
+    pub reason: Option<String>,
+    /// `file:line:column` of its definition.
+    pub location: Option<Arc<str>>,
+    /// What its matchers found, when it has any.
+    pub detail: Option<String>,
+}
+
+/// The decision of the rules for one call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleDecision {
+    /// allow, ask or deny.
+    pub decision: Decision,
+    /// The rules that decided (all matching rules of the winning precedence level); empty
+    /// when no rule matched and the contract default decided.
+    pub rules: Vec<MatchedRule>,
+}
+
+/// Every rule of a snapshot, indexed by tool.
+#[derive(Clone, Debug, Default)]
+pub struct RuleSet {
+    rules: Vec<CompiledRule>,
+    // INVARIANT: each list is sorted by `CompiledRule::precedence`, ties in definition order.
+    by_tool: HashMap<ToolName, Box<[u32]>>,
+}
+
+impl RuleSet {
+    /// Indexes compiled rules.
+    pub fn new(rules: Vec<CompiledRule>) -> Self {
+        let mut by_tool: HashMap<ToolName, Vec<u32>> = HashMap::new();
+        for (index, rule) in rules.iter().enumerate() {
+            for tool in &rule.tools {
+                by_tool.entry(tool.clone()).or_default().push(index as u32);
+            }
+        }
+        let by_tool = by_tool
+            .into_iter()
+            .map(|(tool, mut list)| {
+                list.sort_by_key(|&i| rules[i as usize].precedence());
+                (tool, list.into_boxed_slice())
+            })
+            .collect();
+        Self { rules, by_tool }
+    }
+
+    /// Every rule, in definition order.
+    pub fn rules(&self) -> &[CompiledRule] {
+        &self.rules
+    }
+
+    /// A rule by name.
+    pub fn get(&self, name: &str) -> Option<&CompiledRule> {
+        self.rules.iter().find(|rule| rule.name.as_str() == name)
+    }
+
+    /// The rules that can apply to a tool, in precedence order.
+    pub fn for_tool<'a>(&'a self, tool: &ToolName) -> impl Iterator<Item = &'a CompiledRule> + 'a {
+        self.by_tool
+            .get(tool)
+            .map(|list| &list[..])
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|&i| self.rules.get(i as usize))
+    }
+
+    /// Decides a call: the matching rules of the highest precedence level, else `default`.
+    pub fn decide(
+        &self,
+        call: &CallFacts<'_>,
+        ctx: &MatchContext,
+        default: Decision,
+    ) -> RuleDecision {
+        let mut winner: Option<(bool, std::cmp::Reverse<i32>, std::cmp::Reverse<Decision>)> = None;
+        let mut matched = Vec::new();
+        for rule in self.for_tool(call.tool) {
+            let level = rule.precedence();
+            if winner.is_some_and(|w| w != level) {
+                break;
+            }
+            let (holds, outcome) = rule.evaluate(call, ctx);
+            if holds {
+                winner = Some(level);
+                matched.push(MatchedRule {
+                    name: rule.name.clone(),
+                    decision: rule.decision,
+                    priority: rule.priority,
+                    enforced: rule.origin.enforced,
+                    reason: rule.reason.clone(),
+                    location: rule.origin.location.clone(),
+                    detail: outcome
+                        .filter(|o| !o.selectors.is_empty())
+                        .map(|o| o.to_string()),
+                });
+            }
+        }
+        match matched.first() {
+            Some(first) => RuleDecision {
+                decision: first.decision,
+                rules: matched,
+            },
+            None => RuleDecision {
+                decision: default,
+                rules: Vec::new(),
+            },
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! Shell command lines, split into every simple command they would run.
+//!
+//! The `shell` argument matcher (SPEC §7.1) needs to know what a command line such as
+//! `git diff $(rm -rf /) && ls > out` would execute. This module parses the line with a real
+//! shell parser ([`brush_parser`], a bash-compatible grammar) and walks the syntax tree into a
+//! flat [`Script`]: every simple command, wherever it sits (after `;`, `&`, `&&`, `||`, `|`,
+//! newlines; inside subshells, brace groups, `if`/`while`/`until`/`for`/`case` bodies,
+//! function bodies, coprocesses; inside command substitutions `$( )` and backticks — also
+//! within double quotes, assignments, arguments, redirection targets, here-documents,
+//! parameter-expansion operands and arithmetic — and inside process substitutions
+//! `<( )`/`>( )`), plus the commands hidden in script arguments that can be read statically
+//! (`eval '…'`, `sh -c '…'`, `bash -c '…'`, `trap '…' SIG`) and in wrappers (`env`, `command`,
+//! `builtin`, `exec`, `nice`, `nohup`, `timeout`, `stdbuf`, `time`, `xargs`, `sudo`, `doas`,
+//! `find -exec`). It is pure and synchronous: it reads nothing but the string.
+//!
+//! # Words
+//! Each word is kept after quote removal. A word whose value depends on run-time state is
+//! [`WordKind::Dynamic`]: parameter expansion (`$X`, `${X:-…}`), command or process
+//! substitution, pathname globs (`*`, `?`, `[…]`, extglobs), tilde expansion (`~` at the start
+//! of a word or after `=`/`:`), brace expansion (`{a,b}`, `{1..3}`), `$"…"` translation, and
+//! ANSI-C strings it cannot decode. A word that makes the shell *evaluate* text it cannot see
+//! — arithmetic (`$((…))`, `${x:1:2}`, array subscripts `${a[i]}`), indirection (`${!x}`),
+//! prompt expansion (`${x@P}`) — is [`WordKind::Opaque`]: bash evaluates array subscripts
+//! found in variable values, so such a word can run a command hidden in a variable. A
+//! command whose command word is not a literal (`$EDITOR x`, `{rm,-rf,/}`) runs a program
+//! chosen at run time and is also recorded as [`Unresolved`].
+//!
+//! # Redirections
+//! Each simple command carries its own redirections and those of every enclosing compound
+//! command or function body (`{ ls; } > out` writes a file from `ls`). A redirection is a
+//! file write when it opens a file for output: `>`, `>>`, `>|`, `&>`, `&>>`, `<>`, and
+//! `>&word` / `<&word` forms whose target is not a file-descriptor number or `-`. Duplicating
+//! or closing descriptors (`2>&1`, `>&2`, `3>&-`) is not a write. The targets `/dev/null`,
+//! `/dev/stdout` and `/dev/stderr` are treated as discarding or re-routing output, not as file
+//! writes (they create nothing and cannot be replaced by a non-root process). A target with
+//! any expansion (`> $F`) is a write.
+//!
+//! # Wrappers and script arguments
+//! Wrappers that only change how a command runs (`env`, `command`, `builtin`, `exec`, `nice`,
+//! `nohup`, `timeout`, `stdbuf`, `time`, `xargs`, and `eval` / `sh -c` with a literal script)
+//! are [`Role::TransparentWrapper`]: the command they run is added as its own entry (origin
+//! [`Origin::Wrapped`] or [`Origin::ScriptArgument`]), so an allow rule judges `nice git
+//! status` by `git status`, and a deny rule sees both. Only a bare command name is
+//! transparent: `/tmp/x/env git status` is judged as itself. Runners that change who runs the
+//! command or when (`sudo`, `doas`, `find -exec`, `trap`, `sh -i -c`, `bash -l -c`) are not
+//! transparent: the runner and what it runs must both be allowed. A wrapper option toolgate
+//! does not know, or a script argument that is not a literal, becomes an [`Unresolved`]
+//! entry: it never satisfies an allow rule and always satisfies a deny rule (fail closed).
+//! The list is not exhaustive (`watch`, `ssh`, `parallel`, `flock`, … are not unwrapped): a
+//! rule that allows such a command with `*` allows whatever it runs.
+//!
+//! # Failures
+//! Anything the parser rejects — unterminated quotes, syntax errors, unterminated
+//! here-documents, nesting deeper than the limits below — is a [`ShellParseError`] value,
+//! never a panic. The parser is also guarded against its own panics.
+
+mod walk;
+mod word;
+mod wrappers;
+
+use std::fmt;
+
+use thiserror::Error;
+
+pub use walk::parse_script;
+pub(crate) use walk::{byte_offset, parse_tokens, tokenize};
+pub(crate) use word::{Part, Quoting, split_word, unquoted_expansions};
+
+/// How deep scripts may nest inside each other (substitutions, `eval`, `sh -c`, wrappers).
+/// Deeper input is refused rather than half-analysed.
+const MAX_SCRIPT_DEPTH: usize = 16;
+
+/// How deep brackets and compound commands may nest within one parse. The parser is
+/// recursive; this keeps its stack use far below a thread's default stack.
+const MAX_SYNTAX_DEPTH: usize = 48;
+
+/// Everything a command line would run, as far as it can be known without running it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Script {
+    /// Every simple command, in the order the shell would start them: the commands of a
+    /// substitution come before the command whose words contain it, and a wrapped command
+    /// right after its wrapper.
+    pub commands: Vec<SimpleCommand>,
+    /// Places where a command runs that cannot be determined statically.
+    pub unresolved: Vec<Unresolved>,
+    /// Constructs that evaluate expressions (`(( ))`, `for (( ))`, `[[ ]]`). They can run
+    /// commands hidden in variables through array subscripts, so an allow rule never
+    /// approves them.
+    pub constructs: Vec<Construct>,
+}
+
+/// One simple command: assignments, words and redirections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// The command as written (reconstructed from the syntax tree), for messages.
+    pub text: String,
+    /// Environment-assignment prefixes (`NAME=value cmd`).
+    pub assignments: Vec<EnvAssignment>,
+    /// The command word followed by its arguments, after quote removal.
+    pub words: Vec<Word>,
+    /// Redirections of this command and of every enclosing compound command.
+    pub redirections: Vec<Redirection>,
+    /// Where the command was found.
+    pub origin: Origin,
+    /// Whether the command is a transparent wrapper of another entry.
+    pub role: Role,
+}
+
+impl SimpleCommand {
+    /// The command word, if the command has one (`X=1` and `> f` alone have none).
+    pub fn command_word(&self) -> Option<&Word> {
+        self.words.first()
+    }
+
+    /// The redirections that write to a file.
+    pub fn file_writes(&self) -> impl Iterator<Item = &Redirection> {
+        self.redirections
+            .iter()
+            .filter(|r| matches!(r.effect, RedirectEffect::WriteFile { .. }))
+    }
+}
+
+/// Where a simple command was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Directly in the command line (including its compound commands and function bodies).
+    Line,
+    /// Inside a command substitution `$( )` or backticks.
+    CommandSubstitution,
+    /// Inside a process substitution `<( )` or `>( )`.
+    ProcessSubstitution,
+    /// Inside a literal script argument (`eval '…'`, `sh -c '…'`, `trap '…' EXIT`).
+    ScriptArgument {
+        /// The command that runs the script (`eval`, `bash`, …).
+        runner: String,
+    },
+    /// The command run by a wrapper (`nice git status` → `git status`).
+    Wrapped {
+        /// The wrapper's command word.
+        wrapper: String,
+    },
+}
+
+/// Whether a command is judged by itself or through the command it wraps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// An ordinary command: an allow rule must match it.
+    Command,
+    /// A wrapper that only changes how another command runs (`nice`, `timeout`, `eval`…);
+    /// the wrapped command is its own entry and an allow rule judges that one instead.
+    /// Its assignments and redirections are still checked.
+    TransparentWrapper,
+}
+
+/// A shell word after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// The word as written in the source, quotes included.
+    pub raw: String,
+    /// Its value, if it is known statically.
+    pub kind: WordKind,
+}
+
+impl Word {
+    /// The literal value, if the word has no expansion.
+    pub fn literal(&self) -> Option<&str> {
+        match &self.kind {
+            WordKind::Literal(value) => Some(value),
+            WordKind::Dynamic(_) | WordKind::Opaque(_) => None,
+        }
+    }
+
+    pub(crate) fn literal_from(raw: &str, value: &str) -> Self {
+        Self {
+            raw: raw.to_owned(),
+            kind: WordKind::Literal(value.to_owned()),
+        }
+    }
+
+    pub(crate) fn dynamic(raw: &str, expansion: Expansion) -> Self {
+        Self {
+            raw: raw.to_owned(),
+            kind: WordKind::Dynamic(expansion),
+        }
+    }
+}
+
+impl fmt::Display for Word {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.raw)
+    }
+}
+
+/// What is known about a word's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WordKind {
+    /// No expansion: this is the value the command receives.
+    Literal(String),
+    /// The value depends on run-time state (it may even become several words or none).
+    Dynamic(Expansion),
+    /// Expanding the word makes the shell evaluate text that is not visible here.
+    Opaque(Expansion),
+}
+
+/// The first expansion that made a word dynamic or opaque.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expansion {
+    /// `$X`, `${X}`, `${X:-…}` and other parameter expansions.
+    Parameter,
+    /// `$( )` or backticks.
+    CommandSubstitution,
+    /// `<( )` or `>( )`.
+    ProcessSubstitution,
+    /// Unquoted `*`, `?`, `[…]` or an extglob.
+    Glob,
+    /// `~` at the start of a word or after `=` / `:`.
+    Tilde,
+    /// `{a,b}` or `{1..3}`.
+    Brace,
+    /// An ANSI-C `$'…'` string with an escape toolgate does not decode.
+    AnsiC,
+    /// A `$"…"` string, translated at run time.
+    Translation,
+    /// Arguments a wrapper appends or substitutes at run time (`xargs`, `find -exec {}`).
+    RuntimeArguments,
+    /// `$((…))`, `$[…]`, `${x:offset}` or an array subscript: arithmetic evaluation.
+    Arithmetic,
+    /// `${!x}`: the value names another variable.
+    Indirection,
+    /// `${x@P}`: prompt expansion.
+    PromptExpansion,
+}
+
+impl fmt::Display for Expansion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Parameter => "parameter expansion",
+            Self::CommandSubstitution => "command substitution",
+            Self::ProcessSubstitution => "process substitution",
+            Self::Glob => "pathname glob",
+            Self::Tilde => "tilde expansion",
+            Self::Brace => "brace expansion",
+            Self::AnsiC => "ANSI-C string",
+            Self::Translation => "locale translation",
+            Self::RuntimeArguments => "arguments supplied at run time",
+            Self::Arithmetic => "arithmetic evaluation",
+            Self::Indirection => "indirect expansion",
+            Self::PromptExpansion => "prompt expansion",
+        })
+    }
+}
+
+/// An environment-assignment prefix (`NAME=value`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvAssignment {
+    /// The variable name (with its subscript for `a[i]=…`).
+    pub name: String,
+    /// The assigned value.
+    pub value: Word,
+}
+
+/// One redirection and what it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirection {
+    /// The redirection as written (reconstructed), for messages.
+    pub text: String,
+    /// Its effect.
+    pub effect: RedirectEffect,
+}
+
+/// The effect of a redirection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedirectEffect {
+    /// Opens a file for writing (creating or truncating it).
+    WriteFile {
+        /// The file.
+        target: Word,
+    },
+    /// Output to `/dev/null`, `/dev/stdout` or `/dev/stderr`.
+    Discard,
+    /// Duplicates or closes a file descriptor (`2>&1`, `3>&-`).
+    DuplicateFd,
+    /// Reads input: `<`, here-documents, here-strings.
+    Input,
+    /// Connects to a process substitution (whose commands are entries of their own).
+    ProcessSubstitution,
+}
+
+/// A place where a command runs that cannot be determined statically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    /// The command that hides it, as written.
+    pub text: String,
+    /// Why it cannot be resolved.
+    pub reason: UnresolvedReason,
+}
+
+/// Why a command cannot be resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnresolvedReason {
+    /// The command word has an expansion: the program is chosen at run time.
+    DynamicCommandWord,
+    /// A script argument (`eval`, `sh -c`, `trap`) is not a literal.
+    DynamicScript {
+        /// The runner.
+        runner: String,
+    },
+    /// A wrapper option whose meaning toolgate does not know.
+    UnknownOption {
+        /// The wrapper.
+        wrapper: String,
+        /// The option.
+        option: String,
+    },
+    /// A wrapper whose command or operand is missing or malformed.
+    MalformedWrapper {
+        /// The wrapper.
+        wrapper: String,
+    },
+}
+
+impl fmt::Display for UnresolvedReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::DynamicCommandWord => {
+                f.write_str("the command word is expanded at run time, so the program is unknown")
+            }
+            Self::DynamicScript { runner } => {
+                write!(f, "the script given to `{runner}` is not a literal")
+            }
+            Self::UnknownOption { wrapper, option } => {
+                write!(f, "`{wrapper}` option `{option}` is not understood")
+            }
+            Self::MalformedWrapper { wrapper } => {
+                write!(f, "cannot tell which command `{wrapper}` runs")
+            }
+        }
+    }
+}
+
+/// A construct that evaluates expressions rather than running a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Construct {
+    /// The construct as written (reconstructed).
+    pub text: String,
+    /// Its kind.
+    pub kind: ConstructKind,
+}
+
+/// Kinds of [`Construct`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConstructKind {
+    /// `(( expr ))`.
+    Arithmetic,
+    /// `for (( init; cond; step ))`.
+    ArithmeticFor,
+    /// `[[ expr ]]`.
+    ExtendedTest,
+}
+
+impl fmt::Display for ConstructKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Arithmetic => "an arithmetic command `(( ))`",
+            Self::ArithmeticFor => "an arithmetic `for (( ))` loop",
+            Self::ExtendedTest => "a `[[ ]]` test",
+        })
+    }
+}
+
+/// A command line (or pattern) the parser cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{message}")]
+pub struct ShellParseError {
+    /// What went wrong (lowercase, no trailing period).
+    pub message: String,
+    /// Byte offset in the parsed string, when known. Errors inside nested scripts
+    /// (substitutions, `eval`) carry the offset of nothing: their message names the context.
+    pub offset: Option<usize>,
+}
+
+impl ShellParseError {
+    pub(crate) fn new(message: impl Into<String>, offset: Option<usize>) -> Self {
+        Self {
+            message: message.into(),
+            offset,
+        }
+    }
+}

@@ -1,0 +1,1009 @@
+//! Parsing a command line and walking its syntax tree into a flat [`Script`].
+//!
+//! [`parse_program`] runs the parser behind guards (nesting limits, a check for the
+//! file-descriptor numbers the parser cannot hold, and a panic barrier), so no input can
+//! crash or overflow the stack. The walker visits every node that can run a command and
+//! recurses into the sources of substitutions and literal script arguments, up to
+//! [`MAX_SCRIPT_DEPTH`](super::MAX_SCRIPT_DEPTH) levels.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use brush_parser::ast::{
+    self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, ExtendedTestExpr,
+    IoFileRedirectKind, IoFileRedirectTarget, IoRedirect,
+};
+use brush_parser::{ParseError, Token, TokenizerError};
+
+use super::word::{PARSER_OPTIONS, is_plain, scan_heredoc, scan_text, split_word, word_from_parts};
+use super::wrappers::{self, Analysis, Transparency};
+use super::{
+    Construct, ConstructKind, EnvAssignment, Expansion, MAX_SCRIPT_DEPTH, MAX_SYNTAX_DEPTH, Origin,
+    RedirectEffect, Redirection, Role, Script, ShellParseError, SimpleCommand, Unresolved,
+    UnresolvedReason, Word,
+};
+
+/// Parses `line` and returns every simple command it would run.
+///
+/// # Errors
+/// A [`ShellParseError`] when the line (or a script nested in it) cannot be parsed.
+///
+/// ```
+/// use toolgate::policy::shell::parse_script;
+///
+/// let script = parse_script("git status && echo \"$(rm -rf /)\"").unwrap();
+/// let words: Vec<Vec<&str>> = script
+///     .commands
+///     .iter()
+///     .map(|c| c.words.iter().filter_map(|w| w.literal()).collect())
+///     .collect();
+/// // The substitution runs before the command that uses its output.
+/// assert_eq!(words, [vec!["git", "status"], vec!["rm", "-rf", "/"], vec!["echo"]]);
+/// ```
+pub fn parse_script(line: &str) -> Result<Script, ShellParseError> {
+    let mut script = Script::default();
+    walk_source(line, Origin::Line, 0, &mut script)?;
+    Ok(script)
+}
+
+/// Parses `source` and adds what it runs to `script`.
+fn walk_source(
+    source: &str,
+    origin: Origin,
+    depth: usize,
+    script: &mut Script,
+) -> Result<(), ShellParseError> {
+    if depth > MAX_SCRIPT_DEPTH {
+        return Err(ShellParseError::new(
+            format!("scripts nested more than {MAX_SCRIPT_DEPTH} levels deep"),
+            None,
+        ));
+    }
+    let program = parse_program(source).map_err(|err| {
+        if depth == 0 {
+            err
+        } else {
+            // Offsets inside a nested script do not point into the line: name the context.
+            ShellParseError::new(
+                format!("in nested script `{source}`: {}", err.message),
+                None,
+            )
+        }
+    })?;
+    let mut walker = Walker {
+        script,
+        depth,
+        origin,
+    };
+    for list in &program.complete_commands {
+        walker.list(list, &[])?;
+    }
+    Ok(())
+}
+
+/// Parses a program behind the guards described in the module docs.
+pub(crate) fn parse_program(text: &str) -> Result<ast::Program, ShellParseError> {
+    let tokens = tokenize(text)?;
+    parse_tokens(text, &tokens)
+}
+
+/// Tokenizes `text` behind the guards (bracket depth, panic barrier).
+pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, ShellParseError> {
+    check_bracket_depth(text)?;
+    guarded(text, || {
+        brush_parser::uncached_tokenize_str(text, &PARSER_OPTIONS.tokenizer_options())
+    })?
+    .map_err(|err| tokenizer_error(text, &err))
+}
+
+/// Parses tokens of `text` behind the guards (keyword depth, descriptor numbers, panic
+/// barrier).
+pub(crate) fn parse_tokens(text: &str, tokens: &[Token]) -> Result<ast::Program, ShellParseError> {
+    check_tokens(text, tokens)?;
+    guarded(text, || brush_parser::parse_tokens(tokens, &PARSER_OPTIONS))?.map_err(
+        |err| match err {
+            ParseError::ParsingNear(position) => {
+                let offset = byte_offset(text, position.index);
+                let near: String = text[offset..].chars().take(12).collect();
+                ShellParseError::new(format!("syntax error near `{near}`"), Some(offset))
+            }
+            ParseError::ParsingAtEndOfInput => {
+                ShellParseError::new("unexpected end of input", Some(text.len()))
+            }
+            ParseError::Tokenizing { inner, position } => ShellParseError::new(
+                inner.to_string(),
+                position.map(|p| byte_offset(text, p.index)),
+            ),
+        },
+    )
+}
+
+/// Byte offset of the character at `char_index` (the parser counts characters).
+pub(crate) fn byte_offset(text: &str, char_index: usize) -> usize {
+    text.char_indices()
+        .nth(char_index)
+        .map_or(text.len(), |(b, _)| b)
+}
+
+/// Converts a tokenizer error, replacing the tokenizer's line,column with a byte offset.
+fn tokenizer_error(text: &str, err: &TokenizerError) -> ShellParseError {
+    let at = |what: &str, position: &brush_parser::SourcePosition| {
+        ShellParseError::new(
+            format!("unterminated {what}"),
+            Some(byte_offset(text, position.index)),
+        )
+    };
+    match err {
+        TokenizerError::UnterminatedSingleQuote(position) => at("single quote", position),
+        TokenizerError::UnterminatedAnsiCQuote(position) => at("ANSI-C quote", position),
+        TokenizerError::UnterminatedDoubleQuote(position) => at("double quote", position),
+        TokenizerError::UnterminatedBackquote(position) => at("backquote", position),
+        TokenizerError::UnterminatedExtendedGlob(position) => at("extended glob", position),
+        TokenizerError::UnterminatedHereDocuments(tags, _) => ShellParseError::new(
+            format!("unterminated here-document `{tags}`"),
+            Some(text.len()),
+        ),
+        other => ShellParseError::new(other.to_string(), Some(text.len())),
+    }
+}
+
+/// Runs a parser call; a panic inside the parser becomes an error instead of unwinding.
+fn guarded<T>(text: &str, f: impl FnOnce() -> T) -> Result<T, ShellParseError> {
+    catch_unwind(AssertUnwindSafe(f))
+        .map_err(|_| ShellParseError::new(format!("the shell parser failed on `{text}`"), None))
+}
+
+/// Refuses text whose brackets nest deeper than the parser can recurse safely. Counts every
+/// bracket, quoted or not: over-counting only refuses absurd input.
+fn check_bracket_depth(text: &str) -> Result<(), ShellParseError> {
+    let mut depth = 0usize;
+    for (offset, c) in text.char_indices() {
+        match c {
+            '(' | '{' | '[' => {
+                depth += 1;
+                if depth > MAX_SYNTAX_DEPTH {
+                    return Err(ShellParseError::new(
+                        format!("brackets nested more than {MAX_SYNTAX_DEPTH} levels deep"),
+                        Some(offset),
+                    ));
+                }
+            }
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Token-level guards: keyword nesting depth, and redirection numbers the parser would
+/// overflow on (`99999999999>x`).
+fn check_tokens(text: &str, tokens: &[Token]) -> Result<(), ShellParseError> {
+    let mut depth = 0usize;
+    for (i, token) in tokens.iter().enumerate() {
+        let offset = || byte_offset(text, token.location().start.index);
+        match token {
+            Token::Word(word, location) => {
+                match word.as_str() {
+                    "if" | "case" | "for" | "while" | "until" | "select" | "function" | "[[" => {
+                        depth += 1;
+                        if depth > MAX_SYNTAX_DEPTH {
+                            return Err(ShellParseError::new(
+                                format!(
+                                    "compound commands nested more than {MAX_SYNTAX_DEPTH} levels deep"
+                                ),
+                                Some(offset()),
+                            ));
+                        }
+                    }
+                    "fi" | "esac" | "done" | "]]" => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                let next_is_redirect = tokens.get(i + 1).is_some_and(|next| {
+                    matches!(next, Token::Operator(op, _) if op.starts_with(['<', '>']))
+                        && next.location().start.index == location.end.index
+                });
+                if next_is_redirect
+                    && word.bytes().all(|b| b.is_ascii_digit())
+                    && word.parse::<i32>().is_err()
+                {
+                    return Err(ShellParseError::new(
+                        format!("file descriptor `{word}` is out of range"),
+                        Some(offset()),
+                    ));
+                }
+            }
+            Token::Operator(..) => {}
+        }
+    }
+    Ok(())
+}
+
+type Walked = Result<(), ShellParseError>;
+
+struct Walker<'s> {
+    script: &'s mut Script,
+    depth: usize,
+    origin: Origin,
+}
+
+impl Walker<'_> {
+    fn nested(&mut self, source: &str, origin: Origin) -> Walked {
+        walk_source(source, origin, self.depth + 1, self.script)
+    }
+
+    fn list(&mut self, list: &ast::CompoundList, inherited: &[Redirection]) -> Walked {
+        for item in &list.0 {
+            let and_or = &item.0;
+            self.pipeline(&and_or.first, inherited)?;
+            for next in &and_or.additional {
+                match next {
+                    AndOr::And(pipeline) | AndOr::Or(pipeline) => {
+                        self.pipeline(pipeline, inherited)?
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn pipeline(&mut self, pipeline: &ast::Pipeline, inherited: &[Redirection]) -> Walked {
+        for command in &pipeline.seq {
+            self.command(command, inherited)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a compound command's own redirections to those it inherits.
+    fn with_redirects(
+        &mut self,
+        inherited: &[Redirection],
+        list: Option<&ast::RedirectList>,
+    ) -> Result<Vec<Redirection>, ShellParseError> {
+        let mut all = Vec::with_capacity(inherited.len());
+        if let Some(list) = list {
+            for redirect in &list.0 {
+                all.push(self.redirect(redirect)?);
+            }
+        }
+        all.extend(inherited.iter().cloned());
+        Ok(all)
+    }
+
+    fn command(&mut self, command: &Command, inherited: &[Redirection]) -> Walked {
+        match command {
+            Command::Simple(simple) => self.simple(simple, inherited),
+            Command::Compound(compound, redirects) => {
+                let inherited = self.with_redirects(inherited, redirects.as_ref())?;
+                self.compound(compound, &inherited)
+            }
+            Command::Function(definition) => {
+                let body = &definition.body;
+                let inherited = self.with_redirects(inherited, body.1.as_ref())?;
+                self.compound(&body.0, &inherited)
+            }
+            Command::ExtendedTest(test, redirects) => {
+                self.construct(ConstructKind::ExtendedTest, command.to_string());
+                self.with_redirects(inherited, redirects.as_ref())?;
+                self.test_expr(&test.expr)
+            }
+        }
+    }
+
+    fn construct(&mut self, kind: ConstructKind, text: String) {
+        self.script.constructs.push(Construct { text, kind });
+    }
+
+    fn compound(&mut self, compound: &CompoundCommand, inherited: &[Redirection]) -> Walked {
+        match compound {
+            CompoundCommand::Arithmetic(arithmetic) => {
+                self.construct(ConstructKind::Arithmetic, compound.to_string());
+                self.text(&arithmetic.expr.value)
+            }
+            CompoundCommand::ArithmeticForClause(clause) => {
+                self.construct(ConstructKind::ArithmeticFor, compound.to_string());
+                for expr in [&clause.initializer, &clause.condition, &clause.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.text(&expr.value)?;
+                }
+                self.list(&clause.body.list, inherited)
+            }
+            CompoundCommand::BraceGroup(group) => self.list(&group.list, inherited),
+            CompoundCommand::Subshell(subshell) => self.list(&subshell.list, inherited),
+            CompoundCommand::ForClause(clause) => {
+                for value in clause.values.iter().flatten() {
+                    self.word(value)?;
+                }
+                self.list(&clause.body.list, inherited)
+            }
+            CompoundCommand::CaseClause(clause) => {
+                self.word(&clause.value)?;
+                for item in &clause.cases {
+                    for pattern in &item.patterns {
+                        self.word(pattern)?;
+                    }
+                    if let Some(body) = &item.cmd {
+                        self.list(body, inherited)?;
+                    }
+                }
+                Ok(())
+            }
+            CompoundCommand::IfClause(clause) => {
+                self.list(&clause.condition, inherited)?;
+                self.list(&clause.then, inherited)?;
+                for branch in clause.elses.iter().flatten() {
+                    if let Some(condition) = &branch.condition {
+                        self.list(condition, inherited)?;
+                    }
+                    self.list(&branch.body, inherited)?;
+                }
+                Ok(())
+            }
+            CompoundCommand::WhileClause(clause) | CompoundCommand::UntilClause(clause) => {
+                self.list(&clause.0, inherited)?;
+                self.list(&clause.1.list, inherited)
+            }
+            CompoundCommand::Coprocess(coprocess) => {
+                if let Some(name) = &coprocess.name {
+                    self.word(name)?;
+                }
+                self.command(&coprocess.body, inherited)
+            }
+        }
+    }
+
+    fn test_expr(&mut self, expr: &ExtendedTestExpr) -> Walked {
+        match expr {
+            ExtendedTestExpr::And(left, right) | ExtendedTestExpr::Or(left, right) => {
+                self.test_expr(left)?;
+                self.test_expr(right)
+            }
+            ExtendedTestExpr::Not(inner) | ExtendedTestExpr::Parenthesized(inner) => {
+                self.test_expr(inner)
+            }
+            ExtendedTestExpr::UnaryTest(_, word) => self.word(word).map(|_| ()),
+            ExtendedTestExpr::BinaryTest(_, left, right) => {
+                self.word(left)?;
+                self.word(right).map(|_| ())
+            }
+        }
+    }
+
+    /// Scans expanded free text (arithmetic) for substitutions.
+    fn text(&mut self, text: &str) -> Walked {
+        let mut nested = Vec::new();
+        scan_text(text, &mut nested)?;
+        self.substitutions(nested)
+    }
+
+    fn substitutions(&mut self, nested: Vec<String>) -> Walked {
+        for source in nested {
+            self.nested(&source, Origin::CommandSubstitution)?;
+        }
+        Ok(())
+    }
+
+    /// Classifies a word and walks the substitutions inside it.
+    fn word(&mut self, word: &ast::Word) -> Result<Word, ShellParseError> {
+        self.raw_word(&word.value)
+    }
+
+    fn raw_word(&mut self, raw: &str) -> Result<Word, ShellParseError> {
+        if is_plain(raw) {
+            return Ok(Word::literal_from(raw, raw));
+        }
+        let mut nested = Vec::new();
+        let parts = split_word(raw, &mut nested)?;
+        self.substitutions(nested)?;
+        Ok(word_from_parts(raw, &parts))
+    }
+
+    fn process_substitution(
+        &mut self,
+        kind: &ast::ProcessSubstitutionKind,
+        subshell: &ast::SubshellCommand,
+    ) -> Result<Word, ShellParseError> {
+        if self.depth + 1 > MAX_SCRIPT_DEPTH {
+            return Err(ShellParseError::new(
+                format!("scripts nested more than {MAX_SCRIPT_DEPTH} levels deep"),
+                None,
+            ));
+        }
+        let mut inner = Walker {
+            script: self.script,
+            depth: self.depth + 1,
+            origin: Origin::ProcessSubstitution,
+        };
+        inner.list(&subshell.list, &[])?;
+        Ok(Word::dynamic(
+            &format!("{kind}{subshell}"),
+            Expansion::ProcessSubstitution,
+        ))
+    }
+
+    fn redirect(&mut self, redirect: &IoRedirect) -> Result<Redirection, ShellParseError> {
+        let effect = match redirect {
+            IoRedirect::File(_, kind, target) => match target {
+                IoFileRedirectTarget::ProcessSubstitution(kind, subshell) => {
+                    self.process_substitution(kind, subshell)?;
+                    RedirectEffect::ProcessSubstitution
+                }
+                IoFileRedirectTarget::Fd(_) => RedirectEffect::DuplicateFd,
+                IoFileRedirectTarget::Filename(word) | IoFileRedirectTarget::Duplicate(word) => {
+                    let target = self.word(word)?;
+                    match kind {
+                        IoFileRedirectKind::Read => RedirectEffect::Input,
+                        IoFileRedirectKind::Write
+                        | IoFileRedirectKind::Append
+                        | IoFileRedirectKind::Clobber
+                        | IoFileRedirectKind::ReadAndWrite => output_effect(target),
+                        IoFileRedirectKind::DuplicateInput => {
+                            if is_fd_operand(&target) {
+                                RedirectEffect::DuplicateFd
+                            } else {
+                                RedirectEffect::Input
+                            }
+                        }
+                        // `>&word` with a non-number word sends stdout and stderr to a file.
+                        IoFileRedirectKind::DuplicateOutput => {
+                            if is_fd_operand(&target) {
+                                RedirectEffect::DuplicateFd
+                            } else {
+                                output_effect(target)
+                            }
+                        }
+                    }
+                }
+            },
+            IoRedirect::OutputAndError(word, _) => output_effect(self.word(word)?),
+            IoRedirect::HereDocument(_, document) => {
+                if document.requires_expansion {
+                    let mut nested = Vec::new();
+                    scan_heredoc(&document.doc.value, &mut nested)?;
+                    self.substitutions(nested)?;
+                }
+                RedirectEffect::Input
+            }
+            IoRedirect::HereString(_, word) => {
+                self.word(word)?;
+                RedirectEffect::Input
+            }
+        };
+        Ok(Redirection {
+            text: redirect.to_string().trim().to_owned(),
+            effect,
+        })
+    }
+
+    fn simple(&mut self, simple: &ast::SimpleCommand, inherited: &[Redirection]) -> Walked {
+        let mut parts = Parts::default();
+        for item in simple.prefix.iter().flat_map(|p| p.0.iter()) {
+            self.item(item, Position::Prefix, &mut parts)?;
+        }
+        if let Some(name) = &simple.word_or_name {
+            let word = self.word(name)?;
+            parts.words.push(word);
+        }
+        for item in simple.suffix.iter().flat_map(|s| s.0.iter()) {
+            self.item(item, Position::Suffix, &mut parts)?;
+        }
+        parts.redirections.extend(inherited.iter().cloned());
+        self.add_command(SimpleCommand {
+            text: simple.to_string().trim().to_owned(),
+            assignments: parts.assignments,
+            words: parts.words,
+            redirections: parts.redirections,
+            origin: self.origin.clone(),
+            role: Role::Command,
+        })
+    }
+
+    fn item(
+        &mut self,
+        item: &CommandPrefixOrSuffixItem,
+        position: Position,
+        parts: &mut Parts,
+    ) -> Walked {
+        match item {
+            CommandPrefixOrSuffixItem::IoRedirect(redirect) => {
+                let redirection = self.redirect(redirect)?;
+                parts.redirections.push(redirection);
+            }
+            CommandPrefixOrSuffixItem::Word(word) => {
+                let word = self.word(word)?;
+                parts.words.push(word);
+            }
+            CommandPrefixOrSuffixItem::AssignmentWord(assignment, word) => match position {
+                Position::Prefix => {
+                    let assignment = self.assignment(assignment)?;
+                    parts.assignments.push(assignment);
+                }
+                // After the command word, `X=1` is an ordinary argument (`export X=1`).
+                Position::Suffix => {
+                    let word = self.word(word)?;
+                    parts.words.push(word);
+                }
+            },
+            CommandPrefixOrSuffixItem::ProcessSubstitution(kind, subshell) => {
+                let word = self.process_substitution(kind, subshell)?;
+                parts.words.push(word);
+            }
+        }
+        Ok(())
+    }
+
+    fn assignment(
+        &mut self,
+        assignment: &ast::Assignment,
+    ) -> Result<EnvAssignment, ShellParseError> {
+        let value = match &assignment.value {
+            ast::AssignmentValue::Scalar(word) => self.word(word)?,
+            ast::AssignmentValue::Array(elements) => {
+                for (key, value) in elements {
+                    if let Some(key) = key {
+                        self.word(key)?;
+                    }
+                    self.word(value)?;
+                }
+                Word::dynamic(&assignment.value.to_string(), Expansion::Parameter)
+            }
+        };
+        Ok(EnvAssignment {
+            name: assignment.name.to_string(),
+            value,
+        })
+    }
+
+    /// Records a simple command and whatever it runs in turn.
+    fn add_command(&mut self, command: SimpleCommand) -> Walked {
+        if command
+            .command_word()
+            .is_some_and(|w| w.literal().is_none())
+        {
+            self.script.unresolved.push(Unresolved {
+                text: command.text.clone(),
+                reason: UnresolvedReason::DynamicCommandWord,
+            });
+        }
+        let analysis = wrappers::analyse(&command);
+        let index = self.script.commands.len();
+        let text = command.text.clone();
+        let outer_assignments = command.assignments.clone();
+        let outer_redirections = command.redirections.clone();
+        self.script.commands.push(command);
+        let mark = |script: &mut Script, transparency: Transparency| {
+            if let (Transparency::Transparent, Some(command)) =
+                (transparency, script.commands.get_mut(index))
+            {
+                command.role = Role::TransparentWrapper;
+            }
+        };
+        match analysis {
+            Analysis::NotAWrapper => Ok(()),
+            Analysis::Unresolved(reason) => {
+                self.script.unresolved.push(Unresolved { text, reason });
+                Ok(())
+            }
+            Analysis::Script {
+                runner,
+                script,
+                transparency,
+            } => {
+                mark(self.script, transparency);
+                self.nested(&script, Origin::ScriptArgument { runner })
+            }
+            Analysis::Wraps {
+                wrapper,
+                inners,
+                transparency,
+            } => {
+                mark(self.script, transparency);
+                if self.depth + 1 > MAX_SCRIPT_DEPTH {
+                    return Err(ShellParseError::new(
+                        format!("wrappers nested more than {MAX_SCRIPT_DEPTH} levels deep"),
+                        None,
+                    ));
+                }
+                for inner in inners {
+                    let mut assignments = outer_assignments.clone();
+                    assignments.extend(inner.assignments);
+                    let words: Vec<String> = inner.words.iter().map(|w| w.raw.clone()).collect();
+                    let mut walker = Walker {
+                        script: self.script,
+                        depth: self.depth + 1,
+                        origin: Origin::Wrapped {
+                            wrapper: wrapper.clone(),
+                        },
+                    };
+                    walker.add_command(SimpleCommand {
+                        text: words.join(" "),
+                        assignments,
+                        words: inner.words,
+                        redirections: outer_redirections.clone(),
+                        origin: walker.origin.clone(),
+                        role: Role::Command,
+                    })?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Where an item sits in a simple command.
+#[derive(Clone, Copy)]
+enum Position {
+    Prefix,
+    Suffix,
+}
+
+/// The pieces of a simple command being collected.
+#[derive(Default)]
+struct Parts {
+    assignments: Vec<EnvAssignment>,
+    words: Vec<Word>,
+    redirections: Vec<Redirection>,
+}
+
+/// `N`, `N-` or `-`: a file-descriptor operand of `>&` / `<&`.
+fn is_fd_operand(target: &Word) -> bool {
+    target.literal().is_some_and(|t| {
+        let digits = t.strip_suffix('-').unwrap_or(t);
+        t == "-" || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// Output to a target: a file write unless it is one of the discarding devices.
+fn output_effect(target: Word) -> RedirectEffect {
+    match target.literal() {
+        Some("/dev/null" | "/dev/stdout" | "/dev/stderr") => RedirectEffect::Discard,
+        _ => RedirectEffect::WriteFile { target },
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::super::WordKind;
+    use super::*;
+
+    /// Renders a script compactly, one entry per command: origin tag (`L` line, `C` command
+    /// substitution, `P` process substitution, `S` script argument, `W` wrapped), `*` for a
+    /// transparent wrapper, then assignments, words (`<dynamic>`, `<<opaque>>`) and
+    /// redirections (`>file`, `>null`, `>&`, `<`, `<()`). Unresolved entries and constructs
+    /// follow as `?reason` and `#kind`.
+    fn render(line: &str) -> Vec<String> {
+        let script = match parse_script(line) {
+            Ok(script) => script,
+            Err(err) => return vec![format!("error: {} @ {:?}", err.message, err.offset)],
+        };
+        let mut out: Vec<String> = script
+            .commands
+            .iter()
+            .map(|c| {
+                let mut parts = vec![format!(
+                    "{}{}",
+                    match c.origin {
+                        Origin::Line => "L",
+                        Origin::CommandSubstitution => "C",
+                        Origin::ProcessSubstitution => "P",
+                        Origin::ScriptArgument { .. } => "S",
+                        Origin::Wrapped { .. } => "W",
+                    },
+                    match c.role {
+                        Role::Command => "",
+                        Role::TransparentWrapper => "*",
+                    }
+                )];
+                parts.extend(
+                    c.assignments
+                        .iter()
+                        .map(|a| format!("{}={}", a.name, a.value.raw)),
+                );
+                parts.extend(c.words.iter().map(|w| match &w.kind {
+                    WordKind::Literal(l) => l.clone(),
+                    WordKind::Dynamic(_) => format!("<{}>", w.raw),
+                    WordKind::Opaque(_) => format!("<<{}>>", w.raw),
+                }));
+                parts.extend(c.redirections.iter().map(|r| match &r.effect {
+                    RedirectEffect::WriteFile { target } => format!(">{}", target.raw),
+                    RedirectEffect::Discard => ">null".to_owned(),
+                    RedirectEffect::DuplicateFd => ">&".to_owned(),
+                    RedirectEffect::Input => "<".to_owned(),
+                    RedirectEffect::ProcessSubstitution => "<()".to_owned(),
+                }));
+                parts.join(" ")
+            })
+            .collect();
+        out.extend(script.unresolved.iter().map(|u| format!("?{}", u.reason)));
+        out.extend(script.constructs.iter().map(|c| format!("#{}", c.kind)));
+        out
+    }
+
+    #[test]
+    fn splits_every_simple_command() {
+        let table: &[(&str, &[&str])] = &[
+            ("git status", &["L git status"]),
+            ("git status; rm -rf /", &["L git status", "L rm -rf /"]),
+            (
+                "a && b || c | d & e\nf",
+                &["L a", "L b", "L c", "L d", "L e", "L f"],
+            ),
+            ("ls |& cat", &["L ls >&", "L cat"]),
+            ("(a; b)", &["L a", "L b"]),
+            ("{ a; b; }", &["L a", "L b"]),
+            (
+                "if a; then b; elif c; then d; else e; fi",
+                &["L a", "L b", "L c", "L d", "L e"],
+            ),
+            (
+                "while a; do b; done; until c; do d; done",
+                &["L a", "L b", "L c", "L d"],
+            ),
+            ("for x in $(a); do b; done", &["C a", "L b"]),
+            ("case $(a) in $(b)) c;; esac", &["C a", "C b", "L c"]),
+            ("f() { a; }; function g { b; }", &["L a", "L b"]),
+            ("coproc a", &["L a"]),
+            ("! a; time b", &["L a", "L b"]),
+            ("ls # ; rm -rf /", &["L ls"]),
+            ("ls \\\n -la", &["L ls -la"]),
+            (
+                "git diff $(rm -rf /)",
+                &["C rm -rf /", "L git diff <$(rm -rf /)>"],
+            ),
+            (
+                "git diff \"$(rm -rf /)\"",
+                &["C rm -rf /", "L git diff <\"$(rm -rf /)\">"],
+            ),
+            ("echo \"`id`\"", &["C id", "L echo <\"`id`\">"]),
+            (
+                "echo $(a $(b))",
+                &["C b", "C a <$(b)>", "L echo <$(a $(b))>"],
+            ),
+            ("X=$(id) ls", &["C id", "L X=$(id) ls"]),
+            ("export X=$(id)", &["C id", "L export <X=$(id)>"]),
+            ("a=(x $(id))", &["C id", "L a=(x $(id))"]),
+            ("ls > $(id)", &["C id", "L ls >$(id)"]),
+            (
+                "cat <(ls) >(wc -l)",
+                &["P ls", "P wc -l", "L cat <<( ls )> <>( wc -l )>"],
+            ),
+            ("ls > >(tee x)", &["P tee x", "L ls <()"]),
+            (
+                "echo ${x:-$(id)} $((1 + $(id)))",
+                &["C id", "C id", "L echo <${x:-$(id)}> <<$((1 + $(id)))>>"],
+            ),
+            ("ls > out", &["L ls >out"]),
+            (
+                "ls >> out; ls >| out; ls &> out; ls &>> out; ls <> out; ls >&out",
+                &[
+                    "L ls >out",
+                    "L ls >out",
+                    "L ls >out",
+                    "L ls >out",
+                    "L ls >out",
+                    "L ls >out",
+                ],
+            ),
+            ("ls 2>out", &["L ls >out"]),
+            (
+                "ls 2>&1 >/dev/null 3>&- 4>&2- 2>/dev/stderr",
+                &["L ls >& >null >& >& >null"],
+            ),
+            ("ls < in <&3", &["L ls < >&"]),
+            ("ls > \"$F\"", &["L ls >\"$F\""]),
+            ("{ ls; } > out", &["L ls >out"]),
+            ("{ ls > a; } 2> b", &["L ls >a >b"]),
+            ("f() { ls; } > out", &["L ls >out"]),
+            ("cat <<EOF\nhi $(id)\nEOF\n", &["C id", "L cat <"]),
+            ("cat <<'EOF'\nhi $(id)\nEOF\n", &["L cat <"]),
+            ("cat <<< $(id)", &["C id", "L cat <"]),
+            ("eval 'rm -rf /'", &["L* eval rm -rf /", "S rm -rf /"]),
+            (
+                "eval \"$X\"",
+                &[
+                    "L eval <\"$X\">",
+                    "?the script given to `eval` is not a literal",
+                ],
+            ),
+            (
+                "sh -c 'a; b | c'",
+                &["L* sh -c a; b | c", "S a", "S b", "S c"],
+            ),
+            (
+                "bash -c \"echo \\$(id)\"",
+                &["L* bash -c echo $(id)", "C id", "S echo <$(id)>"],
+            ),
+            (
+                "nice -n 5 git status",
+                &["L* nice -n 5 git status", "W git status"],
+            ),
+            (
+                "X=1 nice git status",
+                &["L* X=1 nice git status", "W X=1 git status"],
+            ),
+            (
+                "nice git status > f",
+                &["L* nice git status >f", "W git status >f"],
+            ),
+            ("sudo rm -rf /", &["L sudo rm -rf /", "W rm -rf /"]),
+            (
+                "find . -exec rm {} \\;",
+                &["L find . -exec rm {} ;", "W rm <{}>"],
+            ),
+            (
+                "ls | xargs rm",
+                &["L ls", "L* xargs rm", "W rm <<arguments from input>>"],
+            ),
+            (
+                "nice sh -c 'rm x'",
+                &["L* nice sh -c rm x", "W* sh -c rm x", "S rm x"],
+            ),
+            (
+                "$CMD x",
+                &[
+                    "L <$CMD> x",
+                    "?the command word is expanded at run time, so the program is unknown",
+                ],
+            ),
+            (
+                "{rm,-rf,/}",
+                &[
+                    "L <{rm,-rf,/}>",
+                    "?the command word is expanded at run time, so the program is unknown",
+                ],
+            ),
+            ("X=1", &["L X=1"]),
+            ("> out", &["L >out"]),
+            (
+                "(( x = $(id) ))",
+                &["C id", "#an arithmetic command `(( ))`"],
+            ),
+            ("[[ -f $(id) ]] && ls", &["C id", "L ls", "#a `[[ ]]` test"]),
+            (
+                "for ((i=0; i<3; i++)); do ls; done",
+                &["L ls", "#an arithmetic `for (( ))` loop"],
+            ),
+            (
+                "ls 'my dir' a\\ b ~ HEAD~1 *.rs",
+                &["L ls my dir a b <~> HEAD~1 <*.rs>"],
+            ),
+            ("", &[]),
+        ];
+        let mut failures = Vec::new();
+        for (line, expected) in table {
+            let actual = render(line);
+            if actual != *expected {
+                failures.push(format!(
+                    "line {line:?}\n  actual:   {actual:?}\n  expected: {expected:?}"
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_parse() {
+        let table: &[(&str, &str)] = &[
+            (
+                "echo 'unterminated",
+                "error: unterminated single quote @ Some(5)",
+            ),
+            (
+                "echo \"unterminated",
+                "error: unterminated double quote @ Some(5)",
+            ),
+            (
+                "echo `unterminated",
+                "error: unterminated backquote @ Some(5)",
+            ),
+            ("ls (", "error: unexpected end of input @ Some(4)"),
+            ("ls )", "error: syntax error near `)` @ Some(3)"),
+            (
+                "if true; then ls",
+                "error: unexpected end of input @ Some(16)",
+            ),
+            (
+                "ls 99999999999>x",
+                "error: file descriptor `99999999999` is out of range @ Some(3)",
+            ),
+            (
+                "cat <<EOF\nunterminated",
+                "error: unterminated here-document `EOF` @ Some(22)",
+            ),
+            (
+                "echo $(ls 'x)",
+                "error: unterminated single quote @ Some(10)",
+            ),
+            ("echo $(ls", "error: unterminated expansion @ Some(9)"),
+            ("echo \"$(ls)", "error: unterminated double quote @ Some(5)"),
+        ];
+        for (line, expected) in table {
+            assert_eq!(render(line), [*expected], "line {line:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_deep_nesting() {
+        let deep_brackets = format!("{}ls{}", "(".repeat(200), ")".repeat(200));
+        assert!(render(&deep_brackets)[0].starts_with("error: brackets nested more than"));
+        let deep_ifs = format!("{}ls{}", "if true; then ".repeat(100), "; fi".repeat(100));
+        assert!(render(&deep_ifs)[0].starts_with("error: compound commands nested more than"));
+        let deep_evals = format!("{}ls", "eval ".repeat(40));
+        assert!(render(&deep_evals)[0].starts_with("error: scripts nested more than 16"));
+        // Within the limits, nesting is followed.
+        let nested = format!("{}ls{}", "$(".repeat(10), ")".repeat(10));
+        assert_eq!(render(&nested).first().map(String::as_str), Some("C ls"));
+    }
+
+    #[test]
+    fn nesting_at_the_limits_fits_a_small_stack() {
+        // A thread with a quarter of the usual 2 MiB: the limits must keep the recursive
+        // parser far from the end of the stack, even unoptimised.
+        let half = MAX_SYNTAX_DEPTH / 2;
+        let lines = [
+            format!(
+                "{}ls{}",
+                "(".repeat(MAX_SYNTAX_DEPTH),
+                ")".repeat(MAX_SYNTAX_DEPTH)
+            ),
+            format!(
+                "{}ls{}",
+                "{ ".repeat(MAX_SYNTAX_DEPTH),
+                "; }".repeat(MAX_SYNTAX_DEPTH)
+            ),
+            format!(
+                "{}ls{}",
+                "if true; then ".repeat(MAX_SYNTAX_DEPTH),
+                "; fi".repeat(MAX_SYNTAX_DEPTH)
+            ),
+            format!(
+                "{}{}ls{}{}",
+                "(".repeat(half),
+                "while true; do ".repeat(half),
+                "; done".repeat(half),
+                ")".repeat(half)
+            ),
+            format!(
+                "{}ls{}",
+                "$(".repeat(MAX_SYNTAX_DEPTH),
+                ")".repeat(MAX_SYNTAX_DEPTH)
+            ),
+            format!("{}ls", "eval ".repeat(MAX_SCRIPT_DEPTH)),
+        ];
+        let handle = std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(move || {
+                lines
+                    .iter()
+                    .map(|line| parse_script(line).is_ok())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap();
+        assert_eq!(
+            handle.join().unwrap(),
+            [true, true, true, true, false, true]
+        );
+    }
+
+    #[test]
+    fn survives_inputs_that_crash_the_parser() {
+        // Each of these panics inside the parser's own code when used naively.
+        for line in [
+            "ls 99999999999>x",
+            "ls 99999999999999999999999<x",
+            "ls ~99999999999999999999999",
+            "ls ~+99999999999999999999999 ~-99999999999999999999999",
+            "echo ${x:-~99999999999999999999}",
+            "echo {1..99999999999999999999999}",
+            "echo $((99999999999999999999999))",
+        ] {
+            if let Err(err) = parse_script(line) {
+                assert!(
+                    !err.message.contains("the shell parser failed"),
+                    "line {line:?}: {err}"
+                );
+            }
+        }
+    }
+}

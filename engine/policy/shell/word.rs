@@ -1,0 +1,733 @@
+//! One shell word, broken into quoted text, unquoted text and expansions.
+//!
+//! Words come from the parser as raw source text (`"a $b"'c'`); [`split_word`] parses them
+//! with the parser's word grammar and removes quotes. The command splitter turns the parts
+//! into a [`Word`] (literal, dynamic or opaque); the pattern compiler uses them to tell a
+//! quoted `*` from a glob `*`. Command and backtick substitutions found anywhere in the word
+//! (inside double quotes, parameter-expansion operands, arithmetic) are handed back as
+//! source strings so the caller can split them too.
+
+use brush_parser::ParserOptions;
+use brush_parser::ast::UnexpandedArithmeticExpr;
+use brush_parser::word::{
+    Parameter, ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource,
+};
+
+use super::{Expansion, ShellParseError, Word, WordKind};
+
+/// Parser options used for every parse. Tilde expansion is off in the word grammar because
+/// its `~N` rule panics on numbers that overflow; tildes are detected on the unquoted text
+/// instead (see [`unquoted_expansions`]).
+pub(crate) const PARSER_OPTIONS: ParserOptions = ParserOptions {
+    enable_extended_globbing: true,
+    posix_mode: false,
+    sh_mode: false,
+    tilde_expansion_at_word_start: false,
+    tilde_expansion_after_colon: false,
+    parser_impl: brush_parser::ParserImpl::Peg,
+};
+
+/// Operands of parameter expansions may nest (`${a:-${b:-${c}}}`); past this depth the
+/// word is refused.
+const MAX_OPERAND_DEPTH: usize = 8;
+
+/// A part of a word after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Text, with whether it was quoted or escaped (quoted text is never globbed or expanded).
+    Text {
+        text: String,
+        quoting: Quoting,
+        /// Byte offset of the part in the raw word.
+        start: usize,
+    },
+    /// An expansion.
+    Expansion {
+        expansion: Expansion,
+        strength: Strength,
+        start: usize,
+    },
+}
+
+/// Whether text was written inside quotes (or escaped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quoting {
+    Unquoted,
+    Quoted,
+}
+
+/// How much an expansion hides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Strength {
+    /// The value is unknown, but expanding it runs nothing unseen.
+    Dynamic,
+    /// Expanding it evaluates text that is not visible here.
+    Opaque,
+}
+
+/// Splits a raw word into parts, pushing the source of every command substitution found in
+/// it onto `nested`.
+pub(crate) fn split_word(
+    raw: &str,
+    nested: &mut Vec<String>,
+) -> Result<Vec<Part>, ShellParseError> {
+    split_word_at_depth(raw, nested, 0)
+}
+
+/// Whether a word is made only of characters the shell never treats specially inside a
+/// word (no quoting, expansion, glob, tilde or brace characters), so that its value is its
+/// text. Lets the common case skip the word grammar.
+pub(crate) fn is_plain(raw: &str) -> bool {
+    !raw.is_empty()
+        && raw.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'-' | b'_' | b'.' | b'/' | b':' | b'=' | b'+' | b'@' | b'%' | b','
+                )
+        })
+}
+
+fn split_word_at_depth(
+    raw: &str,
+    nested: &mut Vec<String>,
+    depth: usize,
+) -> Result<Vec<Part>, ShellParseError> {
+    if is_plain(raw) {
+        return Ok(vec![Part::Text {
+            text: raw.to_owned(),
+            quoting: Quoting::Unquoted,
+            start: 0,
+        }]);
+    }
+    if depth > MAX_OPERAND_DEPTH {
+        return Err(ShellParseError::new(
+            format!("expansions nested too deeply in word `{raw}`"),
+            None,
+        ));
+    }
+    let pieces = brush_parser::word::parse(raw, &PARSER_OPTIONS)
+        .map_err(|err| ShellParseError::new(format!("cannot parse word `{raw}`: {err}"), None))?;
+    let mut splitter = Splitter {
+        parts: Vec::new(),
+        nested,
+        depth,
+    };
+    for piece in &pieces {
+        splitter.piece(piece, Quoting::Unquoted)?;
+    }
+    Ok(splitter.parts)
+}
+
+/// Scans a here-document body (expanded like a double-quoted string, without quote
+/// removal) for command substitutions.
+pub(crate) fn scan_heredoc(body: &str, nested: &mut Vec<String>) -> Result<(), ShellParseError> {
+    let pieces = brush_parser::word::parse_heredoc(body, &PARSER_OPTIONS)
+        .map_err(|err| ShellParseError::new(format!("cannot parse here-document: {err}"), None))?;
+    let mut splitter = Splitter {
+        parts: Vec::new(),
+        nested,
+        depth: 0,
+    };
+    for piece in &pieces {
+        splitter.piece(piece, Quoting::Quoted)?;
+    }
+    Ok(())
+}
+
+/// Scans free text that the shell expands (an arithmetic expression) for substitutions.
+pub(crate) fn scan_text(text: &str, nested: &mut Vec<String>) -> Result<(), ShellParseError> {
+    if text.trim().is_empty() {
+        return Ok(());
+    }
+    split_word(text, nested).map(|_| ())
+}
+
+struct Splitter<'n> {
+    parts: Vec<Part>,
+    nested: &'n mut Vec<String>,
+    depth: usize,
+}
+
+impl Splitter<'_> {
+    fn text(&mut self, text: &str, quoting: Quoting, start: usize) {
+        self.parts.push(Part::Text {
+            text: text.to_owned(),
+            quoting,
+            start,
+        });
+    }
+
+    fn expansion(&mut self, expansion: Expansion, strength: Strength, start: usize) {
+        self.parts.push(Part::Expansion {
+            expansion,
+            strength,
+            start,
+        });
+    }
+
+    fn piece(
+        &mut self,
+        piece: &WordPieceWithSource,
+        quoting: Quoting,
+    ) -> Result<(), ShellParseError> {
+        let start = piece.start_index;
+        match &piece.piece {
+            WordPiece::Text(text) => self.text(text, quoting, start),
+            WordPiece::SingleQuotedText(text) => self.text(text, Quoting::Quoted, start),
+            WordPiece::AnsiCQuotedText(text) => match decode_ansi_c(text) {
+                Some(decoded) => self.text(&decoded, Quoting::Quoted, start),
+                None => self.expansion(Expansion::AnsiC, Strength::Dynamic, start),
+            },
+            WordPiece::DoubleQuotedSequence(inner) => {
+                // An empty "" still produces an (empty) argument.
+                self.text("", Quoting::Quoted, start);
+                for inner_piece in inner {
+                    self.piece(inner_piece, Quoting::Quoted)?;
+                }
+            }
+            WordPiece::GettextDoubleQuotedSequence(inner) => {
+                self.expansion(Expansion::Translation, Strength::Dynamic, start);
+                for inner_piece in inner {
+                    self.piece(inner_piece, Quoting::Quoted)?;
+                }
+            }
+            WordPiece::TildeExpansion(_) => {
+                self.expansion(Expansion::Tilde, Strength::Dynamic, start)
+            }
+            WordPiece::ParameterExpansion(expr) => {
+                // An opaque expansion records its specific reason (arithmetic, indirection…).
+                match self.parameter_expr(expr)? {
+                    (strength, None) => self.expansion(Expansion::Parameter, strength, start),
+                    (strength, Some(reason)) => self.expansion(reason, strength, start),
+                }
+            }
+            WordPiece::CommandSubstitution(source)
+            | WordPiece::BackquotedCommandSubstitution(source) => {
+                self.nested.push(source.clone());
+                self.expansion(Expansion::CommandSubstitution, Strength::Dynamic, start);
+            }
+            WordPiece::EscapeSequence(sequence) => {
+                // `\x` stands for `x`; a backslash-newline is a line continuation.
+                let escaped: String = sequence.chars().skip(1).collect();
+                let value = if escaped == "\n" {
+                    ""
+                } else {
+                    escaped.as_str()
+                };
+                self.text(value, Quoting::Quoted, start);
+            }
+            WordPiece::ArithmeticExpression(expr) => {
+                self.arithmetic(expr)?;
+                self.expansion(Expansion::Arithmetic, Strength::Opaque, start);
+            }
+        }
+        Ok(())
+    }
+
+    /// Scans an arithmetic expression for substitutions.
+    fn arithmetic(&mut self, expr: &UnexpandedArithmeticExpr) -> Result<(), ShellParseError> {
+        self.operand(&expr.value).map(|_| ())
+    }
+
+    /// Scans an operand word (default value, pattern, index…) for substitutions; returns
+    /// whether it holds opaque expansions.
+    fn operand(&mut self, operand: &str) -> Result<Strength, ShellParseError> {
+        if operand.is_empty() {
+            return Ok(Strength::Dynamic);
+        }
+        let parts = split_word_at_depth(operand, self.nested, self.depth + 1)?;
+        Ok(parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Expansion { strength, .. } => Some(*strength),
+                Part::Text { .. } => None,
+            })
+            .max()
+            .unwrap_or(Strength::Dynamic))
+    }
+
+    fn optional_operand(&mut self, operand: Option<&String>) -> Result<Strength, ShellParseError> {
+        match operand {
+            Some(operand) => self.operand(operand),
+            None => Ok(Strength::Dynamic),
+        }
+    }
+
+    /// Classifies a parameter expression; the second value names the reason when opaque.
+    fn parameter_expr(
+        &mut self,
+        expr: &ParameterExpr,
+    ) -> Result<(Strength, Option<Expansion>), ShellParseError> {
+        let (parameter, indirect, operands): (&Parameter, bool, [Option<&String>; 2]) = match expr {
+            ParameterExpr::Parameter {
+                parameter,
+                indirect,
+            }
+            | ParameterExpr::ParameterLength {
+                parameter,
+                indirect,
+            } => (parameter, *indirect, [None, None]),
+            ParameterExpr::UseDefaultValues {
+                parameter,
+                indirect,
+                default_value: value,
+                ..
+            }
+            | ParameterExpr::AssignDefaultValues {
+                parameter,
+                indirect,
+                default_value: value,
+                ..
+            }
+            | ParameterExpr::IndicateErrorIfNullOrUnset {
+                parameter,
+                indirect,
+                error_message: value,
+                ..
+            }
+            | ParameterExpr::UseAlternativeValue {
+                parameter,
+                indirect,
+                alternative_value: value,
+                ..
+            }
+            | ParameterExpr::RemoveSmallestSuffixPattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::RemoveLargestSuffixPattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::RemoveSmallestPrefixPattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::RemoveLargestPrefixPattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::UppercaseFirstChar {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::UppercasePattern {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::LowercaseFirstChar {
+                parameter,
+                indirect,
+                pattern: value,
+            }
+            | ParameterExpr::LowercasePattern {
+                parameter,
+                indirect,
+                pattern: value,
+            } => (parameter, *indirect, [value.as_ref(), None]),
+            ParameterExpr::ReplaceSubstring {
+                parameter,
+                indirect,
+                pattern,
+                replacement,
+                ..
+            } => (parameter, *indirect, [Some(pattern), replacement.as_ref()]),
+            ParameterExpr::Substring {
+                parameter,
+                offset,
+                length,
+                ..
+            } => {
+                self.parameter(parameter)?;
+                self.arithmetic(offset)?;
+                if let Some(length) = length {
+                    self.arithmetic(length)?;
+                }
+                return Ok((Strength::Opaque, Some(Expansion::Arithmetic)));
+            }
+            ParameterExpr::Transform {
+                parameter,
+                indirect,
+                op,
+            } => {
+                let prompt = match op {
+                    ParameterTransformOp::PromptExpand => true,
+                    ParameterTransformOp::CapitalizeInitial
+                    | ParameterTransformOp::ExpandEscapeSequences
+                    | ParameterTransformOp::PossiblyQuoteWithArraysExpanded { .. }
+                    | ParameterTransformOp::Quoted
+                    | ParameterTransformOp::ToAssignmentLogic
+                    | ParameterTransformOp::ToAttributeFlags
+                    | ParameterTransformOp::ToLowerCase
+                    | ParameterTransformOp::ToUpperCase => false,
+                };
+                if prompt {
+                    self.parameter(parameter)?;
+                    return Ok((Strength::Opaque, Some(Expansion::PromptExpansion)));
+                }
+                (parameter, *indirect, [None, None])
+            }
+            ParameterExpr::VariableNames { .. } | ParameterExpr::MemberKeys { .. } => {
+                return Ok((Strength::Dynamic, None));
+            }
+        };
+        let mut result = (Strength::Dynamic, None);
+        if let Some(expansion) = self.parameter(parameter)? {
+            result = (Strength::Opaque, Some(expansion));
+        }
+        if indirect {
+            result = (Strength::Opaque, Some(Expansion::Indirection));
+        }
+        for operand in operands {
+            if self.optional_operand(operand)? == Strength::Opaque && result.1.is_none() {
+                result = (Strength::Opaque, Some(Expansion::Arithmetic));
+            }
+        }
+        Ok(result)
+    }
+
+    /// Returns the reason a parameter reference is opaque, if it is (a non-numeric array
+    /// subscript is evaluated arithmetically).
+    fn parameter(&mut self, parameter: &Parameter) -> Result<Option<Expansion>, ShellParseError> {
+        match parameter {
+            Parameter::Positional(_)
+            | Parameter::Special(_)
+            | Parameter::Named(_)
+            | Parameter::NamedWithAllIndices { .. } => Ok(None),
+            Parameter::NamedWithIndex { index, .. } => {
+                if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) {
+                    Ok(None)
+                } else {
+                    self.operand(index)?;
+                    Ok(Some(Expansion::Arithmetic))
+                }
+            }
+        }
+    }
+}
+
+/// Positions of expansions that are visible only in unquoted text: pathname globs, tilde and
+/// brace expansion. Each is the byte offset (in the raw word) of the first occurrence.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct UnquotedExpansions {
+    pub glob: Option<usize>,
+    pub tilde: Option<usize>,
+    pub brace: Option<usize>,
+}
+
+/// Finds globs, tildes and brace expansions in the unquoted text of a word.
+pub(crate) fn unquoted_expansions(parts: &[Part]) -> UnquotedExpansions {
+    // The word's "shape": unquoted characters as written, everything else as a placeholder
+    // that is not special, each with its byte offset in the raw word.
+    let mut shape: Vec<(char, usize)> = Vec::new();
+    for part in parts {
+        match part {
+            Part::Text {
+                text,
+                quoting: Quoting::Unquoted,
+                start,
+            } => shape.extend(text.char_indices().map(|(i, c)| (c, start + i))),
+            Part::Text { start, .. } | Part::Expansion { start, .. } => shape.push(('\0', *start)),
+        }
+    }
+    let mut found = UnquotedExpansions::default();
+    for (i, &(c, offset)) in shape.iter().enumerate() {
+        let previous = i.checked_sub(1).and_then(|p| shape.get(p)).map(|&(p, _)| p);
+        match c {
+            '*' | '?' | '(' => {
+                found.glob.get_or_insert(offset);
+            }
+            // `[` starts a bracket expression only if a `]` follows (`[ -f x ]` is a command).
+            '[' if shape[i + 1..].iter().any(|&(c, _)| c == ']') => {
+                found.glob.get_or_insert(offset);
+            }
+            '~' if matches!(previous, None | Some('=' | ':')) => {
+                found.tilde.get_or_insert(offset);
+            }
+            '{' if found.brace.is_none() && brace_expansion_at(&shape[i + 1..]) => {
+                found.brace = Some(offset);
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Whether the text after an unquoted `{` makes it a brace expansion: an unquoted `,` or
+/// `..` before the matching `}`. Over-approximates (treats some literal braces as
+/// expansions), which only ever makes a word dynamic.
+fn brace_expansion_at(rest: &[(char, usize)]) -> bool {
+    let mut depth = 0usize;
+    let mut previous = '\0';
+    for &(c, _) in rest {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return false,
+            '}' => depth -= 1,
+            ',' => return true,
+            '.' if previous == '.' => return true,
+            _ => {}
+        }
+        previous = c;
+    }
+    false
+}
+
+/// Builds a [`Word`] from its parts.
+pub(crate) fn word_from_parts(raw: &str, parts: &[Part]) -> Word {
+    let mut value = String::new();
+    let mut strongest: Option<(Strength, Expansion)> = None;
+    for part in parts {
+        match part {
+            Part::Text { text, .. } => value.push_str(text),
+            Part::Expansion {
+                expansion,
+                strength,
+                ..
+            } => {
+                if strongest.is_none_or(|(s, _)| *strength > s) {
+                    strongest = Some((*strength, *expansion));
+                }
+            }
+        }
+    }
+    if strongest.is_none() {
+        let unquoted = unquoted_expansions(parts);
+        let first = [
+            (unquoted.glob, Expansion::Glob),
+            (unquoted.tilde, Expansion::Tilde),
+            (unquoted.brace, Expansion::Brace),
+        ]
+        .into_iter()
+        .filter_map(|(offset, expansion)| offset.map(|o| (o, expansion)))
+        .min_by_key(|(o, _)| *o);
+        if let Some((_, expansion)) = first {
+            strongest = Some((Strength::Dynamic, expansion));
+        }
+    }
+    let kind = match strongest {
+        None => WordKind::Literal(value),
+        Some((Strength::Dynamic, expansion)) => WordKind::Dynamic(expansion),
+        Some((Strength::Opaque, expansion)) => WordKind::Opaque(expansion),
+    };
+    Word {
+        raw: raw.to_owned(),
+        kind,
+    }
+}
+
+/// Decodes the body of an ANSI-C string (`$'…'`) as bash does. Returns `None` for an escape
+/// it does not decode exactly (the word is then treated as dynamic, never guessed).
+pub(crate) fn decode_ansi_c(body: &str) -> Option<String> {
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let escape = chars.next()?;
+        let decoded = match escape {
+            'a' => '\u{07}',
+            'b' => '\u{08}',
+            'e' | 'E' => '\u{1b}',
+            'f' => '\u{0c}',
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            'v' => '\u{0b}',
+            '\\' | '\'' | '"' | '?' => escape,
+            '0'..='7' => {
+                let mut value = escape.to_digit(8)?;
+                for _ in 0..2 {
+                    match chars.peek().and_then(|d| d.to_digit(8)) {
+                        Some(d) => {
+                            value = value * 8 + d;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                // Bash emits the low byte; only ASCII maps to a character unambiguously.
+                let byte = u8::try_from(value & 0xff).ok()?;
+                if !byte.is_ascii() {
+                    return None;
+                }
+                char::from(byte)
+            }
+            'x' => {
+                let value = hex_digits(&mut chars, 2)?;
+                let byte = u8::try_from(value).ok()?;
+                if !byte.is_ascii() {
+                    return None;
+                }
+                char::from(byte)
+            }
+            'u' => char::from_u32(hex_digits(&mut chars, 4)?)?,
+            'U' => char::from_u32(hex_digits(&mut chars, 8)?)?,
+            _ => return None,
+        };
+        if decoded == '\0' {
+            // Bash ends the string at a NUL byte; do not model that.
+            return None;
+        }
+        out.push(decoded);
+    }
+    Some(out)
+}
+
+fn hex_digits(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, max: usize) -> Option<u32> {
+    let mut value = 0u32;
+    let mut count = 0;
+    while count < max {
+        match chars.peek().and_then(|d| d.to_digit(16)) {
+            Some(d) => {
+                value = value.checked_mul(16)?.checked_add(d)?;
+                chars.next();
+                count += 1;
+            }
+            None => break,
+        }
+    }
+    (count > 0).then_some(value)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn word(raw: &str) -> (WordKind, Vec<String>) {
+        let mut nested = Vec::new();
+        let parts = split_word(raw, &mut nested).unwrap();
+        (word_from_parts(raw, &parts).kind, nested)
+    }
+
+    fn lit(s: &str) -> WordKind {
+        WordKind::Literal(s.to_owned())
+    }
+
+    #[test]
+    fn classifies_words() {
+        let table: &[(&str, WordKind)] = &[
+            ("git", lit("git")),
+            ("'my dir'", lit("my dir")),
+            ("\"my dir\"", lit("my dir")),
+            ("a\\ b", lit("a b")),
+            ("g\"i\"t", lit("git")),
+            ("\\rm", lit("rm")),
+            ("''", lit("")),
+            ("HEAD~1", lit("HEAD~1")),
+            ("$'\\x72m'", lit("rm")),
+            ("$'a\\nb'", lit("a\nb")),
+            ("'*'", lit("*")),
+            ("\\*", lit("*")),
+            ("[", lit("[")),
+            ("a,b", lit("a,b")),
+            ("{}", lit("{}")),
+            ("\"$x\"", WordKind::Dynamic(Expansion::Parameter)),
+            ("$x", WordKind::Dynamic(Expansion::Parameter)),
+            ("${x:-a}", WordKind::Dynamic(Expansion::Parameter)),
+            ("*.rs", WordKind::Dynamic(Expansion::Glob)),
+            ("a[12]", WordKind::Dynamic(Expansion::Glob)),
+            ("~", WordKind::Dynamic(Expansion::Tilde)),
+            ("~/x", WordKind::Dynamic(Expansion::Tilde)),
+            ("a=~/x", WordKind::Dynamic(Expansion::Tilde)),
+            ("'~'", lit("~")),
+            ("{rm,-rf,/}", WordKind::Dynamic(Expansion::Brace)),
+            ("{1..3}", WordKind::Dynamic(Expansion::Brace)),
+            ("$(id)", WordKind::Dynamic(Expansion::CommandSubstitution)),
+            ("$\"hello\"", WordKind::Dynamic(Expansion::Translation)),
+            ("$((1+2))", WordKind::Opaque(Expansion::Arithmetic)),
+            ("${a[i]}", WordKind::Opaque(Expansion::Arithmetic)),
+            ("${a[0]}", WordKind::Dynamic(Expansion::Parameter)),
+            ("${!x}", WordKind::Opaque(Expansion::Indirection)),
+            ("${x@P}", WordKind::Opaque(Expansion::PromptExpansion)),
+            ("${x:1:2}", WordKind::Opaque(Expansion::Arithmetic)),
+            ("$'\\q'", WordKind::Dynamic(Expansion::AnsiC)),
+        ];
+        for (raw, expected) in table {
+            assert_eq!(&word(raw).0, expected, "word {raw}");
+        }
+    }
+
+    #[test]
+    fn finds_nested_substitutions() {
+        let table: &[(&str, &[&str])] = &[
+            ("$(id)", &["id"]),
+            ("`id`", &["id"]),
+            ("\"a `id` b\"", &["id"]),
+            ("\"$(rm -rf /)\"", &["rm -rf /"]),
+            ("${x:-$(id)}", &["id"]),
+            ("${x%$(id)}", &["id"]),
+            ("${x/$(a)/$(b)}", &["a", "b"]),
+            ("$(( $(id) + 1 ))", &["id"]),
+            ("${a[$(id)]}", &["id"]),
+            ("x=$(id)", &["id"]),
+            ("'$(id)'", &[]),
+        ];
+        for (raw, expected) in table {
+            assert_eq!(word(raw).1, *expected, "word {raw}");
+        }
+    }
+
+    #[test]
+    fn plain_words_need_no_grammar() {
+        for raw in [
+            "git",
+            "--stat",
+            "HEAD~1",
+            "a=b",
+            "x.rs",
+            "src/main.rs",
+            "-n1",
+            "a,b",
+            "100%",
+        ] {
+            let mut nested = Vec::new();
+            let pieces = brush_parser::word::parse(raw, &PARSER_OPTIONS).unwrap();
+            let via_grammar: String = pieces
+                .iter()
+                .map(|p| match &p.piece {
+                    WordPiece::Text(t) => t.clone(),
+                    other => panic!("{raw}: unexpected piece {other:?}"),
+                })
+                .collect();
+            assert_eq!(via_grammar, raw);
+            if is_plain(raw) {
+                assert_eq!(word(raw).0, WordKind::Literal(raw.to_owned()), "word {raw}");
+            }
+            split_word(raw, &mut nested).unwrap();
+            assert!(nested.is_empty());
+        }
+        for raw in [
+            "", "a b", "~x", "*", "a?", "[a]", "{a,b}", "$x", "'a'", "\\a", "`a`", "@(a)", "é",
+        ] {
+            assert!(!is_plain(raw), "word {raw:?}");
+        }
+    }
+
+    #[test]
+    fn decodes_ansi_c() {
+        let table: &[(&str, Option<&str>)] = &[
+            ("abc", Some("abc")),
+            ("\\x41\\102\\u00e9", Some("ABé")),
+            ("\\t\\'", Some("\t'")),
+            ("\\x", None),
+            ("\\0", None),
+            ("\\xff", None),
+            ("\\cA", None),
+            ("\\", None),
+        ];
+        for (body, expected) in table {
+            assert_eq!(decode_ansi_c(body).as_deref(), *expected, "body {body}");
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! Building a snapshot: every file of every layer read, parsed and schema-checked; the
+//! layers merged; the merged set checked for meaning; and the immutable [`Snapshot`] built.
+//!
+//! ```text
+//! roots ─discover─▶ files ─read─▶ parse ─schema─▶ per-root duplicates ─merge─▶ effective set
+//!                                                                          │
+//!        Snapshot ◀─ compile (contracts, input schemas, rules) ◀─ semantics ┘
+//! ```
+//!
+//! Each stage reports every problem it finds. A file that fails its syntax or schema stage is
+//! left out of the merge (its other problems are still reported), so one broken file cannot
+//! cascade into a page of confusing semantic errors.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use super::layer::{DiscoveryErrorKind, FoundFile, LayerOptions, LayerSpec, discover};
+use super::merge::{FileInput, MergeIssue, Merger};
+use super::provenance::{FileId, Origin, Provenance};
+use super::resolve::{ResolvedContract, ResolvedEngine};
+use super::semantic;
+use super::{LoadedFile, Snapshot, Sources, Tool};
+use crate::load::spans::join_pointer;
+use crate::load::{
+    Code, Diagnostic, Format, ParseLimits, ReadLimits, SchemaChecker, SourceFile, parse_document_with, read_source,
+};
+use crate::model::{GateName, ModeName, PolicyFile, ToolName};
+use crate::policy::MatchContext;
+
+/// What to load and how.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// The layers.
+    pub layers: LayerOptions,
+    /// The workspace root: relative paths in path rules and handlers are taken against it.
+    pub workspace_root: PathBuf,
+    /// Limits on file size.
+    pub read_limits: ReadLimits,
+    /// Limits on nesting and aliases.
+    pub parse_limits: ParseLimits,
+}
+
+impl LoadOptions {
+    /// The built-in layers plus `policies`, with the current directory as workspace root.
+    pub fn new(layers: LayerOptions) -> Self {
+        Self {
+            layers,
+            workspace_root: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            read_limits: ReadLimits::DEFAULT,
+            parse_limits: ParseLimits::DEFAULT,
+        }
+    }
+}
+
+/// The result of a load: a snapshot when there were no errors, and every diagnostic (errors
+/// and warnings) in file and position order.
+#[derive(Clone, Debug)]
+pub struct LoadOutcome {
+    /// The snapshot, absent when any error was found.
+    pub snapshot: Option<Arc<Snapshot>>,
+    /// Every problem found.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl LoadOutcome {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// The compiled schema of policy files, built once per process.
+fn policy_checker() -> Result<&'static SchemaChecker, String> {
+    static CHECKER: OnceLock<Result<SchemaChecker, String>> = OnceLock::new();
+    CHECKER
+        .get_or_init(|| SchemaChecker::new(&crate::model::schema::policy_file()).map_err(|err| err.message))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Loads, checks and freezes a policy set.
+pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
+    let mut diagnostics = Vec::new();
+    let layers = options.layers.layers();
+    let (sources, documents) = read_layers(&layers, options, &mut diagnostics);
+    check_duplicates(&sources, &documents, &mut diagnostics);
+
+    let mut merger = Merger::new();
+    for (file, document) in sources.files.iter().zip(&documents) {
+        let layer = &layers[file.layer];
+        let issues = merger.add_file(FileInput {
+            file: file.id,
+            layer: file.layer,
+            enforced: layer.kind.is_enforced(),
+            document,
+        });
+        for issue in issues {
+            diagnostics.push(merge_issue(&sources, issue));
+        }
+    }
+    let (effective, provenance) = merger.finish();
+    drop(documents);
+
+    let mut typed_value = effective.clone();
+    if let Value::Object(map) = &mut typed_value {
+        map.insert("version".into(), Value::from(1));
+    }
+    let typed: PolicyFile = match serde_path_to_error::deserialize(&typed_value) {
+        Ok(typed) => typed,
+        Err(err) => {
+            let pointer = path_to_pointer(err.path());
+            let mut diagnostic = Diagnostic::new(
+                Code::ModelDeserialize,
+                format!("the merged policy set does not fit the model: {}", err.inner()),
+            )
+            .with_help("the layers combine into something no single file could say; check the values set at this place by each layer");
+            if let Some(location) = sources.locate(&provenance, &pointer) {
+                diagnostic = diagnostic.with_location(location);
+            }
+            diagnostics.push(diagnostic);
+            return finish(None, diagnostics);
+        }
+    };
+
+    let engine = match ResolvedEngine::resolve(typed.engine.as_ref().unwrap_or(&Default::default())) {
+        Ok(engine) => Some(engine),
+        Err(missing) => {
+            for setting in missing {
+                diagnostics.push(
+                    Diagnostic::new(Code::SemanticIncompleteEngine, format!("no layer sets `{}`", setting.0))
+                        .with_help("set it in an `engine` section; the built-in `policies/engine.yaml` sets every engine value"),
+                );
+            }
+            None
+        }
+    };
+
+    let match_ctx = MatchContext::new(&options.workspace_root);
+    let checked = semantic::check(semantic::Input {
+        sources: &sources,
+        layers: &layers,
+        provenance: &provenance,
+        typed: &typed,
+        engine: engine.as_ref(),
+        match_ctx: &match_ctx,
+    });
+    diagnostics.extend(checked.diagnostics);
+
+    let has_errors = diagnostics.iter().any(Diagnostic::is_error);
+    let Some(engine) = engine else {
+        return finish(None, diagnostics);
+    };
+    if has_errors {
+        return finish(None, diagnostics);
+    }
+
+    let mut tools = IndexMap::new();
+    for (name, contract) in &typed.tools {
+        let tool_name = ToolName::new(name.as_str());
+        let resolved = ResolvedContract::resolve(contract, &engine);
+        let (input_validator, output_validator) = checked
+            .validators
+            .get(name)
+            .cloned()
+            .unwrap_or((None, None));
+        tools.insert(
+            tool_name.clone(),
+            Arc::new(Tool::new(tool_name, contract.clone(), resolved, input_validator, output_validator)),
+        );
+    }
+    let warnings: Vec<Diagnostic> = diagnostics.clone();
+    let snapshot = Snapshot {
+        generation,
+        sources,
+        layers,
+        effective,
+        provenance,
+        engine,
+        tools,
+        names: checked.names,
+        rules: checked.rules,
+        hooks: typed.hooks.into_iter().filter(|hook| hook.disabled != Some(true)).collect(),
+        gates: typed.gates.into_iter().map(|(name, gate)| (GateName::new(name), gate)).collect(),
+        modes: typed.modes.into_iter().map(|(name, mode)| (ModeName::new(name), mode)).collect(),
+        warnings,
+        workspace_root: options.workspace_root.clone(),
+        match_ctx,
+    };
+    finish(Some(Arc::new(snapshot)), diagnostics)
+}
+
+fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> LoadOutcome {
+    crate::load::diagnostic::sort(&mut diagnostics);
+    LoadOutcome { snapshot, diagnostics }
+}
+
+/// Reads, parses and schema-checks every file of every layer, in load order. Returns the files
+/// that passed, with their documents.
+fn read_layers(
+    layers: &[LayerSpec],
+    options: &LoadOptions,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Sources, Vec<Value>) {
+    let mut sources = Sources::default();
+    let mut documents = Vec::new();
+    let checker = match policy_checker() {
+        Ok(checker) => Some(checker),
+        Err(message) => {
+            diagnostics.push(Diagnostic::new(
+                Code::SchemaInvalid,
+                format!("the built-in policy schema does not compile: {message}"),
+            ));
+            None
+        }
+    };
+    for (layer_index, layer) in layers.iter().enumerate() {
+        let (found, errors) = discover(&layer.root);
+        for error in errors {
+            let shown = error.path.display();
+            diagnostics.push(match error.kind {
+                DiscoveryErrorKind::NotFound => Diagnostic::new(
+                    Code::IoNotFound,
+                    format!("policy root `{shown}` does not exist"),
+                )
+                .with_help("pass an existing directory or file to `--policies`/`--enforced`"),
+                DiscoveryErrorKind::Unreadable(reason) => Diagnostic::new(
+                    Code::IoRead,
+                    format!("cannot read `{shown}`: {reason}"),
+                )
+                .with_help("check the permissions of the folder"),
+            });
+        }
+        for file in found {
+            let source = match file {
+                FoundFile::Embedded(embedded) => {
+                    let format = Format::from_path(std::path::Path::new(embedded.path)).unwrap_or(Format::Yaml);
+                    SourceFile::in_memory(format!("builtin:{}", embedded.path), embedded.text, format)
+                }
+                FoundFile::Disk(path) => match read_source(&path, &options.read_limits) {
+                    Ok(source) => source,
+                    Err(diagnostic) => {
+                        diagnostics.push(diagnostic);
+                        continue;
+                    }
+                },
+            };
+            let document = match parse_document_with(source, &options.parse_limits) {
+                Ok(document) => document,
+                Err(found) => {
+                    diagnostics.extend(found);
+                    continue;
+                }
+            };
+            if let Some(checker) = checker {
+                let found = checker.check_document(&document);
+                let failed = found.iter().any(Diagnostic::is_error);
+                diagnostics.extend(found);
+                if failed {
+                    continue;
+                }
+            }
+            // The schema is generated from the model, so this only fails on a mismatch between
+            // the two; report it at the offending value rather than trusting it cannot happen.
+            if let Err(err) = serde_path_to_error::deserialize::<_, PolicyFile>(&document.value) {
+                let pointer = path_to_pointer(err.path());
+                let span = document.spans.nearest(&pointer).map(|node| node.label());
+                let mut diagnostic =
+                    Diagnostic::new(Code::ModelDeserialize, format!("this value does not fit the model: {}", err.inner()));
+                if let Some(span) = span {
+                    diagnostic = diagnostic.at(&document.source, span);
+                }
+                diagnostics.push(diagnostic);
+                continue;
+            }
+            let id = FileId(sources.files.len() as u32);
+            sources.files.push(LoadedFile {
+                id,
+                layer: layer_index,
+                source: document.source,
+                spans: document.spans,
+            });
+            documents.push(document.value);
+        }
+    }
+    (sources, documents)
+}
+
+/// A tool, gate, mode, rule or hook defined twice within one layer (one root) is an error
+/// that names both places: within a root there is no order that could say which one wins.
+fn check_duplicates(sources: &Sources, documents: &[Value], diagnostics: &mut Vec<Diagnostic>) {
+    // (layer, section, name) → first definition
+    let mut seen: HashMap<(usize, &'static str, String), (FileId, String)> = HashMap::new();
+    for (file, document) in sources.files.iter().zip(documents) {
+        let mut definitions: Vec<(&'static str, String, String)> = Vec::new();
+        for section in ["tools", "gates", "modes"] {
+            if let Some(Value::Object(items)) = document.get(section) {
+                for name in items.keys() {
+                    definitions.push((section, name.clone(), join_pointer(&format!("/{section}"), name)));
+                }
+            }
+        }
+        for section in ["rules", "hooks"] {
+            if let Some(Value::Array(items)) = document.get(section) {
+                for (index, item) in items.iter().enumerate() {
+                    if let Some(name) = item.get("name").and_then(Value::as_str) {
+                        definitions.push((section, name.to_owned(), format!("/{section}/{index}/name")));
+                    }
+                }
+            }
+        }
+        for (section, name, pointer) in definitions {
+            let key = (file.layer, section, name.clone());
+            match seen.get(&key) {
+                None => {
+                    seen.insert(key, (file.id, pointer));
+                }
+                Some((first_file, first_pointer)) => {
+                    let what = match section {
+                        "tools" => "tool",
+                        "gates" => "gate",
+                        "modes" => "mode",
+                        "rules" => "rule",
+                        _ => "hook",
+                    };
+                    let mut diagnostic = Diagnostic::new(
+                        Code::SemanticDuplicateName,
+                        format!("{what} `{name}` is defined twice in the same layer"),
+                    )
+                    .with_help(format!(
+                        "keep one definition; to change a {what} of a lower layer, redefine it in a higher layer"
+                    ));
+                    if let Some(location) = sources.locate_in(file.id, &pointer, true) {
+                        diagnostic = diagnostic.with_location(location);
+                    }
+                    if let Some(location) = sources.locate_in(*first_file, first_pointer, true) {
+                        diagnostic = diagnostic.with_related("first defined here", location);
+                    }
+                    diagnostics.push(diagnostic);
+                }
+            }
+        }
+    }
+}
+
+fn merge_issue(sources: &Sources, issue: MergeIssue) -> Diagnostic {
+    match issue {
+        MergeIssue::LockedField { pointer, locked_at, written_at } => {
+            let field = describe_contract_pointer(&pointer);
+            let mut diagnostic = Diagnostic::new(
+                Code::SemanticLockedField,
+                format!("{field} is locked by an enforced layer and cannot be changed"),
+            )
+            .with_help("remove this setting; the enforced layer's value stays in force");
+            if let Some(location) = sources.locate_origin(&written_at) {
+                diagnostic = diagnostic.with_location(location);
+            }
+            if let Some(location) = sources.locate_origin(&locked_at) {
+                diagnostic = diagnostic.with_related("locked here", location);
+            }
+            diagnostic
+        }
+        MergeIssue::EnforcedItem { section, name, defined_at, written_at } => {
+            let what = if section == "rules" { "rule" } else { "hook" };
+            let mut diagnostic = Diagnostic::new(
+                Code::SemanticLockedField,
+                format!("{what} `{name}` is defined by an enforced layer and cannot be redefined or disabled"),
+            )
+            .with_help(format!("give this {what} another name"));
+            if let Some(location) = sources.locate_origin(&written_at) {
+                diagnostic = diagnostic.with_location(location);
+            }
+            if let Some(location) = sources.locate_origin(&defined_at) {
+                diagnostic = diagnostic.with_related("defined here", location);
+            }
+            diagnostic
+        }
+    }
+}
+
+/// `/tools/Bash/timeout/max` → "`timeout.max` of tool `Bash`".
+fn describe_contract_pointer(pointer: &str) -> String {
+    let parts: Vec<String> = crate::load::spans::pointer_segments(pointer)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|part| part.into_owned())
+        .collect();
+    match parts.as_slice() {
+        [section, tool, rest @ ..] if section == "tools" && !rest.is_empty() => {
+            format!("`{}` of tool `{tool}`", rest.join("."))
+        }
+        _ => format!("`{pointer}`"),
+    }
+}
+
+/// Converts a `serde_path_to_error` path into a JSON pointer.
+fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
+    let mut pointer = String::new();
+    for segment in path.iter() {
+        match segment {
+            serde_path_to_error::Segment::Seq { index } => pointer.push_str(&format!("/{index}")),
+            serde_path_to_error::Segment::Map { key } => pointer = join_pointer(&pointer, key),
+            serde_path_to_error::Segment::Enum { variant } => pointer = join_pointer(&pointer, variant),
+            serde_path_to_error::Segment::Unknown => {}
+        }
+    }
+    pointer
+}
+
+impl Sources {
+    /// The location of an effective pointer: the file and place that set its value (or the
+    /// closest enclosing value that was set as a whole, such as an `input_schema`).
+    pub fn locate(&self, provenance: &Provenance, pointer: &str) -> Option<crate::load::Location> {
+        let (at, origin) = provenance.nearest(pointer)?;
+        let rest = &pointer[at.len()..];
+        self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), false)
+    }
+
+    /// Like [`Sources::locate`], but at the key of the value (for "defined here" labels).
+    pub fn locate_key(&self, provenance: &Provenance, pointer: &str) -> Option<crate::load::Location> {
+        let (at, origin) = provenance.nearest(pointer)?;
+        let rest = &pointer[at.len()..];
+        self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), true)
+    }
+
+    /// The location of an origin.
+    pub fn locate_origin(&self, origin: &Origin) -> Option<crate::load::Location> {
+        self.locate_in(origin.file, &origin.pointer, false)
+    }
+
+    /// The location of a pointer inside one file (the closest node that exists); at its key
+    /// when `key` and the node has one.
+    pub fn locate_in(&self, file: FileId, pointer: &str, key: bool) -> Option<crate::load::Location> {
+        let loaded = self.files.get(file.0 as usize)?;
+        let node = loaded.spans.nearest(pointer)?;
+        let span = if key { node.label() } else { node.value };
+        Some(loaded.source.location(span))
+    }
+}

@@ -1,0 +1,706 @@
+//! The semantic stage (SPEC §2.4): checks across files on the merged policy set, and the
+//! compilation that goes with them (rules, input and output schemas). Every problem is
+//! reported at the file, line and column that set the offending value.
+//!
+//! Errors: duplicate or shadowing aliases, references to unknown tools, gates and modes,
+//! `default > max` timeouts, contradictory flags, invalid globs, regexes, shell patterns and
+//! JSON pointers (at the position inside the pattern where it can be told), invalid input or
+//! output schemas, rule examples that do not behave as stated, unknown template placeholders,
+//! unknown lock paths. Warnings (lints): rules that can never match or are fully shadowed,
+//! budgets where one limit makes the other ineffective, batch-exempt tools without a limit of
+//! their own, timeout override fields missing from the input schema, locks outside enforced
+//! layers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::layer::LayerSpec;
+use super::provenance::Provenance;
+use super::resolve::{ResolvedContract, ResolvedEngine, template_placeholders};
+use super::Sources;
+use crate::load::spans::join_pointer;
+use crate::load::{Code, Diagnostic, Location, Severity};
+use crate::model::contract::{TimeoutSpec, ToolContract};
+use crate::model::engine_config::MessageKey;
+use crate::model::rule::ExampleCall;
+use crate::model::{ModeName, PolicyFile, ToolName};
+use crate::policy::matcher::PatternKind;
+use crate::policy::rules::{CallFacts, CompiledRule, RuleError, RuleOrigin, RuleSet, ToolNames, compile_rule, when_holds};
+use crate::policy::MatchContext;
+
+/// What the semantic stage looks at.
+pub struct Input<'a> {
+    /// The files.
+    pub sources: &'a Sources,
+    /// The layers.
+    pub layers: &'a [LayerSpec],
+    /// Provenance of the merged set.
+    pub provenance: &'a Provenance,
+    /// The merged set, typed.
+    pub typed: &'a PolicyFile,
+    /// The resolved engine settings, if complete.
+    pub engine: Option<&'a ResolvedEngine>,
+    /// Context for evaluating rule examples.
+    pub match_ctx: &'a MatchContext,
+}
+
+/// Compiled input and output validators of one tool.
+pub type Validators = (Option<Arc<jsonschema::Validator>>, Option<Arc<jsonschema::Validator>>);
+
+/// What the semantic stage produces.
+pub struct Output {
+    /// Every problem found.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Canonical tool names and aliases.
+    pub names: ToolNames,
+    /// The compiled rules (those that compiled).
+    pub rules: RuleSet,
+    /// Compiled schemas per tool name.
+    pub validators: HashMap<String, Validators>,
+}
+
+struct Checker<'a> {
+    input: &'a Input<'a>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    fn at(&self, pointer: &str) -> Option<Location> {
+        self.input.sources.locate(self.input.provenance, pointer)
+    }
+
+    fn at_key(&self, pointer: &str) -> Option<Location> {
+        self.input.sources.locate_key(self.input.provenance, pointer)
+    }
+
+    /// A location inside a string value, `offset` bytes into the string's content (one more
+    /// for an opening quote when the value is quoted in the source).
+    fn inside(&self, pointer: &str, offset: usize) -> Option<Location> {
+        let location = self.at(pointer)?;
+        let text = location.source.text();
+        let start = location.span.offset;
+        let quoted = text[start..].starts_with(['"', '\'']);
+        let target = start + offset + usize::from(quoted);
+        let within = target <= location.span.end().max(start) && target <= text.len() && text.is_char_boundary(target);
+        if within {
+            Some(location.source.location_at(target, 1))
+        } else {
+            Some(location)
+        }
+    }
+
+    fn push(&mut self, diagnostic: Diagnostic, location: Option<Location>) {
+        self.diagnostics.push(match location {
+            Some(location) => diagnostic.with_location(location),
+            None => diagnostic,
+        });
+    }
+
+    fn layer_of(&self, pointer: &str) -> Option<&LayerSpec> {
+        let (_, origin) = self.input.provenance.nearest(pointer)?;
+        let file = self.input.sources.files.get(origin.file.0 as usize)?;
+        self.input.layers.get(file.layer)
+    }
+}
+
+/// Runs every semantic check and compiles what the snapshot needs.
+pub fn check(input: Input<'_>) -> Output {
+    let mut checker = Checker { input: &input, diagnostics: Vec::new() };
+    let names = check_names(&mut checker);
+    if let Some(engine) = input.engine {
+        check_templates(&mut checker, engine);
+    }
+    let mut validators = HashMap::new();
+    for (name, contract) in &input.typed.tools {
+        check_contract(&mut checker, name, contract);
+        validators.insert(name.clone(), compile_schemas(&mut checker, name, contract));
+    }
+    let rules = check_rules(&mut checker, &names);
+    check_hooks(&mut checker, &names);
+    Output { diagnostics: checker.diagnostics, names, rules, validators }
+}
+
+/// Aliases: unique, never a tool's name.
+fn check_names(checker: &mut Checker<'_>) -> ToolNames {
+    let typed = checker.input.typed;
+    let canonical: Vec<ToolName> = typed.tools.keys().map(|name| ToolName::new(name.as_str())).collect();
+    let mut aliases: HashMap<String, ToolName> = HashMap::new();
+    let mut owner_pointer: HashMap<String, String> = HashMap::new();
+    for (name, contract) in &typed.tools {
+        for (index, alias) in contract.aliases.iter().flatten().enumerate() {
+            let pointer = format!("{}/aliases/{index}", join_pointer("/tools", name));
+            if typed.tools.contains_key(alias) {
+                let related = checker.at_key(&join_pointer("/tools", alias));
+                let mut diagnostic = Diagnostic::new(
+                    Code::SemanticAliasConflict,
+                    format!("alias `{alias}` of `{name}` is the name of a tool"),
+                )
+                .with_help("an alias may not shadow a tool: remove it or rename it");
+                if let Some(related) = related {
+                    diagnostic = diagnostic.with_related("the tool is defined here", related);
+                }
+                let location = checker.at(&pointer);
+                checker.push(diagnostic, location);
+                continue;
+            }
+            if let Some(other) = aliases.get(alias) {
+                let mut diagnostic = Diagnostic::new(
+                    Code::SemanticAliasConflict,
+                    format!("alias `{alias}` is claimed by both `{other}` and `{name}`"),
+                )
+                .with_help("an alias must name exactly one tool");
+                if let Some(first) = owner_pointer.get(alias).and_then(|p| checker.at(p)) {
+                    diagnostic = diagnostic.with_related("first claimed here", first);
+                }
+                let location = checker.at(&pointer);
+                checker.push(diagnostic, location);
+                continue;
+            }
+            aliases.insert(alias.clone(), ToolName::new(name.as_str()));
+            owner_pointer.insert(alias.clone(), pointer);
+        }
+    }
+    ToolNames::new(canonical, aliases)
+}
+
+/// Message templates may use only the placeholders their situation provides.
+fn check_templates(checker: &mut Checker<'_>, engine: &ResolvedEngine) {
+    for key in MessageKey::ALL {
+        let template = engine.messages.template(*key);
+        let pointer = format!("/engine/messages/{}", key.field());
+        for (offset, name) in template_placeholders(template) {
+            if key.placeholders().contains(&name) {
+                continue;
+            }
+            let allowed = key.placeholders();
+            let help = if allowed.is_empty() {
+                "this message takes no placeholders; write `{{` and `}}` for literal braces".to_owned()
+            } else {
+                format!(
+                    "this message may use {}; write `{{{{` and `}}}}` for literal braces",
+                    allowed.iter().map(|p| format!("`{{{p}}}`")).collect::<Vec<_>>().join(", ")
+                )
+            };
+            let message = if name.is_empty() {
+                format!("message `{}` has an unclosed `{{`", key.field())
+            } else {
+                format!("message `{}` uses unknown placeholder `{{{name}}}`", key.field())
+            };
+            let location = checker.inside(&pointer, offset);
+            checker.push(Diagnostic::new(Code::SemanticInvalidTemplate, message).with_help(help), location);
+        }
+    }
+}
+
+fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
+    let base = join_pointer("/tools", name);
+    let typed = checker.input.typed;
+    if let Some(flags) = &contract.concurrency {
+        let destructive = flags.destructive == Some(true);
+        for (other, value) in [("concurrent_safe", flags.concurrent_safe), ("read_only", flags.read_only)] {
+            if destructive && value == Some(true) {
+                let mut diagnostic = Diagnostic::new(
+                    Code::SemanticContradiction,
+                    format!("tool `{name}` is both `destructive` and `{other}`"),
+                )
+                .with_help(match other {
+                    "concurrent_safe" => "a destructive tool always runs alone; set `concurrent_safe: false` or drop `destructive`",
+                    _ => "a tool that destroys is not read-only; drop one of the two flags",
+                });
+                if let Some(related) = checker.at(&format!("{base}/concurrency/{other}")) {
+                    diagnostic = diagnostic.with_related(format!("`{other}` set here"), related);
+                }
+                let location = checker.at(&format!("{base}/concurrency/destructive"));
+                checker.push(diagnostic, location);
+            }
+        }
+    }
+    if let Some(TimeoutSpec::Policy(policy)) = &contract.timeout {
+        if let (Some(default), Some(max)) = (policy.default, policy.max)
+            && default > max
+        {
+            let mut diagnostic = Diagnostic::new(
+                Code::SemanticTimeoutRange,
+                format!("timeout default `{default}` of `{name}` is longer than its max `{max}`"),
+            )
+            .with_help("the default would always be capped; lower the default or raise the max");
+            if let Some(related) = checker.at(&format!("{base}/timeout/max")) {
+                diagnostic = diagnostic.with_related("max set here", related);
+            }
+            let location = checker.at(&format!("{base}/timeout/default"));
+            checker.push(diagnostic, location);
+        }
+        if let Some(field) = &policy.override_field
+            && let Some(Value::Object(schema)) = &contract.input_schema
+            && let Some(Value::Object(properties)) = schema.get("properties")
+            && !properties.contains_key(field)
+        {
+            let location = checker.at(&format!("{base}/timeout/override_field"));
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticUnknownReference,
+                    format!("timeout override field `{field}` is not a property of `{name}`'s input schema"),
+                )
+                .with_severity(Severity::Warning)
+                .with_help("add it to `input_schema.properties` (an integer of milliseconds) or fix the name"),
+                location,
+            );
+        }
+    }
+    if let Some(budget) = &contract.budget {
+        if let (Some(model), Some(inline)) = (budget.max_model, budget.max_inline)
+            && model != inline
+        {
+            let (larger, smaller, value, effective) =
+                if model > inline { ("max_model", "max_inline", model, inline) } else { ("max_inline", "max_model", inline, model) };
+            let mut diagnostic = Diagnostic::new(
+                Code::SemanticBudgetIneffective,
+                format!("`{larger}: {value}` of `{name}` has no effect: `{smaller}` limits the output to {effective}"),
+            )
+            .with_help(format!("the effective limit is the smaller one; set `{larger}` to {effective} or remove it"));
+            if let Some(related) = checker.at(&format!("{base}/budget/{smaller}")) {
+                diagnostic = diagnostic.with_related(format!("`{smaller}` set here"), related);
+            }
+            let location = checker.at(&format!("{base}/budget/{larger}"));
+            checker.push(diagnostic, location);
+        }
+        if budget.batch_exempt == Some(true) && budget.max_model.is_none() && budget.max_inline.is_none() {
+            let location = checker.at(&format!("{base}/budget/batch_exempt"));
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticExemptUnbounded,
+                    format!("tool `{name}` is exempt from the batch budget but has no size limit of its own"),
+                )
+                .with_help("set `budget.max_model` so that an exempt output cannot flood the context"),
+                location,
+            );
+        }
+    }
+    let gate_refs = contract
+        .admission
+        .iter()
+        .map(|a| (format!("{base}/admission/gate"), a.gate.clone()))
+        .chain(contract.modes.iter().flatten().filter_map(|(mode, patch)| {
+            patch
+                .admission
+                .as_ref()
+                .map(|a| (format!("{}/admission/gate", join_pointer(&format!("{base}/modes"), mode)), a.gate.clone()))
+        }));
+    for (pointer, gate) in gate_refs.collect::<Vec<_>>() {
+        if let Some(gate) = gate
+            && !typed.gates.contains_key(gate.as_str())
+        {
+            let location = checker.at(&pointer);
+            checker.push(unknown("gate", gate.as_str(), typed.gates.keys()), location);
+        }
+    }
+    for mode in contract.modes.iter().flatten().map(|(mode, _)| mode) {
+        if !typed.modes.contains_key(mode) {
+            let location = checker.at_key(&join_pointer(&format!("{base}/modes"), mode));
+            checker.push(unknown("mode", mode, typed.modes.keys()), location);
+        }
+    }
+    check_locks(checker, name, contract);
+}
+
+/// `locked` paths must name contract fields; outside an enforced layer they do nothing.
+fn check_locks(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
+    let Some(locked) = &contract.locked else { return };
+    let base = join_pointer("/tools", name);
+    let schema = crate::model::schema::policy_file();
+    for (index, path) in locked.iter().enumerate() {
+        let pointer = format!("{base}/locked/{index}");
+        if !lock_path_exists(&schema, path) {
+            let location = checker.at(&pointer);
+            checker.push(
+                Diagnostic::new(Code::SemanticInvalidLock, format!("`{path}` is not a field of a tool contract"))
+                    .with_help("write a dotted path of contract fields, like `timeout.max` or `permission.always_ask`"),
+                location,
+            );
+            continue;
+        }
+        let enforced = checker.layer_of(&pointer).is_some_and(|layer| layer.kind.is_enforced());
+        if !enforced {
+            let location = checker.at(&pointer);
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticInvalidLock,
+                    format!("lock `{path}` of `{name}` has no effect outside an enforced layer"),
+                )
+                .with_severity(Severity::Warning)
+                .with_help("load this file with `--enforced PATH` to make its locks and deny rules binding"),
+                location,
+            );
+        }
+    }
+}
+
+/// Whether a dotted path names a field of the contract schema (following `$ref`s, any branch
+/// of `oneOf`/`anyOf`, and into maps).
+fn lock_path_exists(schema: &Value, path: &str) -> bool {
+    let defs = schema.get("$defs");
+    let resolve = |node: &Value| -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut stack = vec![node.clone()];
+        while let Some(current) = stack.pop() {
+            if let Some(reference) = current.get("$ref").and_then(Value::as_str)
+                && let Some(name) = reference.strip_prefix("#/$defs/")
+                && let Some(target) = defs.and_then(|d| d.get(name))
+            {
+                stack.push(target.clone());
+            }
+            for key in ["oneOf", "anyOf", "allOf"] {
+                if let Some(Value::Array(branches)) = current.get(key) {
+                    stack.extend(branches.iter().cloned());
+                }
+            }
+            out.push(current);
+        }
+        out
+    };
+    let Some(contract) = defs.and_then(|d| d.get("ToolContract")) else { return false };
+    let mut nodes = vec![contract.clone()];
+    for part in path.split('.') {
+        let mut next = Vec::new();
+        for node in nodes.iter().flat_map(resolve) {
+            if let Some(child) = node.get("properties").and_then(|p| p.get(part)) {
+                next.push(child.clone());
+            } else if let Some(child) = node.get("additionalProperties").filter(|v| v.is_object()) {
+                next.push(child.clone());
+            }
+        }
+        if next.is_empty() {
+            return false;
+        }
+        nodes = next;
+    }
+    !path.is_empty()
+}
+
+fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) -> Diagnostic {
+    let known: Vec<&String> = known.collect();
+    let suggestion = known
+        .iter()
+        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate.to_string());
+    let help = match suggestion {
+        Some(candidate) => format!("did you mean `{candidate}`?"),
+        None if known.is_empty() => format!("no {what} is declared; declare it under `{what}s`"),
+        None => format!(
+            "declared {what}s: {}",
+            known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    Diagnostic::new(Code::SemanticUnknownReference, format!("unknown {what} `{name}`")).with_help(help)
+}
+
+/// Checks `input_schema` and `output_schema` against the meta-schema (every violation, at
+/// its place inside the schema) and compiles them once.
+fn compile_schemas(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) -> super::semantic::Validators {
+    let base = join_pointer("/tools", name);
+    let mut compile = |field: &str, schema: &Option<Value>| -> Option<Arc<jsonschema::Validator>> {
+        let schema = schema.as_ref()?;
+        let pointer = format!("{base}/{field}");
+        let meta = jsonschema::draft202012::meta::validator();
+        let mut failed = false;
+        for error in meta.iter_errors(schema) {
+            failed = true;
+            let inner = format!("{pointer}{}", error.instance_path().as_str());
+            let location = checker.at(&inner);
+            checker.push(
+                Diagnostic::new(Code::SemanticInvalidSchema, format!("`{field}` of `{name}` is not a valid JSON Schema: {error}"))
+                    .with_help("input and output schemas follow JSON Schema draft 2020-12"),
+                location,
+            );
+        }
+        if failed {
+            return None;
+        }
+        match jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(schema)
+        {
+            Ok(validator) => Some(Arc::new(validator)),
+            Err(error) => {
+                let inner = format!("{pointer}{}", error.instance_path().as_str());
+                let location = checker.at(&inner);
+                checker.push(
+                    Diagnostic::new(Code::SemanticInvalidSchema, format!("`{field}` of `{name}` does not compile: {error}"))
+                        .with_help("remote `$ref`s are not fetched; inline the referenced schema"),
+                    location,
+                );
+                None
+            }
+        }
+    };
+    let input = compile("input_schema", &contract.input_schema);
+    let output = compile("output_schema", &contract.output_schema);
+    (input, output)
+}
+
+fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
+    let typed = checker.input.typed;
+    let mut compiled: Vec<CompiledRule> = Vec::new();
+    for (index, rule) in typed.rules.iter().enumerate() {
+        if rule.disabled == Some(true) {
+            continue;
+        }
+        let pointer = format!("/rules/{index}");
+        let origin = RuleOrigin {
+            index,
+            enforced: checker.layer_of(&pointer).is_some_and(|layer| layer.kind.is_enforced()),
+            location: checker.at_key(&format!("{pointer}/name")).map(|l| Arc::from(l.display().as_str())),
+        };
+        match compile_rule(rule, origin, names, &typed.modes) {
+            Ok(rule) => compiled.push(rule),
+            Err(errors) => {
+                for error in errors {
+                    report_rule_error(checker, &pointer, &rule.name, rule, error);
+                }
+            }
+        }
+    }
+    let set = RuleSet::new(compiled);
+    for rule in set.rules() {
+        lint_rule(checker, rule, &set);
+        check_examples(checker, rule, names);
+    }
+    set
+}
+
+fn report_rule_error(checker: &mut Checker<'_>, pointer: &str, name: &str, rule: &crate::model::rule::Rule, error: RuleError) {
+    let typed = checker.input.typed;
+    match error {
+        RuleError::MissingDecision => {
+            let location = checker.at_key(&format!("{pointer}/name"));
+            checker.push(
+                Diagnostic::new(Code::SchemaRequired, format!("rule `{name}` has no `decision`"))
+                    .with_help("add `decision: allow`, `ask` or `deny`"),
+                location,
+            );
+        }
+        RuleError::UnknownTool { index, name: tool } => {
+            let location = checker.at(&format!("{pointer}/tools/{index}"));
+            let known = typed.tools.keys();
+            checker.push(unknown("tool", &tool, known), location);
+        }
+        RuleError::BadToolGlob { index, message } => {
+            let location = checker.at(&format!("{pointer}/tools/{index}"));
+            checker.push(
+                Diagnostic::new(Code::SemanticInvalidGlob, format!("invalid tool glob in rule `{name}`: {message}")),
+                location,
+            );
+        }
+        RuleError::UnknownMode { index, name: mode } => {
+            let location = checker.at(&format!("{pointer}/modes/{index}"));
+            checker.push(unknown("mode", &mode, typed.modes.keys()), location);
+        }
+        RuleError::Pattern(error) => {
+            let selector = join_pointer(&format!("{pointer}/match"), &error.selector);
+            let (code, field) = match error.kind {
+                PatternKind::Glob => (Code::SemanticInvalidGlob, "glob"),
+                PatternKind::Regex => (Code::SemanticInvalidRegex, "regex"),
+                PatternKind::Shell => (Code::SemanticInvalidShellPattern, "shell"),
+                PatternKind::Path => (Code::SemanticInvalidGlob, "path"),
+                PatternKind::Pointer => (Code::SemanticInvalidPointer, ""),
+            };
+            let written_as_list = rule
+                .matchers
+                .as_ref()
+                .and_then(|m| m.get(&error.selector))
+                .map(|m| {
+                    let v = match error.kind {
+                        PatternKind::Glob => &m.glob,
+                        PatternKind::Regex => &m.regex,
+                        PatternKind::Shell => &m.shell,
+                        PatternKind::Path => &m.path,
+                        PatternKind::Pointer => &None,
+                    };
+                    matches!(v, Some(crate::model::rule::OneOrMany::Many(_)))
+                })
+                .unwrap_or(false);
+            let target = match (error.kind, error.pattern_index) {
+                (PatternKind::Pointer, _) => selector.clone(),
+                (_, Some(i)) if written_as_list => format!("{selector}/{field}/{i}"),
+                _ => format!("{selector}/{field}"),
+            };
+            let location = match (error.kind, error.offset_in_pattern) {
+                (PatternKind::Pointer, _) => checker.at_key(&target),
+                (_, Some(offset)) => checker.inside(&target, offset),
+                (_, None) => checker.at(&target),
+            };
+            let what = match error.kind {
+                PatternKind::Pointer => "selector".to_owned(),
+                kind => format!("{kind} pattern"),
+            };
+            checker.push(
+                Diagnostic::new(code, format!("invalid {what} in rule `{name}`: {}", error.message)),
+                location,
+            );
+        }
+    }
+}
+
+/// Rules that can never match, and rules fully shadowed by a rule that always decides first.
+fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
+    let pointer = format!("/rules/{}", rule.origin.index);
+    let engine = checker.input.engine;
+    let tools = &checker.input.typed.tools;
+    if rule.tools.is_empty() {
+        let location = checker.at(&format!("{pointer}/tools"));
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticRuleNeverMatches,
+                format!("rule `{}` applies to no tool: its tool patterns match no contract", rule.name),
+            )
+            .with_help("fix the tool names or globs, or remove the rule"),
+            location,
+        );
+        return;
+    }
+    if let (Some(when), Some(engine)) = (&rule.when, engine) {
+        let any = rule.tools.iter().any(|tool| {
+            tools.get(tool.as_str()).is_some_and(|contract| {
+                let resolved = ResolvedContract::resolve(contract, engine);
+                when_holds(when, &resolved.concurrency)
+            })
+        });
+        if !any {
+            let location = checker.at(&format!("{pointer}/when"));
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticRuleNeverMatches,
+                    format!("rule `{}` can never match: none of its tools has the flags its `when` requires", rule.name),
+                )
+                .with_help("check the `when` flags against the tools' `concurrency` settings"),
+                location,
+            );
+            return;
+        }
+    }
+    // A rule is shadowed when another rule without conditions of its own covers all of its
+    // tools and modes and always decides first with a different decision.
+    let shadow = set.rules().iter().find(|other| {
+        let first = match (other.origin.enforced && other.decision == crate::model::Decision::Deny, rule.origin.enforced && rule.decision == crate::model::Decision::Deny) {
+            (true, false) => true,
+            (false, true) => false,
+            _ => other.priority > rule.priority || (other.priority == rule.priority && other.decision > rule.decision),
+        };
+        first
+            && other.decision != rule.decision
+            && other.matchers.is_none()
+            && other.when.is_none()
+            && rule.tools.iter().all(|tool| other.tools.contains(tool))
+            && match (&other.modes, &rule.modes) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(outer), Some(inner)) => inner.iter().all(|mode| outer.contains(mode)),
+            }
+    });
+    if let Some(other) = shadow {
+        let mut diagnostic = Diagnostic::new(
+            Code::SemanticRuleShadowed,
+            format!(
+                "rule `{}` never decides: rule `{}` ({}, priority {}) matches every call it could match and takes precedence",
+                rule.name, other.name, other.decision, other.priority
+            ),
+        )
+        .with_help("raise this rule's priority, narrow the other rule, or remove this one");
+        if let Some(location) = checker.at_key(&format!("/rules/{}/name", other.origin.index)) {
+            diagnostic = diagnostic.with_related("the shadowing rule", location);
+        }
+        let location = checker.at_key(&format!("{pointer}/name"));
+        checker.push(diagnostic, location);
+    }
+}
+
+/// Every `examples.match` call must match the rule and every `examples.not_match` call must
+/// not: a rule that stops doing what its author meant fails the load.
+fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNames) {
+    let typed = checker.input.typed;
+    let Some(source) = typed.rules.get(rule.origin.index) else { return };
+    let Some(examples) = &source.examples else { return };
+    let Some(engine) = checker.input.engine else { return };
+    let pointer = format!("/rules/{}/examples", rule.origin.index);
+    let lists: [(&str, &Vec<ExampleCall>, bool); 2] =
+        [("match", &examples.matching, true), ("not_match", &examples.not_matching, false)];
+    for (list, calls, expected) in lists {
+        for (index, call) in calls.iter().enumerate() {
+            let at = format!("{pointer}/{list}/{index}");
+            let Some(tool) = names.resolve(&call.tool) else {
+                let location = checker.at(&format!("{at}/tool"));
+                checker.push(unknown("tool", &call.tool, typed.tools.keys()), location);
+                continue;
+            };
+            let modes: Vec<ModeName> = call.modes.iter().flatten().map(|m| ModeName::new(m.as_str())).collect();
+            if let Some(undeclared) = call.modes.iter().flatten().position(|m| !typed.modes.contains_key(m)) {
+                let location = checker.at(&format!("{at}/modes/{undeclared}"));
+                let name = call.modes.iter().flatten().nth(undeclared).cloned().unwrap_or_default();
+                checker.push(unknown("mode", &name, typed.modes.keys()), location);
+                continue;
+            }
+            let Some(contract) = typed.tools.get(tool.as_str()) else { continue };
+            let resolved = ResolvedContract::resolve(contract, engine);
+            let facts = CallFacts { tool: &tool, input: &call.input, modes: &modes, flags: &resolved.concurrency };
+            let covered = rule.tools.contains(&tool);
+            let (holds, outcome) = if covered { rule.evaluate(&facts, checker.input.match_ctx) } else { (false, None) };
+            if holds == expected {
+                continue;
+            }
+            let why = match (&outcome, covered) {
+                (_, false) => format!("the rule does not apply to tool `{tool}`"),
+                (Some(outcome), true) => outcome.to_string(),
+                (None, true) => "its modes or `when` flags decide".to_owned(),
+            };
+            let message = if expected {
+                format!("rule `{}` does not match its example: {why}", rule.name)
+            } else {
+                format!("rule `{}` matches an example it must not match: {why}", rule.name)
+            };
+            let location = checker.at(&at);
+            checker.push(
+                Diagnostic::new(Code::SemanticExampleFailed, message)
+                    .with_help("fix the rule, or the example if the rule is right"),
+                location,
+            );
+        }
+    }
+}
+
+/// Hooks: event and command present, tools and modes known.
+fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) {
+    let typed = checker.input.typed;
+    for (index, hook) in typed.hooks.iter().enumerate() {
+        if hook.disabled == Some(true) {
+            continue;
+        }
+        let pointer = format!("/hooks/{index}");
+        for (field, missing) in [("event", hook.event.is_none()), ("command", hook.command.is_none())] {
+            if missing {
+                let location = checker.at_key(&format!("{pointer}/name"));
+                checker.push(
+                    Diagnostic::new(Code::SchemaRequired, format!("hook `{}` has no `{field}`", hook.name))
+                        .with_help(format!("add `{field}` to the hook")),
+                    location,
+                );
+            }
+        }
+        for (i, tool) in hook.tools.iter().flatten().enumerate() {
+            if !tool.contains(['*', '?', '[', '{']) && names.resolve(tool).is_none() {
+                let location = checker.at(&format!("{pointer}/tools/{i}"));
+                checker.push(unknown("tool", tool, typed.tools.keys()), location);
+            }
+        }
+        for (i, mode) in hook.modes.iter().flatten().enumerate() {
+            if !typed.modes.contains_key(mode) {
+                let location = checker.at(&format!("{pointer}/modes/{i}"));
+                checker.push(unknown("mode", mode, typed.modes.keys()), location);
+            }
+        }
+    }
+}
