@@ -112,3 +112,31 @@ fn empty_file(source: &Arc<SourceFile>) -> Diagnostic {
         .at(source, source.span(0, 0))
         .with_help(help)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_types_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<SourceFile>();
+        assert_send_sync::<SpanTable>();
+        assert_send_sync::<ParsedDocument>();
+        assert_send_sync::<Diagnostic>();
+        assert_send_sync::<SchemaChecker>();
+    }
+
+    #[test]
+    fn dispatches_on_the_format() {
+        let yaml = SourceFile::in_memory("a.yaml", "version: 1\n", Format::Yaml);
+        let toml = SourceFile::in_memory("a.toml", "version = 1\n", Format::Toml);
+        let yaml = parse_document(yaml).unwrap();
+        let toml = parse_document(toml).unwrap();
+        assert_eq!(yaml.value, toml.value);
+        // The same text in the wrong format is a syntax error of that format.
+        let wrong = SourceFile::in_memory("a.toml", "version: 1\n", Format::Toml);
+        let errors = parse_document(wrong).unwrap_err();
+        assert_eq!(errors[0].code, Code::SyntaxToml);
+    }
+}

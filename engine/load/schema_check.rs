@@ -170,14 +170,16 @@ impl SchemaChecker {
                 } else {
                     issue.code
                 };
-                let mut diagnostic = Diagnostic::new(code, issue.message).at(source, span);
-                if let Some(help) = issue.help {
-                    diagnostic = diagnostic.with_help(help);
+                let help = if code == Code::SchemaVersion {
+                    Some(self.version_help(source.format()))
+                } else {
+                    issue.help
+                };
+                let diagnostic = Diagnostic::new(code, issue.message).at(source, span);
+                match help {
+                    Some(help) => diagnostic.with_help(help),
+                    None => diagnostic,
                 }
-                if code == Code::SchemaVersion && diagnostic.help.is_none() {
-                    diagnostic = diagnostic.with_help(self.version_help(source.format()));
-                }
-                diagnostic
             })
             .collect()
     }
@@ -274,41 +276,61 @@ impl SchemaChecker {
             }
         }
 
-        // Untagged: convert every branch, then keep the most relevant one.
+        // Untagged: convert every branch, then keep the most relevant one. A branch whose
+        // very shape does not fit (wrong type, or not the literal it requires) is the least
+        // relevant: `anyOf [T, null]` reports `T`'s errors.
         let mut candidates: Vec<(bool, Vec<Issue>)> = Vec::with_capacity(context.len());
-        let mut expected_types: Vec<String> = Vec::new();
+        let mut expected: Vec<String> = Vec::new();
         for errors in context {
             let mut issues = Vec::new();
-            let mut top_type_mismatch = false;
-            for error in errors {
-                if matches!(error.kind(), ValidationErrorKind::Type { .. })
-                    && error.instance_path().as_str() == pointer
-                {
-                    top_type_mismatch = true;
-                    for name in self.type_names(error) {
-                        if !expected_types.contains(&name) {
-                            expected_types.push(name);
+            let at_top: Vec<&ValidationError<'static>> = errors
+                .iter()
+                .filter(|error| error.instance_path().as_str() == pointer)
+                .collect();
+            let wrong_type = at_top
+                .iter()
+                .any(|error| matches!(error.kind(), ValidationErrorKind::Type { .. }));
+            let wrong_literal = !errors.is_empty()
+                && at_top.len() == errors.len()
+                && errors.iter().all(|error| {
+                    matches!(
+                        error.kind(),
+                        ValidationErrorKind::Enum { .. } | ValidationErrorKind::Constant { .. }
+                    )
+                });
+            if wrong_type || wrong_literal {
+                for error in &at_top {
+                    for name in self.expectations(error) {
+                        if !expected.contains(&name) {
+                            expected.push(name);
                         }
                     }
                 }
+            }
+            for error in errors {
                 self.collect(error, &mut issues);
             }
-            candidates.push((top_type_mismatch, issues));
+            candidates.push((wrong_type || wrong_literal, issues));
         }
         let best = candidates
             .into_iter()
             .filter(|(mismatch, issues)| !mismatch && !issues.is_empty())
             .max_by(|(_, a), (_, b)| {
                 let depth = |issues: &[Issue]| issues.iter().map(Issue::depth).max().unwrap_or(0);
-                depth(a).cmp(&depth(b)).then_with(|| b.len().cmp(&a.len()))
+                depth(a)
+                    .cmp(&depth(b))
+                    // Fewer issues is better; on a tie the earlier branch wins (`max_by`
+                    // keeps the last maximum, so compare reversed positions via `Less`).
+                    .then_with(|| b.len().cmp(&a.len()))
+                    .then(std::cmp::Ordering::Greater)
             });
         match best {
             Some((_, issues)) => out.extend(issues),
             None => {
-                let expected = if expected_types.is_empty() {
+                let expected = if expected.is_empty() {
                     "a different value".to_owned()
                 } else {
-                    join_or(&expected_types)
+                    join_or(&expected)
                 };
                 out.push(Issue::new(
                     Code::SchemaType,
@@ -317,6 +339,22 @@ impl SchemaChecker {
                     format!("expected {expected}, found {}", describe_value(instance)),
                 ));
             }
+        }
+    }
+
+    /// What a top-level `type`, `enum` or `const` error wanted, for a combined message:
+    /// `a list`, `` `none` ``.
+    fn expectations(&self, error: &ValidationError<'_>) -> Vec<String> {
+        match error.kind() {
+            ValidationErrorKind::Type { .. } => self.type_names(error),
+            ValidationErrorKind::Enum { options } => match options.as_ref() {
+                Value::Array(values) => values.iter().map(|v| format!("`{}`", show(v))).collect(),
+                other => vec![format!("`{}`", show(other))],
+            },
+            ValidationErrorKind::Constant { expected_value } => {
+                vec![format!("`{}`", show(expected_value))]
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -357,8 +395,7 @@ impl SchemaChecker {
                 let description = self
                     .schema_at(parent_path(schema_path))
                     .and_then(|object| self.property_schema(object, &name))
-                    .and_then(|property| property.get("description"))
-                    .and_then(Value::as_str)
+                    .and_then(|property| self.description(property))
                     .map(first_sentence);
                 result = match description {
                     Some(description) => result.help(format!("add `{name}`: {description}")),
@@ -381,13 +418,21 @@ impl SchemaChecker {
                 }
                 result
             }
-            ValidationErrorKind::Constant { expected_value } => issue(
-                Code::SchemaEnum,
-                format!(
-                    "`{shown}` is not the expected value `{}`",
-                    show(expected_value)
-                ),
-            ),
+            ValidationErrorKind::Constant { expected_value } => {
+                let message = if same_kind(instance, expected_value) {
+                    format!(
+                        "`{shown}` is not the expected value `{}`",
+                        show(expected_value)
+                    )
+                } else {
+                    format!(
+                        "expected {}, found {}",
+                        describe_value(expected_value),
+                        describe_value(instance)
+                    )
+                };
+                issue(Code::SchemaEnum, message)
+            }
             ValidationErrorKind::Format { format } => self.format_issue(issue, format, &shown),
             ValidationErrorKind::Pattern { pattern } => {
                 let sibling_format = self
@@ -410,8 +455,7 @@ impl SchemaChecker {
                         );
                         if let Some(description) = self
                             .schema_at(parent_path(schema_path))
-                            .and_then(|node| node.get("description"))
-                            .and_then(Value::as_str)
+                            .and_then(|node| self.description(node))
                         {
                             result = result.help(first_sentence(description));
                         }
@@ -439,6 +483,9 @@ impl SchemaChecker {
                 Code::SchemaRange,
                 format!("`{shown}` is not an allowed multiple"),
             ),
+            ValidationErrorKind::MinLength { .. } if shown.is_empty() => {
+                issue(Code::SchemaRange, "the value must not be empty".to_owned())
+            }
             ValidationErrorKind::MinLength { limit } => issue(
                 Code::SchemaRange,
                 format!(
@@ -583,30 +630,30 @@ impl SchemaChecker {
         }
     }
 
-    /// The keys the object schema at `path` allows.
+    /// The keys the object schema at `path` allows: its `properties`, and those of the
+    /// schemas it extends with `$ref` or `allOf`.
     fn allowed_keys(&self, path: &str) -> Vec<String> {
-        let Some(node) = self.schema_at(path) else {
-            return Vec::new();
-        };
         let mut keys: Vec<String> = Vec::new();
-        let mut add_from = |schema: &Value| {
-            if let Some(Value::Object(properties)) = schema.get("properties") {
+        let mut pending: Vec<&Value> = self.schema.pointer(path).into_iter().collect();
+        let mut visited = 0;
+        while let Some(node) = pending.pop() {
+            visited += 1;
+            if visited > MAX_REF_HOPS * 4 {
+                break;
+            }
+            if let Some(Value::Object(properties)) = node.get("properties") {
                 for key in properties.keys() {
                     if !keys.contains(key) {
                         keys.push(key.clone());
                     }
                 }
             }
-        };
-        add_from(node);
-        // Properties declared by `allOf` parts (and a `$ref` next to them) count too.
-        if let Some(Value::Array(parts)) = node.get("allOf") {
-            for part in parts {
-                add_from(self.resolve(part));
+            if let Some(target) = self.deref(node) {
+                pending.push(target);
             }
-        }
-        if node.get("$ref").is_some() {
-            add_from(self.resolve(node));
+            if let Some(Value::Array(parts)) = node.get("allOf") {
+                pending.extend(parts.iter().rev());
+            }
         }
         keys
     }
@@ -616,7 +663,13 @@ impl SchemaChecker {
         object
             .get("properties")
             .and_then(|properties| properties.get(name))
-            .map(|schema| self.resolve(schema))
+    }
+
+    /// The `description` of a schema node, or of the schema its `$ref` points to.
+    fn description<'s>(&'s self, node: &'s Value) -> Option<&'s str> {
+        node.get("description")
+            .or_else(|| self.resolve(node).get("description"))
+            .and_then(Value::as_str)
     }
 
     /// The schema node at a (canonical, `$ref`-free) schema path.
@@ -624,19 +677,35 @@ impl SchemaChecker {
         self.schema.pointer(path).map(|node| self.resolve(node))
     }
 
-    /// Follows local `$ref`s (`#/...`) from a schema node.
+    /// The target of a node's local `$ref` (`#/...`), one hop.
+    fn deref<'s>(&'s self, node: &'s Value) -> Option<&'s Value> {
+        let reference = node.get("$ref").and_then(Value::as_str)?;
+        let pointer = reference.strip_prefix('#')?;
+        self.schema.pointer(pointer)
+    }
+
+    /// Follows local `$ref`s from a node whose other keywords are only annotations
+    /// (`description`, `title`, ...), as schemars writes documented references.
     fn resolve<'s>(&'s self, mut node: &'s Value) -> &'s Value {
         for _ in 0..MAX_REF_HOPS {
-            let Some(reference) = node.get("$ref").and_then(Value::as_str) else {
-                break;
-            };
-            // Only a bare `$ref` is replaced: siblings (properties next to a `$ref`) stay.
-            let is_bare = node.as_object().is_some_and(|object| object.len() == 1);
-            let target = reference
-                .strip_prefix('#')
-                .and_then(|pointer| self.schema.pointer(pointer));
-            match target {
-                Some(target) if is_bare => node = target,
+            let only_annotations = node.as_object().is_some_and(|object| {
+                object.keys().all(|key| {
+                    matches!(
+                        key.as_str(),
+                        "$ref"
+                            | "description"
+                            | "title"
+                            | "examples"
+                            | "default"
+                            | "$comment"
+                            | "deprecated"
+                            | "readOnly"
+                            | "writeOnly"
+                    )
+                })
+            });
+            match self.deref(node) {
+                Some(target) if only_annotations => node = target,
                 _ => break,
             }
         }
@@ -764,6 +833,11 @@ fn describe_value(value: &Value) -> String {
         Value::Array(_) => "a list".to_owned(),
         Value::Object(_) => "a map".to_owned(),
     }
+}
+
+/// Whether two values are of the same JSON kind (integers and floats both count as numbers).
+fn same_kind(a: &Value, b: &Value) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
 }
 
 /// A scalar's text for messages (strings without quotes), truncated.

@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 /// A byte range in a source file, with the 1-based line and column (in characters) of its
 /// start.
@@ -130,20 +131,10 @@ impl SpanTableBuilder {
 
     /// Freezes the builder into a table that can be queried by pointer.
     pub fn build(self) -> SpanTable {
-        let mut sorted: Vec<u32> = (0..self.nodes.len())
-            .filter_map(|index| u32::try_from(index).ok())
-            .filter(|&index| self.nodes[index as usize].parent != NO_PARENT)
-            .collect();
-        sorted.sort_unstable_by(|&a, &b| {
-            let (a, b) = (&self.nodes[a as usize], &self.nodes[b as usize]);
-            a.parent.cmp(&b.parent).then_with(|| {
-                self.arena[a.seg_start..a.seg_end].cmp(&self.arena[b.seg_start..b.seg_end])
-            })
-        });
         SpanTable {
             nodes: self.nodes,
             arena: self.arena,
-            sorted,
+            sorted: OnceLock::new(),
         }
     }
 
@@ -162,13 +153,16 @@ impl SpanTableBuilder {
 }
 
 /// Maps JSON pointers to the spans of the nodes of one document.
+///
+/// The lookup index is built on the first query: most documents are valid and never
+/// queried, so parsing does not pay for it.
 #[derive(Clone, Debug, Default)]
 pub struct SpanTable {
     nodes: Vec<Node>,
     arena: String,
     /// Indices of all non-root nodes, sorted by (parent, segment).
     // INVARIANT: sorted with the same ordering `find` searches with.
-    sorted: Vec<u32>,
+    sorted: OnceLock<Vec<u32>>,
 }
 
 impl SpanTable {
@@ -275,11 +269,28 @@ impl SpanTable {
         Walk::Found(current)
     }
 
+    /// The lookup index, built on first use.
+    fn sorted(&self) -> &[u32] {
+        self.sorted.get_or_init(|| {
+            let mut sorted: Vec<u32> = (0..self.nodes.len())
+                .filter_map(|index| u32::try_from(index).ok())
+                .filter(|&index| self.nodes[index as usize].parent != NO_PARENT)
+                .collect();
+            sorted.sort_unstable_by(|&a, &b| {
+                let (a, b) = (&self.nodes[a as usize], &self.nodes[b as usize]);
+                a.parent.cmp(&b.parent).then_with(|| {
+                    self.arena[a.seg_start..a.seg_end].cmp(&self.arena[b.seg_start..b.seg_end])
+                })
+            });
+            sorted
+        })
+    }
+
     /// The child `segment` of the node `parent`.
     fn find(&self, parent: usize, segment: &str) -> Option<usize> {
         let parent = u32::try_from(parent).ok()?;
-        let position = self
-            .sorted
+        let sorted = self.sorted();
+        let position = sorted
             .binary_search_by(|&index| {
                 let node = &self.nodes[index as usize];
                 match node.parent.cmp(&parent) {
@@ -288,7 +299,7 @@ impl SpanTable {
                 }
             })
             .ok()?;
-        self.sorted.get(position).map(|&index| index as usize)
+        sorted.get(position).map(|&index| index as usize)
     }
 }
 

@@ -18,6 +18,7 @@
 //!   built. End markers of block nodes are imprecise, so a collection's span covers only the
 //!   first line of it, starting at its start marker.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -46,6 +47,11 @@ pub fn parse_yaml(
             Ok((event, span)) => {
                 let start = builder.offsets.byte(span.start.index());
                 let end = builder.offsets.byte(span.end.index()).max(start);
+                let start = Pos {
+                    byte: start,
+                    line: u32::try_from(span.start.line()).unwrap_or(u32::MAX),
+                    column: u32::try_from(span.start.col().saturating_add(1)).unwrap_or(u32::MAX),
+                };
                 builder.on_event(event, start, end);
                 if builder.fatal {
                     break;
@@ -103,6 +109,14 @@ impl<'a> Offsets<'a> {
     }
 }
 
+/// A node's start: byte offset, and the parser's 1-based line and column (characters).
+#[derive(Clone, Copy, Debug)]
+struct Pos {
+    byte: usize,
+    line: u32,
+    column: u32,
+}
+
 /// A key waiting for its value.
 struct PendingKey {
     /// The key's text; `None` when the key was rejected and its value must be dropped.
@@ -129,7 +143,7 @@ struct Frame {
     anchor: usize,
     /// Nodes in the subtree, for the alias budget.
     nodes: usize,
-    start: usize,
+    start: Pos,
 }
 
 /// What a new node is to the collection that holds it.
@@ -162,6 +176,10 @@ struct Builder<'a> {
     errors: Vec<Diagnostic>,
     /// Set when parsing cannot usefully continue.
     fatal: bool,
+    /// Whether the parser's lines and columns agree with the source's line index (they do
+    /// unless the file uses lone `\r` line breaks, which YAML counts and the index does not,
+    /// or holds byte-order marks, which the parser skips).
+    parser_lines: bool,
 }
 
 impl<'a> Builder<'a> {
@@ -179,10 +197,12 @@ impl<'a> Builder<'a> {
             documents: 0,
             errors: Vec::new(),
             fatal: false,
+            // The parser also skips byte-order marks, which the index counts as characters.
+            parser_lines: !has_lone_cr(source.text()) && !source.text().contains('\u{feff}'),
         }
     }
 
-    fn on_event(&mut self, event: Event<'_>, start: usize, end: usize) {
+    fn on_event(&mut self, event: Event<'_>, start: Pos, end: usize) {
         match event {
             Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => {}
             Event::DocumentStart(_) => {
@@ -201,7 +221,7 @@ impl<'a> Builder<'a> {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                self.on_scalar(&text, style, anchor, tag.as_deref(), start, end);
+                self.on_scalar(text, style, anchor, tag.as_deref(), start, end);
             }
             Event::Alias(id) => self.on_alias(id, start, end),
             Event::SequenceStart(anchor, tag) => {
@@ -285,11 +305,11 @@ impl<'a> Builder<'a> {
 
     fn on_scalar(
         &mut self,
-        text: &str,
+        text: Cow<'_, str>,
         style: ScalarStyle,
         anchor: usize,
         tag: Option<&Tag>,
-        start: usize,
+        start: Pos,
         end: usize,
     ) {
         let span = self.line_span(start, end);
@@ -314,7 +334,7 @@ impl<'a> Builder<'a> {
         );
     }
 
-    fn on_alias(&mut self, id: usize, start: usize, end: usize) {
+    fn on_alias(&mut self, id: usize, start: Pos, end: usize) {
         let span = self.line_span(start, end);
         let role = self.role();
         if let Role::Key = role {
@@ -372,7 +392,7 @@ impl<'a> Builder<'a> {
         mapping: bool,
         anchor: usize,
         tag: Option<&Tag>,
-        start: usize,
+        start: Pos,
         end: usize,
     ) {
         let span = self.line_span(start, end);
@@ -398,22 +418,9 @@ impl<'a> Builder<'a> {
             }
         }
         let role = self.role();
+        // A collection used as a key is reported when it ends, with its whole span.
         let node = match role {
-            Role::Key => {
-                self.error(
-                    Diagnostic::new(
-                        Code::SyntaxUnsupported,
-                        if mapping {
-                            "a mapping cannot be used as a key"
-                        } else {
-                            "a sequence cannot be used as a key"
-                        },
-                    )
-                    .at(self.source, span)
-                    .with_help("keys must be strings"),
-                );
-                None
-            }
+            Role::Key => None,
             Role::Root | Role::Item | Role::Value => self.open_node(role, span),
         };
         let container = if mapping {
@@ -438,11 +445,23 @@ impl<'a> Builder<'a> {
         let Some(frame) = self.stack.pop() else {
             return;
         };
-        let span = self.line_span(frame.start, end.max(frame.start));
+        let span = self.line_span(frame.start, end.max(frame.start.byte));
         if let Some(node) = frame.node {
             self.spans.set_value(node, span);
         }
         if let Role::Key = frame.role {
+            let what = match frame.container {
+                Container::Seq(_) => "a sequence",
+                Container::Map { .. } => "a mapping",
+            };
+            self.error(
+                Diagnostic::new(
+                    Code::SyntaxUnsupported,
+                    format!("{what} cannot be used as a key"),
+                )
+                .at(self.source, span)
+                .with_help("keys must be strings"),
+            );
             self.set_pending_key(None, span);
             return;
         }
@@ -509,7 +528,7 @@ impl<'a> Builder<'a> {
     /// The text of a scalar key, or `None` (after reporting) if it cannot be a key.
     fn scalar_key(
         &mut self,
-        text: &str,
+        text: Cow<'_, str>,
         style: ScalarStyle,
         tag: Option<&Tag>,
         span: Span,
@@ -523,7 +542,7 @@ impl<'a> Builder<'a> {
             return None;
         }
         if style == ScalarStyle::Plain && tag.is_none() {
-            if text.is_empty() || matches!(text, "~" | "null" | "Null" | "NULL") {
+            if text.is_empty() || matches!(text.as_ref(), "~" | "null" | "Null" | "NULL") {
                 self.error(
                     Diagnostic::new(Code::SyntaxUnsupported, "a key cannot be null")
                         .at(self.source, span)
@@ -531,7 +550,7 @@ impl<'a> Builder<'a> {
                 );
                 return None;
             }
-            if text == "<<" {
+            if text.as_ref() == "<<" {
                 self.error(
                     Diagnostic::new(
                         Code::SyntaxUnsupported,
@@ -543,32 +562,32 @@ impl<'a> Builder<'a> {
                 return None;
             }
         }
-        Some(text.to_owned())
+        Some(text.into_owned())
     }
 
     /// The JSON value of a scalar, or `None` after reporting why it has none.
     fn resolve_scalar(
         &mut self,
-        text: &str,
+        text: Cow<'_, str>,
         style: ScalarStyle,
         tag: Option<&Tag>,
         span: Span,
     ) -> Option<Value> {
         let resolved = match tag {
-            None if style == ScalarStyle::Plain => resolve_plain(text),
+            None if style == ScalarStyle::Plain => resolve_plain(&text),
             None => Resolved::String,
             Some(tag) if is_string_tag(tag) => Resolved::String,
             Some(tag) if tag.handle == CORE_HANDLE => {
                 let resolved = match tag.suffix.as_str() {
-                    "int" => Some(resolve_plain(text)).filter(|r| r.is_integer()),
-                    "float" => match resolve_plain(text) {
+                    "int" => Some(resolve_plain(&text)).filter(|r| r.is_integer()),
+                    "float" => match resolve_plain(&text) {
                         Resolved::Int(i) => Some(Resolved::Float(i as f64)),
                         Resolved::UInt(u) => Some(Resolved::Float(u as f64)),
                         other @ (Resolved::Float(_) | Resolved::NonFinite) => Some(other),
                         _ => None,
                     },
-                    "bool" => Some(resolve_plain(text)).filter(|r| matches!(r, Resolved::Bool(_))),
-                    "null" => Some(resolve_plain(text)).filter(|r| matches!(r, Resolved::Null)),
+                    "bool" => Some(resolve_plain(&text)).filter(|r| matches!(r, Resolved::Bool(_))),
+                    "null" => Some(resolve_plain(&text)).filter(|r| matches!(r, Resolved::Null)),
                     _ => {
                         self.unsupported_tag(tag, span);
                         return None;
@@ -602,12 +621,12 @@ impl<'a> Builder<'a> {
             Resolved::Float(f) => match Number::from_f64(f) {
                 Some(number) => Some(Value::Number(number)),
                 None => {
-                    self.non_finite(text, span);
+                    self.non_finite(&text, span);
                     None
                 }
             },
             Resolved::NonFinite => {
-                self.non_finite(text, span);
+                self.non_finite(&text, span);
                 None
             }
             Resolved::IntOverflow => {
@@ -621,7 +640,7 @@ impl<'a> Builder<'a> {
                 );
                 None
             }
-            Resolved::String => Some(Value::String(text.to_owned())),
+            Resolved::String => Some(Value::String(text.into_owned())),
         }
     }
 
@@ -661,7 +680,7 @@ impl<'a> Builder<'a> {
         let span = self.source.span(offset, 0);
         // A parse error after an earlier problem is usually a consequence of it: keep both.
         self.error(
-            Diagnostic::new(code, lowercase_first(info))
+            Diagnostic::new(code, backtick_tokens(&lowercase_first(info)))
                 .at(self.source, span)
                 .with_help(help),
         );
@@ -683,10 +702,34 @@ impl<'a> Builder<'a> {
         self.errors.push(diagnostic);
     }
 
-    /// The span of a node, cut at the end of its first line.
-    fn line_span(&self, start: usize, end: usize) -> Span {
-        self.source.first_line_span(start, end)
+    /// The span of a node, cut at the end of its first line and without trailing blanks.
+    ///
+    /// Uses the parser's line and column when they agree with the source's line index:
+    /// this runs for every node, and a lookup in the index costs a binary search.
+    fn line_span(&self, start: Pos, end: usize) -> Span {
+        // At the end of the text the parser may count a line the index does not have.
+        if !self.parser_lines || start.byte >= self.source.text().len() {
+            return self.source.first_line_span(start.byte, end);
+        }
+        let text: &str = self.source.text();
+        let rest = text
+            .get(start.byte..end.max(start.byte).min(text.len()))
+            .unwrap_or("");
+        let first_line = rest.split(['\n', '\r']).next().unwrap_or("");
+        Span {
+            offset: start.byte,
+            len: first_line.trim_end_matches([' ', '\t']).len(),
+            line: start.line,
+            column: start.column,
+        }
     }
+}
+
+/// Whether the text has a `\r` that is not part of `\r\n`.
+fn has_lone_cr(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices('\r')
+        .any(|(index, _)| bytes.get(index + 1) != Some(&b'\n'))
 }
 
 /// Whether a tag makes a scalar a string: `!!str`, or the non-specific `!`.
@@ -803,7 +846,9 @@ fn yaml_help(info: &str) -> (Code, &'static str) {
     if info.contains("recursion limit") {
         return (Code::SyntaxLimit, "flatten the structure");
     }
-    let help = if info.contains("mapping values are not allowed") {
+    let help = if info.contains("':' indicator") {
+        "a `[` or `{` may be left open above, or a value containing `: ` needs quotes"
+    } else if info.contains("mapping values are not allowed") {
         "quote values that contain `: `, and check the indentation"
     } else if info.contains("cannot start any token") || info.contains("tab") {
         "indent with spaces: YAML does not allow tabs for indentation"
@@ -821,6 +866,37 @@ fn yaml_help(info: &str) -> (Code, &'static str) {
         "fix the YAML syntax at this position"
     };
     (Code::SyntaxYaml, help)
+}
+
+/// Rewrites the parser's quoted tokens (`':'`) in our style (`` `:` ``): a quote not preceded
+/// by a letter or digit, one to three non-blank characters, and a closing quote.
+fn backtick_tokens(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('\'') {
+        let before = rest[..start].chars().next_back();
+        let after = &rest[start + 1..];
+        let token_end = after.find('\'');
+        let is_token = !before.is_some_and(char::is_alphanumeric)
+            && token_end.is_some_and(|end| {
+                (1..=3).contains(&end) && !after[..end].contains(char::is_whitespace)
+            });
+        match token_end {
+            Some(end) if is_token => {
+                out.push_str(&rest[..start]);
+                out.push('`');
+                out.push_str(&after[..end]);
+                out.push('`');
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..=start]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn lowercase_first(text: &str) -> String {
@@ -889,6 +965,15 @@ mod tests {
         for (text, expected) in table {
             assert_eq!(value(text), expected, "{text}");
         }
+    }
+
+    #[test]
+    fn parser_quotes_become_backticks() {
+        assert_eq!(
+            backtick_tokens("illegal placement of ':' indicator, expected ',' or ']'"),
+            "illegal placement of `:` indicator, expected `,` or `]`"
+        );
+        assert_eq!(backtick_tokens("it's 'long text'"), "it's 'long text'");
     }
 
     #[test]
@@ -996,6 +1081,48 @@ mod tests {
         assert_eq!(at("/rules/0"), (None, (7, 5, 7)));
         assert_eq!(at("/rules/0/text"), (Some((8, 5, 4)), (9, 7, 8)));
         assert_eq!(at("/rules/1"), (None, (11, 5, 3)));
+    }
+
+    /// Regression: at the end of the text the parser counts a line the index does not have.
+    #[test]
+    fn null_key_at_end_of_file_is_positioned_on_the_last_line() {
+        let Err(errors) = parse("? ") else {
+            panic!("expected an error");
+        };
+        let span = errors[0].location.as_ref().unwrap().span;
+        assert_eq!((span.line, span.column), (1, 3));
+    }
+
+    /// Regression: the parser skips byte-order marks, which the index counts as characters.
+    #[test]
+    fn byte_order_marks_inside_the_text_do_not_shift_columns() {
+        // The first mark is dropped by `SourceFile`; the second stays in the text.
+        let source = SourceFile::in_memory("t.yaml", "\u{feff}\u{feff}a: 1\n", Format::Yaml);
+        let (_, spans) = parse_yaml(&source, &ParseLimits::default()).unwrap();
+        let value = spans.get("/a").unwrap().value;
+        assert_eq!(source.line_col(value.offset), (value.line, value.column));
+    }
+
+    /// Lone `\r` line breaks count as lines for YAML but not for the index: spans then come
+    /// from the index, so lines and columns stay consistent with it.
+    #[test]
+    fn lone_carriage_returns_keep_positions_consistent() {
+        let source = SourceFile::in_memory("t.yaml", "a: 1\rb: 2\n", Format::Yaml);
+        if let Ok((_, spans)) = parse_yaml(&source, &ParseLimits::default()) {
+            for (_, node) in spans.iter() {
+                let value = node.value;
+                assert_eq!(source.line_col(value.offset), (value.line, value.column));
+            }
+        }
+    }
+
+    #[test]
+    fn multi_line_plain_scalars_are_cut_at_their_first_line() {
+        let text = "k: plain\n  continued\nz: 1\n";
+        let (value, spans) = parse(text).unwrap();
+        assert_eq!(value["k"], "plain continued");
+        let span = spans.get("/k").unwrap().value;
+        assert_eq!(&text[span.offset..span.end()], "plain");
     }
 
     #[test]

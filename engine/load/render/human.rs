@@ -47,6 +47,7 @@ pub fn render_human(diagnostics: &[Diagnostic], options: &HumanOptions) -> Strin
         .with_width(options.width)
         .with_links(false)
         .with_context_lines(1)
+        .with_wrap_lines(false)
         .without_syntax_highlighting();
     let mut out = String::new();
     for diagnostic in diagnostics {
@@ -74,35 +75,52 @@ struct Report<'a> {
     severity: miette::Severity,
     help: Option<&'a str>,
     source: Option<NamedSource<Arc<str>>>,
-    label: Option<LabeledSpan>,
+    labels: Vec<LabeledSpan>,
     related: Vec<Report<'a>>,
 }
 
 impl<'a> Report<'a> {
     fn new(diagnostic: &'a Diagnostic) -> Self {
-        let (source, label, message) = match &diagnostic.location {
+        let (source, mut labels, message) = match &diagnostic.location {
             Some(location) => {
-                let (source, label, suffix) = place(location, None);
-                (source, label, format!("{}{suffix}", diagnostic.message))
-            }
-            None => (None, None, diagnostic.message.clone()),
-        };
-        let related = diagnostic
-            .related
-            .iter()
-            .map(|related| {
-                let (source, label, suffix) = place(&related.location, Some(&related.message));
-                Report {
-                    message: format!("{}{suffix}", related.message),
-                    code: None,
-                    severity: miette::Severity::Advice,
-                    help: None,
+                let (source, label, suffix) = place(location, None, &diagnostic.message);
+                (
                     source,
-                    label,
-                    related: Vec::new(),
-                }
-            })
-            .collect();
+                    label.into_iter().collect::<Vec<_>>(),
+                    format!("{}{suffix}", diagnostic.message),
+                )
+            }
+            None => (None, Vec::new(), diagnostic.message.clone()),
+        };
+        let primary_path = diagnostic
+            .location
+            .as_ref()
+            .filter(|_| source.is_some())
+            .map(|location| location.source.path());
+        let mut related = Vec::new();
+        for item in &diagnostic.related {
+            let (item_source, label, suffix) =
+                place(&item.location, Some(&item.message), &item.message);
+            // A place in the same file is drawn in the same excerpt.
+            if primary_path == Some(item.location.source.path())
+                && let Some(label) = label
+            {
+                labels.push(LabeledSpan::new_with_span(
+                    label.label().map(str::to_owned),
+                    *label.inner(),
+                ));
+                continue;
+            }
+            related.push(Report {
+                message: format!("{}{suffix}", item.message),
+                code: None,
+                severity: miette::Severity::Advice,
+                help: None,
+                source: item_source,
+                labels: label.into_iter().collect(),
+                related: Vec::new(),
+            });
+        }
         Report {
             message,
             code: Some(diagnostic.code.as_str()),
@@ -112,7 +130,7 @@ impl<'a> Report<'a> {
             },
             help: diagnostic.help.as_deref(),
             source,
-            label,
+            labels,
             related,
         }
     }
@@ -123,9 +141,16 @@ impl<'a> Report<'a> {
 fn place(
     location: &Location,
     label: Option<&str>,
+    message: &str,
 ) -> (Option<NamedSource<Arc<str>>>, Option<LabeledSpan>, String) {
     if location.source.text().trim().is_empty() {
-        return (None, None, format!(" (at {})", location.display()));
+        // The message of an I/O error already names the file.
+        let suffix = if message.contains(&**location.source.path()) {
+            String::new()
+        } else {
+            format!(" (at {})", location.display())
+        };
+        return (None, None, suffix);
     }
     let span = location.span;
     let source = NamedSource::new(location.source.path(), Arc::clone(location.source.text()));
@@ -170,9 +195,11 @@ impl miette::Diagnostic for Report<'_> {
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        self.label
-            .clone()
-            .map(|label| Box::new(std::iter::once(label)) as Box<dyn Iterator<Item = LabeledSpan>>)
+        if self.labels.is_empty() {
+            None
+        } else {
+            Some(Box::new(self.labels.iter().cloned()))
+        }
     }
 
     fn related<'b>(&'b self) -> Option<Box<dyn Iterator<Item = &'b dyn miette::Diagnostic> + 'b>> {
@@ -183,5 +210,62 @@ impl miette::Diagnostic for Report<'_> {
                 self.related.iter().map(|r| r as &dyn miette::Diagnostic),
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::codes::Code;
+    use crate::load::source::{Format, SourceFile};
+
+    fn sample() -> Vec<Diagnostic> {
+        let source = SourceFile::in_memory("a.yaml", "a: 1\nb: x\n", Format::Yaml);
+        vec![
+            Diagnostic::new(Code::SchemaType, "expected an integer, found a string `x`")
+                .with_location(source.location_at(8, 1))
+                .with_help("write a number"),
+            Diagnostic::new(Code::SemanticRuleShadowed, "no location"),
+        ]
+    }
+
+    #[test]
+    fn plain_output_has_code_position_help_and_summary() {
+        let text = render_human(&sample(), &HumanOptions::default());
+        assert!(!text.contains('\u{1b}'), "{text}");
+        for needle in [
+            "toolgate::schema::type",
+            "expected an integer, found a string `x`",
+            "a.yaml:2:4",
+            "help: write a number",
+            "toolgate::semantic::rule_shadowed",
+            "1 error, 1 warning",
+        ] {
+            assert!(text.contains(needle), "{needle} missing in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn related_places_in_other_files_get_their_own_excerpt() {
+        let first = SourceFile::in_memory("org/tools.yaml", "tools:\n  Bash: {}\n", Format::Yaml);
+        let second =
+            SourceFile::in_memory("project/tools.yaml", "tools:\n  Bash: {}\n", Format::Yaml);
+        let diagnostic =
+            Diagnostic::new(Code::SemanticDuplicateName, "tool `Bash` is defined twice")
+                .with_location(second.location_at(9, 4))
+                .with_related("first defined here", first.location_at(9, 4));
+        let text = render_human(&[diagnostic], &HumanOptions::default());
+        assert!(text.contains("project/tools.yaml:2:3"), "{text}");
+        assert!(text.contains("org/tools.yaml:2:3"), "{text}");
+        assert!(text.contains("first defined here"), "{text}");
+    }
+
+    #[test]
+    fn colour_is_opt_in() {
+        let options = HumanOptions {
+            color: true,
+            ..HumanOptions::default()
+        };
+        assert!(render_human(&sample(), &options).contains('\u{1b}'));
     }
 }

@@ -24,7 +24,7 @@ pub fn to_sarif(diagnostics: &[Diagnostic]) -> Value {
             json!({
                 "id": code.as_str(),
                 "shortDescription": { "text": code.summary() },
-                "fullDescription": { "text": code.summary() },
+                "fullDescription": { "text": explanation(code.docs()) },
                 "help": { "text": code.docs(), "markdown": code.docs() },
                 "defaultConfiguration": { "level": level(code.default_severity()) },
             })
@@ -93,6 +93,13 @@ pub fn render_sarif(diagnostics: &[Diagnostic]) -> String {
         serde_json::to_string_pretty(&to_sarif(diagnostics)).unwrap_or_else(|_| "{}".to_owned());
     text.push('\n');
     text
+}
+
+/// The "What it means" paragraph of a code's documentation.
+fn explanation(docs: &str) -> &str {
+    docs.strip_prefix("## What it means\n")
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or(docs)
 }
 
 fn level(severity: Severity) -> &'static str {
