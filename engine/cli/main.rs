@@ -79,6 +79,31 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
         format: ExplainFormat,
     },
+    /// Show what a batch would do without running anything: the groups, and per call its
+    /// decision with the rules behind it, its resolved timeout and budget.
+    Plan {
+        /// Batch file (YAML or JSON): `{modes: [...], calls: [{id, tool, input}]}`.
+        batch: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
+        format: ExplainFormat,
+    },
+    /// Execute a batch under the policies and report every event.
+    Run {
+        /// Batch file (YAML or JSON): `{modes: [...], calls: [{id, tool, input}]}`.
+        batch: PathBuf,
+        /// Who answers approval requests: `deny` (default), `allow`, or `prompt` (ask on the
+        /// terminal, showing the exact input and the rules that asked).
+        #[arg(long, value_enum, default_value_t = ApproveArg::Deny)]
+        approve: ApproveArg,
+        /// `human`: a live view and a summary; `jsonl`: one event per line, then a
+        /// `BatchFinalized` line with every result.
+        #[arg(long, value_enum, default_value_t = RunFormatArg::Human)]
+        format: RunFormatArg,
+        /// Exit 1 when any call did not succeed.
+        #[arg(long)]
+        fail_on_error: bool,
+    },
     /// Print a JSON Schema (`policy`, `batch`, `policy-test`); without NAME, list them.
     Schema {
         /// Schema name.
@@ -107,6 +132,19 @@ enum CheckFormat {
 enum ExplainFormat {
     Human,
     Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ApproveArg {
+    Deny,
+    Allow,
+    Prompt,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum RunFormatArg {
+    Human,
+    Jsonl,
 }
 
 fn main() -> ExitCode {
@@ -163,6 +201,64 @@ fn main() -> ExitCode {
                 }
             }
         },
+        Command::Plan { batch, format } => match cli::plan::plan(&global, &batch) {
+            Ok(plan) => {
+                match format {
+                    ExplainFormat::Human => print(&plan.render_human()),
+                    ExplainFormat::Json => print_json(&plan),
+                }
+                Exit::Success
+            }
+            Err(error) => {
+                let (diagnostics, exit) = match error {
+                    cli::plan::PlanError::Policies(d) => (d, Exit::Problems),
+                    cli::plan::PlanError::Batch(d) => (d, Exit::Usage),
+                };
+                match format {
+                    ExplainFormat::Human => eprint(&render_human(
+                        &diagnostics,
+                        &HumanOptions {
+                            color,
+                            ..HumanOptions::default()
+                        },
+                    )),
+                    ExplainFormat::Json => print(&render_json(&diagnostics)),
+                }
+                exit
+            }
+        },
+        Command::Run {
+            batch,
+            approve,
+            format,
+            fail_on_error,
+        } => {
+            let options = cli::run::RunOptions {
+                approve: match approve {
+                    ApproveArg::Deny => cli::run::Approve::Deny,
+                    ApproveArg::Allow => cli::run::Approve::Allow,
+                    ApproveArg::Prompt => cli::run::Approve::Prompt,
+                },
+                format: match format {
+                    RunFormatArg::Human => cli::run::RunFormat::Human,
+                    RunFormatArg::Jsonl => cli::run::RunFormat::Jsonl,
+                },
+                color,
+                live: format == RunFormatArg::Human && std::io::stdout().is_terminal(),
+                fail_on_error,
+            };
+            match tokio::runtime::Runtime::new() {
+                Ok(runtime) => {
+                    let mut out = std::io::stdout();
+                    let mut err = std::io::stderr();
+                    runtime.block_on(cli::run::run(&global, &batch, options, &mut out, &mut err))
+                }
+                Err(error) => {
+                    eprint(&format!("error: cannot start the async runtime: {error}\n"));
+                    Exit::Usage
+                }
+            }
+        }
         Command::Schema { name } => match name {
             None => {
                 print(&cli::schema::list());

@@ -5,9 +5,13 @@
 //! problems (invalid policies, failed policy tests, failed calls where asked to fail); 2 a
 //! usage or I/O error.
 
+pub mod batch_file;
 pub mod check;
 pub mod explain;
 pub mod init;
+pub mod plan;
+pub mod prompt;
+pub mod run;
 pub mod schema;
 
 use std::path::PathBuf;

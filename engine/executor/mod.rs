@@ -408,3 +408,34 @@ fn check_batch(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Result
     }
     Ok(())
 }
+
+/// The file artifact store a snapshot's `engine.artifacts` describes: `dir` with `~` expanded
+/// (relative paths are taken against the workspace root), the project folder under the
+/// workspace root, and the per-file and per-session caps.
+pub fn artifact_store_for(snapshot: &Snapshot) -> crate::artifact::FsArtifactStore {
+    let artifacts = &snapshot.engine.artifacts;
+    let dir = expand_home(&artifacts.dir);
+    let dir = if dir.is_absolute() {
+        dir
+    } else {
+        snapshot.workspace_root.join(dir)
+    };
+    crate::artifact::FsArtifactStore::new(crate::artifact::FsStoreConfig {
+        dir,
+        project_dir: Some(snapshot.workspace_root.join(&artifacts.project_dir)),
+        limits: crate::artifact::Limits {
+            max_file: artifacts.max_file,
+            max_session: artifacts.max_session,
+        },
+    })
+}
+
+fn expand_home(path: &str) -> std::path::PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
+        _ if path == "~" => {
+            std::env::var_os("HOME").map_or_else(|| path.into(), std::path::PathBuf::from)
+        }
+        _ => std::path::PathBuf::from(path),
+    }
+}

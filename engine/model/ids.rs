@@ -29,7 +29,8 @@ macro_rules! id_newtype {
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
+                // `pad` honours width and alignment (`{:<12}`), unlike `write_str`.
+                f.pad(&self.0)
             }
         }
 

@@ -1,0 +1,543 @@
+//! `toolgate run BATCH`: executes a batch under the policies and reports every event.
+//!
+//! `--format jsonl` prints one event per line (`{"type": …}`), and last a `BatchFinalized`
+//! line with one result per call in batch order (`call_id`, `tool`, `status`,
+//! `model_content`, `metadata`). `--format human` is a live view: calls as they start and
+//! end, group by group, a spinner line while calls run (on a terminal), and a summary that
+//! says per call how much was cut and where the full output lives.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
+use crate::events::{CallStatus, ChannelSink, Event, EventKind};
+use crate::executor::{BatchOutcome, Engine, Turn, artifact_store_for};
+use crate::load::Diagnostic;
+use crate::load::render::{HumanOptions, render_human};
+use crate::model::CallId;
+use crate::pipeline::CallResult;
+use crate::snapshot::load;
+
+use super::{Exit, GlobalOptions};
+
+/// Who answers approval requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approve {
+    /// Every request is denied (the default: nothing runs without a decision).
+    Deny,
+    /// Every request is allowed.
+    Allow,
+    /// Ask on the terminal, showing the exact input.
+    Prompt,
+}
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunFormat {
+    /// The live view.
+    Human,
+    /// One JSON event per line.
+    Jsonl,
+}
+
+/// Options of `run`.
+#[derive(Clone, Copy, Debug)]
+pub struct RunOptions {
+    /// Approvals.
+    pub approve: Approve,
+    /// Output format.
+    pub format: RunFormat,
+    /// ANSI colours in human output.
+    pub color: bool,
+    /// Redraw a spinner line (only on a terminal).
+    pub live: bool,
+    /// Exit 1 when any call did not succeed.
+    pub fail_on_error: bool,
+}
+
+/// The result JSON of one call, as `BatchFinalized.results[]` and the stdio server give it.
+pub fn result_json(result: &CallResult) -> Value {
+    let mut value = json!({
+        "call_id": result.call_id.as_str(),
+        "tool": result.tool,
+        "status": result.status.as_str(),
+        "model_content": result.model_text(),
+        "metadata": result.metadata,
+    });
+    if let Value::Object(map) = &mut value {
+        let extra = [
+            (
+                "canonical_tool",
+                serde_json::to_value(&result.canonical_tool),
+            ),
+            ("error", serde_json::to_value(&result.error)),
+            ("permission", serde_json::to_value(&result.permission)),
+            ("display", serde_json::to_value(&result.display)),
+            ("turn", serde_json::to_value(&result.turn)),
+        ];
+        for (key, item) in extra {
+            if let Ok(item) = item
+                && !item.is_null()
+            {
+                map.insert(key.to_owned(), item);
+            }
+        }
+        if !result.parts.is_empty() {
+            map.insert("parts".into(), Value::Array(result.parts.clone()));
+        }
+    }
+    value
+}
+
+/// The final `BatchFinalized` record.
+pub fn finalized_json(outcome: &BatchOutcome) -> Value {
+    let mut value = json!({
+        "type": "BatchFinalized",
+        "batch_id": outcome.batch_id.as_str(),
+        "generation": outcome.generation,
+        "turn_stopped": outcome.turn_stopped,
+        "results": outcome.results.iter().map(result_json).collect::<Vec<_>>(),
+    });
+    if let Value::Object(map) = &mut value {
+        if let Some(context) = &outcome.batch_context {
+            map.insert("batch_context".into(), json!(context));
+        }
+        if !outcome.feedback.is_empty() {
+            map.insert("feedback".into(), json!(outcome.feedback));
+        }
+    }
+    value
+}
+
+/// Runs a batch file, writing the report to `out` and problems to `err`.
+pub async fn run(
+    global: &GlobalOptions,
+    batch_path: &Path,
+    options: RunOptions,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> Exit {
+    let loaded = load(&global.load_options(), 1);
+    let Some(snapshot) = loaded.snapshot else {
+        let _ = err.write_all(render_diagnostics(&loaded.diagnostics, options.color).as_bytes());
+        return Exit::Problems;
+    };
+    let (batch, modes) = match super::batch_file::load_batch(batch_path, &snapshot) {
+        Ok(found) => found,
+        Err(diagnostics) => {
+            let _ = err.write_all(render_diagnostics(&diagnostics, options.color).as_bytes());
+            return Exit::Usage;
+        }
+    };
+    let store = Arc::new(artifact_store_for(&snapshot));
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let approver: Arc<dyn ApprovalBroker> = match options.approve {
+        Approve::Deny => Arc::new(FixedAnswer(ApprovalAnswer::Deny { reason: None })),
+        Approve::Allow => Arc::new(FixedAnswer(ApprovalAnswer::Allow { reason: None })),
+        Approve::Prompt => Arc::new(super::prompt::TerminalApprover::new()),
+    };
+    let engine = Engine::builder(Arc::clone(&snapshot))
+        .sink(Arc::new(ChannelSink(sender)))
+        .artifact_store(store.clone())
+        .build();
+    let cancel = CancellationToken::new();
+    let interrupt = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupt.cancel();
+        }
+    });
+    let turn = Turn {
+        modes,
+        cancel,
+        approver: Some(approver),
+    };
+    let mut view = HumanView::new(options, snapshot.engine.budget_unit);
+    let mut ticker = tokio::time::interval(Duration::from_millis(120));
+    let outcome = {
+        let execution = engine.execute_batch(batch, &turn);
+        tokio::pin!(execution);
+        loop {
+            tokio::select! {
+                biased;
+                Some(event) = receiver.recv() => print_event(&mut view, options, &event, out),
+                outcome = &mut execution => break outcome,
+                _ = ticker.tick(), if options.live && options.format == RunFormat::Human => view.spin(out),
+            }
+        }
+    };
+    ctrl_c.abort();
+    drop(engine);
+    while let Some(event) = receiver.recv().await {
+        print_event(&mut view, options, &event, out);
+    }
+    view.clear_status(out);
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            let _ = writeln!(err, "error: {error}");
+            return Exit::Usage;
+        }
+    };
+    match options.format {
+        RunFormat::Jsonl => {
+            let _ = writeln!(out, "{}", finalized_json(&outcome));
+        }
+        RunFormat::Human => {
+            let _ = out.write_all(summary(&outcome).as_bytes());
+        }
+    }
+    let _ = out.flush();
+    let _ = store.close().await;
+    if options.fail_on_error && outcome.results.iter().any(|r| r.status != CallStatus::Ok) {
+        Exit::Problems
+    } else {
+        Exit::Success
+    }
+}
+
+fn render_diagnostics(diagnostics: &[Diagnostic], color: bool) -> String {
+    render_human(
+        diagnostics,
+        &HumanOptions {
+            color,
+            ..HumanOptions::default()
+        },
+    )
+}
+
+fn print_event(
+    view: &mut HumanView,
+    options: RunOptions,
+    event: &Event,
+    out: &mut (dyn Write + Send),
+) {
+    match options.format {
+        RunFormat::Jsonl => {
+            if let Ok(line) = serde_json::to_string(event) {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        RunFormat::Human => view.event(event, out),
+    }
+}
+
+/// The live view's state.
+struct HumanView {
+    options: RunOptions,
+    unit: crate::model::BudgetUnit,
+    group_of: HashMap<CallId, usize>,
+    tool_of: HashMap<CallId, String>,
+    group_sizes: Vec<usize>,
+    printed_group: Option<usize>,
+    running: Vec<(CallId, Instant)>,
+    received: HashMap<CallId, usize>,
+    frame: usize,
+    status_shown: bool,
+    id_width: usize,
+    tool_width: usize,
+}
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+impl HumanView {
+    fn new(options: RunOptions, unit: crate::model::BudgetUnit) -> Self {
+        Self {
+            options,
+            unit,
+            group_of: HashMap::new(),
+            tool_of: HashMap::new(),
+            group_sizes: Vec::new(),
+            printed_group: None,
+            running: Vec::new(),
+            received: HashMap::new(),
+            frame: 0,
+            status_shown: false,
+            id_width: 8,
+            tool_width: 8,
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.options.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn clear_status(&mut self, out: &mut (dyn Write + Send)) {
+        if self.status_shown {
+            let _ = write!(out, "\r\x1b[2K");
+            self.status_shown = false;
+        }
+    }
+
+    fn line(&mut self, out: &mut (dyn Write + Send), text: &str) {
+        self.clear_status(out);
+        let _ = writeln!(out, "{text}");
+    }
+
+    fn header(&mut self, out: &mut (dyn Write + Send), call: &CallId) {
+        let Some(&group) = self.group_of.get(call) else {
+            return;
+        };
+        if self.printed_group.is_some_and(|printed| printed >= group) {
+            return;
+        }
+        self.printed_group = Some(group);
+        let size = self.group_sizes.get(group).copied().unwrap_or(1);
+        let kind = if size > 1 {
+            format!("{size} calls, concurrent")
+        } else {
+            "alone".to_owned()
+        };
+        let title = self.paint(
+            "1",
+            &format!("group {}/{} ({kind})", group + 1, self.group_sizes.len()),
+        );
+        self.line(out, &title);
+    }
+
+    fn tool(&self, call: &CallId) -> String {
+        self.tool_of.get(call).cloned().unwrap_or_default()
+    }
+
+    fn event(&mut self, event: &Event, out: &mut (dyn Write + Send)) {
+        let call = event.call_id.clone().unwrap_or_else(|| CallId::new(""));
+        match &event.kind {
+            EventKind::BatchScheduled(scheduled) => {
+                self.group_sizes = scheduled.groups.iter().map(Vec::len).collect();
+                self.id_width = scheduled
+                    .groups
+                    .iter()
+                    .flatten()
+                    .map(|id| id.as_str().chars().count())
+                    .max()
+                    .unwrap_or(8);
+                for (index, group) in scheduled.groups.iter().enumerate() {
+                    for id in group {
+                        self.group_of.insert(id.clone(), index);
+                    }
+                }
+                let calls: usize = self.group_sizes.iter().sum();
+                let modes = if scheduled.modes.is_empty() {
+                    String::new()
+                } else {
+                    format!(", modes: {}", scheduled.modes.join(", "))
+                };
+                let text = format!(
+                    "batch {} (generation {}): {calls} calls in {} groups{modes}",
+                    event.batch_id.as_ref().map_or("", |b| b.as_str()),
+                    event.generation,
+                    self.group_sizes.len()
+                );
+                self.line(out, &text);
+            }
+            EventKind::ToolCallScheduled(scheduled) => {
+                self.tool_width = self.tool_width.max(scheduled.tool.chars().count());
+                self.tool_of.insert(call, scheduled.tool.clone());
+            }
+            EventKind::PermissionRequested(request) => {
+                self.header(out, &call);
+                let (w, t) = (self.id_width, self.tool_width);
+                let text = format!(
+                    "  ? {call:<w$} {:<t$} needs approval ({})",
+                    request.tool,
+                    request.reasons.join(", ")
+                );
+                let painted = self.paint("33", &text);
+                self.line(out, &painted);
+            }
+            EventKind::PermissionResolved(resolved) => {
+                let (w, t) = (self.id_width, self.tool_width);
+                let text = format!(
+                    "    {call:<w$} {:<t$} approval: {} by {}",
+                    self.tool(&call),
+                    resolved.decision,
+                    resolved.source
+                );
+                self.line(out, &text);
+            }
+            EventKind::PermissionDenied(_)
+            | EventKind::ToolCallProgress(_)
+            | EventKind::PolicyReloaded(_) => {
+                if let EventKind::ToolCallProgress(progress) = &event.kind {
+                    *self.received.entry(call).or_default() += progress.text.len();
+                }
+            }
+            EventKind::ToolCallStarted(started) => {
+                self.header(out, &call);
+                let timeout = started
+                    .timeout_ms
+                    .map_or_else(|| "no timeout".to_owned(), |ms| format!("timeout {ms}ms"));
+                let (w, t) = (self.id_width, self.tool_width);
+                let text = format!("  ▶ {call:<w$} {:<t$} started ({timeout})", started.tool);
+                self.line(out, &text);
+                self.running.push((call, Instant::now()));
+            }
+            EventKind::ToolCallResult(result) => {
+                self.header(out, &call);
+                self.running.retain(|(id, _)| id != &call);
+                let cut = if result.truncated {
+                    format!(", cut {} → {}", result.original_size, result.final_size)
+                } else {
+                    String::new()
+                };
+                let (w, t) = (self.id_width, self.tool_width);
+                let text = format!(
+                    "  ✓ {call:<w$} {:<t$} ok {}ms ({} {}{cut})",
+                    result.tool, result.metrics.total_ms, result.final_size, self.unit
+                );
+                let painted = self.paint("32", &text);
+                self.line(out, &painted);
+            }
+            EventKind::ToolCallError(error) => {
+                self.header(out, &call);
+                self.running.retain(|(id, _)| id != &call);
+                let first_line = error.message.lines().next().unwrap_or_default();
+                let shown: String = first_line.chars().take(110).collect();
+                let (w, t) = (self.id_width, self.tool_width);
+                let text = format!(
+                    "  ✗ {call:<w$} {:<t$} {} {}ms: {shown}",
+                    error.tool,
+                    error.status.as_str(),
+                    error.metrics.total_ms
+                );
+                let painted = self.paint(
+                    if error.status == CallStatus::Cancelled {
+                        "90"
+                    } else {
+                        "31"
+                    },
+                    &text,
+                );
+                self.line(out, &painted);
+            }
+            EventKind::HookFailed(failed) => {
+                let text = format!(
+                    "  ! hook `{}` ({}) failed: {}",
+                    failed.hook, failed.event, failed.error
+                );
+                self.line(out, &text);
+            }
+            EventKind::ToolBatchComplete(_) | EventKind::PolicyReloadFailed(_) => {}
+        }
+    }
+
+    fn spin(&mut self, out: &mut (dyn Write + Send)) {
+        if self.running.is_empty() {
+            self.clear_status(out);
+            return;
+        }
+        self.frame = (self.frame + 1) % SPINNER.len();
+        let calls: Vec<String> = self
+            .running
+            .iter()
+            .map(|(id, since)| {
+                let bytes = self.received.get(id).copied().unwrap_or(0);
+                format!(
+                    "{id} {:.1}s{}",
+                    since.elapsed().as_secs_f64(),
+                    if bytes > 0 {
+                        format!(" {bytes}B")
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "\r\x1b[2K{} running: {}",
+            SPINNER[self.frame],
+            calls.join(", ")
+        );
+        let _ = out.flush();
+        self.status_shown = true;
+    }
+}
+
+/// The closing summary: counts by status, then per call its status, size, what the budgets
+/// cut and where the full output lives.
+pub fn summary(outcome: &BatchOutcome) -> String {
+    let order = [
+        CallStatus::Ok,
+        CallStatus::Error,
+        CallStatus::Denied,
+        CallStatus::TimedOut,
+        CallStatus::Cancelled,
+    ];
+    let parts: Vec<String> = order
+        .iter()
+        .filter_map(|status| {
+            let n = outcome
+                .results
+                .iter()
+                .filter(|r| r.status == *status)
+                .count();
+            (n > 0).then(|| format!("{n} {}", status.as_str()))
+        })
+        .collect();
+    let w = outcome
+        .results
+        .iter()
+        .map(|r| r.call_id.as_str().chars().count())
+        .max()
+        .unwrap_or(8);
+    let t = outcome
+        .results
+        .iter()
+        .map(|r| r.tool.chars().count())
+        .max()
+        .unwrap_or(8);
+    let mut out = format!("\nsummary: {}\n", parts.join(", "));
+    if outcome.turn_stopped {
+        out.push_str("the turn was stopped by a result; later groups were cancelled\n");
+    }
+    for result in &outcome.results {
+        let unit = result.metadata.unit;
+        let meta = &result.metadata;
+        let mut line = format!(
+            "  {:<w$} {:<t$} {:<9}",
+            result.call_id.as_str(),
+            result.tool,
+            result.status.as_str()
+        );
+        let cut = outcome
+            .finalizer
+            .iter()
+            .find(|c| c.call_id == result.call_id && c.cut);
+        if meta.truncated || cut.is_some() {
+            line.push_str(&format!(
+                " cut {} → {} {unit}",
+                meta.original_size, meta.final_size
+            ));
+            if cut.is_some() {
+                line.push_str(" (batch budget)");
+            }
+        } else {
+            line.push_str(&format!(" {} {unit}", meta.final_size));
+        }
+        match &meta.persisted_files {
+            Some(files) if !files.is_empty() => {
+                let shown: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+                line.push_str(&format!("; full output: {}", shown.join(", ")));
+            }
+            Some(_) if meta.truncated => line.push_str("; full output not kept"),
+            _ => {}
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    for feedback in &outcome.feedback {
+        out.push_str(&format!("reviewer feedback for the model: {feedback}\n"));
+    }
+    out
+}
