@@ -104,6 +104,28 @@ enum Command {
         #[arg(long)]
         fail_on_error: bool,
     },
+    /// Check the policy set, then re-check on every change of its files.
+    Watch {
+        /// `human`: diagnostics and change lists; `jsonl`: one `PolicyReloaded` or
+        /// `PolicyReloadFailed` record per (re)load.
+        #[arg(long, value_enum, default_value_t = WatchFormatArg::Human)]
+        format: WatchFormatArg,
+        /// How long the files must be quiet before a reload (e.g. `50ms`).
+        #[arg(long, default_value = "50ms", value_parser = parse_duration)]
+        debounce: std::time::Duration,
+    },
+    /// Serve JSON-RPC 2.0 on stdin/stdout for agent hosts, hot-reloading the policies.
+    Serve {
+        /// Speak JSON-RPC over stdin and stdout (the only transport).
+        #[arg(long, required = true)]
+        stdio: bool,
+        /// Do not watch the policy files.
+        #[arg(long)]
+        no_watch: bool,
+        /// How long the files must be quiet before a reload (e.g. `50ms`).
+        #[arg(long, default_value = "50ms", value_parser = parse_duration)]
+        debounce: std::time::Duration,
+    },
     /// Print a JSON Schema (`policy`, `batch`, `policy-test`); without NAME, list them.
     Schema {
         /// Schema name.
@@ -132,6 +154,18 @@ enum CheckFormat {
 enum ExplainFormat {
     Human,
     Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum WatchFormatArg {
+    Human,
+    Jsonl,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    toolgate::model::Duration::parse(text)
+        .map(|d| d.0)
+        .map_err(|e| e.to_string())
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -247,18 +281,56 @@ fn main() -> ExitCode {
                 live: format == RunFormatArg::Human && std::io::stdout().is_terminal(),
                 fail_on_error,
             };
-            match tokio::runtime::Runtime::new() {
-                Ok(runtime) => {
-                    let mut out = std::io::stdout();
-                    let mut err = std::io::stderr();
-                    runtime.block_on(cli::run::run(&global, &batch, options, &mut out, &mut err))
+            with_runtime(|runtime| {
+                let mut out = std::io::stdout();
+                let mut err = std::io::stderr();
+                runtime.block_on(cli::run::run(&global, &batch, options, &mut out, &mut err))
+            })
+        }
+        Command::Watch { format, debounce } => {
+            let format = match format {
+                WatchFormatArg::Human => cli::watch::WatchFormat::Human,
+                WatchFormatArg::Jsonl => cli::watch::WatchFormat::Jsonl,
+            };
+            with_runtime(|runtime| {
+                let mut out = std::io::stdout();
+                runtime.block_on(cli::watch::watch(
+                    &global, format, color, debounce, &mut out,
+                ))
+            })
+        }
+        Command::Serve {
+            stdio: _,
+            no_watch,
+            debounce,
+        } => with_runtime(|runtime| {
+            let options = toolgate::serve::ServeOptions {
+                global: global.clone(),
+                watch: !no_watch,
+                debounce,
+            };
+            match runtime.block_on(toolgate::serve::serve(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+                options,
+            )) {
+                Ok(()) => Exit::Success,
+                Err(toolgate::serve::ServeError::Policies(diagnostics)) => {
+                    eprint(&render_human(
+                        &diagnostics,
+                        &HumanOptions {
+                            color: false,
+                            ..HumanOptions::default()
+                        },
+                    ));
+                    Exit::Problems
                 }
-                Err(error) => {
-                    eprint(&format!("error: cannot start the async runtime: {error}\n"));
+                Err(toolgate::serve::ServeError::Io(error)) => {
+                    eprint(&format!("error: {error}\n"));
                     Exit::Usage
                 }
             }
-        }
+        }),
         Command::Schema { name } => match name {
             None => {
                 print(&cli::schema::list());
@@ -296,6 +368,21 @@ fn main() -> ExitCode {
         },
     };
     ExitCode::from(exit.code() as u8)
+}
+
+fn with_runtime(body: impl FnOnce(&tokio::runtime::Runtime) -> Exit) -> Exit {
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => {
+            let exit = body(&runtime);
+            // Do not wait for a blocking read of stdin that will never finish.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+            exit
+        }
+        Err(error) => {
+            eprint(&format!("error: cannot start the async runtime: {error}\n"));
+            Exit::Usage
+        }
+    }
 }
 
 fn print(text: &str) {

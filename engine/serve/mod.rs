@@ -1,1 +1,587 @@
-//! JSON-RPC 2.0 over stdio for agent hosts.
+//! `toolgate serve --stdio`: JSON-RPC 2.0 for agent hosts, one JSON object per line, with the
+//! policies hot-reloaded while it runs.
+//!
+//! Client → server requests: `initialize` → `{version, protocol, generation, tools, modes}`;
+//! `executeBatch {batch: {calls: [{id, tool, input}], modes?, id?}}` → `{batch_id,
+//! generation, results, turn_stopped, …}` (results as in `run`'s `BatchFinalized`); `cancel
+//! {batch_id?}` → `{cancelled: [...]}` (all running batches without `batch_id`); `plan
+//! {batch}`; `explain {tool}`; `shutdown` → `{}` (running batches are cancelled, then the
+//! server exits). Several batches may be in flight at once; responses come when each ends.
+//!
+//! Server → client: `event` notifications carrying every engine event (including
+//! `PolicyReloaded` / `PolicyReloadFailed`), and `permission/request` requests (params: the
+//! approval request with the exact input) whose response `{decision: "allow"|"deny",
+//! reason?}` answers it; the wait is bounded by `engine.approval_timeout`.
+//!
+//! Errors follow JSON-RPC: parse error -32700 (with `id: null`), invalid request -32600,
+//! unknown method -32601, invalid params -32602, internal error -32603. The server survives
+//! any bad line.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
+use crate::cli::GlobalOptions;
+use crate::events::Event;
+use crate::executor::{Batch, Engine, Turn, artifact_store_for};
+use crate::model::ModeName;
+use crate::model::batch::BatchFile;
+use crate::pipeline::ToolCall;
+use crate::snapshot::reload::Reloader;
+use crate::snapshot::{Snapshot, load};
+
+/// The longest line accepted; longer lines are answered with a parse error and skipped.
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// JSON-RPC error codes.
+mod code {
+    pub const PARSE: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL: i64 = -32603;
+}
+
+/// How to serve.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The policy roots.
+    pub global: GlobalOptions,
+    /// Watch the roots and hot-reload (default on).
+    pub watch: bool,
+    /// Debounce window of the watcher.
+    pub debounce: Duration,
+}
+
+/// Why the server could not start.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The policies do not load.
+    Policies(Vec<crate::load::Diagnostic>),
+    /// Reading or writing failed.
+    Io(std::io::Error),
+}
+
+type Outgoing = mpsc::UnboundedSender<Value>;
+type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<ApprovalAnswer>>>>;
+
+fn respond(out: &Outgoing, id: Value, result: Value) {
+    let _ = out.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+}
+
+fn fail(out: &Outgoing, id: Value, code: i64, message: impl Into<String>) {
+    let _ = out.send(
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}}),
+    );
+}
+
+/// Answers approval requests by asking the client.
+struct RpcApprover {
+    out: Outgoing,
+    pending: Pending,
+    next: AtomicU64,
+}
+
+/// Removes a withdrawn request (its future was dropped: a hook answered first, the call was
+/// cancelled, or the approval timed out), so a late answer is ignored.
+struct Withdraw {
+    pending: Pending,
+    id: String,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.remove(&self.id);
+        }
+    }
+}
+
+impl ApprovalBroker for RpcApprover {
+    fn request(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        let id = format!(
+            "permission-{}",
+            self.next.fetch_add(1, Ordering::SeqCst) + 1
+        );
+        let (sender, receiver) = oneshot::channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(id.clone(), sender);
+        }
+        let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let _ = self.out.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "permission/request", "params": params}),
+        );
+        let guard = Withdraw {
+            pending: Arc::clone(&self.pending),
+            id,
+        };
+        Box::pin(async move {
+            let _guard = guard;
+            receiver.await.unwrap_or(ApprovalAnswer::Deny {
+                reason: Some("the client went away".into()),
+            })
+        })
+    }
+}
+
+/// The client's answer to a `permission/request`.
+fn answer_from(response: &Value) -> ApprovalAnswer {
+    let result = response.get("result");
+    let reason = result
+        .and_then(|r| r.get("reason"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    match result
+        .and_then(|r| r.get("decision"))
+        .and_then(Value::as_str)
+    {
+        Some("allow") => ApprovalAnswer::Allow { reason },
+        Some("deny") => match result
+            .and_then(|r| r.get("feedback"))
+            .and_then(Value::as_str)
+        {
+            Some(feedback) => ApprovalAnswer::DenyWithFeedback {
+                feedback: feedback.to_owned(),
+            },
+            None => ApprovalAnswer::Deny { reason },
+        },
+        _ => ApprovalAnswer::Deny {
+            reason: Some(match response.get("error") {
+                Some(error) => format!("the client answered with an error: {error}"),
+                None => "the client's answer has no `decision` of `allow` or `deny`".to_owned(),
+            }),
+        },
+    }
+}
+
+/// A batch as `executeBatch` and `plan` take it.
+fn batch_param(params: &Value) -> Result<(Batch, Vec<ModeName>), String> {
+    let raw = params.get("batch").ok_or("missing `batch`")?;
+    let mut raw = raw.clone();
+    let id = raw
+        .as_object_mut()
+        .and_then(|map| map.remove("id"))
+        .and_then(|v| v.as_str().map(str::to_owned));
+    let file: BatchFile =
+        serde_json::from_value(raw).map_err(|error| format!("invalid `batch`: {error}"))?;
+    if file.calls.is_empty() {
+        return Err("the batch has no calls".into());
+    }
+    let modes = file
+        .modes
+        .iter()
+        .map(|m| ModeName::new(m.as_str()))
+        .collect();
+    let calls = file
+        .calls
+        .into_iter()
+        .map(|c| ToolCall::new(c.id, c.tool, c.input))
+        .collect();
+    Ok((
+        Batch {
+            id: id.map(crate::model::BatchId::new),
+            calls,
+        },
+        modes,
+    ))
+}
+
+struct Server {
+    engine: Engine,
+    out: Outgoing,
+    approver: Arc<RpcApprover>,
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl Server {
+    /// Handles one line; returns `false` when the client asked to shut down.
+    fn handle(&mut self, line: &str) -> bool {
+        let message: Value = match serde_json::from_str(line) {
+            Ok(message) => message,
+            Err(error) => {
+                fail(
+                    &self.out,
+                    Value::Null,
+                    code::PARSE,
+                    format!("parse error: {error}"),
+                );
+                return true;
+            }
+        };
+        let Value::Object(map) = &message else {
+            let text = if message.is_array() {
+                "JSON-RPC batch arrays are not supported: send one request per line"
+            } else {
+                "a request must be a JSON object"
+            };
+            fail(&self.out, Value::Null, code::INVALID_REQUEST, text);
+            return true;
+        };
+        let id = map.get("id").cloned();
+        if map.get("jsonrpc") != Some(&json!("2.0")) {
+            fail(
+                &self.out,
+                id.unwrap_or(Value::Null),
+                code::INVALID_REQUEST,
+                "`jsonrpc` must be \"2.0\"",
+            );
+            return true;
+        }
+        if let Some(Value::String(response_id)) = &id
+            && map.get("method").is_none()
+            && (map.contains_key("result") || map.contains_key("error"))
+        {
+            // A response to one of our `permission/request`s; a late or unknown one is ignored.
+            let waiting = self
+                .approver
+                .pending
+                .lock()
+                .ok()
+                .and_then(|mut p| p.remove(response_id));
+            if let Some(sender) = waiting {
+                let _ = sender.send(answer_from(&message));
+            }
+            return true;
+        }
+        let Some(method) = map.get("method").and_then(Value::as_str) else {
+            fail(
+                &self.out,
+                id.unwrap_or(Value::Null),
+                code::INVALID_REQUEST,
+                "a request needs a string `method`",
+            );
+            return true;
+        };
+        if id
+            .as_ref()
+            .is_some_and(|id| !(id.is_string() || id.is_number() || id.is_null()))
+        {
+            fail(
+                &self.out,
+                Value::Null,
+                code::INVALID_REQUEST,
+                "`id` must be a string, a number or null",
+            );
+            return true;
+        }
+        let params = map.get("params").cloned().unwrap_or(json!({}));
+        if !params.is_object() {
+            if let Some(id) = id {
+                fail(
+                    &self.out,
+                    id,
+                    code::INVALID_PARAMS,
+                    "`params` must be an object",
+                );
+            }
+            return true;
+        }
+        // A notification (no id) gets no response, whatever happens.
+        let reply = id.clone();
+        match method {
+            "initialize" => {
+                let snapshot = self.engine.snapshot();
+                self.reply(reply, Ok(initialize(&snapshot)));
+            }
+            "executeBatch" => self.execute(reply, &params),
+            "cancel" => {
+                let wanted = params
+                    .get("batch_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let mut cancelled = Vec::new();
+                if let Ok(running) = self.running.lock() {
+                    for (batch, token) in running.iter() {
+                        if wanted.as_ref().is_none_or(|w| w == batch) {
+                            token.cancel();
+                            cancelled.push(batch.clone());
+                        }
+                    }
+                }
+                cancelled.sort();
+                self.reply(reply, Ok(json!({"cancelled": cancelled})));
+            }
+            "plan" => {
+                let planned = batch_param(&params)
+                    .map_err(|e| (code::INVALID_PARAMS, e))
+                    .and_then(|(batch, modes)| {
+                        self.engine
+                            .plan(&batch, &modes)
+                            .map_err(|e| (code::INVALID_PARAMS, e.to_string()))
+                    })
+                    .and_then(|plan| {
+                        serde_json::to_value(plan).map_err(|e| (code::INTERNAL, e.to_string()))
+                    });
+                self.reply(reply, planned);
+            }
+            "explain" => {
+                let explained = match params.get("tool").and_then(Value::as_str) {
+                    None => Err((code::INVALID_PARAMS, "missing `tool`".to_owned())),
+                    Some(tool) => {
+                        match crate::cli::explain::explain_in(&self.engine.snapshot(), tool) {
+                            Ok(report) => serde_json::to_value(report)
+                                .map_err(|e| (code::INTERNAL, e.to_string())),
+                            Err(error) => Err((
+                                code::INVALID_PARAMS,
+                                error.diagnostics().first().map_or_else(String::new, |d| {
+                                    format!(
+                                        "{}{}",
+                                        d.message,
+                                        d.help
+                                            .as_deref()
+                                            .map(|h| format!(" ({h})"))
+                                            .unwrap_or_default()
+                                    )
+                                }),
+                            )),
+                        }
+                    }
+                };
+                self.reply(reply, explained);
+            }
+            "shutdown" => {
+                self.reply(reply, Ok(json!({})));
+                return false;
+            }
+            other => {
+                if let Some(id) = reply {
+                    fail(
+                        &self.out,
+                        id,
+                        code::METHOD_NOT_FOUND,
+                        format!("unknown method `{other}`"),
+                    );
+                }
+            }
+        }
+        true
+    }
+
+    fn reply(&self, id: Option<Value>, result: Result<Value, (i64, String)>) {
+        let Some(id) = id else { return };
+        match result {
+            Ok(value) => respond(&self.out, id, value),
+            Err((code, message)) => fail(&self.out, id, code, message),
+        }
+    }
+
+    fn execute(&mut self, id: Option<Value>, params: &Value) {
+        let (mut batch, modes) = match batch_param(params) {
+            Ok(found) => found,
+            Err(message) => return self.reply(id, Err((code::INVALID_PARAMS, message))),
+        };
+        let batch_id = batch.id.clone().unwrap_or_else(|| {
+            crate::model::BatchId::new(format!("b{}", uuid::Uuid::new_v4().simple()))
+        });
+        batch.id = Some(batch_id.clone());
+        let cancel = CancellationToken::new();
+        if let Ok(mut running) = self.running.lock() {
+            if running.contains_key(batch_id.as_str()) {
+                drop(running);
+                return self.reply(
+                    id,
+                    Err((
+                        code::INVALID_PARAMS,
+                        format!("batch `{batch_id}` is already running"),
+                    )),
+                );
+            }
+            running.insert(batch_id.to_string(), cancel.clone());
+        }
+        let engine = self.engine.clone();
+        let out = self.out.clone();
+        let running = Arc::clone(&self.running);
+        let approver: Arc<dyn ApprovalBroker> = self.approver.clone();
+        self.tasks.spawn(async move {
+            let turn = Turn {
+                modes,
+                cancel,
+                approver: Some(approver),
+            };
+            let outcome = engine.execute_batch(batch, &turn).await;
+            if let Ok(mut running) = running.lock() {
+                running.remove(batch_id.as_str());
+            }
+            let Some(id) = id else { return };
+            match outcome {
+                Ok(outcome) => {
+                    let mut result = crate::cli::run::finalized_json(&outcome);
+                    if let Value::Object(map) = &mut result {
+                        map.remove("type");
+                    }
+                    respond(&out, id, result);
+                }
+                Err(error) => fail(&out, id, code::INVALID_PARAMS, error.to_string()),
+            }
+        });
+    }
+}
+
+fn initialize(snapshot: &Snapshot) -> Value {
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "protocol": "toolgate/1",
+        "generation": snapshot.generation,
+        "tools": snapshot.tools.keys().map(|t| t.as_str()).collect::<Vec<_>>(),
+        "modes": snapshot.modes.keys().map(|m| m.as_str()).collect::<Vec<_>>(),
+    })
+}
+
+/// Serves JSON-RPC over a reader and a writer (stdin and stdout for `serve --stdio`).
+pub async fn serve<R, W>(reader: R, mut writer: W, options: ServeOptions) -> Result<(), ServeError>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let load_options = options.global.load_options();
+    let loaded = load(&load_options, 1);
+    let Some(snapshot) = loaded.snapshot else {
+        return Err(ServeError::Policies(loaded.diagnostics));
+    };
+    let (out, mut outgoing) = mpsc::unbounded_channel::<Value>();
+    let writer_task = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            let mut line = message.to_string();
+            line.push('\n');
+            if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let events = out.clone();
+    let sink: Arc<dyn crate::events::EventSink> = Arc::new(move |event: Event| {
+        if let Ok(params) = serde_json::to_value(&event) {
+            let _ = events.send(json!({"jsonrpc": "2.0", "method": "event", "params": params}));
+        }
+    });
+    let store = Arc::new(artifact_store_for(&snapshot));
+    let engine = Engine::builder(Arc::clone(&snapshot))
+        .sink(Arc::clone(&sink))
+        .artifact_store(store.clone())
+        .build();
+    let installer = engine.clone();
+    let reloader = Arc::new(Reloader::new(
+        load_options,
+        Some(snapshot),
+        Box::new(move |next| installer.install(next)),
+        Arc::clone(&sink),
+    ));
+    let watch_handle = if options.watch {
+        match reloader.watch(options.debounce) {
+            Ok(handle) => Some(handle),
+            Err(error) => {
+                let message = format!("policy files are not watched: {error}");
+                let _ = out.send(json!({"jsonrpc": "2.0", "method": "log", "params": {"level": "warning", "message": message}}));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut server = Server {
+        engine,
+        out: out.clone(),
+        approver: Arc::new(RpcApprover {
+            out: out.clone(),
+            pending: Arc::default(),
+            next: AtomicU64::new(0),
+        }),
+        running: Arc::default(),
+        tasks: tokio::task::JoinSet::new(),
+    };
+    let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE));
+    let result = loop {
+        tokio::select! {
+            // Reap finished batch tasks so the set does not grow with the session.
+            Some(_) = server.tasks.join_next(), if !server.tasks.is_empty() => {}
+            line = lines.next() => match line {
+                None => break Ok(()),
+                Some(Ok(line)) => {
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    if !server.handle(&line) {
+                        break Ok(());
+                    }
+                }
+                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                    fail(&out, Value::Null, code::PARSE, format!("parse error: the line is longer than {MAX_LINE} bytes"));
+                }
+                Some(Err(LinesCodecError::Io(error))) => break Err(ServeError::Io(error)),
+            },
+        }
+    };
+    // Shutdown or end of input: cancel what runs, let each batch answer, then stop writing.
+    if let Ok(running) = server.running.lock() {
+        for token in running.values() {
+            token.cancel();
+        }
+    }
+    while server.tasks.join_next().await.is_some() {}
+    // Every sender of the writer's channel must go before the writer can finish: the watcher's
+    // callback holds the reloader, which holds the event sink, which holds a sender.
+    drop(watch_handle);
+    drop(reloader);
+    let _ = store.close().await;
+    drop(server);
+    drop(sink);
+    drop(out);
+    let _ = writer_task.await;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_map_to_approvals() {
+        let allow =
+            json!({"jsonrpc": "2.0", "id": "permission-1", "result": {"decision": "allow"}});
+        assert_eq!(answer_from(&allow), ApprovalAnswer::Allow { reason: None });
+        let deny = json!({"result": {"decision": "deny", "reason": "no"}});
+        assert_eq!(
+            answer_from(&deny),
+            ApprovalAnswer::Deny {
+                reason: Some("no".into())
+            }
+        );
+        let feedback = json!({"result": {"decision": "deny", "feedback": "use staging"}});
+        assert_eq!(
+            answer_from(&feedback),
+            ApprovalAnswer::DenyWithFeedback {
+                feedback: "use staging".into()
+            }
+        );
+        let error = json!({"error": {"code": 1, "message": "x"}});
+        assert!(matches!(answer_from(&error), ApprovalAnswer::Deny { .. }));
+        let nonsense = json!({"result": {"decision": "maybe"}});
+        assert!(matches!(
+            answer_from(&nonsense),
+            ApprovalAnswer::Deny { .. }
+        ));
+    }
+
+    #[test]
+    fn batch_params_are_checked() {
+        assert!(batch_param(&json!({})).is_err());
+        assert!(batch_param(&json!({"batch": {"calls": []}})).is_err());
+        assert!(batch_param(&json!({"batch": {"calls": [{"id": 1, "tool": "Read"}]}})).is_err());
+        let (batch, modes) =
+            batch_param(&json!({"batch": {"id": "b1", "modes": ["plan"], "calls": [{"id": "c", "tool": "Read", "input": {}}]}}))
+                .unwrap();
+        assert_eq!(batch.id.unwrap().as_str(), "b1");
+        assert_eq!(modes[0].as_str(), "plan");
+    }
+}

@@ -15,6 +15,7 @@ pub mod build;
 pub mod layer;
 pub mod merge;
 pub mod provenance;
+pub mod reload;
 pub mod resolve;
 pub mod semantic;
 

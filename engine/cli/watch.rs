@@ -1,0 +1,161 @@
+//! `toolgate watch`: check the policy set, then re-check on every change of its files.
+//!
+//! `--format human` prints the diagnostics like `check` and, for every new generation, the
+//! changes in effect with their risk; `--format jsonl` prints one `PolicyReloaded` or
+//! `PolicyReloadFailed` record per (re)load, the first one for the initial load.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::events::NullSink;
+use crate::load::render::{HumanOptions, render_human, to_json};
+use crate::snapshot::reload::{ReloadOutcome, Reloader};
+
+use super::{Exit, GlobalOptions};
+
+/// Output format of `watch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchFormat {
+    /// Diagnostics and change lists for humans.
+    Human,
+    /// One JSON record per (re)load.
+    Jsonl,
+}
+
+/// Renders one outcome.
+pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> String {
+    match format {
+        WatchFormat::Jsonl => {
+            let record = match outcome {
+                ReloadOutcome::Reloaded {
+                    generation,
+                    changes,
+                    files,
+                } => {
+                    json!({"type": "PolicyReloaded", "generation": generation, "changes": changes, "files": files})
+                }
+                ReloadOutcome::Failed {
+                    diagnostics,
+                    generation,
+                } => json!({
+                    "type": "PolicyReloadFailed",
+                    "generation": generation,
+                    "diagnostics": to_json(diagnostics)["diagnostics"],
+                }),
+            };
+            format!("{record}\n")
+        }
+        WatchFormat::Human => match outcome {
+            ReloadOutcome::Reloaded {
+                generation,
+                changes,
+                files,
+            } => {
+                let mut out = format!("generation {generation} in force ({} files)", files.len());
+                if changes.is_empty() {
+                    out.push_str(": no change in effect\n");
+                } else {
+                    out.push_str(&format!(
+                        ": {} change{}\n",
+                        changes.len(),
+                        if changes.len() == 1 { "" } else { "s" }
+                    ));
+                    for change in changes {
+                        let risk = serde_json::to_value(change.risk).ok();
+                        let risk = risk.as_ref().and_then(|r| r.as_str()).unwrap_or("");
+                        out.push_str(&format!("  {risk:<6} {}\n", change.describe()));
+                    }
+                }
+                out
+            }
+            ReloadOutcome::Failed {
+                diagnostics,
+                generation,
+            } => {
+                let mut out = render_human(
+                    diagnostics,
+                    &HumanOptions {
+                        color,
+                        ..HumanOptions::default()
+                    },
+                );
+                if *generation > 0 {
+                    out.push_str(&format!(
+                        "rejected: generation {generation} stays in force\n"
+                    ));
+                } else {
+                    out.push_str("rejected: no valid policy set yet\n");
+                }
+                out
+            }
+        },
+    }
+}
+
+/// Watches until interrupted (Ctrl-C).
+pub async fn watch(
+    global: &GlobalOptions,
+    format: WatchFormat,
+    color: bool,
+    debounce: Duration,
+    out: &mut (dyn Write + Send),
+) -> Exit {
+    let options = global.load_options();
+    let reloader = Arc::new(Reloader::new(
+        options,
+        None,
+        Box::new(|_| {}),
+        Arc::new(NullSink),
+    ));
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let first = {
+        let reloader = Arc::clone(&reloader);
+        tokio::task::spawn_blocking(move || reloader.reload()).await
+    };
+    if let Ok(first) = first {
+        let _ = out.write_all(render(&first, format, color).as_bytes());
+    }
+    let handle = match reloader.watch_with(debounce, move |outcome| {
+        let _ = sender.send(outcome);
+    }) {
+        Ok(handle) => handle,
+        Err(error) => {
+            let _ = writeln!(out, "error: cannot watch the policy roots: {error}");
+            return Exit::Usage;
+        }
+    };
+    if format == WatchFormat::Human {
+        let roots: Vec<String> = reloader
+            .watch_targets()
+            .iter()
+            .map(|(dir, _)| dir.display().to_string())
+            .collect();
+        let _ = writeln!(
+            out,
+            "watching {} (Ctrl-C to stop)",
+            if roots.is_empty() {
+                "nothing: no --policies root".to_owned()
+            } else {
+                roots.join(", ")
+            }
+        );
+    }
+    let _ = out.flush();
+    loop {
+        tokio::select! {
+            outcome = receiver.recv() => match outcome {
+                Some(outcome) => {
+                    let _ = out.write_all(render(&outcome, format, color).as_bytes());
+                    let _ = out.flush();
+                }
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    drop(handle);
+    Exit::Success
+}
