@@ -104,6 +104,24 @@ enum Command {
         #[arg(long)]
         fail_on_error: bool,
     },
+    /// The semantic diff of two policy sets, each change with a risk level. BASE and HEAD are
+    /// policy roots loaded as the last layer; with --git they are git revisions at which the
+    /// --policies/--enforced roots are read.
+    Diff {
+        /// The old set (a root, or a revision with --git).
+        base: String,
+        /// The new set (a root, or a revision with --git).
+        head: String,
+        /// BASE and HEAD are git revisions.
+        #[arg(long)]
+        git: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DiffFormatArg::Human)]
+        format: DiffFormatArg,
+        /// Exit 1 when any change is high risk (loosens what may run, or changes what runs).
+        #[arg(long)]
+        fail_on_high_risk: bool,
+    },
     /// Check the policy set, then re-check on every change of its files.
     Watch {
         /// `human`: diagnostics and change lists; `jsonl`: one `PolicyReloaded` or
@@ -154,6 +172,14 @@ enum CheckFormat {
 enum ExplainFormat {
     Human,
     Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum DiffFormatArg {
+    Human,
+    Markdown,
+    Json,
+    Github,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -286,6 +312,29 @@ fn main() -> ExitCode {
                 let mut err = std::io::stderr();
                 runtime.block_on(cli::run::run(&global, &batch, options, &mut out, &mut err))
             })
+        }
+        Command::Diff { base, head, git, format, fail_on_high_risk } => {
+            match cli::diff::run(&global, &base, &head, git) {
+                Ok(report) => {
+                    let format = match format {
+                        DiffFormatArg::Human => cli::diff::DiffFormat::Human,
+                        DiffFormatArg::Markdown => cli::diff::DiffFormat::Markdown,
+                        DiffFormatArg::Json => cli::diff::DiffFormat::Json,
+                        DiffFormatArg::Github => cli::diff::DiffFormat::Github,
+                    };
+                    print(&report.render(format));
+                    if fail_on_high_risk && report.has_high_risk() { Exit::Problems } else { Exit::Success }
+                }
+                Err(cli::diff::DiffError::Invalid { side, diagnostics }) => {
+                    eprint(&format!("error: the {side} policy set does not load\n\n"));
+                    eprint(&render_human(&diagnostics, &HumanOptions { color, ..HumanOptions::default() }));
+                    Exit::Problems
+                }
+                Err(cli::diff::DiffError::Git(message)) => {
+                    eprint(&format!("error: {message}\n"));
+                    Exit::Usage
+                }
+            }
         }
         Command::Watch { format, debounce } => {
             let format = match format {

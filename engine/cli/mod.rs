@@ -7,6 +7,7 @@
 
 pub mod batch_file;
 pub mod check;
+pub mod diff;
 pub mod explain;
 pub mod init;
 pub mod plan;
