@@ -41,7 +41,11 @@ pub struct FinalizeReport {
     pub batch_context: Option<String>,
 }
 
-fn items(results: &[CallResult], batch_context: Option<&str>) -> Vec<FinalizeItem> {
+/// The finalizer's view of a batch's results: per result its hook context (a top-level text
+/// slot) and its output or error, its non-text parts, persistence decision and budget
+/// settings; the `PostToolBatch` text, if any, as one more item named [`BATCH_CONTEXT_ID`].
+/// Texts are shared with the results, not copied.
+pub fn items(results: &[CallResult], batch_context: Option<&str>) -> Vec<FinalizeItem> {
     let mut items: Vec<FinalizeItem> = results
         .iter()
         .map(|result| {
