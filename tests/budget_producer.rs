@@ -44,7 +44,7 @@ async fn run(
     let input = ProducerInput {
         tool: &tool,
         call_id: &call,
-        output: output.to_owned(),
+        output: output.into(),
     };
     let target = store.map(|store| ArtifactTarget {
         store,

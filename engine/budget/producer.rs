@@ -21,7 +21,6 @@
 //! nothing reusable was written, `Some([path])` when the artifact holds the full output.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -134,8 +133,9 @@ pub struct ProducerInput<'a> {
     pub tool: &'a ToolName,
     /// The call id (names the artifact).
     pub call_id: &'a CallId,
-    /// The handler's output formatted as model content.
-    pub output: String,
+    /// The handler's output formatted as model content. Passed through as is (shared, with
+    /// any measurement already cached) when it fits.
+    pub output: SlotText,
 }
 
 /// The producer stage's result.
@@ -158,7 +158,7 @@ pub async fn produce(
 ) -> Produced {
     let unit = policy.unit;
     let limit = policy.limit();
-    let original_size = measure(&input.output, unit);
+    let original_size = input.output.len(unit);
     let meta = |truncated, final_size, overflow, persisted_files| BudgetMeta {
         truncated,
         original_size,
@@ -181,23 +181,18 @@ pub async fn produce(
         };
     }
     let Some(limit_units) = limit.filter(|&l| original_size > l) else {
-        let content = match unit {
-            BudgetUnit::Chars => SlotText::with_char_count(input.output, original_size),
-            BudgetUnit::Bytes => SlotText::new(input.output),
-        };
         return Produced {
-            content,
+            content: input.output,
             meta: meta(false, original_size, policy.overflow, None),
             artifact_error: None,
         };
     };
     let mut artifact_error = None;
     if let (Overflow::Artifact, Some(target)) = (policy.overflow, artifacts) {
-        let content: Arc<str> = Arc::from(input.output.as_str());
         let request = ArtifactRequest {
             session: target.session.clone(),
             call_id: input.call_id.clone(),
-            content,
+            content: input.output.shared(),
             retention: policy.retention,
         };
         match target.store.write(request).await {
@@ -363,18 +358,28 @@ fn preview(text: &str, size: u64, keep: Keep, unit: BudgetUnit, templates: &Temp
     }
 }
 
-/// The first `size` units, cut at the last newline when it lies in their second half.
+/// The first `size` units, cut at the last newline when it lies in their second half —
+/// unless they already end at the end of a line (or of the text): then no line is cut.
 fn head_at_newline(text: &str, size: u64, unit: BudgetUnit) -> &str {
     let part = head(text, size, unit);
+    let rest = &text[part.len()..];
+    if rest.is_empty() || rest.starts_with('\n') {
+        return part;
+    }
     match part.rfind('\n') {
         Some(at) if 2 * measure(&part[..at], unit) > measure(part, unit) => &part[..at],
         Some(_) | None => part,
     }
 }
 
-/// The last `size` units, starting after the first newline when it lies in their first half.
+/// The last `size` units, starting after the first newline when it lies in their first half
+/// — unless they already start at the beginning of a line (or of the text).
 fn tail_at_newline(text: &str, size: u64, unit: BudgetUnit) -> &str {
     let part = tail(text, size, unit);
+    let before = &text[..text.len() - part.len()];
+    if before.is_empty() || before.ends_with('\n') {
+        return part;
+    }
     match part.find('\n') {
         Some(at) if 2 * measure(&part[at + 1..], unit) > measure(part, unit) => &part[at + 1..],
         Some(_) | None => part,
@@ -438,6 +443,11 @@ mod tests {
         assert_eq!(head_at_newline("abcde\nfgh", 8, unit), "abcde");
         assert_eq!(tail_at_newline("abcde\nfgh", 8, unit), "bcde\nfgh");
         assert_eq!(tail_at_newline("abc\ndefgh", 8, unit), "defgh");
+        // A part that already ends (starts) at a line boundary loses no line.
+        assert_eq!(head_at_newline("ab\ncd\nef", 5, unit), "ab\ncd");
+        assert_eq!(tail_at_newline("ab\ncd\nef", 5, unit), "cd\nef");
+        assert_eq!(head_at_newline("ab\ncd", 5, unit), "ab\ncd");
+        assert_eq!(tail_at_newline("ab\ncd", 5, unit), "ab\ncd");
     }
 
     #[test]

@@ -212,6 +212,72 @@ impl PartialEq for SlotText {
     }
 }
 
+// A `SlotText` reads like the string it holds (results hand their model content around as
+// one), so comparisons with plain strings and `&str` methods work directly. `len` is the
+// exception: the inherent `len(unit)` shadows `str::len`, so a byte count is written
+// `as_str().len()` and never taken by accident for a budget length.
+impl std::ops::Deref for SlotText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl AsRef<str> for SlotText {
+    fn as_ref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl PartialEq<str> for SlotText {
+    fn eq(&self, other: &str) -> bool {
+        &*self.text == other
+    }
+}
+
+impl PartialEq<&str> for SlotText {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.text == *other
+    }
+}
+
+impl PartialEq<String> for SlotText {
+    fn eq(&self, other: &String) -> bool {
+        *self.text == **other
+    }
+}
+
+impl PartialEq<SlotText> for str {
+    fn eq(&self, other: &SlotText) -> bool {
+        self == &*other.text
+    }
+}
+
+impl PartialEq<SlotText> for &str {
+    fn eq(&self, other: &SlotText) -> bool {
+        *self == &*other.text
+    }
+}
+
+impl PartialEq<SlotText> for String {
+    fn eq(&self, other: &SlotText) -> bool {
+        **self == *other.text
+    }
+}
+
+impl From<SlotText> for String {
+    fn from(text: SlotText) -> Self {
+        text.text.to_string()
+    }
+}
+
+impl From<Arc<str>> for SlotText {
+    fn from(text: Arc<str>) -> Self {
+        Self::new(text)
+    }
+}
+
 impl Eq for SlotText {}
 
 impl fmt::Debug for SlotText {

@@ -41,7 +41,11 @@ pub struct FinalizeReport {
     pub batch_context: Option<String>,
 }
 
-fn items(results: &[CallResult], batch_context: Option<&str>) -> Vec<FinalizeItem> {
+/// The finalizer's view of a batch's results: per result its hook context (a top-level text
+/// slot) and its output or error, its non-text parts, persistence decision and budget
+/// settings; the `PostToolBatch` text, if any, as one more item named [`BATCH_CONTEXT_ID`].
+/// Texts are shared with the results, not copied.
+pub fn items(results: &[CallResult], batch_context: Option<&str>) -> Vec<FinalizeItem> {
     let mut items: Vec<FinalizeItem> = results
         .iter()
         .map(|result| {
@@ -54,7 +58,8 @@ fn items(results: &[CallResult], batch_context: Option<&str>) -> Vec<FinalizeIte
             } else {
                 SlotKind::Error
             };
-            slots.push(Slot::new(kind, result.model_content.as_str()));
+            // Shared, not copied: the producer stage already measured and hashed it.
+            slots.push(Slot::new(kind, result.model_content.clone()));
             let mut item = FinalizeItem::new(result.call_id.clone(), slots);
             item.non_text = result.parts.clone();
             item.persisted_files = result.metadata.persisted_files.clone();
@@ -78,6 +83,10 @@ fn items(results: &[CallResult], batch_context: Option<&str>) -> Vec<FinalizeIte
 }
 
 /// Finalizes the results in place; `batch_context` is the `PostToolBatch` text, if any.
+///
+/// A cut result gets its new texts, `truncated`, the size of its new model content as
+/// `final_size` (its `original_size` stays the size of the output), its `persisted_files`,
+/// and its pending `when_cut` display.
 pub async fn finalize_results(
     env: &CallEnv<'_>,
     results: &mut [CallResult],
@@ -118,13 +127,39 @@ pub async fn finalize_results(
             match slot.kind {
                 SlotKind::Text => result.hook_context = Some(slot.text.as_str().to_owned()),
                 SlotKind::Output | SlotKind::Error => {
-                    result.model_content = slot.text.as_str().to_owned()
+                    result.metadata.final_size = slot.text.len(config.unit);
+                    result.model_content = slot.text.clone();
                 }
             }
         }
         result.metadata.truncated = true;
-        result.metadata.final_size = item_report.final_size;
         result.metadata.persisted_files = item_report.persisted_files.clone();
+        if result.display.is_none()
+            && let Some(pending) = result.pending_display.take()
+        {
+            result.display = pending.project();
+        }
     }
     report
+}
+
+/// Gives each result the persistence decision a finalized copy of it holds, so that
+/// finalizing the unfinalized results again reuses the artifacts the first pass wrote
+/// instead of writing them twice.
+pub fn carry_persistence(results: &mut [CallResult], finalized: &[CallResult]) {
+    for (result, done) in results.iter_mut().zip(finalized) {
+        if result.metadata.persisted_files.is_none() {
+            result
+                .metadata
+                .persisted_files
+                .clone_from(&done.metadata.persisted_files);
+        }
+    }
+}
+
+/// Drops the displays that waited for a cut that did not come.
+pub fn drop_pending_displays(results: &mut [CallResult]) {
+    for result in results {
+        result.pending_display = None;
+    }
 }

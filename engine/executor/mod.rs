@@ -345,6 +345,10 @@ impl Engine {
             .filter_map(|r| r.turn.as_ref().and_then(|t| t.feedback.clone()))
             .collect();
 
+        // The second pass after `PostToolBatch` hooks starts again from the unfinalized
+        // results (cheap: texts are shared), so that a result cut twice shows one header with
+        // the digest of its full output, not a cut of a cut.
+        let unfinalized = results.clone();
         let mut report = finalize::finalize_results(&env, &mut results, None).await;
         let texts = crate::hooks::post_tool_batch(
             snapshot,
@@ -362,10 +366,14 @@ impl Engine {
         };
         let mut batch_context = batch_context;
         if batch_context.is_some() {
-            let extra = finalize::finalize_results(&env, &mut results, batch_context.take()).await;
+            let mut again = unfinalized;
+            finalize::carry_persistence(&mut again, &results);
+            let extra = finalize::finalize_results(&env, &mut again, batch_context.take()).await;
+            results = again;
             batch_context = extra.batch_context.clone();
             report = extra;
         }
+        finalize::drop_pending_displays(&mut results);
 
         let successes = results.iter().filter(|r| r.is_ok()).count();
         env.emit(

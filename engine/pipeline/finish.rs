@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
+use super::display::PendingDisplay;
 use super::{CallEnv, CallResult, CallState, Display, ErrorInfo, Failure, TurnEffect};
-use crate::budget::Produced;
+use crate::budget::{Produced, SlotText};
 use crate::events::{CallStatus, EventKind, ToolCallError, ToolCallResult};
 use crate::model::contract::TurnAction;
 use crate::snapshot::ResolvedContract;
@@ -19,6 +20,8 @@ pub struct Success {
     pub parts: Vec<serde_json::Value>,
     /// The UI projection.
     pub display: Option<Display>,
+    /// A display the batch finalizer projects if it cuts the result.
+    pub pending_display: Option<PendingDisplay>,
     /// The turn effect and its message.
     pub turn: Option<(TurnEffect, Option<String>)>,
     /// The contract as resolved for the call.
@@ -38,10 +41,10 @@ pub async fn finish(
         .map_or_else(|| "unknown".to_owned(), |t| t.name.to_string());
     let mut result = match outcome {
         Ok(success) => {
-            let mut content = success.produced.content.as_str().to_owned();
+            let mut content = success.produced.content;
             let turn = success.turn.map(|(effect, message)| {
                 if let Some(message) = message {
-                    content = message;
+                    content = SlotText::from(message);
                 }
                 effect
             });
@@ -58,6 +61,7 @@ pub async fn finish(
                 error: None,
                 permission: state.permission.clone(),
                 display: success.display,
+                pending_display: success.pending_display,
                 turn,
                 batch_exempt: budget.batch_exempt,
                 weight: (budget.weight, budget.min_share),
@@ -99,7 +103,7 @@ pub async fn finish(
             stage: error.stage,
             code: error.code.as_str().to_owned(),
             cancel_reason: error.cancel_reason,
-            message: result.model_content.clone(),
+            message: result.model_content.as_str().to_owned(),
             metrics,
         }),
     };
@@ -110,7 +114,7 @@ pub async fn finish(
         call_id = %result.call_id,
         status = result.status.as_str(),
         permission = result.permission.as_ref().map_or("none", |p| crate::events::decision_name(p.decision)),
-        output_bytes = result.model_content.len(),
+        output_bytes = result.model_content.as_str().len(),
         truncated = result.metadata.truncated,
         failure_stage = result.error.as_ref().map(|e| format!("{:?}", e.stage)).unwrap_or_default(),
         total_ms = result.metadata.total_ms,
@@ -135,9 +139,10 @@ async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) 
     // same per-call budget when the tool is known.
     let (model_content, batch_exempt, weight) = match (&tool, &contract) {
         (Some(tool), Some(contract)) => {
-            let produced = super::produce::produce(env, state, tool, contract, text).await;
+            let produced =
+                super::produce::produce(env, state, tool, contract, SlotText::from(text)).await;
             (
-                produced.content.as_str().to_owned(),
+                produced.content,
                 contract.budget.batch_exempt,
                 (contract.budget.weight, contract.budget.min_share),
             )
@@ -147,7 +152,7 @@ async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) 
             let size = crate::budget::measure::measure(&text, unit);
             state.metadata.original_size = size;
             state.metadata.final_size = size;
-            (text, false, (1, 0))
+            (SlotText::from(text), false, (1, 0))
         }
     };
     let turn = turn.map(|(mut effect, _)| {
@@ -173,6 +178,7 @@ async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) 
         }),
         permission: state.permission.clone(),
         display: None,
+        pending_display: None,
         turn,
         batch_exempt,
         weight,

@@ -213,12 +213,13 @@ async fn stages(env: &CallEnv<'_>, state: &mut CallState<'_>) -> Result<finish::
     let output = output::check_output(env, &tool, output)?;
     let produced = produce::produce(env, state, &tool, &contract, output.text).await;
     post_hooks::post_hooks(env, state, &tool, &input, produced.content.as_str()).await;
-    let display = display::project(&contract, &output.display_source, &produced);
+    let (display, pending_display) = display::project(&contract, &output.display_source, &produced);
     let turn = turn_control::on_success(&contract);
     Ok(finish::Success {
         produced,
         parts: output.parts,
         display,
+        pending_display,
         turn,
         contract,
     })

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::budget::AppliedPolicy;
+use crate::budget::{AppliedPolicy, SlotText};
 use crate::events::{CallMetrics, CallStatus, CancelReason, FailureStage};
 use crate::model::contract::{DisplayKind, TurnAction};
 use crate::model::{BudgetUnit, CallId, ToolName};
@@ -210,8 +210,9 @@ pub struct CallResult {
     /// `ok`, `error`, `denied`, `timed_out` or `cancelled`.
     pub status: CallStatus,
     /// The text the model gets (after the producer stage; the batch finalizer may shorten it
-    /// again).
-    pub model_content: String,
+    /// again). Shared, with its budget measurements cached, so the finalizer neither copies
+    /// nor re-reads a large output it leaves whole.
+    pub model_content: SlotText,
     /// Context added by hooks, given to the model after the content (its own budgeted slot).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hook_context: Option<String>,
@@ -229,6 +230,10 @@ pub struct CallResult {
     /// The UI projection.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub display: Option<Display>,
+    /// A `when: when_cut` display waiting for the batch finalizer: projected if it cuts the
+    /// result, dropped when the batch is finalized.
+    #[serde(skip)]
+    pub pending_display: Option<super::display::PendingDisplay>,
     /// What the result does to the turn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<TurnEffect>,
@@ -245,7 +250,7 @@ impl CallResult {
     pub fn model_text(&self) -> String {
         match &self.hook_context {
             Some(context) if !context.is_empty() => format!("{}\n\n{context}", self.model_content),
-            _ => self.model_content.clone(),
+            _ => self.model_content.as_str().to_owned(),
         }
     }
 

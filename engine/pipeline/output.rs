@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::errors::message;
 use super::{CallEnv, ErrorCode, Failure};
+use crate::budget::SlotText;
 use crate::events::FailureStage;
 use crate::handler::{HandlerOutput, OutputContent};
 use crate::model::engine_config::MessageKey;
@@ -14,9 +15,10 @@ use crate::snapshot::Tool;
 #[derive(Clone, Debug, PartialEq)]
 pub struct CheckedOutput {
     /// The model content before budgeting: text as is, JSON compact.
-    pub text: String,
-    /// What a display shows: text as is, JSON pretty-printed.
-    pub display_source: String,
+    pub text: SlotText,
+    /// What a display shows: text as is (the same shared buffer as `text`), JSON
+    /// pretty-printed.
+    pub display_source: SlotText,
     /// Non-text parts.
     pub parts: Vec<Value>,
 }
@@ -57,11 +59,18 @@ pub fn check_output(
             ));
         }
     }
+    // A text output is shared, not copied: it can be megabytes long, and the producer stage,
+    // the display and the batch finalizer all read the same buffer.
     let (text, display_source) = match output.content {
-        OutputContent::Text(text) => (text.clone(), text),
+        OutputContent::Text(text) => {
+            let text = SlotText::from(text);
+            (text.clone(), text)
+        }
         OutputContent::Json(value) => (
-            value.to_string(),
-            serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string()),
+            SlotText::from(value.to_string()),
+            SlotText::from(
+                serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string()),
+            ),
         ),
     };
     Ok(CheckedOutput {

@@ -4,7 +4,8 @@
 //! finalizer only touches the text it keeps.
 
 use crate::budget::{
-    ArtifactTarget, Produced, ProducerInput, ProducerPolicy, produce as run_producer,
+    ArtifactTarget, Measurement, Produced, ProducerInput, ProducerPolicy, SlotText, measure_all,
+    produce as run_producer,
 };
 use crate::model::Size;
 use crate::snapshot::{ResolvedContract, Tool};
@@ -20,7 +21,7 @@ pub async fn produce(
     state: &mut CallState<'_>,
     tool: &Tool,
     contract: &ResolvedContract,
-    output: String,
+    output: SlotText,
 ) -> Produced {
     let engine = &env.prepared.snapshot.engine;
     let budget = &contract.budget;
@@ -37,6 +38,12 @@ pub async fn produce(
         store,
         session: env.session,
     });
+    let unit = engine.budget_unit;
+    // The producer reads the output's length first; for a large output count it off the async
+    // threads. Only the content that reaches the model is also hashed (for the finalizer's
+    // header): the length and digest of an output that passes unchanged are computed once,
+    // here, and travel with it.
+    let output = off_thread(output, Measurement::Length(unit)).await;
     let input = ProducerInput {
         tool: &tool.name,
         call_id: &state.call.id,
@@ -49,17 +56,20 @@ pub async fn produce(
     state.metadata.final_size = meta.final_size;
     state.metadata.policy = Some(meta.policy);
     state.metadata.persisted_files = meta.persisted_files.clone();
-    prepare(produced, engine.budget_unit).await
+    let content = off_thread(produced.content.clone(), Measurement::Length(unit)).await;
+    off_thread(content, Measurement::Digest).await;
+    produced
 }
 
-/// Measures and hashes the content ahead of the finalizer, off the async threads when large.
-async fn prepare(produced: Produced, unit: crate::model::BudgetUnit) -> Produced {
-    if produced.content.as_str().len() < OFFLOAD_BYTES {
-        produced.content.prepare(unit);
-        return produced;
+/// Computes and caches `what` for `text` (shared with every clone), on a blocking thread
+/// when the text is large.
+async fn off_thread(text: SlotText, what: Measurement) -> SlotText {
+    if text.as_str().len() < OFFLOAD_BYTES {
+        measure_all(&[&text], what);
+        return text;
     }
-    let content = produced.content.clone();
-    // A failed blocking task only means the finalizer measures the text itself.
-    let _ = tokio::task::spawn_blocking(move || content.prepare(unit)).await;
-    produced
+    let shared = text.clone();
+    // A failed blocking task only means the text is measured later, where it is needed.
+    let _ = tokio::task::spawn_blocking(move || measure_all(&[&shared], what)).await;
+    text
 }
