@@ -65,20 +65,41 @@ pub enum DiffError {
 }
 
 /// Loads both sets and diffs them.
-pub fn run(global: &GlobalOptions, base: &str, head: &str, git: bool) -> Result<DiffReport, DiffError> {
-    let (base_set, head_set, _guards) = if git {
+pub fn run(
+    global: &GlobalOptions,
+    base: &str,
+    head: &str,
+    git: bool,
+) -> Result<DiffReport, DiffError> {
+    if git {
         let base_dir = checkout(global, base)?;
         let head_dir = checkout(global, head)?;
         let base_set = load_side(&rooted(global, base_dir.path()), "base")?;
         let head_set = load_side(&rooted(global, head_dir.path()), "head")?;
-        (base_set, head_set, Some((base_dir, head_dir)))
-    } else {
+        let mut found = report(&base_set, &head_set);
+        // Show the paths as they are in the repository, not in the temporary checkouts.
+        for change in &mut found.changes {
+            if let Some((file, _, _)) = &mut change.location {
+                for dir in [base_dir.path(), head_dir.path()] {
+                    let prefix = format!("{}/", dir.display());
+                    if let Some(rest) = file.strip_prefix(&prefix) {
+                        *file = rest.to_owned();
+                    }
+                }
+            }
+        }
+        return Ok(found);
+    }
+    let (base_set, head_set) = {
         let with = |root: &str| {
             let mut options = global.clone();
             options.policies.push(PathBuf::from(root));
             options
         };
-        (load_side(&with(base), "base")?, load_side(&with(head), "head")?, None)
+        (
+            load_side(&with(base), "base")?,
+            load_side(&with(head), "head")?,
+        )
     };
     Ok(report(&base_set, &head_set))
 }
@@ -88,7 +109,11 @@ pub fn report(base: &Snapshot, head: &Snapshot) -> DiffReport {
     let changes = diff(&base.effective, &head.effective)
         .into_iter()
         .map(|change| {
-            let side = if change.kind == ChangeKind::Removed { base } else { head };
+            let side = if change.kind == ChangeKind::Removed {
+                base
+            } else {
+                head
+            };
             let location = pointer_of(side, &change)
                 .and_then(|pointer| side.sources.locate_key(&side.provenance, &pointer))
                 .map(|l| (l.source.path().to_string(), l.span.line, l.span.column));
@@ -98,9 +123,15 @@ pub fn report(base: &Snapshot, head: &Snapshot) -> DiffReport {
     DiffReport { changes }
 }
 
-fn load_side(global: &GlobalOptions, side: &'static str) -> Result<std::sync::Arc<Snapshot>, DiffError> {
+fn load_side(
+    global: &GlobalOptions,
+    side: &'static str,
+) -> Result<std::sync::Arc<Snapshot>, DiffError> {
     let outcome = load(&global.load_options(), 1);
-    outcome.snapshot.ok_or(DiffError::Invalid { side, diagnostics: outcome.diagnostics })
+    outcome.snapshot.ok_or(DiffError::Invalid {
+        side,
+        diagnostics: outcome.diagnostics,
+    })
 }
 
 /// The same options with every root read under `dir` (a checkout of a revision).
@@ -114,7 +145,8 @@ fn rooted(global: &GlobalOptions, dir: &Path) -> GlobalOptions {
 /// Extracts the policy roots as they are at `revision` into a temporary folder.
 fn checkout(global: &GlobalOptions, revision: &str) -> Result<tempfile::TempDir, DiffError> {
     let git_error = |message: String| DiffError::Git(message);
-    let dir = tempfile::tempdir().map_err(|e| git_error(format!("cannot create a temporary folder: {e}")))?;
+    let dir = tempfile::tempdir()
+        .map_err(|e| git_error(format!("cannot create a temporary folder: {e}")))?;
     let toplevel = Command::new("git")
         .args(["rev-parse", "--show-prefix"])
         .output()
@@ -123,17 +155,37 @@ fn checkout(global: &GlobalOptions, revision: &str) -> Result<tempfile::TempDir,
         return Err(git_error("not inside a git repository".into()));
     }
     let prefix = String::from_utf8_lossy(&toplevel.stdout).trim().to_owned();
+    let verify = Command::new("git")
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{revision}^{{commit}}"),
+        ])
+        .output();
+    if !matches!(verify, Ok(out) if out.status.success()) {
+        return Err(git_error(format!("`{revision}` is not a git revision")));
+    }
     for root in global.policies.iter().chain(&global.enforced) {
         let spec = format!("{revision}:{prefix}{}", root.display()).replace("/./", "/");
         let kind = Command::new("git").args(["cat-file", "-t", &spec]).output();
         let kind = match kind {
-            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
-            // The root does not exist at this revision: the set simply lacks it.
-            _ => continue,
+            Ok(out) if out.status.success() => {
+                String::from_utf8_lossy(&out.stdout).trim().to_owned()
+            }
+            // The root does not exist at this revision: it counts as an empty root.
+            _ => {
+                std::fs::create_dir_all(dir.path().join(root))
+                    .map_err(|e| git_error(e.to_string()))?;
+                continue;
+            }
         };
         let target = dir.path().join(root);
         if kind == "blob" {
-            let out = Command::new("git").args(["show", &spec]).output().map_err(|e| git_error(e.to_string()))?;
+            let out = Command::new("git")
+                .args(["show", &spec])
+                .output()
+                .map_err(|e| git_error(e.to_string()))?;
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| git_error(e.to_string()))?;
             }
@@ -156,11 +208,7 @@ fn checkout(global: &GlobalOptions, revision: &str) -> Result<tempfile::TempDir,
             std::fs::write(&path, out.stdout).map_err(|e| git_error(e.to_string()))?;
         }
     }
-    let verify = Command::new("git").args(["rev-parse", "--verify", "--quiet", &format!("{revision}^{{commit}}")]).output();
-    match verify {
-        Ok(out) if out.status.success() => Ok(dir),
-        _ => Err(git_error(format!("`{revision}` is not a git revision"))),
-    }
+    Ok(dir)
 }
 
 /// The effective pointer of the item (and field) a change is about.
@@ -172,18 +220,26 @@ fn pointer_of(snapshot: &Snapshot, change: &Change) -> Option<String> {
         Subject::Gate => join_pointer("/gates", &change.name),
         Subject::Mode => join_pointer("/modes", &change.name),
         Subject::Rule | Subject::Hook => {
-            let section = if change.subject == Subject::Rule { "rules" } else { "hooks" };
+            let section = if change.subject == Subject::Rule {
+                "rules"
+            } else {
+                "hooks"
+            };
             let index = snapshot
                 .effective
                 .get(section)?
                 .as_array()?
                 .iter()
-                .position(|item| item.get("name").and_then(Value::as_str) == Some(change.name.as_str()))?;
+                .position(|item| {
+                    item.get("name").and_then(Value::as_str) == Some(change.name.as_str())
+                })?;
             format!("/{section}/{index}")
         }
     };
     Some(match &change.field {
-        Some(field) => field.split('.').fold(item, |pointer, part| join_pointer(&pointer, part)),
+        Some(field) => field
+            .split('.')
+            .fold(item, |pointer, part| join_pointer(&pointer, part)),
         None => item,
     })
 }
@@ -204,7 +260,11 @@ impl DiffReport {
 
     /// Renders the report.
     pub fn render(&self, format: DiffFormat) -> String {
-        let at = |c: &LocatedChange| c.location.as_ref().map(|(f, l, col)| format!("{f}:{l}:{col}"));
+        let at = |c: &LocatedChange| {
+            c.location
+                .as_ref()
+                .map(|(f, l, col)| format!("{f}:{l}:{col}"))
+        };
         match format {
             DiffFormat::Human => {
                 if self.changes.is_empty() {
@@ -213,10 +273,21 @@ impl DiffReport {
                 let mut out = String::new();
                 for c in &self.changes {
                     let place = at(c).map(|p| format!("  ({p})")).unwrap_or_default();
-                    out.push_str(&format!("{:<6} {}{place}\n", risk_name(c.change.risk), c.change.describe()));
+                    out.push_str(&format!(
+                        "{:<6} {}{place}\n",
+                        risk_name(c.change.risk),
+                        c.change.describe()
+                    ));
                 }
-                let high = self.changes.iter().filter(|c| c.change.risk == Risk::High).count();
-                out.push_str(&format!("{} changes, {high} high risk\n", self.changes.len()));
+                let high = self
+                    .changes
+                    .iter()
+                    .filter(|c| c.change.risk == Risk::High)
+                    .count();
+                out.push_str(&format!(
+                    "{} changes, {high} high risk\n",
+                    self.changes.len()
+                ));
                 out
             }
             DiffFormat::Markdown => {
@@ -226,7 +297,11 @@ impl DiffReport {
                 let mut out = String::from("| risk | change | where |\n| --- | --- | --- |\n");
                 for c in &self.changes {
                     let text = c.change.describe().replace('|', "\\|");
-                    out.push_str(&format!("| {} | {text} | {} |\n", risk_name(c.change.risk), at(c).unwrap_or_default()));
+                    out.push_str(&format!(
+                        "| {} | {text} | {} |\n",
+                        risk_name(c.change.risk),
+                        at(c).unwrap_or_default()
+                    ));
                 }
                 out
             }
@@ -236,7 +311,9 @@ impl DiffReport {
                     .iter()
                     .map(|c| {
                         let mut value = serde_json::to_value(&c.change).unwrap_or(Value::Null);
-                        if let (Value::Object(map), Some((file, line, column))) = (&mut value, &c.location) {
+                        if let (Value::Object(map), Some((file, line, column))) =
+                            (&mut value, &c.location)
+                        {
                             map.insert("file".into(), json!(file));
                             map.insert("line".into(), json!(line));
                             map.insert("column".into(), json!(column));
@@ -244,20 +321,33 @@ impl DiffReport {
                         value
                     })
                     .collect();
-                format!("{}\n", serde_json::to_string_pretty(&json!({"changes": changes})).unwrap_or_default())
+                format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&json!({"changes": changes})).unwrap_or_default()
+                )
             }
             DiffFormat::Github => {
                 let mut out = String::new();
                 for c in &self.changes {
-                    let level = if c.change.risk == Risk::High { "warning" } else { "notice" };
-                    let title = escape_property(&format!("toolgate diff: {} risk", risk_name(c.change.risk)));
+                    let level = if c.change.risk == Risk::High {
+                        "warning"
+                    } else {
+                        "notice"
+                    };
+                    let title = escape_property(&format!(
+                        "toolgate diff: {} risk",
+                        risk_name(c.change.risk)
+                    ));
                     let place = match &c.location {
                         Some((file, line, column)) => {
                             format!(" file={},line={line},col={column},", escape_property(file))
                         }
                         None => " ".to_owned(),
                     };
-                    out.push_str(&format!("::{level}{place}title={title}::{}\n", escape_data(&c.change.describe())));
+                    out.push_str(&format!(
+                        "::{level}{place}title={title}::{}\n",
+                        escape_data(&c.change.describe())
+                    ));
                 }
                 out
             }

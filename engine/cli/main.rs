@@ -313,29 +313,43 @@ fn main() -> ExitCode {
                 runtime.block_on(cli::run::run(&global, &batch, options, &mut out, &mut err))
             })
         }
-        Command::Diff { base, head, git, format, fail_on_high_risk } => {
-            match cli::diff::run(&global, &base, &head, git) {
-                Ok(report) => {
-                    let format = match format {
-                        DiffFormatArg::Human => cli::diff::DiffFormat::Human,
-                        DiffFormatArg::Markdown => cli::diff::DiffFormat::Markdown,
-                        DiffFormatArg::Json => cli::diff::DiffFormat::Json,
-                        DiffFormatArg::Github => cli::diff::DiffFormat::Github,
-                    };
-                    print(&report.render(format));
-                    if fail_on_high_risk && report.has_high_risk() { Exit::Problems } else { Exit::Success }
-                }
-                Err(cli::diff::DiffError::Invalid { side, diagnostics }) => {
-                    eprint(&format!("error: the {side} policy set does not load\n\n"));
-                    eprint(&render_human(&diagnostics, &HumanOptions { color, ..HumanOptions::default() }));
+        Command::Diff {
+            base,
+            head,
+            git,
+            format,
+            fail_on_high_risk,
+        } => match cli::diff::run(&global, &base, &head, git) {
+            Ok(report) => {
+                let format = match format {
+                    DiffFormatArg::Human => cli::diff::DiffFormat::Human,
+                    DiffFormatArg::Markdown => cli::diff::DiffFormat::Markdown,
+                    DiffFormatArg::Json => cli::diff::DiffFormat::Json,
+                    DiffFormatArg::Github => cli::diff::DiffFormat::Github,
+                };
+                print(&report.render(format));
+                if fail_on_high_risk && report.has_high_risk() {
                     Exit::Problems
-                }
-                Err(cli::diff::DiffError::Git(message)) => {
-                    eprint(&format!("error: {message}\n"));
-                    Exit::Usage
+                } else {
+                    Exit::Success
                 }
             }
-        }
+            Err(cli::diff::DiffError::Invalid { side, diagnostics }) => {
+                eprint(&format!("error: the {side} policy set does not load\n\n"));
+                eprint(&render_human(
+                    &diagnostics,
+                    &HumanOptions {
+                        color,
+                        ..HumanOptions::default()
+                    },
+                ));
+                Exit::Problems
+            }
+            Err(cli::diff::DiffError::Git(message)) => {
+                eprint(&format!("error: {message}\n"));
+                Exit::Usage
+            }
+        },
         Command::Watch { format, debounce } => {
             let format = match format {
                 WatchFormatArg::Human => cli::watch::WatchFormat::Human,
