@@ -104,6 +104,17 @@ enum Command {
         #[arg(long)]
         fail_on_error: bool,
     },
+    /// Run policy test files: calls with the decision (and optionally the deciding rule,
+    /// timeout, budget, group) the policies must give them, evaluated without running
+    /// anything. Exit 1 when a test fails, 2 when a test file is missing or invalid.
+    Test {
+        /// Test files, or folders searched for `*.test.yaml` / `*.test.yml` / `*.test.toml`
+        /// (default: `.toolgate/tests`).
+        paths: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
+        format: ExplainFormat,
+    },
     /// Print a JSON Schema (`policy`, `batch`, `policy-test`); without NAME, list them.
     Schema {
         /// Schema name.
@@ -259,6 +270,29 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Test { paths, format } => match cli::test::test(&global, &paths) {
+            Ok(report) => {
+                match format {
+                    ExplainFormat::Human => print(&report.render_human(color)),
+                    ExplainFormat::Json => print_json(&report),
+                }
+                report.exit()
+            }
+            Err(error) => {
+                let diagnostics = error.diagnostics();
+                match format {
+                    ExplainFormat::Human => eprint(&render_human(
+                        diagnostics,
+                        &HumanOptions {
+                            color,
+                            ..HumanOptions::default()
+                        },
+                    )),
+                    ExplainFormat::Json => print(&render_json(diagnostics)),
+                }
+                error.exit()
+            }
+        },
         Command::Schema { name } => match name {
             None => {
                 print(&cli::schema::list());

@@ -13,6 +13,7 @@ pub mod plan;
 pub mod prompt;
 pub mod run;
 pub mod schema;
+pub mod test;
 
 use std::path::PathBuf;
 
