@@ -844,7 +844,7 @@ mod tests {
         assert_eq!(fields, [Field::Decision, Field::Rule, Field::TimeoutMs]);
         assert_eq!(report.tests[1].failures[0].actual, "allow");
         assert_eq!(report.tests[1].failures[1].actual, "git-read-only");
-        assert_eq!(report.tests[1].failures[2].actual, "121000ms");
+        assert_eq!(report.tests[1].failures[2].actual, "126000ms");
         assert_eq!(report.exit(), Exit::Problems);
     }
 
@@ -887,7 +887,7 @@ mod tests {
             found,
             [
                 (Code::BatchUnknownMode, 5, 13),
-                (Code::SemanticUnknownReference, 6, 22)
+                (Code::SemanticUnknownReference, 6, 21)
             ]
         );
         assert_eq!(
