@@ -27,7 +27,9 @@
 //! paths are a guard against mistakes, not a sandbox: confine a tool that must never reach a
 //! file with operating-system permissions or a sandbox.
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use std::sync::Arc;
+
+use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::matcher::{MatchContext, PathCase, glob_error_offset};
 
@@ -164,8 +166,8 @@ pub struct PathMatcher {
 pub struct PathVerdict {
     /// The first pattern (by index) that matched, if any.
     pub pattern: Option<usize>,
-    /// The normalised path (`None` for an empty path).
-    pub path: Option<NormalisedPath>,
+    /// The normalised path (`None` for an empty path), shared with the call's cache.
+    pub path: Option<Arc<NormalisedPath>>,
 }
 
 impl PathMatcher {
@@ -199,26 +201,37 @@ impl PathMatcher {
     /// assert!(m.matches(".envrc", &ctx).pattern.is_none());
     /// ```
     pub fn matches(&self, raw: &str, ctx: &MatchContext) -> PathVerdict {
-        let Some(path) = normalise(raw, ctx) else {
-            return PathVerdict {
-                pattern: None,
-                path: None,
-            };
-        };
+        let path = normalise(raw, ctx).map(Arc::new);
+        PathVerdict {
+            pattern: path
+                .as_deref()
+                .and_then(|p| self.matches_normalised(p, ctx)),
+            path,
+        }
+    }
+
+    /// The first pattern (by index) an already normalised path matches, in its relative or
+    /// its absolute form.
+    pub fn matches_normalised(&self, path: &NormalisedPath, ctx: &MatchContext) -> Option<usize> {
         let set = match ctx.path_case() {
             PathCase::Sensitive => &self.sensitive,
             PathCase::Insensitive => &self.insensitive,
         };
-        let pattern = path
+        let candidates = path
             .relative
             .iter()
             .chain(std::iter::once(&path.absolute))
-            .filter_map(|candidate| set.matches(candidate).into_iter().min())
-            .min();
-        PathVerdict {
-            pattern,
-            path: Some(path),
+            .map(Candidate::new);
+        let mut first = None;
+        for candidate in candidates {
+            // Most paths match no pattern of most rules: ask the cheap question first.
+            if set.is_match_candidate(&candidate)
+                && let Some(found) = set.matches_candidate(&candidate).into_iter().min()
+            {
+                first = Some(first.map_or(found, |earlier: usize| earlier.min(found)));
+            }
         }
+        first
     }
 }
 
