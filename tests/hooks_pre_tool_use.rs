@@ -96,7 +96,11 @@ async fn a_hook_allow_does_not_undo_always_ask() {
     assert!(f.ran().is_empty());
     // Only an explicit approval runs it.
     let outcome = f
-        .run(&[("Deploy", json!({"target": "prod"}))], &[], Some(allow_all()))
+        .run(
+            &[("Deploy", json!({"target": "prod"}))],
+            &[],
+            Some(allow_all()),
+        )
         .await;
     assert_eq!(outcome.results[0].status, CallStatus::Ok);
 }
