@@ -624,7 +624,7 @@ async fn always_ask_needs_an_explicit_approval() {
     let (engine, calls) = engine();
     let staging = ("Deploy", json!({"target": "staging"}));
     // No approver: the ask is a denial.
-    let outcome = run_with(&engine, &[staging.clone()], &[], None).await;
+    let outcome = run_with(&engine, std::slice::from_ref(&staging), &[], None).await;
     let result = &outcome.results[0];
     assert_eq!(result.status, CallStatus::Denied);
     let permission = result.permission.as_ref().unwrap();
@@ -635,7 +635,7 @@ async fn always_ask_needs_an_explicit_approval() {
     // An approver's allow runs it; a deny does not.
     let allow: Arc<dyn ApprovalBroker> =
         Arc::new(FixedAnswer(ApprovalAnswer::Allow { reason: None }));
-    let outcome = run_with(&engine, &[staging.clone()], &[], Some(allow)).await;
+    let outcome = run_with(&engine, std::slice::from_ref(&staging), &[], Some(allow)).await;
     assert_eq!(outcome.results[0].status, CallStatus::Ok);
     let deny: Arc<dyn ApprovalBroker> = Arc::new(FixedAnswer(ApprovalAnswer::Deny {
         reason: Some("not today".into()),
