@@ -189,6 +189,9 @@ fn offset_label(offset: &Option<usize>) -> String {
     offset.map(|o| format!(" at byte {o}")).unwrap_or_default()
 }
 
+/// Up to this many fields, a field is looked up by comparing keys rather than by hashing.
+const SMALL_OBJECT: usize = 16;
+
 /// Where an argument is read from.
 #[derive(Debug, Clone)]
 enum Selector {
@@ -228,7 +231,18 @@ impl Selector {
 
     fn resolve<'v>(&self, input: &'v Value) -> Option<&'v Value> {
         match self {
-            Self::Field(name) => input.as_object()?.get(name.as_ref()),
+            Self::Field(name) => {
+                let object = input.as_object()?;
+                // Tool inputs have a handful of fields: comparing keys is cheaper than
+                // hashing the name (every rule of a call resolves its selectors).
+                if object.len() <= SMALL_OBJECT {
+                    object
+                        .iter()
+                        .find_map(|(key, value)| (key == name.as_ref()).then_some(value))
+                } else {
+                    object.get(name.as_ref())
+                }
+            }
             Self::Pointer(pointer) => input.pointer(pointer),
         }
     }

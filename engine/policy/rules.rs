@@ -386,12 +386,38 @@ pub struct RuleDecision {
     pub rules: Vec<MatchedRule>,
 }
 
+/// FNV-1a: tool names are short and chosen by the policy author, not by the model (a call's
+/// name is looked up only after it resolved to a canonical tool), so a fast non-keyed hash
+/// is safe here and cheaper than SipHash on every decision.
+#[derive(Clone, Copy, Debug)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+type ToolIndex = HashMap<ToolName, Box<[u32]>, std::hash::BuildHasherDefault<Fnv>>;
+
 /// Every rule of a snapshot, indexed by tool.
 #[derive(Clone, Debug, Default)]
 pub struct RuleSet {
     rules: Vec<CompiledRule>,
     // INVARIANT: each list is sorted by `CompiledRule::precedence`, ties in definition order.
-    by_tool: HashMap<ToolName, Box<[u32]>>,
+    by_tool: ToolIndex,
 }
 
 impl RuleSet {
@@ -403,7 +429,7 @@ impl RuleSet {
                 by_tool.entry(tool.clone()).or_default().push(index as u32);
             }
         }
-        let by_tool = by_tool
+        let by_tool: ToolIndex = by_tool
             .into_iter()
             .map(|(tool, mut list)| {
                 list.sort_by_key(|&i| rules[i as usize].precedence());
