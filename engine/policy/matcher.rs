@@ -255,7 +255,7 @@ enum Compiled {
     Equals(Value),
     Glob(GlobSet),
     Regex(RegexSet),
-    Path(PathMatcher),
+    Path(Box<PathMatcher>),
     Shell(ShellMatcher),
 }
 
@@ -348,7 +348,7 @@ impl CompiledArgMatchers {
             }
             if !spec.path.is_empty() {
                 match PathMatcher::compile(&spec.path) {
-                    Ok(matcher) => matchers.push(Compiled::Path(matcher)),
+                    Ok(matcher) => matchers.push(Compiled::Path(Box::new(matcher))),
                     Err(bad) => errors.extend(
                         bad.into_iter()
                             .map(|(i, e)| error(PatternKind::Path, Some(i), e.offset, e.message)),
