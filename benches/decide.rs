@@ -21,6 +21,18 @@ use toolgate::policy::rules::{CallFacts, RuleOrigin, RuleSet, ToolNames, compile
 use toolgate::policy::{MatchContext, PathCase};
 use toolgate::snapshot::resolve::ResolvedConcurrency;
 
+// The allocator the `toolgate` binary uses (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Which allocator the figures were measured with.
+const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
+    "mimalloc"
+} else {
+    "system malloc"
+};
+
 const TOOLS: usize = 1000;
 const RULES_PER_TOOL: usize = 10;
 /// The decided tool: it has its own ten rules plus the wildcard ones, like every tool.
@@ -180,6 +192,7 @@ fn median_ns(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
+    println!("allocator: {ALLOCATOR}");
     let big = Fixture::ten_thousand();
     let input = input();
     assert_eq!(big.decide(&input, &[]), Decision::Allow);

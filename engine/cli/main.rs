@@ -10,6 +10,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use toolgate::cli::{self, Exit, GlobalOptions};
 use toolgate::load::render::{HumanOptions, OutputFormat, render_human, render_json};
 
+// Deciding `shell` rules parses command lines, which allocates many small values.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A declarative policy engine and executor for the tool calls of AI coding agents.
 ///
 /// Policies are YAML or TOML files loaded in layers, lowest first: the engine defaults, the
