@@ -85,7 +85,7 @@ fn failing_tests_json() {
     )
     .unwrap();
     assert_eq!(report["passed"], 1);
-    assert_eq!(report["failed"], 6);
+    assert_eq!(report["failed"], 7);
     insta::assert_snapshot!(out);
 }
 

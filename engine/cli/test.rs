@@ -140,6 +140,10 @@ pub struct Actual {
     /// Why the call cannot run, if it cannot.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// `PreToolUse` / `PermissionRequest` hooks that apply to the call: tests do not run
+    /// them, and at run time their answers may change the decision.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<String>,
 }
 
 /// The outcome of one test.
@@ -464,6 +468,7 @@ pub fn run_test(snapshot: &Snapshot, test: &PolicyTest, location: &Location) -> 
             budget: None,
             group: "alone",
             error: Some("the call could not be planned".into()),
+            hooks: Vec::new(),
         },
     };
     let failures = compare(snapshot, test, &modes, &actual);
@@ -490,6 +495,7 @@ fn actual_of(planned: PlannedCall) -> Actual {
         budget: planned.budget,
         group: planned.scheduling,
         error: planned.error,
+        hooks: planned.hooks,
     }
 }
 
@@ -777,6 +783,14 @@ impl TestReport {
                         out.push_str(&format!("         {line}\n"));
                     }
                 }
+            }
+            if !test.actual.hooks.is_empty() {
+                let hooks: Vec<String> =
+                    test.actual.hooks.iter().map(|h| format!("`{h}`")).collect();
+                out.push_str(&format!(
+                    "       not run here: hooks {} may change the decision at run time\n",
+                    hooks.join(", ")
+                ));
             }
         }
         let verdict = if self.failed == 0 {
