@@ -115,6 +115,7 @@ enum Command {
     Test {
         /// Test files, or folders searched for `*.test.yaml` / `*.test.yml` / `*.test.toml`
         /// (default: `.toolgate/tests`).
+        #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
