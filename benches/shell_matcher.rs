@@ -13,13 +13,28 @@ use toolgate::policy::{
     RedirectionPolicy, ShellMatcher, parse_script,
 };
 
+// The allocator the `toolgate` binary uses (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Which allocator the figures were measured with.
+const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
+    "mimalloc"
+} else {
+    "system malloc"
+};
+
 /// A 200-character compound command: `&&`, `||`, `|`, `;`, a wrapper, a command
 /// substitution inside double quotes, redirections, quoting and a glob.
 const LINE: &str = "git status && git diff --stat HEAD~3..HEAD -- src/ && ls -la src/policy | ls; \
 nice git diff \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs";
 
 fn main() {
-    println!("compound command: {} characters", LINE.chars().count());
+    println!(
+        "compound command: {} characters; allocator: {ALLOCATOR}",
+        LINE.chars().count()
+    );
     divan::main();
 }
 

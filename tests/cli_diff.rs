@@ -65,7 +65,10 @@ fn high_risk_changes_fail_when_asked() {
 fn an_invalid_side_is_reported_with_its_diagnostics() {
     let (code, _, stderr) = toolgate(&["diff", BASE, "tests/fixtures/diff/missing"]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("the head policy set does not load"), "{stderr}");
+    assert!(
+        stderr.contains("the head policy set does not load"),
+        "{stderr}"
+    );
     assert!(stderr.contains("toolgate::io::not_found"), "{stderr}");
 }
 
@@ -73,5 +76,8 @@ fn an_invalid_side_is_reported_with_its_diagnostics() {
 fn an_unknown_revision_is_a_usage_error() {
     let (code, _, stderr) = toolgate(&["-p", BASE, "diff", "--git", "no-such-revision", "HEAD"]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("`no-such-revision` is not a git revision"), "{stderr}");
+    assert!(
+        stderr.contains("`no-such-revision` is not a git revision"),
+        "{stderr}"
+    );
 }

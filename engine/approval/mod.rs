@@ -146,37 +146,33 @@ pub async fn wait(
     let mut hooks = hooks;
     let mut attempt = 1;
     loop {
-        let asked = broker.map(|broker| {
+        // One request per attempt: the same broker future is polled until it answers, the
+        // attempt expires or the call is cancelled, even when the hooks give up meanwhile
+        // (asking again would show a human the same question twice).
+        let mut asked = broker.map(|broker| {
             broker.request(ApprovalRequest {
                 attempt,
                 ..request.clone()
             })
         });
-        let expired = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return ApprovalOutcome::Cancelled,
-            answer = optional(asked) => return ApprovalOutcome::Answered { answer, by: AnsweredBy::Broker },
-            found = race(&mut hooks) => match found {
-                Some((hook, answer)) => return ApprovalOutcome::Answered { answer, by: AnsweredBy::Hook(hook) },
-                // No hook decides: only the broker is left, if there is one.
-                None if broker.is_none() => return no_client(),
-                None => false,
-            },
-            () = sleep(policy.timeout) => true,
-        };
-        if !expired {
-            // The hooks gave up; keep waiting for the broker on the same attempt.
-            let asked = broker.map(|broker| {
-                broker.request(ApprovalRequest {
-                    attempt,
-                    ..request.clone()
-                })
-            });
+        let expiry = sleep(policy.timeout);
+        tokio::pin!(expiry);
+        loop {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return ApprovalOutcome::Cancelled,
-                answer = optional(asked) => return ApprovalOutcome::Answered { answer, by: AnsweredBy::Broker },
-                () = sleep(policy.timeout) => {}
+                answer = optional(&mut asked) => {
+                    return ApprovalOutcome::Answered { answer, by: AnsweredBy::Broker };
+                }
+                found = race(&mut hooks) => match found {
+                    Some((hook, answer)) => {
+                        return ApprovalOutcome::Answered { answer, by: AnsweredBy::Hook(hook) };
+                    }
+                    // No hook decides: only the broker is left, if there is one.
+                    None if broker.is_none() => return no_client(),
+                    None => {}
+                },
+                () = &mut expiry => break,
             }
         }
         let answer = match policy.expiry {
@@ -195,7 +191,8 @@ pub async fn wait(
     }
 }
 
-async fn optional(future: Option<BoxFuture<'static, ApprovalAnswer>>) -> ApprovalAnswer {
+/// The broker's answer; without a broker, never.
+async fn optional(future: &mut Option<BoxFuture<'static, ApprovalAnswer>>) -> ApprovalAnswer {
     match future {
         Some(future) => future.await,
         None => std::future::pending().await,
@@ -367,6 +364,157 @@ mod tests {
                 by: AnsweredBy::Hook("approve-ci".into())
             }
         );
+    }
+
+    /// A broker that counts its requests, answers `allow` after `after`, and records whether
+    /// a request's future was dropped before it answered.
+    fn counting(after: Duration) -> (Arc<dyn ApprovalBroker>, Arc<AtomicU32>, Arc<AtomicU32>) {
+        struct Withdrawn(Arc<AtomicU32>, bool);
+        impl Drop for Withdrawn {
+            fn drop(&mut self) {
+                if !self.1 {
+                    self.0.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+        let asked = Arc::new(AtomicU32::new(0));
+        let dropped = Arc::new(AtomicU32::new(0));
+        let (a, d) = (Arc::clone(&asked), Arc::clone(&dropped));
+        let broker: Arc<dyn ApprovalBroker> = Arc::new(
+            move |_req: ApprovalRequest| -> BoxFuture<'static, ApprovalAnswer> {
+                a.fetch_add(1, Ordering::SeqCst);
+                let guard = Withdrawn(Arc::clone(&d), false);
+                Box::pin(async move {
+                    // Own the whole guard (a closure capturing only `guard.1` would copy
+                    // the flag and drop the guard right away).
+                    let mut guard = guard;
+                    tokio::time::sleep(after).await;
+                    guard.1 = true;
+                    ApprovalAnswer::Allow { reason: None }
+                })
+            },
+        );
+        (broker, asked, dropped)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hooks_without_an_answer_leave_the_first_request_standing() {
+        // Regression: when the hooks gave up, the broker was asked a second time (a human
+        // saw the same prompt twice) and the approval timeout started over.
+        let (broker, asked, dropped) = counting(Duration::from_secs(5));
+        let race: HookRace = Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            None
+        });
+        let start = tokio::time::Instant::now();
+        let out = wait(
+            Some(&broker),
+            request(),
+            Some(race),
+            &policy(None, ApprovalExpiry::Deny),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            out,
+            ApprovalOutcome::Answered {
+                answer: ApprovalAnswer::Allow { reason: None },
+                by: AnsweredBy::Broker
+            }
+        );
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        assert_eq!(dropped.load(Ordering::SeqCst), 0);
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_approval_timeout_is_not_reset_when_the_hooks_give_up() {
+        let (broker, asked, _) = counting(Duration::from_secs(100));
+        let race: HookRace = Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            None
+        });
+        let start = tokio::time::Instant::now();
+        let out = wait(
+            Some(&broker),
+            request(),
+            Some(race),
+            &policy(Some(30), ApprovalExpiry::Deny),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            out,
+            ApprovalOutcome::Answered {
+                answer: ApprovalAnswer::Deny { reason: None },
+                by: AnsweredBy::Expiry
+            }
+        );
+        assert_eq!(start.elapsed(), Duration::from_secs(30));
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_losing_broker_request_is_dropped() {
+        let (broker, asked, dropped) = counting(Duration::from_secs(60));
+        let race: HookRace = Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Some(("ci".to_owned(), ApprovalAnswer::Deny { reason: None }))
+        });
+        let out = wait(
+            Some(&broker),
+            request(),
+            Some(race),
+            &policy(None, ApprovalExpiry::Deny),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(matches!(
+            out,
+            ApprovalOutcome::Answered {
+                by: AnsweredBy::Hook(_),
+                ..
+            }
+        ));
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hooks_without_a_broker() {
+        let allow: HookRace =
+            Box::pin(async { Some(("ci".to_owned(), ApprovalAnswer::Allow { reason: None })) });
+        let out = wait(
+            None,
+            request(),
+            Some(allow),
+            &policy(None, ApprovalExpiry::Deny),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(matches!(
+            out,
+            ApprovalOutcome::Answered {
+                by: AnsweredBy::Hook(_),
+                answer: ApprovalAnswer::Allow { .. }
+            }
+        ));
+        let silent: HookRace = Box::pin(async { None });
+        let out = wait(
+            None,
+            request(),
+            Some(silent),
+            &policy(None, ApprovalExpiry::Deny),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(matches!(
+            out,
+            ApprovalOutcome::Answered {
+                by: AnsweredBy::NoClient,
+                ..
+            }
+        ));
     }
 
     #[tokio::test(start_paused = true)]

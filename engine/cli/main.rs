@@ -10,6 +10,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use toolgate::cli::{self, Exit, GlobalOptions};
 use toolgate::load::render::{HumanOptions, OutputFormat, render_human, render_json};
 
+// Deciding `shell` rules parses command lines, which allocates many small values.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A declarative policy engine and executor for the tool calls of AI coding agents.
 ///
 /// Policies are YAML or TOML files loaded in layers, lowest first: the engine defaults, the
@@ -143,6 +148,18 @@ enum Command {
         /// How long the files must be quiet before a reload (e.g. `50ms`).
         #[arg(long, default_value = "50ms", value_parser = parse_duration)]
         debounce: std::time::Duration,
+    },
+    /// Run policy test files: calls with the decision (and optionally the deciding rule,
+    /// timeout, budget, group) the policies must give them, evaluated without running
+    /// anything. Exit 1 when a test fails, 2 when a test file is missing or invalid.
+    Test {
+        /// Test files, or folders searched for `*.test.yaml` / `*.test.yml` / `*.test.toml`
+        /// (default: `.toolgate/tests`).
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
+        format: ExplainFormat,
     },
     /// Print a JSON Schema (`policy`, `batch`, `policy-test`); without NAME, list them.
     Schema {
@@ -394,6 +411,29 @@ fn main() -> ExitCode {
                 }
             }
         }),
+        Command::Test { paths, format } => match cli::test::test(&global, &paths) {
+            Ok(report) => {
+                match format {
+                    ExplainFormat::Human => print(&report.render_human(color)),
+                    ExplainFormat::Json => print_json(&report),
+                }
+                report.exit()
+            }
+            Err(error) => {
+                let diagnostics = error.diagnostics();
+                match format {
+                    ExplainFormat::Human => eprint(&render_human(
+                        diagnostics,
+                        &HumanOptions {
+                            color,
+                            ..HumanOptions::default()
+                        },
+                    )),
+                    ExplainFormat::Json => print(&render_json(diagnostics)),
+                }
+                error.exit()
+            }
+        },
         Command::Schema { name } => match name {
             None => {
                 print(&cli::schema::list());

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod prompt;
 pub mod run;
 pub mod schema;
+pub mod test;
 pub mod watch;
 
 use std::path::PathBuf;

@@ -3,23 +3,108 @@
 //! one at a time even when calls run concurrently.
 
 use std::io::{BufRead, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
 use crate::policy::decide::Reason;
 
+/// Where prompts are written.
+type Output = Arc<Mutex<Box<dyn Write + Send>>>;
+
 /// Asks on stderr, reads answers from stdin.
-#[derive(Clone, Default)]
+///
+/// Lines are read by a thread of their own and handed over through a channel, so a request
+/// that is withdrawn (a `PermissionRequest` hook answered first, the call was cancelled)
+/// stops waiting without consuming the line the user types next, and no read of the
+/// terminal is left behind for the runtime to wait for when the program ends.
+#[derive(Clone)]
 pub struct TerminalApprover {
-    turn: Arc<tokio::sync::Mutex<()>>,
+    // INVARIANT: held for the whole of one prompt, so prompts never interleave.
+    lines: Arc<tokio::sync::Mutex<Option<UnboundedReceiver<String>>>>,
+    out: Output,
+}
+
+impl Default for TerminalApprover {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl TerminalApprover {
-    /// A new approver.
+    /// An approver on the process's stdin and stderr (stdin is read from the first request
+    /// on).
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            lines: Arc::new(tokio::sync::Mutex::new(None)),
+            out: Arc::new(Mutex::new(Box::new(std::io::stderr()))),
+        }
+    }
+
+    /// An approver reading answers from `lines` (one line each, as typed) and writing
+    /// prompts to `out`.
+    pub fn with_io(lines: UnboundedReceiver<String>, out: impl Write + Send + 'static) -> Self {
+        Self {
+            lines: Arc::new(tokio::sync::Mutex::new(Some(lines))),
+            out: Arc::new(Mutex::new(Box::new(out))),
+        }
+    }
+}
+
+/// Starts the thread that reads stdin line by line. A plain thread, not a blocking task: a
+/// runtime waits for its blocking tasks when it shuts down, and a read of a terminal may
+/// never return.
+fn stdin_lines() -> UnboundedReceiver<String> {
+    let (sender, receiver) = unbounded_channel();
+    // If the thread cannot start, its closure (and the sender) is dropped: the channel is
+    // closed and every request is denied as unanswered.
+    let _ = std::thread::Builder::new()
+        .name("toolgate-stdin".into())
+        .spawn(move || {
+            let stdin = std::io::stdin();
+            let mut stdin = stdin.lock();
+            loop {
+                let mut line = String::new();
+                match stdin.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if sender.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    receiver
+}
+
+fn write(out: &Output, text: &str) {
+    if let Ok(mut out) = out.lock() {
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+/// Tells the user when a prompt they may be looking at no longer needs an answer.
+struct Pending {
+    out: Output,
+    call: String,
+    answered: bool,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.answered {
+            write(
+                &self.out,
+                &format!(
+                    "\n(the approval request for call {} was withdrawn)\n",
+                    self.call
+                ),
+            );
+        }
     }
 }
 
@@ -74,6 +159,17 @@ pub fn describe(request: &ApprovalRequest) -> String {
             Reason::AlwaysAsk => "the contract says always_ask".to_owned(),
         };
         text.push_str(&format!("  why: {line}\n"));
+        if let Reason::Rule {
+            detail: Some(detail),
+            ..
+        } = reason
+        {
+            text.push_str(&format!("       {detail}\n"));
+        }
+    }
+    if !request.modes.is_empty() {
+        let modes: Vec<&str> = request.modes.iter().map(|m| m.as_str()).collect();
+        text.push_str(&format!("  modes: {}\n", modes.join(", ")));
     }
     text.push_str("allow? [y]es / [n]o / [f]eedback: ");
     text
@@ -97,43 +193,162 @@ pub fn interpret(line: &str) -> Option<ApprovalAnswer> {
 
 impl ApprovalBroker for TerminalApprover {
     fn request(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
-        let turn = Arc::clone(&self.turn);
+        let lines = Arc::clone(&self.lines);
+        let out = Arc::clone(&self.out);
         Box::pin(async move {
-            let _one_at_a_time = turn.lock().await;
-            let asked = tokio::task::spawn_blocking(move || {
-                let stdin = std::io::stdin();
-                let mut stderr = std::io::stderr();
-                let mut prompt = describe(&request);
-                loop {
-                    let _ = stderr.write_all(prompt.as_bytes());
-                    let _ = stderr.flush();
-                    let mut line = String::new();
-                    match stdin.lock().read_line(&mut line) {
-                        Ok(0) | Err(_) => {
-                            return ApprovalAnswer::Deny {
-                                reason: Some("no answer: the terminal closed".into()),
-                            };
-                        }
-                        Ok(_) => {
-                            if let Some(answer) = interpret(&line) {
-                                return answer;
-                            }
-                            prompt = "please answer `y`, `n [reason]` or `f <feedback>`: ".into();
-                        }
-                    }
+            let mut lines = lines.lock().await;
+            let lines = lines.get_or_insert_with(stdin_lines);
+            let mut pending = Pending {
+                out: Arc::clone(&out),
+                call: request.call_id.to_string(),
+                answered: false,
+            };
+            write(&out, &describe(&request));
+            loop {
+                // `recv` is cancel-safe: a withdrawn request leaves the next line queued.
+                let Some(line) = lines.recv().await else {
+                    pending.answered = true;
+                    write(&out, "\n");
+                    return ApprovalAnswer::Deny {
+                        reason: Some("no answer: the terminal closed".into()),
+                    };
+                };
+                if let Some(answer) = interpret(&line) {
+                    pending.answered = true;
+                    return answer;
                 }
-            })
-            .await;
-            asked.unwrap_or(ApprovalAnswer::Deny {
-                reason: Some("the prompt failed".into()),
-            })
+                write(&out, "please answer `y`, `n [reason]` or `f <feedback>`: ");
+            }
         })
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::model::{BatchId, CallId, Decision, ModeName, ToolName};
+
+    fn request(call: &str, attempt: u32) -> ApprovalRequest {
+        ApprovalRequest {
+            batch_id: BatchId::new("b1"),
+            call_id: CallId::new(call),
+            tool: ToolName::new("Bash"),
+            input: serde_json::json!({"command": "rm -rf build && make", "timeout": 5000, "description": "clean \"build\"\nthen make"}),
+            reasons: vec![
+                Reason::AlwaysAsk,
+                Reason::Hook {
+                    name: "guard".into(),
+                    decision: Decision::Ask,
+                    reason: Some("the guard wants a human".into()),
+                },
+                Reason::Rule {
+                    name: "ask-rm".into(),
+                    decision: Decision::Ask,
+                    priority: 20,
+                    enforced: false,
+                    reason: Some("removals need a look".into()),
+                    location: Some("policies/rules.yaml:12:5".into()),
+                    detail: Some("`command` shell: `rm -rf build` matched pattern #0".into()),
+                },
+                Reason::Default {
+                    decision: Decision::Ask,
+                },
+            ],
+            modes: vec![ModeName::new("plan")],
+            attempt,
+        }
+    }
+
+    #[test]
+    fn the_prompt_shows_the_exact_input_and_who_asked() {
+        let text = describe(&request("c7", 1));
+        // Every byte of the input, as JSON the handler will receive.
+        assert!(
+            text.contains("\"description\": \"clean \\\"build\\\"\\nthen make\""),
+            "{text}"
+        );
+        insta::assert_snapshot!(text);
+        assert!(describe(&request("c7", 2)).contains("asked again"));
+    }
+
+    /// A channel of typed lines and a buffer for what was written.
+    fn terminal() -> (
+        TerminalApprover,
+        tokio::sync::mpsc::UnboundedSender<String>,
+        Arc<Mutex<Vec<u8>>>,
+    ) {
+        #[derive(Clone)]
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (sender, receiver) = unbounded_channel();
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let approver = TerminalApprover::with_io(receiver, Shared(Arc::clone(&written)));
+        (approver, sender, written)
+    }
+
+    fn text(written: &Arc<Mutex<Vec<u8>>>) -> String {
+        String::from_utf8(written.lock().unwrap().clone()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn asks_again_until_the_answer_is_understood() {
+        let (approver, typed, written) = terminal();
+        typed.send("maybe\n".into()).unwrap();
+        typed.send("f use the staging db\n".into()).unwrap();
+        let answer = approver.request(request("c1", 1)).await;
+        assert_eq!(
+            answer,
+            ApprovalAnswer::DenyWithFeedback {
+                feedback: "use the staging db".into()
+            }
+        );
+        let shown = text(&written);
+        assert!(
+            shown.starts_with("\napproval needed: Bash (call c1)"),
+            "{shown}"
+        );
+        assert!(shown.ends_with("please answer `y`, `n [reason]` or `f <feedback>`: "));
+    }
+
+    #[tokio::test]
+    async fn a_withdrawn_request_leaves_the_next_answer_to_the_next_request() {
+        let (approver, typed, written) = terminal();
+        let first = approver.request(request("c1", 1));
+        // Start the first prompt, then withdraw it before anything is typed.
+        let polled = tokio::time::timeout(std::time::Duration::from_millis(1), first).await;
+        assert!(polled.is_err(), "no line was typed");
+        assert!(text(&written).contains("(the approval request for call c1 was withdrawn)"));
+        typed.send("n not now\n".into()).unwrap();
+        let answer = approver.request(request("c2", 1)).await;
+        assert_eq!(
+            answer,
+            ApprovalAnswer::Deny {
+                reason: Some("not now".into())
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_terminal_denies() {
+        let (approver, typed, _) = terminal();
+        drop(typed);
+        let answer = approver.request(request("c1", 1)).await;
+        assert_eq!(
+            answer,
+            ApprovalAnswer::Deny {
+                reason: Some("no answer: the terminal closed".into())
+            }
+        );
+    }
 
     #[test]
     fn answers_are_read_leniently() {

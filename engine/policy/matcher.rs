@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use super::path::{NormalisedPath, PathMatcher, build_glob_set, lexical};
+use super::path::{NormalisedPath, PathMatcher, build_glob_set, lexical, normalise};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::{Script, ShellParseError, parse_script};
 
@@ -189,6 +189,9 @@ fn offset_label(offset: &Option<usize>) -> String {
     offset.map(|o| format!(" at byte {o}")).unwrap_or_default()
 }
 
+/// Up to this many fields, a field is looked up by comparing keys rather than by hashing.
+const SMALL_OBJECT: usize = 16;
+
 /// Where an argument is read from.
 #[derive(Debug, Clone)]
 enum Selector {
@@ -228,7 +231,18 @@ impl Selector {
 
     fn resolve<'v>(&self, input: &'v Value) -> Option<&'v Value> {
         match self {
-            Self::Field(name) => input.as_object()?.get(name.as_ref()),
+            Self::Field(name) => {
+                let object = input.as_object()?;
+                // Tool inputs have a handful of fields: comparing keys is cheaper than
+                // hashing the name (every rule of a call resolves its selectors).
+                if object.len() <= SMALL_OBJECT {
+                    object
+                        .iter()
+                        .find_map(|(key, value)| (key == name.as_ref()).then_some(value))
+                } else {
+                    object.get(name.as_ref())
+                }
+            }
             Self::Pointer(pointer) => input.pointer(pointer),
         }
     }
@@ -241,7 +255,7 @@ enum Compiled {
     Equals(Value),
     Glob(GlobSet),
     Regex(RegexSet),
-    Path(PathMatcher),
+    Path(Box<PathMatcher>),
     Shell(ShellMatcher),
 }
 
@@ -334,7 +348,7 @@ impl CompiledArgMatchers {
             }
             if !spec.path.is_empty() {
                 match PathMatcher::compile(&spec.path) {
-                    Ok(matcher) => matchers.push(Compiled::Path(matcher)),
+                    Ok(matcher) => matchers.push(Compiled::Path(Box::new(matcher))),
                     Err(bad) => errors.extend(
                         bad.into_iter()
                             .map(|(i, e)| error(PatternKind::Path, Some(i), e.offset, e.message)),
@@ -369,9 +383,28 @@ impl CompiledArgMatchers {
         self.matches_with_cache(input, ctx, mode, &mut ParseCache::default())
     }
 
-    /// Like [`matches`](Self::matches), reusing the command lines already parsed for this
-    /// call: evaluate every rule of one call with the same cache, so a command line is
-    /// parsed once however many `shell` matchers judge it.
+    /// Whether the matchers hold, without building the explanation: what deciding a call
+    /// asks of every rule it walks past. Always equal to
+    /// `matches_with_cache(…).matched`.
+    pub fn holds_with_cache(
+        &self,
+        input: &Value,
+        ctx: &MatchContext,
+        mode: MatchMode,
+        cache: &mut ParseCache,
+    ) -> bool {
+        self.entries.iter().all(|entry| {
+            let value = entry.selector.resolve(input);
+            entry
+                .matchers
+                .iter()
+                .all(|matcher| holds(matcher, value, ctx, mode, cache))
+        })
+    }
+
+    /// Like [`matches`](Self::matches), reusing the command lines already parsed (and the
+    /// paths already normalised) for this call: evaluate every rule of one call with the
+    /// same cache, so a command line is parsed once however many `shell` matchers judge it.
     pub fn matches_with_cache(
         &self,
         input: &Value,
@@ -411,14 +444,18 @@ impl CompiledArgMatchers {
     }
 }
 
-/// Command lines parsed while evaluating one call's input, keyed by their text.
+/// Command lines parsed and paths normalised while evaluating one call's input, keyed by
+/// their text.
 ///
-/// Parsing dominates the cost of a `shell` matcher; judging a parsed line is cheap. A cache
-/// lives for one call (it holds that call's strings) and is not shared between threads.
+/// Parsing dominates the cost of a `shell` matcher, and normalising that of a `path`
+/// matcher; judging the result is cheap. A cache lives for one call (it holds that call's
+/// strings) and one [`MatchContext`] (paths are normalised against its workspace root), and
+/// is not shared between threads.
 #[derive(Debug, Default)]
 pub struct ParseCache {
-    // A call has few distinct command lines: a linear search beats hashing here.
+    // A call has few distinct strings: a linear search beats hashing here.
     entries: Vec<(String, Result<Script, ShellParseError>)>,
+    paths: Vec<(String, Option<Arc<NormalisedPath>>)>,
 }
 
 impl ParseCache {
@@ -433,6 +470,17 @@ impl ParseCache {
         };
         // INVARIANT: `index` is in bounds: found above or just pushed.
         &self.entries[index].1
+    }
+
+    /// The normalised form of the path `raw` (`None` for an empty path), computed on first
+    /// use.
+    pub fn path(&mut self, raw: &str, ctx: &MatchContext) -> Option<Arc<NormalisedPath>> {
+        if let Some((_, path)) = self.paths.iter().find(|(text, _)| text == raw) {
+            return path.clone();
+        }
+        let path = normalise(raw, ctx).map(Arc::new);
+        self.paths.push((raw.to_owned(), path.clone()));
+        path
     }
 }
 
@@ -607,9 +655,15 @@ fn check(
         Compiled::Regex(set) => over_strings(value, mode, |s| {
             Found::Pattern(set.matches(s).iter().next())
         }),
-        Compiled::Path(matcher) => {
-            over_strings(value, mode, |s| Found::Path(matcher.matches(s, ctx)))
-        }
+        Compiled::Path(matcher) => over_strings(value, mode, |s| {
+            let path = cache.path(s, ctx);
+            Found::Path(PathVerdict {
+                pattern: path
+                    .as_deref()
+                    .and_then(|p| matcher.matches_normalised(p, ctx)),
+                path,
+            })
+        }),
         Compiled::Shell(matcher) => over_strings(value, mode, |s| {
             Found::Shell(matcher.evaluate_script(cache.parse(s), mode))
         }),
@@ -618,6 +672,51 @@ fn check(
         kind,
         holds,
         detail,
+    }
+}
+
+/// [`check`]`.holds` without the detail.
+fn holds(
+    matcher: &Compiled,
+    value: Option<&Value>,
+    ctx: &MatchContext,
+    mode: MatchMode,
+    cache: &mut ParseCache,
+) -> bool {
+    match matcher {
+        Compiled::Exists(expected) => value.is_some() == *expected,
+        Compiled::Equals(expected) => value.is_some_and(|value| json_eq(value, expected)),
+        Compiled::Glob(set) => strings_hold(value, mode, |s| set.is_match(s)),
+        Compiled::Regex(set) => strings_hold(value, mode, |s| set.is_match(s)),
+        Compiled::Path(matcher) => strings_hold(value, mode, |s| {
+            cache
+                .path(s, ctx)
+                .is_some_and(|p| matcher.matches_normalised(&p, ctx).is_some())
+        }),
+        Compiled::Shell(matcher) => strings_hold(value, mode, |s| {
+            matcher.evaluate_script(cache.parse(s), mode).holds()
+        }),
+    }
+}
+
+/// [`over_strings`]`.0` without the detail.
+fn strings_hold(
+    value: Option<&Value>,
+    mode: MatchMode,
+    mut holds: impl FnMut(&str) -> bool,
+) -> bool {
+    match value {
+        Some(Value::String(s)) => holds(s),
+        Some(Value::Array(items)) if items.is_empty() => false,
+        Some(Value::Array(items)) => match mode {
+            MatchMode::All => items
+                .iter()
+                .all(|item| item.as_str().is_some_and(&mut holds)),
+            MatchMode::Any => items
+                .iter()
+                .any(|item| item.as_str().is_some_and(&mut holds)),
+        },
+        None | Some(_) => false,
     }
 }
 
@@ -789,7 +888,7 @@ pub enum CheckDetail {
     Path {
         element: Option<usize>,
         pattern: Option<usize>,
-        path: Option<NormalisedPath>,
+        path: Option<Arc<NormalisedPath>>,
     },
     /// `shell`: the verdict on the command line.
     Shell {
@@ -1065,10 +1164,16 @@ mod tests {
             ),
         ];
         for (spec, input, mode, expected) in table {
-            let outcome = compile(spec.clone()).matches(input, &ctx(), *mode);
+            let matchers = compile(spec.clone());
+            let outcome = matchers.matches(input, &ctx(), *mode);
             assert_eq!(
                 outcome.matched, *expected,
                 "spec {spec} input {input} {mode:?}: {outcome}"
+            );
+            let fast = matchers.holds_with_cache(input, &ctx(), *mode, &mut ParseCache::default());
+            assert_eq!(
+                fast, *expected,
+                "holds_with_cache: spec {spec} input {input} {mode:?}"
             );
         }
     }

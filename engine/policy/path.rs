@@ -27,7 +27,9 @@
 //! paths are a guard against mistakes, not a sandbox: confine a tool that must never reach a
 //! file with operating-system permissions or a sandbox.
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use std::sync::Arc;
+
+use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::matcher::{MatchContext, PathCase, glob_error_offset};
 
@@ -155,8 +157,81 @@ pub(crate) fn build_glob_set(
 /// The compiled `path` matcher of one argument.
 #[derive(Debug, Clone)]
 pub struct PathMatcher {
-    sensitive: GlobSet,
-    insensitive: GlobSet,
+    sensitive: FormSets,
+    insensitive: FormSets,
+}
+
+/// The patterns split by the form of a normalised path they can match, so each form is
+/// tried only against the patterns that could match it.
+#[derive(Debug, Clone)]
+struct FormSets {
+    /// Patterns that may match a workspace-relative path (never starts with `/`): those not
+    /// starting with `/`.
+    relative: GlobSet,
+    /// Index in the rule's list of each pattern of `relative`.
+    relative_index: Vec<usize>,
+    /// Patterns that may match an absolute path (always starts with `/`): those starting
+    /// with `/` or with a wildcard, class or alternation (which may produce the `/`).
+    absolute: GlobSet,
+    /// Index in the rule's list of each pattern of `absolute`.
+    absolute_index: Vec<usize>,
+}
+
+impl FormSets {
+    fn build(
+        folded: &[String],
+        case_insensitive: bool,
+    ) -> Result<Self, Vec<(usize, GlobSyntaxError)>> {
+        let mut relative = Vec::new();
+        let mut absolute = Vec::new();
+        for (index, pattern) in folded.iter().enumerate() {
+            if !pattern.starts_with('/') {
+                relative.push(index);
+            }
+            // A pattern whose first character is a literal other than `/` cannot match a
+            // string starting with `/`; anything else might.
+            if pattern.starts_with(['/', '*', '?', '[', '{', '\\']) {
+                absolute.push(index);
+            }
+        }
+        let subset = |indices: &[usize]| -> Vec<String> {
+            indices.iter().map(|&i| folded[i].clone()).collect()
+        };
+        Ok(Self {
+            relative: build_glob_set(&subset(&relative), true, case_insensitive)?,
+            relative_index: relative,
+            absolute: build_glob_set(&subset(&absolute), true, case_insensitive)?,
+            absolute_index: absolute,
+        })
+    }
+
+    /// The first pattern (by index in the rule's list) the path matches in either form.
+    fn first_match(&self, path: &NormalisedPath) -> Option<usize> {
+        let relative = path
+            .relative
+            .as_deref()
+            .and_then(|form| first_in(&self.relative, &self.relative_index, form));
+        let absolute = first_in(&self.absolute, &self.absolute_index, &path.absolute);
+        match (relative, absolute) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (found, None) | (None, found) => found,
+        }
+    }
+}
+
+fn first_in(set: &GlobSet, index: &[usize], form: &str) -> Option<usize> {
+    if set.is_empty() {
+        return None;
+    }
+    let candidate = Candidate::new(form);
+    // Most paths match no pattern of most rules: ask the cheap question first.
+    if !set.is_match_candidate(&candidate) {
+        return None;
+    }
+    set.matches_candidate(&candidate)
+        .into_iter()
+        .filter_map(|i| index.get(i).copied())
+        .min()
 }
 
 /// What a [`PathMatcher`] found.
@@ -164,8 +239,8 @@ pub struct PathMatcher {
 pub struct PathVerdict {
     /// The first pattern (by index) that matched, if any.
     pub pattern: Option<usize>,
-    /// The normalised path (`None` for an empty path).
-    pub path: Option<NormalisedPath>,
+    /// The normalised path (`None` for an empty path), shared with the call's cache.
+    pub path: Option<Arc<NormalisedPath>>,
 }
 
 impl PathMatcher {
@@ -178,8 +253,8 @@ impl PathMatcher {
         // removes `./` and doubled slashes and cannot make a valid glob invalid.
         build_glob_set(patterns, true, false)?;
         let folded: Vec<String> = patterns.iter().map(|p| fold_pattern(p)).collect();
-        let sensitive = build_glob_set(&folded, true, false)?;
-        let insensitive = build_glob_set(&folded, true, true)?;
+        let sensitive = FormSets::build(&folded, false)?;
+        let insensitive = FormSets::build(&folded, true)?;
         Ok(Self {
             sensitive,
             insensitive,
@@ -199,25 +274,21 @@ impl PathMatcher {
     /// assert!(m.matches(".envrc", &ctx).pattern.is_none());
     /// ```
     pub fn matches(&self, raw: &str, ctx: &MatchContext) -> PathVerdict {
-        let Some(path) = normalise(raw, ctx) else {
-            return PathVerdict {
-                pattern: None,
-                path: None,
-            };
-        };
-        let set = match ctx.path_case() {
-            PathCase::Sensitive => &self.sensitive,
-            PathCase::Insensitive => &self.insensitive,
-        };
-        let pattern = path
-            .relative
-            .iter()
-            .chain(std::iter::once(&path.absolute))
-            .filter_map(|candidate| set.matches(candidate).into_iter().min())
-            .min();
+        let path = normalise(raw, ctx).map(Arc::new);
         PathVerdict {
-            pattern,
-            path: Some(path),
+            pattern: path
+                .as_deref()
+                .and_then(|p| self.matches_normalised(p, ctx)),
+            path,
+        }
+    }
+
+    /// The first pattern (by index) an already normalised path matches, in its relative or
+    /// its absolute form.
+    pub fn matches_normalised(&self, path: &NormalisedPath, ctx: &MatchContext) -> Option<usize> {
+        match ctx.path_case() {
+            PathCase::Sensitive => self.sensitive.first_match(path),
+            PathCase::Insensitive => self.insensitive.first_match(path),
         }
     }
 }
@@ -307,6 +378,62 @@ mod tests {
         }
         let insensitive = MatchContext::new("/ws").with_path_case(PathCase::Insensitive);
         assert_eq!(m.matches(".ENV", &insensitive).pattern, Some(0));
+    }
+
+    #[test]
+    fn splitting_patterns_by_form_changes_no_result() {
+        let patterns: Vec<String> = [
+            "/abs/**",
+            "**/x",
+            "*/x",
+            "{/ws,src}/**",
+            "?ws/**",
+            "[/]ws/x",
+            "\\/ws/x",
+            "src/**",
+            "x",
+            "*",
+            "**",
+            "/ws",
+            "./src/*.rs",
+            "//ws//x",
+        ]
+        .map(String::from)
+        .to_vec();
+        let matcher = PathMatcher::compile(&patterns).unwrap();
+        let folded: Vec<String> = patterns.iter().map(|p| fold_pattern(p)).collect();
+        for case in [PathCase::Sensitive, PathCase::Insensitive] {
+            let reference = build_glob_set(&folded, true, case == PathCase::Insensitive).unwrap();
+            let ctx = MatchContext::new("/ws").with_path_case(case);
+            for raw in [
+                "x",
+                "src/x",
+                "src/a.rs",
+                "/ws/x",
+                "/abs/x",
+                "/x",
+                "a/x",
+                "/ws",
+                "ws/x",
+                ".",
+                "../x",
+                "/elsewhere/src/x",
+                "SRC/A.RS",
+            ] {
+                let path = normalise(raw, &ctx).unwrap();
+                let expected = path
+                    .relative
+                    .iter()
+                    .chain(std::iter::once(&path.absolute))
+                    .filter_map(|form| reference.matches(form).into_iter().min())
+                    .min();
+                assert_eq!(
+                    matcher.matches_normalised(&path, &ctx),
+                    expected,
+                    "{raw:?} {case:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -11,7 +11,8 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::matcher::{
-    ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode, MatchOutcome, PatternError,
+    ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode, MatchOutcome, ParseCache,
+    PatternError,
 };
 use crate::model::rule::{ArgMatcher, Rule, RuleWhen};
 use crate::model::{Decision, ModeName, RuleName, ToolName};
@@ -117,6 +118,17 @@ impl CompiledRule {
         call: &CallFacts<'_>,
         ctx: &MatchContext,
     ) -> (bool, Option<MatchOutcome>) {
+        self.evaluate_with_cache(call, ctx, &mut ParseCache::default())
+    }
+
+    /// Like [`evaluate`](Self::evaluate), reusing the command lines of this call already
+    /// parsed by other rules.
+    pub fn evaluate_with_cache(
+        &self,
+        call: &CallFacts<'_>,
+        ctx: &MatchContext,
+        cache: &mut ParseCache,
+    ) -> (bool, Option<MatchOutcome>) {
         if let Some(modes) = &self.modes
             && !modes.iter().any(|mode| call.modes.contains(mode))
         {
@@ -130,10 +142,34 @@ impl CompiledRule {
         match &self.matchers {
             None => (true, None),
             Some(matchers) => {
-                let outcome = matchers.matches(call.input, ctx, self.match_mode());
+                let outcome =
+                    matchers.matches_with_cache(call.input, ctx, self.match_mode(), cache);
                 (outcome.matched, Some(outcome))
             }
         }
+    }
+
+    /// Whether the rule matches the call (tool already known to be covered), without the
+    /// matcher detail. Always equal to `evaluate_with_cache(…).0`.
+    pub fn holds_with_cache(
+        &self,
+        call: &CallFacts<'_>,
+        ctx: &MatchContext,
+        cache: &mut ParseCache,
+    ) -> bool {
+        if let Some(modes) = &self.modes
+            && !modes.iter().any(|mode| call.modes.contains(mode))
+        {
+            return false;
+        }
+        if let Some(when) = &self.when
+            && !when_holds(when, call.flags)
+        {
+            return false;
+        }
+        self.matchers.as_ref().is_none_or(|matchers| {
+            matchers.holds_with_cache(call.input, ctx, self.match_mode(), cache)
+        })
     }
 
     /// The precedence key: enforced denies first, then higher priority, then stricter.
@@ -350,12 +386,38 @@ pub struct RuleDecision {
     pub rules: Vec<MatchedRule>,
 }
 
+/// FNV-1a: tool names are short and chosen by the policy author, not by the model (a call's
+/// name is looked up only after it resolved to a canonical tool), so a fast non-keyed hash
+/// is safe here and cheaper than SipHash on every decision.
+#[derive(Clone, Copy, Debug)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+type ToolIndex = HashMap<ToolName, Box<[u32]>, std::hash::BuildHasherDefault<Fnv>>;
+
 /// Every rule of a snapshot, indexed by tool.
 #[derive(Clone, Debug, Default)]
 pub struct RuleSet {
     rules: Vec<CompiledRule>,
     // INVARIANT: each list is sorted by `CompiledRule::precedence`, ties in definition order.
-    by_tool: HashMap<ToolName, Box<[u32]>>,
+    by_tool: ToolIndex,
 }
 
 impl RuleSet {
@@ -367,7 +429,7 @@ impl RuleSet {
                 by_tool.entry(tool.clone()).or_default().push(index as u32);
             }
         }
-        let by_tool = by_tool
+        let by_tool: ToolIndex = by_tool
             .into_iter()
             .map(|(tool, mut list)| {
                 list.sort_by_key(|&i| rules[i as usize].precedence());
@@ -398,6 +460,8 @@ impl RuleSet {
     }
 
     /// Decides a call: the matching rules of the highest precedence level, else `default`.
+    /// Each command line of the call is parsed at most once, however many `shell` matchers
+    /// judge it.
     pub fn decide(
         &self,
         call: &CallFacts<'_>,
@@ -406,13 +470,18 @@ impl RuleSet {
     ) -> RuleDecision {
         let mut winner: Option<(bool, std::cmp::Reverse<i32>, std::cmp::Reverse<Decision>)> = None;
         let mut matched = Vec::new();
+        let mut cache = ParseCache::default();
         for rule in self.for_tool(call.tool) {
             let level = rule.precedence();
             if winner.is_some_and(|w| w != level) {
                 break;
             }
-            let (holds, outcome) = rule.evaluate(call, ctx);
-            if holds {
+            // Most rules walked past do not match: decide cheaply, and build the
+            // explanation only for the rules that decide.
+            if rule.holds_with_cache(call, ctx, &mut cache) {
+                let outcome = rule.matchers.as_ref().map(|matchers| {
+                    matchers.matches_with_cache(call.input, ctx, rule.match_mode(), &mut cache)
+                });
                 winner = Some(level);
                 matched.push(MatchedRule {
                     name: rule.name.clone(),

@@ -489,7 +489,7 @@ impl Walker<'_> {
         }
         parts.redirections.extend(inherited.iter().cloned());
         self.add_command(SimpleCommand {
-            text: simple.to_string().trim().to_owned(),
+            text: trimmed(simple.to_string()),
             assignments: parts.assignments,
             words: parts.words,
             redirections: parts.redirections,
@@ -566,21 +566,20 @@ impl Walker<'_> {
             });
         }
         let analysis = wrappers::analyse(&command);
-        let index = self.script.commands.len();
-        let text = command.text.clone();
-        let outer_assignments = command.assignments.clone();
-        let outer_redirections = command.redirections.clone();
-        self.script.commands.push(command);
-        let mark = |script: &mut Script, transparency: Transparency| {
-            if let (Transparency::Transparent, Some(command)) =
-                (transparency, script.commands.get_mut(index))
-            {
-                command.role = Role::TransparentWrapper;
-            }
+        let mut command = command;
+        let transparent = |transparency: Transparency| match transparency {
+            Transparency::Transparent => Role::TransparentWrapper,
+            Transparency::Runner => Role::Command,
         };
+        // Only what a wrapper needs is copied: most commands wrap nothing.
         match analysis {
-            Analysis::NotAWrapper => Ok(()),
+            Analysis::NotAWrapper => {
+                self.script.commands.push(command);
+                Ok(())
+            }
             Analysis::Unresolved(reason) => {
+                let text = command.text.clone();
+                self.script.commands.push(command);
                 self.script.unresolved.push(Unresolved { text, reason });
                 Ok(())
             }
@@ -589,7 +588,8 @@ impl Walker<'_> {
                 script,
                 transparency,
             } => {
-                mark(self.script, transparency);
+                command.role = transparent(transparency);
+                self.script.commands.push(command);
                 self.nested(&script, Origin::ScriptArgument { runner })
             }
             Analysis::Wraps {
@@ -597,7 +597,10 @@ impl Walker<'_> {
                 inners,
                 transparency,
             } => {
-                mark(self.script, transparency);
+                command.role = transparent(transparency);
+                let outer_assignments = command.assignments.clone();
+                let outer_redirections = command.redirections.clone();
+                self.script.commands.push(command);
                 if self.depth + 1 > MAX_SCRIPT_DEPTH {
                     return Err(ShellParseError::new(
                         format!("wrappers nested more than {MAX_SCRIPT_DEPTH} levels deep"),
@@ -628,6 +631,14 @@ impl Walker<'_> {
             }
         }
     }
+}
+
+/// `text` without surrounding whitespace, reusing its allocation.
+fn trimmed(mut text: String) -> String {
+    text.truncate(text.trim_end().len());
+    let leading = text.len() - text.trim_start().len();
+    text.drain(..leading);
+    text
 }
 
 /// Where an item sits in a simple command.

@@ -1,0 +1,253 @@
+//! Speed of permission decisions (issue 5, "Speed"): deciding one call against 10 000 rules
+//! (target: median at most 2 µs with the per-tool index), and a call whose command line is
+//! judged by many `shell` rules (parsed once per call and shared across rules).
+//!
+//! Run with `cargo bench --bench decide`. Before divan's table, `main` prints the headline
+//! medians measured with a plain loop.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use divan::{Bencher, black_box};
+use indexmap::IndexMap;
+use serde_json::{Value, json};
+use toolgate::model::contract::SideEffectScope;
+use toolgate::model::file::Mode;
+use toolgate::model::rule::Rule;
+use toolgate::model::{Decision, ModeName, ToolName};
+use toolgate::policy::rules::{CallFacts, RuleOrigin, RuleSet, ToolNames, compile_rule};
+use toolgate::policy::{MatchContext, PathCase};
+use toolgate::snapshot::resolve::ResolvedConcurrency;
+
+// The allocator the `toolgate` binary uses (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Which allocator the figures were measured with.
+const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
+    "mimalloc"
+} else {
+    "system malloc"
+};
+
+const TOOLS: usize = 1000;
+const RULES_PER_TOOL: usize = 10;
+/// The decided tool: it has its own ten rules plus the wildcard ones, like every tool.
+const DECIDED: usize = 500;
+
+/// The 200-character compound command of the shell matcher bench.
+const LINE: &str = "git status && git diff --stat HEAD~3..HEAD -- src/ && ls -la src/policy | ls; \
+nice git diff \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs";
+
+fn tool(i: usize) -> String {
+    format!("mcp__server{}__tool_{i:04}", i % 17)
+}
+
+/// Ten rules per tool, over 1000 tools, plus wildcard rules: 10 000 + 8 rules in all. The
+/// rules of a tool mix every cheap matcher kind and priorities, so deciding walks several
+/// precedence levels before a match.
+fn rules() -> Vec<Value> {
+    let mut rules = Vec::with_capacity(TOOLS * RULES_PER_TOOL + 8);
+    for i in 0..TOOLS {
+        let t = tool(i);
+        rules.push(json!({"name": format!("r{i}-secrets"), "tools": [t], "match": {"file_path": {"path": ["**/.env", "**/secrets/**", "**/*.pem"]}}, "decision": "deny", "priority": 100}));
+        rules.push(json!({"name": format!("r{i}-prod"), "tools": [t], "match": {"target": {"equals": "prod"}}, "decision": "deny", "priority": 90}));
+        rules.push(json!({"name": format!("r{i}-force"), "tools": [t], "match": {"/options/force": {"equals": true}}, "decision": "ask", "priority": 80}));
+        rules.push(json!({"name": format!("r{i}-big"), "tools": [t], "match": {"limit": {"exists": true}, "name": {"regex": ["^huge-"]}}, "decision": "ask", "priority": 50}));
+        rules.push(json!({"name": format!("r{i}-tmp"), "tools": [t], "match": {"file_path": {"glob": ["/tmp/*"]}}, "decision": "allow", "priority": 40}));
+        rules.push(json!({"name": format!("r{i}-vendor"), "tools": [t], "match": {"file_path": {"path": ["vendor/**", "third_party/**"]}}, "decision": "deny", "priority": 10}));
+        rules.push(json!({"name": format!("r{i}-docs"), "tools": [t], "match": {"file_path": {"path": ["docs/**/*.md"]}}, "decision": "allow", "priority": 5}));
+        rules.push(json!({"name": format!("r{i}-named"), "tools": [t], "match": {"name": {"glob": ["report-*", "draft-*"]}}, "decision": "ask"}));
+        rules.push(json!({"name": format!("r{i}-src"), "tools": [t], "match": {"file_path": {"path": ["src/**"]}}, "decision": "allow"}));
+        rules.push(
+            json!({"name": format!("r{i}-any"), "tools": [t], "decision": "ask", "priority": -10}),
+        );
+    }
+    for (k, scope) in ["external", "session", "workspace", "none"]
+        .iter()
+        .enumerate()
+    {
+        rules.push(json!({"name": format!("plan-{k}"), "tools": ["*"], "modes": ["plan"], "when": {"side_effect_scope": [scope]}, "decision": "deny", "priority": 95}));
+        rules.push(json!({"name": format!("mcp-{k}"), "tools": [format!("mcp__server{k}__*")], "when": {"destructive": true}, "decision": "ask", "priority": 60}));
+    }
+    rules
+}
+
+fn rule_set(values: Vec<Value>, tools: &ToolNames) -> RuleSet {
+    let mut modes = IndexMap::new();
+    modes.insert("plan".to_owned(), Mode::default());
+    let compiled = values
+        .into_iter()
+        .enumerate()
+        .map(|(index, value)| {
+            let rule: Rule = serde_json::from_value(value).unwrap();
+            let origin = RuleOrigin {
+                index,
+                enforced: false,
+                location: None,
+            };
+            compile_rule(&rule, origin, tools, &modes).unwrap()
+        })
+        .collect();
+    RuleSet::new(compiled)
+}
+
+struct Fixture {
+    rules: RuleSet,
+    ctx: MatchContext,
+    tool: ToolName,
+    flags: ResolvedConcurrency,
+}
+
+impl Fixture {
+    fn ten_thousand() -> Self {
+        let names: Vec<ToolName> = (0..TOOLS).map(|i| ToolName::new(tool(i))).collect();
+        let tools = ToolNames::new(names, HashMap::new());
+        let rules = rule_set(rules(), &tools);
+        assert_eq!(rules.rules().len(), TOOLS * RULES_PER_TOOL + 8);
+        Self {
+            rules,
+            ctx: MatchContext::new("/home/dev/project").with_path_case(PathCase::Sensitive),
+            tool: ToolName::new(tool(DECIDED)),
+            flags: flags(),
+        }
+    }
+
+    fn shell() -> Self {
+        let names = vec![ToolName::new("Bash")];
+        let tools = ToolNames::new(names, HashMap::new());
+        // Twenty `shell` rules on one tool: denies that match nothing, asks, then the allow
+        // that decides. Each judges the same command line.
+        let mut values = Vec::new();
+        for k in 0..8 {
+            values.push(json!({"name": format!("deny-{k}"), "tools": ["Bash"], "match": {"command": {"shell": [format!("rm{k} *"), format!("curl{k} *"), "sudo *"]}}, "decision": "deny", "priority": 100 - k}));
+        }
+        for k in 0..8 {
+            values.push(json!({"name": format!("ask-{k}"), "tools": ["Bash"], "match": {"command": {"shell": [format!("npm{k} publish *"), format!("cargo{k} publish *")]}}, "decision": "ask", "priority": 50 - k}));
+        }
+        for k in 0..4 {
+            values.push(json!({"name": format!("allow-{k}"), "tools": ["Bash"], "match": {"command": {"shell": ["git status", "git diff *", "ls *", format!("tool{k} *")]}}, "decision": "allow", "priority": -k}));
+        }
+        Self {
+            rules: rule_set(values, &tools),
+            ctx: MatchContext::new("/home/dev/project"),
+            tool: ToolName::new("Bash"),
+            flags: flags(),
+        }
+    }
+
+    fn decide(&self, input: &Value, modes: &[ModeName]) -> Decision {
+        let facts = CallFacts {
+            tool: &self.tool,
+            input,
+            modes,
+            flags: &self.flags,
+        };
+        self.rules.decide(&facts, &self.ctx, Decision::Ask).decision
+    }
+}
+
+fn flags() -> ResolvedConcurrency {
+    ResolvedConcurrency {
+        concurrent_safe: false,
+        destructive: false,
+        read_only: false,
+        side_effect_scope: SideEffectScope::Workspace,
+    }
+}
+
+/// The input the 10 000-rule benches decide: it matches only `r500-src` (allow, priority 0),
+/// so every higher precedence level of the tool is evaluated first.
+fn input() -> Value {
+    json!({"file_path": "./src/../src/policy/rules.rs", "name": "notes", "target": "staging", "options": {"force": false}})
+}
+
+/// Median nanoseconds per call of `f`, over 201 samples.
+fn median_ns(mut f: impl FnMut()) -> f64 {
+    let mut iterations = 1u32;
+    loop {
+        let start = Instant::now();
+        for _ in 0..iterations {
+            f();
+        }
+        if start.elapsed().as_micros() >= 200 || iterations >= 1 << 20 {
+            break;
+        }
+        iterations *= 2;
+    }
+    let mut samples: Vec<f64> = (0..201)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..iterations {
+                f();
+            }
+            start.elapsed().as_nanos() as f64 / f64::from(iterations)
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    println!("allocator: {ALLOCATOR}");
+    let big = Fixture::ten_thousand();
+    let input = input();
+    assert_eq!(big.decide(&input, &[]), Decision::Allow);
+    let plan = [ModeName::new("plan")];
+    assert_eq!(big.decide(&input, &plan), Decision::Deny);
+    let decide = median_ns(|| {
+        black_box(big.decide(black_box(&input), &[]));
+    });
+    let decide_plan = median_ns(|| {
+        black_box(big.decide(black_box(&input), &plan));
+    });
+    let shell = Fixture::shell();
+    let line = json!({ "command": LINE });
+    assert_eq!(shell.decide(&line, &[]), Decision::Allow);
+    let decide_shell = median_ns(|| {
+        black_box(shell.decide(black_box(&line), &[]));
+    });
+    println!(
+        "decide one call against {} rules ({TOOLS} tools): median {:.2} µs (target ≤ 2 µs)",
+        big.rules.rules().len(),
+        decide / 1000.0
+    );
+    println!(
+        "  same call in plan mode (decided by a wildcard rule): median {:.2} µs",
+        decide_plan / 1000.0
+    );
+    println!(
+        "decide a {}-char command line against 20 shell rules: median {:.2} µs (parsed once per call)",
+        LINE.chars().count(),
+        decide_shell / 1000.0
+    );
+    divan::main();
+}
+
+/// One call against 10 000 rules: the tool's own rules and the wildcard rules are walked.
+#[divan::bench]
+fn decide_10k_rules(bencher: Bencher) {
+    let big = Fixture::ten_thousand();
+    let input = input();
+    bencher.bench(|| big.decide(black_box(&input), &[]));
+}
+
+/// The same in `plan` mode: a wildcard rule of higher priority decides.
+#[divan::bench]
+fn decide_10k_rules_plan_mode(bencher: Bencher) {
+    let big = Fixture::ten_thousand();
+    let input = input();
+    let plan = [ModeName::new("plan")];
+    bencher.bench(|| big.decide(black_box(&input), &plan));
+}
+
+/// Twenty `shell` rules judging one 200-character command line.
+#[divan::bench]
+fn decide_20_shell_rules_200_chars(bencher: Bencher) {
+    let shell = Fixture::shell();
+    let line = json!({ "command": LINE });
+    bencher.bench(|| shell.decide(black_box(&line), &[]));
+}
