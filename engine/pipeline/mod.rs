@@ -27,9 +27,11 @@ pub mod validate;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use serde_json::Value;
+// The runtime's clock (as deadlines and gates use), so `total_ms` agrees with them, also
+// under paused time.
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use outcome::{CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, TurnEffect};
