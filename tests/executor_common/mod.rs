@@ -6,7 +6,8 @@
 //! - `ignore_cancel`: keep working when the call is cancelled (the engine must abandon it);
 //! - `gate`: pass through this admission gate mid-call (`ctx.gate`) before working;
 //! - `end`: `ok` (default), `business` (a business failure), `error` (a fault with a long,
-//!   multi-line cause chain), `panic`, `limit` (a business failure with code `limit:cron`);
+//!   multi-line cause chain 15 levels deep), `long_error` (a fault with a 2 400-character
+//!   message), `panic`, `limit` (a business failure with code `limit:cron`);
 //! - `output`: the text returned on success; `json`: a JSON value returned instead.
 
 // Test helpers panic on purpose: a panic is a failed test. Not every test file uses every
@@ -204,6 +205,9 @@ pub fn work(probe: Arc<Probe>) -> impl NativeHandler {
                     "limit:cron",
                 )),
                 "error" => Err(HandlerError::other(Layered::chain(15))),
+                "long_error" => Err(HandlerError::other(std::io::Error::other(
+                    "word\n ".repeat(400),
+                ))),
                 "panic" => panic!("{}", PANIC_TEXT),
                 _ => match input.get("json") {
                     Some(json) => Ok(HandlerOutput::json(json.clone())),
