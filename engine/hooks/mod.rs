@@ -411,7 +411,7 @@ async fn collect_context(
 /// finalizer runs again afterwards). Returns the added texts in hook order.
 pub async fn post_tool_batch(
     snapshot: &Arc<Snapshot>,
-    emit: &dyn Fn(EventKind),
+    emit: &(dyn Fn(EventKind) + Sync),
     batch_id: &str,
     modes: &[crate::model::ModeName],
     results: &[CallResult],
