@@ -163,10 +163,12 @@ pub fn quiet_deliberate_panics() {
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let deliberate = info
-                .payload()
+            let payload = info.payload();
+            let text = payload
                 .downcast_ref::<&str>()
-                .is_some_and(|text| text.contains(PANIC_TEXT));
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+            let deliberate = text.is_some_and(|text| text.contains(PANIC_TEXT));
             if !deliberate {
                 default(info);
             }
