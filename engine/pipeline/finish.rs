@@ -32,16 +32,14 @@ pub async fn finish(
     outcome: Result<Success, Failure>,
 ) -> CallResult {
     let snapshot = &env.prepared.snapshot;
-    let telemetry_tool = state
-        .tool
-        .as_ref()
-        .map_or_else(|| "unknown".to_owned(), |t| t.name.to_string());
     let mut result = match outcome {
         Ok(success) => {
             let mut content = success.produced.content.as_str().to_owned();
+            let mut prepared = Some(success.produced.content);
             let turn = success.turn.map(|(effect, message)| {
                 if let Some(message) = message {
                     content = message;
+                    prepared = None;
                 }
                 effect
             });
@@ -61,6 +59,7 @@ pub async fn finish(
                 turn,
                 batch_exempt: budget.batch_exempt,
                 weight: (budget.weight, budget.min_share),
+                prepared,
             }
         }
         Err(failure) => {
@@ -84,9 +83,10 @@ pub async fn finish(
     result.metadata.total_ms =
         u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let metrics = result.metadata.metrics();
-    let kind = match &result.error {
+    let telemetry_tool = state.tool.as_ref().map_or("unknown", |t| t.name.as_str());
+    env.emit_with(Some(&result.call_id), || match &result.error {
         None => EventKind::ToolCallResult(ToolCallResult {
-            tool: telemetry_tool.clone(),
+            tool: telemetry_tool.to_owned(),
             status: CallStatus::Ok,
             original_size: result.metadata.original_size,
             final_size: result.metadata.final_size,
@@ -94,7 +94,7 @@ pub async fn finish(
             metrics,
         }),
         Some(error) => EventKind::ToolCallError(ToolCallError {
-            tool: telemetry_tool.clone(),
+            tool: telemetry_tool.to_owned(),
             status: result.status,
             stage: error.stage,
             code: error.code.as_str().to_owned(),
@@ -102,8 +102,7 @@ pub async fn finish(
             message: result.model_content.clone(),
             metrics,
         }),
-    };
-    env.emit(Some(&result.call_id), kind);
+    });
     tracing::info!(
         target: "toolgate::call",
         tool = %telemetry_tool,
@@ -133,11 +132,12 @@ async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) 
     }
     // An error text can be as large as an output (a failing command's stderr): it gets the
     // same per-call budget when the tool is known.
-    let (model_content, batch_exempt, weight) = match (&tool, &contract) {
+    let (model_content, prepared, batch_exempt, weight) = match (&tool, &contract) {
         (Some(tool), Some(contract)) => {
             let produced = super::produce::produce(env, state, tool, contract, text).await;
             (
                 produced.content.as_str().to_owned(),
+                Some(produced.content),
                 contract.budget.batch_exempt,
                 (contract.budget.weight, contract.budget.min_share),
             )
@@ -147,7 +147,7 @@ async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) 
             let size = crate::budget::measure::measure(&text, unit);
             state.metadata.original_size = size;
             state.metadata.final_size = size;
-            (text, false, (1, 0))
+            (text, None, false, (1, 0))
         }
     };
     let turn = turn.map(|(mut effect, _)| {
@@ -176,5 +176,6 @@ async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) 
         turn,
         batch_exempt,
         weight,
+        prepared,
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::budget::AppliedPolicy;
+use crate::budget::{AppliedPolicy, SlotText};
 use crate::events::{CallMetrics, CallStatus, CancelReason, FailureStage};
 use crate::model::contract::{DisplayKind, TurnAction};
 use crate::model::{BudgetUnit, CallId, ToolName};
@@ -238,6 +238,11 @@ pub struct CallResult {
     /// Batch weight and minimum share, for the finalizer.
     #[serde(skip)]
     pub weight: (u32, u64),
+    /// `model_content` as the producer stage left it, with the measurements taken as the
+    /// output arrived, so the batch finalizer does not read it again. `None` when there is
+    /// none or the content was replaced since; used only while it equals `model_content`.
+    #[serde(skip)]
+    pub prepared: Option<SlotText>,
 }
 
 impl CallResult {

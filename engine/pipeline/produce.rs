@@ -1,7 +1,8 @@
 //! Stage 9, produce: the output budgeted per call (SPEC §8.1) — empty output placeholder,
 //! `min(max_model, max_inline)`, artifact or truncation — with structured metadata. The
-//! content's length and digest are computed here, as each output arrives, so that the batch
-//! finalizer only touches the text it keeps.
+//! content's length is computed here, as each output arrives, and kept with the result, so
+//! that the batch finalizer only touches the text it keeps; a large content is hashed here
+//! too, off the async threads (a small one is hashed by the finalizer only if it cuts it).
 
 use crate::budget::{
     ArtifactTarget, Produced, ProducerInput, ProducerPolicy, produce as run_producer,
@@ -52,10 +53,11 @@ pub async fn produce(
     prepare(produced, engine.budget_unit).await
 }
 
-/// Measures and hashes the content ahead of the finalizer, off the async threads when large.
+/// Measures the content ahead of the finalizer; a large one is also hashed, off the async
+/// threads.
 async fn prepare(produced: Produced, unit: crate::model::BudgetUnit) -> Produced {
     if produced.content.as_str().len() < OFFLOAD_BYTES {
-        produced.content.prepare(unit);
+        produced.content.len(unit);
         return produced;
     }
     let content = produced.content.clone();
