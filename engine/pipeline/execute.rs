@@ -248,6 +248,9 @@ fn dispatch(
 struct NoHandler(String);
 
 fn progress_sink(env: &CallEnv<'_>, call: &CallId) -> ProgressSink {
+    if !env.wants_events() {
+        return ProgressSink::discard();
+    }
     let sink = Arc::clone(env.sink);
     let batch = env.batch_id.clone();
     let call = call.clone();
