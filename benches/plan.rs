@@ -61,9 +61,17 @@ rules:
     reason: secrets are off limits
 "#;
 
-static SNAPSHOT: LazyLock<Arc<Snapshot>> = LazyLock::new(|| {
+static SNAPSHOT: LazyLock<Arc<Snapshot>> = LazyLock::new(|| snapshot(POLICY));
+
+/// The same tools without the rule: what planning costs besides rule matching.
+static SNAPSHOT_NO_RULES: LazyLock<Arc<Snapshot>> = LazyLock::new(|| {
+    let tools = POLICY.split("rules:").next().unwrap();
+    snapshot(tools)
+});
+
+fn snapshot(policy: &str) -> Arc<Snapshot> {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bench.yaml"), POLICY).unwrap();
+    std::fs::write(dir.path().join("bench.yaml"), policy).unwrap();
     let mut options = LoadOptions::new(LayerOptions {
         no_builtin: true,
         policies: vec![dir.path().to_path_buf()],
@@ -74,7 +82,7 @@ static SNAPSHOT: LazyLock<Arc<Snapshot>> = LazyLock::new(|| {
     outcome
         .snapshot
         .unwrap_or_else(|| panic!("{:#?}", outcome.diagnostics))
-});
+}
 
 /// A model-like batch: mostly reads and greps, an edit every 10th call, an unknown tool
 /// every 500th, a read of a secret every 1000th.
@@ -108,12 +116,9 @@ fn engine() -> Engine {
     Engine::builder(Arc::clone(&SNAPSHOT)).build()
 }
 
-fn main() {
-    let engine = engine();
-    let plan = engine.plan(&BATCH, &[]).unwrap();
-    assert_eq!(plan.calls.len(), CALLS);
-    assert!(plan.calls.iter().any(|c| c.decision == "deny"));
-    let mut times: Vec<Duration> = (0..31)
+/// Sorted times of `runs` plans of the batch.
+fn times(engine: &Engine, runs: usize) -> Vec<Duration> {
+    let mut times: Vec<Duration> = (0..runs)
         .map(|_| {
             let started = Instant::now();
             black_box(engine.plan(black_box(&BATCH), &[]).unwrap());
@@ -121,12 +126,27 @@ fn main() {
         })
         .collect();
     times.sort_unstable();
+    times
+}
+
+fn main() {
+    let engine = engine();
+    let plan = engine.plan(&BATCH, &[]).unwrap();
+    assert_eq!(plan.calls.len(), CALLS);
+    assert!(plan.calls.iter().any(|c| c.decision == "deny"));
+    let with_rules = times(&engine, 31);
+    let without_rules = times(&Engine::builder(Arc::clone(&SNAPSHOT_NO_RULES)).build(), 31);
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "planning a {CALLS}-call batch: best {:.3} ms ({:.0} ns/call), median {:.3} ms  (target < 2 ms)\n",
-        ms(times[0]),
-        times[0].as_nanos() as f64 / CALLS as f64,
-        ms(times[times.len() / 2])
+        "planning a {CALLS}-call batch: best {:.3} ms ({:.0} ns/call), median {:.3} ms  (target < 2 ms)",
+        ms(with_rules[0]),
+        with_rules[0].as_nanos() as f64 / CALLS as f64,
+        ms(with_rules[with_rules.len() / 2])
+    );
+    println!(
+        "  of which outside rule matching (same batch, no rules): best {:.3} ms, median {:.3} ms\n",
+        ms(without_rules[0]),
+        ms(without_rules[without_rules.len() / 2])
     );
     divan::main();
 }
@@ -135,6 +155,15 @@ fn main() {
 #[divan::bench(sample_count = 50)]
 fn plan_10_000_calls(bencher: Bencher) {
     let engine = engine();
+    bencher
+        .counter(ItemsCount::new(CALLS))
+        .bench_local(|| engine.plan(black_box(&BATCH), &[]).unwrap());
+}
+
+/// The same without the path rule.
+#[divan::bench(sample_count = 50)]
+fn plan_10_000_calls_no_rules(bencher: Bencher) {
+    let engine = Engine::builder(Arc::clone(&SNAPSHOT_NO_RULES)).build();
     bencher
         .counter(ItemsCount::new(CALLS))
         .bench_local(|| engine.plan(black_box(&BATCH), &[]).unwrap());
