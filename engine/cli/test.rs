@@ -489,7 +489,7 @@ pub fn run_test(snapshot: &Snapshot, test: &PolicyTest, location: &Location) -> 
 fn actual_of(planned: PlannedCall) -> Actual {
     Actual {
         canonical_tool: planned.canonical_tool,
-        decision: planned.decision,
+        decision: planned.decision.to_owned(),
         reasons: planned.reasons,
         timeout_ms: planned.timeout_ms,
         budget: planned.budget,

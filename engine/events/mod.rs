@@ -99,6 +99,12 @@ impl Serialize for Event {
 pub trait EventSink: Send + Sync {
     /// Receives one event.
     fn emit(&self, event: Event);
+
+    /// Whether this sink wants events at all. The engine skips building events (their
+    /// strings, clones and timestamps) for a sink that says no.
+    fn wants_events(&self) -> bool {
+        true
+    }
 }
 
 /// Drops every event.
@@ -107,6 +113,10 @@ pub struct NullSink;
 
 impl EventSink for NullSink {
     fn emit(&self, _event: Event) {}
+
+    fn wants_events(&self) -> bool {
+        false
+    }
 }
 
 /// Keeps every event in memory (tests, `plan`-like tooling).
@@ -167,6 +177,10 @@ impl EventSink for Fanout {
             }
             last.emit(event);
         }
+    }
+
+    fn wants_events(&self) -> bool {
+        self.0.iter().any(|sink| sink.wants_events())
     }
 }
 

@@ -319,22 +319,20 @@ impl Engine {
             turn_cancel: &turn.cancel,
             batch_cause: &batch_cause,
         };
-        env.emit(
-            None,
+        env.emit_with(None, || {
             EventKind::BatchScheduled(BatchScheduled {
                 groups: groups.clone(),
                 modes: modes.iter().map(|m| m.to_string()).collect(),
-            }),
-        );
+            })
+        });
         for (index, range) in ranges.iter().enumerate() {
             for call in &batch.calls[range.clone()] {
-                let tool = snapshot
-                    .lookup(&call.tool)
-                    .map_or_else(|| "unknown".to_owned(), |t| t.name.to_string());
-                env.emit(
-                    Some(&call.id),
-                    EventKind::ToolCallScheduled(ToolCallScheduled { tool, group: index }),
-                );
+                env.emit_with(Some(&call.id), || {
+                    let tool = snapshot
+                        .lookup(&call.tool)
+                        .map_or_else(|| "unknown".to_owned(), |t| t.name.to_string());
+                    EventKind::ToolCallScheduled(ToolCallScheduled { tool, group: index })
+                });
             }
         }
 
@@ -376,14 +374,13 @@ impl Engine {
         finalize::drop_pending_displays(&mut results);
 
         let successes = results.iter().filter(|r| r.is_ok()).count();
-        env.emit(
-            None,
+        env.emit_with(None, || {
             EventKind::ToolBatchComplete(ToolBatchComplete {
                 successes,
                 failures: results.len() - successes,
                 turn_stopped: run.turn_stopped,
-            }),
-        );
+            })
+        });
         Ok(BatchOutcome {
             batch_id,
             generation: snapshot.generation,
@@ -399,9 +396,9 @@ impl Engine {
 
 /// Batch-level checks: unique call ids, declared modes.
 fn check_batch(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Result<(), BatchError> {
-    let mut seen = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::with_capacity(batch.calls.len());
     for call in &batch.calls {
-        if !seen.insert(call.id.clone()) {
+        if !seen.insert(call.id.as_str()) {
             return Err(BatchError::DuplicateCallId(call.id.to_string()));
         }
     }

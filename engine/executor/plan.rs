@@ -2,16 +2,21 @@
 //! tool, input problems, decision with the rules behind it (and the hooks that would be
 //! asked), resolved timeout and budget. Pure: no hook, handler or approver is run.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::events::decision_name;
+use crate::model::contract::Overflow;
 use crate::model::hook::HookEvent;
-use crate::model::{CallId, ModeName};
+use crate::model::{BudgetUnit, CallId, ModeName};
+use crate::pipeline::ToolCall;
 use crate::policy::decide::{Reason, combine};
 use crate::policy::rules::CallFacts;
 use crate::schedule::{Concurrency, group};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{ResolvedContract, Snapshot, Tool};
 use crate::timeout::{TimeoutParams, resolve};
 
 use super::Batch;
@@ -44,7 +49,7 @@ pub struct PlannedCall {
     /// `shared` or `alone`.
     pub scheduling: &'static str,
     /// `allow`, `ask`, `deny`, or `error` when the call cannot run (unknown tool, bad input).
-    pub decision: String,
+    pub decision: &'static str,
     /// The rules (and defaults) behind the decision.
     pub reasons: Vec<Reason>,
     /// PreToolUse / PermissionRequest hooks that would run for it (their answers may change
@@ -56,27 +61,39 @@ pub struct PlannedCall {
     /// Effective model budget of the call (`min(max_model, max_inline)`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<u64>,
-    /// Budget unit.
-    pub budget_unit: String,
-    /// What happens to output over the budget.
+    /// Budget unit (`chars` or `bytes`).
+    pub budget_unit: &'static str,
+    /// What happens to output over the budget (`artifact` or `truncate`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub overflow: Option<String>,
+    pub overflow: Option<&'static str>,
     /// Why the call cannot run, if it cannot.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 /// Plans a batch (the batch was checked: unique ids, declared modes).
+///
+/// Every call is looked up and its contract resolved once; inputs are read in place (only a
+/// JSON string input is parsed), so the cost per call is the decision itself.
 pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
     let engine = &snapshot.engine;
-    let classes: Vec<Concurrency> = batch
+    let resolved: Vec<Option<(&Arc<Tool>, Arc<ResolvedContract>)>> = batch
         .calls
         .iter()
-        .map(|call| match snapshot.lookup(&call.tool) {
-            Some(tool) => {
-                let flags = tool.resolved_for(modes, engine).concurrency;
-                Concurrency::from_flags(true, flags.destructive, flags.concurrent_safe)
-            }
+        .map(|call| {
+            snapshot
+                .lookup(&call.tool)
+                .map(|tool| (tool, tool.resolved_for(modes, engine)))
+        })
+        .collect();
+    let classes: Vec<Concurrency> = resolved
+        .iter()
+        .map(|found| match found {
+            Some((_, contract)) => Concurrency::from_flags(
+                true,
+                contract.concurrency.destructive,
+                contract.concurrency.concurrent_safe,
+            ),
             None => Concurrency::from_flags(false, false, false),
         })
         .collect();
@@ -87,12 +104,14 @@ pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
             *slot = index;
         }
     }
+    let budget_unit = unit_name(engine.budget_unit);
     let calls = batch
         .calls
         .iter()
         .zip(&classes)
+        .zip(&resolved)
         .enumerate()
-        .map(|(index, (call, class))| {
+        .map(|(index, ((call, class), found))| {
             let mut planned = PlannedCall {
                 id: call.id.clone(),
                 tool: call.tool.clone(),
@@ -102,90 +121,20 @@ pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
                     Concurrency::Shared => "shared",
                     Concurrency::Alone => "alone",
                 },
-                decision: "error".into(),
+                decision: "error",
                 reasons: Vec::new(),
                 hooks: Vec::new(),
                 timeout_ms: None,
                 budget: None,
-                budget_unit: engine.budget_unit.to_string(),
+                budget_unit,
                 overflow: None,
                 error: None,
             };
-            let Some(tool) = snapshot.lookup(&call.tool) else {
+            let Some((tool, contract)) = found else {
                 planned.error = Some(format!("unknown tool `{}`", call.tool));
                 return planned;
             };
-            planned.canonical_tool = Some(tool.name.to_string());
-            let contract = tool.resolved_for(modes, engine);
-            planned.budget = Some(contract.budget.limit);
-            planned.overflow = Some(
-                serde_json::to_value(contract.budget.overflow)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-            );
-            planned.hooks = snapshot
-                .hooks
-                .iter()
-                .filter(|hook| {
-                    hook.applies(HookEvent::PreToolUse, Some(&tool.name), modes)
-                        || hook.applies(HookEvent::PermissionRequest, Some(&tool.name), modes)
-                })
-                .map(|hook| hook.spec.name.clone())
-                .collect();
-            let input = match &call.input {
-                Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-                Value::Null => Value::Object(Default::default()),
-                other => other.clone(),
-            };
-            if !input.is_object() {
-                planned.error = Some("the input is not a JSON object".into());
-                return planned;
-            }
-            if let Some(validator) = &tool.input_schema {
-                let problems: Vec<String> = validator
-                    .iter_errors(&input)
-                    .map(|e| {
-                        let at = e.instance_path().to_string();
-                        format!("`{}`: {e}", if at.is_empty() { "/" } else { &at })
-                    })
-                    .collect();
-                if !problems.is_empty() {
-                    planned.error = Some(format!("invalid input: {}", problems.join("; ")));
-                    return planned;
-                }
-            }
-            let params = TimeoutParams {
-                disabled: contract.timeout.disabled,
-                default: contract.timeout.default,
-                max: contract.timeout.max,
-                override_field: contract.timeout.override_field.clone(),
-                cleanup_grace: contract.timeout.cleanup_grace,
-                engine_default: engine.default_timeout,
-            };
-            match resolve(&params, &input) {
-                Ok(timeout) => {
-                    planned.timeout_ms =
-                        timeout.map(|t| u64::try_from(t.total.as_millis()).unwrap_or(u64::MAX));
-                }
-                Err(error) => {
-                    planned.error = Some(format!("invalid input: {error}"));
-                    return planned;
-                }
-            }
-            let facts = CallFacts {
-                tool: &tool.name,
-                input: &input,
-                modes,
-                flags: &contract.concurrency,
-            };
-            let rules =
-                snapshot
-                    .rules
-                    .decide(&facts, &snapshot.match_ctx, contract.default_permission);
-            let permission = combine(&rules, &[], contract.always_ask);
-            planned.decision = decision_name(permission.decision).to_owned();
-            planned.reasons = permission.reasons;
+            plan_known(snapshot, modes, call, tool, contract, &mut planned);
             planned
         })
         .collect();
@@ -202,6 +151,98 @@ pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
             })
             .collect(),
         calls,
+    }
+}
+
+/// Fills in the plan of a call whose tool is known.
+fn plan_known(
+    snapshot: &Snapshot,
+    modes: &[ModeName],
+    call: &ToolCall,
+    tool: &Tool,
+    contract: &ResolvedContract,
+    planned: &mut PlannedCall,
+) {
+    let engine = &snapshot.engine;
+    planned.canonical_tool = Some(tool.name.to_string());
+    planned.budget = Some(contract.budget.limit);
+    planned.overflow = Some(overflow_name(contract.budget.overflow));
+    if !snapshot.hooks.is_empty() {
+        planned.hooks = snapshot
+            .hooks
+            .iter()
+            .filter(|hook| {
+                hook.applies(HookEvent::PreToolUse, Some(&tool.name), modes)
+                    || hook.applies(HookEvent::PermissionRequest, Some(&tool.name), modes)
+            })
+            .map(|hook| hook.spec.name.clone())
+            .collect();
+    }
+    let input: Cow<'_, Value> = match &call.input {
+        Value::String(text) => Cow::Owned(serde_json::from_str(text).unwrap_or(Value::Null)),
+        Value::Null => Cow::Owned(Value::Object(Default::default())),
+        other => Cow::Borrowed(other),
+    };
+    if !input.is_object() {
+        planned.error = Some("the input is not a JSON object".into());
+        return;
+    }
+    if let Some(validator) = &tool.input_schema
+        && !validator.is_valid(&input)
+    {
+        let problems: Vec<String> = validator
+            .iter_errors(&input)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                format!("`{}`: {e}", if at.is_empty() { "/" } else { &at })
+            })
+            .collect();
+        planned.error = Some(format!("invalid input: {}", problems.join("; ")));
+        return;
+    }
+    let params = TimeoutParams {
+        disabled: contract.timeout.disabled,
+        default: contract.timeout.default,
+        max: contract.timeout.max,
+        override_field: contract.timeout.override_field.clone(),
+        cleanup_grace: contract.timeout.cleanup_grace,
+        engine_default: engine.default_timeout,
+    };
+    match resolve(&params, &input) {
+        Ok(timeout) => {
+            planned.timeout_ms =
+                timeout.map(|t| u64::try_from(t.total.as_millis()).unwrap_or(u64::MAX));
+        }
+        Err(error) => {
+            planned.error = Some(format!("invalid input: {error}"));
+            return;
+        }
+    }
+    let facts = CallFacts {
+        tool: &tool.name,
+        input: &input,
+        modes,
+        flags: &contract.concurrency,
+    };
+    let rules = snapshot
+        .rules
+        .decide(&facts, &snapshot.match_ctx, contract.default_permission);
+    let permission = combine(&rules, &[], contract.always_ask);
+    planned.decision = decision_name(permission.decision);
+    planned.reasons = permission.reasons;
+}
+
+fn unit_name(unit: BudgetUnit) -> &'static str {
+    match unit {
+        BudgetUnit::Chars => "chars",
+        BudgetUnit::Bytes => "bytes",
+    }
+}
+
+fn overflow_name(overflow: Overflow) -> &'static str {
+    match overflow {
+        Overflow::Artifact => "artifact",
+        Overflow::Truncate => "truncate",
     }
 }
 
@@ -246,7 +287,7 @@ impl Plan {
                             format!(
                                 ", budget {b} {} ({})",
                                 call.budget_unit,
-                                call.overflow.as_deref().unwrap_or("")
+                                call.overflow.unwrap_or("")
                             )
                         });
                         let why: Vec<String> = call.reasons.iter().map(Reason::label).collect();

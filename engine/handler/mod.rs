@@ -32,7 +32,8 @@ pub use command::{Captured, CommandHandler, CommandSpec, StdinMode, run_captured
 pub use decode::Utf8Decoder;
 pub use http::{HttpConfigError, HttpHandler, HttpSpec, HttpStatusError};
 pub use native::{
-    HandlerFuture, NativeHandler, NativeRegistry, NativeRegistryError, call_native, run_isolated,
+    HandlerFuture, Isolated, NativeHandler, NativeRegistry, NativeRegistryError, call_native,
+    run_isolated, spawn_native,
 };
 
 /// Everything a handler gets besides its input: identity, cancellation, progress, clock,

@@ -2,9 +2,10 @@
 //! native`), and the isolation every handler runs under.
 //!
 //! The engine enforces everything around a native handler (validation, permission, timeout,
-//! budgets); the handler only computes. [`run_isolated`] runs a handler future on its own
-//! tokio task, so a panic inside it becomes [`HandlerError::Panicked`] for that one call
-//! instead of unwinding into the engine, and dropping the call aborts the task.
+//! budgets); the handler only computes. [`run_isolated`] (and [`Isolated`], its handle) runs a
+//! handler future on its own tokio task, so a panic inside it becomes
+//! [`HandlerError::Panicked`] for that one call instead of unwinding into the engine, and
+//! dropping or abandoning the call aborts the task.
 
 use std::any::Any;
 use std::fmt;
@@ -155,29 +156,84 @@ pub fn call_native(
     run_isolated(async move { handler.call(input, ctx).await })
 }
 
+/// Starts a native handler on its own task (see [`Isolated`]); a panic while building the
+/// future is contained too.
+pub fn spawn_native(handler: Arc<dyn NativeHandler>, input: Value, ctx: CallContext) -> Isolated {
+    Isolated::spawn(async move { handler.call(input, ctx).await })
+}
+
 /// Runs a handler future on its own tokio task: a panic becomes [`HandlerError::Panicked`]
 /// with the panic message, and dropping the returned future aborts the task.
 pub async fn run_isolated<F>(future: F) -> Result<HandlerOutput, HandlerError>
 where
     F: Future<Output = Result<HandlerOutput, HandlerError>> + Send + 'static,
 {
-    let mut task = AbortOnDrop(tokio::spawn(future));
-    match (&mut task.0).await {
-        Ok(result) => result,
-        Err(error) => match error.try_into_panic() {
-            Ok(payload) => Err(HandlerError::Panicked(panic_message(payload.as_ref()))),
-            // The task was aborted from outside: only the runtime shutting down does that.
-            Err(_) => Err(HandlerError::Cancelled),
-        },
+    Isolated::spawn(future).await
+}
+
+/// A handler running on its own tokio task.
+///
+/// Awaiting it gives the handler's result (a panic becomes [`HandlerError::Panicked`]).
+/// Dropping it aborts the task, but the task's future — and whatever it owns, such as a
+/// subprocess's process group, killed when dropped — only goes when the runtime next gets
+/// to the task. [`Isolated::abandon`] aborts and waits for that, so a caller that gives up
+/// on a handler knows its processes have been killed before it reports the call as ended.
+pub struct Isolated {
+    task: JoinHandle<Result<HandlerOutput, HandlerError>>,
+}
+
+impl Isolated {
+    /// Spawns `future` on its own task.
+    pub fn spawn<F>(future: F) -> Self
+    where
+        F: Future<Output = Result<HandlerOutput, HandlerError>> + Send + 'static,
+    {
+        Self {
+            task: tokio::spawn(future),
+        }
+    }
+
+    /// Aborts the task and waits, at most `bound`, until its future has been dropped. Only a
+    /// handler that blocks its thread inside a poll takes longer; it is then left to the
+    /// runtime.
+    pub async fn abandon(mut self, bound: std::time::Duration) {
+        self.task.abort();
+        let _ = tokio::time::timeout(bound, &mut self.task).await;
     }
 }
 
-/// Aborts the task when the awaiting future is dropped (a call abandoned mid-flight).
-struct AbortOnDrop<T>(JoinHandle<T>);
+impl Future for Isolated {
+    type Output = Result<HandlerOutput, HandlerError>;
 
-impl<T> Drop for AbortOnDrop<T> {
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.task)
+            .poll(cx)
+            .map(|joined| match joined {
+                Ok(result) => result,
+                Err(error) => match error.try_into_panic() {
+                    Ok(payload) => Err(HandlerError::Panicked(panic_message(payload.as_ref()))),
+                    // The task was aborted from outside: only the runtime shutting down does that.
+                    Err(_) => Err(HandlerError::Cancelled),
+                },
+            })
+    }
+}
+
+impl Drop for Isolated {
+    /// A call abandoned mid-flight aborts its handler's task.
     fn drop(&mut self) {
-        self.0.abort();
+        self.task.abort();
+    }
+}
+
+impl fmt::Debug for Isolated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Isolated")
+            .field("finished", &self.task.is_finished())
+            .finish()
     }
 }
 

@@ -4,10 +4,13 @@
 //! On timeout or cancellation the handler's token is cancelled (a subprocess gets SIGTERM for
 //! its whole process group) and the engine waits at most `engine.kill_grace` for the handler
 //! to wind down; after that the handler is abandoned, which aborts its task and kills its
-//! process group. The engine never waits longer on a handler that ignores cancellation.
+//! process group. The engine never waits longer on a handler that ignores cancellation,
+//! except for the moment it takes the runtime to drop the aborted task: the call's result is
+//! only reported once its processes have been sent SIGKILL.
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -16,7 +19,7 @@ use super::{CallEnv, CallState, ErrorCode, Failure};
 use crate::events::{CancelReason, EventKind, FailureStage, ToolCallProgress};
 use crate::handler::{
     CallContext, CommandHandler, CommandSpec, HandlerError, HandlerOutput, HttpHandler, HttpSpec,
-    ProgressChunk, ProgressSink, ProgressStream, StdinMode, call_native, run_isolated,
+    Isolated, ProgressChunk, ProgressSink, ProgressStream, StdinMode, spawn_native,
 };
 use crate::model::CallId;
 use crate::model::engine_config::MessageKey;
@@ -173,52 +176,57 @@ async fn run(
         gates: Arc::clone(&env.prepared.gates),
         modes: Arc::clone(env.modes),
     };
-    let future = match dispatch(env, tool, input, ctx) {
-        Ok(future) => future,
+    let mut task = match dispatch(env, tool, input, ctx) {
+        Ok(task) => task,
         Err(failure) => return Ended::Ran(Err(failure)),
     };
-    tokio::pin!(future);
     let ended = tokio::select! {
         biased;
-        result = &mut future => Ended::Ran(result),
+        result = &mut task => Ended::Ran(result),
         () = deadline.expired() => Ended::TimedOut,
         () = state.cancel.cancelled() => Ended::Cancelled,
     };
     if matches!(ended, Ended::TimedOut | Ended::Cancelled) {
         handler_cancel.cancel();
-        // Bounded clean-up; dropping the future afterwards aborts the handler's task and kills
-        // its process group.
-        let _ = tokio::time::timeout(engine.kill_grace.0, &mut future).await;
+        // Bounded clean-up, then the handler is abandoned: its task is aborted and dropped,
+        // which kills its process group, before the call is reported as ended.
+        if tokio::time::timeout(engine.kill_grace.0, &mut task)
+            .await
+            .is_err()
+        {
+            task.abandon(ABANDON_WAIT).await;
+        }
     }
     ended
 }
 
-type HandlerFuture = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<HandlerOutput, HandlerError>> + Send>,
->;
+/// How long an abandoned handler's task may take to be dropped after it is aborted. An idle
+/// task goes at once; only a handler that blocks its thread inside a poll takes longer, and
+/// it is then left to the runtime rather than holding up the call.
+const ABANDON_WAIT: Duration = Duration::from_millis(100);
 
 fn dispatch(
     env: &CallEnv<'_>,
     tool: &Tool,
     input: Value,
     ctx: CallContext,
-) -> Result<HandlerFuture, HandlerError> {
+) -> Result<Isolated, HandlerError> {
     let engine = &env.prepared.snapshot.engine;
     match env.prepared.dispatch.get(&tool.name).map(Arc::as_ref) {
         Some(Dispatch::Command(handler)) => {
             let handler = Arc::clone(handler);
-            Ok(Box::pin(run_isolated(async move {
-                handler.call(&input, &ctx).await
-            })))
+            Ok(Isolated::spawn(
+                async move { handler.call(&input, &ctx).await },
+            ))
         }
         Some(Dispatch::Http(handler)) => {
             let handler = Arc::clone(handler);
-            Ok(Box::pin(run_isolated(async move {
-                handler.call(&input, &ctx).await
-            })))
+            Ok(Isolated::spawn(
+                async move { handler.call(&input, &ctx).await },
+            ))
         }
         Some(Dispatch::Native(name)) => match env.natives.get(name) {
-            Some(handler) => Ok(Box::pin(call_native(handler, input, ctx))),
+            Some(handler) => Ok(spawn_native(handler, input, ctx)),
             None => Err(HandlerError::other(NoHandler(message(
                 engine,
                 MessageKey::NativeMissing,
@@ -240,6 +248,9 @@ fn dispatch(
 struct NoHandler(String);
 
 fn progress_sink(env: &CallEnv<'_>, call: &CallId) -> ProgressSink {
+    if !env.wants_events() {
+        return ProgressSink::discard();
+    }
     let sink = Arc::clone(env.sink);
     let batch = env.batch_id.clone();
     let call = call.clone();

@@ -35,10 +35,6 @@ pub async fn finish(
     outcome: Result<Success, Failure>,
 ) -> CallResult {
     let snapshot = &env.prepared.snapshot;
-    let telemetry_tool = state
-        .tool
-        .as_ref()
-        .map_or_else(|| "unknown".to_owned(), |t| t.name.to_string());
     let mut result = match outcome {
         Ok(success) => {
             let mut content = success.produced.content;
@@ -88,9 +84,10 @@ pub async fn finish(
     result.metadata.total_ms =
         u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let metrics = result.metadata.metrics();
-    let kind = match &result.error {
+    let telemetry_tool = state.tool.as_ref().map_or("unknown", |t| t.name.as_str());
+    env.emit_with(Some(&result.call_id), || match &result.error {
         None => EventKind::ToolCallResult(ToolCallResult {
-            tool: telemetry_tool.clone(),
+            tool: telemetry_tool.to_owned(),
             status: CallStatus::Ok,
             original_size: result.metadata.original_size,
             final_size: result.metadata.final_size,
@@ -98,7 +95,7 @@ pub async fn finish(
             metrics,
         }),
         Some(error) => EventKind::ToolCallError(ToolCallError {
-            tool: telemetry_tool.clone(),
+            tool: telemetry_tool.to_owned(),
             status: result.status,
             stage: error.stage,
             code: error.code.as_str().to_owned(),
@@ -106,8 +103,7 @@ pub async fn finish(
             message: result.model_content.as_str().to_owned(),
             metrics,
         }),
-    };
-    env.emit(Some(&result.call_id), kind);
+    });
     tracing::info!(
         target: "toolgate::call",
         tool = %telemetry_tool,

@@ -27,9 +27,11 @@ pub mod validate;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use serde_json::Value;
+// The runtime's clock (as deadlines and gates use), so `total_ms` agrees with them, also
+// under paused time.
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use outcome::{CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, TurnEffect};
@@ -122,12 +124,25 @@ pub struct CallEnv<'a> {
 impl CallEnv<'_> {
     /// Emits an event of this batch.
     pub fn emit(&self, call: Option<&CallId>, kind: EventKind) {
-        self.sink.emit(Event::now(
-            Some(self.batch_id.clone()),
-            call.cloned(),
-            self.prepared.snapshot.generation,
-            kind,
-        ));
+        self.emit_with(call, || kind);
+    }
+
+    /// Emits an event of this batch, building it only if the sink wants events: the hot
+    /// path pays nothing for events nobody reads.
+    pub fn emit_with(&self, call: Option<&CallId>, kind: impl FnOnce() -> EventKind) {
+        if self.wants_events() {
+            self.sink.emit(Event::now(
+                Some(self.batch_id.clone()),
+                call.cloned(),
+                self.prepared.snapshot.generation,
+                kind(),
+            ));
+        }
+    }
+
+    /// Whether the sink wants events at all.
+    pub fn wants_events(&self) -> bool {
+        self.sink.wants_events()
     }
 }
 
@@ -135,7 +150,8 @@ impl CallEnv<'_> {
 pub struct CallState<'a> {
     /// The call.
     pub call: ToolCall,
-    /// The call's token: a child of its group's, the batch's and the turn's.
+    /// The call's token: its group's (a child of the batch's and the turn's); calls are only
+    /// cancelled together with their group.
     pub cancel: CancellationToken,
     /// Cause of a group-wide cancellation.
     pub group_cause: &'a CancelCause,
@@ -201,18 +217,27 @@ async fn stages(env: &CallEnv<'_>, state: &mut CallState<'_>) -> Result<finish::
     let timeout = validate::resolve_timeout(env, &tool, &contract, &input)?;
     permission::permission(env, state, &tool, &contract, &input).await?;
     start::start(env, state, &tool, &contract, timeout.as_ref());
+    // PostToolUse hooks see the input after the handler has run; without any hook the
+    // handler takes it and nothing is copied.
+    let (handler_input, kept_input) = if env.prepared.snapshot.hooks.is_empty() {
+        (input, None)
+    } else {
+        (input.clone(), Some(input))
+    };
     let output = execute::execute(
         env,
         state,
         &tool,
         &contract,
-        input.clone(),
+        handler_input,
         timeout.as_ref(),
     )
     .await?;
     let output = output::check_output(env, &tool, output)?;
     let produced = produce::produce(env, state, &tool, &contract, output.text).await;
-    post_hooks::post_hooks(env, state, &tool, &input, produced.content.as_str()).await;
+    if let Some(input) = &kept_input {
+        post_hooks::post_hooks(env, state, &tool, input, produced.content.as_str()).await;
+    }
     let (display, pending_display) = display::project(&contract, &output.display_source, &produced);
     let turn = turn_control::on_success(&contract);
     Ok(finish::Success {

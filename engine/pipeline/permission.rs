@@ -3,9 +3,10 @@
 //! emitted and the approver's answer races the `PermissionRequest` hooks; the wait has its
 //! own timeout with a declared outcome. The request carries the exact input that runs.
 
-use std::time::Instant;
-
 use serde_json::Value;
+// tokio's clock, not std's: approval waits are measured on the runtime's clock, so they
+// read right under paused time too.
+use tokio::time::Instant;
 
 use super::errors::message;
 use super::{CallEnv, CallState, Failure};

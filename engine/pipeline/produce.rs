@@ -1,7 +1,8 @@
 //! Stage 9, produce: the output budgeted per call (SPEC §8.1) — empty output placeholder,
 //! `min(max_model, max_inline)`, artifact or truncation — with structured metadata. The
-//! content's length and digest are computed here, as each output arrives, so that the batch
-//! finalizer only touches the text it keeps.
+//! content's length is computed here, as each output arrives, and kept with the result, so
+//! that the batch finalizer only touches the text it keeps; a large content is hashed here
+//! too, off the async threads (a small one is hashed by the finalizer only if it cuts it).
 
 use crate::budget::{
     ArtifactTarget, Measurement, Produced, ProducerInput, ProducerPolicy, SlotText, measure_all,
@@ -56,8 +57,12 @@ pub async fn produce(
     state.metadata.final_size = meta.final_size;
     state.metadata.policy = Some(meta.policy);
     state.metadata.persisted_files = meta.persisted_files.clone();
+    // The content's length is kept with it; a large content is hashed here too, off the
+    // async threads (a small one is hashed by the finalizer only if it cuts it).
     let content = off_thread(produced.content.clone(), Measurement::Length(unit)).await;
-    off_thread(content, Measurement::Digest).await;
+    if content.as_str().len() >= OFFLOAD_BYTES {
+        off_thread(content, Measurement::Digest).await;
+    }
     produced
 }
 

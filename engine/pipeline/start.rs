@@ -19,8 +19,7 @@ pub fn start(
     let timeout_ms = timeout.map(|t| u64::try_from(t.total.as_millis()).unwrap_or(u64::MAX));
     state.metadata.timeout_ms = timeout_ms;
     let flags = &contract.concurrency;
-    env.emit(
-        Some(&state.call.id),
+    env.emit_with(Some(&state.call.id), || {
         EventKind::ToolCallStarted(ToolCallStarted {
             tool: tool.name.to_string(),
             flags: CallFlags {
@@ -30,8 +29,8 @@ pub fn start(
                 side_effect_scope: scope_name(flags.side_effect_scope).to_owned(),
             },
             timeout_ms,
-        }),
-    );
+        })
+    });
 }
 
 fn scope_name(scope: SideEffectScope) -> &'static str {

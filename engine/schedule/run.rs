@@ -54,7 +54,10 @@ pub async fn run_groups(
                     .map(|call| (index, call))
             })
             .map(|(index, call)| {
-                let token = group_cancel.child_token();
+                // Calls are only ever cancelled through their group, batch or turn, so a
+                // call shares its group's token (the handler gets a child of its own, which
+                // a timeout cancels).
+                let token = group_cancel.clone();
                 let cause = &group_cause;
                 async move { (index, run_call(env, call, token, cause).await) }
             })

@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration as StdDuration;
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// The running-time budget of one call, which can be paused while the call is queued.
@@ -27,9 +27,10 @@ struct Inner {
     /// `None`: the call has no timeout (the deadline never expires, pauses are still counted).
     budget: Option<StdDuration>,
     state: Mutex<State>,
-    /// Bumped on every pause and resume so that waiting [`Deadline::expired`] futures
-    /// recompute their sleep.
-    changed: watch::Sender<()>,
+    /// Notified on every pause and resume so that waiting [`Deadline::expired`] futures
+    /// recompute their sleep. (A `Notify` rather than a watch channel: one is made per call,
+    /// and it costs no allocation of its own.)
+    changed: Notify,
 }
 
 struct State {
@@ -64,7 +65,6 @@ impl State {
 impl Deadline {
     /// Starts a deadline that expires after `budget` of running time; `None` never expires.
     pub fn new(budget: Option<StdDuration>) -> Self {
-        let (changed, _) = watch::channel(());
         Self {
             inner: Arc::new(Inner {
                 budget,
@@ -75,7 +75,7 @@ impl Deadline {
                     paused_since: None,
                     paused_total: StdDuration::ZERO,
                 }),
-                changed,
+                changed: Notify::new(),
             }),
         }
     }
@@ -103,7 +103,12 @@ impl Deadline {
 
     /// Total time spent paused so far, including a pause in progress: the call's queued time.
     pub fn paused_total(&self) -> StdDuration {
-        self.lock().paused_at(Instant::now())
+        let state = self.lock();
+        // Only a pause in progress needs the clock.
+        match state.paused_since {
+            Some(_) => state.paused_at(Instant::now()),
+            None => state.paused_total,
+        }
     }
 
     /// Whether the deadline is currently paused.
@@ -131,7 +136,7 @@ impl Deadline {
             }
             state.pauses += 1;
         }
-        self.inner.changed.send_replace(());
+        self.inner.changed.notify_waiters();
         PauseGuard {
             deadline: self.clone(),
         }
@@ -144,11 +149,12 @@ impl Deadline {
         let Some(budget) = self.inner.budget else {
             return std::future::pending().await;
         };
-        let mut changes = self.inner.changed.subscribe();
         loop {
-            // Mark the current state as seen before reading it, so a pause or resume that
+            // Register for the next pause or resume before reading the state, so one that
             // lands after the read wakes the wait below instead of being lost.
-            changes.borrow_and_update();
+            let changed = self.inner.changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
             let (running, remaining) = {
                 let state = self.lock();
                 let remaining = budget.saturating_sub(state.spent_at(Instant::now()));
@@ -157,17 +163,13 @@ impl Deadline {
             if remaining.is_zero() {
                 return;
             }
-            let changed = if running {
+            if running {
                 tokio::select! {
-                    () = tokio::time::sleep(remaining) => Ok(()),
-                    changed = changes.changed() => changed,
+                    () = tokio::time::sleep(remaining) => {}
+                    () = changed => {}
                 }
             } else {
-                changes.changed().await
-            };
-            if changed.is_err() {
-                // INVARIANT: unreachable, `self` keeps the sender alive; never spin.
-                return std::future::pending().await;
+                changed.await;
             }
         }
     }
@@ -192,7 +194,7 @@ impl Deadline {
                 state.running_since = Some(now);
             }
         }
-        self.inner.changed.send_replace(());
+        self.inner.changed.notify_waiters();
     }
 }
 

@@ -143,13 +143,19 @@ pub fn resolve(
 
 /// Reads and checks the override value; `Ok(None)` when the input does not set it.
 fn read_override(field: &str, input: &Value) -> Result<Option<u64>, OverrideError> {
-    let pointer = field_pointer(field);
-    let value = match input.pointer(&pointer) {
+    // A plain name is read directly (no pointer is built on the hot path); the pointer is
+    // only spelled out for an error.
+    let found = if field.starts_with('/') {
+        input.pointer(field)
+    } else {
+        input.get(field)
+    };
+    let value = match found {
         None | Some(Value::Null) => return Ok(None),
         Some(value) => value,
     };
     let fail = |problem| OverrideError {
-        pointer: pointer.clone(),
+        pointer: field_pointer(field),
         problem,
     };
     let number = match value {

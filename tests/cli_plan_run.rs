@@ -1,0 +1,243 @@
+//! `toolgate plan` and `toolgate run` as a user runs them: the real binary, from the executor
+//! fixture folder (so every path in the output is relative), with exit code, stdout and
+//! stderr snapshotted together. Events and timings that change from run to run (batch ids,
+//! timestamps, elapsed milliseconds) are redacted.
+
+// Test helpers panic on purpose: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs `toolgate --no-builtin --color never <args>` in the fixture folder.
+fn toolgate(args: &[&str]) -> (i32, String, String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/executor");
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .current_dir(&dir)
+        // Artifacts (if any) go to a throw-away home, never the user's.
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .args(["--no-builtin", "--color", "never"])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+fn report(code: i32, stdout: &str, stderr: &str) -> String {
+    format!("exit: {code}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}")
+}
+
+/// Replaces the values that differ between runs.
+fn redact(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                match key.as_str() {
+                    "batch_id" => *item = Value::from("[batch]"),
+                    "timestamp" => *item = Value::from("[time]"),
+                    "total_ms" | "wait_ms" => *item = Value::from("[ms]"),
+                    _ => redact(item),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact),
+        _ => {}
+    }
+}
+
+/// Every jsonl line parsed, redacted and printed again.
+fn normalise_jsonl(stdout: &str) -> String {
+    stdout
+        .lines()
+        .map(|line| {
+            let mut value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+            redact(&mut value);
+            serde_json::to_string(&value).unwrap()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The live view with its batch id and elapsed times replaced.
+fn normalise_human(stdout: &str) -> String {
+    let id = regex::Regex::new(r"batch b[0-9a-f]+").unwrap();
+    let elapsed = regex::Regex::new(r"(ok|error|denied|timed_out|cancelled) \d+ms").unwrap();
+    let text = id.replace_all(stdout, "batch [batch]");
+    elapsed.replace_all(&text, "$1 [t]ms").into_owned()
+}
+
+#[test]
+fn plan_human() {
+    let (code, stdout, stderr) = toolgate(&["-p", "base", "plan", "batches/plan.yaml"]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!(report(code, &stdout, &stderr));
+}
+
+#[test]
+fn plan_json() {
+    let (code, stdout, stderr) = toolgate(&[
+        "-p",
+        "base",
+        "plan",
+        "batches/plan.yaml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let plan: Value = serde_json::from_str(&stdout).unwrap();
+    // The SPEC §13 shape.
+    assert!(plan["groups"].is_array());
+    for call in plan["calls"].as_array().unwrap() {
+        for key in ["id", "tool", "decision", "timeout_ms"] {
+            assert!(call.get(key).is_some(), "{key} missing in {call}");
+        }
+    }
+    insta::assert_snapshot!(report(code, &stdout, &stderr));
+}
+
+#[test]
+fn run_jsonl_events_and_batch_finalized() {
+    let (code, stdout, stderr) = toolgate(&[
+        "-p",
+        "base",
+        "-p",
+        "overlays/cli.yaml",
+        "run",
+        "batches/run.yaml",
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "BatchFinalized");
+    let results = last["results"].as_array().unwrap();
+    let ids: Vec<&str> = results
+        .iter()
+        .map(|r| r["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "hello", "fails", "slow", "unknown", "denied", "asked", "native"
+        ]
+    );
+    for result in results {
+        for key in ["call_id", "tool", "status", "model_content", "metadata"] {
+            assert!(result.get(key).is_some(), "{key} missing in {result}");
+        }
+        for key in [
+            "truncated",
+            "original_size",
+            "final_size",
+            "queued_ms",
+            "permission_wait_ms",
+            "total_ms",
+        ] {
+            assert!(result["metadata"].get(key).is_some(), "metadata.{key}");
+        }
+    }
+    insta::assert_snapshot!(report(code, &normalise_jsonl(&stdout), &stderr));
+}
+
+#[test]
+fn run_human_live_view_and_summary() {
+    let (code, stdout, stderr) = toolgate(&[
+        "-p",
+        "base",
+        "-p",
+        "overlays/cli.yaml",
+        "run",
+        "batches/run.yaml",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!(report(code, &normalise_human(&stdout), &stderr));
+}
+
+#[test]
+fn fail_on_error_exits_1_only_when_a_call_failed() {
+    let failing = toolgate(&["-p", "base", "run", "batches/run.yaml", "--fail-on-error"]);
+    assert_eq!(failing.0, 1);
+    let passing = toolgate(&["-p", "base", "run", "batches/ok.yaml", "--fail-on-error"]);
+    assert_eq!(passing.0, 0, "{}", passing.2);
+    let without = toolgate(&["-p", "base", "run", "batches/run.yaml"]);
+    assert_eq!(without.0, 0);
+}
+
+#[test]
+fn invalid_batch_files_exit_2_with_positioned_diagnostics() {
+    for name in ["duplicate_ids", "no_calls", "unknown_mode", "syntax"] {
+        let path = format!("bad/batches/{name}.yaml");
+        for command in ["run", "plan"] {
+            let (code, stdout, stderr) = toolgate(&["-p", "base", command, &path]);
+            assert_eq!(code, 2, "{command} {name}: {stderr}");
+            assert!(stdout.is_empty(), "{command} {name}: {stdout}");
+            assert!(
+                stderr.contains(&format!("[{path}:")),
+                "{command} {name}: the diagnostic points into the file: {stderr}"
+            );
+            if command == "run" {
+                insta::assert_snapshot!(
+                    format!("invalid_batch_{name}"),
+                    report(code, &stdout, &stderr)
+                );
+            }
+        }
+    }
+    // The JSON rendering carries the position too.
+    let (code, stdout, _) = toolgate(&[
+        "-p",
+        "base",
+        "plan",
+        "bad/batches/duplicate_ids.yaml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 2);
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let diagnostic = &report["diagnostics"][0];
+    assert_eq!(diagnostic["code"], "toolgate::batch::duplicate_call_id");
+    assert_eq!(diagnostic["file"], "bad/batches/duplicate_ids.yaml");
+    assert_eq!(
+        (diagnostic["line"].as_u64(), diagnostic["column"].as_u64()),
+        (Some(4), Some(11))
+    );
+}
+
+#[test]
+fn a_missing_batch_file_exits_2() {
+    let (code, _, stderr) = toolgate(&["-p", "base", "run", "no-such-batch.yaml"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("cannot read batch file `no-such-batch.yaml`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn invalid_policies_exit_1() {
+    for command in ["plan", "run"] {
+        let (code, stdout, stderr) = toolgate(&[
+            "-p",
+            "base",
+            "-p",
+            "bad/policies",
+            command,
+            "batches/ok.yaml",
+        ]);
+        assert_eq!(code, 1, "{command}: {stderr}");
+        assert!(stdout.is_empty());
+        insta::assert_snapshot!(
+            format!("invalid_policies_{command}"),
+            report(code, &stdout, &stderr)
+        );
+    }
+}
