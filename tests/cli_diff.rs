@@ -1,4 +1,5 @@
 //! `toolgate diff` through the binary: every format on a pair of fixture sets that loosen,
+#![allow(clippy::expect_used)]
 //! tighten, add and remove things, with exit codes.
 
 use std::path::Path;
