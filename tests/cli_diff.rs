@@ -1,6 +1,7 @@
 //! `toolgate diff` through the binary: every format on a pair of fixture sets that loosen,
-#![allow(clippy::expect_used)]
 //! tighten, add and remove things, with exit codes.
+
+#![allow(clippy::expect_used)]
 
 use std::path::Path;
 use std::process::Command;
