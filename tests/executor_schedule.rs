@@ -279,6 +279,25 @@ async fn denials_do_not_cancel_siblings() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn calls_that_never_ran_do_not_cancel_siblings() {
+    // A typo in a tool name or an invalid input is the model's mistake, not a failure of the
+    // work the group does: neither cancels its siblings, even under `cancel_batch`.
+    let h = Harness::new(&["cancel_batch.yaml"]);
+    let outcome = h
+        .run(vec![
+            call("typo", "Parr", json!({})),
+            call("bad", "Par", json!({"sleep_ms": "soon"})),
+            call("s", "Par", json!({"sleep_ms": 1000})),
+            call("e", "Edit", json!({})),
+        ])
+        .await;
+    assert_eq!(status(&outcome, "typo"), CallStatus::Error);
+    assert_eq!(status(&outcome, "bad"), CallStatus::Error);
+    assert_eq!(status(&outcome, "s"), CallStatus::Ok);
+    assert_eq!(status(&outcome, "e"), CallStatus::Ok);
+}
+
+#[tokio::test(start_paused = true)]
 async fn on_failure_per_contract_overrides_the_engine() {
     // Engine: continue. Fragile says cancel_group.
     let h = Harness::new(&[]);

@@ -54,6 +54,8 @@ pub struct CallContext {
     pub gates: Arc<Gates>,
     /// The turn's active modes.
     pub modes: Arc<[ModeName]>,
+    /// The gate the call was admitted through (`admission.gate`), held for the whole call.
+    pub admitted: Option<GateName>,
 }
 
 impl CallContext {
@@ -68,14 +70,21 @@ impl CallContext {
             deadline: Deadline::unlimited(),
             gates: Arc::new(Gates::empty()),
             modes: Arc::from(Vec::new()),
+            admitted: None,
         }
     }
 
     /// Passes through admission gate `name` mid-call: waits for a permit with this call's
     /// deadline paused. Hold the permit for as long as the gated work runs.
     pub async fn gate(&self, name: impl Into<GateName>) -> Result<GatePermit, GateError> {
+        let name = name.into();
+        // Waiting for a permit this call itself holds would never end (with the deadline
+        // paused all the while): refuse instead.
+        if self.admitted.as_ref() == Some(&name) {
+            return Err(GateError::Held(name));
+        }
         self.gates
-            .acquire(&name.into(), &self.deadline, &self.cancel)
+            .acquire(&name, &self.deadline, &self.cancel)
             .await
     }
 
@@ -298,7 +307,7 @@ impl From<GateError> for HandlerError {
     fn from(error: GateError) -> Self {
         match error {
             GateError::Cancelled { .. } => Self::Cancelled,
-            GateError::Unknown(_) => Self::other(error),
+            GateError::Unknown(_) | GateError::Held(_) => Self::other(error),
         }
     }
 }
@@ -336,6 +345,24 @@ mod tests {
         };
         let err: HandlerError = ctx.gate("api").await.unwrap_err().into();
         assert!(matches!(err, HandlerError::Cancelled));
+    }
+
+    #[tokio::test]
+    async fn passing_the_gate_the_call_was_admitted_through_is_refused_not_a_deadlock() {
+        let gates = Gates::new([(GateName::from("api"), 1)]).unwrap();
+        let _admission = gates
+            .acquire(
+                &GateName::from("api"),
+                &Deadline::unlimited(),
+                &CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        let mut ctx = CallContext::new("c1", "Fetch");
+        ctx.gates = Arc::new(gates);
+        ctx.admitted = Some(GateName::from("api"));
+        let err = ctx.gate("api").await.unwrap_err();
+        assert_eq!(err, GateError::Held(GateName::from("api")));
     }
 
     #[test]

@@ -161,7 +161,7 @@ async fn run(
         {
             Ok(permit) => Some(permit),
             Err(GateError::Cancelled { .. }) => return Ended::Cancelled,
-            Err(error @ GateError::Unknown(_)) => {
+            Err(error @ (GateError::Unknown(_) | GateError::Held(_))) => {
                 return Ended::Ran(Err(HandlerError::other(error)));
             }
         },
@@ -175,6 +175,7 @@ async fn run(
         deadline: deadline.clone(),
         gates: Arc::clone(&env.prepared.gates),
         modes: Arc::clone(env.modes),
+        admitted: contract.gate.clone(),
     };
     let mut task = match dispatch(env, tool, input, ctx) {
         Ok(task) => task,

@@ -5,15 +5,16 @@
 //! `turn_stopped`); `cancel_rest_of_batch` does the same with reason `policy`. Cancelled
 //! calls still go through the pipeline's finish stage, so each gets its one terminal event.
 //!
-//! A failure here is a call that ended with status `error` or `timed_out`; denials and
-//! cancellations are outcomes of policy, not failures, and do not cancel siblings.
+//! A failure here is a call that ran and ended with status `error` or `timed_out`; a call
+//! that never ran (unknown tool, invalid input) and denials and cancellations do not cancel
+//! siblings.
 
 use std::ops::Range;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{CallStatus, CancelReason};
+use crate::events::{CallStatus, CancelReason, FailureStage};
 use crate::model::contract::{OnFailure, TurnAction};
 use crate::pipeline::{CallEnv, CallResult, CancelCause, ToolCall, run_call};
 
@@ -63,7 +64,7 @@ pub async fn run_groups(
             })
             .collect();
         while let Some((index, result)) = running.next().await {
-            if matches!(result.status, CallStatus::Error | CallStatus::TimedOut) {
+            if is_failure(&result) {
                 match on_failure(env, &result) {
                     OnFailure::Continue => {}
                     OnFailure::CancelGroup => {
@@ -96,6 +97,17 @@ pub async fn run_groups(
         results: slots.into_iter().flatten().collect(),
         turn_stopped,
     }
+}
+
+/// Whether a result is a failure for `on_failure`: the call ran (handler or output stage) and
+/// ended `error` or `timed_out`. A call that never ran — an unknown tool, an invalid input, a
+/// denial — is the model's or the policy's business and does not cancel its siblings.
+fn is_failure(result: &CallResult) -> bool {
+    matches!(result.status, CallStatus::Error | CallStatus::TimedOut)
+        && result
+            .error
+            .as_ref()
+            .is_some_and(|e| matches!(e.stage, FailureStage::Handler | FailureStage::Output))
 }
 
 /// The `on_failure` of a failed call: its contract's (modes applied), else the engine's.

@@ -55,6 +55,11 @@ pub enum GateError {
     /// No gate of that name is declared.
     #[error("unknown gate `{0}`")]
     Unknown(GateName),
+    /// The call already holds this gate (it was admitted through it).
+    #[error(
+        "this call already holds gate `{0}` (it was admitted through it); passing it again would wait on itself"
+    )]
+    Held(GateName),
     /// The call was cancelled while queued.
     #[error("cancelled while queued at gate `{gate}`")]
     Cancelled {
