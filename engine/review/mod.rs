@@ -87,9 +87,11 @@ impl Change {
             Subject::Gate => format!("gate `{}`", self.name),
             Subject::Mode => format!("mode `{}`", self.name),
         };
+        // One line per change: a string with line breaks or other control characters is
+        // shown quoted and escaped, like JSON.
         let show = |v: &Option<Value>| match v {
             None => "(unset)".to_owned(),
-            Some(Value::String(s)) => s.clone(),
+            Some(Value::String(s)) if !s.chars().any(char::is_control) => s.clone(),
             Some(other) => other.to_string(),
         };
         match self.kind {
@@ -386,6 +388,17 @@ mod tests {
         let after = json!({"rules": [{"name": "x", "decision": "allow"}, {"name": "y", "decision": "deny"}]});
         let risks: Vec<Risk> = diff(&before, &after).iter().map(|c| c.risk).collect();
         assert_eq!(risks, [Risk::High, Risk::Low]);
+    }
+
+    #[test]
+    fn multi_line_values_are_described_on_one_line() {
+        let before = json!({"engine": {"messages": {"cut_marker": "\n...\n"}}});
+        let after = json!({"engine": {"messages": {"cut_marker": "[cut]"}}});
+        let changes = diff(&before, &after);
+        assert_eq!(
+            changes[0].describe(),
+            r#"engine: messages.cut_marker "\n...\n" → [cut]"#
+        );
     }
 
     #[test]
