@@ -552,7 +552,12 @@ where
         Arc::clone(&sink),
     ));
     let watch_handle = if options.watch {
-        match reloader.watch(options.debounce) {
+        let watcher = Arc::clone(&reloader);
+        let debounce = options.debounce;
+        let started = tokio::task::spawn_blocking(move || watcher.watch(debounce))
+            .await
+            .unwrap_or_else(|error| Err(notify::Error::generic(&error.to_string())));
+        match started {
             Ok(handle) => Some(handle),
             Err(error) => {
                 let message = format!("policy files are not watched: {error}");
