@@ -418,7 +418,7 @@ impl Server {
                 Ok(outcome) => {
                     let mut result = crate::cli::run::finalized_json(&outcome);
                     if let Value::Object(map) = &mut result {
-                        map.remove("type");
+                        map.shift_remove("type");
                     }
                     respond(&out, id, result);
                 }
