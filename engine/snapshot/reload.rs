@@ -104,6 +104,9 @@ impl Reloader {
         let outcome = match loaded.snapshot {
             Some(snapshot) => {
                 self.next_generation.fetch_add(1, Ordering::SeqCst);
+                // In force first; what changed is only reported, so it can wait.
+                self.current.store(Some(Arc::clone(&snapshot)));
+                (self.install)(Arc::clone(&snapshot));
                 let changes = previous
                     .as_ref()
                     .map(|p| diff(&p.effective, &snapshot.effective))
@@ -115,8 +118,6 @@ impl Reloader {
                     .iter()
                     .map(|f| f.source.path().to_string())
                     .collect();
-                self.current.store(Some(Arc::clone(&snapshot)));
-                (self.install)(snapshot);
                 ReloadOutcome::Reloaded {
                     generation,
                     previous: previous.as_ref().map(|p| p.generation),
