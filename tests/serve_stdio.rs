@@ -131,6 +131,15 @@ fn a_slow_batch_does_not_block_a_fast_one_and_cancel_by_id_ends_it() {
             .any(|m| m.get("id") == Some(&slow) && m.get("method").is_none()),
         "the slow batch answered before it was cancelled"
     );
+    // A batch id that is in use is refused.
+    let twin = server.call("executeBatch", batch("slow", &[echo("e", "twin")]));
+    assert_eq!(twin["error"]["code"], -32602, "{twin}");
+    assert!(
+        twin["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already running")
+    );
     let cancelled = server.result("cancel", json!({"batch_id": "slow"}));
     assert_eq!(cancelled["cancelled"], json!(["slow"]));
     let answer = server.response(&slow);
@@ -653,11 +662,19 @@ fn shutdown_cancels_running_batches_exits_zero_and_leaves_no_children() {
     server.event("ToolCallStarted");
     let pid = wait_for_pid(&pidfile);
     assert!(is_alive(pid));
+    // And a batch waiting for an approval that never comes.
+    let waiting = server.request(
+        "executeBatch",
+        batch("waiting", &[("d", "Deploy", json!({"target": "staging"}))]),
+    );
+    server.permission_request();
     let shutdown = server.request("shutdown", json!({}));
     let status = server.wait_exit();
     assert!(status.success(), "{status:?}; {}", server.context());
     // The running batch was answered (cancelled) before the server went away.
     let answer = server.response(&running);
+    assert_eq!(only_result(&answer)["status"], "cancelled", "{answer}");
+    let answer = server.response(&waiting);
     assert_eq!(only_result(&answer)["status"], "cancelled", "{answer}");
     assert!(server.response(&shutdown)["result"].is_object());
     assert!(

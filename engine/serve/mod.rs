@@ -13,9 +13,10 @@
 //! approval request with the exact input) whose response `{decision: "allow"|"deny",
 //! reason?}` answers it; the wait is bounded by `engine.approval_timeout`.
 //!
-//! Errors follow JSON-RPC: parse error -32700 (with `id: null`), invalid request -32600,
-//! unknown method -32601, invalid params -32602, internal error -32603. The server survives
-//! any bad line.
+//! Errors follow JSON-RPC: parse error -32700 (with `id: null`; also for a line that is not
+//! UTF-8 or longer than 64 MiB), invalid request -32600, unknown method -32601, invalid
+//! params -32602, internal error -32603. A notification (no `id`) is never answered, nor is
+//! a response (late, unknown or not ours: it is ignored). The server survives any bad line.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
