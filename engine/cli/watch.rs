@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::events::NullSink;
 use crate::load::render::{HumanOptions, render_human, to_json};
+use crate::review::Risk;
 use crate::snapshot::reload::{ReloadOutcome, Reloader};
 
 use super::{Exit, GlobalOptions};
@@ -27,13 +29,19 @@ pub enum WatchFormat {
 
 /// Renders one outcome.
 pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> String {
+    let human = HumanOptions {
+        color,
+        ..HumanOptions::default()
+    };
     match format {
         WatchFormat::Jsonl => {
-            let record = match outcome {
+            let mut record = match outcome {
                 ReloadOutcome::Reloaded {
                     generation,
                     changes,
                     files,
+                    previous: _,
+                    warnings: _,
                 } => {
                     json!({"type": "PolicyReloaded", "generation": generation, "changes": changes, "files": files})
                 }
@@ -46,16 +54,26 @@ pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> Stri
                     "diagnostics": to_json(diagnostics)["diagnostics"],
                 }),
             };
+            if let (ReloadOutcome::Reloaded { warnings, .. }, serde_json::Value::Object(map)) =
+                (outcome, &mut record)
+                && !warnings.is_empty()
+            {
+                map.insert("warnings".into(), to_json(warnings)["diagnostics"].clone());
+            }
             format!("{record}\n")
         }
         WatchFormat::Human => match outcome {
             ReloadOutcome::Reloaded {
                 generation,
+                previous,
                 changes,
                 files,
+                warnings,
             } => {
                 let mut out = format!("generation {generation} in force ({} files)", files.len());
-                if changes.is_empty() {
+                if previous.is_none() {
+                    out.push('\n');
+                } else if changes.is_empty() {
                     out.push_str(": no change in effect\n");
                 } else {
                     out.push_str(&format!(
@@ -64,10 +82,16 @@ pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> Stri
                         if changes.len() == 1 { "" } else { "s" }
                     ));
                     for change in changes {
-                        let risk = serde_json::to_value(change.risk).ok();
-                        let risk = risk.as_ref().and_then(|r| r.as_str()).unwrap_or("");
+                        let risk = match change.risk {
+                            Risk::Low => "low",
+                            Risk::Medium => "medium",
+                            Risk::High => "high",
+                        };
                         out.push_str(&format!("  {risk:<6} {}\n", change.describe()));
                     }
+                }
+                if !warnings.is_empty() {
+                    out.push_str(&render_human(warnings, &human));
                 }
                 out
             }
@@ -75,13 +99,7 @@ pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> Stri
                 diagnostics,
                 generation,
             } => {
-                let mut out = render_human(
-                    diagnostics,
-                    &HumanOptions {
-                        color,
-                        ..HumanOptions::default()
-                    },
-                );
+                let mut out = render_human(diagnostics, &human);
                 if *generation > 0 {
                     out.push_str(&format!(
                         "rejected: generation {generation} stays in force\n"
@@ -95,7 +113,7 @@ pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> Stri
     }
 }
 
-/// Watches until interrupted (Ctrl-C).
+/// Watches until interrupted (Ctrl-C, or SIGTERM).
 pub async fn watch(
     global: &GlobalOptions,
     format: WatchFormat,
@@ -103,6 +121,20 @@ pub async fn watch(
     debounce: Duration,
     out: &mut (dyn Write + Send),
 ) -> Exit {
+    // Listen before printing anything: a signal that arrives while no `recv()` is pending
+    // is kept for the next one, which `tokio::signal::ctrl_c()` re-created in the loop
+    // would lose.
+    let signals = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    );
+    let (mut interrupt, mut terminate) = match signals {
+        (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
+        (Err(error), _) | (_, Err(error)) => {
+            let _ = writeln!(out, "error: cannot listen for Ctrl-C: {error}");
+            return Exit::Usage;
+        }
+    };
     let options = global.load_options();
     let reloader = Arc::new(Reloader::new(
         options,
@@ -118,15 +150,23 @@ pub async fn watch(
     if let Ok(first) = first {
         let _ = out.write_all(render(&first, format, color).as_bytes());
     }
-    let handle = match reloader.watch_with(debounce, move |outcome| {
-        let _ = sender.send(outcome);
-    }) {
-        Ok(handle) => handle,
-        Err(error) => {
-            let _ = writeln!(out, "error: cannot watch the policy roots: {error}");
-            return Exit::Usage;
-        }
+    let started = {
+        let reloader = Arc::clone(&reloader);
+        tokio::task::spawn_blocking(move || {
+            reloader.watch_with(debounce, move |outcome| {
+                let _ = sender.send(outcome);
+            })
+        })
+        .await
     };
+    let handle =
+        match started.unwrap_or_else(|error| Err(notify::Error::generic(&error.to_string()))) {
+            Ok(handle) => handle,
+            Err(error) => {
+                let _ = writeln!(out, "error: cannot watch the policy roots: {error}");
+                return Exit::Usage;
+            }
+        };
     if format == WatchFormat::Human {
         let roots: Vec<String> = reloader
             .watch_targets()
@@ -153,7 +193,8 @@ pub async fn watch(
                 }
                 None => break,
             },
-            _ = tokio::signal::ctrl_c() => break,
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
         }
     }
     drop(handle);

@@ -9,6 +9,9 @@
 //! leaf fields are compared by dotted path, with JSON Schemas, `match`, `examples` and lists
 //! compared as whole values.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -87,9 +90,11 @@ impl Change {
             Subject::Gate => format!("gate `{}`", self.name),
             Subject::Mode => format!("mode `{}`", self.name),
         };
+        // One line per change: a string with line breaks or other control characters is
+        // shown quoted and escaped, like JSON.
         let show = |v: &Option<Value>| match v {
             None => "(unset)".to_owned(),
-            Some(Value::String(s)) => s.clone(),
+            Some(Value::String(s)) if !s.chars().any(char::is_control) => s.clone(),
             Some(other) => other.to_string(),
         };
         match self.kind {
@@ -105,32 +110,45 @@ impl Change {
     }
 }
 
+/// Items of a section by name, borrowed from the document.
+type Items<'a> = IndexMap<&'a str, &'a Value>;
+
+fn object<'a>(doc: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
+    doc.get(key).and_then(Value::as_object)
+}
+
+/// A map section (`tools`, `gates`, `modes`).
+fn section<'a>(doc: &'a Value, key: &str) -> Items<'a> {
+    object(doc, key)
+        .map(|map| map.iter().map(|(k, v)| (k.as_str(), v)).collect())
+        .unwrap_or_default()
+}
+
+/// A list section (`rules`, `hooks`) by the items' `name`.
+fn list<'a>(doc: &'a Value, key: &str) -> Items<'a> {
+    doc.get(key)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| Some((item.get("name")?.as_str()?, item)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The changes from `before` to `after` (effective documents), in a stable order.
+///
+/// Only the values that end up in a [`Change`] are copied: a reload diffs two whole policy
+/// sets, and cloning them cost more than comparing them.
 pub fn diff(before: &Value, after: &Value) -> Vec<Change> {
     let mut changes = Vec::new();
-    let section = |doc: &Value, key: &str| {
-        doc.get(key)
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let list = |doc: &Value, key: &str| -> Map<String, Value> {
-        doc.get(key)
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|item| Some((item.get("name")?.as_str()?.to_owned(), item.clone())))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let (engine_before, engine_after) = (section(before, "engine"), section(after, "engine"));
+    let empty = Map::new();
     fields(
         Subject::Engine,
         "",
-        &engine_before,
-        &engine_after,
+        object(before, "engine").unwrap_or(&empty),
+        object(after, "engine").unwrap_or(&empty),
         &mut changes,
     );
     for (subject, key) in [
@@ -151,42 +169,35 @@ pub fn diff(before: &Value, after: &Value) -> Vec<Change> {
     changes
 }
 
-fn items(
-    subject: Subject,
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-    out: &mut Vec<Change>,
-) {
-    for (name, value) in before {
+fn items(subject: Subject, before: &Items<'_>, after: &Items<'_>, out: &mut Vec<Change>) {
+    let empty = Map::new();
+    for (&name, &value) in before {
         match after.get(name) {
             None => out.push(Change {
                 kind: ChangeKind::Removed,
                 subject,
-                name: name.clone(),
+                name: name.to_owned(),
                 field: None,
                 before: Some(value.clone()),
                 after: None,
                 risk: item_risk(subject, ChangeKind::Removed, value),
             }),
-            Some(new) if new != value => {
-                let empty = Map::new();
-                fields(
-                    subject,
-                    name,
-                    value.as_object().unwrap_or(&empty),
-                    new.as_object().unwrap_or(&empty),
-                    out,
-                );
-            }
+            Some(&new) if new != value => fields(
+                subject,
+                name,
+                value.as_object().unwrap_or(&empty),
+                new.as_object().unwrap_or(&empty),
+                out,
+            ),
             Some(_) => {}
         }
     }
-    for (name, value) in after {
+    for (&name, &value) in after {
         if !before.contains_key(name) {
             out.push(Change {
                 kind: ChangeKind::Added,
                 subject,
-                name: name.clone(),
+                name: name.to_owned(),
                 field: None,
                 before: None,
                 after: Some(value.clone()),
@@ -204,7 +215,8 @@ fn is_whole(path: &str) -> bool {
     )
 }
 
-fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
+/// The leaves of an item by dotted path, sorted by path.
+fn flatten<'a>(prefix: &str, value: &'a Value, out: &mut BTreeMap<String, &'a Value>) {
     match value {
         Value::Object(map) if !map.is_empty() && !is_whole(prefix) => {
             for (key, item) in map {
@@ -216,8 +228,18 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
                 flatten(&path, item, out);
             }
         }
-        _ => out.push((prefix.to_owned(), value.clone())),
+        _ => {
+            out.insert(prefix.to_owned(), value);
+        }
     }
+}
+
+fn leaves(map: &Map<String, Value>) -> BTreeMap<String, &Value> {
+    let mut leaves = BTreeMap::new();
+    for (key, item) in map {
+        flatten(key, item, &mut leaves);
+    }
+    leaves
 }
 
 fn fields(
@@ -227,35 +249,21 @@ fn fields(
     after: &Map<String, Value>,
     out: &mut Vec<Change>,
 ) {
-    let mut old = Vec::new();
-    flatten("", &Value::Object(before.clone()), &mut old);
-    let mut new = Vec::new();
-    flatten("", &Value::Object(after.clone()), &mut new);
-    let lookup = |list: &[(String, Value)], path: &str| {
-        list.iter().find(|(p, _)| p == path).map(|(_, v)| v.clone())
-    };
-    let mut paths: Vec<String> = old
-        .iter()
-        .chain(&new)
-        .map(|(p, _)| p.clone())
-        .filter(|p| !p.is_empty())
-        .collect();
-    paths.sort();
-    paths.dedup();
+    let (old, new) = (leaves(before), leaves(after));
+    let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     for path in paths {
-        let (b, a) = (lookup(&old, &path), lookup(&new, &path));
+        let (b, a) = (old.get(path).copied(), new.get(path).copied());
         if b == a {
             continue;
         }
-        let risk = field_risk(subject, &path, b.as_ref(), a.as_ref());
         out.push(Change {
             kind: ChangeKind::Changed,
             subject,
             name: name.to_owned(),
-            field: Some(path),
-            before: b,
-            after: a,
-            risk,
+            field: Some(path.clone()),
+            before: b.cloned(),
+            after: a.cloned(),
+            risk: field_risk(subject, path, b, a),
         });
     }
 }
@@ -386,6 +394,17 @@ mod tests {
         let after = json!({"rules": [{"name": "x", "decision": "allow"}, {"name": "y", "decision": "deny"}]});
         let risks: Vec<Risk> = diff(&before, &after).iter().map(|c| c.risk).collect();
         assert_eq!(risks, [Risk::High, Risk::Low]);
+    }
+
+    #[test]
+    fn multi_line_values_are_described_on_one_line() {
+        let before = json!({"engine": {"messages": {"cut_marker": "\n...\n"}}});
+        let after = json!({"engine": {"messages": {"cut_marker": "[cut]"}}});
+        let changes = diff(&before, &after);
+        assert_eq!(
+            changes[0].describe(),
+            r#"engine: messages.cut_marker "\n...\n" → [cut]"#
+        );
     }
 
     #[test]

@@ -13,21 +13,20 @@
 //! approval request with the exact input) whose response `{decision: "allow"|"deny",
 //! reason?}` answers it; the wait is bounded by `engine.approval_timeout`.
 //!
-//! Errors follow JSON-RPC: parse error -32700 (with `id: null`), invalid request -32600,
-//! unknown method -32601, invalid params -32602, internal error -32603. The server survives
-//! any bad line.
+//! Errors follow JSON-RPC: parse error -32700 (with `id: null`; also for a line that is not
+//! UTF-8 or longer than 64 MiB), invalid request -32600, unknown method -32601, invalid
+//! params -32602, internal error -32603. A notification (no `id`) is never answered, nor is
+//! a response (late, unknown or not ours: it is ignored). The server survives any bad line.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
@@ -238,17 +237,19 @@ impl Server {
             );
             return true;
         }
-        if let Some(Value::String(response_id)) = &id
-            && map.get("method").is_none()
-            && (map.contains_key("result") || map.contains_key("error"))
+        if map.get("method").is_none() && (map.contains_key("result") || map.contains_key("error"))
         {
-            // A response to one of our `permission/request`s; a late or unknown one is ignored.
-            let waiting = self
-                .approver
-                .pending
-                .lock()
-                .ok()
-                .and_then(|mut p| p.remove(response_id));
+            // A response to one of our `permission/request`s (their ids are strings); a late
+            // or unknown one is ignored: a response is never answered.
+            let waiting = match &id {
+                Some(Value::String(response_id)) => self
+                    .approver
+                    .pending
+                    .lock()
+                    .ok()
+                    .and_then(|mut p| p.remove(response_id)),
+                _ => None,
+            };
             if let Some(sender) = waiting {
                 let _ = sender.send(answer_from(&message));
             }
@@ -418,13 +419,87 @@ impl Server {
                 Ok(outcome) => {
                     let mut result = crate::cli::run::finalized_json(&outcome);
                     if let Value::Object(map) = &mut result {
-                        map.remove("type");
+                        map.shift_remove("type");
                     }
                     respond(&out, id, result);
                 }
                 Err(error) => fail(&out, id, code::INVALID_PARAMS, error.to_string()),
             }
         });
+    }
+}
+
+/// One line of input.
+enum Line {
+    /// A line, without its newline.
+    Text(String),
+    /// A line longer than the limit (skipped up to its newline).
+    TooLong,
+    /// A line that is not UTF-8.
+    NotUtf8(std::string::FromUtf8Error),
+}
+
+/// Splits input into lines of at most `max` bytes. Unlike a framed codec, a line over the
+/// limit or with invalid UTF-8 is reported and skipped, and reading goes on with the next
+/// line: a bad line never ends the session.
+struct LineReader<R> {
+    reader: BufReader<R>,
+    max: usize,
+    // INVARIANT: `buf` and `too_long` hold the line read so far; they are only changed
+    // between awaits, so dropping `next()` while it waits (as `select!` does) loses nothing.
+    buf: Vec<u8>,
+    too_long: bool,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    fn new(reader: R, max: usize) -> Self {
+        Self {
+            reader: BufReader::new(reader),
+            max,
+            buf: Vec::new(),
+            too_long: false,
+        }
+    }
+
+    /// The next line; `None` at the end of input. Cancel-safe.
+    async fn next(&mut self) -> std::io::Result<Option<Line>> {
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                if self.buf.is_empty() && !self.too_long {
+                    return Ok(None);
+                }
+                return Ok(Some(self.take()));
+            }
+            let newline = available.iter().position(|&b| b == b'\n');
+            let end = newline.unwrap_or(available.len());
+            if !self.too_long {
+                if self.buf.len() + end > self.max {
+                    self.too_long = true;
+                    self.buf = Vec::new();
+                } else {
+                    self.buf.extend_from_slice(&available[..end]);
+                }
+            }
+            match newline {
+                Some(at) => {
+                    self.reader.consume(at + 1);
+                    return Ok(Some(self.take()));
+                }
+                None => self.reader.consume(end),
+            }
+        }
+    }
+
+    fn take(&mut self) -> Line {
+        let bytes = std::mem::take(&mut self.buf);
+        if std::mem::take(&mut self.too_long) {
+            return Line::TooLong;
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Line::Text(text),
+            Err(error) => Line::NotUtf8(error),
+        }
     }
 }
 
@@ -478,7 +553,12 @@ where
         Arc::clone(&sink),
     ));
     let watch_handle = if options.watch {
-        match reloader.watch(options.debounce) {
+        let watcher = Arc::clone(&reloader);
+        let debounce = options.debounce;
+        let started = tokio::task::spawn_blocking(move || watcher.watch(debounce))
+            .await
+            .unwrap_or_else(|error| Err(notify::Error::generic(&error.to_string())));
+        match started {
             Ok(handle) => Some(handle),
             Err(error) => {
                 let message = format!("policy files are not watched: {error}");
@@ -500,14 +580,14 @@ where
         running: Arc::default(),
         tasks: tokio::task::JoinSet::new(),
     };
-    let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE));
+    let mut lines = LineReader::new(reader, MAX_LINE);
     let result = loop {
         tokio::select! {
             // Reap finished batch tasks so the set does not grow with the session.
             Some(_) = server.tasks.join_next(), if !server.tasks.is_empty() => {}
             line = lines.next() => match line {
-                None => break Ok(()),
-                Some(Ok(line)) => {
+                Ok(None) => break Ok(()),
+                Ok(Some(Line::Text(line))) => {
                     if line.trim().is_empty() {
                         continue;
                     }
@@ -515,10 +595,13 @@ where
                         break Ok(());
                     }
                 }
-                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                Ok(Some(Line::TooLong)) => {
                     fail(&out, Value::Null, code::PARSE, format!("parse error: the line is longer than {MAX_LINE} bytes"));
                 }
-                Some(Err(LinesCodecError::Io(error))) => break Err(ServeError::Io(error)),
+                Ok(Some(Line::NotUtf8(error))) => {
+                    fail(&out, Value::Null, code::PARSE, format!("parse error: the line is not UTF-8 ({error})"));
+                }
+                Err(error) => break Err(ServeError::Io(error)),
             },
         }
     };
@@ -583,5 +666,39 @@ mod tests {
                 .unwrap();
         assert_eq!(batch.id.unwrap().as_str(), "b1");
         assert_eq!(modes[0].as_str(), "plan");
+    }
+
+    #[tokio::test]
+    async fn bad_lines_are_reported_and_reading_goes_on() {
+        let input: &[u8] = b"short\n0123456789abc\nnext\n\xff\xfe\n\nlast";
+        let mut lines = LineReader::new(input, 8);
+        let mut seen = Vec::new();
+        while let Some(line) = lines.next().await.unwrap() {
+            seen.push(match line {
+                Line::Text(text) => text,
+                Line::TooLong => "<too long>".to_owned(),
+                Line::NotUtf8(_) => "<not utf-8>".to_owned(),
+            });
+        }
+        assert_eq!(
+            seen,
+            ["short", "<too long>", "next", "<not utf-8>", "", "last"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_line_split_across_reads_is_joined() {
+        let (mut client, server) = tokio::io::duplex(4);
+        let writer = tokio::spawn(async move {
+            client.write_all(b"{\"a\": 1}\n{\"b\"").await.unwrap();
+            client.write_all(b": 2}\n").await.unwrap();
+        });
+        let mut lines = LineReader::new(server, 64);
+        let mut seen = Vec::new();
+        while let Some(Line::Text(text)) = lines.next().await.unwrap() {
+            seen.push(text);
+        }
+        writer.await.unwrap();
+        assert_eq!(seen, [r#"{"a": 1}"#, r#"{"b": 2}"#]);
     }
 }

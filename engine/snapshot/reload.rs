@@ -8,6 +8,7 @@
 //! Directories are watched, not files: after a save-by-rename a watch on the file itself goes
 //! silent. A root that is a single file is watched through its parent directory.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ use notify::RecursiveMode;
 use notify::event::EventKind as FsEventKind;
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
-use super::layer::{Root, is_policy_file};
+use super::layer::{FoundFile, Root, discover, is_policy_file};
 use super::{LoadOptions, Snapshot, load};
 use crate::events::{Event, EventKind, EventSink, PolicyReloadFailed, PolicyReloaded};
 use crate::load::Diagnostic;
@@ -34,10 +35,15 @@ pub enum ReloadOutcome {
     Reloaded {
         /// Its generation.
         generation: u64,
-        /// What changed in effect.
+        /// The generation it replaced; `None` for the first load.
+        previous: Option<u64>,
+        /// What changed in effect since the previous generation (empty for the first load:
+        /// there is nothing to compare with).
         changes: Vec<Change>,
         /// The files of the new set.
         files: Vec<String>,
+        /// Its warnings (lints), which do not prevent a set from loading.
+        warnings: Vec<Diagnostic>,
     },
     /// The new set is invalid; the previous generation stays.
     Failed {
@@ -98,22 +104,26 @@ impl Reloader {
         let outcome = match loaded.snapshot {
             Some(snapshot) => {
                 self.next_generation.fetch_add(1, Ordering::SeqCst);
-                let before = previous
+                // In force first; what changed is only reported, so it can wait.
+                self.current.store(Some(Arc::clone(&snapshot)));
+                (self.install)(Arc::clone(&snapshot));
+                let changes = previous
                     .as_ref()
-                    .map_or(serde_json::Value::Null, |p| p.effective.clone());
-                let changes = diff(&before, &snapshot.effective);
+                    .map(|p| diff(&p.effective, &snapshot.effective))
+                    .unwrap_or_default();
+                let warnings = snapshot.warnings.clone();
                 let files = snapshot
                     .sources
                     .files
                     .iter()
                     .map(|f| f.source.path().to_string())
                     .collect();
-                self.current.store(Some(Arc::clone(&snapshot)));
-                (self.install)(snapshot);
                 ReloadOutcome::Reloaded {
                     generation,
+                    previous: previous.as_ref().map(|p| p.generation),
                     changes,
                     files,
+                    warnings,
                 }
             }
             None => ReloadOutcome::Failed {
@@ -131,6 +141,8 @@ impl Reloader {
                 generation,
                 changes,
                 files,
+                previous: _,
+                warnings: _,
             } => (
                 *generation,
                 EventKind::PolicyReloaded(PolicyReloaded {
@@ -186,19 +198,68 @@ impl Reloader {
     }
 
     /// Watches the roots and reloads, debounced by `debounce`, on every relevant change.
-    /// Dropping the returned handle stops watching.
+    /// Dropping the returned handle stops watching. Blocking, like [`Reloader::watch_with`].
     pub fn watch(self: &Arc<Self>, debounce: Duration) -> Result<WatchHandle, notify::Error> {
         self.watch_with(debounce, |_| {})
     }
 
+    /// Whether the files on disk differ from the generation in force: a policy file added,
+    /// removed or changed since it was loaded (or no generation yet). Reads every file.
+    pub fn is_stale(&self) -> bool {
+        let Some(current) = self.current() else {
+            return true;
+        };
+        let loaded: HashMap<&str, &str> = current
+            .sources
+            .files
+            .iter()
+            .map(|f| (&**f.source.path(), &**f.source.text()))
+            .collect();
+        let mut seen = 0;
+        for layer in self.options.layers.layers() {
+            let (found, errors) = discover(&layer.root);
+            if !errors.is_empty() {
+                return true;
+            }
+            for file in found {
+                match file {
+                    // Embedded files never change.
+                    FoundFile::Embedded(_) => seen += 1,
+                    FoundFile::Disk(path) => {
+                        let Some(text) = loaded.get(path.display().to_string().as_str()) else {
+                            return true;
+                        };
+                        match std::fs::read_to_string(&path) {
+                            Ok(disk) if disk.strip_prefix('\u{feff}').unwrap_or(&disk) == *text => {
+                                seen += 1;
+                            }
+                            _ => return true,
+                        }
+                    }
+                }
+            }
+        }
+        seen != current.sources.files.len()
+    }
+
     /// Like [`Reloader::watch`], also handing every reload's outcome to `report`.
+    ///
+    /// Once the watches are in place, the files are compared with the generation in force
+    /// and the set is reloaded if they differ, so a save that landed between the last load
+    /// and the start of watching is not lost. Blocking (it reads every file, and may reload):
+    /// call it off the async threads.
     pub fn watch_with(
         self: &Arc<Self>,
         debounce: Duration,
-        report: impl Fn(ReloadOutcome) + Send + 'static,
+        report: impl Fn(ReloadOutcome) + Send + Sync + 'static,
     ) -> Result<WatchHandle, notify::Error> {
         let targets = self.watch_targets();
         let reloader = Arc::clone(self);
+        let report = Arc::new(report);
+        let catch_up = {
+            let report = Arc::clone(&report);
+            move |outcome| report(outcome)
+        };
         let filter = targets.clone();
         let mut debouncer = new_debouncer(debounce, None, move |result: DebounceEventResult| {
             let Ok(events) = result else { return };
@@ -218,6 +279,9 @@ impl Reloader {
                 RecursiveMode::Recursive
             };
             debouncer.watch(dir, mode)?;
+        }
+        if self.is_stale() {
+            catch_up(self.reload());
         }
         Ok(WatchHandle {
             _debouncer: debouncer,
