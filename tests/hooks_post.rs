@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "hooks_support.rs"]
+#[path = "hooks_support/mod.rs"]
 mod support;
 
 use serde_json::json;
