@@ -28,6 +28,11 @@ use toolgate::handler::{CallContext, HandlerError, HandlerOutput};
 use toolgate::pipeline::ToolCall;
 use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 
+// The allocator the `toolgate` binary uses (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const BATCH: usize = 10;
 
 const POLICY: &str = r#"

@@ -44,6 +44,11 @@ use toolgate::model::{CallId, ToolName};
 use toolgate::pipeline::{CallResult, ResultMetadata, ToolCall};
 use toolgate::snapshot::{LayerOptions, LoadOptions, load};
 
+// The allocator the `toolgate` binary uses (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const OUTPUTS: usize = 100;
 const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;

@@ -11,6 +11,11 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolgate::load::{Format, ParsedDocument, SchemaChecker, SourceFile, parse_document};
 
+// The allocator the `toolgate` binary uses (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     divan::main();
 }

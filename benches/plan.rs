@@ -21,6 +21,11 @@ use toolgate::executor::{Batch, Engine};
 use toolgate::pipeline::ToolCall;
 use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 
+// The allocator the `toolgate` binary uses (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CALLS: usize = 10_000;
 
 const POLICY: &str = r#"

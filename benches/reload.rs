@@ -20,6 +20,11 @@ use toolgate::review::diff;
 use toolgate::snapshot::reload::{ReloadOutcome, Reloader};
 use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 
+// The allocator the `toolgate` binary uses (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const FILES: usize = 100;
 const TOOLS_PER_FILE: usize = 10;
 const RULES_PER_FILE: usize = 10;

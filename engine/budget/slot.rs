@@ -148,6 +148,12 @@ pub enum Measurement {
 /// Below this many bytes still to read, spawning threads costs more than it saves.
 const PARALLEL_THRESHOLD: usize = 4 << 20;
 
+/// The number of cores, asked once per process.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| thread::available_parallelism().map_or(1, usize::from))
+}
+
 /// Computes and caches `what` for every text, in parallel over the available cores when the
 /// texts still to read are large (the only work of the finalizer that grows with the size of
 /// the outputs). Blocks the calling thread until done.
@@ -169,10 +175,14 @@ pub fn measure_all(texts: &[&SlotText], what: Measurement) {
         }
     };
     let bytes: usize = pending.iter().map(|text| text.as_str().len()).sum();
-    let threads = thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(pending.len());
-    if bytes < PARALLEL_THRESHOLD || threads <= 1 {
+    // Small work stays on this thread; only then is the core count worth asking for (it
+    // reads cgroup files, which costs more than measuring a small text).
+    if bytes < PARALLEL_THRESHOLD || pending.len() <= 1 {
+        pending.iter().for_each(|text| work(text));
+        return;
+    }
+    let threads = cores().min(pending.len());
+    if threads <= 1 {
         pending.iter().for_each(|text| work(text));
         return;
     }

@@ -19,7 +19,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 ///
 /// Policies are YAML or TOML files loaded in layers, lowest first: the engine defaults, the
 /// built-in contracts and rules, every `--enforced` root, then every `--policies` root in
-/// the order given. Later layers override earlier ones field by field.
+/// the order given. Later layers override earlier ones field by field. Set `TOOLGATE_LOG=info`
+/// to log every call's outcome to stderr.
 #[derive(Parser, Debug)]
 #[command(
     name = "toolgate",
@@ -224,7 +225,25 @@ enum RunFormatArg {
     Jsonl,
 }
 
+/// Logs of the engine's `tracing` events (one line per call with its permission, output size,
+/// truncation and failure stage) go to stderr when `TOOLGATE_LOG` names a level
+/// (`error`, `warn`, `info`, `debug`, `trace`).
+fn init_logging() {
+    let Some(level) = std::env::var("TOOLGATE_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+    else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
 fn main() -> ExitCode {
+    init_logging();
     let cli = Cli::parse();
     let color = match cli.global.color {
         Color::Always => true,

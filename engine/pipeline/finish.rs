@@ -64,8 +64,15 @@ pub async fn finish(
             }
         }
         Err(failure) => {
-            crate::hooks::post_tool_use_failure(env, &mut state, &failure).await;
-            failed(env, &mut state, failure).await
+            if !snapshot.hooks.is_empty() {
+                // Boxed: hook processes make a large future, and most calls have no hook.
+                Box::pin(crate::hooks::post_tool_use_failure(
+                    env, &mut state, &failure,
+                ))
+                .await;
+            }
+            // Boxed: budgeting an error text is the uncommon path; it keeps the call small.
+            Box::pin(failed(env, &mut state, failure)).await
         }
     };
     if !state.hook_context.is_empty() {

@@ -53,7 +53,8 @@ pub async fn permission(
                 .collect();
             Err(deny(env, state, tool, text, sources))
         }
-        Decision::Ask => ask(env, state, tool, input, permission).await,
+        // Boxed: the approval wait is a large future, and most calls never ask.
+        Decision::Ask => Box::pin(ask(env, state, tool, input, permission)).await,
     }
 }
 

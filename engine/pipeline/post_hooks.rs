@@ -14,5 +14,9 @@ pub async fn post_hooks(
     input: &Value,
     output: &str,
 ) {
-    crate::hooks::post_tool_use(env, state, tool, input, output).await;
+    if env.prepared.snapshot.hooks.is_empty() {
+        return;
+    }
+    // Boxed: hook processes make a large future, and most calls have no hook to run.
+    Box::pin(crate::hooks::post_tool_use(env, state, tool, input, output)).await;
 }

@@ -14,5 +14,9 @@ pub async fn pre_hooks(
     tool: &Tool,
     input: Value,
 ) -> Result<Value, Failure> {
-    crate::hooks::pre_tool_use(env, state, tool, input).await
+    if env.prepared.snapshot.hooks.is_empty() {
+        return Ok(input);
+    }
+    // Boxed: hook processes make a large future, and most calls have no hook to run.
+    Box::pin(crate::hooks::pre_tool_use(env, state, tool, input)).await
 }

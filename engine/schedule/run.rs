@@ -60,7 +60,8 @@ pub async fn run_groups(
                 // a timeout cancels).
                 let token = group_cancel.clone();
                 let cause = &group_cause;
-                async move { (index, run_call(env, call, token, cause).await) }
+                // Boxed once here rather than moved by value into the set's task.
+                Box::pin(async move { (index, run_call(env, call, token, cause).await) })
             })
             .collect();
         while let Some((index, result)) = running.next().await {
