@@ -87,19 +87,28 @@ impl Checker<'_> {
     /// A location inside a string value, `offset` bytes into the string's content (one more
     /// for an opening quote when the value is quoted in the source).
     fn inside(&self, pointer: &str, offset: usize) -> Option<Location> {
+        self.inside_len(pointer, offset, 1)
+    }
+
+    /// Like [`Checker::inside`], underlining `len` bytes (cut at the end of the value).
+    fn inside_len(&self, pointer: &str, offset: usize, len: usize) -> Option<Location> {
         let location = self.at(pointer)?;
         let text = location.source.text();
         let start = location.span.offset;
         let quoted = text[start..].starts_with(['"', '\'']);
         let target = start + offset + usize::from(quoted);
-        let within = target <= location.span.end().max(start)
-            && target <= text.len()
-            && text.is_char_boundary(target);
-        if within {
-            Some(location.source.location_at(target, 1))
-        } else {
-            Some(location)
+        let end = location.span.end().max(start);
+        let within = target <= end && target <= text.len() && text.is_char_boundary(target);
+        if !within {
+            return Some(location);
         }
+        let mut stop = (target + len.max(1))
+            .min(end.max(target + 1))
+            .min(text.len());
+        while stop > target + 1 && !text.is_char_boundary(stop) {
+            stop -= 1;
+        }
+        Some(location.source.location_at(target, stop - target))
     }
 
     fn push(&mut self, diagnostic: Diagnostic, location: Option<Location>) {
@@ -220,7 +229,7 @@ fn check_templates(checker: &mut Checker<'_>, engine: &ResolvedEngine) {
                     key.field()
                 )
             };
-            let location = checker.inside(&pointer, offset);
+            let location = checker.inside_len(&pointer, offset, name.len() + 2);
             checker.push(
                 Diagnostic::new(Code::SemanticInvalidTemplate, message).with_help(help),
                 location,
@@ -352,6 +361,200 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
         }
     }
     check_locks(checker, name, contract);
+    check_mode_timeouts(checker, name, contract);
+    check_handler_templates(checker, name, contract);
+}
+
+/// `default > max` as a mode sees it: a mode patch's timeout fields apply over the contract's,
+/// so a patch that only raises `default` can push it past the contract's `max`.
+fn check_mode_timeouts(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
+    let base = join_pointer("/tools", name);
+    let base_policy = match &contract.timeout {
+        Some(TimeoutSpec::Policy(policy)) => Some(policy),
+        Some(TimeoutSpec::None(_)) | None => None,
+    };
+    for (mode, patch) in contract.modes.iter().flatten() {
+        let Some(TimeoutSpec::Policy(policy)) = &patch.timeout else {
+            continue;
+        };
+        if policy.default.is_none() && policy.max.is_none() {
+            continue;
+        }
+        let patch_pointer = format!("{}/timeout", join_pointer(&format!("{base}/modes"), mode));
+        let pick = |own: Option<crate::model::units::Duration>,
+                    inherited: Option<crate::model::units::Duration>,
+                    field: &str| {
+            match (own, inherited) {
+                (Some(value), _) => Some((value, format!("{patch_pointer}/{field}"))),
+                (None, Some(value)) => Some((value, format!("{base}/timeout/{field}"))),
+                (None, None) => None,
+            }
+        };
+        let default = pick(
+            policy.default,
+            base_policy.and_then(|p| p.default),
+            "default",
+        );
+        let max = pick(policy.max, base_policy.and_then(|p| p.max), "max");
+        let (Some((default, default_at)), Some((max, max_at))) = (default, max) else {
+            continue;
+        };
+        if default <= max {
+            continue;
+        }
+        // Point at what the mode itself writes; the other value is the related place.
+        let (primary, related, label) = if policy.default.is_some() {
+            (default_at, max_at, "max set here")
+        } else {
+            (max_at, default_at, "default set here")
+        };
+        let mut diagnostic = Diagnostic::new(
+            Code::SemanticTimeoutRange,
+            format!(
+                "in mode `{mode}`, timeout default `{default}` of `{name}` is longer than its max `{max}`"
+            ),
+        )
+        .with_help("a mode's timeout fields apply over the contract's; lower the default or raise the max for this mode");
+        if let Some(location) = checker.at(&related) {
+            diagnostic = diagnostic.with_related(label, location);
+        }
+        let location = checker.at(&primary);
+        checker.push(diagnostic, location);
+    }
+}
+
+/// Command handler `argv` and HTTP header templates: well-formed (at the position inside the
+/// string), reading only input fields the input schema declares, and only environment
+/// variables the handler lists. The handler would otherwise fail every call at run time.
+fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
+    use crate::handler::template::{Source, parse_argv, parse_template};
+    use crate::model::handler::HandlerSpec;
+
+    let base = join_pointer("/tools", name);
+    match &contract.handler {
+        Some(HandlerSpec::Command(command)) => {
+            let declared = declared_fields(contract.input_schema.as_ref());
+            for (index, arg) in command.argv.iter().enumerate() {
+                let pointer = format!("{base}/handler/argv/{index}");
+                let template = match parse_argv(std::slice::from_ref(arg)) {
+                    Ok(mut templates) => templates.pop(),
+                    Err(error) => {
+                        let location =
+                            checker.inside_len(&pointer, error.error.offset, error.error.len);
+                        checker.push(
+                            Diagnostic::new(
+                                Code::SemanticInvalidTemplate,
+                                format!(
+                                    "invalid template in `argv[{index}]` of `{name}`: {}",
+                                    error.error
+                                ),
+                            )
+                            .with_help("placeholders are `{{input.FIELD}}` or `{{input./json/pointer}}`; write `{{{{` for a literal `{{`"),
+                            location,
+                        );
+                        continue;
+                    }
+                };
+                let (Some(template), Some(declared)) = (template, &declared) else {
+                    continue;
+                };
+                for placeholder in template.placeholders() {
+                    let Source::Input { pointer: field } = &placeholder.source else {
+                        continue;
+                    };
+                    let Some(first) = crate::load::spans::pointer_segments(field)
+                        .and_then(|segments| segments.into_iter().next())
+                    else {
+                        continue;
+                    };
+                    if declared.iter().any(|d| d.as_str() == first.as_ref()) {
+                        continue;
+                    }
+                    let help = if declared.is_empty() {
+                        format!(
+                            "the input schema declares no properties; add `{first}` to `input_schema.properties`"
+                        )
+                    } else {
+                        unknown("input field", &first, declared.iter())
+                            .help
+                            .unwrap_or_default()
+                    };
+                    let location = checker.inside_len(
+                        &pointer,
+                        placeholder.span.start,
+                        placeholder.span.len(),
+                    );
+                    checker.push(
+                        Diagnostic::new(
+                            Code::SemanticInvalidTemplate,
+                            format!(
+                                "placeholder `{{{{{}}}}}` in `argv[{index}]` of `{name}` reads `{first}`, which the input schema does not declare",
+                                placeholder.expr
+                            ),
+                        )
+                        .with_help(help),
+                        location,
+                    );
+                }
+            }
+        }
+        Some(HandlerSpec::Http(http)) => {
+            let allowed = http.env.as_deref().unwrap_or_default();
+            for (header, value) in http.headers.iter().flatten() {
+                let pointer = join_pointer(&format!("{base}/handler/headers"), header);
+                let template = match parse_template(value) {
+                    Ok(template) => template,
+                    Err(error) => {
+                        let location = checker.inside_len(&pointer, error.offset, error.len);
+                        checker.push(
+                            Diagnostic::new(
+                                Code::SemanticInvalidTemplate,
+                                format!("invalid template in header `{header}` of `{name}`: {error}"),
+                            )
+                            .with_help("header values may use `{{env.NAME}}`; write `{{{{` for a literal `{{`"),
+                            location,
+                        );
+                        continue;
+                    }
+                };
+                for placeholder in template.placeholders() {
+                    let (message, help) = match &placeholder.source {
+                        Source::Input { .. } => (
+                            format!(
+                                "header `{header}` of `{name}` reads the input with `{{{{{}}}}}`",
+                                placeholder.expr
+                            ),
+                            "the input is sent as the request body; header values may only use `{{env.NAME}}`".to_owned(),
+                        ),
+                        Source::Env { name: variable } if !allowed.contains(variable) => (
+                            format!(
+                                "header `{header}` of `{name}` reads environment variable `{variable}`, which the handler's `env` does not list"
+                            ),
+                            format!("add `{variable}` to `handler.env`"),
+                        ),
+                        Source::Env { .. } => continue,
+                    };
+                    let location = checker.inside_len(
+                        &pointer,
+                        placeholder.span.start,
+                        placeholder.span.len(),
+                    );
+                    checker.push(
+                        Diagnostic::new(Code::SemanticInvalidTemplate, message).with_help(help),
+                        location,
+                    );
+                }
+            }
+        }
+        Some(HandlerSpec::Mcp(_) | HandlerSpec::Native(_)) | None => {}
+    }
+}
+
+/// The top-level input fields a schema declares, when it declares any (`properties`); `None`
+/// when the schema says nothing about its fields (absent, `true`, no `properties`).
+fn declared_fields(schema: Option<&Value>) -> Option<Vec<String>> {
+    let properties = schema?.get("properties")?.as_object()?;
+    Some(properties.keys().cloned().collect())
 }
 
 /// `locked` paths must name contract fields; outside an enforced layer they do nothing.
