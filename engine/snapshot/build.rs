@@ -250,7 +250,9 @@ fn read_layers(
                 .with_help("pass an existing directory or file to `--policies`/`--enforced`"),
                 DiscoveryErrorKind::Unreadable(reason) => {
                     Diagnostic::new(Code::IoRead, format!("cannot read `{shown}`: {reason}"))
-                        .with_help("check the permissions of the folder")
+                        .with_help(
+                            "fix or remove the entry, or check the permissions of the folder",
+                        )
                 }
             });
         }

@@ -245,10 +245,22 @@ fn walk(dir: &Path, found: &mut Vec<FoundFile>, errors: &mut Vec<DiscoveryError>
             Ok(meta) if meta.is_dir() => walk(&path, found, errors),
             Ok(_) if is_policy_file(&path) => found.push(FoundFile::Disk(path)),
             Ok(_) => {}
-            Err(err) => errors.push(DiscoveryError {
-                path,
-                kind: DiscoveryErrorKind::Unreadable(err.to_string()),
-            }),
+            // Only entries named like policy files matter: a dangling `notes.md` link is no
+            // reason to refuse the set, a dangling `rules.yaml` link is.
+            Err(_) if !is_policy_file(&path) => {}
+            Err(err) => {
+                let dangling = err.kind() == std::io::ErrorKind::NotFound
+                    && std::fs::symlink_metadata(&path).is_ok();
+                let reason = if dangling {
+                    "it is a symbolic link whose target does not exist".to_owned()
+                } else {
+                    err.to_string()
+                };
+                errors.push(DiscoveryError {
+                    path,
+                    kind: DiscoveryErrorKind::Unreadable(reason),
+                });
+            }
         }
     }
 }
