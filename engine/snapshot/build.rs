@@ -370,10 +370,12 @@ fn check_duplicates(sources: &Sources, documents: &[Value], diagnostics: &mut Ve
                     .with_help(format!(
                         "keep one definition; to change a {what} of a lower layer, redefine it in a higher layer"
                     ));
-                    if let Some(location) = sources.locate_in(file.id, &pointer, true) {
+                    // Map entries are named by their key; rules and hooks by their `name` value.
+                    let key = matches!(section, "tools" | "gates" | "modes");
+                    if let Some(location) = sources.locate_in(file.id, &pointer, key) {
                         diagnostic = diagnostic.with_location(location);
                     }
-                    if let Some(location) = sources.locate_in(*first_file, first_pointer, true) {
+                    if let Some(location) = sources.locate_in(*first_file, first_pointer, key) {
                         diagnostic = diagnostic.with_related("first defined here", location);
                     }
                     diagnostics.push(diagnostic);

@@ -6,6 +6,9 @@
 //! replaced. A few objects are atomic — replaced as a whole — because merging their insides
 //! would change their meaning: `input_schema`, `output_schema`, a rule's `match` and
 //! `examples`, and a `handler` whose `kind` changes. Rules and hooks are matched by `name`.
+//! A contract's `locked` list accumulates across layers instead of being replaced, so the
+//! effective contract shows (and the semantic stage checks) every lock with the file that
+//! declared it; a later layer cannot make an enforced layer's lock disappear from view.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -342,6 +345,23 @@ fn merge_value(
         pointer: Arc::from(src),
     };
     let relative = relative_parts(eff, atomic);
+    if let (Atomic::Contract, ["locked"], Some(Value::Array(old)), Value::Array(new)) =
+        (atomic, relative.as_slice(), target.get_mut(key), value)
+    {
+        for (index, item) in new.iter().enumerate() {
+            if !old.contains(item) {
+                provenance.set(
+                    format!("{eff}/{}", old.len()),
+                    Origin {
+                        file,
+                        pointer: Arc::from(format!("{src}/{index}").as_str()),
+                    },
+                );
+                old.push(item.clone());
+            }
+        }
+        return;
+    }
     match (target.get_mut(key), value) {
         (Some(Value::Object(old)), Value::Object(new))
             if !atomic.is_atomic(&relative, old, new) =>
@@ -628,6 +648,27 @@ mod tests {
             json!({"tools": {"Bash": {"permission": {"always_ask": true, "default": "allow"}}}});
         let (_, _, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
         assert!(issues.is_empty(), "{issues:?}");
+    }
+
+    #[test]
+    fn locked_lists_accumulate_with_their_origins() {
+        let org = json!({"tools": {"Bash": {"locked": ["timeout.max", "permission"]}}});
+        let project = json!({"tools": {"Bash": {"locked": ["budget.max_model", "permission"]}}});
+        let (value, provenance, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(
+            value["tools"]["Bash"]["locked"],
+            json!(["timeout.max", "permission", "budget.max_model"])
+        );
+        let origin = provenance.get("/tools/Bash/locked/2").unwrap();
+        assert_eq!(
+            (origin.file, &*origin.pointer),
+            (FileId(1), "/tools/Bash/locked/0")
+        );
+        assert_eq!(
+            provenance.get("/tools/Bash/locked/1").unwrap().file,
+            FileId(0)
+        );
     }
 
     #[test]

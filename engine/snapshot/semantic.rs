@@ -637,6 +637,37 @@ fn lock_path_exists(schema: &Value, path: &str) -> bool {
     !path.is_empty()
 }
 
+/// The type names of JSON Schema.
+const JSON_TYPES: [&str; 7] = [
+    "array", "boolean", "integer", "null", "number", "object", "string",
+];
+
+/// When the value at `path` inside a schema is a `type` keyword naming an unknown type, that
+/// name.
+fn bad_type_name(schema: &Value, path: &str) -> Option<String> {
+    if !path.ends_with("/type") {
+        return None;
+    }
+    let names: Vec<&str> = match schema.pointer(path)? {
+        Value::String(name) => vec![name.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => return None,
+    };
+    names
+        .into_iter()
+        .find(|name| !JSON_TYPES.contains(name))
+        .map(str::to_owned)
+}
+
+/// The candidate closest to `name`, if one is close enough to be a likely typo.
+fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate)
+}
+
 fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) -> Diagnostic {
     let known: Vec<&String> = known.collect();
     let suggestion = known
@@ -679,16 +710,27 @@ fn compile_schemas(
         let mut failed = false;
         for error in meta.iter_errors(schema) {
             failed = true;
-            let inner = format!("{pointer}{}", error.instance_path().as_str());
+            let path = error.instance_path().as_str().to_owned();
+            let inner = format!("{pointer}{path}");
             let location = checker.at(&inner);
-            checker.push(
-                Diagnostic::new(
+            // The meta-schema writes `type` as an `anyOf` (one name or a list of names), which
+            // hides the real cause behind "not valid under any of the schemas"; say it.
+            let diagnostic = match bad_type_name(schema, &path) {
+                Some(bad) => Diagnostic::new(
+                    Code::SemanticInvalidSchema,
+                    format!("`{field}` of `{name}` is not a valid JSON Schema: `{bad}` is not a JSON Schema type"),
+                )
+                .with_help(match closest(&bad, JSON_TYPES.iter().copied()) {
+                    Some(close) => format!("did you mean `{close}`?"),
+                    None => format!("write one of {}", JSON_TYPES.map(|t| format!("`{t}`")).join(", ")),
+                }),
+                None => Diagnostic::new(
                     Code::SemanticInvalidSchema,
                     format!("`{field}` of `{name}` is not a valid JSON Schema: {error}"),
                 )
                 .with_help("input and output schemas follow JSON Schema draft 2020-12"),
-                location,
-            );
+            };
+            checker.push(diagnostic, location);
         }
         if failed {
             return None;
@@ -707,7 +749,7 @@ fn compile_schemas(
                         Code::SemanticInvalidSchema,
                         format!("`{field}` of `{name}` does not compile: {error}"),
                     )
-                    .with_help("remote `$ref`s are not fetched; inline the referenced schema"),
+                    .with_help("input and output schemas follow JSON Schema draft 2020-12; remote `$ref`s are not fetched, so inline referenced schemas"),
                     location,
                 );
                 None
