@@ -84,31 +84,29 @@ impl Checker<'_> {
             .locate_key(self.input.provenance, pointer)
     }
 
-    /// A location inside a string value, `offset` bytes into the string's content (one more
-    /// for an opening quote when the value is quoted in the source).
+    /// A location inside a string value, `offset` bytes into the string's content (as
+    /// decoded: escapes and quotes of the source are accounted for).
     fn inside(&self, pointer: &str, offset: usize) -> Option<Location> {
         self.inside_len(pointer, offset, 1)
     }
 
-    /// Like [`Checker::inside`], underlining `len` bytes (cut at the end of the value).
+    /// Like [`Checker::inside`], underlining `len` bytes of the content. Falls back to the
+    /// whole value when the position cannot be told for certain (a multi-line value).
     fn inside_len(&self, pointer: &str, offset: usize, len: usize) -> Option<Location> {
         let location = self.at(pointer)?;
         let text = location.source.text();
         let start = location.span.offset;
-        let quoted = text[start..].starts_with(['"', '\'']);
-        let target = start + offset + usize::from(quoted);
-        let end = location.span.end().max(start);
-        let within = target <= end && target <= text.len() && text.is_char_boundary(target);
-        if !within {
+        let end = location.span.end().max(start).min(text.len());
+        let Some(raw) = text.get(start..end) else {
             return Some(location);
-        }
-        let mut stop = (target + len.max(1))
-            .min(end.max(target + 1))
-            .min(text.len());
-        while stop > target + 1 && !text.is_char_boundary(stop) {
-            stop -= 1;
-        }
-        Some(location.source.location_at(target, stop - target))
+        };
+        let Some(from) = source_offset(raw, offset) else {
+            return Some(location);
+        };
+        let to = source_offset(raw, offset + len.max(1))
+            .filter(|to| *to > from)
+            .unwrap_or(from + 1);
+        Some(location.source.location_at(start + from, to - from))
     }
 
     fn push(&mut self, diagnostic: Diagnostic, location: Option<Location>) {
@@ -637,6 +635,85 @@ fn lock_path_exists(schema: &Value, path: &str) -> bool {
     !path.is_empty()
 }
 
+/// Maps a byte offset into the content of a string value to the byte offset in `raw`, the
+/// value as written in the source: plain, `'…'` (with `''`), `"…"` (with escapes), or TOML's
+/// `'''…'''` and `"""…"""`. `None` when it cannot be told for certain: a value written over
+/// several lines (folding rules), an unknown escape, or an offset past the content.
+fn source_offset(raw: &str, decoded: usize) -> Option<usize> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Quote {
+        Plain,
+        Single,
+        Double,
+        TripleSingle,
+        TripleDouble,
+    }
+    let quote = if raw.starts_with("\"\"\"") {
+        Quote::TripleDouble
+    } else if raw.starts_with("'''") {
+        Quote::TripleSingle
+    } else if raw.starts_with('"') {
+        Quote::Double
+    } else if raw.starts_with('\'') {
+        Quote::Single
+    } else {
+        Quote::Plain
+    };
+    let mut pos = match quote {
+        Quote::Plain => 0,
+        Quote::Single | Quote::Double => 1,
+        Quote::TripleSingle | Quote::TripleDouble => 3,
+    };
+    let escapes = matches!(quote, Quote::Double | Quote::TripleDouble);
+    let mut out = 0;
+    loop {
+        if out == decoded {
+            return Some(pos);
+        }
+        if out > decoded {
+            return None;
+        }
+        let c = raw.get(pos..)?.chars().next()?;
+        match c {
+            '\n' | '\r' => return None,
+            '"' if quote == Quote::Double => return None,
+            '\'' if quote == Quote::Single => {
+                if raw.get(pos + 1..)?.starts_with('\'') {
+                    out += 1;
+                    pos += 2;
+                } else {
+                    return None;
+                }
+            }
+            '\\' if escapes => {
+                let next = raw.get(pos + 1..)?.chars().next()?;
+                let hex = |digits: usize| -> Option<(usize, usize)> {
+                    let code = raw.get(pos + 2..pos + 2 + digits)?;
+                    let produced = char::from_u32(u32::from_str_radix(code, 16).ok()?)?;
+                    Some((produced.len_utf8(), 2 + digits))
+                };
+                let (produced, consumed) = match next {
+                    'x' => hex(2)?,
+                    'u' => hex(4)?,
+                    'U' => hex(8)?,
+                    // YAML's next line, non-breaking space, line and paragraph separators.
+                    'N' | '_' => (2, 2),
+                    'L' | 'P' => (3, 2),
+                    '\n' | '\r' | ' ' if quote == Quote::TripleDouble => return None,
+                    other if other.is_ascii() && other != '\n' && other != '\r' => (1, 2),
+                    _ => return None,
+                };
+                out += produced;
+                pos += consumed;
+            }
+            c => {
+                out += c.len_utf8();
+                pos += c.len_utf8();
+            }
+        }
+    }
+}
+
 /// The type names of JSON Schema.
 const JSON_TYPES: [&str; 7] = [
     "array", "boolean", "integer", "null", "number", "object", "string",
@@ -1116,4 +1193,33 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
         });
     }
     hooks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::source_offset;
+
+    #[test]
+    fn offsets_in_string_content_map_to_the_source() {
+        // (value as written, offset in its content, expected text in the source there)
+        let cases: &[(&str, usize, Option<&str>)] = &[
+            ("a(b", 1, Some("(b")),
+            ("\"a(b\"", 1, Some("(b\"")),
+            ("'a(b'", 1, Some("(b'")),
+            (r#""\\d+\t(x""#, 4, Some("(x\"")),
+            ("'it''s (x'", 5, Some("(x'")),
+            (r#""\u00e9\u00e9 (x""#, 5, Some("(x\"")),
+            (r#""\x41("#, 1, Some("(")),
+            ("'''a(b'''", 1, Some("(b'''")),
+            (r#""""a\t(b""""#, 2, Some("(b\"\"\"")),
+            (r#"'\d+ (x'"#, 4, Some("(x'")),
+            ("\"ab\ncd\"", 4, None),
+            ("\"ab\"", 5, None),
+            ("\"\\\\(\"", 1, Some("(\"")),
+        ];
+        for (raw, offset, expected) in cases {
+            let found = source_offset(raw, *offset).map(|at| &raw[at..]);
+            assert_eq!(found, *expected, "{raw} at {offset}");
+        }
+    }
 }
