@@ -437,6 +437,11 @@ fn describe_contract_pointer(pointer: &str) -> String {
         .map(|part| part.into_owned())
         .collect();
     match parts.as_slice() {
+        [section, tool, modes, mode, rest @ ..]
+            if section == "tools" && modes == "modes" && !rest.is_empty() =>
+        {
+            format!("`{}` of tool `{tool}` in mode `{mode}`", rest.join("."))
+        }
         [section, tool, rest @ ..] if section == "tools" && !rest.is_empty() => {
             format!("`{}` of tool `{tool}`", rest.join("."))
         }

@@ -62,12 +62,75 @@ pub struct FileInput<'a> {
     pub document: &'a Value,
 }
 
+/// A locked contract field. It guards the field itself and the same field in every mode
+/// patch of the contract (`modes.<mode>.timeout.max`), since a mode patch changes the
+/// effective value while its mode is active.
 struct Lock {
-    pointer: String,
+    /// `/tools/<tool>`.
+    tool: String,
+    /// The field's reference tokens below the contract, escaped (`["timeout", "max"]`).
+    path: Vec<String>,
     layer: usize,
+    /// What each guarded pointer held when the lock was registered; a pointer not listed
+    /// held nothing.
+    guarded: HashMap<String, Guarded>,
+    locked_at: Origin,
+}
+
+struct Guarded {
+    state: LockState,
     value: Option<Value>,
     saved: Vec<(String, Origin)>,
-    locked_at: Origin,
+}
+
+/// What a locked pointer holds: nothing, a value, or nothing because a parent was replaced
+/// by something that is not an object (`timeout: none` replaces every `timeout.*`).
+#[derive(Clone, Debug, PartialEq)]
+enum LockState {
+    Absent,
+    Value(Value),
+    Replaced(Value),
+}
+
+impl Lock {
+    /// The pointers this lock guards in the current document: the field, and the field in
+    /// every mode patch the contract has now.
+    fn pointers(&self, doc: &Map<String, Value>) -> Vec<String> {
+        let field = |base: &str| {
+            self.path.iter().fold(base.to_owned(), |pointer, token| {
+                format!("{pointer}/{token}")
+            })
+        };
+        let mut pointers = vec![field(&self.tool)];
+        let modes = format!("{}/modes", self.tool);
+        if let Some(Value::Object(patches)) = lookup(doc, &modes) {
+            for mode in patches.keys() {
+                pointers.push(field(&child(&modes, mode)));
+            }
+        }
+        pointers
+    }
+}
+
+/// The state of a pointer (see [`LockState`]).
+fn lock_state(doc: &Map<String, Value>, pointer: &str) -> LockState {
+    let mut tokens = pointer.split('/').skip(1).map(unescape);
+    let Some(first) = tokens.next() else {
+        return LockState::Absent;
+    };
+    let Some(mut current) = doc.get(&first) else {
+        return LockState::Absent;
+    };
+    for token in tokens {
+        current = match current {
+            Value::Object(map) => match map.get(&token) {
+                Some(next) => next,
+                None => return LockState::Absent,
+            },
+            other => return LockState::Replaced(other.clone()),
+        };
+    }
+    LockState::Value(current.clone())
 }
 
 struct EnforcedItem {
@@ -228,35 +291,38 @@ impl Merger {
             if input.layer <= lock.layer {
                 continue;
             }
-            let current = lookup(&self.doc, &lock.pointer).cloned();
-            if current == lock.value {
-                continue;
-            }
-            let written_at = self
-                .provenance
-                .subtree(&lock.pointer)
-                .map(|(_, origin)| origin)
-                .find(|origin| origin.file == input.file)
-                .or_else(|| {
-                    self.provenance
-                        .nearest(&lock.pointer)
-                        .map(|(_, origin)| origin)
-                })
-                .cloned()
-                .unwrap_or(Origin {
-                    file: input.file,
-                    pointer: Arc::from(""),
+            for pointer in lock.pointers(&self.doc) {
+                let registered = lock.guarded.get(&pointer);
+                let before = registered.map_or(&LockState::Absent, |g| &g.state);
+                if lock_state(&self.doc, &pointer) == *before {
+                    continue;
+                }
+                let written_at = self
+                    .provenance
+                    .subtree(&pointer)
+                    .map(|(_, origin)| origin)
+                    .find(|origin| origin.file == input.file)
+                    .or_else(|| self.provenance.nearest(&pointer).map(|(_, origin)| origin))
+                    .cloned()
+                    .unwrap_or(Origin {
+                        file: input.file,
+                        pointer: Arc::from(""),
+                    });
+                issues.push(MergeIssue::LockedField {
+                    pointer: pointer.clone(),
+                    locked_at: lock.locked_at.clone(),
+                    written_at,
                 });
-            issues.push(MergeIssue::LockedField {
-                pointer: lock.pointer.clone(),
-                locked_at: lock.locked_at.clone(),
-                written_at,
-            });
-            // Undo the change so that later files and the snapshot see the locked value.
-            restore(&mut self.doc, &lock.pointer, lock.value.clone());
-            self.provenance.clear_below(&lock.pointer);
-            for (pointer, origin) in &lock.saved {
-                self.provenance.set(pointer.clone(), origin.clone());
+                // Undo the change so that later files and the snapshot see the locked value.
+                restore(
+                    &mut self.doc,
+                    &pointer,
+                    registered.and_then(|g| g.value.clone()),
+                );
+                self.provenance.clear_below(&pointer);
+                for (saved, origin) in registered.map(|g| g.saved.as_slice()).unwrap_or_default() {
+                    self.provenance.set(saved.clone(), origin.clone());
+                }
             }
         }
     }
@@ -271,26 +337,41 @@ impl Merger {
             };
             for (index, path) in locked.iter().enumerate() {
                 let Some(path) = path.as_str() else { continue };
-                let mut pointer = child("/tools", tool);
-                for part in path.split('.') {
-                    pointer = child(&pointer, part);
-                }
-                let saved = self
-                    .provenance
-                    .subtree(&pointer)
-                    .map(|(p, o)| (p.to_owned(), o.clone()))
-                    .collect();
                 let src = format!("{}/locked/{index}", child("/tools", tool));
-                self.locks.push(Lock {
-                    value: lookup(&self.doc, &pointer).cloned(),
-                    pointer,
+                let mut lock = Lock {
+                    tool: child("/tools", tool),
+                    path: path
+                        .split('.')
+                        .map(|part| child("", part)[1..].to_owned())
+                        .collect(),
                     layer: input.layer,
-                    saved,
+                    guarded: HashMap::new(),
                     locked_at: Origin {
                         file: input.file,
                         pointer: Arc::from(src),
                     },
-                });
+                };
+                for pointer in lock.pointers(&self.doc) {
+                    let state = lock_state(&self.doc, &pointer);
+                    if state == LockState::Absent {
+                        continue;
+                    }
+                    let saved = self
+                        .provenance
+                        .subtree(&pointer)
+                        .map(|(p, o)| (p.to_owned(), o.clone()))
+                        .collect();
+                    let value = lookup(&self.doc, &pointer).cloned();
+                    lock.guarded.insert(
+                        pointer,
+                        Guarded {
+                            state,
+                            value,
+                            saved,
+                        },
+                    );
+                }
+                self.locks.push(lock);
             }
         }
     }
@@ -669,6 +750,47 @@ mod tests {
             provenance.get("/tools/Bash/locked/1").unwrap().file,
             FileId(0)
         );
+    }
+
+    #[test]
+    fn a_mode_patch_cannot_change_a_locked_field() {
+        let org = json!({"tools": {"Bash": {
+            "timeout": {"max": "10m"},
+            "modes": {"plan": {"timeout": {"max": "5m"}}},
+            "locked": ["timeout.max"]}}});
+        let project = json!({"tools": {"Bash": {"modes": {
+            "plan": {"timeout": {"max": "1h"}},
+            "offpeak": {"timeout": {"max": "2h", "default": "1m"}},
+            "review": {"timeout": "none"},
+            "quick": {"timeout": {"default": "1s"}}}}}});
+        let (value, _, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        let pointers: Vec<&str> = issues
+            .iter()
+            .map(|issue| match issue {
+                MergeIssue::LockedField { pointer, .. } => pointer.as_str(),
+                MergeIssue::EnforcedItem { .. } => "item",
+            })
+            .collect();
+        assert_eq!(
+            pointers,
+            [
+                "/tools/Bash/modes/plan/timeout/max",
+                "/tools/Bash/modes/offpeak/timeout/max",
+                "/tools/Bash/modes/review/timeout/max",
+            ]
+        );
+        let modes = &value["tools"]["Bash"]["modes"];
+        assert_eq!(modes["plan"]["timeout"]["max"], "5m");
+        assert_eq!(modes["offpeak"]["timeout"], json!({"default": "1m"}));
+        assert_eq!(modes["quick"]["timeout"], json!({"default": "1s"}));
+    }
+
+    #[test]
+    fn a_lock_on_an_unset_field_guards_against_replacing_its_parent() {
+        let org = json!({"tools": {"Bash": {"locked": ["timeout.max"]}}});
+        let project = json!({"tools": {"Bash": {"timeout": "none"}}});
+        let (_, _, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        assert_eq!(issues.len(), 1, "{issues:?}");
     }
 
     #[test]
