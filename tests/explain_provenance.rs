@@ -23,13 +23,9 @@ fn assert_spells(field: &Value) {
     let found = text_at(Path::new(ROOT), file, line, column);
     let value = &field["value"];
     let ok = match value {
-        Value::String(text) => [
-            text.clone(),
-            format!("\"{text}\""),
-            format!("'{text}'"),
-        ]
-        .iter()
-        .any(|form| found.starts_with(form.as_str())),
+        Value::String(text) => [text.clone(), format!("\"{text}\""), format!("'{text}'")]
+            .iter()
+            .any(|form| found.starts_with(form.as_str())),
         Value::Number(_) | Value::Bool(_) => found.starts_with(&value.to_string()),
         Value::Array(_) => found.starts_with('[') || found.starts_with('-'),
         Value::Object(_) => !found.trim().is_empty(),
@@ -90,13 +86,24 @@ fn explain_shows_both_layers_with_their_positions() {
     };
     let origin = |name: &str| {
         let f = get(name);
-        format!("{}:{}:{}", f["file"].as_str().unwrap(), f["line"], f["column"])
+        format!(
+            "{}:{}:{}",
+            f["file"].as_str().unwrap(),
+            f["line"],
+            f["column"]
+        )
     };
     // Overridden by the project, field by field; the rest stays with the built-in layer.
     assert_eq!(get("timeout.max")["value"], "15m");
-    assert_eq!(origin("timeout.max"), "tests/fixtures/explain/project/bash.yaml:4:21");
+    assert_eq!(
+        origin("timeout.max"),
+        "tests/fixtures/explain/project/bash.yaml:4:21"
+    );
     assert_eq!(get("timeout.default")["value"], "2m");
-    assert_eq!(origin("timeout.default"), "builtin:policies/tools/bash.yaml:18:16");
+    assert_eq!(
+        origin("timeout.default"),
+        "builtin:policies/tools/bash.yaml:18:16"
+    );
     assert_eq!(get("budget.max_model")["value"], 50000);
     assert_eq!(get("budget.keep")["value"], "tail");
     assert!(origin("budget.keep").starts_with("builtin:policies/tools/bash.yaml:"));
@@ -159,13 +166,20 @@ fn unknown_tool_exits_2_with_a_suggestion() {
     insta::assert_snapshot!("unknown_tool_json", json.transcript());
     assert_eq!(json.code, 2);
     let diagnostics = json.diagnostics();
-    assert_eq!(diagnostics[0]["code"], "toolgate::semantic::unknown_reference");
+    assert_eq!(
+        diagnostics[0]["code"],
+        "toolgate::semantic::unknown_reference"
+    );
     assert_eq!(diagnostics[0]["help"], "did you mean `Bash`?");
 
     // Nothing close: the help lists the tools.
     let far = toolgate(&["explain", "Zzzzzz"]);
     assert_eq!(far.code, 2);
-    assert!(far.stderr.contains("help: tools: Agent, TodoWrite, Bash, "), "{}", far.stderr);
+    assert!(
+        far.stderr.contains("help: tools: Agent, TodoWrite, Bash, "),
+        "{}",
+        far.stderr
+    );
 }
 
 #[test]
@@ -184,7 +198,18 @@ fn explain_of_an_invalid_set_exits_1_with_the_diagnostics() {
 
 #[test]
 fn every_value_of_every_builtin_tool_is_located() {
-    let tools = ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "WebFetch", "WebSearch", "Agent", "TodoWrite"];
+    let tools = [
+        "Bash",
+        "Read",
+        "Write",
+        "Edit",
+        "Glob",
+        "Grep",
+        "WebFetch",
+        "WebSearch",
+        "Agent",
+        "TodoWrite",
+    ];
     for tool in tools {
         let run = toolgate(&["explain", tool, "--format", "json"]);
         assert_eq!(run.code, 0, "{tool}: {}", run.transcript());

@@ -204,7 +204,9 @@ fn shipped_policies_load_to_the_same_snapshot_from_yaml_and_toml() {
 fn the_files_on_disk_load_like_the_embedded_builtin_layer() {
     let mut options = LoadOptions::new(LayerOptions::default());
     options.workspace_root = PathBuf::from("/workspace");
-    let embedded = load(&options, 1).snapshot.expect("the built-in layer loads");
+    let embedded = load(&options, 1)
+        .snapshot
+        .expect("the built-in layer loads");
     let (on_disk, _) = load_root(&Path::new(ROOT).join("policies"));
     assert_eq!(embedded.effective, on_disk.effective);
     assert_eq!(rule_facts(&embedded), rule_facts(&on_disk));
@@ -220,7 +222,15 @@ fn check_and_explain_agree_across_formats() {
         let root = dir.to_str().unwrap();
         let check = toolgate(&["--no-builtin", "-p", root, "check"]);
         assert_eq!(check.code, 0, "{}", check.transcript());
-        let explain = toolgate(&["--no-builtin", "-p", root, "explain", "Bash", "--format", "json"]);
+        let explain = toolgate(&[
+            "--no-builtin",
+            "-p",
+            root,
+            "explain",
+            "Bash",
+            "--format",
+            "json",
+        ]);
         assert_eq!(explain.code, 0, "{}", explain.transcript());
         let mut report = explain.json();
         // Values and where they are defined agree; file names and positions differ by format.
