@@ -249,7 +249,12 @@ fn read_layers(
                 )
                 .with_help("pass an existing directory or file to `--policies`/`--enforced`"),
                 DiscoveryErrorKind::Unreadable(reason) => {
+                    // Name the entry as a location too, so that GitHub annotations and SARIF
+                    // point at it.
+                    let format = Format::from_path(&error.path).unwrap_or(Format::Yaml);
+                    let entry = SourceFile::in_memory(shown.to_string(), "", format);
                     Diagnostic::new(Code::IoRead, format!("cannot read `{shown}`: {reason}"))
+                        .with_location(entry.location_at(0, 0))
                         .with_help(
                             "fix or remove the entry, or check the permissions of the folder",
                         )

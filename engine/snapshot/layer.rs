@@ -254,13 +254,16 @@ fn walk(
         // `metadata` follows symlinks: a symlinked policy file or folder is loaded like any other.
         match std::fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => match std::fs::canonicalize(&path) {
-                Ok(canonical) if ancestors.contains(&canonical) => errors.push(DiscoveryError {
-                    kind: DiscoveryErrorKind::Unreadable(format!(
-                        "it leads back to `{}` (a symbolic link loop), so it is not followed",
-                        canonical.display()
-                    )),
-                    path,
-                }),
+                Ok(canonical) if ancestors.contains(&canonical) => {
+                    let target = std::fs::read_link(&path).unwrap_or(canonical);
+                    errors.push(DiscoveryError {
+                        kind: DiscoveryErrorKind::Unreadable(format!(
+                            "it links to `{}`, a folder that contains it (a symbolic link loop), so it is not followed",
+                            target.display()
+                        )),
+                        path,
+                    });
+                }
                 Ok(canonical) => {
                     ancestors.push(canonical);
                     walk(&path, found, errors, ancestors);
