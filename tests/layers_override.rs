@@ -34,7 +34,11 @@ fn explain(args: &[&str], tool: &str) -> Vec<(String, Value, String)> {
                 Some(file) => format!("{file}:{}:{}", f["line"], f["column"]),
                 None => "default".to_owned(),
             };
-            (f["field"].as_str().unwrap().to_owned(), f["value"].clone(), origin)
+            (
+                f["field"].as_str().unwrap().to_owned(),
+                f["value"].clone(),
+                origin,
+            )
         })
         .collect()
 }
@@ -68,15 +72,45 @@ fn later_roots_override_field_by_field() {
     let fields = explain(&args, "web");
     let expect = [
         // Set by base only.
-        ("timeout.default", Value::from("30s"), "base/fetch.yaml:11:25", "30s"),
-        ("budget.overflow", Value::from("truncate"), "base/fetch.yaml:12:43", "truncate"),
-        ("concurrency.read_only", Value::from(true), "base/fetch.yaml:10:54", "true"),
+        (
+            "timeout.default",
+            Value::from("30s"),
+            "base/fetch.yaml:11:25",
+            "30s",
+        ),
+        (
+            "budget.overflow",
+            Value::from("truncate"),
+            "base/fetch.yaml:12:43",
+            "truncate",
+        ),
+        (
+            "concurrency.read_only",
+            Value::from(true),
+            "base/fetch.yaml:10:54",
+            "true",
+        ),
         // Overridden by project (TOML), then by local.
-        ("timeout.max", Value::from("10m"), "local/fetch.yaml:4:21", "10m"),
+        (
+            "timeout.max",
+            Value::from("10m"),
+            "local/fetch.yaml:4:21",
+            "10m",
+        ),
         // Overridden by project only.
-        ("permission.default", Value::from("allow"), "project/fetch.toml:5:26", "\"allow\""),
+        (
+            "permission.default",
+            Value::from("allow"),
+            "project/fetch.toml:5:26",
+            "\"allow\"",
+        ),
         // Overridden by local only.
-        ("budget.max_model", Value::from(20000), "local/fetch.yaml:5:26", "20000"),
+        (
+            "budget.max_model",
+            Value::from(20000),
+            "local/fetch.yaml:5:26",
+            "20000",
+        ),
     ];
     for (name, value, place, text) in expect {
         let (found, origin) = field(&fields, name);
@@ -87,7 +121,10 @@ fn later_roots_override_field_by_field() {
     }
     // The engine defaults stay loaded under `--no-builtin`.
     let (_, origin) = field(&fields, "budget.preview");
-    assert!(origin.starts_with("builtin:policies/engine.yaml:"), "{origin}");
+    assert!(
+        origin.starts_with("builtin:policies/engine.yaml:"),
+        "{origin}"
+    );
 
     // The rule is merged by name: the project raised its priority, the base's decision stays.
     let run = toolgate(&[&args[..], &["explain", "Fetch", "--format", "json"]].concat());
@@ -133,7 +170,17 @@ fn duplicates_within_a_root_are_errors_but_across_roots_overrides() {
     assert_eq!(two_roots.code, 0, "{}", two_roots.transcript());
     let fields = explain(&["--no-builtin", "-p", &a, "-p", &b], "Lint");
     assert_eq!(field(&fields, "description").0, "again");
-    let run = toolgate(&["--no-builtin", "-p", &a, "-p", &b, "explain", "Lint", "--format", "json"]);
+    let run = toolgate(&[
+        "--no-builtin",
+        "-p",
+        &a,
+        "-p",
+        &b,
+        "explain",
+        "Lint",
+        "--format",
+        "json",
+    ]);
     assert_eq!(run.json()["rules"][0]["decision"], "ask");
 }
 
@@ -144,7 +191,10 @@ fn no_builtin_drops_the_shipped_contracts_but_not_the_engine_defaults() {
     assert!(with.stdout.contains(" 10 tools, "), "{}", with.stdout);
 
     let without = toolgate(&["--no-builtin", "check"]);
-    assert_eq!(without.transcript(), "exit: 0\n--- stdout\npolicy set OK: 1 files, 0 tools, 0 rules\n--- stderr\n");
+    assert_eq!(
+        without.transcript(),
+        "exit: 0\n--- stdout\npolicy set OK: 1 files, 0 tools, 0 rules\n--- stderr\n"
+    );
 
     let bash = toolgate(&["--no-builtin", "explain", "Bash"]);
     assert_eq!(bash.code, 2);
@@ -212,13 +262,26 @@ fn an_enforced_layer_refuses_to_be_weakened() {
         insta::assert_snapshot!(format!("enforced_{name}"), human.transcript());
         assert_eq!(human.code, 1);
     }
-    let json = toolgate(&["--enforced", &org, "-p", &weaken, "check", "--format", "json"]);
+    let json = toolgate(&[
+        "--enforced",
+        &org,
+        "-p",
+        &weaken,
+        "check",
+        "--format",
+        "json",
+    ]);
     let diagnostics = json.diagnostics();
     let places: Vec<(String, String)> = diagnostics
         .iter()
         .map(|d| {
             (
-                format!("{}:{}:{}", d["file"].as_str().unwrap(), d["line"], d["column"]),
+                format!(
+                    "{}:{}:{}",
+                    d["file"].as_str().unwrap(),
+                    d["line"],
+                    d["column"]
+                ),
                 d["message"].as_str().unwrap().to_owned(),
             )
         })
@@ -226,12 +289,24 @@ fn an_enforced_layer_refuses_to_be_weakened() {
     assert_eq!(places.len(), 2, "{places:?}");
     // The change, with the lock it breaks.
     assert_eq!(places[0].0, format!("{weaken}/bash.yaml:4:21"));
-    assert!(places[0].1.contains(&format!("(locked here: {org}/org.yaml:5:14)")));
+    assert!(
+        places[0]
+            .1
+            .contains(&format!("(locked here: {org}/org.yaml:5:14)"))
+    );
     assert_points_at(Path::new(ROOT), &places[0].0, "1h");
-    assert_points_at(Path::new(ROOT), &format!("{org}/org.yaml:5:14"), "timeout.max");
+    assert_points_at(
+        Path::new(ROOT),
+        &format!("{org}/org.yaml:5:14"),
+        "timeout.max",
+    );
     // Disabling an enforced rule, with the rule's definition.
     assert_eq!(places[1].0, format!("{weaken}/bash.yaml:6:5"));
-    assert!(places[1].1.contains(&format!("(defined here: {org}/org.yaml:7:5)")));
+    assert!(
+        places[1]
+            .1
+            .contains(&format!("(defined here: {org}/org.yaml:7:5)"))
+    );
 
     // Writing the locked value itself, or another field, is fine.
     let same = root("same");
