@@ -133,10 +133,17 @@ pub fn check(input: Input<'_>) -> Output {
     if let Some(engine) = input.engine {
         check_templates(&mut checker, engine);
     }
-    let mut validators = HashMap::new();
     for (name, contract) in &input.typed.tools {
         check_contract(&mut checker, name, contract);
-        validators.insert(name.clone(), compile_schemas(&mut checker, name, contract));
+    }
+    let tools: Vec<(&String, &ToolContract)> = input.typed.tools.iter().collect();
+    let compiled = super::parallel::map(&tools, |(name, contract)| {
+        compile_schemas(&input, name, contract)
+    });
+    let mut validators = HashMap::new();
+    for ((name, _), (compiled, found)) in tools.iter().zip(compiled) {
+        checker.diagnostics.extend(found);
+        validators.insert((*name).clone(), compiled);
     }
     let rules = check_rules(&mut checker, &names);
     let hooks = check_hooks(&mut checker, &names);
@@ -773,12 +780,17 @@ fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) 
 }
 
 /// Checks `input_schema` and `output_schema` against the meta-schema (every violation, at
-/// its place inside the schema) and compiles them once.
+/// its place inside the schema) and compiles them once. Independent of other tools, so it
+/// returns its diagnostics instead of pushing them (tools are compiled in parallel).
 fn compile_schemas(
-    checker: &mut Checker<'_>,
+    input: &Input<'_>,
     name: &str,
     contract: &ToolContract,
-) -> super::semantic::Validators {
+) -> (Validators, Vec<Diagnostic>) {
+    let mut checker = Checker {
+        input,
+        diagnostics: Vec::new(),
+    };
     let base = join_pointer("/tools", name);
     let mut compile = |field: &str, schema: &Option<Value>| -> Option<Arc<jsonschema::Validator>> {
         let schema = schema.as_ref()?;
@@ -835,29 +847,41 @@ fn compile_schemas(
     };
     let input = compile("input_schema", &contract.input_schema);
     let output = compile("output_schema", &contract.output_schema);
-    (input, output)
+    ((input, output), checker.diagnostics)
 }
 
 fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
     let typed = checker.input.typed;
-    let mut compiled: Vec<CompiledRule> = Vec::new();
-    for (index, rule) in typed.rules.iter().enumerate() {
-        if rule.disabled == Some(true) {
-            continue;
-        }
-        let pointer = format!("/rules/{index}");
-        let origin = RuleOrigin {
-            index,
-            enforced: checker
-                .layer_of(&pointer)
-                .is_some_and(|layer| layer.kind.is_enforced()),
-            location: checker
-                .at_key(&format!("{pointer}/name"))
-                .map(|l| Arc::from(l.display().as_str())),
-        };
-        match compile_rule(rule, origin, names, &typed.modes) {
+    let enabled: Vec<(usize, &crate::model::rule::Rule, RuleOrigin)> = typed
+        .rules
+        .iter()
+        .enumerate()
+        .filter(|(_, rule)| rule.disabled != Some(true))
+        .map(|(index, rule)| {
+            let pointer = format!("/rules/{index}");
+            let origin = RuleOrigin {
+                index,
+                enforced: checker
+                    .layer_of(&pointer)
+                    .is_some_and(|layer| layer.kind.is_enforced()),
+                location: checker
+                    .at_key(&format!("{pointer}/name"))
+                    .map(|l| Arc::from(l.display().as_str())),
+            };
+            (index, rule, origin)
+        })
+        .collect();
+    // Compiling matchers (globs, regexes, shell patterns) is most of a load's work, and rules
+    // are independent: compile them in parallel, report in order.
+    let results = super::parallel::map(&enabled, |(_, rule, origin)| {
+        compile_rule(rule, origin.clone(), names, &typed.modes)
+    });
+    let mut compiled: Vec<CompiledRule> = Vec::with_capacity(enabled.len());
+    for ((index, rule, _), result) in enabled.iter().zip(results) {
+        match result {
             Ok(rule) => compiled.push(rule),
             Err(errors) => {
+                let pointer = format!("/rules/{index}");
                 for error in errors {
                     report_rule_error(checker, &pointer, &rule.name, rule, error);
                 }
@@ -1001,8 +1025,13 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         }
     }
     // A rule is shadowed when another rule without conditions of its own covers all of its
-    // tools and modes and always decides first with a different decision.
-    let shadow = set.rules().iter().find(|other| {
+    // tools and modes and always decides first with a different decision. Such a rule applies
+    // to the rule's first tool, so only that tool's rules are candidates (not all rules: that
+    // was quadratic in the number of rules).
+    let Some(first_tool) = rule.tools.first() else {
+        return;
+    };
+    let shadow = set.for_tool(first_tool).find(|other| {
         let first = match (
             other.origin.enforced && other.decision == crate::model::Decision::Deny,
             rule.origin.enforced && rule.decision == crate::model::Decision::Deny,
