@@ -320,21 +320,9 @@ fn read_one(
             return (None, diagnostics);
         }
     }
-    // The schema is generated from the model, so this only fails on a mismatch between the
-    // two; report it at the offending value rather than trusting it cannot happen.
-    if let Err(err) = typed_model(&document.value) {
-        let pointer = path_to_pointer(err.path());
-        let span = document.spans.nearest(&pointer).map(|node| node.label());
-        let mut diagnostic = Diagnostic::new(
-            Code::ModelDeserialize,
-            format!("this value does not fit the model: {}", err.inner()),
-        );
-        if let Some(span) = span {
-            diagnostic = diagnostic.at(&document.source, span);
-        }
-        diagnostics.push(diagnostic);
-        return (None, diagnostics);
-    }
+    // The typed model is built once, from the merged set: the schema is generated from the
+    // model, so a file that passed the schema fits it, and a mismatch (a bug) is still
+    // reported there, at the value, through provenance.
     (Some(document), diagnostics)
 }
 
