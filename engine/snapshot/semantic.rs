@@ -432,7 +432,7 @@ fn check_mode_timeouts(checker: &mut Checker<'_>, name: &str, contract: &ToolCon
 /// string), reading only input fields the input schema declares, and only environment
 /// variables the handler lists. The handler would otherwise fail every call at run time.
 fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
-    use crate::handler::template::{Source, parse_argv, parse_template};
+    use crate::handler::template::{Source, TemplateErrorKind, parse_argv, parse_template};
     use crate::model::handler::HandlerSpec;
 
     let base = join_pointer("/tools", name);
@@ -446,8 +446,15 @@ fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &Too
                     Err(error) => {
                         let location =
                             checker.inside_len(&pointer, error.error.offset, error.error.len);
-                        checker.push(
-                            Diagnostic::new(
+                        let diagnostic = match &error.error.kind {
+                            TemplateErrorKind::NotAllowed { expr, .. } => Diagnostic::new(
+                                Code::SemanticInvalidTemplate,
+                                format!(
+                                    "placeholder `{{{{{expr}}}}}` in `argv[{index}]` of `{name}` reads an environment variable; a command line takes only `input` placeholders"
+                                ),
+                            )
+                            .with_help("list the variable under `handler.env` to pass it to the process, or set it with `handler.set_env`"),
+                            _ => Diagnostic::new(
                                 Code::SemanticInvalidTemplate,
                                 format!(
                                     "invalid template in `argv[{index}]` of `{name}`: {}",
@@ -455,8 +462,8 @@ fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &Too
                                 ),
                             )
                             .with_help("placeholders are `{{input.FIELD}}` or `{{input./json/pointer}}`; write `{{{{` for a literal `{{`"),
-                            location,
-                        );
+                        };
+                        checker.push(diagnostic, location);
                         continue;
                     }
                 };
