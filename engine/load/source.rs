@@ -281,6 +281,14 @@ pub fn read_source(path: &Path, limits: &ReadLimits) -> Result<Arc<SourceFile>, 
             "pass a directory as a policy root, or name a `.yaml`, `.yml` or `.toml` file",
         ));
     }
+    if !metadata.is_file() {
+        // A FIFO or socket would block the read forever; a device is no policy file either.
+        return Err(
+            Diagnostic::new(Code::IoRead, format!("`{shown}` is not a regular file"))
+                .with_location(placeholder().location_at(0, 0))
+                .with_help("policy files are regular files; remove it from the policy folder"),
+        );
+    }
     let Some(format) = format else {
         let ext = path
             .extension()

@@ -130,7 +130,11 @@ impl SpanTableBuilder {
     }
 
     /// Freezes the builder into a table that can be queried by pointer.
-    pub fn build(self) -> SpanTable {
+    pub fn build(mut self) -> SpanTable {
+        // The table lives as long as the snapshot; give back what growing the vectors
+        // over-allocated (up to half of them).
+        self.nodes.shrink_to_fit();
+        self.arena.shrink_to_fit();
         SpanTable {
             nodes: self.nodes,
             arena: self.arena,

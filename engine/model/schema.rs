@@ -56,6 +56,7 @@ pub fn generate<T: JsonSchema>(file_name: &str, title: &str, description: &str) 
     StripNull.transform(&mut schema);
     DescribeTags.transform(&mut schema);
     FlattenConstEnums.transform(&mut schema);
+    BoundIntegers.transform(&mut schema);
     let mut value = schema.to_value();
     if let Value::Object(map) = &mut value {
         let mut ordered = Map::new();
@@ -110,6 +111,32 @@ impl Transform for StripNull {
                 object.entry(key).or_insert(item);
             }
         }
+    }
+}
+
+/// Adds the range of fixed-width integers (`format: uint32` …) as `minimum`/`maximum`:
+/// validators do not check those formats, so without the bounds `weight: 5000000000` passed
+/// the schema and failed only in deserialisation, without the schema stage's positions.
+struct BoundIntegers;
+
+impl Transform for BoundIntegers {
+    fn transform(&mut self, schema: &mut Schema) {
+        transform_subschemas(self, schema);
+        let Some(object) = schema.as_object_mut() else {
+            return;
+        };
+        let (min, max): (Value, Value) = match object.get("format").and_then(Value::as_str) {
+            Some("uint8") => (0.into(), u8::MAX.into()),
+            Some("uint16") => (0.into(), u16::MAX.into()),
+            Some("uint32") => (0.into(), u32::MAX.into()),
+            Some("int8") => (i8::MIN.into(), i8::MAX.into()),
+            Some("int16") => (i16::MIN.into(), i16::MAX.into()),
+            Some("int32") => (i32::MIN.into(), i32::MAX.into()),
+            // 64-bit values are bounded already: the loaders refuse integers that do not fit.
+            _ => return,
+        };
+        object.entry("minimum").or_insert(min);
+        object.entry("maximum").or_insert(max);
     }
 }
 

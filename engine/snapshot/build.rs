@@ -93,7 +93,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     check_duplicates(&sources, &documents, &mut diagnostics);
 
     let mut merger = Merger::new();
-    for (file, document) in sources.files.iter().zip(&documents) {
+    for (file, document) in sources.files.iter().zip(documents) {
         let layer = &layers[file.layer];
         let issues = merger.add_file(FileInput {
             file: file.id,
@@ -105,14 +105,18 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
             diagnostics.push(merge_issue(&sources, issue));
         }
     }
-    let (effective, provenance) = merger.finish();
-    drop(documents);
+    let (mut effective, provenance) = merger.finish();
 
-    let mut typed_value = effective.clone();
-    if let Value::Object(map) = &mut typed_value {
+    // The merged set has no `version` of its own; lend it one for the typed model rather than
+    // copying the whole document.
+    if let Value::Object(map) = &mut effective {
         map.insert("version".into(), Value::from(1));
     }
-    let typed: PolicyFile = match serde_path_to_error::deserialize(&typed_value) {
+    let deserialized = typed_model(&effective);
+    if let Value::Object(map) = &mut effective {
+        map.shift_remove("version");
+    }
+    let typed: PolicyFile = match deserialized {
         Ok(typed) => typed,
         Err(err) => {
             let pointer = path_to_pointer(err.path());
@@ -163,19 +167,16 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     }
 
     let mut tools = IndexMap::new();
-    for (name, contract) in &typed.tools {
+    let mut validators = checked.validators;
+    for (name, contract) in typed.tools {
         let tool_name = ToolName::new(name.as_str());
-        let resolved = ResolvedContract::resolve(contract, &engine);
-        let (input_validator, output_validator) = checked
-            .validators
-            .get(name)
-            .cloned()
-            .unwrap_or((None, None));
+        let resolved = ResolvedContract::resolve(&contract, &engine);
+        let (input_validator, output_validator) = validators.remove(&name).unwrap_or((None, None));
         tools.insert(
             tool_name.clone(),
             Arc::new(Tool::new(
                 tool_name,
-                contract.clone(),
+                contract,
                 resolved,
                 input_validator,
                 output_validator,
@@ -226,8 +227,6 @@ fn read_layers(
     options: &LoadOptions,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> (Sources, Vec<Value>) {
-    let mut sources = Sources::default();
-    let mut documents = Vec::new();
     let checker = match policy_checker() {
         Ok(checker) => Some(checker),
         Err(message) => {
@@ -238,82 +237,93 @@ fn read_layers(
             None
         }
     };
+    let mut found_files: Vec<(usize, FoundFile)> = Vec::new();
     for (layer_index, layer) in layers.iter().enumerate() {
         let (found, errors) = discover(&layer.root);
         for error in errors {
-            let shown = error.path.display();
-            diagnostics.push(match error.kind {
-                DiscoveryErrorKind::NotFound => Diagnostic::new(
-                    Code::IoNotFound,
-                    format!("policy root `{shown}` does not exist"),
-                )
-                .with_help("pass an existing directory or file to `--policies`/`--enforced`"),
-                DiscoveryErrorKind::Unreadable(reason) => {
-                    Diagnostic::new(Code::IoRead, format!("cannot read `{shown}`: {reason}"))
-                        .with_help("check the permissions of the folder")
-                }
-            });
+            diagnostics.push(discovery_diagnostic(error));
         }
-        for file in found {
-            let source = match file {
-                FoundFile::Embedded(embedded) => {
-                    let format = Format::from_path(std::path::Path::new(embedded.path))
-                        .unwrap_or(Format::Yaml);
-                    SourceFile::in_memory(
-                        format!("builtin:{}", embedded.path),
-                        embedded.text,
-                        format,
-                    )
-                }
-                FoundFile::Disk(path) => match read_source(&path, &options.read_limits) {
-                    Ok(source) => source,
-                    Err(diagnostic) => {
-                        diagnostics.push(diagnostic);
-                        continue;
-                    }
-                },
-            };
-            let document = match parse_document_with(source, &options.parse_limits) {
-                Ok(document) => document,
-                Err(found) => {
-                    diagnostics.extend(found);
-                    continue;
-                }
-            };
-            if let Some(checker) = checker {
-                let found = checker.check_document(&document);
-                let failed = found.iter().any(Diagnostic::is_error);
-                diagnostics.extend(found);
-                if failed {
-                    continue;
-                }
-            }
-            // The schema is generated from the model, so this only fails on a mismatch between
-            // the two; report it at the offending value rather than trusting it cannot happen.
-            if let Err(err) = serde_path_to_error::deserialize::<_, PolicyFile>(&document.value) {
-                let pointer = path_to_pointer(err.path());
-                let span = document.spans.nearest(&pointer).map(|node| node.label());
-                let mut diagnostic = Diagnostic::new(
-                    Code::ModelDeserialize,
-                    format!("this value does not fit the model: {}", err.inner()),
-                );
-                if let Some(span) = span {
-                    diagnostic = diagnostic.at(&document.source, span);
-                }
-                diagnostics.push(diagnostic);
-                continue;
-            }
-            let id = FileId(sources.files.len() as u32);
-            sources.files.push(LoadedFile {
-                id,
-                layer: layer_index,
-                source: document.source,
-                spans: document.spans,
-            });
-            documents.push(document.value);
-        }
+        found_files.extend(found.into_iter().map(|file| (layer_index, file)));
+    }
+
+    // Files are independent until the merge: read, parse and check them in parallel.
+    let outcomes = super::parallel::map(&found_files, |(_, file)| {
+        read_one(file.clone(), options, checker)
+    });
+
+    let mut sources = Sources::default();
+    let mut documents = Vec::new();
+    for ((layer_index, _), (document, found)) in found_files.iter().zip(outcomes) {
+        diagnostics.extend(found);
+        let Some(document) = document else {
+            continue;
+        };
+        let id = FileId(sources.files.len() as u32);
+        sources.files.push(LoadedFile {
+            id,
+            layer: *layer_index,
+            source: document.source,
+            spans: document.spans,
+        });
+        documents.push(document.value);
     }
     (sources, documents)
+}
+
+/// The diagnostic for a root or entry that could not be listed.
+fn discovery_diagnostic(error: super::layer::DiscoveryError) -> Diagnostic {
+    let shown = error.path.display();
+    match error.kind {
+        DiscoveryErrorKind::NotFound => Diagnostic::new(
+            Code::IoNotFound,
+            format!("policy root `{shown}` does not exist"),
+        )
+        .with_help("pass an existing directory or file to `--policies`/`--enforced`"),
+        DiscoveryErrorKind::Unreadable(reason) => {
+            // Name the entry as a location too, so that GitHub annotations and SARIF point
+            // at it.
+            let format = Format::from_path(&error.path).unwrap_or(Format::Yaml);
+            let entry = SourceFile::in_memory(shown.to_string(), "", format);
+            Diagnostic::new(Code::IoRead, format!("cannot read `{shown}`: {reason}"))
+                .with_location(entry.location_at(0, 0))
+                .with_help("fix or remove the entry, or check the permissions of the folder")
+        }
+    }
+}
+
+/// Reads, parses and schema-checks one file: the document when it passed, and every
+/// diagnostic found on the way.
+fn read_one(
+    file: FoundFile,
+    options: &LoadOptions,
+    checker: Option<&SchemaChecker>,
+) -> (Option<crate::load::ParsedDocument>, Vec<Diagnostic>) {
+    let source = match file {
+        FoundFile::Embedded(embedded) => {
+            let format =
+                Format::from_path(std::path::Path::new(embedded.path)).unwrap_or(Format::Yaml);
+            SourceFile::in_memory(format!("builtin:{}", embedded.path), embedded.text, format)
+        }
+        FoundFile::Disk(path) => match read_source(&path, &options.read_limits) {
+            Ok(source) => source,
+            Err(diagnostic) => return (None, vec![diagnostic]),
+        },
+    };
+    let document = match parse_document_with(source, &options.parse_limits) {
+        Ok(document) => document,
+        Err(found) => return (None, found),
+    };
+    let mut diagnostics = Vec::new();
+    if let Some(checker) = checker {
+        diagnostics = checker.check_document(&document);
+        if diagnostics.iter().any(Diagnostic::is_error) {
+            return (None, diagnostics);
+        }
+    }
+    // The typed model is built once, from the merged set: the schema is generated from the
+    // model, so a file that passed the schema fits it, and a mismatch (a bug) is still
+    // reported there, at the value, through provenance.
+    (Some(document), diagnostics)
 }
 
 /// A tool, gate, mode, rule or hook defined twice within one layer (one root) is an error
@@ -368,10 +378,12 @@ fn check_duplicates(sources: &Sources, documents: &[Value], diagnostics: &mut Ve
                     .with_help(format!(
                         "keep one definition; to change a {what} of a lower layer, redefine it in a higher layer"
                     ));
-                    if let Some(location) = sources.locate_in(file.id, &pointer, true) {
+                    // Map entries are named by their key; rules and hooks by their `name` value.
+                    let key = matches!(section, "tools" | "gates" | "modes");
+                    if let Some(location) = sources.locate_in(file.id, &pointer, key) {
                         diagnostic = diagnostic.with_location(location);
                     }
-                    if let Some(location) = sources.locate_in(*first_file, first_pointer, true) {
+                    if let Some(location) = sources.locate_in(*first_file, first_pointer, key) {
                         diagnostic = diagnostic.with_related("first defined here", location);
                     }
                     diagnostics.push(diagnostic);
@@ -433,10 +445,25 @@ fn describe_contract_pointer(pointer: &str) -> String {
         .map(|part| part.into_owned())
         .collect();
     match parts.as_slice() {
+        [section, tool, modes, mode, rest @ ..]
+            if section == "tools" && modes == "modes" && !rest.is_empty() =>
+        {
+            format!("`{}` of tool `{tool}` in mode `{mode}`", rest.join("."))
+        }
         [section, tool, rest @ ..] if section == "tools" && !rest.is_empty() => {
             format!("`{}` of tool `{tool}`", rest.join("."))
         }
         _ => format!("`{pointer}`"),
+    }
+}
+
+/// The typed model of a document. Deserialises without tracking the path first (several
+/// times faster); only a document that fails is deserialised again to find where.
+fn typed_model(value: &Value) -> Result<PolicyFile, serde_path_to_error::Error<serde_json::Error>> {
+    use serde::Deserialize as _;
+    match PolicyFile::deserialize(value) {
+        Ok(typed) => Ok(typed),
+        Err(_) => serde_path_to_error::deserialize::<_, PolicyFile>(value),
     }
 }
 

@@ -203,14 +203,25 @@ pub fn discover(root: &Root) -> (Vec<FoundFile>, Vec<DiscoveryError>) {
                 // A file named explicitly is loaded whatever its name, so that
                 // `-p my-policy.yaml` always does what it says.
                 Ok(meta) if meta.is_file() => found.push(FoundFile::Disk(path.clone())),
-                Ok(_) => walk(path, &mut found, &mut errors),
+                Ok(_) => {
+                    let mut ancestors: Vec<PathBuf> =
+                        std::fs::canonicalize(path).into_iter().collect();
+                    walk(path, &mut found, &mut errors, &mut ancestors);
+                }
             }
             (found, errors)
         }
     }
 }
 
-fn walk(dir: &Path, found: &mut Vec<FoundFile>, errors: &mut Vec<DiscoveryError>) {
+/// Lists `dir` recursively. `ancestors` are the canonical paths of the folders being walked,
+/// so that a symbolic link back to one of them is reported instead of followed forever.
+fn walk(
+    dir: &Path,
+    found: &mut Vec<FoundFile>,
+    errors: &mut Vec<DiscoveryError>,
+    ancestors: &mut Vec<PathBuf>,
+) {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) => {
@@ -242,13 +253,45 @@ fn walk(dir: &Path, found: &mut Vec<FoundFile>, errors: &mut Vec<DiscoveryError>
         }
         // `metadata` follows symlinks: a symlinked policy file or folder is loaded like any other.
         match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_dir() => walk(&path, found, errors),
+            Ok(meta) if meta.is_dir() => match std::fs::canonicalize(&path) {
+                Ok(canonical) if ancestors.contains(&canonical) => {
+                    let target = std::fs::read_link(&path).unwrap_or(canonical);
+                    errors.push(DiscoveryError {
+                        kind: DiscoveryErrorKind::Unreadable(format!(
+                            "it links to `{}`, a folder that contains it (a symbolic link loop), so it is not followed",
+                            target.display()
+                        )),
+                        path,
+                    });
+                }
+                Ok(canonical) => {
+                    ancestors.push(canonical);
+                    walk(&path, found, errors, ancestors);
+                    ancestors.pop();
+                }
+                Err(err) => errors.push(DiscoveryError {
+                    path,
+                    kind: DiscoveryErrorKind::Unreadable(err.to_string()),
+                }),
+            },
             Ok(_) if is_policy_file(&path) => found.push(FoundFile::Disk(path)),
             Ok(_) => {}
-            Err(err) => errors.push(DiscoveryError {
-                path,
-                kind: DiscoveryErrorKind::Unreadable(err.to_string()),
-            }),
+            // Only entries named like policy files matter: a dangling `notes.md` link is no
+            // reason to refuse the set, a dangling `rules.yaml` link is.
+            Err(_) if !is_policy_file(&path) => {}
+            Err(err) => {
+                let dangling = err.kind() == std::io::ErrorKind::NotFound
+                    && std::fs::symlink_metadata(&path).is_ok();
+                let reason = if dangling {
+                    "it is a symbolic link whose target does not exist".to_owned()
+                } else {
+                    err.to_string()
+                };
+                errors.push(DiscoveryError {
+                    path,
+                    kind: DiscoveryErrorKind::Unreadable(reason),
+                });
+            }
         }
     }
 }
@@ -313,6 +356,21 @@ mod tests {
             })
             .collect();
         assert_eq!(names, ["a.toml", "b.yaml", "sub/c.yml"]);
+    }
+
+    #[test]
+    fn a_symbolic_link_loop_is_reported_once_and_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("a.yaml"), "version: 1\n").unwrap();
+        std::os::unix::fs::symlink("..", dir.path().join("sub/up")).unwrap();
+        let (found, errors) = discover(&Root::Path(dir.path().to_owned()));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].path.ends_with("sub/up"));
+        assert!(
+            matches!(&errors[0].kind, DiscoveryErrorKind::Unreadable(reason) if reason.contains("symbolic link loop"))
+        );
     }
 
     #[test]

@@ -6,6 +6,15 @@
 //! replaced. A few objects are atomic — replaced as a whole — because merging their insides
 //! would change their meaning: `input_schema`, `output_schema`, a rule's `match` and
 //! `examples`, and a `handler` whose `kind` changes. Rules and hooks are matched by `name`.
+//!
+//! Provenance is recorded where a file writes a value (a new contract, a changed field), not
+//! for every node below it: a pointer inside a value resolves to its closest recorded
+//! ancestor, whose file holds the rest of the path unchanged. That keeps the table small (one
+//! entry per written value instead of one per node) and the merge linear in the input.
+//!
+//! A contract's `locked` list accumulates across layers instead of being replaced, so the
+//! effective contract shows (and the semantic stage checks) every lock with the file that
+//! declared it; a later layer cannot make an enforced layer's lock disappear from view.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -46,9 +55,10 @@ pub enum MergeIssue {
     },
 }
 
-/// A file to merge.
-#[derive(Clone, Copy, Debug)]
-pub struct FileInput<'a> {
+/// A file to merge. The merge takes its document: values move into the effective document
+/// instead of being copied.
+#[derive(Clone, Debug)]
+pub struct FileInput {
     /// The file.
     pub file: FileId,
     /// Its layer's position (lowest first).
@@ -56,15 +66,108 @@ pub struct FileInput<'a> {
     /// Whether its layer is enforced.
     pub enforced: bool,
     /// Its document (schema-valid).
-    pub document: &'a Value,
+    pub document: Value,
 }
 
+/// A locked contract field. It guards the field itself and the same field in every mode
+/// patch of the contract (`modes.<mode>.timeout.max`), since a mode patch changes the
+/// effective value while its mode is active.
 struct Lock {
-    pointer: String,
+    /// `/tools/<tool>`.
+    tool: String,
+    /// The field's reference tokens below the contract, escaped (`["timeout", "max"]`).
+    path: Vec<String>,
     layer: usize,
+    /// What each guarded pointer held when the lock was registered; a pointer not listed
+    /// held nothing.
+    guarded: HashMap<String, Guarded>,
+    locked_at: Origin,
+}
+
+struct Guarded {
+    state: LockState,
     value: Option<Value>,
     saved: Vec<(String, Origin)>,
-    locked_at: Origin,
+}
+
+/// What a locked pointer holds: nothing, a value, or nothing because a parent was replaced
+/// by something that is not an object (`timeout: none` replaces every `timeout.*`).
+#[derive(Clone, Debug, PartialEq)]
+enum LockState {
+    Absent,
+    Value(Value),
+    Replaced(Value),
+}
+
+impl Lock {
+    /// The pointers this lock guards in the current document: the field, and the field in
+    /// every mode patch the contract has now.
+    fn pointers(&self, doc: &Map<String, Value>) -> Vec<String> {
+        let field = |base: &str| {
+            self.path.iter().fold(base.to_owned(), |pointer, token| {
+                format!("{pointer}/{token}")
+            })
+        };
+        let mut pointers = vec![field(&self.tool)];
+        let modes = format!("{}/modes", self.tool);
+        if let Some(Value::Object(patches)) = lookup(doc, &modes) {
+            for mode in patches.keys() {
+                pointers.push(field(&child(&modes, mode)));
+            }
+        }
+        pointers
+    }
+}
+
+/// A `locked` entry of an enforced file: the tool, the entry's index and the dotted path.
+struct DeclaredLock {
+    tool: String,
+    index: usize,
+    path: String,
+}
+
+/// The `locked` entries of a file's contracts.
+fn declared_locks(document: &Map<String, Value>) -> Vec<DeclaredLock> {
+    let Some(Value::Object(tools)) = document.get("tools") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (tool, contract) in tools {
+        let Some(Value::Array(locked)) = contract.get("locked") else {
+            continue;
+        };
+        for (index, path) in locked.iter().enumerate() {
+            if let Some(path) = path.as_str() {
+                out.push(DeclaredLock {
+                    tool: tool.clone(),
+                    index,
+                    path: path.to_owned(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The state of a pointer (see [`LockState`]).
+fn lock_state(doc: &Map<String, Value>, pointer: &str) -> LockState {
+    let mut tokens = pointer.split('/').skip(1).map(unescape);
+    let Some(first) = tokens.next() else {
+        return LockState::Absent;
+    };
+    let Some(mut current) = doc.get(&first) else {
+        return LockState::Absent;
+    };
+    for token in tokens {
+        current = match current {
+            Value::Object(map) => match map.get(&token) {
+                Some(next) => next,
+                None => return LockState::Absent,
+            },
+            other => return LockState::Replaced(other.clone()),
+        };
+    }
+    LockState::Value(current.clone())
 }
 
 struct EnforcedItem {
@@ -108,20 +211,32 @@ impl Merger {
     }
 
     /// Merges one file over what is there, and reports what its layer was not allowed to do.
-    pub fn add_file(&mut self, input: FileInput<'_>) -> Vec<MergeIssue> {
+    pub fn add_file(&mut self, input: FileInput) -> Vec<MergeIssue> {
         let mut issues = Vec::new();
-        let Some(source) = input.document.as_object() else {
+        let FileInput {
+            file,
+            layer,
+            enforced,
+            document,
+        } = input;
+        let Value::Object(mut source) = document else {
             return issues;
         };
         let origin = |pointer: &str| Origin {
-            file: input.file,
+            file,
             pointer: Arc::from(pointer),
+        };
+        // Locks are read before the document's values move into the effective document.
+        let locks = if enforced {
+            declared_locks(&source)
+        } else {
+            Vec::new()
         };
 
         // INVARIANT: `new` created every section with its type and merging never changes the
         // type of a section, so the `let Some(Value::Object(..))` below always bind.
         if let (Some(Value::Object(engine)), Some(Value::Object(target))) =
-            (source.get("engine"), self.doc.get_mut("engine"))
+            (source.remove("engine"), self.doc.get_mut("engine"))
         {
             merge_object(
                 target,
@@ -129,24 +244,24 @@ impl Merger {
                 "/engine",
                 "/engine",
                 &Atomic::None,
-                input.file,
+                file,
                 &mut self.provenance,
             );
         }
         for section in MAP_SECTIONS {
-            let Some(Value::Object(items)) = source.get(section) else {
+            let Some(Value::Object(items)) = source.remove(section) else {
                 continue;
             };
             let Some(Value::Object(target)) = self.doc.get_mut(section) else {
                 continue;
             };
+            let atomic = if section == "tools" {
+                Atomic::Contract
+            } else {
+                Atomic::None
+            };
             for (name, value) in items {
-                let eff = child(&format!("/{section}"), name);
-                let atomic = if section == "tools" {
-                    Atomic::Contract
-                } else {
-                    Atomic::None
-                };
+                let eff = child(&format!("/{section}"), &name);
                 merge_value(
                     target,
                     name,
@@ -154,28 +269,28 @@ impl Merger {
                     &eff,
                     &eff,
                     &atomic,
-                    input.file,
+                    file,
                     &mut self.provenance,
                 );
             }
         }
         for section in LIST_SECTIONS {
-            let Some(Value::Array(items)) = source.get(section) else {
+            let Some(Value::Array(items)) = source.remove(section) else {
                 continue;
             };
-            for (index, item) in items.iter().enumerate() {
+            for (index, item) in items.into_iter().enumerate() {
                 let src = format!("/{section}/{index}");
-                let Some(name) = item.get("name").and_then(Value::as_str) else {
+                let Some(name) = item.get("name").and_then(Value::as_str).map(str::to_owned) else {
                     continue;
                 };
-                let key = (section, name.to_owned());
-                if let Some(enforced) = self.enforced_items.get(&key)
-                    && input.layer > enforced.layer
+                let key = (section, name);
+                if let Some(defined) = self.enforced_items.get(&key)
+                    && layer > defined.layer
                 {
                     issues.push(MergeIssue::EnforcedItem {
                         section,
-                        name: name.to_owned(),
-                        defined_at: enforced.defined_at.clone(),
+                        name: key.1,
+                        defined_at: defined.defined_at.clone(),
                         written_at: origin(&src),
                     });
                     continue;
@@ -183,112 +298,151 @@ impl Merger {
                 let Some(Value::Array(list)) = self.doc.get_mut(section) else {
                     continue;
                 };
-                let position = *self.item_index.entry(key.clone()).or_insert_with(|| {
-                    list.push(Value::Object(Map::new()));
-                    list.len() - 1
-                });
-                let eff = format!("/{section}/{position}");
-                if let (Some(Value::Object(target)), Value::Object(source)) =
-                    (list.get_mut(position), item)
-                {
-                    if target.is_empty() {
-                        self.provenance.set(eff.clone(), origin(&src));
+                match self.item_index.get(&key) {
+                    // A new item moves in whole, with one provenance entry.
+                    None => {
+                        let eff = format!("/{section}/{}", list.len());
+                        self.item_index.insert(key.clone(), list.len());
+                        list.push(item);
+                        self.provenance.set(eff, origin(&src));
                     }
-                    merge_object(
-                        target,
-                        source,
-                        &eff,
-                        &src,
-                        &Atomic::Item,
-                        input.file,
-                        &mut self.provenance,
-                    );
+                    Some(&position) => {
+                        let eff = format!("/{section}/{position}");
+                        if let (Some(Value::Object(target)), Value::Object(source)) =
+                            (list.get_mut(position), item)
+                        {
+                            merge_object(
+                                target,
+                                source,
+                                &eff,
+                                &src,
+                                &Atomic::Item,
+                                file,
+                                &mut self.provenance,
+                            );
+                        }
+                    }
                 }
-                if input.enforced {
+                if enforced {
                     self.enforced_items.entry(key).or_insert(EnforcedItem {
-                        layer: input.layer,
+                        layer,
                         defined_at: origin(&src),
                     });
                 }
             }
         }
 
-        self.check_locks(input, &mut issues);
-        if input.enforced {
-            self.register_locks(input);
-        }
+        self.check_locks(file, layer, &mut issues);
+        self.register_locks(file, layer, locks);
         issues
     }
 
-    fn check_locks(&mut self, input: FileInput<'_>, issues: &mut Vec<MergeIssue>) {
+    fn check_locks(&mut self, file: FileId, layer: usize, issues: &mut Vec<MergeIssue>) {
         for lock in &self.locks {
-            if input.layer <= lock.layer {
+            if layer <= lock.layer {
                 continue;
             }
-            let current = lookup(&self.doc, &lock.pointer).cloned();
-            if current == lock.value {
-                continue;
-            }
-            let written_at = self
-                .provenance
-                .subtree(&lock.pointer)
-                .map(|(_, origin)| origin)
-                .find(|origin| origin.file == input.file)
-                .or_else(|| {
-                    self.provenance
-                        .nearest(&lock.pointer)
-                        .map(|(_, origin)| origin)
-                })
-                .cloned()
-                .unwrap_or(Origin {
-                    file: input.file,
-                    pointer: Arc::from(""),
+            for pointer in lock.pointers(&self.doc) {
+                let registered = lock.guarded.get(&pointer);
+                let before = registered.map_or(&LockState::Absent, |g| &g.state);
+                if lock_state(&self.doc, &pointer) == *before {
+                    continue;
+                }
+                // Where this file wrote it: inside the field, or the field as part of a value
+                // written whole (a new `modes` map), followed down to the field.
+                let written_at = self
+                    .provenance
+                    .subtree(&pointer)
+                    .map(|(_, origin)| origin)
+                    .find(|origin| origin.file == file)
+                    .cloned()
+                    .or_else(|| {
+                        self.provenance
+                            .nearest(&pointer)
+                            .map(|(at, origin)| Origin {
+                                file: origin.file,
+                                pointer: Arc::from(format!(
+                                    "{}{}",
+                                    origin.pointer,
+                                    &pointer[at.len()..]
+                                )),
+                            })
+                    })
+                    .unwrap_or(Origin {
+                        file,
+                        pointer: Arc::from(""),
+                    });
+                issues.push(MergeIssue::LockedField {
+                    pointer: pointer.clone(),
+                    locked_at: lock.locked_at.clone(),
+                    written_at,
                 });
-            issues.push(MergeIssue::LockedField {
-                pointer: lock.pointer.clone(),
-                locked_at: lock.locked_at.clone(),
-                written_at,
-            });
-            // Undo the change so that later files and the snapshot see the locked value.
-            restore(&mut self.doc, &lock.pointer, lock.value.clone());
-            self.provenance.clear_below(&lock.pointer);
-            for (pointer, origin) in &lock.saved {
-                self.provenance.set(pointer.clone(), origin.clone());
+                // Undo the change so that later files and the snapshot see the locked value.
+                restore(
+                    &mut self.doc,
+                    &pointer,
+                    registered.and_then(|g| g.value.clone()),
+                );
+                self.provenance.remove(&pointer);
+                self.provenance.clear_below(&pointer);
+                for (saved, origin) in registered.map(|g| g.saved.as_slice()).unwrap_or_default() {
+                    self.provenance.set(saved.clone(), origin.clone());
+                }
             }
         }
     }
 
-    fn register_locks(&mut self, input: FileInput<'_>) {
-        let Some(Value::Object(tools)) = input.document.get("tools") else {
-            return;
-        };
-        for (tool, contract) in tools {
-            let Some(Value::Array(locked)) = contract.get("locked") else {
-                continue;
+    fn register_locks(&mut self, file: FileId, layer: usize, declared: Vec<DeclaredLock>) {
+        for DeclaredLock { tool, index, path } in declared {
+            let src = format!("{}/locked/{index}", child("/tools", &tool));
+            let mut lock = Lock {
+                tool: child("/tools", &tool),
+                path: path
+                    .split('.')
+                    .map(|part| child("", part)[1..].to_owned())
+                    .collect(),
+                layer,
+                guarded: HashMap::new(),
+                locked_at: Origin {
+                    file,
+                    pointer: Arc::from(src),
+                },
             };
-            for (index, path) in locked.iter().enumerate() {
-                let Some(path) = path.as_str() else { continue };
-                let mut pointer = child("/tools", tool);
-                for part in path.split('.') {
-                    pointer = child(&pointer, part);
+            for pointer in lock.pointers(&self.doc) {
+                let state = lock_state(&self.doc, &pointer);
+                if state == LockState::Absent {
+                    continue;
                 }
-                let saved = self
+                let mut saved: Vec<(String, Origin)> = self
                     .provenance
                     .subtree(&pointer)
                     .map(|(p, o)| (p.to_owned(), o.clone()))
                     .collect();
-                let src = format!("{}/locked/{index}", child("/tools", tool));
-                self.locks.push(Lock {
-                    value: lookup(&self.doc, &pointer).cloned(),
+                // The value's origin may be an ancestor's (a contract written whole): pin it
+                // at the pointer, so that undoing a change brings it back.
+                if let Some((at, origin)) = self.provenance.nearest(&pointer)
+                    && at != pointer
+                {
+                    let rest = &pointer[at.len()..];
+                    saved.push((
+                        pointer.clone(),
+                        Origin {
+                            file: origin.file,
+                            pointer: Arc::from(format!("{}{rest}", origin.pointer)),
+                        },
+                    ));
+                }
+                let value = lookup(&self.doc, &pointer).cloned();
+                lock.guarded.insert(
                     pointer,
-                    layer: input.layer,
-                    saved,
-                    locked_at: Origin {
-                        file: input.file,
-                        pointer: Arc::from(src),
+                    Guarded {
+                        state,
+                        value,
+                        saved,
                     },
-                });
+                );
             }
+            self.locks.push(lock);
         }
     }
 
@@ -329,44 +483,64 @@ impl Atomic {
 #[allow(clippy::too_many_arguments)]
 fn merge_value(
     target: &mut Map<String, Value>,
-    key: &str,
-    value: &Value,
+    key: String,
+    value: Value,
     eff: &str,
     src: &str,
     atomic: &Atomic,
     file: FileId,
     provenance: &mut Provenance,
 ) {
-    let origin = Origin {
-        file,
-        pointer: Arc::from(src),
-    };
     let relative = relative_parts(eff, atomic);
-    match (target.get_mut(key), value) {
+    if let (Atomic::Contract, ["locked"], Some(Value::Array(old)), Value::Array(new)) =
+        (atomic, relative.as_slice(), target.get_mut(&key), &value)
+    {
+        for (index, item) in new.iter().enumerate() {
+            if !old.contains(item) {
+                provenance.set(
+                    format!("{eff}/{}", old.len()),
+                    Origin {
+                        file,
+                        pointer: Arc::from(format!("{src}/{index}").as_str()),
+                    },
+                );
+                old.push(item.clone());
+            }
+        }
+        return;
+    }
+    match (target.get_mut(&key), value) {
         (Some(Value::Object(old)), Value::Object(new))
-            if !atomic.is_atomic(&relative, old, new) =>
+            if !atomic.is_atomic(&relative, old, &new) =>
         {
             merge_object(old, new, eff, src, atomic, file, provenance);
         }
-        _ => {
-            target.insert(key.to_owned(), value.clone());
+        (_, value) => {
+            target.insert(key, value);
             provenance.clear_below(eff);
-            provenance.set(eff.to_owned(), origin);
-            record_leaves(value, eff, src, file, provenance);
+            provenance.set(
+                eff.to_owned(),
+                Origin {
+                    file,
+                    pointer: Arc::from(src),
+                },
+            );
         }
     }
 }
 
 fn merge_object(
     target: &mut Map<String, Value>,
-    source: &Map<String, Value>,
+    source: Map<String, Value>,
     eff: &str,
     src: &str,
     atomic: &Atomic,
     file: FileId,
     provenance: &mut Provenance,
 ) {
-    if provenance.get(eff).is_none() {
+    // An object no recorded value covers yet (a top-level section) takes this file as its
+    // origin; otherwise its origin stays with whoever wrote it.
+    if provenance.nearest(eff).is_none() {
         provenance.set(
             eff.to_owned(),
             Origin {
@@ -376,48 +550,11 @@ fn merge_object(
         );
     }
     for (key, value) in source {
-        let eff_child = child(eff, key);
-        let src_child = child(src, key);
+        let eff_child = child(eff, &key);
+        let src_child = child(src, &key);
         merge_value(
             target, key, value, &eff_child, &src_child, atomic, file, provenance,
         );
-    }
-}
-
-/// Records the origin of every value inside a newly written value, so that `explain` can show
-/// each field of e.g. a new contract at its own line. Atomic JSON Schemas are recorded too;
-/// it is cheap and gives exact positions for errors inside them.
-fn record_leaves(value: &Value, eff: &str, src: &str, file: FileId, provenance: &mut Provenance) {
-    match value {
-        Value::Object(map) => {
-            for (key, item) in map {
-                let eff_child = child(eff, key);
-                let src_child = child(src, key);
-                provenance.set(
-                    eff_child.clone(),
-                    Origin {
-                        file,
-                        pointer: Arc::from(src_child.as_str()),
-                    },
-                );
-                record_leaves(item, &eff_child, &src_child, file, provenance);
-            }
-        }
-        Value::Array(items) => {
-            for (index, item) in items.iter().enumerate() {
-                let eff_child = format!("{eff}/{index}");
-                let src_child = format!("{src}/{index}");
-                provenance.set(
-                    eff_child.clone(),
-                    Origin {
-                        file,
-                        pointer: Arc::from(src_child.as_str()),
-                    },
-                );
-                record_leaves(item, &eff_child, &src_child, file, provenance);
-            }
-        }
-        _ => {}
     }
 }
 
@@ -497,11 +634,20 @@ mod tests {
                 file: FileId(*file),
                 layer: *layer,
                 enforced: *enforced,
-                document,
+                document: document.clone(),
             }));
         }
         let (value, provenance) = merger.finish();
         (value, provenance, issues)
+    }
+
+    /// Where a value was written: its closest recorded ancestor, with the rest of the path.
+    fn origin(provenance: &Provenance, pointer: &str) -> (FileId, String) {
+        let (at, origin) = provenance.nearest(pointer).expect("recorded");
+        (
+            origin.file,
+            format!("{}{}", origin.pointer, &pointer[at.len()..]),
+        )
     }
 
     #[test]
@@ -514,18 +660,12 @@ mod tests {
             value["tools"]["Bash"]["timeout"],
             json!({"default": "2m", "max": "5m"})
         );
+        assert_eq!(origin(&provenance, "/tools/Bash/timeout/max").0, FileId(1));
         assert_eq!(
-            provenance.get("/tools/Bash/timeout/max").unwrap().file,
-            FileId(1)
-        );
-        assert_eq!(
-            provenance.get("/tools/Bash/timeout/default").unwrap().file,
+            origin(&provenance, "/tools/Bash/timeout/default").0,
             FileId(0)
         );
-        assert_eq!(
-            provenance.get("/tools/Bash/aliases/0").unwrap().file,
-            FileId(0)
-        );
+        assert_eq!(origin(&provenance, "/tools/Bash/aliases/0").0, FileId(0));
     }
 
     #[test]
@@ -574,7 +714,7 @@ mod tests {
         );
         assert_eq!(rules[2]["name"], "c");
         assert_eq!(
-            &*provenance.get("/rules/0/priority").unwrap().pointer,
+            origin(&provenance, "/rules/0/priority").1,
             "/rules/1/priority"
         );
         assert!(provenance.get("/rules/0/match/command").is_none());
@@ -590,10 +730,7 @@ mod tests {
             value["tools"]["Bash"]["timeout"],
             json!({"max": "10m", "default": "1m"})
         );
-        assert_eq!(
-            provenance.get("/tools/Bash/timeout/max").unwrap().file,
-            FileId(0)
-        );
+        assert_eq!(origin(&provenance, "/tools/Bash/timeout/max").0, FileId(0));
         assert_eq!(issues.len(), 1);
         let MergeIssue::LockedField {
             pointer,
@@ -628,6 +765,65 @@ mod tests {
             json!({"tools": {"Bash": {"permission": {"always_ask": true, "default": "allow"}}}});
         let (_, _, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
         assert!(issues.is_empty(), "{issues:?}");
+    }
+
+    #[test]
+    fn locked_lists_accumulate_with_their_origins() {
+        let org = json!({"tools": {"Bash": {"locked": ["timeout.max", "permission"]}}});
+        let project = json!({"tools": {"Bash": {"locked": ["budget.max_model", "permission"]}}});
+        let (value, provenance, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(
+            value["tools"]["Bash"]["locked"],
+            json!(["timeout.max", "permission", "budget.max_model"])
+        );
+        let appended = provenance.get("/tools/Bash/locked/2").unwrap();
+        assert_eq!(
+            (appended.file, &*appended.pointer),
+            (FileId(1), "/tools/Bash/locked/0")
+        );
+        assert_eq!(origin(&provenance, "/tools/Bash/locked/1").0, FileId(0));
+    }
+
+    #[test]
+    fn a_mode_patch_cannot_change_a_locked_field() {
+        let org = json!({"tools": {"Bash": {
+            "timeout": {"max": "10m"},
+            "modes": {"plan": {"timeout": {"max": "5m"}}},
+            "locked": ["timeout.max"]}}});
+        let project = json!({"tools": {"Bash": {"modes": {
+            "plan": {"timeout": {"max": "1h"}},
+            "offpeak": {"timeout": {"max": "2h", "default": "1m"}},
+            "review": {"timeout": "none"},
+            "quick": {"timeout": {"default": "1s"}}}}}});
+        let (value, _, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        let pointers: Vec<&str> = issues
+            .iter()
+            .map(|issue| match issue {
+                MergeIssue::LockedField { pointer, .. } => pointer.as_str(),
+                MergeIssue::EnforcedItem { .. } => "item",
+            })
+            .collect();
+        assert_eq!(
+            pointers,
+            [
+                "/tools/Bash/modes/plan/timeout/max",
+                "/tools/Bash/modes/offpeak/timeout/max",
+                "/tools/Bash/modes/review/timeout/max",
+            ]
+        );
+        let modes = &value["tools"]["Bash"]["modes"];
+        assert_eq!(modes["plan"]["timeout"]["max"], "5m");
+        assert_eq!(modes["offpeak"]["timeout"], json!({"default": "1m"}));
+        assert_eq!(modes["quick"]["timeout"], json!({"default": "1s"}));
+    }
+
+    #[test]
+    fn a_lock_on_an_unset_field_guards_against_replacing_its_parent() {
+        let org = json!({"tools": {"Bash": {"locked": ["timeout.max"]}}});
+        let project = json!({"tools": {"Bash": {"timeout": "none"}}});
+        let (_, _, issues) = merge(&[(0, 0, true, org), (1, 1, false, project)]);
+        assert_eq!(issues.len(), 1, "{issues:?}");
     }
 
     #[test]

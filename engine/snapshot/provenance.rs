@@ -50,6 +50,11 @@ impl Provenance {
         self.map.insert(pointer, origin);
     }
 
+    /// Removes the origin recorded exactly at `pointer`.
+    pub fn remove(&mut self, pointer: &str) {
+        self.map.remove(pointer);
+    }
+
     /// Removes every origin strictly below `pointer` (its value was replaced as a whole).
     pub fn clear_below(&mut self, pointer: &str) {
         let prefix = format!("{pointer}/");

@@ -84,22 +84,29 @@ impl Checker<'_> {
             .locate_key(self.input.provenance, pointer)
     }
 
-    /// A location inside a string value, `offset` bytes into the string's content (one more
-    /// for an opening quote when the value is quoted in the source).
+    /// A location inside a string value, `offset` bytes into the string's content (as
+    /// decoded: escapes and quotes of the source are accounted for).
     fn inside(&self, pointer: &str, offset: usize) -> Option<Location> {
+        self.inside_len(pointer, offset, 1)
+    }
+
+    /// Like [`Checker::inside`], underlining `len` bytes of the content. Falls back to the
+    /// whole value when the position cannot be told for certain (a multi-line value).
+    fn inside_len(&self, pointer: &str, offset: usize, len: usize) -> Option<Location> {
         let location = self.at(pointer)?;
         let text = location.source.text();
         let start = location.span.offset;
-        let quoted = text[start..].starts_with(['"', '\'']);
-        let target = start + offset + usize::from(quoted);
-        let within = target <= location.span.end().max(start)
-            && target <= text.len()
-            && text.is_char_boundary(target);
-        if within {
-            Some(location.source.location_at(target, 1))
-        } else {
-            Some(location)
-        }
+        let end = location.span.end().max(start).min(text.len());
+        let Some(raw) = text.get(start..end) else {
+            return Some(location);
+        };
+        let Some(from) = source_offset(raw, offset) else {
+            return Some(location);
+        };
+        let to = source_offset(raw, offset + len.max(1))
+            .filter(|to| *to > from)
+            .unwrap_or(from + 1);
+        Some(location.source.location_at(start + from, to - from))
     }
 
     fn push(&mut self, diagnostic: Diagnostic, location: Option<Location>) {
@@ -126,10 +133,17 @@ pub fn check(input: Input<'_>) -> Output {
     if let Some(engine) = input.engine {
         check_templates(&mut checker, engine);
     }
-    let mut validators = HashMap::new();
     for (name, contract) in &input.typed.tools {
         check_contract(&mut checker, name, contract);
-        validators.insert(name.clone(), compile_schemas(&mut checker, name, contract));
+    }
+    let tools: Vec<(&String, &ToolContract)> = input.typed.tools.iter().collect();
+    let compiled = super::parallel::map(&tools, |(name, contract)| {
+        compile_schemas(&input, name, contract)
+    });
+    let mut validators = HashMap::new();
+    for ((name, _), (compiled, found)) in tools.iter().zip(compiled) {
+        checker.diagnostics.extend(found);
+        validators.insert((*name).clone(), compiled);
     }
     let rules = check_rules(&mut checker, &names);
     let hooks = check_hooks(&mut checker, &names);
@@ -220,7 +234,7 @@ fn check_templates(checker: &mut Checker<'_>, engine: &ResolvedEngine) {
                     key.field()
                 )
             };
-            let location = checker.inside(&pointer, offset);
+            let location = checker.inside_len(&pointer, offset, name.len() + 2);
             checker.push(
                 Diagnostic::new(Code::SemanticInvalidTemplate, message).with_help(help),
                 location,
@@ -352,6 +366,207 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
         }
     }
     check_locks(checker, name, contract);
+    check_mode_timeouts(checker, name, contract);
+    check_handler_templates(checker, name, contract);
+}
+
+/// `default > max` as a mode sees it: a mode patch's timeout fields apply over the contract's,
+/// so a patch that only raises `default` can push it past the contract's `max`.
+fn check_mode_timeouts(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
+    let base = join_pointer("/tools", name);
+    let base_policy = match &contract.timeout {
+        Some(TimeoutSpec::Policy(policy)) => Some(policy),
+        Some(TimeoutSpec::None(_)) | None => None,
+    };
+    for (mode, patch) in contract.modes.iter().flatten() {
+        let Some(TimeoutSpec::Policy(policy)) = &patch.timeout else {
+            continue;
+        };
+        if policy.default.is_none() && policy.max.is_none() {
+            continue;
+        }
+        let patch_pointer = format!("{}/timeout", join_pointer(&format!("{base}/modes"), mode));
+        let pick = |own: Option<crate::model::units::Duration>,
+                    inherited: Option<crate::model::units::Duration>,
+                    field: &str| {
+            match (own, inherited) {
+                (Some(value), _) => Some((value, format!("{patch_pointer}/{field}"))),
+                (None, Some(value)) => Some((value, format!("{base}/timeout/{field}"))),
+                (None, None) => None,
+            }
+        };
+        let default = pick(
+            policy.default,
+            base_policy.and_then(|p| p.default),
+            "default",
+        );
+        let max = pick(policy.max, base_policy.and_then(|p| p.max), "max");
+        let (Some((default, default_at)), Some((max, max_at))) = (default, max) else {
+            continue;
+        };
+        if default <= max {
+            continue;
+        }
+        // Point at what the mode itself writes; the other value is the related place.
+        let (primary, related, label) = if policy.default.is_some() {
+            (default_at, max_at, "max set here")
+        } else {
+            (max_at, default_at, "default set here")
+        };
+        let mut diagnostic = Diagnostic::new(
+            Code::SemanticTimeoutRange,
+            format!(
+                "in mode `{mode}`, timeout default `{default}` of `{name}` is longer than its max `{max}`"
+            ),
+        )
+        .with_help("a mode's timeout fields apply over the contract's; lower the default or raise the max for this mode");
+        if let Some(location) = checker.at(&related) {
+            diagnostic = diagnostic.with_related(label, location);
+        }
+        let location = checker.at(&primary);
+        checker.push(diagnostic, location);
+    }
+}
+
+/// Command handler `argv` and HTTP header templates: well-formed (at the position inside the
+/// string), reading only input fields the input schema declares, and only environment
+/// variables the handler lists. The handler would otherwise fail every call at run time.
+fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
+    use crate::handler::template::{Source, TemplateErrorKind, parse_argv, parse_template};
+    use crate::model::handler::HandlerSpec;
+
+    let base = join_pointer("/tools", name);
+    match &contract.handler {
+        Some(HandlerSpec::Command(command)) => {
+            let declared = declared_fields(contract.input_schema.as_ref());
+            for (index, arg) in command.argv.iter().enumerate() {
+                let pointer = format!("{base}/handler/argv/{index}");
+                let template = match parse_argv(std::slice::from_ref(arg)) {
+                    Ok(mut templates) => templates.pop(),
+                    Err(error) => {
+                        let location =
+                            checker.inside_len(&pointer, error.error.offset, error.error.len);
+                        let diagnostic = match &error.error.kind {
+                            TemplateErrorKind::NotAllowed { expr, .. } => Diagnostic::new(
+                                Code::SemanticInvalidTemplate,
+                                format!(
+                                    "placeholder `{{{{{expr}}}}}` in `argv[{index}]` of `{name}` reads an environment variable; a command line takes only `input` placeholders"
+                                ),
+                            )
+                            .with_help("list the variable under `handler.env` to pass it to the process, or set it with `handler.set_env`"),
+                            _ => Diagnostic::new(
+                                Code::SemanticInvalidTemplate,
+                                format!(
+                                    "invalid template in `argv[{index}]` of `{name}`: {}",
+                                    error.error
+                                ),
+                            )
+                            .with_help("placeholders are `{{input.FIELD}}` or `{{input./json/pointer}}`; write `{{{{` for a literal `{{`"),
+                        };
+                        checker.push(diagnostic, location);
+                        continue;
+                    }
+                };
+                let (Some(template), Some(declared)) = (template, &declared) else {
+                    continue;
+                };
+                for placeholder in template.placeholders() {
+                    let Source::Input { pointer: field } = &placeholder.source else {
+                        continue;
+                    };
+                    let Some(first) = crate::load::spans::pointer_segments(field)
+                        .and_then(|segments| segments.into_iter().next())
+                    else {
+                        continue;
+                    };
+                    if declared.iter().any(|d| d.as_str() == first.as_ref()) {
+                        continue;
+                    }
+                    let help = if declared.is_empty() {
+                        format!(
+                            "the input schema declares no properties; add `{first}` to `input_schema.properties`"
+                        )
+                    } else {
+                        unknown("input field", &first, declared.iter())
+                            .help
+                            .unwrap_or_default()
+                    };
+                    let location = checker.inside_len(
+                        &pointer,
+                        placeholder.span.start,
+                        placeholder.span.len(),
+                    );
+                    checker.push(
+                        Diagnostic::new(
+                            Code::SemanticInvalidTemplate,
+                            format!(
+                                "placeholder `{{{{{}}}}}` in `argv[{index}]` of `{name}` reads `{first}`, which the input schema does not declare",
+                                placeholder.expr
+                            ),
+                        )
+                        .with_help(help),
+                        location,
+                    );
+                }
+            }
+        }
+        Some(HandlerSpec::Http(http)) => {
+            let allowed = http.env.as_deref().unwrap_or_default();
+            for (header, value) in http.headers.iter().flatten() {
+                let pointer = join_pointer(&format!("{base}/handler/headers"), header);
+                let template = match parse_template(value) {
+                    Ok(template) => template,
+                    Err(error) => {
+                        let location = checker.inside_len(&pointer, error.offset, error.len);
+                        checker.push(
+                            Diagnostic::new(
+                                Code::SemanticInvalidTemplate,
+                                format!("invalid template in header `{header}` of `{name}`: {error}"),
+                            )
+                            .with_help("header values may use `{{env.NAME}}`; write `{{{{` for a literal `{{`"),
+                            location,
+                        );
+                        continue;
+                    }
+                };
+                for placeholder in template.placeholders() {
+                    let (message, help) = match &placeholder.source {
+                        Source::Input { .. } => (
+                            format!(
+                                "header `{header}` of `{name}` reads the input with `{{{{{}}}}}`",
+                                placeholder.expr
+                            ),
+                            "the input is sent as the request body; header values may only use `{{env.NAME}}`".to_owned(),
+                        ),
+                        Source::Env { name: variable } if !allowed.contains(variable) => (
+                            format!(
+                                "header `{header}` of `{name}` reads environment variable `{variable}`, which the handler's `env` does not list"
+                            ),
+                            format!("add `{variable}` to `handler.env`"),
+                        ),
+                        Source::Env { .. } => continue,
+                    };
+                    let location = checker.inside_len(
+                        &pointer,
+                        placeholder.span.start,
+                        placeholder.span.len(),
+                    );
+                    checker.push(
+                        Diagnostic::new(Code::SemanticInvalidTemplate, message).with_help(help),
+                        location,
+                    );
+                }
+            }
+        }
+        Some(HandlerSpec::Mcp(_) | HandlerSpec::Native(_)) | None => {}
+    }
+}
+
+/// The top-level input fields a schema declares, when it declares any (`properties`); `None`
+/// when the schema says nothing about its fields (absent, `true`, no `properties`).
+fn declared_fields(schema: Option<&Value>) -> Option<Vec<String>> {
+    let properties = schema?.get("properties")?.as_object()?;
+    Some(properties.keys().cloned().collect())
 }
 
 /// `locked` paths must name contract fields; outside an enforced layer they do nothing.
@@ -434,6 +649,116 @@ fn lock_path_exists(schema: &Value, path: &str) -> bool {
     !path.is_empty()
 }
 
+/// Maps a byte offset into the content of a string value to the byte offset in `raw`, the
+/// value as written in the source: plain, `'…'` (with `''`), `"…"` (with escapes), or TOML's
+/// `'''…'''` and `"""…"""`. `None` when it cannot be told for certain: a value written over
+/// several lines (folding rules), an unknown escape, or an offset past the content.
+fn source_offset(raw: &str, decoded: usize) -> Option<usize> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Quote {
+        Plain,
+        Single,
+        Double,
+        TripleSingle,
+        TripleDouble,
+    }
+    let quote = if raw.starts_with("\"\"\"") {
+        Quote::TripleDouble
+    } else if raw.starts_with("'''") {
+        Quote::TripleSingle
+    } else if raw.starts_with('"') {
+        Quote::Double
+    } else if raw.starts_with('\'') {
+        Quote::Single
+    } else {
+        Quote::Plain
+    };
+    let mut pos = match quote {
+        Quote::Plain => 0,
+        Quote::Single | Quote::Double => 1,
+        Quote::TripleSingle | Quote::TripleDouble => 3,
+    };
+    let escapes = matches!(quote, Quote::Double | Quote::TripleDouble);
+    let mut out = 0;
+    loop {
+        if out == decoded {
+            return Some(pos);
+        }
+        if out > decoded {
+            return None;
+        }
+        let c = raw.get(pos..)?.chars().next()?;
+        match c {
+            '\n' | '\r' => return None,
+            '"' if quote == Quote::Double => return None,
+            '\'' if quote == Quote::Single => {
+                if raw.get(pos + 1..)?.starts_with('\'') {
+                    out += 1;
+                    pos += 2;
+                } else {
+                    return None;
+                }
+            }
+            '\\' if escapes => {
+                let next = raw.get(pos + 1..)?.chars().next()?;
+                let hex = |digits: usize| -> Option<(usize, usize)> {
+                    let code = raw.get(pos + 2..pos + 2 + digits)?;
+                    let produced = char::from_u32(u32::from_str_radix(code, 16).ok()?)?;
+                    Some((produced.len_utf8(), 2 + digits))
+                };
+                let (produced, consumed) = match next {
+                    'x' => hex(2)?,
+                    'u' => hex(4)?,
+                    'U' => hex(8)?,
+                    // YAML's next line, non-breaking space, line and paragraph separators.
+                    'N' | '_' => (2, 2),
+                    'L' | 'P' => (3, 2),
+                    '\n' | '\r' | ' ' if quote == Quote::TripleDouble => return None,
+                    other if other.is_ascii() && other != '\n' && other != '\r' => (1, 2),
+                    _ => return None,
+                };
+                out += produced;
+                pos += consumed;
+            }
+            c => {
+                out += c.len_utf8();
+                pos += c.len_utf8();
+            }
+        }
+    }
+}
+
+/// The type names of JSON Schema.
+const JSON_TYPES: [&str; 7] = [
+    "array", "boolean", "integer", "null", "number", "object", "string",
+];
+
+/// When the value at `path` inside a schema is a `type` keyword naming an unknown type, that
+/// name.
+fn bad_type_name(schema: &Value, path: &str) -> Option<String> {
+    if !path.ends_with("/type") {
+        return None;
+    }
+    let names: Vec<&str> = match schema.pointer(path)? {
+        Value::String(name) => vec![name.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => return None,
+    };
+    names
+        .into_iter()
+        .find(|name| !JSON_TYPES.contains(name))
+        .map(str::to_owned)
+}
+
+/// The candidate closest to `name`, if one is close enough to be a likely typo.
+fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate)
+}
+
 fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) -> Diagnostic {
     let known: Vec<&String> = known.collect();
     let suggestion = known
@@ -462,12 +787,17 @@ fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) 
 }
 
 /// Checks `input_schema` and `output_schema` against the meta-schema (every violation, at
-/// its place inside the schema) and compiles them once.
+/// its place inside the schema) and compiles them once. Independent of other tools, so it
+/// returns its diagnostics instead of pushing them (tools are compiled in parallel).
 fn compile_schemas(
-    checker: &mut Checker<'_>,
+    input: &Input<'_>,
     name: &str,
     contract: &ToolContract,
-) -> super::semantic::Validators {
+) -> (Validators, Vec<Diagnostic>) {
+    let mut checker = Checker {
+        input,
+        diagnostics: Vec::new(),
+    };
     let base = join_pointer("/tools", name);
     let mut compile = |field: &str, schema: &Option<Value>| -> Option<Arc<jsonschema::Validator>> {
         let schema = schema.as_ref()?;
@@ -476,16 +806,27 @@ fn compile_schemas(
         let mut failed = false;
         for error in meta.iter_errors(schema) {
             failed = true;
-            let inner = format!("{pointer}{}", error.instance_path().as_str());
+            let path = error.instance_path().as_str().to_owned();
+            let inner = format!("{pointer}{path}");
             let location = checker.at(&inner);
-            checker.push(
-                Diagnostic::new(
+            // The meta-schema writes `type` as an `anyOf` (one name or a list of names), which
+            // hides the real cause behind "not valid under any of the schemas"; say it.
+            let diagnostic = match bad_type_name(schema, &path) {
+                Some(bad) => Diagnostic::new(
+                    Code::SemanticInvalidSchema,
+                    format!("`{field}` of `{name}` is not a valid JSON Schema: `{bad}` is not a JSON Schema type"),
+                )
+                .with_help(match closest(&bad, JSON_TYPES.iter().copied()) {
+                    Some(close) => format!("did you mean `{close}`?"),
+                    None => format!("write one of {}", JSON_TYPES.map(|t| format!("`{t}`")).join(", ")),
+                }),
+                None => Diagnostic::new(
                     Code::SemanticInvalidSchema,
                     format!("`{field}` of `{name}` is not a valid JSON Schema: {error}"),
                 )
                 .with_help("input and output schemas follow JSON Schema draft 2020-12"),
-                location,
-            );
+            };
+            checker.push(diagnostic, location);
         }
         if failed {
             return None;
@@ -504,7 +845,7 @@ fn compile_schemas(
                         Code::SemanticInvalidSchema,
                         format!("`{field}` of `{name}` does not compile: {error}"),
                     )
-                    .with_help("remote `$ref`s are not fetched; inline the referenced schema"),
+                    .with_help("input and output schemas follow JSON Schema draft 2020-12; remote `$ref`s are not fetched, so inline referenced schemas"),
                     location,
                 );
                 None
@@ -513,29 +854,41 @@ fn compile_schemas(
     };
     let input = compile("input_schema", &contract.input_schema);
     let output = compile("output_schema", &contract.output_schema);
-    (input, output)
+    ((input, output), checker.diagnostics)
 }
 
 fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
     let typed = checker.input.typed;
-    let mut compiled: Vec<CompiledRule> = Vec::new();
-    for (index, rule) in typed.rules.iter().enumerate() {
-        if rule.disabled == Some(true) {
-            continue;
-        }
-        let pointer = format!("/rules/{index}");
-        let origin = RuleOrigin {
-            index,
-            enforced: checker
-                .layer_of(&pointer)
-                .is_some_and(|layer| layer.kind.is_enforced()),
-            location: checker
-                .at_key(&format!("{pointer}/name"))
-                .map(|l| Arc::from(l.display().as_str())),
-        };
-        match compile_rule(rule, origin, names, &typed.modes) {
+    let enabled: Vec<(usize, &crate::model::rule::Rule, RuleOrigin)> = typed
+        .rules
+        .iter()
+        .enumerate()
+        .filter(|(_, rule)| rule.disabled != Some(true))
+        .map(|(index, rule)| {
+            let pointer = format!("/rules/{index}");
+            let origin = RuleOrigin {
+                index,
+                enforced: checker
+                    .layer_of(&pointer)
+                    .is_some_and(|layer| layer.kind.is_enforced()),
+                location: checker
+                    .at_key(&format!("{pointer}/name"))
+                    .map(|l| Arc::from(l.display().as_str())),
+            };
+            (index, rule, origin)
+        })
+        .collect();
+    // Compiling matchers (globs, regexes, shell patterns) is most of a load's work, and rules
+    // are independent: compile them in parallel, report in order.
+    let results = super::parallel::map(&enabled, |(_, rule, origin)| {
+        compile_rule(rule, origin.clone(), names, &typed.modes)
+    });
+    let mut compiled: Vec<CompiledRule> = Vec::with_capacity(enabled.len());
+    for ((index, rule, _), result) in enabled.iter().zip(results) {
+        match result {
             Ok(rule) => compiled.push(rule),
             Err(errors) => {
+                let pointer = format!("/rules/{index}");
                 for error in errors {
                     report_rule_error(checker, &pointer, &rule.name, rule, error);
                 }
@@ -679,8 +1032,13 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         }
     }
     // A rule is shadowed when another rule without conditions of its own covers all of its
-    // tools and modes and always decides first with a different decision.
-    let shadow = set.rules().iter().find(|other| {
+    // tools and modes and always decides first with a different decision. Such a rule applies
+    // to the rule's first tool, so only that tool's rules are candidates (not all rules: that
+    // was quadratic in the number of rules).
+    let Some(first_tool) = rule.tools.first() else {
+        return;
+    };
+    let shadow = set.for_tool(first_tool).find(|other| {
         let first = match (
             other.origin.enforced && other.decision == crate::model::Decision::Deny,
             rule.origin.enforced && rule.decision == crate::model::Decision::Deny,
@@ -871,4 +1229,33 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
         });
     }
     hooks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::source_offset;
+
+    #[test]
+    fn offsets_in_string_content_map_to_the_source() {
+        // (value as written, offset in its content, expected text in the source there)
+        let cases: &[(&str, usize, Option<&str>)] = &[
+            ("a(b", 1, Some("(b")),
+            ("\"a(b\"", 1, Some("(b\"")),
+            ("'a(b'", 1, Some("(b'")),
+            (r#""\\d+\t(x""#, 4, Some("(x\"")),
+            ("'it''s (x'", 5, Some("(x'")),
+            (r#""\u00e9\u00e9 (x""#, 5, Some("(x\"")),
+            (r#""\x41("#, 1, Some("(")),
+            ("'''a(b'''", 1, Some("(b'''")),
+            (r#""""a\t(b""""#, 2, Some("(b\"\"\"")),
+            (r#"'\d+ (x'"#, 4, Some("(x'")),
+            ("\"ab\ncd\"", 4, None),
+            ("\"ab\"", 5, None),
+            ("\"\\\\(\"", 1, Some("(\"")),
+        ];
+        for (raw, offset, expected) in cases {
+            let found = source_offset(raw, *offset).map(|at| &raw[at..]);
+            assert_eq!(found, *expected, "{raw} at {offset}");
+        }
+    }
 }

@@ -1,0 +1,232 @@
+//! Headline figures for a whole load (issue 2): 1 000 tools and 10 000 rules across 100 files
+//! (a realistic mix: input schemas, aliases, command handlers with templates, path, shell,
+//! glob, regex and equality matchers, rules with examples), read from disk, parsed,
+//! schema-checked, merged with the built-in layer, checked for meaning and frozen into a
+//! snapshot — cold, in one process. Targets: at most 150 ms in a release build, and the
+//! snapshot under 50 MB resident.
+//!
+//! Printed before the divan table: the cold load (first in the process, compiling the
+//! policy schema), the resident memory the snapshot adds, and the warm load.
+
+// Test code: a failed expectation should abort with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Instant;
+
+use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+
+const FILES: usize = 100;
+const TOOLS_PER_FILE: usize = 10;
+const RULES_PER_FILE: usize = 100;
+
+/// One generated policy file: 10 contracts and 100 rules. Every fourth file is TOML.
+fn policy_file(file: usize) -> (String, String) {
+    let mut yaml = String::from("version: 1\ntools:\n");
+    for tool in 0..TOOLS_PER_FILE {
+        let name = format!("Tool{file}_{tool}");
+        let flags = match tool % 3 {
+            0 => "{ concurrent_safe: true, read_only: true, side_effect_scope: none }",
+            1 => "{ side_effect_scope: workspace }",
+            _ => "{ destructive: true, side_effect_scope: external }",
+        };
+        yaml.push_str(&format!(
+            r#"  {name}:
+    aliases: [t{file}x{tool}]
+    description: generated tool {tool} of file {file}
+    input_schema:
+      type: object
+      required: [path]
+      additionalProperties: false
+      properties:
+        path: {{ type: string, minLength: 1, pattern: "^[^\\u0000]+$" }}
+        command: {{ type: string }}
+        timeout: {{ type: integer, minimum: 1, maximum: 600000 }}
+        mode: {{ enum: [fast, thorough] }}
+        tags: {{ type: array, items: {{ type: string }}, maxItems: 8 }}
+    concurrency: {flags}
+    timeout: {{ default: 2m, max: 10m, override_field: timeout, cleanup_grace: 2s }}
+    budget: {{ max_model: 30000, overflow: artifact, keep: tail, preview: 1000 }}
+    permission: {{ default: ask }}
+    display: {{ kind: text, when: always }}
+    handler: {{ kind: command, argv: [tool-{tool}, --path, "{{{{input.path}}}}", "{{{{input.mode?}}}}"], env: [PATH, HOME] }}
+"#
+        ));
+    }
+    yaml.push_str("rules:\n");
+    for rule in 0..RULES_PER_FILE {
+        let tool = format!("Tool{file}_{}", rule % TOOLS_PER_FILE);
+        let (matcher, example_match, example_not) = match rule % 5 {
+            0 => (
+                format!(r#"path: {{ path: ["src/r{rule}/**", "**/gen{rule}/*.rs"] }}"#),
+                format!(r#"{{ path: src/r{rule}/a/b.rs }}"#),
+                format!(r#"{{ path: docs/r{rule}.md }}"#),
+            ),
+            1 => (
+                format!(r#"command: {{ shell: ["git status", "git diff *", "make t{rule} *"] }}"#),
+                r#"{ path: x, command: "git diff HEAD -- src" }"#.to_owned(),
+                r#"{ path: x, command: "git push; rm -rf /" }"#.to_owned(),
+            ),
+            2 => (
+                format!(r#"path: {{ glob: "*.r{rule}" }}"#),
+                format!(r#"{{ path: a.r{rule} }}"#),
+                r#"{ path: a.txt }"#.to_owned(),
+            ),
+            3 => (
+                format!(r#"path: {{ regex: "^/srv/r{rule}/[a-z]+\\.(log|txt)$" }}"#),
+                format!(r#"{{ path: /srv/r{rule}/app.log }}"#),
+                format!(r#"{{ path: /srv/r{rule}/APP.bin }}"#),
+            ),
+            _ => (
+                "mode: { equals: thorough }\n      path: { exists: true }".to_owned(),
+                r#"{ path: a, mode: thorough }"#.to_owned(),
+                r#"{ path: a, mode: fast }"#.to_owned(),
+            ),
+        };
+        let decision = ["allow", "ask", "deny"][rule % 3];
+        yaml.push_str(&format!(
+            "  - name: rule-{file}-{rule}\n    tools: [{tool}]\n    match:\n      {matcher}\n    decision: {decision}\n    priority: {}\n    reason: generated rule {rule}\n",
+            rule % 7
+        ));
+        // One rule in ten pins its behaviour with examples.
+        if rule % 10 == 0 {
+            yaml.push_str(&format!(
+                "    examples:\n      match: [{{ tool: {tool}, input: {example_match} }}]\n      not_match: [{{ tool: {tool}, input: {example_not} }}]\n"
+            ));
+        }
+    }
+    if file % 4 == 3 {
+        let source = toolgate::load::SourceFile::in_memory(
+            "generated.yaml",
+            yaml,
+            toolgate::load::Format::Yaml,
+        );
+        let value = toolgate::load::parse_document(source)
+            .expect("generated YAML parses")
+            .value;
+        let text = toml::to_string(&value).expect("generated policy as TOML");
+        (format!("p{file:03}.toml"), text)
+    } else {
+        (format!("p{file:03}.yaml"), yaml)
+    }
+}
+
+fn write_set(dir: &Path) -> usize {
+    let mut bytes = 0;
+    for file in 0..FILES {
+        let (name, text) = policy_file(file);
+        bytes += text.len();
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    bytes
+}
+
+fn options(dir: &Path) -> LoadOptions {
+    let mut options = LoadOptions::new(LayerOptions {
+        no_builtin: false,
+        enforced: Vec::new(),
+        policies: vec![dir.to_owned()],
+    });
+    options.workspace_root = "/workspace".into();
+    options
+}
+
+/// CPU time of the whole process (every thread) so far, from `/proc/self/stat`, in
+/// milliseconds. On a shared, loaded machine it says more than wall time about what an idle
+/// one would see.
+fn cpu_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may contain spaces) start after the last `)`.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // Clock ticks are 1/100 s on Linux.
+    Some((utime + stime) * 10.0)
+}
+
+/// Resident set size in bytes, from `/proc/self/statm`.
+fn resident() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+fn headline(dir: &Path, bytes: usize) {
+    let before = resident();
+    let cpu_before = cpu_ms();
+    let started = Instant::now();
+    let outcome = load(&options(dir), 1);
+    let cold = started.elapsed();
+    let cpu = cpu_ms()
+        .zip(cpu_before)
+        .map(|(after, before)| after - before);
+    let after = resident();
+    let snapshot = outcome.snapshot.unwrap_or_else(|| {
+        let errors: Vec<String> = outcome
+            .diagnostics
+            .iter()
+            .take(5)
+            .map(|d| d.to_string())
+            .collect();
+        panic!("the generated set does not load: {errors:#?}")
+    });
+    assert_eq!(snapshot.tools.len(), FILES * TOOLS_PER_FILE + 10);
+    assert!(snapshot.rules.rules().len() >= FILES * RULES_PER_FILE);
+
+    let mut warm = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let again = load(&options(dir), 2);
+        warm.push(started.elapsed());
+        assert!(again.snapshot.is_some());
+    }
+    warm.sort();
+    println!(
+        "load: {} files ({:.1} MB), {} tools, {} rules, {} warnings",
+        FILES,
+        mb(bytes as u64),
+        snapshot.tools.len(),
+        snapshot.rules.rules().len(),
+        outcome.diagnostics.len()
+    );
+    println!(
+        "load: cold (first in process) {:.1} ms wall, {} CPU on {} cores; warm median {:.1} ms wall (target ≤ 150 ms)",
+        cold.as_secs_f64() * 1000.0,
+        cpu.map_or_else(|| "?".to_owned(), |ms| format!("{ms:.0} ms")),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        warm[warm.len() / 2].as_secs_f64() * 1000.0
+    );
+    match (before, after) {
+        (Some(before), Some(after)) => println!(
+            "load: resident {:.1} MB before, {:.1} MB with the snapshot: +{:.1} MB (target < 50 MB)",
+            mb(before),
+            mb(after),
+            mb(after.saturating_sub(before))
+        ),
+        _ => println!("load: resident memory unavailable (no /proc/self/statm)"),
+    }
+    drop(snapshot);
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = write_set(dir.path());
+    headline(dir.path(), bytes);
+    // Keep the set on disk for the divan runs below.
+    DIR.set(dir).unwrap();
+    divan::main();
+}
+
+static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+
+/// A whole load of the generated set (warm: schemas already compiled in this process).
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn load_1000_tools_10000_rules() -> usize {
+    let dir = DIR.get().unwrap().path();
+    let outcome = load(&options(dir), 1);
+    outcome.snapshot.map_or(0, |s| s.tools.len())
+}
