@@ -10,11 +10,109 @@
 
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// The allocation-counting allocator below (the library itself forbids unsafe code).
+#![allow(unsafe_code)]
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::Instant;
 
 use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+
+// The allocator the `toolgate` binary uses (see the `mimalloc` feature), wrapped to count
+// the bytes live on the heap while `COUNTING` is on: what the snapshot holds, apart from the
+// allocator's slack. Counting is off while the load is timed (shared counters would slow
+// every allocation of the parallel load).
+#[cfg(feature = "mimalloc")]
+type Inner = mimalloc::MiMalloc;
+#[cfg(not(feature = "mimalloc"))]
+type Inner = std::alloc::System;
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
+struct Counting;
+
+impl Counting {
+    fn inner() -> Inner {
+        #[cfg(feature = "mimalloc")]
+        return mimalloc::MiMalloc;
+        #[cfg(not(feature = "mimalloc"))]
+        return std::alloc::System;
+    }
+
+    fn count(delta: isize) {
+        if COUNTING.load(Ordering::Relaxed) {
+            let live = LIVE.fetch_add(delta, Ordering::Relaxed) + delta;
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+    }
+
+    /// Starts counting from zero.
+    fn start() {
+        LIVE.store(0, Ordering::SeqCst);
+        PEAK.store(0, Ordering::SeqCst);
+        COUNTING.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops counting: (bytes allocated minus bytes freed since `start`, the peak of that).
+    fn stop() -> (i64, i64) {
+        COUNTING.store(false, Ordering::SeqCst);
+        (
+            LIVE.load(Ordering::SeqCst) as i64,
+            PEAK.load(Ordering::SeqCst) as i64,
+        )
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to the inner allocator, which upholds the
+// `GlobalAlloc` contract; the wrapper only updates counters, which never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        let ptr = unsafe { Self::inner().alloc(layout) };
+        if !ptr.is_null() {
+            Self::count(layout.size() as isize);
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        let ptr = unsafe { Self::inner().alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            Self::count(layout.size() as isize);
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        unsafe { Self::inner().dealloc(ptr, layout) };
+        Self::count(-(layout.size() as isize));
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        let new = unsafe { Self::inner().realloc(ptr, layout, new_size) };
+        if !new.is_null() {
+            Self::count(new_size as isize - layout.size() as isize);
+        }
+        new
+    }
+}
+
+/// Which allocator the figures were measured with.
+const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
+    "mimalloc"
+} else {
+    "system malloc"
+};
 
 const FILES: usize = 100;
 const TOOLS_PER_FILE: usize = 10;
@@ -185,8 +283,15 @@ fn headline(dir: &Path, bytes: usize) {
         assert!(again.snapshot.is_some());
     }
     warm.sort();
+
+    // The heap a snapshot holds, counted on one more load (counting is off while timing).
+    Counting::start();
+    let counted = load(&options(dir), 3).snapshot.unwrap();
+    let (held, peak) = Counting::stop();
+    let parts = held_by_part(std::sync::Arc::try_unwrap(counted).unwrap());
+
     println!(
-        "load: {} files ({:.1} MB), {} tools, {} rules, {} warnings",
+        "load: {} files ({:.1} MB), {} tools, {} rules, {} warnings; allocator {ALLOCATOR}",
         FILES,
         mb(bytes as u64),
         snapshot.tools.len(),
@@ -200,9 +305,14 @@ fn headline(dir: &Path, bytes: usize) {
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         warm[warm.len() / 2].as_secs_f64() * 1000.0
     );
+    println!(
+        "load: heap held by the snapshot {:.1} MB (target < 50 MB) = {parts}; heap peak during a load {:.1} MB",
+        mb(held.max(0) as u64),
+        mb(peak.max(0) as u64)
+    );
     match (before, after) {
         (Some(before), Some(after)) => println!(
-            "load: resident {:.1} MB before, {:.1} MB with the snapshot: +{:.1} MB (target < 50 MB)",
+            "load: resident {:.1} MB before, {:.1} MB after the cold load: +{:.1} MB (the snapshot, plus what the allocator keeps of the load's peak)",
             mb(before),
             mb(after),
             mb(after.saturating_sub(before))
@@ -210,6 +320,36 @@ fn headline(dir: &Path, bytes: usize) {
         _ => println!("load: resident memory unavailable (no /proc/self/statm)"),
     }
     drop(snapshot);
+}
+
+/// What the main parts of a snapshot hold, measured by dropping them one at a time.
+fn held_by_part(snapshot: toolgate::snapshot::Snapshot) -> String {
+    let toolgate::snapshot::Snapshot {
+        sources,
+        effective,
+        provenance,
+        tools,
+        rules,
+        ..
+    } = snapshot;
+    let freed = |part: Box<dyn std::any::Any>| {
+        Counting::start();
+        drop(part);
+        mb((-Counting::stop().0).max(0) as u64)
+    };
+    let parts = [
+        ("rules", freed(Box::new(rules))),
+        ("sources and spans", freed(Box::new(sources))),
+        ("tools and schemas", freed(Box::new(tools))),
+        ("merged document", freed(Box::new(effective))),
+        ("provenance", freed(Box::new(provenance))),
+    ];
+    let mut text: Vec<String> = parts
+        .iter()
+        .map(|(name, size)| format!("{name} {size:.1}"))
+        .collect();
+    text.push("the rest".to_owned());
+    text.join(" + ")
 }
 
 fn main() {

@@ -5,6 +5,10 @@
 //! may see) is read from YAML or TOML policy files, checked against JSON Schemas and
 //! hot-reloaded.
 
+// No unsafe code in the library (the package lint is `deny` only so that a bench can count
+// allocations with a wrapping allocator).
+#![forbid(unsafe_code)]
+
 pub mod approval;
 pub mod artifact;
 pub mod budget;

@@ -724,3 +724,65 @@ fn snapshot_cached() -> Arc<Snapshot> {
     static SNAPSHOT: std::sync::OnceLock<Arc<Snapshot>> = std::sync::OnceLock::new();
     Arc::clone(SNAPSHOT.get_or_init(snapshot))
 }
+
+/// A rule whose regex parses but whose automaton exceeds the size limit: loading for running
+/// builds automata on first use, so the set loads (only `check` reports it), and the rule
+/// then fails closed: as a deny rule it denies, as an allow rule it allows nothing.
+#[test]
+fn a_rule_whose_automaton_cannot_be_built_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("policy.yaml"),
+        r#"version: 1
+tools:
+  Fetch: { permission: { default: ask } }
+  Purge: { permission: { default: allow } }
+rules:
+  - name: allow-too-big
+    tools: [Fetch]
+    match: { url: { regex: '\w{1000}' } }
+    decision: allow
+  - name: deny-too-big
+    tools: [Purge]
+    match: { target: { regex: 'a{1000}{1000}' } }
+    decision: deny
+"#,
+    )
+    .unwrap();
+    let mut options = LoadOptions::new(LayerOptions {
+        no_builtin: true,
+        enforced: Vec::new(),
+        policies: vec![dir.path().to_owned()],
+    });
+    let snapshot = load(&options, 1)
+        .snapshot
+        .expect("a load for running defers building automata");
+    let engine = Engine::builder(snapshot).build();
+    let decide = |tool: &str, input: Value| {
+        let plan = engine
+            .plan(&Batch::new(vec![ToolCall::new("c", tool, input)]), &[])
+            .unwrap();
+        plan.calls.into_iter().next().unwrap().decision
+    };
+    assert_eq!(
+        decide("Fetch", json!({"url": "https://example.com"})),
+        "ask"
+    );
+    assert_eq!(decide("Purge", json!({"target": "b"})), "deny");
+
+    options.build_all_matchers = true;
+    let checked = load(&options, 1);
+    assert!(checked.snapshot.is_none());
+    let codes: Vec<String> = checked
+        .diagnostics
+        .iter()
+        .map(|d| d.code.to_string())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "toolgate::semantic::invalid_regex",
+            "toolgate::semantic::invalid_regex"
+        ]
+    );
+}

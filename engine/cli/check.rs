@@ -65,8 +65,13 @@ impl CheckReport {
 }
 
 /// Loads and checks the policy set. With `deny_warnings`, warnings count as errors.
+///
+/// Unlike a load for running batches, every rule's glob and regex automata are built, so
+/// that one exceeding a size limit is reported here rather than failing closed at run time.
 pub fn check(global: &GlobalOptions, deny_warnings: bool) -> CheckReport {
-    let outcome = load(&global.load_options(), 1);
+    let mut options = global.load_options();
+    options.build_all_matchers = true;
+    let outcome = load(&options, 1);
     let mut diagnostics = outcome.diagnostics;
     if deny_warnings {
         for diagnostic in &mut diagnostics {

@@ -106,15 +106,16 @@ pub fn run(
 
 /// Diffs two loaded snapshots, locating each change in the set that has it.
 pub fn report(base: &Snapshot, head: &Snapshot) -> DiffReport {
-    let changes = diff(&base.effective, &head.effective)
+    let (base_doc, head_doc) = (base.effective.value(), head.effective.value());
+    let changes = diff(&base_doc, &head_doc)
         .into_iter()
         .map(|change| {
-            let side = if change.kind == ChangeKind::Removed {
-                base
+            let (side, doc) = if change.kind == ChangeKind::Removed {
+                (base, &base_doc)
             } else {
-                head
+                (head, &head_doc)
             };
-            let location = pointer_of(side, &change)
+            let location = pointer_of(doc, &change)
                 .and_then(|pointer| side.sources.locate_key(&side.provenance, &pointer))
                 .map(|l| (l.source.path().to_string(), l.span.line, l.span.column));
             LocatedChange { change, location }
@@ -211,8 +212,9 @@ fn checkout(global: &GlobalOptions, revision: &str) -> Result<tempfile::TempDir,
     Ok(dir)
 }
 
-/// The effective pointer of the item (and field) a change is about.
-fn pointer_of(snapshot: &Snapshot, change: &Change) -> Option<String> {
+/// The effective pointer of the item (and field) a change is about, in the effective
+/// document that has it.
+fn pointer_of(effective: &Value, change: &Change) -> Option<String> {
     use crate::load::spans::join_pointer;
     let item = match change.subject {
         Subject::Engine => "/engine".to_owned(),
@@ -225,8 +227,7 @@ fn pointer_of(snapshot: &Snapshot, change: &Change) -> Option<String> {
             } else {
                 "hooks"
             };
-            let index = snapshot
-                .effective
+            let index = effective
                 .get(section)?
                 .as_array()?
                 .iter()

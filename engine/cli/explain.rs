@@ -132,7 +132,7 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
     let base = join_pointer("/tools", found.name.as_str());
     let mut fields = Vec::new();
     if let Some(Value::Object(contract)) = snapshot.effective.pointer(&base) {
-        walk(snapshot, &base, "", contract, &mut fields);
+        walk(snapshot, &base, "", &contract, &mut fields);
     }
     add_defaults(snapshot, found, &mut fields);
     fields.sort_by_key(|f| field_rank(&f.field));
@@ -222,12 +222,13 @@ fn add_defaults(snapshot: &Snapshot, tool: &Tool, out: &mut Vec<ExplainField>) {
             .any(|f| f.field == field || f.field.starts_with(&format!("{field}.")))
     };
     let mut extra = Vec::new();
+    let effective = snapshot.effective.value();
     let mut engine = |field: &str, setting: &str| {
         if has(field) {
             return;
         }
         let pointer = format!("/engine/{}", setting.replace('.', "/"));
-        if let Some(value) = snapshot.effective.pointer(&pointer) {
+        if let Some(value) = effective.pointer(&pointer) {
             extra.push(located(
                 snapshot,
                 field.to_owned(),

@@ -2,6 +2,8 @@
 //! renders its report and maps it to an exit code (0 success, 1 problems found, 2 usage or
 //! I/O error).
 
+#![forbid(unsafe_code)]
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -66,8 +68,9 @@ enum Color {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate the policy set: syntax, JSON Schema, and cross-file semantics. Exit 1 when
-    /// any error is found (or any warning, with --deny-warnings).
+    /// Validate the policy set: syntax, JSON Schema, and cross-file semantics (including
+    /// building every rule's glob and regex automata, which other commands build on first
+    /// use). Exit 1 when any error is found (or any warning, with --deny-warnings).
     Check {
         /// Output format.
         #[arg(long, value_enum, default_value_t = CheckFormat::Human)]

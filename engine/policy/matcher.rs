@@ -30,7 +30,7 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use globset::GlobSet;
 use indexmap::IndexMap;
@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use super::path::{NormalisedPath, PathMatcher, build_glob_set, lexical, normalise};
+use super::path::{NormalisedPath, PathMatcher, build_glob_set, lexical, normalise, parse_globs};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::{Script, ShellParseError, parse_script};
 
@@ -253,10 +253,65 @@ impl Selector {
 enum Compiled {
     Exists(bool),
     Equals(Value),
-    Glob(GlobSet),
-    Regex(RegexSet),
+    Glob(Deferred<GlobSet>),
+    Regex(Deferred<RegexSet>),
     Path(Box<PathMatcher>),
     Shell(ShellMatcher),
+}
+
+/// Patterns validated when their rule was compiled, whose automaton is built on first use.
+///
+/// Building regex and glob automata is most of the time and memory a large policy set's
+/// rules cost, and a process consults few of its rules: they are built when first needed,
+/// once, and shared by every thread. Syntax errors are found when the rule is compiled; an
+/// automaton that still cannot be built (a size limit) fails closed where it is used: the
+/// matcher then holds for deny and ask rules and not for allow rules.
+#[derive(Debug, Clone)]
+struct Deferred<T> {
+    patterns: Box<[String]>,
+    built: OnceLock<Result<T, String>>,
+}
+
+impl<T> Deferred<T> {
+    fn new(patterns: &[String]) -> Self {
+        Self {
+            patterns: patterns.into(),
+            built: OnceLock::new(),
+        }
+    }
+
+    fn get(&self, build: impl FnOnce(&[String]) -> Result<T, String>) -> Result<&T, &str> {
+        self.built
+            .get_or_init(|| build(&self.patterns))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
+impl Deferred<GlobSet> {
+    fn glob_set(&self) -> Result<&GlobSet, &str> {
+        self.get(|patterns| {
+            build_glob_set(patterns, false, false).map_err(|errors| {
+                errors.into_iter().next().map_or_else(
+                    || "the glob set cannot be built".to_owned(),
+                    |(_, e)| e.message,
+                )
+            })
+        })
+    }
+}
+
+impl Deferred<RegexSet> {
+    fn regex_set(&self) -> Result<&RegexSet, &str> {
+        self.get(|patterns| {
+            compile_regexes(patterns).map_err(|errors| {
+                errors
+                    .into_iter()
+                    .next()
+                    .map_or_else(|| "the regex set cannot be built".to_owned(), |(_, _, m)| m)
+            })
+        })
+    }
 }
 
 impl Compiled {
@@ -330,8 +385,8 @@ impl CompiledArgMatchers {
                 matchers.push(Compiled::Equals(value.clone()));
             }
             if !spec.glob.is_empty() {
-                match build_glob_set(&spec.glob, false, false) {
-                    Ok(set) => matchers.push(Compiled::Glob(set)),
+                match parse_globs(&spec.glob, false, false) {
+                    Ok(_) => matchers.push(Compiled::Glob(Deferred::new(&spec.glob))),
                     Err(bad) => errors.extend(
                         bad.into_iter()
                             .map(|(i, e)| error(PatternKind::Glob, Some(i), e.offset, e.message)),
@@ -339,8 +394,8 @@ impl CompiledArgMatchers {
                 }
             }
             if !spec.regex.is_empty() {
-                match compile_regexes(&spec.regex) {
-                    Ok(set) => matchers.push(Compiled::Regex(set)),
+                match parse_regexes(&spec.regex) {
+                    Ok(()) => matchers.push(Compiled::Regex(Deferred::new(&spec.regex))),
                     Err(bad) => errors.extend(bad.into_iter().map(|(i, offset, message)| {
                         error(PatternKind::Regex, Some(i), offset, message)
                     })),
@@ -373,6 +428,45 @@ impl CompiledArgMatchers {
         }
         if errors.is_empty() {
             Ok(Self { entries })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Builds now the automata that are otherwise built on first use (for the path case
+    /// `case`), and reports those that cannot be built.
+    ///
+    /// # Errors
+    /// One per matcher whose patterns parse but whose automaton exceeds a size limit.
+    pub fn build(&self, case: PathCase) -> Result<(), Vec<PatternError>> {
+        let mut errors = Vec::new();
+        for entry in &self.entries {
+            for matcher in &entry.matchers {
+                let failed = match matcher {
+                    Compiled::Glob(deferred) => deferred
+                        .glob_set()
+                        .err()
+                        .map(|m| (PatternKind::Glob, m.to_owned())),
+                    Compiled::Regex(deferred) => deferred
+                        .regex_set()
+                        .err()
+                        .map(|m| (PatternKind::Regex, m.to_owned())),
+                    Compiled::Path(path) => path.build(case).err().map(|m| (PatternKind::Path, m)),
+                    Compiled::Exists(_) | Compiled::Equals(_) | Compiled::Shell(_) => None,
+                };
+                if let Some((kind, message)) = failed {
+                    errors.push(PatternError {
+                        selector: entry.selector.text().to_string(),
+                        kind,
+                        pattern_index: None,
+                        offset_in_pattern: None,
+                        message,
+                    });
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
         } else {
             Err(errors)
         }
@@ -484,29 +578,52 @@ impl ParseCache {
     }
 }
 
-/// Compiles regexes one by one (for positions), then as a set (for speed).
+/// Parses regexes one by one, for positions (parsing builds no automaton).
+fn parse_regexes(patterns: &[String]) -> Result<(), Vec<(usize, Option<usize>, String)>> {
+    let errors: Vec<_> = patterns
+        .iter()
+        .enumerate()
+        .filter_map(|(index, pattern)| {
+            regex_error_position(pattern).map(|(offset, message)| (index, offset, message))
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Compiles parsed regexes once, as a set.
 fn compile_regexes(patterns: &[String]) -> Result<RegexSet, Vec<(usize, Option<usize>, String)>> {
-    let mut errors = Vec::new();
-    for (index, pattern) in patterns.iter().enumerate() {
-        if let Err(err) = regex::Regex::new(pattern) {
-            let (offset, message) = regex_error_position(pattern).unwrap_or_else(|| {
-                (
-                    None,
-                    err.to_string()
-                        .lines()
-                        .last()
-                        .unwrap_or("invalid regex")
-                        .trim()
-                        .to_owned(),
-                )
-            });
-            errors.push((index, offset, message));
+    parse_regexes(patterns)?;
+    RegexSet::new(patterns).map_err(|set_error| {
+        // Parsed but not compiled: a size limit. Name the pattern that exceeds it.
+        let culprits: Vec<_> = patterns
+            .iter()
+            .enumerate()
+            .filter_map(|(index, pattern)| {
+                regex::Regex::new(pattern)
+                    .err()
+                    .map(|err| (index, None, last_line(&err.to_string())))
+            })
+            .collect();
+        if culprits.is_empty() {
+            vec![(0, None, last_line(&set_error.to_string()))]
+        } else {
+            culprits
         }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    RegexSet::new(patterns).map_err(|err| vec![(0, None, err.to_string())])
+    })
+}
+
+/// The last line of a `regex` error, as a diagnostic message (lowercase, no period).
+fn last_line(message: &str) -> String {
+    let line = message.lines().last().unwrap_or("invalid regex").trim();
+    let line = line.strip_suffix('.').unwrap_or(line);
+    let mut chars = line.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
 }
 
 /// The byte offset and one-line message of a regex syntax error, from `regex-syntax`.
@@ -649,12 +766,22 @@ fn check(
                 (equal, CheckDetail::Equality { equal })
             }
         },
-        Compiled::Glob(set) => over_strings(value, mode, |s| {
-            Found::Pattern(set.matches(s).into_iter().min())
-        }),
-        Compiled::Regex(set) => over_strings(value, mode, |s| {
-            Found::Pattern(set.matches(s).iter().next())
-        }),
+        Compiled::Glob(deferred) => match deferred.glob_set() {
+            Ok(set) => over_strings(value, mode, |s| {
+                Found::Pattern(set.matches(s).into_iter().min())
+            }),
+            Err(message) => unbuilt(mode, message),
+        },
+        Compiled::Regex(deferred) => match deferred.regex_set() {
+            Ok(set) => over_strings(value, mode, |s| {
+                Found::Pattern(set.matches(s).iter().next())
+            }),
+            Err(message) => unbuilt(mode, message),
+        },
+        Compiled::Path(matcher) if matcher.build(ctx.path_case()).is_err() => {
+            let message = matcher.build(ctx.path_case()).err().unwrap_or_default();
+            unbuilt(mode, &message)
+        }
         Compiled::Path(matcher) => over_strings(value, mode, |s| {
             let path = cache.path(s, ctx);
             Found::Path(PathVerdict {
@@ -675,6 +802,17 @@ fn check(
     }
 }
 
+/// A matcher whose automaton cannot be built fails closed: it holds for deny and ask rules
+/// ([`MatchMode::Any`]) and not for allow rules.
+fn unbuilt(mode: MatchMode, message: &str) -> (bool, CheckDetail) {
+    (
+        mode == MatchMode::Any,
+        CheckDetail::Unbuilt {
+            message: message.to_owned(),
+        },
+    )
+}
+
 /// [`check`]`.holds` without the detail.
 fn holds(
     matcher: &Compiled,
@@ -686,8 +824,17 @@ fn holds(
     match matcher {
         Compiled::Exists(expected) => value.is_some() == *expected,
         Compiled::Equals(expected) => value.is_some_and(|value| json_eq(value, expected)),
-        Compiled::Glob(set) => strings_hold(value, mode, |s| set.is_match(s)),
-        Compiled::Regex(set) => strings_hold(value, mode, |s| set.is_match(s)),
+        Compiled::Glob(deferred) => match deferred.glob_set() {
+            Ok(set) => strings_hold(value, mode, |s| set.is_match(s)),
+            Err(_) => mode == MatchMode::Any,
+        },
+        Compiled::Regex(deferred) => match deferred.regex_set() {
+            Ok(set) => strings_hold(value, mode, |s| set.is_match(s)),
+            Err(_) => mode == MatchMode::Any,
+        },
+        Compiled::Path(matcher) if matcher.build(ctx.path_case()).is_err() => {
+            mode == MatchMode::Any
+        }
         Compiled::Path(matcher) => strings_hold(value, mode, |s| {
             cache
                 .path(s, ctx)
@@ -895,6 +1042,12 @@ pub enum CheckDetail {
         element: Option<usize>,
         verdict: ShellVerdict,
     },
+    /// The patterns parse but their automaton cannot be built (a size limit): the matcher
+    /// fails closed.
+    Unbuilt {
+        /// Why it cannot be built.
+        message: String,
+    },
 }
 
 impl fmt::Display for CheckDetail {
@@ -935,6 +1088,10 @@ impl fmt::Display for CheckDetail {
                 }
             }
             Self::Shell { element, verdict } => write!(f, "{}{verdict}", at(element)),
+            Self::Unbuilt { message } => write!(
+                f,
+                "the patterns cannot be built ({message}); failing closed"
+            ),
         }
     }
 }
@@ -956,6 +1113,57 @@ mod tests {
 
     fn ctx() -> MatchContext {
         MatchContext::new("/ws").with_path_case(PathCase::Sensitive)
+    }
+
+    #[test]
+    fn an_automaton_too_big_to_build_is_reported_by_build_and_fails_closed() {
+        // Parses (so compiling the rule succeeds) but exceeds the regex size limit.
+        let matchers = compile(json!({ "command": { "regex": ["ok", "\\w{1000}"] } }));
+        let errors = matchers.build(PathCase::Sensitive).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].kind, PatternKind::Regex);
+        assert_eq!(errors[0].selector, "command");
+        assert!(
+            errors[0].message.contains("size limit"),
+            "{}",
+            errors[0].message
+        );
+        let input = json!({ "command": "anything" });
+        // Deny and ask rules (any): the matcher holds; allow rules (all): it does not.
+        let any = matchers.matches(&input, &ctx(), MatchMode::Any);
+        assert!(any.matched);
+        assert!(matches!(
+            any.selectors[0].checks[0].detail,
+            CheckDetail::Unbuilt { .. }
+        ));
+        assert!(!matchers.matches(&input, &ctx(), MatchMode::All).matched);
+        let mut cache = ParseCache::default();
+        assert!(matchers.holds_with_cache(&input, &ctx(), MatchMode::Any, &mut cache));
+        assert!(!matchers.holds_with_cache(&input, &ctx(), MatchMode::All, &mut cache));
+        assert_eq!(
+            any.selectors[0].checks[0].detail.to_string(),
+            "the patterns cannot be built (compiled regex exceeds size limit of 10485760 bytes); failing closed"
+        );
+    }
+
+    #[test]
+    fn automata_are_built_on_first_use_and_match_like_built_ones() {
+        let spec = json!({
+            "path": { "glob": ["*.rs"], "regex": ["^src/"], "path": ["src/**"] }
+        });
+        let lazy = compile(spec.clone());
+        let built = compile(spec);
+        built.build(PathCase::Sensitive).unwrap();
+        for path in ["src/a.rs", "docs/a.md", "src/x/y.rs", "/ws/src/a.rs"] {
+            let input = json!({ "path": path });
+            for mode in [MatchMode::All, MatchMode::Any] {
+                assert_eq!(
+                    lazy.matches(&input, &ctx(), mode),
+                    built.matches(&input, &ctx(), mode),
+                    "{path} {mode:?}"
+                );
+            }
+        }
     }
 
     #[test]

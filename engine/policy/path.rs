@@ -27,7 +27,7 @@
 //! paths are a guard against mistakes, not a sandbox: confine a tool that must never reach a
 //! file with operating-system permissions or a sandbox.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -113,13 +113,14 @@ pub struct GlobSyntaxError {
     pub message: String,
 }
 
-/// Compiles globs into a set; errors carry each pattern's index and the best offset.
-pub(crate) fn build_glob_set(
+/// Parses globs (cheap: no automaton is built); errors carry each pattern's index and the
+/// best offset.
+pub(crate) fn parse_globs(
     patterns: &[String],
     literal_separator: bool,
     case_insensitive: bool,
-) -> Result<GlobSet, Vec<(usize, GlobSyntaxError)>> {
-    let mut builder = GlobSetBuilder::new();
+) -> Result<Vec<globset::Glob>, Vec<(usize, GlobSyntaxError)>> {
+    let mut globs = Vec::with_capacity(patterns.len());
     let mut errors = Vec::new();
     for (index, pattern) in patterns.iter().enumerate() {
         match GlobBuilder::new(pattern)
@@ -128,9 +129,7 @@ pub(crate) fn build_glob_set(
             .backslash_escape(true)
             .build()
         {
-            Ok(glob) => {
-                builder.add(glob);
-            }
+            Ok(glob) => globs.push(glob),
             Err(err) => errors.push((
                 index,
                 GlobSyntaxError {
@@ -140,8 +139,22 @@ pub(crate) fn build_glob_set(
             )),
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
+    if errors.is_empty() {
+        Ok(globs)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Compiles globs into a set; errors carry each pattern's index and the best offset.
+pub(crate) fn build_glob_set(
+    patterns: &[String],
+    literal_separator: bool,
+    case_insensitive: bool,
+) -> Result<GlobSet, Vec<(usize, GlobSyntaxError)>> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in parse_globs(patterns, literal_separator, case_insensitive)? {
+        builder.add(glob);
     }
     builder.build().map_err(|err| {
         vec![(
@@ -155,26 +168,27 @@ pub(crate) fn build_glob_set(
 }
 
 /// The compiled `path` matcher of one argument.
+///
+/// Compiling validates every pattern (syntax errors are reported with their offsets); the
+/// glob automaton for a path case is built the first time a context with that case asks,
+/// since building automata is most of the cost of a rule and most rules of a large policy
+/// set are never consulted by a given process. [`PathMatcher::build`] builds it up front.
 #[derive(Debug, Clone)]
 pub struct PathMatcher {
-    sensitive: FormSets,
-    insensitive: FormSets,
+    folded: Vec<String>,
+    sensitive: OnceLock<Result<FormSets, String>>,
+    insensitive: OnceLock<Result<FormSets, String>>,
 }
 
-/// The patterns split by the form of a normalised path they can match, so each form is
-/// tried only against the patterns that could match it.
+/// The patterns of one case variant as one set, tried against both forms of a path.
+///
+/// One set rather than one per form: a pattern starting with a literal other than `/`
+/// cannot match the absolute form and one starting with `/` cannot match the relative form,
+/// so splitting changes no result, and a pattern starting with a wildcard (which belongs to
+/// both forms) is then compiled once instead of twice.
 #[derive(Debug, Clone)]
 struct FormSets {
-    /// Patterns that may match a workspace-relative path (never starts with `/`): those not
-    /// starting with `/`.
-    relative: GlobSet,
-    /// Index in the rule's list of each pattern of `relative`.
-    relative_index: Vec<usize>,
-    /// Patterns that may match an absolute path (always starts with `/`): those starting
-    /// with `/` or with a wildcard, class or alternation (which may produce the `/`).
-    absolute: GlobSet,
-    /// Index in the rule's list of each pattern of `absolute`.
-    absolute_index: Vec<usize>,
+    set: GlobSet,
 }
 
 impl FormSets {
@@ -182,26 +196,8 @@ impl FormSets {
         folded: &[String],
         case_insensitive: bool,
     ) -> Result<Self, Vec<(usize, GlobSyntaxError)>> {
-        let mut relative = Vec::new();
-        let mut absolute = Vec::new();
-        for (index, pattern) in folded.iter().enumerate() {
-            if !pattern.starts_with('/') {
-                relative.push(index);
-            }
-            // A pattern whose first character is a literal other than `/` cannot match a
-            // string starting with `/`; anything else might.
-            if pattern.starts_with(['/', '*', '?', '[', '{', '\\']) {
-                absolute.push(index);
-            }
-        }
-        let subset = |indices: &[usize]| -> Vec<String> {
-            indices.iter().map(|&i| folded[i].clone()).collect()
-        };
         Ok(Self {
-            relative: build_glob_set(&subset(&relative), true, case_insensitive)?,
-            relative_index: relative,
-            absolute: build_glob_set(&subset(&absolute), true, case_insensitive)?,
-            absolute_index: absolute,
+            set: build_glob_set(folded, true, case_insensitive)?,
         })
     }
 
@@ -210,8 +206,8 @@ impl FormSets {
         let relative = path
             .relative
             .as_deref()
-            .and_then(|form| first_in(&self.relative, &self.relative_index, form));
-        let absolute = first_in(&self.absolute, &self.absolute_index, &path.absolute);
+            .and_then(|form| first_in(&self.set, form));
+        let absolute = first_in(&self.set, &path.absolute);
         match (relative, absolute) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (found, None) | (None, found) => found,
@@ -219,7 +215,7 @@ impl FormSets {
     }
 }
 
-fn first_in(set: &GlobSet, index: &[usize], form: &str) -> Option<usize> {
+fn first_in(set: &GlobSet, form: &str) -> Option<usize> {
     if set.is_empty() {
         return None;
     }
@@ -228,10 +224,7 @@ fn first_in(set: &GlobSet, index: &[usize], form: &str) -> Option<usize> {
     if !set.is_match_candidate(&candidate) {
         return None;
     }
-    set.matches_candidate(&candidate)
-        .into_iter()
-        .filter_map(|i| index.get(i).copied())
-        .min()
+    set.matches_candidate(&candidate).into_iter().min()
 }
 
 /// What a [`PathMatcher`] found.
@@ -251,14 +244,38 @@ impl PathMatcher {
     pub fn compile(patterns: &[String]) -> Result<Self, Vec<(usize, GlobSyntaxError)>> {
         // Validate as written, so offsets point into what the author wrote; folding only
         // removes `./` and doubled slashes and cannot make a valid glob invalid.
-        build_glob_set(patterns, true, false)?;
-        let folded: Vec<String> = patterns.iter().map(|p| fold_pattern(p)).collect();
-        let sensitive = FormSets::build(&folded, false)?;
-        let insensitive = FormSets::build(&folded, true)?;
+        parse_globs(patterns, true, false)?;
         Ok(Self {
-            sensitive,
-            insensitive,
+            folded: patterns.iter().map(|p| fold_pattern(p)).collect(),
+            sensitive: OnceLock::new(),
+            insensitive: OnceLock::new(),
         })
+    }
+
+    /// Builds the automaton for `case` now (it is otherwise built on first use).
+    ///
+    /// # Errors
+    /// Why it cannot be built: the patterns parse, but the automaton exceeds a size limit.
+    pub fn build(&self, case: PathCase) -> Result<(), String> {
+        self.sets(case).map(|_| ())
+    }
+
+    /// The sets for `case`, built on first use.
+    fn sets(&self, case: PathCase) -> Result<&FormSets, String> {
+        let cell = match case {
+            PathCase::Sensitive => &self.sensitive,
+            PathCase::Insensitive => &self.insensitive,
+        };
+        cell.get_or_init(|| {
+            FormSets::build(&self.folded, case == PathCase::Insensitive).map_err(|errors| {
+                errors.into_iter().next().map_or_else(
+                    || "the glob set cannot be built".to_owned(),
+                    |(_, e)| e.message,
+                )
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
     }
 
     /// Normalises `raw` and matches it.
@@ -284,12 +301,10 @@ impl PathMatcher {
     }
 
     /// The first pattern (by index) an already normalised path matches, in its relative or
-    /// its absolute form.
+    /// its absolute form; `None` also when the automaton cannot be built (see
+    /// [`PathMatcher::build`], which callers that must fail closed ask first).
     pub fn matches_normalised(&self, path: &NormalisedPath, ctx: &MatchContext) -> Option<usize> {
-        match ctx.path_case() {
-            PathCase::Sensitive => self.sensitive.first_match(path),
-            PathCase::Insensitive => self.insensitive.first_match(path),
-        }
+        self.sets(ctx.path_case()).ok()?.first_match(path)
     }
 }
 
@@ -381,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn splitting_patterns_by_form_changes_no_result() {
+    fn both_cases_match_like_one_fresh_set_over_both_forms() {
         let patterns: Vec<String> = [
             "/abs/**",
             "**/x",

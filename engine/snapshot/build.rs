@@ -18,6 +18,7 @@ use std::sync::{Arc, OnceLock};
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use super::EffectiveDocument;
 use super::layer::{DiscoveryErrorKind, FoundFile, LayerOptions, LayerSpec, discover};
 use super::merge::{FileInput, MergeIssue, Merger};
 use super::provenance::{FileId, Origin, Provenance};
@@ -43,6 +44,10 @@ pub struct LoadOptions {
     pub read_limits: ReadLimits,
     /// Limits on nesting and aliases.
     pub parse_limits: ParseLimits,
+    /// Build every rule's glob and regex automata during the load, reporting any that cannot
+    /// be built. Off by default: automata are built when first needed (rules with `examples`
+    /// are always built, to check them); `toolgate check` turns it on.
+    pub build_all_matchers: bool,
 }
 
 impl LoadOptions {
@@ -53,6 +58,7 @@ impl LoadOptions {
             workspace_root: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             read_limits: ReadLimits::DEFAULT,
             parse_limits: ParseLimits::DEFAULT,
+            build_all_matchers: false,
         }
     }
 }
@@ -155,6 +161,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         typed: &typed,
         engine: engine.as_ref(),
         match_ctx: &match_ctx,
+        build_all_matchers: options.build_all_matchers,
     });
     diagnostics.extend(checked.diagnostics);
 
@@ -188,7 +195,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         generation,
         sources,
         layers,
-        effective,
+        effective: EffectiveDocument::new(&effective),
         provenance,
         engine,
         tools,

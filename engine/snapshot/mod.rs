@@ -165,6 +165,42 @@ impl SnapshotHook {
     }
 }
 
+/// The merged document of a snapshot, kept as compact JSON text.
+///
+/// Running a batch never reads it: only `explain`, `diff` and the change report of a reload
+/// do, once each. As a tree it would be the largest part of a snapshot (an object node
+/// costs far more than its text), so it is stored as text and parsed on demand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveDocument {
+    json: Box<str>,
+}
+
+impl EffectiveDocument {
+    /// Stores a merged document.
+    pub fn new(value: &Value) -> Self {
+        Self {
+            json: value.to_string().into_boxed_str(),
+        }
+    }
+
+    /// The document as a tree (parsed on every call: keep the result if you need it twice).
+    pub fn value(&self) -> Value {
+        // INVARIANT: `json` was written by `serde_json` from a `Value`, so it parses back to
+        // the same tree (keys keep their order: `preserve_order` is on).
+        serde_json::from_str(&self.json).unwrap_or(Value::Null)
+    }
+
+    /// The value at a JSON pointer, if any.
+    pub fn pointer(&self, pointer: &str) -> Option<Value> {
+        self.value().pointer(pointer).cloned()
+    }
+
+    /// The compact JSON text.
+    pub fn as_json(&self) -> &str {
+        &self.json
+    }
+}
+
 /// An immutable, validated policy set: what every batch runs against.
 #[derive(Debug)]
 pub struct Snapshot {
@@ -174,8 +210,8 @@ pub struct Snapshot {
     pub sources: Sources,
     /// Its layers, lowest first.
     pub layers: Vec<LayerSpec>,
-    /// The merged document (the semantic diff compares these).
-    pub effective: Value,
+    /// The merged document (the semantic diff compares these), kept compact.
+    pub effective: EffectiveDocument,
     /// Where each effective value came from.
     pub provenance: Provenance,
     /// Engine settings.

@@ -109,7 +109,7 @@ impl Reloader {
                 (self.install)(Arc::clone(&snapshot));
                 let changes = previous
                     .as_ref()
-                    .map(|p| diff(&p.effective, &snapshot.effective))
+                    .map(|p| diff(&p.effective.value(), &snapshot.effective.value()))
                     .unwrap_or_default();
                 let warnings = snapshot.warnings.clone();
                 let files = snapshot

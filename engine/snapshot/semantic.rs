@@ -46,6 +46,8 @@ pub struct Input<'a> {
     pub engine: Option<&'a ResolvedEngine>,
     /// Context for evaluating rule examples.
     pub match_ctx: &'a MatchContext,
+    /// Build every rule's automata now (see [`super::LoadOptions::build_all_matchers`]).
+    pub build_all_matchers: bool,
 }
 
 /// Compiled input and output validators of one tool.
@@ -879,9 +881,24 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
         })
         .collect();
     // Compiling matchers (globs, regexes, shell patterns) is most of a load's work, and rules
-    // are independent: compile them in parallel, report in order.
+    // are independent: compile them in parallel, report in order. Glob and regex automata
+    // are built on first use, except for rules whose examples are checked below (and for
+    // every rule when asked).
+    let case = checker.input.match_ctx.path_case();
+    let build_all = checker.input.build_all_matchers;
     let results = super::parallel::map(&enabled, |(_, rule, origin)| {
-        compile_rule(rule, origin.clone(), names, &typed.modes)
+        let compiled = compile_rule(rule, origin.clone(), names, &typed.modes)?;
+        if let Some(matchers) = &compiled.matchers
+            && (build_all || rule.examples.is_some())
+        {
+            matchers.build(case).map_err(|errors| {
+                errors
+                    .into_iter()
+                    .map(RuleError::Pattern)
+                    .collect::<Vec<_>>()
+            })?;
+        }
+        Ok::<_, Vec<RuleError>>(compiled)
     });
     let mut compiled: Vec<CompiledRule> = Vec::with_capacity(enabled.len());
     for ((index, rule, _), result) in enabled.iter().zip(results) {
@@ -980,13 +997,16 @@ fn report_rule_error(
                 PatternKind::Pointer => "selector".to_owned(),
                 kind => format!("{kind} pattern"),
             };
-            checker.push(
-                Diagnostic::new(
-                    code,
-                    format!("invalid {what} in rule `{name}`: {}", error.message),
-                ),
-                location,
+            let mut diagnostic = Diagnostic::new(
+                code,
+                format!("invalid {what} in rule `{name}`: {}", error.message),
             );
+            if error.message.contains("size limit") {
+                diagnostic = diagnostic.with_help(
+                    "the pattern parses, but its automaton is too large to build: lower counted repetitions such as `{1000}`, prefer ASCII classes (`[0-9]`, `(?-u:\\w)`) to Unicode ones, or split it into several patterns",
+                );
+            }
+            checker.push(diagnostic, location);
         }
     }
 }

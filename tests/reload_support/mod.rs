@@ -54,7 +54,7 @@ pub fn invalid_policy(k: u64) -> String {
 
 /// The save number a snapshot was built from (`Probe`'s description).
 pub fn save_of(snapshot: &Snapshot) -> u64 {
-    snapshot.effective["tools"]["Probe"]["description"]
+    snapshot.effective.value()["tools"]["Probe"]["description"]
         .as_str()
         .and_then(|d| d.strip_prefix("save "))
         .and_then(|k| k.parse().ok())
@@ -128,7 +128,7 @@ impl Rig {
             .snapshot
             .unwrap_or_else(|| panic!("the initial set loads: {:?}", loaded.diagnostics));
         let saves = Arc::new(Mutex::new(HashMap::new()));
-        if snapshot.effective["tools"]["Probe"].is_object() {
+        if snapshot.effective.value()["tools"]["Probe"].is_object() {
             saves.lock().unwrap().insert(1, save_of(&snapshot));
         }
         let engine = build(Engine::builder(Arc::clone(&snapshot)).sink(Arc::clone(&sink))).build();
@@ -140,7 +140,7 @@ impl Rig {
             // INVARIANT: the save number is recorded before the generation is installed, so
             // any batch that ran on a generation finds it.
             Box::new(move |next: Arc<Snapshot>| {
-                if next.effective["tools"]["Probe"].is_object() {
+                if next.effective.value()["tools"]["Probe"].is_object() {
                     recorded
                         .lock()
                         .unwrap()
