@@ -94,8 +94,17 @@ fn policy_checker() -> Result<&'static SchemaChecker, String> {
 /// Loads, checks and freezes a policy set.
 pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     let mut diagnostics = Vec::new();
+    let started = std::time::Instant::now();
+    let phase = |name: &str| {
+        tracing::debug!(
+            phase = name,
+            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "load"
+        );
+    };
     let layers = options.layers.layers();
     let (sources, documents) = read_layers(&layers, options, &mut diagnostics);
+    phase("read, parsed and schema-checked");
     check_duplicates(&sources, &documents, &mut diagnostics);
 
     let mut merger = Merger::new();
@@ -112,6 +121,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         }
     }
     let (mut effective, provenance) = merger.finish();
+    phase("merged");
 
     // The merged set has no `version` of its own; lend it one for the typed model rather than
     // copying the whole document.
@@ -153,6 +163,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         }
     };
 
+    phase("typed");
     let match_ctx = MatchContext::new(&options.workspace_root);
     let checked = semantic::check(semantic::Input {
         sources: &sources,
@@ -165,6 +176,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     });
     diagnostics.extend(checked.diagnostics);
 
+    phase("semantically checked");
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     let Some(engine) = engine else {
         return finish(None, diagnostics);
@@ -216,6 +228,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         workspace_root: options.workspace_root.clone(),
         match_ctx,
     };
+    phase("snapshot built");
     finish(Some(Arc::new(snapshot)), diagnostics)
 }
 
@@ -234,6 +247,7 @@ fn read_layers(
     options: &LoadOptions,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> (Sources, Vec<Value>) {
+    let schema_started = std::time::Instant::now();
     let checker = match policy_checker() {
         Ok(checker) => Some(checker),
         Err(message) => {
@@ -244,6 +258,10 @@ fn read_layers(
             None
         }
     };
+    tracing::debug!(
+        elapsed_ms = schema_started.elapsed().as_secs_f64() * 1000.0,
+        "policy schema ready (compiled once per process)"
+    );
     let mut found_files: Vec<(usize, FoundFile)> = Vec::new();
     for (layer_index, layer) in layers.iter().enumerate() {
         let (found, errors) = discover(&layer.root);

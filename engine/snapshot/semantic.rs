@@ -12,7 +12,7 @@
 //! layers.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
 use serde_json::Value;
 
@@ -791,6 +791,45 @@ fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) 
 /// Checks `input_schema` and `output_schema` against the meta-schema (every violation, at
 /// its place inside the schema) and compiles them once. Independent of other tools, so it
 /// returns its diagnostics instead of pushing them (tools are compiled in parallel).
+/// Compiled `input_schema`s and `output_schema`s by their JSON text, shared by every
+/// snapshot of the process: a schema is checked and compiled once however many tools
+/// declare it and however often the policy set is reloaded. Entries are weak, so a schema
+/// no snapshot uses any more is freed with the last one.
+struct CompiledSchemas;
+
+static COMPILED_SCHEMAS: LazyLock<Mutex<SchemaTable>> = LazyLock::new(Mutex::default);
+
+#[derive(Default)]
+struct SchemaTable {
+    by_text: HashMap<String, Weak<jsonschema::Validator>>,
+    /// Size of `by_text` after the last sweep of dead entries.
+    after_sweep: usize,
+}
+
+impl CompiledSchemas {
+    fn get(text: &str) -> Option<Arc<jsonschema::Validator>> {
+        let table = COMPILED_SCHEMAS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        table.by_text.get(text).and_then(Weak::upgrade)
+    }
+
+    fn insert(text: String, validator: jsonschema::Validator) -> Arc<jsonschema::Validator> {
+        let validator = Arc::new(validator);
+        let mut table = COMPILED_SCHEMAS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        table.by_text.insert(text, Arc::downgrade(&validator));
+        // Sweep dead entries whenever the table has doubled since the last sweep, so it
+        // stays proportional to the schemas in use.
+        if table.by_text.len() > 2 * table.after_sweep.max(64) {
+            table.by_text.retain(|_, weak| weak.strong_count() > 0);
+            table.after_sweep = table.by_text.len();
+        }
+        validator
+    }
+}
+
 fn compile_schemas(
     input: &Input<'_>,
     name: &str,
@@ -803,6 +842,11 @@ fn compile_schemas(
     let base = join_pointer("/tools", name);
     let mut compile = |field: &str, schema: &Option<Value>| -> Option<Arc<jsonschema::Validator>> {
         let schema = schema.as_ref()?;
+        let key = schema.to_string();
+        if let Some(validator) = CompiledSchemas::get(&key) {
+            // Compiled before, so valid: nothing to report.
+            return Some(validator);
+        }
         let pointer = format!("{base}/{field}");
         let meta = jsonschema::draft202012::meta::validator();
         let mut failed = false;
@@ -838,7 +882,7 @@ fn compile_schemas(
             .should_validate_formats(true)
             .build(schema)
         {
-            Ok(validator) => Some(Arc::new(validator)),
+            Ok(validator) => Some(CompiledSchemas::insert(key, validator)),
             Err(error) => {
                 let inner = format!("{pointer}{}", error.instance_path().as_str());
                 let location = checker.at(&inner);
@@ -1277,5 +1321,55 @@ mod tests {
             let found = source_offset(raw, *offset).map(|at| &raw[at..]);
             assert_eq!(found, *expected, "{raw} at {offset}");
         }
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn a_schema_is_compiled_once_for_every_tool_and_reload_that_declares_it() {
+        use std::sync::Arc;
+
+        use crate::snapshot::{LayerOptions, LoadOptions, load};
+
+        let dir = tempfile::tempdir().unwrap();
+        let schema = "{ type: object, properties: { q: { type: string, minLength: 3 } } }";
+        std::fs::write(
+            dir.path().join("tools.yaml"),
+            format!(
+                "version: 1\ntools:\n  A: {{ input_schema: {schema} }}\n  B: {{ input_schema: {schema} }}\n  C: {{ input_schema: {{ type: object }} }}\n"
+            ),
+        )
+        .unwrap();
+        let options = LoadOptions::new(LayerOptions {
+            no_builtin: true,
+            enforced: Vec::new(),
+            policies: vec![dir.path().to_owned()],
+        });
+        let first = load(&options, 1).snapshot.unwrap();
+        let second = load(&options, 2).snapshot.unwrap();
+        let validator = |snapshot: &crate::snapshot::Snapshot, tool: &str| {
+            Arc::clone(
+                snapshot
+                    .lookup(tool)
+                    .unwrap()
+                    .input_schema
+                    .as_ref()
+                    .unwrap(),
+            )
+        };
+        assert!(Arc::ptr_eq(
+            &validator(&first, "A"),
+            &validator(&first, "B")
+        ));
+        assert!(Arc::ptr_eq(
+            &validator(&first, "A"),
+            &validator(&second, "A")
+        ));
+        assert!(!Arc::ptr_eq(
+            &validator(&first, "A"),
+            &validator(&first, "C")
+        ));
+        // Shared, it still validates as its schema says.
+        assert!(validator(&second, "B").is_valid(&serde_json::json!({ "q": "abc" })));
+        assert!(!validator(&second, "B").is_valid(&serde_json::json!({ "q": "ab" })));
     }
 }
