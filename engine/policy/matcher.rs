@@ -269,7 +269,9 @@ enum Compiled {
 #[derive(Debug, Clone)]
 struct Deferred<T> {
     patterns: Box<[String]>,
-    built: OnceLock<Result<T, String>>,
+    /// The automaton, or the index of the pattern that cannot be built (when it can be told)
+    /// and why.
+    built: OnceLock<Result<T, (Option<usize>, String)>>,
 }
 
 impl<T> Deferred<T> {
@@ -280,21 +282,23 @@ impl<T> Deferred<T> {
         }
     }
 
-    fn get(&self, build: impl FnOnce(&[String]) -> Result<T, String>) -> Result<&T, &str> {
-        self.built
-            .get_or_init(|| build(&self.patterns))
-            .as_ref()
-            .map_err(String::as_str)
+    fn get(
+        &self,
+        build: impl FnOnce(&[String]) -> Result<T, (Option<usize>, String)>,
+    ) -> Result<&T, &(Option<usize>, String)> {
+        self.built.get_or_init(|| build(&self.patterns)).as_ref()
     }
 }
 
 impl Deferred<GlobSet> {
-    fn glob_set(&self) -> Result<&GlobSet, &str> {
+    fn glob_set(&self) -> Result<&GlobSet, &(Option<usize>, String)> {
         self.get(|patterns| {
             build_glob_set(patterns, false, false).map_err(|errors| {
-                errors.into_iter().next().map_or_else(
-                    || "the glob set cannot be built".to_owned(),
-                    |(_, e)| e.message,
+                // A set-level failure: no one pattern is to blame.
+                let message = errors.into_iter().next().map(|(_, e)| e.message);
+                (
+                    None,
+                    message.unwrap_or_else(|| "the glob set cannot be built".to_owned()),
                 )
             })
         })
@@ -302,13 +306,15 @@ impl Deferred<GlobSet> {
 }
 
 impl Deferred<RegexSet> {
-    fn regex_set(&self) -> Result<&RegexSet, &str> {
+    fn regex_set(&self) -> Result<&RegexSet, &(Option<usize>, String)> {
         self.get(|patterns| {
             compile_regexes(patterns).map_err(|errors| {
-                errors
-                    .into_iter()
-                    .next()
-                    .map_or_else(|| "the regex set cannot be built".to_owned(), |(_, _, m)| m)
+                let culprits = errors.len();
+                errors.into_iter().next().map_or_else(
+                    || (None, "the regex set cannot be built".to_owned()),
+                    // One culprit is named; several (or none) make it the set's fault.
+                    |(index, _, message)| ((culprits == 1).then_some(index), message),
+                )
             })
         })
     }
@@ -446,19 +452,21 @@ impl CompiledArgMatchers {
                     Compiled::Glob(deferred) => deferred
                         .glob_set()
                         .err()
-                        .map(|m| (PatternKind::Glob, m.to_owned())),
+                        .map(|(index, m)| (PatternKind::Glob, *index, m.clone())),
                     Compiled::Regex(deferred) => deferred
                         .regex_set()
                         .err()
-                        .map(|m| (PatternKind::Regex, m.to_owned())),
-                    Compiled::Path(path) => path.build(case).err().map(|m| (PatternKind::Path, m)),
+                        .map(|(index, m)| (PatternKind::Regex, *index, m.clone())),
+                    Compiled::Path(path) => {
+                        path.build(case).err().map(|m| (PatternKind::Path, None, m))
+                    }
                     Compiled::Exists(_) | Compiled::Equals(_) | Compiled::Shell(_) => None,
                 };
-                if let Some((kind, message)) = failed {
+                if let Some((kind, pattern_index, message)) = failed {
                     errors.push(PatternError {
                         selector: entry.selector.text().to_string(),
                         kind,
-                        pattern_index: None,
+                        pattern_index,
                         offset_in_pattern: None,
                         message,
                     });
@@ -770,13 +778,13 @@ fn check(
             Ok(set) => over_strings(value, mode, |s| {
                 Found::Pattern(set.matches(s).into_iter().min())
             }),
-            Err(message) => unbuilt(mode, message),
+            Err((_, message)) => unbuilt(mode, message),
         },
         Compiled::Regex(deferred) => match deferred.regex_set() {
             Ok(set) => over_strings(value, mode, |s| {
                 Found::Pattern(set.matches(s).iter().next())
             }),
-            Err(message) => unbuilt(mode, message),
+            Err((_, message)) => unbuilt(mode, message),
         },
         Compiled::Path(matcher) if matcher.build(ctx.path_case()).is_err() => {
             let message = matcher.build(ctx.path_case()).err().unwrap_or_default();
@@ -1123,6 +1131,11 @@ mod tests {
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].kind, PatternKind::Regex);
         assert_eq!(errors[0].selector, "command");
+        assert_eq!(
+            errors[0].pattern_index,
+            Some(1),
+            "the pattern that is too big"
+        );
         assert!(
             errors[0].message.contains("size limit"),
             "{}",

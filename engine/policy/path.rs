@@ -182,13 +182,18 @@ pub struct PathMatcher {
 
 /// The patterns of one case variant as one set, tried against both forms of a path.
 ///
-/// One set rather than one per form: a pattern starting with a literal other than `/`
-/// cannot match the absolute form and one starting with `/` cannot match the relative form,
-/// so splitting changes no result, and a pattern starting with a wildcard (which belongs to
-/// both forms) is then compiled once instead of twice.
+/// A pattern starting with a literal other than `/` cannot match the absolute form (which
+/// starts with `/`), and one starting with `/` cannot match the relative form (which never
+/// does): a form no pattern could match is not tried. One set rather than one per form, so a
+/// pattern starting with a wildcard (which belongs to both) is compiled once.
 #[derive(Debug, Clone)]
 struct FormSets {
     set: GlobSet,
+    /// Some pattern may match the relative form: one not starting with `/`.
+    relative: bool,
+    /// Some pattern may match the absolute form: one starting with `/` or with a wildcard,
+    /// class, alternation or escape (which may produce the `/`).
+    absolute: bool,
 }
 
 impl FormSets {
@@ -198,6 +203,10 @@ impl FormSets {
     ) -> Result<Self, Vec<(usize, GlobSyntaxError)>> {
         Ok(Self {
             set: build_glob_set(folded, true, case_insensitive)?,
+            relative: folded.iter().any(|p| !p.starts_with('/')),
+            absolute: folded
+                .iter()
+                .any(|p| p.starts_with(['/', '*', '?', '[', '{', '\\'])),
         })
     }
 
@@ -206,8 +215,13 @@ impl FormSets {
         let relative = path
             .relative
             .as_deref()
+            .filter(|_| self.relative)
             .and_then(|form| first_in(&self.set, form));
-        let absolute = first_in(&self.set, &path.absolute);
+        let absolute = if self.absolute {
+            first_in(&self.set, &path.absolute)
+        } else {
+            None
+        };
         match (relative, absolute) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (found, None) | (None, found) => found,
