@@ -138,3 +138,18 @@ async fn without_a_batch_hook_nothing_is_added() {
         .await;
     assert_eq!(outcome.batch_context, None);
 }
+
+/// A `PostToolUseFailure` hook is shown the input that ran: parsed (the call gave a JSON
+/// string) and rewritten by a `PreToolUse` hook, not the call's original arguments.
+#[tokio::test]
+async fn failure_hooks_see_the_input_that_ran() {
+    let f = fixture("rewrite_failure.yaml");
+    let result = f
+        .one("Fail", json!(r#"{"command":"rewrite-me please"}"#))
+        .await;
+    assert_eq!(result.status, CallStatus::Error);
+    assert_eq!(
+        result.model_text(),
+        "<tool_use_error>the handler failed</tool_use_error>\n\n[Hook additional context]\n1. failure hook saw command: echo rewritten"
+    );
+}

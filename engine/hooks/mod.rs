@@ -369,7 +369,11 @@ pub async fn post_tool_use_failure(
         return;
     };
     for hook in applicable(env, HookEvent::PostToolUseFailure, Some(&tool.name)) {
-        let input = state.call.input.clone();
+        // The input as parsed and rewritten by `PreToolUse` hooks, when the call got that far.
+        let input = state
+            .input
+            .clone()
+            .unwrap_or_else(|| state.call.input.clone());
         let mut payload = base_payload(env, state, "PostToolUseFailure", hook, &tool, &input);
         payload.insert("error".into(), json!(failure.message));
         payload.insert("status".into(), json!(failure.status.as_str()));

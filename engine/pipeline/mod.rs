@@ -167,6 +167,9 @@ pub struct CallState<'a> {
     pub hook_context: Vec<String>,
     /// What PreToolUse hooks said about permission.
     pub hook_votes: Vec<crate::policy::decide::HookVote>,
+    /// The input as parsed and, after `PreToolUse` hooks, as rewritten: what
+    /// `PostToolUseFailure` hooks are shown. Kept only when the snapshot has hooks.
+    pub input: Option<Value>,
 }
 
 impl CallState<'_> {
@@ -202,6 +205,7 @@ pub async fn run_call(
         tool: None,
         hook_context: Vec::new(),
         hook_votes: Vec::new(),
+        input: None,
     };
     let outcome = stages(env, &mut state).await;
     finish::finish(env, state, outcome).await
@@ -212,14 +216,21 @@ async fn stages(env: &CallEnv<'_>, state: &mut CallState<'_>) -> Result<finish::
     let tool = lookup::lookup(env, state)?;
     let contract = tool.resolved_for(env.modes, &env.prepared.snapshot.engine);
     let input = normalize::normalize(env, &tool, &state.call.input)?;
+    let has_hooks = !env.prepared.snapshot.hooks.is_empty();
+    if has_hooks {
+        state.input = Some(input.clone());
+    }
     validate::validate_input(env, &tool, &input)?;
     let input = pre_hooks::pre_hooks(env, state, &tool, input).await?;
+    if has_hooks {
+        state.input = Some(input.clone());
+    }
     let timeout = validate::resolve_timeout(env, &tool, &contract, &input)?;
     permission::permission(env, state, &tool, &contract, &input).await?;
     start::start(env, state, &tool, &contract, timeout.as_ref());
     // PostToolUse hooks see the input after the handler has run; without any hook the
     // handler takes it and nothing is copied.
-    let (handler_input, kept_input) = if env.prepared.snapshot.hooks.is_empty() {
+    let (handler_input, kept_input) = if !has_hooks {
         (input, None)
     } else {
         (input.clone(), Some(input))
