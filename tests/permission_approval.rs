@@ -46,6 +46,8 @@ fn run_with_answers(answers: &str) -> (i32, String, Value) {
                 "call_id": r["call_id"],
                 "status": r["status"],
                 "model_content": r["model_content"],
+                // Who answered the ask: the permission's last reason.
+                "answered": r["permission"]["reasons"].as_array().and_then(|r| r.last()),
             })
         })
         .collect();
@@ -67,6 +69,27 @@ fn answers_typed_on_the_terminal() {
         .map(|r| r["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, ["ok", "denied", "denied", "denied"]);
+    let answered: Vec<(&str, &str)> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["answered"]["by"].as_str().unwrap(),
+                r["answered"]["decision"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answered,
+        [
+            ("approver", "allow"),
+            ("approver", "deny"),
+            ("approver", "deny"),
+            ("approver", "deny")
+        ]
+    );
+    assert_eq!(results[1]["answered"]["reason"], "not now");
     assert_eq!(results[0]["model_content"], "said: hello\n");
     assert_eq!(results[1]["model_content"], "not now");
     assert_eq!(results[2]["model_content"], "use the staging db");

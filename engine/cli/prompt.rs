@@ -157,6 +157,11 @@ pub fn describe(request: &ApprovalRequest) -> String {
                     .unwrap_or_default()
             ),
             Reason::AlwaysAsk => "the contract says always_ask".to_owned(),
+            Reason::Approval {
+                by,
+                decision,
+                reason,
+            } => super::test::approval_line(by, *decision, reason.as_deref()),
         };
         text.push_str(&format!("  why: {line}\n"));
         if let Reason::Rule {

@@ -534,7 +534,7 @@ fn compare(
             .filter_map(|r| match r {
                 Reason::Rule { name, .. } => Some(name.clone()),
                 Reason::Default { .. } => Some(DEFAULT_RULE.to_owned()),
-                Reason::Hook { .. } | Reason::AlwaysAsk => None,
+                Reason::Hook { .. } | Reason::AlwaysAsk | Reason::Approval { .. } => None,
             })
             .collect();
         if !deciding.contains(expected) {
@@ -639,7 +639,10 @@ fn why_not(
             .iter()
             .filter_map(|r| match r {
                 Reason::Rule { name, .. } => Some(format!("`{name}`")),
-                Reason::Default { .. } | Reason::Hook { .. } | Reason::AlwaysAsk => None,
+                Reason::Default { .. }
+                | Reason::Hook { .. }
+                | Reason::AlwaysAsk
+                | Reason::Approval { .. } => None,
             })
             .collect();
         return Some(format!(
@@ -712,6 +715,11 @@ fn describe_reason(reason: &Reason, tool: Option<&str>) -> Vec<String> {
                 .unwrap_or_default()
         )],
         Reason::AlwaysAsk => vec!["the contract says always_ask".to_owned()],
+        Reason::Approval {
+            by,
+            decision,
+            reason,
+        } => vec![approval_line(by, *decision, reason.as_deref())],
     }
 }
 
@@ -916,4 +924,16 @@ mod tests {
         assert!(errors.iter().all(|d| d.location.is_some()), "{errors:?}");
         assert_eq!(errors[0].location.as_ref().unwrap().span.line, 5);
     }
+}
+
+/// How an approval answer reads: `approver says deny: not today`.
+pub(crate) fn approval_line(
+    by: &str,
+    decision: crate::model::Decision,
+    reason: Option<&str>,
+) -> String {
+    format!(
+        "{by} says {decision}{}",
+        reason.map(|r| format!(": {r}")).unwrap_or_default()
+    )
 }

@@ -77,7 +77,7 @@ fn denial_message(env: &CallEnv<'_>, tool: &Tool, permission: &Permission) -> St
             MessageKey::RuleDenied,
             &[("tool", name), ("rule", rule)],
         ),
-        Some(Reason::Default { .. } | Reason::AlwaysAsk) | None => {
+        Some(Reason::Default { .. } | Reason::AlwaysAsk | Reason::Approval { .. }) | None => {
             message(engine, MessageKey::DefaultDenied, &[("tool", name)])
         }
     }
@@ -155,15 +155,22 @@ async fn ask(
         AnsweredBy::NoClient => "no_client".to_owned(),
     };
     let (decision, reason) = match &answer {
-        ApprovalAnswer::Allow { reason } => ("allow", reason.clone()),
-        ApprovalAnswer::Deny { reason } => ("deny", reason.clone()),
-        ApprovalAnswer::DenyWithFeedback { feedback } => ("deny", Some(feedback.clone())),
+        ApprovalAnswer::Allow { reason } => (Decision::Allow, reason.clone()),
+        ApprovalAnswer::Deny { reason } => (Decision::Deny, reason.clone()),
+        ApprovalAnswer::DenyWithFeedback { feedback } => (Decision::Deny, Some(feedback.clone())),
     };
+    if let Some(permission) = &mut state.permission {
+        permission.reasons.push(Reason::Approval {
+            by: source.clone(),
+            decision,
+            reason: reason.clone(),
+        });
+    }
     if !matches!(by, AnsweredBy::NoClient) {
         env.emit(
             Some(&state.call.id),
             EventKind::PermissionResolved(PermissionResolved {
-                decision: decision.to_owned(),
+                decision: crate::events::decision_name(decision).to_owned(),
                 source: source.clone(),
                 reason,
                 wait_ms,

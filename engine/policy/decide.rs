@@ -65,16 +65,30 @@ pub enum Reason {
     },
     /// The contract says `always_ask`.
     AlwaysAsk,
+    /// An ask was answered: by the approver (`approver`), a `PermissionRequest` hook
+    /// (`hook:<name>`), the approval timeout (`expiry`) or the lack of an approver
+    /// (`no_client`). Always the last reason of a call that asked.
+    Approval {
+        /// Who answered.
+        by: String,
+        /// The answer.
+        decision: Decision,
+        /// The reason or feedback given with it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 impl Reason {
-    /// A short label: `rule:<name>`, `default`, `hook:<name>`, `always_ask`.
+    /// A short label: `rule:<name>`, `default`, `hook:<name>`, `always_ask`,
+    /// `approval:<who>`.
     pub fn label(&self) -> String {
         match self {
             Reason::Rule { name, .. } => format!("rule:{name}"),
             Reason::Default { .. } => "default".to_owned(),
             Reason::Hook { name, .. } => format!("hook:{name}"),
             Reason::AlwaysAsk => "always_ask".to_owned(),
+            Reason::Approval { by, .. } => format!("approval:{by}"),
         }
     }
 }
@@ -106,7 +120,8 @@ impl Permission {
             Reason::Rule { .. }
             | Reason::Hook { .. }
             | Reason::Default { .. }
-            | Reason::AlwaysAsk => None,
+            | Reason::AlwaysAsk
+            | Reason::Approval { .. } => None,
         })
     }
 
