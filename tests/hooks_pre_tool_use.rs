@@ -54,7 +54,11 @@ async fn a_hook_ask_turns_a_rules_allow_into_ask() {
     let permission = result.permission.as_ref().unwrap();
     assert_eq!(
         labels(&permission.reasons),
-        ["hook:guard", "rule:allow-test-commands"]
+        [
+            "hook:guard",
+            "rule:allow-test-commands",
+            "approval:no_client"
+        ]
     );
     assert!(f.ran().is_empty());
     // An approval runs it.
@@ -92,7 +96,10 @@ async fn a_hook_allow_does_not_undo_always_ask() {
         Some("[Hook additional context]\n1. the allow hook ran")
     );
     let permission = result.permission.as_ref().unwrap();
-    assert_eq!(labels(&permission.reasons), ["always_ask", "default"]);
+    assert_eq!(
+        labels(&permission.reasons),
+        ["always_ask", "default", "approval:no_client"]
+    );
     assert!(f.ran().is_empty());
     // Only an explicit approval runs it.
     let outcome = f

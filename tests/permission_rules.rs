@@ -630,13 +630,27 @@ async fn always_ask_needs_an_explicit_approval() {
     let permission = result.permission.as_ref().unwrap();
     assert_eq!(
         rule_names(&permission.reasons),
-        ["always_ask", "rule:allow-staging-deploys"]
+        [
+            "always_ask",
+            "rule:allow-staging-deploys",
+            "approval:no_client"
+        ]
     );
-    // An approver's allow runs it; a deny does not.
+    // An approver's allow runs it (and is recorded); a deny does not.
     let allow: Arc<dyn ApprovalBroker> =
         Arc::new(FixedAnswer(ApprovalAnswer::Allow { reason: None }));
     let outcome = run_with(&engine, std::slice::from_ref(&staging), &[], Some(allow)).await;
     assert_eq!(outcome.results[0].status, CallStatus::Ok);
+    let permission = outcome.results[0].permission.as_ref().unwrap();
+    assert_eq!(permission.decision, Decision::Allow);
+    assert_eq!(
+        permission.reasons.last(),
+        Some(&Reason::Approval {
+            by: "approver".to_owned(),
+            decision: Decision::Allow,
+            reason: None
+        })
+    );
     let deny: Arc<dyn ApprovalBroker> = Arc::new(FixedAnswer(ApprovalAnswer::Deny {
         reason: Some("not today".into()),
     }));

@@ -818,6 +818,18 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
+/// How an approval answer reads: `approver says deny: not today`.
+pub(crate) fn approval_line(
+    by: &str,
+    decision: crate::model::Decision,
+    reason: Option<&str>,
+) -> String {
+    format!(
+        "{by} says {decision}{}",
+        reason.map(|r| format!(": {r}")).unwrap_or_default()
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -924,16 +936,4 @@ mod tests {
         assert!(errors.iter().all(|d| d.location.is_some()), "{errors:?}");
         assert_eq!(errors[0].location.as_ref().unwrap().span.line, 5);
     }
-}
-
-/// How an approval answer reads: `approver says deny: not today`.
-pub(crate) fn approval_line(
-    by: &str,
-    decision: crate::model::Decision,
-    reason: Option<&str>,
-) -> String {
-    format!(
-        "{by} says {decision}{}",
-        reason.map(|r| format!(": {r}")).unwrap_or_default()
-    )
 }
