@@ -113,7 +113,9 @@ pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> Stri
     }
 }
 
-/// Watches until interrupted (Ctrl-C, or SIGTERM).
+/// Watches until interrupted (Ctrl-C, or SIGTERM). Reports go to `out`; a failure to start
+/// (no signal handler, no file watcher) goes to stderr, so that `out` stays one JSON object
+/// per line in `jsonl` format.
 pub async fn watch(
     global: &GlobalOptions,
     format: WatchFormat,
@@ -131,7 +133,7 @@ pub async fn watch(
     let (mut interrupt, mut terminate) = match signals {
         (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
         (Err(error), _) | (_, Err(error)) => {
-            let _ = writeln!(out, "error: cannot listen for Ctrl-C: {error}");
+            eprintln!("error: cannot listen for Ctrl-C: {error}");
             return Exit::Usage;
         }
     };
@@ -159,14 +161,17 @@ pub async fn watch(
         })
         .await
     };
-    let handle =
-        match started.unwrap_or_else(|error| Err(notify::Error::generic(&error.to_string()))) {
-            Ok(handle) => handle,
-            Err(error) => {
-                let _ = writeln!(out, "error: cannot watch the policy roots: {error}");
-                return Exit::Usage;
-            }
-        };
+    let handle = match started
+        .unwrap_or_else(|error| Err(notify::Error::generic(&error.to_string())))
+    {
+        Ok(handle) => handle,
+        Err(error) => {
+            eprintln!(
+                "error: cannot watch the policy roots: {error}\nhelp: check that every -p/--enforced path exists and is readable, and the system's inotify limits (fs.inotify.max_user_watches)"
+            );
+            return Exit::Usage;
+        }
+    };
     if format == WatchFormat::Human {
         let roots: Vec<String> = reloader
             .watch_targets()
