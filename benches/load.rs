@@ -6,7 +6,14 @@
 //! snapshot under 50 MB resident.
 //!
 //! Printed before the divan table: the cold load (first in the process, compiling the
-//! policy schema), the resident memory the snapshot adds, and the warm load.
+//! policy schema) and the warm load, timed with allocation counting off; the heap a snapshot
+//! holds and the heap's peak during a load, counted on a further load, with what each part of
+//! the snapshot holds; and the resident memory after the cold load (which also keeps what the
+//! allocator retains of the load's peak).
+//!
+//! Every tool's input schema is distinct and no snapshot outlives its measurement, so the
+//! process-wide schema cache never flatters a figure. `TOOLGATE_BENCH_SET=DIR` writes the set
+//! to `DIR` instead, to run the binary on it.
 
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
