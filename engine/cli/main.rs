@@ -22,7 +22,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Policies are YAML or TOML files loaded in layers, lowest first: the engine defaults, the
 /// built-in contracts and rules, every `--enforced` root, then every `--policies` root in
 /// the order given. Later layers override earlier ones field by field. Set `TOOLGATE_LOG=info`
-/// to log every call's outcome to stderr.
+/// to log every call's outcome to stderr (`debug` adds the time of each load phase).
 #[derive(Parser, Debug)]
 #[command(
     name = "toolgate",
@@ -229,8 +229,8 @@ enum RunFormatArg {
 }
 
 /// Logs of the engine's `tracing` events (one line per call with its permission, output size,
-/// truncation and failure stage) go to stderr when `TOOLGATE_LOG` names a level
-/// (`error`, `warn`, `info`, `debug`, `trace`).
+/// truncation and failure stage; at `debug`, the time of each load phase) go to stderr when
+/// `TOOLGATE_LOG` names a level (`error`, `warn`, `info`, `debug`, `trace`).
 fn init_logging() {
     let Some(level) = std::env::var("TOOLGATE_LOG")
         .ok()
@@ -238,10 +238,19 @@ fn init_logging() {
     else {
         return;
     };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
+    // Only toolgate's own events: its dependencies (the shell parser logs every parse at
+    // `debug`) would drown them.
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let only_toolgate = tracing_subscriber::filter::Targets::new().with_target("toolgate", level);
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .with_filter(only_toolgate),
+        )
         .try_init();
 }
 

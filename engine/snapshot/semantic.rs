@@ -127,6 +127,14 @@ impl Checker<'_> {
 
 /// Runs every semantic check and compiles what the snapshot needs.
 pub fn check(input: Input<'_>) -> Output {
+    let started = std::time::Instant::now();
+    let step = |name: &str| {
+        tracing::debug!(
+            step = name,
+            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "semantic check"
+        );
+    };
     let mut checker = Checker {
         input: &input,
         diagnostics: Vec::new(),
@@ -147,7 +155,9 @@ pub fn check(input: Input<'_>) -> Output {
         checker.diagnostics.extend(found);
         validators.insert((*name).clone(), compiled);
     }
+    step("names, templates, contracts and schemas");
     let rules = check_rules(&mut checker, &names);
+    step("rules");
     let hooks = check_hooks(&mut checker, &names);
     Output {
         diagnostics: checker.diagnostics,
@@ -957,10 +967,12 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
         }
     }
     let set = RuleSet::new(compiled);
+    tracing::debug!("rules compiled and indexed");
     for rule in set.rules() {
         lint_rule(checker, rule, &set);
         check_examples(checker, rule, names);
     }
+    tracing::debug!("rules linted and examples checked");
     set
 }
 
