@@ -178,8 +178,12 @@ pub struct EffectiveDocument {
 impl EffectiveDocument {
     /// Stores a merged document.
     pub fn new(value: &Value) -> Self {
+        // `to_string` (not `Display`, which goes through a formatter per token): writing a
+        // `Value` into bytes cannot fail.
         Self {
-            json: value.to_string().into_boxed_str(),
+            json: serde_json::to_string(value)
+                .unwrap_or_default()
+                .into_boxed_str(),
         }
     }
 
