@@ -14,6 +14,22 @@ use super::codes::Code;
 use super::source::SourceFile;
 use super::spans::Span;
 
+/// A message from another library in the diagnostic style: its first letter lower case
+/// (`No such file` → `no such file`).
+pub fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Collapses every run of whitespace (including newlines) into one space, trimmed: a
+/// multi-line message on one line.
+pub fn fold_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// How serious a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use super::ParsedDocument;
 use super::codes::Code;
-use super::diagnostic::Diagnostic;
+use super::diagnostic::{Diagnostic, fold_whitespace, lowercase_first};
 use super::source::{Format, SourceFile};
 use super::spans::{Span, SpanTable, join_pointer};
 use crate::model::units::{Duration, Size};
@@ -576,7 +576,7 @@ impl SchemaChecker {
             // bypassed; their generic message is still accurate.
             _ => issue(
                 Code::SchemaInvalid,
-                lowercase_first(&single_line(&error.to_string())),
+                lowercase_first(&fold_whitespace(&error.to_string())),
             ),
         }
     }
@@ -854,7 +854,7 @@ fn show(value: &Value) -> String {
 fn truncate(text: &str) -> String {
     const MAX: usize = 60;
     let single = if text.contains(['\n', '\r']) {
-        single_line(text)
+        fold_whitespace(text)
     } else {
         text.to_owned()
     };
@@ -886,19 +886,7 @@ fn first_sentence(text: &str) -> String {
         .unwrap_or(text)
         .trim()
         .trim_end_matches('.');
-    lowercase_first(&single_line(sentence))
-}
-
-fn single_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
+    lowercase_first(&fold_whitespace(sentence))
 }
 
 /// The discriminator of tagged alternatives: a property every (non-null) branch fixes with

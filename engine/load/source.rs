@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::codes::Code;
-use super::diagnostic::{Diagnostic, Location};
+use super::diagnostic::{Diagnostic, Location, lowercase_first};
 use super::spans::Span;
 
 /// The syntax of a policy file, chosen from its extension.
@@ -393,15 +393,6 @@ fn io_diagnostic(err: &io::Error, source: &Arc<SourceFile>) -> Diagnostic {
     Diagnostic::new(code, message)
         .with_location(source.location_at(0, 0))
         .with_help(help)
-}
-
-/// Lowercases the first character of an OS error message (`No such file` → `no such file`).
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]

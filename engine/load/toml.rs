@@ -18,7 +18,7 @@ use serde_json::{Map, Number, Value};
 
 use super::ParseLimits;
 use super::codes::Code;
-use super::diagnostic::Diagnostic;
+use super::diagnostic::{Diagnostic, fold_whitespace, lowercase_first};
 use super::source::SourceFile;
 use super::spans::{NodeId, NodeSpan, Span, SpanTable, SpanTableBuilder};
 
@@ -218,7 +218,7 @@ fn syntax_errors(
             seen_offsets.push(range.start);
             let (code, help) = toml_help(message);
             out.push(
-                Diagnostic::new(code, lowercase_first(&single_line(message)))
+                Diagnostic::new(code, lowercase_first(&fold_whitespace(message)))
                     .at(source, span)
                     .with_help(help),
             );
@@ -355,18 +355,6 @@ fn toml_help(message: &str) -> (Code, &'static str) {
         "fix the TOML syntax at this position"
     };
     (Code::SyntaxToml, help)
-}
-
-fn single_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]

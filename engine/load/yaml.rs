@@ -27,7 +27,7 @@ use serde_json::{Map, Number, Value};
 
 use super::ParseLimits;
 use super::codes::Code;
-use super::diagnostic::Diagnostic;
+use super::diagnostic::{Diagnostic, lowercase_first};
 use super::source::SourceFile;
 use super::spans::{NodeId, NodeSpan, Span, SpanTable, SpanTableBuilder};
 
@@ -897,14 +897,6 @@ fn backtick_tokens(text: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]

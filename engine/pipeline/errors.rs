@@ -48,10 +48,7 @@ pub fn project_with(error: &(dyn Error + 'static), max_depth: usize, max_chars: 
     cut_chars(&joined, max_chars)
 }
 
-/// Collapses every run of whitespace (including newlines) into one space, trimmed.
-pub fn fold_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+pub use crate::load::diagnostic::fold_whitespace;
 
 /// The first `max` characters of `text`, never splitting one.
 pub fn cut_chars(text: &str, max: usize) -> String {
