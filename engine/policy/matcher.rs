@@ -39,9 +39,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use super::path::{NormalisedPath, PathMatcher, build_glob_set, lexical, normalise, parse_globs};
+use super::path::{
+    NormalisedPath, PathMatcher, build_parsed_glob_set, lexical, normalise, parse_globs,
+};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::{Script, ShellParseError, parse_script};
+use crate::load::diagnostic::lowercase_first;
 
 /// How a rule's matchers combine with what the input holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -293,14 +296,7 @@ impl<T> Deferred<T> {
 impl Deferred<GlobSet> {
     fn glob_set(&self) -> Result<&GlobSet, &(Option<usize>, String)> {
         self.get(|patterns| {
-            build_glob_set(patterns, false, false).map_err(|errors| {
-                // A set-level failure: no one pattern is to blame.
-                let message = errors.into_iter().next().map(|(_, e)| e.message);
-                (
-                    None,
-                    message.unwrap_or_else(|| "the glob set cannot be built".to_owned()),
-                )
-            })
+            build_parsed_glob_set(patterns, false, false).map_err(|message| (None, message))
         })
     }
 }
@@ -627,11 +623,7 @@ fn compile_regexes(patterns: &[String]) -> Result<RegexSet, Vec<(usize, Option<u
 /// The last line of a `regex` error, as a diagnostic message (lowercase, no period).
 fn last_line(message: &str) -> String {
     let line = message.lines().last().unwrap_or("invalid regex").trim();
-    let line = line.strip_suffix('.').unwrap_or(line);
-    let mut chars = line.chars();
-    chars.next().map_or_else(String::new, |first| {
-        first.to_lowercase().chain(chars).collect()
-    })
+    lowercase_first(line.strip_suffix('.').unwrap_or(line))
 }
 
 /// The byte offset and one-line message of a regex syntax error, from `regex-syntax`.
@@ -786,19 +778,18 @@ fn check(
             }),
             Err((_, message)) => unbuilt(mode, message),
         },
-        Compiled::Path(matcher) if matcher.build(ctx.path_case()).is_err() => {
-            let message = matcher.build(ctx.path_case()).err().unwrap_or_default();
-            unbuilt(mode, &message)
-        }
-        Compiled::Path(matcher) => over_strings(value, mode, |s| {
-            let path = cache.path(s, ctx);
-            Found::Path(PathVerdict {
-                pattern: path
-                    .as_deref()
-                    .and_then(|p| matcher.matches_normalised(p, ctx)),
-                path,
-            })
-        }),
+        Compiled::Path(matcher) => match matcher.build(ctx.path_case()) {
+            Ok(()) => over_strings(value, mode, |s| {
+                let path = cache.path(s, ctx);
+                Found::Path(PathVerdict {
+                    pattern: path
+                        .as_deref()
+                        .and_then(|p| matcher.matches_normalised(p, ctx)),
+                    path,
+                })
+            }),
+            Err(message) => unbuilt(mode, &message),
+        },
         Compiled::Shell(matcher) => over_strings(value, mode, |s| {
             Found::Shell(matcher.evaluate_script(cache.parse(s), mode))
         }),
@@ -840,14 +831,14 @@ fn holds(
             Ok(set) => strings_hold(value, mode, |s| set.is_match(s)),
             Err(_) => mode == MatchMode::Any,
         },
-        Compiled::Path(matcher) if matcher.build(ctx.path_case()).is_err() => {
-            mode == MatchMode::Any
-        }
-        Compiled::Path(matcher) => strings_hold(value, mode, |s| {
-            cache
-                .path(s, ctx)
-                .is_some_and(|p| matcher.matches_normalised(&p, ctx).is_some())
-        }),
+        Compiled::Path(matcher) => match matcher.build(ctx.path_case()) {
+            Ok(()) => strings_hold(value, mode, |s| {
+                cache
+                    .path(s, ctx)
+                    .is_some_and(|p| matcher.matches_normalised(&p, ctx).is_some())
+            }),
+            Err(_) => mode == MatchMode::Any,
+        },
         Compiled::Shell(matcher) => strings_hold(value, mode, |s| {
             matcher.evaluate_script(cache.parse(s), mode).holds()
         }),

@@ -167,6 +167,21 @@ pub(crate) fn build_glob_set(
     })
 }
 
+/// Builds the set of globs that already parse (see [`parse_globs`]); the error says why the
+/// automaton cannot be built (a size limit), which no one pattern is blamed for.
+pub(crate) fn build_parsed_glob_set(
+    patterns: &[String],
+    literal_separator: bool,
+    case_insensitive: bool,
+) -> Result<GlobSet, String> {
+    build_glob_set(patterns, literal_separator, case_insensitive).map_err(|errors| {
+        errors.into_iter().next().map_or_else(
+            || "the glob set cannot be built".to_owned(),
+            |(_, e)| e.message,
+        )
+    })
+}
+
 /// The compiled `path` matcher of one argument.
 ///
 /// Compiling validates every pattern (syntax errors are reported with their offsets); the
@@ -197,12 +212,9 @@ struct FormSets {
 }
 
 impl FormSets {
-    fn build(
-        folded: &[String],
-        case_insensitive: bool,
-    ) -> Result<Self, Vec<(usize, GlobSyntaxError)>> {
+    fn build(folded: &[String], case_insensitive: bool) -> Result<Self, String> {
         Ok(Self {
-            set: build_glob_set(folded, true, case_insensitive)?,
+            set: build_parsed_glob_set(folded, true, case_insensitive)?,
             relative: folded.iter().any(|p| !p.starts_with('/')),
             absolute: folded
                 .iter()
@@ -280,16 +292,9 @@ impl PathMatcher {
             PathCase::Sensitive => &self.sensitive,
             PathCase::Insensitive => &self.insensitive,
         };
-        cell.get_or_init(|| {
-            FormSets::build(&self.folded, case == PathCase::Insensitive).map_err(|errors| {
-                errors.into_iter().next().map_or_else(
-                    || "the glob set cannot be built".to_owned(),
-                    |(_, e)| e.message,
-                )
-            })
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+        cell.get_or_init(|| FormSets::build(&self.folded, case == PathCase::Insensitive))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// Normalises `raw` and matches it.
