@@ -37,22 +37,15 @@ type Inner = mimalloc::MiMalloc;
 type Inner = std::alloc::System;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: Counting = Counting(Inner {});
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 static PEAK: AtomicIsize = AtomicIsize::new(0);
 
-struct Counting;
+struct Counting(Inner);
 
 impl Counting {
-    fn inner() -> Inner {
-        #[cfg(feature = "mimalloc")]
-        return mimalloc::MiMalloc;
-        #[cfg(not(feature = "mimalloc"))]
-        return std::alloc::System;
-    }
-
     fn count(delta: isize) {
         if COUNTING.load(Ordering::Relaxed) {
             let live = LIVE.fetch_add(delta, Ordering::Relaxed) + delta;
@@ -82,7 +75,7 @@ impl Counting {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's guarantees are passed on unchanged.
-        let ptr = unsafe { Self::inner().alloc(layout) };
+        let ptr = unsafe { self.0.alloc(layout) };
         if !ptr.is_null() {
             Self::count(layout.size() as isize);
         }
@@ -91,7 +84,7 @@ unsafe impl GlobalAlloc for Counting {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's guarantees are passed on unchanged.
-        let ptr = unsafe { Self::inner().alloc_zeroed(layout) };
+        let ptr = unsafe { self.0.alloc_zeroed(layout) };
         if !ptr.is_null() {
             Self::count(layout.size() as isize);
         }
@@ -100,13 +93,13 @@ unsafe impl GlobalAlloc for Counting {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: the caller's guarantees are passed on unchanged.
-        unsafe { Self::inner().dealloc(ptr, layout) };
+        unsafe { self.0.dealloc(ptr, layout) };
         Self::count(-(layout.size() as isize));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller's guarantees are passed on unchanged.
-        let new = unsafe { Self::inner().realloc(ptr, layout, new_size) };
+        let new = unsafe { self.0.realloc(ptr, layout, new_size) };
         if !new.is_null() {
             Self::count(new_size as isize - layout.size() as isize);
         }

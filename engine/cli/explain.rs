@@ -131,10 +131,12 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
     };
     let base = join_pointer("/tools", found.name.as_str());
     let mut fields = Vec::new();
-    if let Some(Value::Object(contract)) = snapshot.effective.pointer(&base) {
-        walk(snapshot, &base, "", &contract, &mut fields);
+    // Parsed once: the snapshot keeps it as text.
+    let effective = snapshot.effective.value();
+    if let Some(Value::Object(contract)) = effective.pointer(&base) {
+        walk(snapshot, &base, "", contract, &mut fields);
     }
-    add_defaults(snapshot, found, &mut fields);
+    add_defaults(snapshot, &effective, found, &mut fields);
     fields.sort_by_key(|f| field_rank(&f.field));
     let rules = snapshot
         .rules
@@ -216,13 +218,12 @@ fn located(
 
 /// Values the contract does not set: engine defaults (with their place) and toolgate's
 /// meaning of absent fields.
-fn add_defaults(snapshot: &Snapshot, tool: &Tool, out: &mut Vec<ExplainField>) {
+fn add_defaults(snapshot: &Snapshot, effective: &Value, tool: &Tool, out: &mut Vec<ExplainField>) {
     let has = |field: &str| {
         out.iter()
             .any(|f| f.field == field || f.field.starts_with(&format!("{field}.")))
     };
     let mut extra = Vec::new();
-    let effective = snapshot.effective.value();
     let mut engine = |field: &str, setting: &str| {
         if has(field) {
             return;
