@@ -482,6 +482,7 @@ impl Walker<'_> {
         }
         if let Some(name) = &simple.word_or_name {
             let word = self.word(name)?;
+            parts.push_text(&word.raw);
             parts.words.push(word);
         }
         for item in simple.suffix.iter().flat_map(|s| s.0.iter()) {
@@ -489,7 +490,7 @@ impl Walker<'_> {
         }
         parts.redirections.extend(inherited.iter().cloned());
         self.add_command(SimpleCommand {
-            text: trimmed(simple.to_string()),
+            text: parts.text,
             assignments: parts.assignments,
             words: parts.words,
             redirections: parts.redirections,
@@ -507,25 +508,31 @@ impl Walker<'_> {
         match item {
             CommandPrefixOrSuffixItem::IoRedirect(redirect) => {
                 let redirection = self.redirect(redirect)?;
+                parts.push_text(&redirection.text);
                 parts.redirections.push(redirection);
             }
             CommandPrefixOrSuffixItem::Word(word) => {
                 let word = self.word(word)?;
+                parts.push_text(&word.raw);
                 parts.words.push(word);
             }
-            CommandPrefixOrSuffixItem::AssignmentWord(assignment, word) => match position {
-                Position::Prefix => {
-                    let assignment = self.assignment(assignment)?;
-                    parts.assignments.push(assignment);
+            CommandPrefixOrSuffixItem::AssignmentWord(assignment, word) => {
+                parts.push_text(&word.value);
+                match position {
+                    Position::Prefix => {
+                        let assignment = self.assignment(assignment)?;
+                        parts.assignments.push(assignment);
+                    }
+                    // After the command word, `X=1` is an ordinary argument (`export X=1`).
+                    Position::Suffix => {
+                        let word = self.word(word)?;
+                        parts.words.push(word);
+                    }
                 }
-                // After the command word, `X=1` is an ordinary argument (`export X=1`).
-                Position::Suffix => {
-                    let word = self.word(word)?;
-                    parts.words.push(word);
-                }
-            },
+            }
             CommandPrefixOrSuffixItem::ProcessSubstitution(kind, subshell) => {
                 let word = self.process_substitution(kind, subshell)?;
+                parts.push_text(&word.raw);
                 parts.words.push(word);
             }
         }
@@ -633,14 +640,6 @@ impl Walker<'_> {
     }
 }
 
-/// `text` without surrounding whitespace, reusing its allocation.
-fn trimmed(mut text: String) -> String {
-    text.truncate(text.trim_end().len());
-    let leading = text.len() - text.trim_start().len();
-    text.drain(..leading);
-    text
-}
-
 /// Where an item sits in a simple command.
 #[derive(Clone, Copy)]
 enum Position {
@@ -651,9 +650,20 @@ enum Position {
 /// The pieces of a simple command being collected.
 #[derive(Default)]
 struct Parts {
+    /// The command as written: its items' texts joined by single spaces, in order.
+    text: String,
     assignments: Vec<EnvAssignment>,
     words: Vec<Word>,
     redirections: Vec<Redirection>,
+}
+
+impl Parts {
+    fn push_text(&mut self, item: &str) {
+        if !self.text.is_empty() && !item.is_empty() {
+            self.text.push(' ');
+        }
+        self.text.push_str(item);
+    }
 }
 
 /// `N`, `N-` or `-`: a file-descriptor operand of `>&` / `<&`.
@@ -891,6 +901,34 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn keeps_each_command_as_written() {
+        let texts = |line: &str| -> Vec<String> {
+            parse_script(line)
+                .unwrap()
+                .commands
+                .into_iter()
+                .map(|c| c.text)
+                .collect()
+        };
+        // Items are joined by one space; redirections and process substitutions are
+        // printed by the parser.
+        assert_eq!(
+            texts("A=1  B='x y' git   diff \"$(date)\" 2>&1 >/dev/null | tee <(cat) out"),
+            [
+                "date",
+                "A=1 B='x y' git diff \"$(date)\" 2>& 1 > /dev/null",
+                "cat",
+                "tee <( cat ) out",
+            ]
+        );
+        // A wrapped command is its words; redirections alone are a command too.
+        assert_eq!(
+            texts("nice -n 5 ls -la; > out"),
+            ["nice -n 5 ls -la", "ls -la", "> out"]
+        );
     }
 
     #[test]
