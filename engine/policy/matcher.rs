@@ -199,7 +199,8 @@ const SMALL_OBJECT: usize = 16;
 #[derive(Debug, Clone)]
 enum Selector {
     Field(Arc<str>),
-    Pointer(Arc<str>),
+    /// A JSON pointer as written, and its reference tokens with `~1` and `~0` decoded.
+    Pointer(Arc<str>, Box<[Box<str>]>),
 }
 
 impl Selector {
@@ -223,32 +224,52 @@ impl Selector {
                 ));
             }
         }
-        Ok(Self::Pointer(Arc::from(text)))
+        let tokens = text[1..]
+            .split('/')
+            .map(|token| token.replace("~1", "/").replace("~0", "~").into_boxed_str())
+            .collect();
+        Ok(Self::Pointer(Arc::from(text), tokens))
     }
 
     fn text(&self) -> &Arc<str> {
         match self {
-            Self::Field(text) | Self::Pointer(text) => text,
+            Self::Field(text) | Self::Pointer(text, _) => text,
         }
     }
 
     fn resolve<'v>(&self, input: &'v Value) -> Option<&'v Value> {
         match self {
-            Self::Field(name) => {
-                let object = input.as_object()?;
-                // Tool inputs have a handful of fields: comparing keys is cheaper than
-                // hashing the name (every rule of a call resolves its selectors).
-                if object.len() <= SMALL_OBJECT {
-                    object
-                        .iter()
-                        .find_map(|(key, value)| (key == name.as_ref()).then_some(value))
-                } else {
-                    object.get(name.as_ref())
-                }
-            }
-            Self::Pointer(pointer) => input.pointer(pointer),
+            Self::Field(name) => field(input, name),
+            // As `Value::pointer` (RFC 6901), with the tokens decoded once, at compile time.
+            Self::Pointer(_, tokens) => tokens.iter().try_fold(input, |value, token| match value {
+                Value::Object(_) => field(value, token),
+                Value::Array(items) => array_index(token).and_then(|i| items.get(i)),
+                _ => None,
+            }),
         }
     }
+}
+
+/// The field `name` of an object.
+fn field<'v>(value: &'v Value, name: &str) -> Option<&'v Value> {
+    let object = value.as_object()?;
+    // Tool inputs have a handful of fields: comparing keys is cheaper than hashing the name
+    // (every rule of a call resolves its selectors).
+    if object.len() <= SMALL_OBJECT {
+        object
+            .iter()
+            .find_map(|(key, value)| (key == name).then_some(value))
+    } else {
+        object.get(name)
+    }
+}
+
+/// An array index in a JSON pointer: decimal digits without a sign or leading zeros.
+fn array_index(token: &str) -> Option<usize> {
+    if token.starts_with('+') || (token.starts_with('0') && token.len() != 1) {
+        return None;
+    }
+    token.parse().ok()
 }
 
 /// One compiled matcher kind.
@@ -1051,10 +1072,11 @@ pub enum CheckDetail {
 
 impl fmt::Display for CheckDetail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = |element: &Option<usize>| {
-            element
-                .map(|i| format!("element {i}: "))
-                .unwrap_or_default()
+        // Written straight into the formatter: the deciding rule's detail is formatted on
+        // every decision.
+        let at = |f: &mut fmt::Formatter<'_>, element: &Option<usize>| match element {
+            Some(i) => write!(f, "element {i}: "),
+            None => Ok(()),
         };
         match self {
             Self::Missing => f.write_str("argument is missing"),
@@ -1062,31 +1084,42 @@ impl fmt::Display for CheckDetail {
             Self::Presence { present: false } => f.write_str("argument is absent"),
             Self::Equality { equal: true } => f.write_str("value is equal"),
             Self::Equality { equal: false } => f.write_str("value differs"),
-            Self::WrongType { element } => write!(f, "{}not a string", at(element)),
+            Self::WrongType { element } => {
+                at(f, element)?;
+                f.write_str("not a string")
+            }
             Self::EmptyArray => f.write_str("empty array"),
             Self::NoElementMatched => f.write_str("no element matched"),
-            Self::Pattern { element, pattern } => match pattern {
-                Some(i) => write!(f, "{}matched pattern #{i}", at(element)),
-                None => write!(f, "{}no pattern matched", at(element)),
-            },
+            Self::Pattern { element, pattern } => {
+                at(f, element)?;
+                match pattern {
+                    Some(i) => write!(f, "matched pattern #{i}"),
+                    None => f.write_str("no pattern matched"),
+                }
+            }
             Self::Path {
                 element,
                 pattern,
                 path,
             } => {
-                let shown = path.as_ref().map_or_else(
-                    || "an empty path".to_owned(),
-                    |p| match &p.relative {
-                        Some(relative) => format!("`{relative}` (`{}`)", p.absolute),
-                        None => format!("`{}`", p.absolute),
-                    },
-                );
+                at(f, element)?;
+                match path.as_deref() {
+                    None => f.write_str("an empty path")?,
+                    Some(NormalisedPath {
+                        absolute,
+                        relative: Some(relative),
+                    }) => write!(f, "`{relative}` (`{absolute}`)")?,
+                    Some(NormalisedPath { absolute, .. }) => write!(f, "`{absolute}`")?,
+                }
                 match pattern {
-                    Some(i) => write!(f, "{}{shown} matched pattern #{i}", at(element)),
-                    None => write!(f, "{}{shown} matched no pattern", at(element)),
+                    Some(i) => write!(f, " matched pattern #{i}"),
+                    None => f.write_str(" matched no pattern"),
                 }
             }
-            Self::Shell { element, verdict } => write!(f, "{}{verdict}", at(element)),
+            Self::Shell { element, verdict } => {
+                at(f, element)?;
+                write!(f, "{verdict}")
+            }
             Self::Unbuilt { message } => write!(
                 f,
                 "the patterns cannot be built ({message}); failing closed"
@@ -1167,6 +1200,39 @@ mod tests {
                     "{path} {mode:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn pointers_resolve_as_rfc_6901_says() {
+        let input = json!({
+            "a/b": {"m~n": [10, {"x": true}]},
+            "list": ["zero", "one"],
+            "": {"": "empty keys"},
+            "01": "key, not index",
+        });
+        let pointers = [
+            "/a~1b/m~0n/1/x",
+            "/a~1b/m~0n/0",
+            "/list/1",
+            "/list/01",
+            "/list/+1",
+            "/list/2",
+            "/list/-",
+            "//",
+            "/01",
+            "/a~1b/m~0n/1/x/deeper",
+            "/missing/x",
+        ];
+        for pointer in pointers {
+            let Ok(selector) = Selector::parse(pointer) else {
+                panic!("{pointer} should parse");
+            };
+            assert_eq!(
+                selector.resolve(&input),
+                input.pointer(pointer),
+                "pointer {pointer}"
+            );
         }
     }
 

@@ -45,27 +45,43 @@ pub struct NormalisedPath {
 /// Folds `.`, `..` and repeated slashes of a `/`-separated path, lexically.
 pub(crate) fn lexical(path: &str) -> String {
     let absolute = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
+    let mut folded = String::with_capacity(path.len() + 1);
+    push_components(&mut folded, path, absolute);
+    finish_components(folded, absolute)
+}
+
+/// Appends the components of `path` to `out`, each as `/component`, folding `.`, `..` and
+/// empty components against what `out` already holds. One buffer, no intermediate list:
+/// every permission check of a path argument goes through here.
+fn push_components(out: &mut String, path: &str, absolute: bool) {
     for component in path.split('/') {
         match component {
             "" | "." => {}
-            ".." => match parts.last() {
-                Some(&last) if last != ".." => {
-                    parts.pop();
-                }
+            ".." => match out.rfind('/') {
+                Some(last) if &out[last + 1..] != ".." => out.truncate(last),
                 // `/..` is `/`; a relative path keeps leading `..`.
                 _ if absolute => {}
-                _ => parts.push(".."),
+                _ => out.push_str("/.."),
             },
-            other => parts.push(other),
+            other => {
+                out.push('/');
+                out.push_str(other);
+            }
         }
     }
-    let joined = parts.join("/");
+}
+
+/// The path [`push_components`] built: `/` when an absolute path folded to nothing, and
+/// without the leading `/` of the first component when the path is relative.
+fn finish_components(mut folded: String, absolute: bool) -> String {
     if absolute {
-        format!("/{joined}")
-    } else {
-        joined
+        if folded.is_empty() {
+            folded.push('/');
+        }
+    } else if !folded.is_empty() {
+        folded.remove(0);
     }
+    folded
 }
 
 /// Normalises a path argument against the context's workspace root. `None` for an empty
@@ -75,11 +91,18 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
         return None;
     }
     let root = ctx.workspace_root();
+    // `raw` when it is absolute, else `root/raw`, folded in one buffer.
+    let mut folded = String::with_capacity(root.len() + raw.len() + 2);
     let absolute = if raw.starts_with('/') {
-        lexical(raw)
+        push_components(&mut folded, raw, true);
+        true
     } else {
-        lexical(&format!("{root}/{raw}"))
+        let absolute = root.starts_with('/');
+        push_components(&mut folded, root, absolute);
+        push_components(&mut folded, raw, absolute);
+        absolute
     };
+    let absolute = finish_components(folded, absolute);
     let relative = if root == "/" {
         absolute.strip_prefix('/')
     } else {
@@ -345,6 +368,59 @@ mod tests {
         ];
         for (input, expected) in table {
             assert_eq!(lexical(input), expected, "path {input}");
+        }
+    }
+
+    /// The folding rules stated on components: a stack where `..` pops a name, is dropped
+    /// at the root of an absolute path, and is kept at the start of a relative one.
+    fn lexical_model(path: &str) -> String {
+        let absolute = path.starts_with('/');
+        let mut stack: Vec<&str> = Vec::new();
+        for component in path.split('/') {
+            match component {
+                "" | "." => {}
+                ".." if stack.last().is_some_and(|last| *last != "..") => {
+                    stack.pop();
+                }
+                ".." if absolute => {}
+                other => stack.push(other),
+            }
+        }
+        let joined = stack.join("/");
+        if absolute {
+            format!("/{joined}")
+        } else {
+            joined
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn folds_like_the_component_model(
+            absolute in proptest::bool::ANY,
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["", ".", "..", "a", "b", "..a", ".b", "c d"]),
+                0..10,
+            ),
+            relative in proptest::collection::vec(
+                proptest::sample::select(vec!["", ".", "..", "x", "..."]),
+                0..6,
+            ),
+        ) {
+            let path = format!("{}{}", if absolute { "/" } else { "" }, parts.join("/"));
+            proptest::prop_assert_eq!(lexical(&path), lexical_model(&path));
+            // `normalise` folds `root/raw` without building that string first.
+            let raw = relative.join("/");
+            let ctx = MatchContext::new(&path);
+            let root = ctx.workspace_root().to_owned();
+            if let Some(normalised) = normalise(&raw, &ctx) {
+                let expected = if raw.starts_with('/') {
+                    lexical_model(&raw)
+                } else {
+                    lexical_model(&format!("{root}/{raw}"))
+                };
+                proptest::prop_assert_eq!(normalised.absolute, expected);
+            }
         }
     }
 
