@@ -312,6 +312,11 @@ impl<T> Deferred<T> {
     ) -> Result<&T, &(Option<usize>, String)> {
         self.built.get_or_init(|| build(&self.patterns)).as_ref()
     }
+
+    /// Drops the automaton; the next use builds it again.
+    fn release(&mut self) {
+        self.built.take();
+    }
 }
 
 impl Deferred<GlobSet> {
@@ -494,6 +499,22 @@ impl CompiledArgMatchers {
             Ok(())
         } else {
             Err(errors)
+        }
+    }
+
+    /// Drops the automata [`Self::build`] or earlier matches built; they are built again on
+    /// first use. A load builds a rule's automata to check its `examples`, then releases
+    /// them: most rules of a large set are never consulted by a process.
+    pub fn release(&mut self) {
+        for entry in &mut self.entries {
+            for matcher in &mut entry.matchers {
+                match matcher {
+                    Compiled::Glob(deferred) => deferred.release(),
+                    Compiled::Regex(deferred) => deferred.release(),
+                    Compiled::Path(path) => path.release(),
+                    Compiled::Exists(_) | Compiled::Equals(_) | Compiled::Shell(_) => {}
+                }
+            }
         }
     }
 

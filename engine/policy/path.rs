@@ -309,6 +309,12 @@ impl PathMatcher {
         self.sets(case).map(|_| ())
     }
 
+    /// Drops the built sets; they are built again on first use.
+    pub fn release(&mut self) {
+        self.sensitive.take();
+        self.insensitive.take();
+    }
+
     /// The sets for `case`, built on first use.
     fn sets(&self, case: PathCase) -> Result<&FormSets, String> {
         let cell = match case {

@@ -936,8 +936,8 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
         .collect();
     // Compiling matchers (globs, regexes, shell patterns) is most of a load's work, and rules
     // are independent: compile them in parallel, report in order. Glob and regex automata
-    // are built on first use, except for rules whose examples are checked below (and for
-    // every rule when asked).
+    // are built on first use, except for rules whose examples are checked below (built here
+    // in parallel, released after the check) and for every rule when asked.
     let case = checker.input.match_ctx.path_case();
     let build_all = checker.input.build_all_matchers;
     let results = super::parallel::map(&enabled, |(_, rule, origin)| {
@@ -966,13 +966,21 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
             }
         }
     }
+    tracing::debug!("rules compiled");
+    for rule in &mut compiled {
+        check_examples(checker, rule, names);
+        // The automata built for the examples are released like any other rule's: built
+        // again if the rule is ever consulted (unless `check` asked for all of them).
+        if !build_all && let Some(matchers) = &mut rule.matchers {
+            matchers.release();
+        }
+    }
+    tracing::debug!("examples checked");
     let set = RuleSet::new(compiled);
-    tracing::debug!("rules compiled and indexed");
     for rule in set.rules() {
         lint_rule(checker, rule, &set);
-        check_examples(checker, rule, names);
     }
-    tracing::debug!("rules linted and examples checked");
+    tracing::debug!("rules indexed and linted");
     set
 }
 
