@@ -276,7 +276,7 @@ impl<'a> Builder<'a> {
                 let text = pending.text.as_deref()?;
                 if map.contains_key(text) {
                     let key_span = pending.span;
-                    let first = self.spans.find_member(parent, text).copied();
+                    let first = self.spans.find_member(parent, text);
                     let message = format!("duplicate key `{text}`");
                     pending.text = None;
                     let mut diagnostic = Diagnostic::new(Code::SyntaxDuplicateKey, message)
