@@ -396,7 +396,8 @@ impl Engine {
 
 /// Batch-level checks: unique call ids, declared modes.
 fn check_batch(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Result<(), BatchError> {
-    let mut seen: HashSet<&str> = HashSet::with_capacity(batch.calls.len());
+    let mut seen: HashSet<&str, foldhash::fast::RandomState> =
+        HashSet::with_capacity_and_hasher(batch.calls.len(), Default::default());
     for call in &batch.calls {
         if !seen.insert(call.id.as_str()) {
             return Err(BatchError::DuplicateCallId(call.id.to_string()));

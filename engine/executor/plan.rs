@@ -227,7 +227,7 @@ fn plan_known(
     let rules = snapshot
         .rules
         .decide(&facts, &snapshot.match_ctx, contract.default_permission);
-    let permission = combine(&rules, &[], contract.always_ask);
+    let permission = combine(rules, &[], contract.always_ask);
     planned.decision = decision_name(permission.decision);
     planned.reasons = permission.reasons;
 }
@@ -258,6 +258,8 @@ impl Plan {
             self.calls.len(),
             self.groups.len()
         ));
+        let by_id: std::collections::HashMap<&str, &PlannedCall> =
+            self.calls.iter().map(|c| (c.id.as_str(), c)).collect();
         for (index, group) in self.groups.iter().enumerate() {
             let kind = if group.len() > 1 {
                 "concurrent"
@@ -266,7 +268,7 @@ impl Plan {
             };
             out.push_str(&format!("\ngroup {} ({kind})\n", index + 1));
             for id in group {
-                let Some(call) = self.calls.iter().find(|c| &c.id == id) else {
+                let Some(&call) = by_id.get(id.as_str()) else {
                     continue;
                 };
                 let tool = match &call.canonical_tool {

@@ -40,7 +40,7 @@ pub async fn permission(
     let rules = snapshot
         .rules
         .decide(&facts, &snapshot.match_ctx, contract.default_permission);
-    let permission = combine(&rules, &state.hook_votes, contract.always_ask);
+    let permission = combine(rules, &state.hook_votes, contract.always_ask);
     state.permission = Some(permission.clone());
     match permission.decision {
         Decision::Allow => Ok(()),

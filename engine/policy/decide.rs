@@ -163,7 +163,7 @@ impl Permission {
 }
 
 /// Combines the rules' decision, the hooks' votes and `always_ask`.
-pub fn combine(rules: &RuleDecision, hooks: &[HookVote], always_ask: bool) -> Permission {
+pub fn combine(rules: RuleDecision, hooks: &[HookVote], always_ask: bool) -> Permission {
     let mut reasons: Vec<Reason> = if rules.rules.is_empty() {
         vec![Reason::Default {
             decision: rules.decision,
@@ -171,15 +171,15 @@ pub fn combine(rules: &RuleDecision, hooks: &[HookVote], always_ask: bool) -> Pe
     } else {
         rules
             .rules
-            .iter()
+            .into_iter()
             .map(|rule| Reason::Rule {
                 name: rule.name.to_string(),
                 decision: rule.decision,
                 priority: rule.priority,
                 enforced: rule.enforced,
-                reason: rule.reason.clone(),
+                reason: rule.reason,
                 location: rule.location.as_deref().map(str::to_owned),
-                detail: rule.detail.clone(),
+                detail: rule.detail,
             })
             .collect()
     };
@@ -263,7 +263,7 @@ mod tests {
         ];
         for (rule, hooks, always_ask, expected) in cases {
             let votes: Vec<_> = hooks.iter().map(|d| vote(*d)).collect();
-            let got = combine(&rules(*rule), &votes, *always_ask);
+            let got = combine(rules(*rule), &votes, *always_ask);
             assert_eq!(
                 got.decision, *expected,
                 "rules {rule}, hooks {hooks:?}, always_ask {always_ask}"
@@ -274,22 +274,22 @@ mod tests {
     #[test]
     fn hook_allow_cannot_undo_always_ask() {
         // The ask from always_ask is applied after the hooks, so a hook allow cannot skip it.
-        let got = combine(&rules(Decision::Allow), &[vote(Decision::Allow)], true);
+        let got = combine(rules(Decision::Allow), &[vote(Decision::Allow)], true);
         assert_eq!(got.decision, Decision::Ask);
         assert_eq!(got.reasons[0], Reason::AlwaysAsk);
     }
 
     #[test]
     fn denial_reason_prefers_the_hook_then_the_rule() {
-        let got = combine(&rules(Decision::Deny), &[], false);
+        let got = combine(rules(Decision::Deny), &[], false);
         assert_eq!(got.denial_reason(), Some("because"));
-        let got = combine(&rules(Decision::Allow), &[vote(Decision::Deny)], false);
+        let got = combine(rules(Decision::Allow), &[vote(Decision::Deny)], false);
         assert_eq!(got.denial_reason(), Some("hook says deny"));
         let default = RuleDecision {
             decision: Decision::Deny,
             rules: vec![],
         };
-        let got = combine(&default, &[], false);
+        let got = combine(default, &[], false);
         assert_eq!(got.denial_reason(), None);
         assert_eq!(
             got.denial_source(),

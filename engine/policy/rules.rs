@@ -25,13 +25,15 @@ pub struct ToolNames {
     pub canonical: Vec<ToolName>,
     /// Alias → canonical name.
     pub aliases: HashMap<String, ToolName>,
-    by_name: HashMap<String, ToolName>,
+    /// Names and aliases → canonical name; asked on every call with the name the model
+    /// wrote, hence a fast (seeded) hash.
+    by_name: HashMap<String, ToolName, foldhash::fast::RandomState>,
 }
 
 impl ToolNames {
     /// Indexes canonical names and aliases.
     pub fn new(canonical: Vec<ToolName>, aliases: HashMap<String, ToolName>) -> Self {
-        let mut by_name: HashMap<String, ToolName> = canonical
+        let mut by_name: HashMap<String, ToolName, _> = canonical
             .iter()
             .map(|tool| (tool.as_str().to_owned(), tool.clone()))
             .collect();
@@ -48,7 +50,12 @@ impl ToolNames {
     /// The canonical tool a name or alias refers to. Names are case-sensitive: `bash` is not
     /// `Bash`, so a differently cased name is an unknown tool, never a way around a rule.
     pub fn resolve(&self, name: &str) -> Option<ToolName> {
-        self.by_name.get(name).cloned()
+        self.canonical_of(name).cloned()
+    }
+
+    /// Like [`ToolNames::resolve`], borrowing the canonical name.
+    pub fn canonical_of(&self, name: &str) -> Option<&ToolName> {
+        self.by_name.get(name)
     }
 }
 
@@ -386,31 +393,8 @@ pub struct RuleDecision {
     pub rules: Vec<MatchedRule>,
 }
 
-/// FNV-1a: tool names are short and chosen by the policy author, not by the model (a call's
-/// name is looked up only after it resolved to a canonical tool), so a fast non-keyed hash
-/// is safe here and cheaper than SipHash on every decision.
-#[derive(Clone, Copy, Debug)]
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
-type ToolIndex = HashMap<ToolName, Box<[u32]>, std::hash::BuildHasherDefault<Fnv>>;
+/// Rules by tool, looked up on every decision: a seeded fast hash (tool names are short).
+type ToolIndex = HashMap<ToolName, Box<[u32]>, foldhash::fast::RandomState>;
 
 /// Every rule of a snapshot, indexed by tool.
 #[derive(Clone, Debug, Default)]

@@ -185,7 +185,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         return finish(None, diagnostics);
     }
 
-    let mut tools = IndexMap::new();
+    let mut tools = IndexMap::with_hasher(foldhash::fast::RandomState::default());
     let mut validators = checked.validators;
     for (name, contract) in typed.tools {
         let tool_name = ToolName::new(name.as_str());

@@ -221,7 +221,7 @@ pub struct Snapshot {
     /// Engine settings.
     pub engine: ResolvedEngine,
     /// Tools by canonical name, in definition order.
-    pub tools: IndexMap<ToolName, Arc<Tool>>,
+    pub tools: IndexMap<ToolName, Arc<Tool>, foldhash::fast::RandomState>,
     /// Canonical names and aliases.
     pub names: ToolNames,
     /// Compiled rules.
@@ -243,8 +243,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// The tool a name or alias refers to. Names are case-sensitive.
     pub fn lookup(&self, name: &str) -> Option<&Arc<Tool>> {
-        let canonical = self.names.resolve(name)?;
-        self.tools.get(&canonical)
+        self.tools.get(self.names.canonical_of(name)?)
     }
 
     /// Where an effective value was set, as `file:line:column`.
