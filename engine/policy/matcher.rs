@@ -1210,14 +1210,25 @@ mod tests {
             "path": { "glob": ["*.rs"], "regex": ["^src/"], "path": ["src/**"] }
         });
         let lazy = compile(spec.clone());
-        let built = compile(spec);
+        let built = compile(spec.clone());
         built.build(PathCase::Sensitive).unwrap();
+        // Built, then released (as a load does after checking a rule's examples): built
+        // again on the next use.
+        let mut released = compile(spec);
+        released.build(PathCase::Sensitive).unwrap();
+        released.release();
         for path in ["src/a.rs", "docs/a.md", "src/x/y.rs", "/ws/src/a.rs"] {
             let input = json!({ "path": path });
             for mode in [MatchMode::All, MatchMode::Any] {
+                let expected = built.matches(&input, &ctx(), mode);
                 assert_eq!(
                     lazy.matches(&input, &ctx(), mode),
-                    built.matches(&input, &ctx(), mode),
+                    expected,
+                    "{path} {mode:?}"
+                );
+                assert_eq!(
+                    released.matches(&input, &ctx(), mode),
+                    expected,
                     "{path} {mode:?}"
                 );
             }
