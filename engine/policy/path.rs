@@ -232,16 +232,43 @@ struct FormSets {
     /// Some pattern may match the absolute form: one starting with `/` or with a wildcard,
     /// class, alternation or escape (which may produce the `/`).
     absolute: bool,
+    /// Per pattern, a run of characters every path it matches contains (see
+    /// [`required_literal`]); `None` when some pattern has none, or for case-insensitive
+    /// sets. A form containing none of them matches no pattern, so the automaton is not run:
+    /// most paths a rule sees match none of its patterns.
+    literals: Option<Box<[memchr::memmem::Finder<'static>]>>,
 }
 
 impl FormSets {
     fn build(folded: &[String], case_insensitive: bool) -> Result<Self, String> {
+        let literals = if case_insensitive {
+            None
+        } else {
+            folded
+                .iter()
+                .map(|pattern| {
+                    required_literal(pattern)
+                        .map(|literal| memchr::memmem::Finder::new(literal).into_owned())
+                })
+                .collect::<Option<Box<[_]>>>()
+        };
         Ok(Self {
             set: build_parsed_glob_set(folded, true, case_insensitive)?,
             relative: folded.iter().any(|p| !p.starts_with('/')),
             absolute: folded
                 .iter()
                 .any(|p| p.starts_with(['/', '*', '?', '[', '{', '\\'])),
+            literals,
+        })
+    }
+
+    /// Whether some pattern may match `form`: false only when `form` lacks the required
+    /// literal of every pattern.
+    fn may_match(&self, form: &str) -> bool {
+        self.literals.as_ref().is_none_or(|literals| {
+            literals
+                .iter()
+                .any(|literal| literal.find(form.as_bytes()).is_some())
         })
     }
 
@@ -250,9 +277,9 @@ impl FormSets {
         let relative = path
             .relative
             .as_deref()
-            .filter(|_| self.relative)
+            .filter(|form| self.relative && self.may_match(form))
             .and_then(|form| first_in(&self.set, form));
-        let absolute = if self.absolute {
+        let absolute = if self.absolute && self.may_match(&path.absolute) {
             first_in(&self.set, &path.absolute)
         } else {
             None
@@ -262,6 +289,72 @@ impl FormSets {
             (found, None) | (None, found) => found,
         }
     }
+}
+
+/// The longest run of literal characters of a glob: characters outside wildcards (`*`,
+/// `?`), classes (`[…]`), alternations (`{…}`) and escapes, not crossing a `/` (a `**/`
+/// may match nothing, so the separators around it are not required). A path the glob
+/// matches contains the run. `None` when there is no such run, or when the pattern cannot
+/// be scanned (an unterminated class or alternation, which the glob parser refuses anyway).
+fn required_literal(pattern: &str) -> Option<&str> {
+    let bytes = pattern.as_bytes();
+    let mut best: &str = "";
+    let mut start = 0;
+    let mut i = 0;
+    while let Some(&byte) = bytes.get(i) {
+        let next = match byte {
+            b'*' | b'?' | b'/' => i + 1,
+            // The escaped character (possibly several bytes long) is skipped too.
+            b'\\' => {
+                let escaped = pattern.get(i + 1..)?.chars().next()?;
+                i + 1 + escaped.len_utf8()
+            }
+            b'[' => {
+                // `]` right after `[`, `[!` or `[^` is a member, not the end.
+                let mut j = i + 1;
+                if matches!(bytes.get(j), Some(b'!' | b'^')) {
+                    j += 1;
+                }
+                if bytes.get(j) == Some(&b']') {
+                    j += 1;
+                }
+                j + bytes.get(j..)?.iter().position(|&b| b == b']')? + 1
+            }
+            b'{' => {
+                let mut depth = 0usize;
+                let mut j = i;
+                loop {
+                    match bytes.get(j)? {
+                        b'{' => depth += 1,
+                        b'}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break j + 1;
+                            }
+                        }
+                        b'\\' => j += 1,
+                        _ => {}
+                    }
+                    j += 1;
+                }
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let run = pattern.get(start..i)?;
+        if run.len() > best.len() {
+            best = run;
+        }
+        i = next;
+        start = next;
+    }
+    let run = pattern.get(start..)?;
+    if run.len() > best.len() {
+        best = run;
+    }
+    (!best.is_empty()).then_some(best)
 }
 
 fn first_in(set: &GlobSet, form: &str) -> Option<usize> {
@@ -397,6 +490,88 @@ mod tests {
             format!("/{joined}")
         } else {
             joined
+        }
+    }
+
+    #[test]
+    fn finds_the_literal_a_glob_requires() {
+        let table: &[(&str, Option<&str>)] = &[
+            ("**/.env", Some(".env")),
+            ("**/secrets/**", Some("secrets")),
+            ("src/**/*.rs", Some("src")),
+            ("lib/**/*.toml", Some(".toml")),
+            ("docs/**/*.md", Some("docs")),
+            ("*", None),
+            ("**", None),
+            ("[abc]x", Some("x")),
+            ("[]abc]", None),
+            ("[!]x]yz", Some("yz")),
+            ("{alpha,beta}.txt", Some(".txt")),
+            ("{a,{bb,cc}}", None),
+            ("\\*star", Some("star")),
+            ("é\\éxy", Some("é")),
+            ("unclosed[ab", None),
+        ];
+        for (pattern, expected) in table {
+            assert_eq!(required_literal(pattern), *expected, "pattern {pattern}");
+        }
+    }
+
+    /// Glob pieces, each with texts it may match (so that generated paths often match).
+    const PIECES: &[(&str, &[&str])] = &[
+        ("a", &["a"]),
+        ("b", &["b"]),
+        ("é", &["é"]),
+        (".env", &[".env"]),
+        ("secrets", &["secrets"]),
+        ("*", &["", "a", "xé"]),
+        ("**", &["", "a/b", "c"]),
+        ("?", &["q", "é"]),
+        ("/", &["/"]),
+        ("[ab]", &["a", "b"]),
+        ("[!a]", &["b", "-"]),
+        ("[]a]", &["]", "a"]),
+        ("{a,b}", &["a", "b"]),
+        ("{a,}", &["a", ""]),
+        ("\\*", &["*"]),
+        ("\\a", &["a"]),
+        ("-", &["-"]),
+    ];
+
+    proptest::proptest! {
+        /// The prefilter never hides a match: a path a glob matches contains the glob's
+        /// required literal. Paths are drawn from what each piece of the pattern may match
+        /// (most match), with some pieces replaced by an arbitrary one (most do not).
+        #[test]
+        fn a_matching_path_contains_the_required_literal(
+            pieces in proptest::collection::vec(
+                (0..PIECES.len(), 0usize..3, proptest::option::weighted(0.1, 0..PIECES.len())),
+                1..7,
+            ),
+        ) {
+            let pattern: String = pieces.iter().map(|&(piece, _, _)| PIECES[piece].0).collect();
+            let path: String = pieces
+                .iter()
+                .map(|&(piece, choice, other)| {
+                    let texts = PIECES[other.unwrap_or(piece)].1;
+                    texts[choice % texts.len()]
+                })
+                .collect();
+            let Ok(glob) = GlobBuilder::new(&pattern)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+            else {
+                return Ok(());
+            };
+            if glob.compile_matcher().is_match(&path)
+                && let Some(literal) = required_literal(&pattern)
+            {
+                proptest::prop_assert!(
+                    path.contains(literal),
+                    "{pattern} matches {path} without {literal}"
+                );
+            }
         }
     }
 
