@@ -16,7 +16,7 @@ use crate::pipeline::ToolCall;
 use crate::policy::decide::{Reason, combine};
 use crate::policy::rules::CallFacts;
 use crate::schedule::{Concurrency, group};
-use crate::snapshot::{ResolvedContract, Snapshot, Tool};
+use crate::snapshot::{ResolvedContract, Snapshot, Tool, parallel};
 use crate::timeout::{TimeoutParams, resolve};
 
 use super::Batch;
@@ -71,6 +71,12 @@ pub struct PlannedCall {
     pub error: Option<String>,
 }
 
+/// Calls planned per claim of a worker thread.
+const PLAN_CHUNK: usize = 256;
+
+/// A batch is planned on several threads only when each gets at least this many calls.
+const PLAN_PARALLEL_PER_THREAD: usize = 1024;
+
 /// Plans a batch (the batch was checked: unique ids, declared modes).
 ///
 /// Every call is looked up and its contract resolved once; inputs are read in place (only a
@@ -105,39 +111,34 @@ pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
         }
     }
     let budget_unit = unit_name(engine.budget_unit);
-    let calls = batch
-        .calls
-        .iter()
-        .zip(&classes)
-        .zip(&resolved)
-        .enumerate()
-        .map(|(index, ((call, class), found))| {
-            let mut planned = PlannedCall {
-                id: call.id.clone(),
-                tool: call.tool.clone(),
-                canonical_tool: None,
-                group: group_of[index],
-                scheduling: match class {
-                    Concurrency::Shared => "shared",
-                    Concurrency::Alone => "alone",
-                },
-                decision: "error",
-                reasons: Vec::new(),
-                hooks: Vec::new(),
-                timeout_ms: None,
-                budget: None,
-                budget_unit,
-                overflow: None,
-                error: None,
-            };
-            let Some((tool, contract)) = found else {
-                planned.error = Some(format!("unknown tool `{}`", call.tool));
-                return planned;
-            };
-            plan_known(snapshot, modes, call, tool, contract, &mut planned);
-            planned
-        })
-        .collect();
+    let indices: Vec<usize> = (0..batch.calls.len()).collect();
+    let calls = parallel::map_chunks(&indices, PLAN_CHUNK, PLAN_PARALLEL_PER_THREAD, |&index| {
+        let (call, class, found) = (&batch.calls[index], &classes[index], &resolved[index]);
+        let mut planned = PlannedCall {
+            id: call.id.clone(),
+            tool: call.tool.clone(),
+            canonical_tool: None,
+            group: group_of[index],
+            scheduling: match class {
+                Concurrency::Shared => "shared",
+                Concurrency::Alone => "alone",
+            },
+            decision: "error",
+            reasons: Vec::new(),
+            hooks: Vec::new(),
+            timeout_ms: None,
+            budget: None,
+            budget_unit,
+            overflow: None,
+            error: None,
+        };
+        let Some((tool, contract)) = found else {
+            planned.error = Some(format!("unknown tool `{}`", call.tool));
+            return planned;
+        };
+        plan_known(snapshot, modes, call, tool, contract, &mut planned);
+        planned
+    });
     Plan {
         generation: snapshot.generation,
         modes: modes.iter().map(|m| m.to_string()).collect(),

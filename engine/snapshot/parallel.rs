@@ -1,5 +1,6 @@
-//! A small order-preserving parallel map for the independent, CPU-bound steps of a load:
-//! reading, parsing and schema-checking each file, compiling each rule and each input schema.
+//! A small order-preserving parallel map for the independent, CPU-bound steps of a load
+//! (reading, parsing and schema-checking each file, compiling each rule and each input
+//! schema) and of planning a large batch (each call's lookup, validation and decision).
 //! Plain `std::thread::scope` workers take items from a shared counter (so one slow item does
 //! not idle the other workers) and the results come back in input order, so diagnostics and
 //! compiled values stay deterministic.
@@ -17,23 +18,40 @@ where
     R: Send,
     F: Fn(&T) -> R + Sync,
 {
+    map_chunks(items, 1, MIN_ITEMS_PER_THREAD, f)
+}
+
+/// Like [`map`], for many cheap items: workers claim `chunk` items at a time (one atomic
+/// operation per chunk rather than per item), and the work stays on the calling thread
+/// unless every thread gets at least `min_per_thread` items.
+pub fn map_chunks<T, R, F>(items: &[T], chunk: usize, min_per_thread: usize, f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+{
+    let chunk = chunk.max(1);
     let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let threads = cores.min(items.len() / MIN_ITEMS_PER_THREAD).max(1);
+    let threads = cores.min(items.len() / min_per_thread.max(1)).max(1);
     if threads == 1 {
         return items.iter().map(f).collect();
     }
     let next = AtomicUsize::new(0);
     let work = || {
-        let mut done = Vec::new();
+        let mut done: Vec<(usize, Vec<R>)> = Vec::new();
         loop {
             let index = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(index) else {
+            let start = index.saturating_mul(chunk);
+            let Some(slice) = items.get(start..items.len().min(start.saturating_add(chunk))) else {
                 return done;
             };
-            done.push((index, f(item)));
+            if slice.is_empty() {
+                return done;
+            }
+            done.push((index, slice.iter().map(&f).collect()));
         }
     };
-    let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
+    let mut results: Vec<(usize, Vec<R>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
         let mut all = work();
         for worker in workers {
@@ -46,7 +64,11 @@ where
         all
     });
     results.sort_unstable_by_key(|(index, _)| *index);
-    results.into_iter().map(|(_, result)| result).collect()
+    let mut out = Vec::with_capacity(items.len());
+    for (_, chunk) in results {
+        out.extend(chunk);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -59,6 +81,10 @@ mod tests {
             let items: Vec<usize> = (0..len).collect();
             let squared = map(&items, |x| x * x);
             assert_eq!(squared, items.iter().map(|x| x * x).collect::<Vec<_>>());
+            for chunk in [1, 3, 64, 5000] {
+                let doubled = map_chunks(&items, chunk, 2, |x| x * 2);
+                assert_eq!(doubled, items.iter().map(|x| x * 2).collect::<Vec<_>>());
+            }
         }
     }
 }
