@@ -18,7 +18,7 @@ use serde_json::json;
 use toolgate::events::{CallStatus, CancelReason, EventKind, FailureStage};
 use toolgate::executor::{Batch, BatchError, Turn};
 use toolgate::model::ModeName;
-use toolgate::pipeline::ErrorCode;
+use toolgate::pipeline::{ErrorCode, ToolCall};
 
 const TURN_STOPPED: &str = "Tool cancelled because a previous tool result requested a turn stop.";
 
@@ -601,4 +601,59 @@ fn assert_no_user_interrupt(h: &Harness) {
             );
         }
     }
+}
+
+/// A batch large enough to be planned on several threads is planned call for call like the
+/// same calls planned one at a time, in batch order, with groups in order.
+#[tokio::test]
+async fn a_large_batch_is_planned_in_order_like_its_calls_alone() {
+    let h = Harness::new(&[]);
+    let kinds = [
+        ("Read", json!({})),
+        ("Edit", json!({})),
+        ("Nope", json!({})),
+        ("read", json!({"sleep_ms": 5})),
+        ("Bash", json!({"command": "ls"})),
+    ];
+    let calls: Vec<ToolCall> = (0..5_000)
+        .map(|i| {
+            let (tool, input) = &kinds[i % kinds.len()];
+            call(&format!("c{i:05}"), tool, input.clone())
+        })
+        .collect();
+    let plan = h.engine.plan(&Batch::new(calls.clone()), &[]).unwrap();
+    assert_eq!(plan.calls.len(), calls.len());
+    let mut last_group = 0;
+    for (planned, call) in plan.calls.iter().zip(&calls) {
+        assert_eq!(planned.id, call.id);
+        assert!(planned.group >= last_group, "groups in batch order");
+        last_group = planned.group;
+        let alone = h
+            .engine
+            .plan(&Batch::new(vec![call.clone()]), &[])
+            .unwrap()
+            .calls
+            .remove(0);
+        assert_eq!(
+            (
+                &planned.decision,
+                &planned.reasons,
+                &planned.timeout_ms,
+                &planned.error,
+                &planned.canonical_tool
+            ),
+            (
+                &alone.decision,
+                &alone.reasons,
+                &alone.timeout_ms,
+                &alone.error,
+                &alone.canonical_tool
+            ),
+            "{}",
+            call.id
+        );
+    }
+    let grouped: Vec<_> = plan.groups.iter().flatten().cloned().collect();
+    let ids: Vec<_> = calls.iter().map(|c| c.id.clone()).collect();
+    assert_eq!(grouped, ids);
 }
