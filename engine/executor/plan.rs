@@ -83,15 +83,13 @@ const PLAN_PARALLEL_PER_THREAD: usize = 1024;
 /// JSON string input is parsed), so the cost per call is the decision itself.
 pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
     let engine = &snapshot.engine;
-    let resolved: Vec<Option<(&Arc<Tool>, Arc<ResolvedContract>)>> = batch
-        .calls
-        .iter()
-        .map(|call| {
+    type Found<'s> = Option<(&'s Arc<Tool>, Cow<'s, Arc<ResolvedContract>>)>;
+    let resolved: Vec<Found<'_>> =
+        parallel::map_chunks(&batch.calls, PLAN_CHUNK, PLAN_PARALLEL_PER_THREAD, |call| {
             snapshot
                 .lookup(&call.tool)
-                .map(|tool| (tool, tool.resolved_for(modes, engine)))
-        })
-        .collect();
+                .map(|tool| (tool, tool.contract_for(modes, engine)))
+        });
     let classes: Vec<Concurrency> = resolved
         .iter()
         .map(|found| match found {

@@ -110,19 +110,35 @@ impl Tool {
         modes: &[ModeName],
         engine: &ResolvedEngine,
     ) -> Arc<ResolvedContract> {
+        self.contract_for(modes, engine).into_owned()
+    }
+
+    /// Like [`Tool::resolved_for`], borrowing the contract when no active mode patches it
+    /// (the common case): planning a large batch on several threads then touches no shared
+    /// reference count per call.
+    pub fn contract_for(
+        &self,
+        modes: &[ModeName],
+        engine: &ResolvedEngine,
+    ) -> std::borrow::Cow<'_, Arc<ResolvedContract>> {
+        use std::borrow::Cow;
+        if !self
+            .mode_patches
+            .iter()
+            .any(|(mode, _)| modes.contains(mode))
+        {
+            return Cow::Borrowed(&self.resolved);
+        }
         let active: Vec<ModeName> = self
             .mode_patches
             .iter()
             .filter(|(mode, _)| modes.contains(mode))
             .map(|(mode, _)| mode.clone())
             .collect();
-        if active.is_empty() {
-            return Arc::clone(&self.resolved);
-        }
         if let Ok(cache) = self.mode_cache.lock()
             && let Some(hit) = cache.get(&active)
         {
-            return Arc::clone(hit);
+            return Cow::Owned(Arc::clone(hit));
         }
         let mut resolved = (*self.resolved).clone();
         for (mode, patch) in &self.mode_patches {
@@ -134,7 +150,7 @@ impl Tool {
         if let Ok(mut cache) = self.mode_cache.lock() {
             cache.insert(active, Arc::clone(&resolved));
         }
-        resolved
+        Cow::Owned(resolved)
     }
 }
 
