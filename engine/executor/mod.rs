@@ -45,6 +45,7 @@ use crate::events::{
     BatchScheduled, EventKind, EventSink, NullSink, ToolBatchComplete, ToolCallScheduled,
 };
 use crate::handler::{NativeHandler, NativeRegistry};
+use crate::model::hook::HookEvent;
 use crate::model::{BatchId, CallId, ModeName};
 use crate::pipeline::execute::prepare;
 use crate::pipeline::{CallEnv, CallResult, CancelCause, Prepared, ToolCall};
@@ -345,8 +346,13 @@ impl Engine {
 
         // The second pass after `PostToolBatch` hooks starts again from the unfinalized
         // results (cheap: texts are shared), so that a result cut twice shows one header with
-        // the digest of its full output, not a cut of a cut.
-        let unfinalized = results.clone();
+        // the digest of its full output, not a cut of a cut. Kept only when such a hook may
+        // run.
+        let batch_hooks = snapshot
+            .hooks
+            .iter()
+            .any(|hook| hook.applies(HookEvent::PostToolBatch, None, &modes));
+        let unfinalized = batch_hooks.then(|| results.clone());
         let mut report = finalize::finalize_results(&env, &mut results, None).await;
         let texts = crate::hooks::post_tool_batch(
             snapshot,
@@ -363,8 +369,9 @@ impl Engine {
             Some(texts.join("\n\n"))
         };
         let mut batch_context = batch_context;
-        if batch_context.is_some() {
-            let mut again = unfinalized;
+        if batch_context.is_some()
+            && let Some(mut again) = unfinalized
+        {
             finalize::carry_persistence(&mut again, &results);
             let extra = finalize::finalize_results(&env, &mut again, batch_context.take()).await;
             results = again;
