@@ -295,7 +295,8 @@ impl FormSets {
 /// `?`), classes (`[…]`), alternations (`{…}`) and escapes, not crossing a `/` (a `**/`
 /// may match nothing, so the separators around it are not required). A path the glob
 /// matches contains the run. `None` when there is no such run, or when the pattern cannot
-/// be scanned (an unterminated class or alternation, which the glob parser refuses anyway).
+/// be scanned (an unterminated class or alternation, which the glob parser refuses anyway,
+/// or a class inside an alternation).
 fn required_literal(pattern: &str) -> Option<&str> {
     let bytes = pattern.as_bytes();
     let mut best: &str = "";
@@ -333,6 +334,9 @@ fn required_literal(pattern: &str) -> Option<&str> {
                             }
                         }
                         b'\\' => j += 1,
+                        // A class inside an alternation may hold `}` or `,`: too rare to
+                        // scan, so such a pattern gets no prefilter.
+                        b'[' => return None,
                         _ => {}
                     }
                     j += 1;
@@ -508,6 +512,8 @@ mod tests {
             ("[!]x]yz", Some("yz")),
             ("{alpha,beta}.txt", Some(".txt")),
             ("{a,{bb,cc}}", None),
+            ("{x,[}]}yz", None),
+            ("[{]yz", Some("yz")),
             ("\\*star", Some("star")),
             ("é\\éxy", Some("é")),
             ("unclosed[ab", None),
@@ -533,6 +539,10 @@ mod tests {
         ("[]a]", &["]", "a"]),
         ("{a,b}", &["a", "b"]),
         ("{a,}", &["a", ""]),
+        ("{x,[}]}", &["x", "}"]),
+        ("{[ab],c}", &["a", "c"]),
+        ("[{]", &["{"]),
+        ("[,}]", &[",", "}"]),
         ("\\*", &["*"]),
         ("\\a", &["a"]),
         ("-", &["-"]),
