@@ -12,7 +12,6 @@ use crate::load::{
 };
 use crate::model::ModeName;
 use crate::model::batch::BatchFile;
-use crate::pipeline::ToolCall;
 use crate::snapshot::Snapshot;
 
 fn checker() -> Result<&'static SchemaChecker, String> {
@@ -124,15 +123,5 @@ pub fn parse(
     if !diagnostics.is_empty() {
         return Err(diagnostics);
     }
-    let modes = file
-        .modes
-        .iter()
-        .map(|m| ModeName::new(m.as_str()))
-        .collect();
-    let calls = file
-        .calls
-        .into_iter()
-        .map(|call| ToolCall::new(call.id, call.tool, call.input))
-        .collect();
-    Ok((Batch { id: None, calls }, modes))
+    Ok(Batch::from_file(file))
 }

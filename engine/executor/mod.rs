@@ -67,6 +67,21 @@ impl Batch {
     pub fn new(calls: Vec<ToolCall>) -> Self {
         Self { id: None, calls }
     }
+
+    /// The batch a batch file describes (with a generated id), and the modes of its turn.
+    pub fn from_file(file: crate::model::batch::BatchFile) -> (Self, Vec<ModeName>) {
+        let modes = file
+            .modes
+            .iter()
+            .map(|m| ModeName::new(m.as_str()))
+            .collect();
+        let calls = file
+            .calls
+            .into_iter()
+            .map(|call| ToolCall::new(call.id, call.tool, call.input))
+            .collect();
+        (Self::new(calls), modes)
+    }
 }
 
 /// The turn a batch belongs to: its modes, its cancellation, and who answers approvals.

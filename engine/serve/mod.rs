@@ -35,7 +35,6 @@ use crate::events::Event;
 use crate::executor::{Batch, Engine, Turn, artifact_store_for};
 use crate::model::ModeName;
 use crate::model::batch::BatchFile;
-use crate::pipeline::ToolCall;
 use crate::snapshot::reload::Reloader;
 use crate::snapshot::{Snapshot, load};
 
@@ -176,23 +175,9 @@ fn batch_param(params: &Value) -> Result<(Batch, Vec<ModeName>), String> {
     if file.calls.is_empty() {
         return Err("the batch has no calls".into());
     }
-    let modes = file
-        .modes
-        .iter()
-        .map(|m| ModeName::new(m.as_str()))
-        .collect();
-    let calls = file
-        .calls
-        .into_iter()
-        .map(|c| ToolCall::new(c.id, c.tool, c.input))
-        .collect();
-    Ok((
-        Batch {
-            id: id.map(crate::model::BatchId::new),
-            calls,
-        },
-        modes,
-    ))
+    let (mut batch, modes) = Batch::from_file(file);
+    batch.id = id.map(crate::model::BatchId::new);
+    Ok((batch, modes))
 }
 
 struct Server {
