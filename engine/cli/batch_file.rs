@@ -16,12 +16,7 @@ use crate::snapshot::Snapshot;
 
 fn checker() -> Result<&'static SchemaChecker, String> {
     static CHECKER: OnceLock<Result<SchemaChecker, String>> = OnceLock::new();
-    CHECKER
-        .get_or_init(|| {
-            SchemaChecker::new(&crate::model::schema::batch_file()).map_err(|e| e.message)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+    SchemaChecker::compiled_once(&CHECKER, crate::model::schema::batch_file)
 }
 
 /// Reads and checks a batch file against the snapshot's modes.

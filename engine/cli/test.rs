@@ -290,12 +290,7 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 fn checker() -> Result<&'static SchemaChecker, String> {
     static CHECKER: OnceLock<Result<SchemaChecker, String>> = OnceLock::new();
-    CHECKER
-        .get_or_init(|| {
-            SchemaChecker::new(&crate::model::schema::policy_test_file()).map_err(|e| e.message)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+    SchemaChecker::compiled_once(&CHECKER, crate::model::schema::policy_test_file)
 }
 
 /// Reads and checks a test file against the snapshot (its modes and rule names).

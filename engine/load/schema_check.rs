@@ -15,7 +15,7 @@
 //!   whose type does not even fit (so `anyOf [T, null]` reports `T`'s errors);
 //! - when no branch's type fits, one type error naming all the types allowed.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use jsonschema::error::{ValidationError, ValidationErrorKind};
 use serde_json::Value;
@@ -101,6 +101,17 @@ impl Issue {
 }
 
 impl SchemaChecker {
+    /// The checker of `schema()`, compiled on first use into `cell` (the caller's static)
+    /// and kept for the process.
+    pub fn compiled_once(
+        cell: &'static OnceLock<Result<SchemaChecker, String>>,
+        schema: fn() -> Value,
+    ) -> Result<&'static SchemaChecker, String> {
+        cell.get_or_init(|| SchemaChecker::new(&schema()).map_err(|err| err.message))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     /// Compiles a schema (draft 2020-12, format assertions on, formats `duration` and `size`
     /// registered).
     pub fn new(schema: &Value) -> Result<SchemaChecker, SchemaBuildError> {

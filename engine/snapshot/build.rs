@@ -83,12 +83,7 @@ impl LoadOutcome {
 /// The compiled schema of policy files, built once per process.
 fn policy_checker() -> Result<&'static SchemaChecker, String> {
     static CHECKER: OnceLock<Result<SchemaChecker, String>> = OnceLock::new();
-    CHECKER
-        .get_or_init(|| {
-            SchemaChecker::new(&crate::model::schema::policy_file()).map_err(|err| err.message)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+    SchemaChecker::compiled_once(&CHECKER, crate::model::schema::policy_file)
 }
 
 /// Loads, checks and freezes a policy set.
