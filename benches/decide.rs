@@ -21,17 +21,13 @@ use toolgate::policy::rules::{CallFacts, RuleOrigin, RuleSet, ToolNames, compile
 use toolgate::policy::{MatchContext, PathCase};
 use toolgate::snapshot::resolve::ResolvedConcurrency;
 
+mod support;
+use support::ALLOCATOR;
+
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Which allocator the figures were measured with.
-const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
-    "mimalloc"
-} else {
-    "system malloc"
-};
 
 const TOOLS: usize = 1000;
 const RULES_PER_TOOL: usize = 10;

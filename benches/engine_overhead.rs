@@ -26,7 +26,9 @@ use tokio::task::JoinSet;
 use toolgate::executor::{Batch, Engine, Turn};
 use toolgate::handler::{CallContext, HandlerError, HandlerOutput};
 use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::snapshot::Snapshot;
+
+mod support;
 
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]
@@ -50,20 +52,7 @@ tools:
     handler: { kind: native }
 "#;
 
-static SNAPSHOT: LazyLock<Arc<Snapshot>> = LazyLock::new(|| {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bench.yaml"), POLICY).unwrap();
-    let mut options = LoadOptions::new(LayerOptions {
-        no_builtin: true,
-        policies: vec![dir.path().to_path_buf()],
-        ..LayerOptions::default()
-    });
-    options.workspace_root = dir.path().to_path_buf();
-    let outcome = load(&options, 1);
-    outcome
-        .snapshot
-        .unwrap_or_else(|| panic!("{:#?}", outcome.diagnostics))
-});
+static SNAPSHOT: LazyLock<Arc<Snapshot>> = LazyLock::new(|| support::snapshot_of(POLICY));
 
 static CALLS: LazyLock<Vec<ToolCall>> = LazyLock::new(|| {
     (0..BATCH)

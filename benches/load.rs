@@ -27,6 +27,9 @@ use std::time::Instant;
 
 use toolgate::snapshot::{LayerOptions, LoadOptions, load};
 
+mod support;
+use support::ALLOCATOR;
+
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature), wrapped to count
 // the bytes live on the heap while `COUNTING` is on: what the snapshot holds, apart from the
 // allocator's slack. Counting is off while the load is timed (shared counters would slow
@@ -106,13 +109,6 @@ unsafe impl GlobalAlloc for Counting {
         new
     }
 }
-
-/// Which allocator the figures were measured with.
-const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
-    "mimalloc"
-} else {
-    "system malloc"
-};
 
 const FILES: usize = 100;
 const TOOLS_PER_FILE: usize = 10;

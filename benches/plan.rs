@@ -19,7 +19,9 @@ use divan::counter::ItemsCount;
 use serde_json::json;
 use toolgate::executor::{Batch, Engine};
 use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::snapshot::Snapshot;
+
+mod support;
 
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]
@@ -66,28 +68,13 @@ rules:
     reason: secrets are off limits
 "#;
 
-static SNAPSHOT: LazyLock<Arc<Snapshot>> = LazyLock::new(|| snapshot(POLICY));
+static SNAPSHOT: LazyLock<Arc<Snapshot>> = LazyLock::new(|| support::snapshot_of(POLICY));
 
 /// The same tools without the rule: what planning costs besides rule matching.
 static SNAPSHOT_NO_RULES: LazyLock<Arc<Snapshot>> = LazyLock::new(|| {
     let tools = POLICY.split("rules:").next().unwrap();
-    snapshot(tools)
+    support::snapshot_of(tools)
 });
-
-fn snapshot(policy: &str) -> Arc<Snapshot> {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bench.yaml"), policy).unwrap();
-    let mut options = LoadOptions::new(LayerOptions {
-        no_builtin: true,
-        policies: vec![dir.path().to_path_buf()],
-        ..LayerOptions::default()
-    });
-    options.workspace_root = dir.path().to_path_buf();
-    let outcome = load(&options, 1);
-    outcome
-        .snapshot
-        .unwrap_or_else(|| panic!("{:#?}", outcome.diagnostics))
-}
 
 /// A model-like batch: mostly reads and greps, an edit every 10th call, an unknown tool
 /// every 500th, a read of a secret every 1000th.

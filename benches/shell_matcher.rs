@@ -13,17 +13,13 @@ use toolgate::policy::{
     RedirectionPolicy, ShellMatcher, parse_script,
 };
 
+mod support;
+use support::ALLOCATOR;
+
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Which allocator the figures were measured with.
-const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
-    "mimalloc"
-} else {
-    "system malloc"
-};
 
 /// A 200-character compound command: `&&`, `||`, `|`, `;`, a wrapper, a command
 /// substitution inside double quotes, redirections, quoting and a glob.
