@@ -11,7 +11,6 @@
 //! segment by segment with a binary search per level.
 
 use std::borrow::Cow;
-use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
@@ -203,7 +202,7 @@ impl SpanTableBuilder {
         SpanTable {
             nodes: self.nodes,
             arena: self.arena,
-            sorted: OnceLock::new(),
+            index: OnceLock::new(),
         }
     }
 
@@ -231,9 +230,8 @@ impl SpanTableBuilder {
 pub struct SpanTable {
     nodes: Vec<Node>,
     arena: String,
-    /// Indices of all non-root nodes, sorted by (parent, segment).
-    // INVARIANT: sorted with the same ordering `find` searches with.
-    sorted: OnceLock<Vec<u32>>,
+    /// The children of every node, for lookups by pointer.
+    index: OnceLock<ChildIndex>,
 }
 
 impl SpanTable {
@@ -341,36 +339,99 @@ impl SpanTable {
     }
 
     /// The lookup index, built on first use.
-    fn sorted(&self) -> &[u32] {
-        self.sorted.get_or_init(|| {
-            let mut sorted: Vec<u32> = (0..self.nodes.len())
-                .filter_map(|index| u32::try_from(index).ok())
-                .filter(|&index| self.nodes[index as usize].parent != NO_PARENT)
-                .collect();
-            sorted.sort_unstable_by(|&a, &b| {
-                let (a, b) = (&self.nodes[a as usize], &self.nodes[b as usize]);
-                a.parent
-                    .cmp(&b.parent)
-                    .then_with(|| a.segment(&self.arena).cmp(b.segment(&self.arena)))
-            });
-            sorted
-        })
+    fn index(&self) -> &ChildIndex {
+        self.index
+            .get_or_init(|| ChildIndex::build(&self.nodes, &self.arena))
     }
 
     /// The child `segment` of the node `parent`.
     fn find(&self, parent: usize, segment: &str) -> Option<usize> {
-        let parent = u32::try_from(parent).ok()?;
-        let sorted = self.sorted();
-        let position = sorted
-            .binary_search_by(|&index| {
-                let node = &self.nodes[index as usize];
-                match node.parent.cmp(&parent) {
-                    Ordering::Equal => node.segment(&self.arena).cmp(segment),
-                    other => other,
-                }
-            })
+        let index = self.index();
+        let start = *index.starts.get(parent)? as usize;
+        let end = *index.starts.get(parent.checked_add(1)?)? as usize;
+        let group = index.children.get(start..end)?;
+        let segment_of = |child: u32| {
+            self.nodes
+                .get(child as usize)
+                .map_or("", |node| node.segment(&self.arena))
+        };
+        // A sequence's items are in index order: item `i` is the `i`th child.
+        if let Ok(position) = segment.parse::<usize>()
+            && let Some(&child) = group.get(position)
+            && segment_of(child) == segment
+        {
+            return Some(child as usize);
+        }
+        let position = group
+            .binary_search_by(|&child| segment_of(child).cmp(segment))
             .ok()?;
-        sorted.get(position).map(|&index| index as usize)
+        group.get(position).map(|&child| child as usize)
+    }
+}
+
+/// The children of every node of a [`SpanTable`], grouped by parent: what a lookup walks.
+///
+/// Built in linear time from the nodes (which come in document order, every parent before
+/// its children), and only the groups of mapping members are sorted, each on its own — far
+/// cheaper than sorting all nodes at once, which is what a table of a large file would
+/// otherwise cost on its first lookup.
+#[derive(Clone, Debug, Default)]
+struct ChildIndex {
+    /// `children[starts[p]..starts[p + 1]]` are the children of node `p`.
+    starts: Vec<u32>,
+    // INVARIANT: a group whose segments are `0, 1, 2, …` in order (a sequence, or a mapping
+    // whose keys read so) keeps document order, so that the `i`th child is item `i`; every
+    // other group is sorted by segment, for a binary search.
+    children: Vec<u32>,
+}
+
+impl ChildIndex {
+    fn build(nodes: &[Node], arena: &str) -> Self {
+        let parent_of = |node: &Node| {
+            (node.parent != NO_PARENT && (node.parent as usize) < nodes.len())
+                .then_some(node.parent as usize)
+        };
+        let mut starts = vec![0u32; nodes.len() + 1];
+        for node in nodes {
+            if let Some(parent) = parent_of(node)
+                && let Some(count) = starts.get_mut(parent + 1)
+            {
+                *count += 1;
+            }
+        }
+        for i in 1..starts.len() {
+            starts[i] = starts[i].saturating_add(starts[i - 1]);
+        }
+        let mut next = starts.clone();
+        let mut children = vec![0u32; starts.last().map_or(0, |&n| n as usize)];
+        for (index, node) in nodes.iter().enumerate() {
+            if let Some(parent) = parent_of(node)
+                && let Some(slot) = next.get_mut(parent)
+                && let Some(child) = children.get_mut(*slot as usize)
+            {
+                // Tables hold far fewer than 2^32 nodes (see `SpanTableBuilder::push`).
+                *child = u32::try_from(index).unwrap_or(u32::MAX);
+                *slot += 1;
+            }
+        }
+        let segment_of = |child: u32| {
+            nodes
+                .get(child as usize)
+                .map_or("", |node| node.segment(arena))
+        };
+        for window in starts.windows(2) {
+            let Some(group) = children.get_mut(window[0] as usize..window[1] as usize) else {
+                continue;
+            };
+            let counted = group
+                .iter()
+                .enumerate()
+                .all(|(position, &child)| segment_of(child).parse::<usize>() == Ok(position));
+            if !counted {
+                group.sort_unstable_by(|&a, &b| segment_of(a).cmp(segment_of(b)));
+            }
+        }
+        Self { starts, children }
     }
 }
 
@@ -590,5 +651,80 @@ mod tests {
         builder.member(root, "a", member(5));
         assert_eq!(builder.find_member(root, "a"), Some(member(5)));
         assert_eq!(builder.find_member(root, "b"), None);
+    }
+
+    mod lookups {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A random tree: each node is a mapping (keys from a small alphabet, so that
+        /// numeric-looking and unordered keys occur) or a sequence.
+        #[derive(Debug, Clone)]
+        enum Tree {
+            Leaf,
+            Map(Vec<(String, Tree)>),
+            Seq(Vec<Tree>),
+        }
+
+        fn tree() -> impl Strategy<Value = Tree> {
+            let key = prop_oneof!["[0-9]{1,2}", "[a-c~/]{1,3}", Just(String::new()),];
+            Just(Tree::Leaf).prop_recursive(4, 64, 6, move |inner| {
+                prop_oneof![
+                    prop::collection::vec((key.clone(), inner.clone()), 0..6).prop_map(|members| {
+                        // Keys are unique in a mapping (the parsers reject duplicates).
+                        let mut seen = std::collections::HashSet::new();
+                        Tree::Map(
+                            members
+                                .into_iter()
+                                .filter(|(k, _)| seen.insert(k.clone()))
+                                .collect(),
+                        )
+                    }),
+                    prop::collection::vec(inner, 0..12).prop_map(Tree::Seq),
+                ]
+            })
+        }
+
+        fn record(builder: &mut SpanTableBuilder, node: NodeId, tree: &Tree, next: &mut usize) {
+            match tree {
+                Tree::Leaf => {}
+                Tree::Map(members) => {
+                    for (key, child) in members {
+                        *next += 1;
+                        let id = builder.member(node, key, member(*next));
+                        record(builder, id, child, next);
+                    }
+                }
+                Tree::Seq(items) => {
+                    for (index, child) in items.iter().enumerate() {
+                        *next += 1;
+                        let id = builder.item(node, index, span(*next));
+                        record(builder, id, child, next);
+                    }
+                }
+            }
+        }
+
+        proptest! {
+            #[test]
+            fn every_node_is_found_at_its_pointer_and_nothing_else(tree in tree()) {
+                let mut builder = SpanTableBuilder::new();
+                let root = builder.root(span(0));
+                let mut next = 0;
+                record(&mut builder, root, &tree, &mut next);
+                let table = builder.build();
+                let all: Vec<(String, NodeSpan)> = table.iter().collect();
+                for (pointer, node) in &all {
+                    prop_assert_eq!(table.get(pointer), Some(*node), "{}", pointer);
+                    // A child that was never recorded is not found.
+                    for absent in ["zz", "99", "00"] {
+                        let missing = join_pointer(pointer, absent);
+                        if !all.iter().any(|(p, _)| *p == missing) {
+                            prop_assert_eq!(table.get(&missing), None, "{}", missing);
+                        }
+                    }
+                }
+            }
+        }
     }
 }
