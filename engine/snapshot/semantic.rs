@@ -75,15 +75,32 @@ struct Checker<'a> {
     diagnostics: Vec<Diagnostic>,
 }
 
+impl Input<'_> {
+    /// The location that set the value at an effective pointer.
+    fn at(&self, pointer: &str) -> Option<Location> {
+        self.sources.locate(self.provenance, pointer)
+    }
+
+    /// The location of the key of the member at an effective pointer.
+    fn at_key(&self, pointer: &str) -> Option<Location> {
+        self.sources.locate_key(self.provenance, pointer)
+    }
+
+    /// The layer of the file that set the value at an effective pointer.
+    fn layer_of(&self, pointer: &str) -> Option<&LayerSpec> {
+        let (_, origin) = self.provenance.nearest(pointer)?;
+        let file = self.sources.files.get(origin.file.0 as usize)?;
+        self.layers.get(file.layer)
+    }
+}
+
 impl Checker<'_> {
     fn at(&self, pointer: &str) -> Option<Location> {
-        self.input.sources.locate(self.input.provenance, pointer)
+        self.input.at(pointer)
     }
 
     fn at_key(&self, pointer: &str) -> Option<Location> {
-        self.input
-            .sources
-            .locate_key(self.input.provenance, pointer)
+        self.input.at_key(pointer)
     }
 
     /// A location inside a string value, `offset` bytes into the string's content (as
@@ -119,9 +136,7 @@ impl Checker<'_> {
     }
 
     fn layer_of(&self, pointer: &str) -> Option<&LayerSpec> {
-        let (_, origin) = self.input.provenance.nearest(pointer)?;
-        let file = self.input.sources.files.get(origin.file.0 as usize)?;
-        self.input.layers.get(file.layer)
+        self.input.layer_of(pointer)
     }
 }
 
@@ -914,35 +929,26 @@ fn compile_schemas(
 }
 
 fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
-    let typed = checker.input.typed;
-    let enabled: Vec<(usize, &crate::model::rule::Rule, RuleOrigin)> = typed
+    let input = checker.input;
+    let typed = input.typed;
+    let enabled: Vec<(usize, &crate::model::rule::Rule)> = typed
         .rules
         .iter()
         .enumerate()
         .filter(|(_, rule)| rule.disabled != Some(true))
-        .map(|(index, rule)| {
-            let pointer = format!("/rules/{index}");
-            let origin = RuleOrigin {
-                index,
-                enforced: checker
-                    .layer_of(&pointer)
-                    .is_some_and(|layer| layer.kind.is_enforced()),
-                location: checker
-                    .at_key(&format!("{pointer}/name"))
-                    .map(|l| Arc::from(l.display().as_str())),
-            };
-            (index, rule, origin)
-        })
         .collect();
     // Compiling matchers (globs, regexes, shell patterns) is most of a load's work, and rules
     // are independent: compile them in parallel, report in order. Glob and regex automata
-    // are built on first use, except for rules whose examples are checked below (built here
-    // in parallel, released after the check) and for every rule when asked.
-    let case = checker.input.match_ctx.path_case();
-    let build_all = checker.input.build_all_matchers;
-    let results = super::parallel::map(&enabled, |(_, rule, origin)| {
-        let compiled = compile_rule(rule, origin.clone(), names, &typed.modes)?;
-        if let Some(matchers) = &compiled.matchers
+    // are built on first use, except for rules with `examples` (built, checked against the
+    // examples and released again within the rule's own step, so the automata of many rules
+    // are never held at once) and for every rule when asked.
+    let case = input.match_ctx.path_case();
+    let build_all = input.build_all_matchers;
+    let results = super::parallel::map(&enabled, |(index, rule)| {
+        let origin = rule_origin(input, *index);
+        let mut compiled = compile_rule(rule, origin, names, &typed.modes)?;
+        let mut examples = Vec::new();
+        if let Some(matchers) = &mut compiled.matchers
             && (build_all || rule.examples.is_some())
         {
             matchers.build(case).map_err(|errors| {
@@ -952,12 +958,22 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
                     .collect::<Vec<_>>()
             })?;
         }
-        Ok::<_, Vec<RuleError>>(compiled)
+        check_examples(input, &compiled, names, &mut examples);
+        // The automata built for the examples are released like any other rule's: built
+        // again if the rule is ever consulted (unless `check` asked for all of them).
+        if !build_all && let Some(matchers) = &mut compiled.matchers {
+            matchers.release();
+        }
+        Ok::<_, Vec<RuleError>>((compiled, examples))
     });
     let mut compiled: Vec<CompiledRule> = Vec::with_capacity(enabled.len());
-    for ((index, rule, _), result) in enabled.iter().zip(results) {
+    let mut example_problems = Vec::new();
+    for ((index, rule), result) in enabled.iter().zip(results) {
         match result {
-            Ok(rule) => compiled.push(rule),
+            Ok((rule, examples)) => {
+                compiled.push(rule);
+                example_problems.extend(examples);
+            }
             Err(errors) => {
                 let pointer = format!("/rules/{index}");
                 for error in errors {
@@ -966,22 +982,30 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
             }
         }
     }
-    tracing::debug!("rules compiled");
-    for rule in &mut compiled {
-        check_examples(checker, rule, names);
-        // The automata built for the examples are released like any other rule's: built
-        // again if the rule is ever consulted (unless `check` asked for all of them).
-        if !build_all && let Some(matchers) = &mut rule.matchers {
-            matchers.release();
-        }
+    for (diagnostic, location) in example_problems {
+        checker.push(diagnostic, location);
     }
-    tracing::debug!("examples checked");
+    tracing::debug!("rules compiled and examples checked");
     let set = RuleSet::new(compiled);
     for rule in set.rules() {
         lint_rule(checker, rule, &set);
     }
     tracing::debug!("rules indexed and linted");
     set
+}
+
+/// Where the rule at `index` of the effective rule list comes from.
+fn rule_origin(input: &Input<'_>, index: usize) -> RuleOrigin {
+    let pointer = format!("/rules/{index}");
+    RuleOrigin {
+        index,
+        enforced: input
+            .layer_of(&pointer)
+            .is_some_and(|layer| layer.kind.is_enforced()),
+        location: input
+            .at_key(&format!("{pointer}/name"))
+            .map(|l| Arc::from(l.display().as_str())),
+    }
 }
 
 fn report_rule_error(
@@ -1164,15 +1188,23 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
 
 /// Every `examples.match` call must match the rule and every `examples.not_match` call must
 /// not: a rule that stops doing what its author meant fails the load.
-fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNames) {
-    let typed = checker.input.typed;
+/// Checks a rule's `examples` against the compiled rule, adding a diagnostic (with its
+/// location) for each example that is invalid or does not behave as stated. Pure, so that
+/// rules are checked in parallel.
+fn check_examples(
+    input: &Input<'_>,
+    rule: &CompiledRule,
+    names: &ToolNames,
+    problems: &mut Vec<(Diagnostic, Option<Location>)>,
+) {
+    let typed = input.typed;
     let Some(source) = typed.rules.get(rule.origin.index) else {
         return;
     };
     let Some(examples) = &source.examples else {
         return;
     };
-    let Some(engine) = checker.input.engine else {
+    let Some(engine) = input.engine else {
         return;
     };
     let pointer = format!("/rules/{}/examples", rule.origin.index);
@@ -1184,8 +1216,8 @@ fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNa
         for (index, call) in calls.iter().enumerate() {
             let at = format!("{pointer}/{list}/{index}");
             let Some(tool) = names.resolve(&call.tool) else {
-                let location = checker.at(&format!("{at}/tool"));
-                checker.push(unknown("tool", &call.tool, typed.tools.keys()), location);
+                let location = input.at(&format!("{at}/tool"));
+                problems.push((unknown("tool", &call.tool, typed.tools.keys()), location));
                 continue;
             };
             let modes: Vec<ModeName> = call
@@ -1200,7 +1232,7 @@ fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNa
                 .flatten()
                 .position(|m| !typed.modes.contains_key(m))
             {
-                let location = checker.at(&format!("{at}/modes/{undeclared}"));
+                let location = input.at(&format!("{at}/modes/{undeclared}"));
                 let name = call
                     .modes
                     .iter()
@@ -1208,7 +1240,7 @@ fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNa
                     .nth(undeclared)
                     .cloned()
                     .unwrap_or_default();
-                checker.push(unknown("mode", &name, typed.modes.keys()), location);
+                problems.push((unknown("mode", &name, typed.modes.keys()), location));
                 continue;
             }
             let Some(contract) = typed.tools.get(tool.as_str()) else {
@@ -1223,7 +1255,7 @@ fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNa
             };
             let covered = rule.tools.contains(&tool);
             let (holds, outcome) = if covered {
-                rule.evaluate(&facts, checker.input.match_ctx)
+                rule.evaluate(&facts, input.match_ctx)
             } else {
                 (false, None)
             };
@@ -1243,12 +1275,12 @@ fn check_examples(checker: &mut Checker<'_>, rule: &CompiledRule, names: &ToolNa
                     rule.name
                 )
             };
-            let location = checker.at(&at);
-            checker.push(
+            let location = input.at(&at);
+            problems.push((
                 Diagnostic::new(Code::SemanticExampleFailed, message)
                     .with_help("fix the rule, or the example if the rule is right"),
                 location,
-            );
+            ));
         }
     }
 }
