@@ -127,6 +127,10 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     if let Value::Object(map) = &mut effective {
         map.shift_remove("version");
     }
+    // Nothing reads the merged tree after this point but the snapshot's compact copy of it:
+    // write that copy and free the tree on another thread while the semantic stage runs, so
+    // the tree (the largest thing a load builds) is not held through rule compilation.
+    let effective = PendingDocument::start(effective);
     let typed: PolicyFile = match deserialized {
         Ok(typed) => typed,
         Err(err) => {
@@ -198,11 +202,12 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         );
     }
     let warnings: Vec<Diagnostic> = diagnostics.clone();
+    let effective = effective.finish();
     let snapshot = Snapshot {
         generation,
         sources,
         layers,
-        effective: EffectiveDocument::new(&effective),
+        effective,
         provenance,
         engine,
         tools,
@@ -225,6 +230,46 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     };
     phase("snapshot built");
     finish(Some(Arc::new(snapshot)), diagnostics)
+}
+
+/// The compact copy of the merged tree, being written on another thread (which also frees
+/// the tree), or already written when no thread could be started.
+enum PendingDocument {
+    Writing(std::thread::JoinHandle<Option<EffectiveDocument>>),
+    Written(EffectiveDocument),
+}
+
+impl PendingDocument {
+    fn start(tree: Value) -> Self {
+        let (sender, receiver) = std::sync::mpsc::channel::<Value>();
+        let spawned = std::thread::Builder::new()
+            .name("toolgate-effective".into())
+            .spawn(move || {
+                let tree = receiver.recv().ok()?;
+                Some(EffectiveDocument::new(&tree))
+            });
+        // The tree is handed over only once the thread runs, so it is never lost.
+        match spawned {
+            Ok(thread) => match sender.send(tree) {
+                Ok(()) => Self::Writing(thread),
+                Err(std::sync::mpsc::SendError(tree)) => {
+                    Self::Written(EffectiveDocument::new(&tree))
+                }
+            },
+            Err(_) => Self::Written(EffectiveDocument::new(&tree)),
+        }
+    }
+
+    fn finish(self) -> EffectiveDocument {
+        match self {
+            Self::Writing(thread) => match thread.join() {
+                Ok(document) => document.unwrap_or_else(|| EffectiveDocument::new(&Value::Null)),
+                // Writing JSON does not panic; if it ever did, re-raise it here.
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            Self::Written(document) => document,
+        }
+    }
 }
 
 fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> LoadOutcome {
@@ -480,11 +525,59 @@ fn describe_contract_pointer(pointer: &str) -> String {
 /// The typed model of a document. Deserialises without tracking the path first (several
 /// times faster); only a document that fails is deserialised again to find where.
 fn typed_model(value: &Value) -> Result<PolicyFile, serde_path_to_error::Error<serde_json::Error>> {
-    use serde::Deserialize as _;
-    match PolicyFile::deserialize(value) {
-        Ok(typed) => Ok(typed),
-        Err(_) => serde_path_to_error::deserialize::<_, PolicyFile>(value),
+    match typed_model_in_parallel(value) {
+        Some(typed) => Ok(typed),
+        // Something does not fit: deserialise again, tracking the path to report.
+        None => serde_path_to_error::deserialize::<_, PolicyFile>(value),
     }
+}
+
+/// The typed model, with the tools and the rules (nearly all of a large set) deserialised in
+/// parallel; `None` when any part does not fit the model.
+fn typed_model_in_parallel(value: &Value) -> Option<PolicyFile> {
+    use crate::model::contract::ToolContract;
+    use crate::model::rule::Rule;
+    use serde::Deserialize as _;
+
+    /// Rules and tools a worker deserialises at a time.
+    const CHUNK: usize = 64;
+    let Value::Object(map) = value else {
+        return None;
+    };
+    // Everything else, as a shallow document of its own (small: engine, hooks, gates, modes).
+    let rest: serde_json::Map<String, Value> = map
+        .iter()
+        .filter(|(key, _)| !matches!(key.as_str(), "tools" | "rules"))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    let mut typed = PolicyFile::deserialize(&Value::Object(rest)).ok()?;
+    match map.get("tools") {
+        None => {}
+        Some(Value::Object(tools)) => {
+            let entries: Vec<(&String, &Value)> = tools.iter().collect();
+            let contracts = super::parallel::map_chunks(&entries, CHUNK, CHUNK, |(_, contract)| {
+                ToolContract::deserialize(*contract).ok()
+            });
+            typed.tools = entries
+                .iter()
+                .zip(contracts)
+                .map(|((name, _), contract)| Some(((*name).clone(), contract?)))
+                .collect::<Option<_>>()?;
+        }
+        Some(_) => return None,
+    }
+    match map.get("rules") {
+        None => {}
+        Some(Value::Array(rules)) => {
+            typed.rules = super::parallel::map_chunks(rules, CHUNK, CHUNK, |rule| {
+                Rule::deserialize(rule).ok()
+            })
+            .into_iter()
+            .collect::<Option<_>>()?;
+        }
+        Some(_) => return None,
+    }
+    Some(typed)
 }
 
 /// Converts a `serde_path_to_error` path into a JSON pointer.
@@ -540,5 +633,77 @@ impl Sources {
         let node = loaded.spans.nearest(pointer)?;
         let span = if key { node.label() } else { node.value };
         Some(loaded.source.location(span))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize as _;
+    use serde_json::json;
+
+    const DECISIONS: [&str; 3] = ["allow", "ask", "deny"];
+
+    /// A document with enough tools and rules for the parallel path to split them.
+    fn large_document() -> Value {
+        let tools: serde_json::Map<String, Value> = (0..300)
+            .map(|i| {
+                (
+                    format!("Tool{i}"),
+                    json!({
+                        "aliases": [format!("t{i}")],
+                        "input_schema": {"type": "object"},
+                        "concurrency": {"concurrent_safe": i % 2 == 0},
+                        "timeout": {"default": "2m", "max": "10m"},
+                        "permission": {"default": "ask"},
+                        "handler": {"kind": "command", "argv": [format!("tool-{i}")]},
+                    }),
+                )
+            })
+            .collect();
+        let rules: Vec<Value> = (0..1000)
+            .map(|i| {
+                json!({
+                    "name": format!("rule-{i}"),
+                    "tools": [format!("Tool{}", i % 300)],
+                    "match": {"path": {"path": [format!("src/r{i}/**")]}},
+                    "decision": DECISIONS[i % 3],
+                    "priority": i % 7,
+                })
+            })
+            .collect();
+        json!({
+            "version": 1,
+            "engine": {"max_concurrency": 4},
+            "tools": tools,
+            "rules": rules,
+            "modes": {"plan": {"description": "read only"}},
+        })
+    }
+
+    #[test]
+    fn the_parallel_typed_model_equals_the_plain_one() {
+        let document = large_document();
+        let plain = PolicyFile::deserialize(&document).unwrap();
+        assert_eq!(plain.tools.len(), 300);
+        assert_eq!(plain.rules.len(), 1000);
+        assert_eq!(typed_model_in_parallel(&document), Some(plain.clone()));
+        assert_eq!(typed_model(&document).unwrap(), plain);
+    }
+
+    #[test]
+    fn a_misfit_deep_in_a_rule_is_reported_at_its_path() {
+        let mut document = large_document();
+        document["rules"][777]["priority"] = json!("high");
+        assert_eq!(typed_model_in_parallel(&document), None);
+        let error = typed_model(&document).unwrap_err();
+        assert_eq!(path_to_pointer(error.path()), "/rules/777/priority");
+        let mut document = large_document();
+        document["tools"]["Tool250"]["concurrency"]["concurrent_safe"] = json!("yes");
+        let error = typed_model(&document).unwrap_err();
+        assert_eq!(
+            path_to_pointer(error.path()),
+            "/tools/Tool250/concurrency/concurrent_safe"
+        );
     }
 }
