@@ -129,6 +129,28 @@ impl ShellPattern {
     /// assert_eq!(err.offset, Some(10));
     /// ```
     pub fn compile(source: &str) -> Result<Self, PatternSyntaxError> {
+        match plain_words(source) {
+            Some(words) => Self::from_words(source, &words),
+            None => Self::parse(source),
+        }
+    }
+
+    /// Compiles a pattern of plain words (see [`plain_words`]) without the shell parser,
+    /// which would read it the same way: a large policy set has thousands of such patterns.
+    fn from_words(source: &str, words: &[(usize, &str)]) -> Result<Self, PatternSyntaxError> {
+        let tokens = words
+            .iter()
+            .map(|&(offset, word)| compile_token(word, Some(offset)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            source: source.to_owned(),
+            assignments: Vec::new(),
+            tokens,
+        })
+    }
+
+    /// Compiles a pattern through the shell parser.
+    fn parse(source: &str) -> Result<Self, PatternSyntaxError> {
         if source.trim().is_empty() {
             return Err(PatternSyntaxError::new(Some(0), "empty pattern"));
         }
@@ -281,6 +303,40 @@ impl ShellPattern {
         }
         tokens[t..].iter().all(|token| matches!(token, Token::Rest))
     }
+}
+
+/// The words of a pattern, with their byte offsets, when it is plain words only: letters,
+/// digits and `_ . / : @ % + , - * ?`, separated by spaces or tabs, none of them a reserved
+/// word. The shell parser reads such a pattern as one simple command of exactly these words
+/// (no quotes, expansions, operators, assignments, comments or compound commands can occur),
+/// so it need not run; `None` for anything else.
+fn plain_words(source: &str) -> Option<Vec<(usize, &str)>> {
+    const RESERVED: [&str; 17] = [
+        "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function", "if",
+        "in", "select", "then", "time", "until", "while",
+    ];
+    let plain = |byte: u8| byte.is_ascii_alphanumeric() || b"_./:@%+,-*?".contains(&byte);
+    let mut words = Vec::new();
+    let mut start = None;
+    for (index, byte) in source.bytes().enumerate() {
+        match (byte, start) {
+            (b' ' | b'\t', Some(from)) => {
+                words.push((from, source.get(from..index)?));
+                start = None;
+            }
+            (b' ' | b'\t', None) => {}
+            (byte, None) if plain(byte) => start = Some(index),
+            (byte, Some(_)) if plain(byte) => {}
+            _ => return None,
+        }
+    }
+    if let Some(from) = start {
+        words.push((from, source.get(from..)?));
+    }
+    if words.is_empty() || words.iter().any(|(_, word)| RESERVED.contains(word)) {
+        return None;
+    }
+    Some(words)
 }
 
 /// An assignment value is matched by one token (`*` there means any value).
@@ -737,6 +793,76 @@ impl fmt::Display for FailClosed {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    mod plain_words {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Words of the plain alphabet, reserved words among them, and a few that are not
+        /// plain (quotes, expansions, operators, assignments, comments).
+        fn word() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[a-z0-9_./:@%+,*?-]{1,6}",
+                Just("*".to_owned()),
+                Just("if".to_owned()),
+                Just("for".to_owned()),
+                Just("in".to_owned()),
+                Just("done".to_owned()),
+                Just("-rf".to_owned()),
+                Just("a=b".to_owned()),
+                Just("'q w'".to_owned()),
+                Just("$HOME".to_owned()),
+                Just("#c".to_owned()),
+                Just(";".to_owned()),
+                Just("{".to_owned()),
+                Just("~".to_owned()),
+                Just("[ab]".to_owned()),
+            ]
+        }
+
+        fn pattern() -> impl Strategy<Value = String> {
+            (
+                prop::collection::vec(
+                    (word(), prop_oneof![Just(" "), Just("  "), Just("\t")]),
+                    1..5,
+                ),
+                prop_oneof![Just(""), Just(" "), Just("\t ")],
+            )
+                .prop_map(|(words, lead)| {
+                    let mut text = lead.to_owned();
+                    for (word, gap) in words {
+                        text.push_str(&word);
+                        text.push_str(gap);
+                    }
+                    text
+                })
+        }
+
+        proptest! {
+            /// Whenever the parser is skipped, the pattern compiles exactly as the parser
+            /// would compile it (or fails with the same error).
+            #[test]
+            fn skipping_the_parser_changes_nothing(source in pattern()) {
+                let fast = ShellPattern::compile(&source);
+                let parsed = ShellPattern::parse(&source);
+                prop_assert_eq!(format!("{fast:?}"), format!("{parsed:?}"));
+            }
+        }
+
+        #[test]
+        fn plain_patterns_skip_the_parser_and_others_do_not() {
+            assert_eq!(
+                plain_words("git  diff *").unwrap(),
+                [(0, "git"), (5, "diff"), (10, "*")]
+            );
+            assert_eq!(plain_words("\tmake t1 *.rs").unwrap()[0], (1, "make"));
+            for other in [
+                "", "  ", "if x", "a=b c", "git 'x'", "ls $HOME", "ls; rm", "ls # c", "ls ~",
+            ] {
+                assert!(plain_words(other).is_none(), "{other:?}");
+            }
+        }
+    }
 
     fn matcher(patterns: &[&str], redirection: RedirectionPolicy) -> ShellMatcher {
         let patterns: Vec<String> = patterns.iter().map(|p| (*p).to_owned()).collect();
