@@ -98,8 +98,22 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
         true
     } else {
         let absolute = root.starts_with('/');
-        push_components(&mut folded, root, absolute);
-        push_components(&mut folded, raw, absolute);
+        // The root is folded already (the `MatchContext` invariant), and most relative paths
+        // are too (`src/main.rs`): those are appended as they are, without splitting.
+        match root {
+            "/" | "." => {}
+            _ if absolute => folded.push_str(root),
+            _ => {
+                folded.push('/');
+                folded.push_str(root);
+            }
+        }
+        if is_folded_relative(raw) {
+            folded.push('/');
+            folded.push_str(raw);
+        } else {
+            push_components(&mut folded, raw, absolute);
+        }
         absolute
     };
     let absolute = finish_components(folded, absolute);
@@ -113,6 +127,15 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
     .filter(|rest| !rest.is_empty())
     .map(str::to_owned);
     Some(NormalisedPath { absolute, relative })
+}
+
+/// Whether `path` is relative and has nothing to fold: no empty, `.` or `..` component.
+fn is_folded_relative(path: &str) -> bool {
+    !path.is_empty()
+        && path
+            .as_bytes()
+            .split(|&byte| byte == b'/')
+            .all(|component| !matches!(component, b"" | b"." | b".."))
 }
 
 /// Folds a pattern like a path (leading `./`, repeated slashes), keeping its glob syntax.
@@ -612,6 +635,47 @@ mod tests {
                 };
                 proptest::prop_assert_eq!(normalised.absolute, expected);
             }
+        }
+    }
+
+    /// [`normalise`] as it was before its shortcuts: every component of the root and of the
+    /// path folded one by one.
+    fn normalise_by_components(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
+        if raw.is_empty() {
+            return None;
+        }
+        let root = ctx.workspace_root();
+        let mut folded = String::new();
+        let absolute = if raw.starts_with('/') {
+            push_components(&mut folded, raw, true);
+            true
+        } else {
+            let absolute = root.starts_with('/');
+            push_components(&mut folded, root, absolute);
+            push_components(&mut folded, raw, absolute);
+            absolute
+        };
+        let absolute = finish_components(folded, absolute);
+        let relative = if root == "/" {
+            absolute.strip_prefix('/')
+        } else {
+            absolute
+                .strip_prefix(root)
+                .and_then(|rest| rest.strip_prefix('/'))
+        }
+        .filter(|rest| !rest.is_empty())
+        .map(str::to_owned);
+        Some(NormalisedPath { absolute, relative })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn normalising_takes_folded_parts_as_they_are(
+            raw in "[ab./]{0,12}",
+            root in proptest::sample::select(vec!["/", "/ws/app", "/ws/../x", ".", "", "rel/dir", "../up", "a/../..", "//ws//"]),
+        ) {
+            let ctx = MatchContext::new(root);
+            proptest::prop_assert_eq!(normalise(&raw, &ctx), normalise_by_components(&raw, &ctx));
         }
     }
 
