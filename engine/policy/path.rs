@@ -297,12 +297,17 @@ impl FormSets {
 
     /// The first pattern (by index in the rule's list) the path matches in either form.
     fn first_match(&self, path: &NormalisedPath) -> Option<usize> {
+        // The relative form is a suffix of the absolute one: a path whose absolute form lacks
+        // every required literal matches in neither form (the usual case, one search).
+        if !self.may_match(&path.absolute) {
+            return None;
+        }
         let relative = path
             .relative
             .as_deref()
             .filter(|form| self.relative && self.may_match(form))
             .and_then(|form| first_in(&self.set, form));
-        let absolute = if self.absolute && self.may_match(&path.absolute) {
+        let absolute = if self.absolute {
             first_in(&self.set, &path.absolute)
         } else {
             None
@@ -797,6 +802,31 @@ mod tests {
                     expected,
                     "{raw:?} {case:?}"
                 );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// With the literal prefilter on (case-sensitive, every pattern has a literal), the
+        /// matcher finds what a fresh set finds over both forms, whatever the root.
+        #[test]
+        fn prefiltered_matching_is_matching_both_forms(
+            raw in "(/?(ws|src|\\.env|secrets|a\\.rs|\\.\\.|x)){1,5}",
+            root in proptest::sample::select(vec!["/", "/ws", "/ws/src", "ws", "."]),
+        ) {
+            let patterns: Vec<String> =
+                ["**/.env", "**/secrets/**", "src/*.rs", "/ws/s*/x", "ws/x"].map(String::from).to_vec();
+            let matcher = PathMatcher::compile(&patterns).unwrap();
+            let reference = build_glob_set(&patterns, true, false).unwrap();
+            let ctx = MatchContext::new(root).with_path_case(PathCase::Sensitive);
+            if let Some(path) = normalise(&raw, &ctx) {
+                let expected = path
+                    .relative
+                    .iter()
+                    .chain(std::iter::once(&path.absolute))
+                    .filter_map(|form| reference.matches(form).into_iter().min())
+                    .min();
+                proptest::prop_assert_eq!(matcher.matches_normalised(&path, &ctx), expected);
             }
         }
     }
