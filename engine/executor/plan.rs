@@ -3,7 +3,8 @@
 //! asked), resolved timeout and budget. Pure: no hook, handler or approver is run.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -16,7 +17,7 @@ use crate::pipeline::ToolCall;
 use crate::policy::decide::{Reason, combine};
 use crate::policy::rules::{CallFacts, RuleDecision};
 use crate::schedule::{Concurrency, group};
-use crate::snapshot::{ResolvedContract, Snapshot, Tool, parallel};
+use crate::snapshot::{ResolvedContract, Snapshot, Tool};
 use crate::timeout::{TimeoutParams, resolve};
 
 use super::Batch;
@@ -75,7 +76,7 @@ pub struct PlannedCall {
     pub error: Option<String>,
 }
 
-/// Calls planned per claim of a worker thread.
+/// Calls planned per claim of a thread.
 const PLAN_CHUNK: usize = 256;
 
 /// A batch is planned on several threads only when each gets at least this many calls.
@@ -90,29 +91,23 @@ const PLAN_PARALLEL_PER_THREAD: usize = 1024;
 pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
     let engine = &snapshot.engine;
     let calls = &batch.calls;
-    let planned: Vec<Chunk> = if calls.len() < 2 * PLAN_PARALLEL_PER_THREAD {
-        vec![plan_chunk(snapshot, modes, calls)]
+    let threads = if calls.len() < 2 * PLAN_PARALLEL_PER_THREAD {
+        1
     } else {
-        let chunks: Vec<&[ToolCall]> = calls.chunks(PLAN_CHUNK).collect();
-        parallel::map_chunks(&chunks, 1, PLAN_PARALLEL_PER_THREAD / PLAN_CHUNK, |chunk| {
-            plan_chunk(snapshot, modes, chunk)
-        })
+        let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        cores.min(calls.len() / PLAN_PARALLEL_PER_THREAD)
     };
-    let classes: Vec<Concurrency> = planned
-        .iter()
-        .flat_map(|chunk| chunk.classes.iter().copied())
-        .collect();
+    let Chunk {
+        calls: mut planned_calls,
+        classes,
+    } = if threads > 1 {
+        plan_on_threads(snapshot, modes, calls, threads)
+    } else {
+        let mut all = Chunk::with_capacity(calls.len());
+        plan_chunk(snapshot, modes, calls, &mut all);
+        all
+    };
     let ranges = group(&classes, engine.max_concurrency);
-    let mut planned_calls = match <[Chunk; 1]>::try_from(planned) {
-        Ok([only]) => only.calls,
-        Err(chunks) => {
-            let mut all = Vec::with_capacity(calls.len());
-            for chunk in chunks {
-                all.extend(chunk.calls);
-            }
-            all
-        }
-    };
     for (index, range) in ranges.iter().enumerate() {
         for call in &mut planned_calls[range.clone()] {
             call.group = index;
@@ -136,6 +131,85 @@ struct Chunk {
     classes: Vec<Concurrency>,
 }
 
+impl Chunk {
+    fn with_capacity(calls: usize) -> Self {
+        Self {
+            calls: Vec::with_capacity(calls),
+            classes: Vec::with_capacity(calls),
+        }
+    }
+
+    fn append(&mut self, mut other: Chunk) {
+        self.calls.append(&mut other.calls);
+        self.classes.append(&mut other.classes);
+    }
+}
+
+/// Plans a large batch on `threads` threads, in chunks of [`PLAN_CHUNK`] calls. The calling
+/// thread takes chunks from the front and plans them straight into the result; the other
+/// threads take chunks from the back, and their plans are appended once all are done. So the
+/// work stays balanced however busy each core is, and only the other threads' share of the
+/// (large) plans is moved once more.
+fn plan_on_threads(
+    snapshot: &Snapshot,
+    modes: &[ModeName],
+    calls: &[ToolCall],
+    threads: usize,
+) -> Chunk {
+    let chunks = calls.len().div_ceil(PLAN_CHUNK);
+    let slice =
+        |index: usize| &calls[index * PLAN_CHUNK..calls.len().min((index + 1) * PLAN_CHUNK)];
+    // INVARIANT: chunks `..front` are taken by the calling thread, `back..` by the others.
+    let unclaimed = Mutex::new((0, chunks));
+    let claim = |from_front: bool| {
+        let mut range = unclaimed.lock().unwrap_or_else(PoisonError::into_inner);
+        let (front, back) = &mut *range;
+        if *front == *back {
+            None
+        } else if from_front {
+            *front += 1;
+            Some(*front - 1)
+        } else {
+            *back -= 1;
+            Some(*back)
+        }
+    };
+    let mut all = Chunk::with_capacity(calls.len());
+    let mut others: Vec<(usize, Chunk)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (1..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    while let Some(index) = claim(false) {
+                        let part = slice(index);
+                        let mut chunk = Chunk::with_capacity(part.len());
+                        plan_chunk(snapshot, modes, part, &mut chunk);
+                        done.push((index, chunk));
+                    }
+                    done
+                })
+            })
+            .collect();
+        while let Some(index) = claim(true) {
+            plan_chunk(snapshot, modes, slice(index), &mut all);
+        }
+        let mut others = Vec::new();
+        for worker in workers {
+            // A worker only panics if planning does; re-raise it here.
+            match worker.join() {
+                Ok(done) => others.extend(done),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        others
+    });
+    others.sort_unstable_by_key(|(index, _)| *index);
+    for (_, chunk) in others {
+        all.append(chunk);
+    }
+    all
+}
+
 /// What planning a call needs of its tool, worked out once per chunk and tool name.
 struct ToolEntry<'s> {
     /// The name as written, shared by the chunk's calls.
@@ -157,14 +231,10 @@ struct KnownTool<'s> {
 /// hashing for the few names a batch uses); the calls of any further name look it up each.
 const TOOLS_PER_CHUNK: usize = 16;
 
-/// Plans consecutive calls of a batch, in order.
-fn plan_chunk(snapshot: &Snapshot, modes: &[ModeName], calls: &[ToolCall]) -> Chunk {
+/// Plans consecutive calls of a batch, in order, at the end of `chunk`.
+fn plan_chunk(snapshot: &Snapshot, modes: &[ModeName], calls: &[ToolCall], chunk: &mut Chunk) {
     let budget_unit = unit_name(snapshot.engine.budget_unit);
     let mut tools: Vec<ToolEntry<'_>> = Vec::new();
-    let mut chunk = Chunk {
-        calls: Vec::with_capacity(calls.len()),
-        classes: Vec::with_capacity(calls.len()),
-    };
     for call in calls {
         let remembered = tools.iter().position(|entry| *entry.written == *call.tool);
         let fresh;
@@ -182,7 +252,6 @@ fn plan_chunk(snapshot: &Snapshot, modes: &[ModeName], calls: &[ToolCall]) -> Ch
         chunk.classes.push(entry.class);
         plan_call(snapshot, modes, call, entry, budget_unit, &mut chunk.calls);
     }
-    chunk
 }
 
 /// Looks a tool name up and resolves what its calls share.
