@@ -99,7 +99,7 @@ fn planned(tool: &str, input: Value, modes: &[&str]) -> (String, Vec<Reason>) {
         .plan(&Batch::new(vec![ToolCall::new("c", tool, input)]), &modes)
         .unwrap();
     let call = plan.calls.into_iter().next().unwrap();
-    (call.decision.to_owned(), call.reasons)
+    (call.decision.to_owned(), call.reasons.into_owned())
 }
 
 fn rule_names(reasons: &[Reason]) -> Vec<String> {

@@ -483,9 +483,9 @@ pub fn run_test(snapshot: &Snapshot, test: &PolicyTest, location: &Location) -> 
 
 fn actual_of(planned: PlannedCall) -> Actual {
     Actual {
-        canonical_tool: planned.canonical_tool,
+        canonical_tool: planned.canonical_tool.map(|tool| tool.to_string()),
         decision: planned.decision.to_owned(),
-        reasons: planned.reasons,
+        reasons: planned.reasons.into_owned(),
         timeout_ms: planned.timeout_ms,
         budget: planned.budget,
         group: planned.scheduling,

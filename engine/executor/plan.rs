@@ -3,7 +3,8 @@
 //! asked), resolved timeout and budget. Pure: no hook, handler or approver is run.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -11,12 +12,12 @@ use serde_json::Value;
 use crate::events::decision_name;
 use crate::model::contract::Overflow;
 use crate::model::hook::HookEvent;
-use crate::model::{BudgetUnit, CallId, ModeName};
+use crate::model::{BudgetUnit, CallId, Decision, ModeName, ToolName};
 use crate::pipeline::ToolCall;
 use crate::policy::decide::{Reason, combine};
-use crate::policy::rules::CallFacts;
+use crate::policy::rules::{CallFacts, RuleDecision};
 use crate::schedule::{Concurrency, group};
-use crate::snapshot::{ResolvedContract, Snapshot, Tool, parallel};
+use crate::snapshot::{ResolvedContract, Snapshot, Tool};
 use crate::timeout::{TimeoutParams, resolve};
 
 use super::Batch;
@@ -35,15 +36,19 @@ pub struct Plan {
 }
 
 /// The plan of one call.
+///
+/// The names are shared (`Arc<str>`) by the calls of a batch that name the same tool, and
+/// the reasons of a call that no rule matched are a shared static list: a large plan
+/// allocates little per call and is quick to free.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PlannedCall {
     /// Call id.
     pub id: CallId,
     /// Tool as written.
-    pub tool: String,
+    pub tool: Arc<str>,
     /// Canonical tool, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub canonical_tool: Option<String>,
+    pub canonical_tool: Option<ToolName>,
     /// Index of its group.
     pub group: usize,
     /// `shared` or `alone`.
@@ -51,7 +56,7 @@ pub struct PlannedCall {
     /// `allow`, `ask`, `deny`, or `error` when the call cannot run (unknown tool, bad input).
     pub decision: &'static str,
     /// The rules (and defaults) behind the decision.
-    pub reasons: Vec<Reason>,
+    pub reasons: Cow<'static, [Reason]>,
     /// PreToolUse / PermissionRequest hooks that would run for it (their answers may change
     /// the decision at run time).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -71,7 +76,7 @@ pub struct PlannedCall {
     pub error: Option<String>,
 }
 
-/// Calls planned per claim of a worker thread.
+/// Calls planned per claim of a thread.
 const PLAN_CHUNK: usize = 256;
 
 /// A batch is planned on several threads only when each gets at least this many calls.
@@ -79,77 +84,261 @@ const PLAN_PARALLEL_PER_THREAD: usize = 1024;
 
 /// Plans a batch (the batch was checked: unique ids, declared modes).
 ///
-/// Every call is looked up and its contract resolved once; inputs are read in place (only a
-/// JSON string input is parsed), so the cost per call is the decision itself.
+/// The calls are planned in chunks (on every core for a large batch); each chunk looks up
+/// and resolves each distinct tool name once, and reads inputs in place (only a JSON string
+/// input is parsed), so the cost per call is its validation and decision. Groups are formed
+/// once all calls are classified.
 pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
     let engine = &snapshot.engine;
-    type Found<'s> = Option<(&'s Arc<Tool>, Cow<'s, Arc<ResolvedContract>>)>;
-    let resolved: Vec<Found<'_>> =
-        parallel::map_chunks(&batch.calls, PLAN_CHUNK, PLAN_PARALLEL_PER_THREAD, |call| {
-            snapshot
-                .lookup(&call.tool)
-                .map(|tool| (tool, tool.contract_for(modes, engine)))
-        });
-    let classes: Vec<Concurrency> = resolved
-        .iter()
-        .map(|found| match found {
-            Some((_, contract)) => Concurrency::from_flags(
-                true,
-                contract.concurrency.destructive,
-                contract.concurrency.concurrent_safe,
-            ),
-            None => Concurrency::from_flags(false, false, false),
-        })
-        .collect();
+    let calls = &batch.calls;
+    let threads = if calls.len() < 2 * PLAN_PARALLEL_PER_THREAD {
+        1
+    } else {
+        let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        cores.min(calls.len() / PLAN_PARALLEL_PER_THREAD)
+    };
+    let Chunk {
+        calls: mut planned_calls,
+        classes,
+    } = if threads > 1 {
+        plan_on_threads(snapshot, modes, calls, threads)
+    } else {
+        let mut all = Chunk::with_capacity(calls.len());
+        plan_chunk(snapshot, modes, calls, &mut all);
+        all
+    };
     let ranges = group(&classes, engine.max_concurrency);
-    let mut group_of = vec![0; batch.calls.len()];
     for (index, range) in ranges.iter().enumerate() {
-        for slot in &mut group_of[range.clone()] {
-            *slot = index;
+        for call in &mut planned_calls[range.clone()] {
+            call.group = index;
         }
     }
-    let budget_unit = unit_name(engine.budget_unit);
-    let indices: Vec<usize> = (0..batch.calls.len()).collect();
-    let calls = parallel::map_chunks(&indices, PLAN_CHUNK, PLAN_PARALLEL_PER_THREAD, |&index| {
-        let (call, class, found) = (&batch.calls[index], &classes[index], &resolved[index]);
-        let mut planned = PlannedCall {
-            id: call.id.clone(),
-            tool: call.tool.clone(),
-            canonical_tool: None,
-            group: group_of[index],
-            scheduling: match class {
-                Concurrency::Shared => "shared",
-                Concurrency::Alone => "alone",
-            },
-            decision: "error",
-            reasons: Vec::new(),
-            hooks: Vec::new(),
-            timeout_ms: None,
-            budget: None,
-            budget_unit,
-            overflow: None,
-            error: None,
-        };
-        let Some((tool, contract)) = found else {
-            planned.error = Some(format!("unknown tool `{}`", call.tool));
-            return planned;
-        };
-        plan_known(snapshot, modes, call, tool, contract, &mut planned);
-        planned
-    });
     Plan {
         generation: snapshot.generation,
         modes: modes.iter().map(|m| m.to_string()).collect(),
         groups: ranges
             .iter()
-            .map(|range| {
-                batch.calls[range.clone()]
-                    .iter()
-                    .map(|c| c.id.clone())
-                    .collect()
-            })
+            .map(|range| calls[range.clone()].iter().map(|c| c.id.clone()).collect())
             .collect(),
-        calls,
+        calls: planned_calls,
+    }
+}
+
+/// The plans of consecutive calls, and their scheduling classes (their groups are set
+/// afterwards).
+struct Chunk {
+    calls: Vec<PlannedCall>,
+    classes: Vec<Concurrency>,
+}
+
+impl Chunk {
+    fn with_capacity(calls: usize) -> Self {
+        Self {
+            calls: Vec::with_capacity(calls),
+            classes: Vec::with_capacity(calls),
+        }
+    }
+
+    fn append(&mut self, mut other: Chunk) {
+        self.calls.append(&mut other.calls);
+        self.classes.append(&mut other.classes);
+    }
+}
+
+/// Plans a large batch on `threads` threads, in chunks of [`PLAN_CHUNK`] calls. The calling
+/// thread takes chunks from the front and plans them straight into the result; the other
+/// threads take chunks from the back, and their plans are appended once all are done. So the
+/// work stays balanced however busy each core is, and only the other threads' share of the
+/// (large) plans is moved once more.
+fn plan_on_threads(
+    snapshot: &Snapshot,
+    modes: &[ModeName],
+    calls: &[ToolCall],
+    threads: usize,
+) -> Chunk {
+    let chunks = calls.len().div_ceil(PLAN_CHUNK);
+    let slice =
+        |index: usize| &calls[index * PLAN_CHUNK..calls.len().min((index + 1) * PLAN_CHUNK)];
+    // INVARIANT: chunks `..front` are taken by the calling thread, `back..` by the others.
+    let unclaimed = Mutex::new((0, chunks));
+    let claim = |from_front: bool| {
+        let mut range = unclaimed.lock().unwrap_or_else(PoisonError::into_inner);
+        let (front, back) = &mut *range;
+        if *front == *back {
+            None
+        } else if from_front {
+            *front += 1;
+            Some(*front - 1)
+        } else {
+            *back -= 1;
+            Some(*back)
+        }
+    };
+    let mut all = Chunk::with_capacity(calls.len());
+    let mut others: Vec<(usize, Chunk)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (1..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    while let Some(index) = claim(false) {
+                        let part = slice(index);
+                        let mut chunk = Chunk::with_capacity(part.len());
+                        plan_chunk(snapshot, modes, part, &mut chunk);
+                        done.push((index, chunk));
+                    }
+                    done
+                })
+            })
+            .collect();
+        while let Some(index) = claim(true) {
+            plan_chunk(snapshot, modes, slice(index), &mut all);
+        }
+        let mut others = Vec::new();
+        for worker in workers {
+            // A worker only panics if planning does; re-raise it here.
+            match worker.join() {
+                Ok(done) => others.extend(done),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        others
+    });
+    others.sort_unstable_by_key(|(index, _)| *index);
+    for (_, chunk) in others {
+        all.append(chunk);
+    }
+    all
+}
+
+/// What planning a call needs of its tool, worked out once per chunk and tool name.
+struct ToolEntry<'s> {
+    /// The name as written, shared by the chunk's calls.
+    written: Arc<str>,
+    /// `None` for an unknown tool.
+    known: Option<KnownTool<'s>>,
+    class: Concurrency,
+}
+
+struct KnownTool<'s> {
+    tool: &'s Tool,
+    contract: Cow<'s, Arc<ResolvedContract>>,
+    canonical: ToolName,
+    hooks: Vec<String>,
+    timeout: TimeoutParams,
+}
+
+/// At most this many distinct tool names are remembered per chunk (a linear search beats
+/// hashing for the few names a batch uses); the calls of any further name look it up each.
+const TOOLS_PER_CHUNK: usize = 16;
+
+/// Plans consecutive calls of a batch, in order, at the end of `chunk`.
+fn plan_chunk(snapshot: &Snapshot, modes: &[ModeName], calls: &[ToolCall], chunk: &mut Chunk) {
+    let budget_unit = unit_name(snapshot.engine.budget_unit);
+    let mut tools: Vec<ToolEntry<'_>> = Vec::new();
+    for call in calls {
+        let remembered = tools.iter().position(|entry| *entry.written == *call.tool);
+        let fresh;
+        let entry = match remembered {
+            Some(index) => &tools[index],
+            None if tools.len() < TOOLS_PER_CHUNK => {
+                tools.push(tool_entry(snapshot, modes, &call.tool));
+                &tools[tools.len() - 1]
+            }
+            None => {
+                fresh = tool_entry(snapshot, modes, &call.tool);
+                &fresh
+            }
+        };
+        chunk.classes.push(entry.class);
+        plan_call(snapshot, modes, call, entry, budget_unit, &mut chunk.calls);
+    }
+}
+
+/// Looks a tool name up and resolves what its calls share.
+fn tool_entry<'s>(snapshot: &'s Snapshot, modes: &[ModeName], written: &str) -> ToolEntry<'s> {
+    let written: Arc<str> = Arc::from(written);
+    let Some(tool) = snapshot.lookup(&written) else {
+        return ToolEntry {
+            written,
+            known: None,
+            class: Concurrency::from_flags(false, false, false),
+        };
+    };
+    let engine = &snapshot.engine;
+    let contract = tool.contract_for(modes, engine);
+    let class = Concurrency::from_flags(
+        true,
+        contract.concurrency.destructive,
+        contract.concurrency.concurrent_safe,
+    );
+    let canonical = if *written == *tool.name.as_str() {
+        ToolName::new(Arc::clone(&written))
+    } else {
+        ToolName::new(tool.name.as_str())
+    };
+    let hooks = snapshot
+        .hooks
+        .iter()
+        .filter(|hook| {
+            hook.applies(HookEvent::PreToolUse, Some(&tool.name), modes)
+                || hook.applies(HookEvent::PermissionRequest, Some(&tool.name), modes)
+        })
+        .map(|hook| hook.spec.name.clone())
+        .collect();
+    let timeout = TimeoutParams {
+        disabled: contract.timeout.disabled,
+        default: contract.timeout.default,
+        max: contract.timeout.max,
+        override_field: contract.timeout.override_field.clone(),
+        cleanup_grace: contract.timeout.cleanup_grace,
+        engine_default: engine.default_timeout,
+    };
+    ToolEntry {
+        written,
+        known: Some(KnownTool {
+            tool,
+            contract,
+            canonical,
+            hooks,
+            timeout,
+        }),
+        class,
+    }
+}
+
+/// Plans one call, at the end of `planned` (filled in place: a plan is a large value).
+fn plan_call(
+    snapshot: &Snapshot,
+    modes: &[ModeName],
+    call: &ToolCall,
+    entry: &ToolEntry<'_>,
+    budget_unit: &'static str,
+    planned: &mut Vec<PlannedCall>,
+) {
+    planned.push(PlannedCall {
+        id: call.id.clone(),
+        tool: Arc::clone(&entry.written),
+        canonical_tool: None,
+        group: 0,
+        scheduling: match entry.class {
+            Concurrency::Shared => "shared",
+            Concurrency::Alone => "alone",
+        },
+        decision: "error",
+        reasons: Cow::Borrowed(&[]),
+        hooks: Vec::new(),
+        timeout_ms: None,
+        budget: None,
+        budget_unit,
+        overflow: None,
+        error: None,
+    });
+    let Some(planned) = planned.last_mut() else {
+        return;
+    };
+    match &entry.known {
+        Some(known) => plan_known(snapshot, modes, call, known, planned),
+        None => planned.error = Some(format!("unknown tool `{}`", call.tool)),
     }
 }
 
@@ -158,25 +347,20 @@ fn plan_known(
     snapshot: &Snapshot,
     modes: &[ModeName],
     call: &ToolCall,
-    tool: &Tool,
-    contract: &ResolvedContract,
+    known: &KnownTool<'_>,
     planned: &mut PlannedCall,
 ) {
-    let engine = &snapshot.engine;
-    planned.canonical_tool = Some(tool.name.to_string());
+    let KnownTool {
+        tool,
+        contract,
+        canonical,
+        hooks,
+        timeout,
+    } = known;
+    planned.canonical_tool = Some(canonical.clone());
     planned.budget = Some(contract.budget.limit);
     planned.overflow = Some(overflow_name(contract.budget.overflow));
-    if !snapshot.hooks.is_empty() {
-        planned.hooks = snapshot
-            .hooks
-            .iter()
-            .filter(|hook| {
-                hook.applies(HookEvent::PreToolUse, Some(&tool.name), modes)
-                    || hook.applies(HookEvent::PermissionRequest, Some(&tool.name), modes)
-            })
-            .map(|hook| hook.spec.name.clone())
-            .collect();
-    }
+    planned.hooks.clone_from(hooks);
     let input: Cow<'_, Value> = match &call.input {
         Value::String(text) => Cow::Owned(serde_json::from_str(text).unwrap_or(Value::Null)),
         Value::Null => Cow::Owned(Value::Object(Default::default())),
@@ -199,15 +383,7 @@ fn plan_known(
         planned.error = Some(format!("invalid input: {}", problems.join("; ")));
         return;
     }
-    let params = TimeoutParams {
-        disabled: contract.timeout.disabled,
-        default: contract.timeout.default,
-        max: contract.timeout.max,
-        override_field: contract.timeout.override_field.clone(),
-        cleanup_grace: contract.timeout.cleanup_grace,
-        engine_default: engine.default_timeout,
-    };
-    match resolve(&params, &input) {
+    match resolve(timeout, &input) {
         Ok(timeout) => {
             planned.timeout_ms =
                 timeout.map(|t| u64::try_from(t.total.as_millis()).unwrap_or(u64::MAX));
@@ -226,9 +402,49 @@ fn plan_known(
     let rules = snapshot
         .rules
         .decide(&facts, &snapshot.match_ctx, contract.default_permission);
-    let permission = combine(rules, &[], contract.always_ask);
-    planned.decision = decision_name(permission.decision);
-    planned.reasons = permission.reasons;
+    let (decision, reasons) = match default_only(&rules, contract.always_ask) {
+        Some(shared) => shared,
+        None => {
+            let permission = combine(rules, &[], contract.always_ask);
+            (permission.decision, Cow::Owned(permission.reasons))
+        }
+    };
+    planned.decision = decision_name(decision);
+    planned.reasons = reasons;
+}
+
+static DEFAULT_ALLOW: [Reason; 1] = [Reason::Default {
+    decision: Decision::Allow,
+}];
+static DEFAULT_ASK: [Reason; 1] = [Reason::Default {
+    decision: Decision::Ask,
+}];
+static DEFAULT_DENY: [Reason; 1] = [Reason::Default {
+    decision: Decision::Deny,
+}];
+static ALWAYS_ASK_OVER_DEFAULT_ALLOW: [Reason; 2] = [
+    Reason::AlwaysAsk,
+    Reason::Default {
+        decision: Decision::Allow,
+    },
+];
+
+/// The permission `combine(rules, &[], always_ask)` gives when no rule matched (the common
+/// case), with its reasons borrowed from a static list instead of allocated per call.
+/// `None` when a rule matched.
+fn default_only(
+    rules: &RuleDecision,
+    always_ask: bool,
+) -> Option<(Decision, Cow<'static, [Reason]>)> {
+    if !rules.rules.is_empty() {
+        return None;
+    }
+    Some(match (rules.decision, always_ask) {
+        (Decision::Allow, true) => (Decision::Ask, Cow::Borrowed(&ALWAYS_ASK_OVER_DEFAULT_ALLOW)),
+        (Decision::Allow, false) => (Decision::Allow, Cow::Borrowed(&DEFAULT_ALLOW)),
+        (Decision::Ask, _) => (Decision::Ask, Cow::Borrowed(&DEFAULT_ASK)),
+        (Decision::Deny, _) => (Decision::Deny, Cow::Borrowed(&DEFAULT_DENY)),
+    })
 }
 
 fn unit_name(unit: BudgetUnit) -> &'static str {
@@ -271,10 +487,10 @@ impl Plan {
                     continue;
                 };
                 let tool = match &call.canonical_tool {
-                    Some(canonical) if canonical != &call.tool => {
+                    Some(canonical) if canonical.as_str() != &*call.tool => {
                         format!("{} ({canonical})", call.tool)
                     }
-                    _ => call.tool.clone(),
+                    _ => call.tool.to_string(),
                 };
                 let timeout = call
                     .timeout_ms
@@ -312,5 +528,201 @@ impl Plan {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::path::PathBuf;
+
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::rules::MatchedRule;
+    use crate::snapshot::{LayerOptions, LoadOptions, load};
+
+    /// The built-in policies, the executor fixtures (aliases, a contract patched by the
+    /// `offpeak` mode, timeouts, defaults of every kind) and hooks for some tools and modes.
+    fn snapshot() -> Arc<Snapshot> {
+        static SNAPSHOT: std::sync::OnceLock<Arc<Snapshot>> = std::sync::OnceLock::new();
+        Arc::clone(SNAPSHOT.get_or_init(|| {
+            let hooks = tempfile::tempdir().unwrap();
+            std::fs::write(
+                hooks.path().join("hooks.yaml"),
+                "version: 1\nhooks:\n  - name: audit\n    event: PreToolUse\n    tools: [Bash, Read]\n    modes: [offpeak]\n    command: [./audit.sh]\n  - name: gatekeeper\n    event: PermissionRequest\n    tools: [Edit]\n    command: [./gate.sh]\n",
+            )
+            .unwrap();
+            let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/executor/base");
+            let mut options = LoadOptions::new(LayerOptions {
+                policies: vec![fixtures, hooks.path().to_path_buf()],
+                ..LayerOptions::default()
+            });
+            options.workspace_root = PathBuf::from("/ws");
+            let outcome = load(&options, 1);
+            outcome
+                .snapshot
+                .unwrap_or_else(|| panic!("{:#?}", outcome.diagnostics))
+        }))
+    }
+
+    fn modes(names: &[&str]) -> Vec<ModeName> {
+        names.iter().map(|m| ModeName::new(*m)).collect()
+    }
+
+    /// Calls of every kind planning tells apart: known tools, an alias, unknown names (more
+    /// distinct names than a chunk remembers), secrets, bad inputs, string inputs, timeout
+    /// overrides.
+    fn kinds() -> Vec<(String, Value)> {
+        let mut kinds: Vec<(String, Value)> = vec![
+            ("Read".into(), json!({"file_path": "src/main.rs"})),
+            ("read".into(), json!({"file_path": "src/lib.rs"})),
+            ("Timed".into(), json!({"timeout_ms": 90000})),
+            (
+                "Untimed".into(),
+                json!("{\"path\": \"given as a JSON string\"}"),
+            ),
+            ("Ask".into(), json!({})),
+            ("Denied".into(), json!({})),
+            ("Nuke".into(), json!({})),
+            ("Read".into(), json!({"file_path": "a/../.env"})),
+            ("Read".into(), json!({})),
+            ("Read".into(), json!("{\"file_path\": \"x\"}")),
+            ("Read".into(), json!("not json")),
+            ("Read".into(), Value::Null),
+            ("Write".into(), json!({"file_path": "x", "content": "y"})),
+            (
+                "Edit".into(),
+                json!({"file_path": "x", "old_string": "a", "new_string": "b"}),
+            ),
+            ("Bash".into(), json!({"command": "git status"})),
+            ("Bash".into(), json!({"command": "git push --force"})),
+            ("Bash".into(), json!({"command": "ls", "timeout": 5000})),
+            ("Bash".into(), json!({"command": "ls", "timeout": -1})),
+            ("shell".into(), json!({"command": "rm -rf /"})),
+            ("bash".into(), json!({"command": "ls"})),
+            ("Glob".into(), json!({"pattern": "**/*.rs"})),
+            ("Grep".into(), json!({"pattern": "fn main"})),
+            (
+                "WebFetch".into(),
+                json!({"url": "https://example.com", "prompt": "p"}),
+            ),
+            ("WebSearch".into(), json!({"query": "q"})),
+            ("Agent".into(), json!({"description": "d", "prompt": "p"})),
+            ("TodoWrite".into(), json!({"todos": []})),
+        ];
+        kinds.extend((0..TOOLS_PER_CHUNK).map(|i| (format!("Nope{i}"), json!({}))));
+        kinds
+    }
+
+    fn batch_of(picks: &[usize]) -> Batch {
+        let kinds = kinds();
+        Batch::new(
+            picks
+                .iter()
+                .enumerate()
+                .map(|(i, &pick)| {
+                    let (tool, input) = &kinds[pick % kinds.len()];
+                    ToolCall::new(format!("c{i}"), tool.as_str(), input.clone())
+                })
+                .collect(),
+        )
+    }
+
+    /// The plan of a batch is the plan of each of its calls alone (but for its group), its
+    /// groups are the grouping of its calls' classes, and each call's group index is the
+    /// group it is listed in.
+    fn assert_plans_like_each_call_alone(batch: &Batch, modes: &[ModeName]) {
+        let snapshot = snapshot();
+        let plan = plan(&snapshot, batch, modes);
+        assert_eq!(plan.calls.len(), batch.calls.len());
+        for (planned, call) in plan.calls.iter().zip(&batch.calls) {
+            let mut alone = super::plan(&snapshot, &Batch::new(vec![call.clone()]), modes)
+                .calls
+                .remove(0);
+            alone.group = planned.group;
+            assert_eq!(planned, &alone, "{}", call.id);
+        }
+        let classes: Vec<Concurrency> = plan
+            .calls
+            .iter()
+            .map(|c| match c.scheduling {
+                "shared" => Concurrency::Shared,
+                _ => Concurrency::Alone,
+            })
+            .collect();
+        let ranges = group(&classes, snapshot.engine.max_concurrency);
+        assert_eq!(plan.groups.len(), ranges.len());
+        for (index, (ids, range)) in plan.groups.iter().zip(&ranges).enumerate() {
+            let expected: Vec<&CallId> = batch.calls[range.clone()].iter().map(|c| &c.id).collect();
+            assert_eq!(ids.iter().collect::<Vec<_>>(), expected);
+            assert!(plan.calls[range.clone()].iter().all(|c| c.group == index));
+        }
+    }
+
+    #[test]
+    fn a_batch_on_several_threads_plans_like_its_calls_alone() {
+        // Over 2 × 1 024 calls: planned in chunks on every core.
+        let picks: Vec<usize> = (0..2 * PLAN_PARALLEL_PER_THREAD + 77)
+            .map(|i| i * 7 + i / 13)
+            .collect();
+        for names in [&[][..], &["plan", "offpeak"]] {
+            assert_plans_like_each_call_alone(&batch_of(&picks), &modes(names));
+        }
+        // The fixtures reach the plan: hooks, and a contract the mode patches.
+        let read = batch_of(&[0, 8]);
+        let plain = plan(&snapshot(), &read, &[]);
+        let offpeak = plan(&snapshot(), &read, &modes(&["offpeak"]));
+        assert_eq!(plain.calls[0].scheduling, "shared");
+        assert_eq!(offpeak.calls[0].scheduling, "alone");
+        assert!(plain.calls[0].hooks.is_empty());
+        assert_eq!(offpeak.calls[0].hooks, ["audit"]);
+    }
+
+    proptest! {
+        #[test]
+        fn a_batch_plans_like_its_calls_alone(
+            picks in proptest::collection::vec(0usize..64, 0..80),
+            plan_mode in any::<bool>(),
+            offpeak in any::<bool>(),
+        ) {
+            let names: Vec<&str> = [("plan", plan_mode), ("offpeak", offpeak)]
+                .into_iter()
+                .filter_map(|(name, on)| on.then_some(name))
+                .collect();
+            assert_plans_like_each_call_alone(&batch_of(&picks), &modes(&names));
+        }
+    }
+
+    #[test]
+    fn shared_default_reasons_are_what_combine_gives() {
+        for decision in [Decision::Allow, Decision::Ask, Decision::Deny] {
+            for always_ask in [false, true] {
+                let rules = RuleDecision {
+                    decision,
+                    rules: Vec::new(),
+                };
+                let combined = combine(rules.clone(), &[], always_ask);
+                assert_eq!(
+                    default_only(&rules, always_ask),
+                    Some((combined.decision, Cow::Owned(combined.reasons))),
+                    "{decision:?} always_ask {always_ask}"
+                );
+            }
+        }
+        let matched = RuleDecision {
+            decision: Decision::Deny,
+            rules: vec![MatchedRule {
+                name: "r".into(),
+                decision: Decision::Deny,
+                priority: 0,
+                enforced: false,
+                reason: None,
+                location: None,
+                detail: None,
+            }],
+        };
+        assert_eq!(default_only(&matched, false), None);
     }
 }

@@ -98,8 +98,22 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
         true
     } else {
         let absolute = root.starts_with('/');
-        push_components(&mut folded, root, absolute);
-        push_components(&mut folded, raw, absolute);
+        // The root is folded already (the `MatchContext` invariant), and most relative paths
+        // are too (`src/main.rs`): those are appended as they are, without splitting.
+        match root {
+            "/" | "." => {}
+            _ if absolute => folded.push_str(root),
+            _ => {
+                folded.push('/');
+                folded.push_str(root);
+            }
+        }
+        if is_folded_relative(raw) {
+            folded.push('/');
+            folded.push_str(raw);
+        } else {
+            push_components(&mut folded, raw, absolute);
+        }
         absolute
     };
     let absolute = finish_components(folded, absolute);
@@ -113,6 +127,15 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
     .filter(|rest| !rest.is_empty())
     .map(str::to_owned);
     Some(NormalisedPath { absolute, relative })
+}
+
+/// Whether `path` is relative and has nothing to fold: no empty, `.` or `..` component.
+fn is_folded_relative(path: &str) -> bool {
+    !path.is_empty()
+        && path
+            .as_bytes()
+            .split(|&byte| byte == b'/')
+            .all(|component| !matches!(component, b"" | b"." | b".."))
 }
 
 /// Folds a pattern like a path (leading `./`, repeated slashes), keeping its glob syntax.
@@ -274,12 +297,17 @@ impl FormSets {
 
     /// The first pattern (by index in the rule's list) the path matches in either form.
     fn first_match(&self, path: &NormalisedPath) -> Option<usize> {
+        // The relative form is a suffix of the absolute one: a path whose absolute form lacks
+        // every required literal matches in neither form (the usual case, one search).
+        if !self.may_match(&path.absolute) {
+            return None;
+        }
         let relative = path
             .relative
             .as_deref()
             .filter(|form| self.relative && self.may_match(form))
             .and_then(|form| first_in(&self.set, form));
-        let absolute = if self.absolute && self.may_match(&path.absolute) {
+        let absolute = if self.absolute {
             first_in(&self.set, &path.absolute)
         } else {
             None
@@ -615,6 +643,47 @@ mod tests {
         }
     }
 
+    /// [`normalise`] as it was before its shortcuts: every component of the root and of the
+    /// path folded one by one.
+    fn normalise_by_components(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
+        if raw.is_empty() {
+            return None;
+        }
+        let root = ctx.workspace_root();
+        let mut folded = String::new();
+        let absolute = if raw.starts_with('/') {
+            push_components(&mut folded, raw, true);
+            true
+        } else {
+            let absolute = root.starts_with('/');
+            push_components(&mut folded, root, absolute);
+            push_components(&mut folded, raw, absolute);
+            absolute
+        };
+        let absolute = finish_components(folded, absolute);
+        let relative = if root == "/" {
+            absolute.strip_prefix('/')
+        } else {
+            absolute
+                .strip_prefix(root)
+                .and_then(|rest| rest.strip_prefix('/'))
+        }
+        .filter(|rest| !rest.is_empty())
+        .map(str::to_owned);
+        Some(NormalisedPath { absolute, relative })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn normalising_takes_folded_parts_as_they_are(
+            raw in "[ab./]{0,12}",
+            root in proptest::sample::select(vec!["/", "/ws/app", "/ws/../x", ".", "", "rel/dir", "../up", "a/../..", "//ws//"]),
+        ) {
+            let ctx = MatchContext::new(root);
+            proptest::prop_assert_eq!(normalise(&raw, &ctx), normalise_by_components(&raw, &ctx));
+        }
+    }
+
     #[test]
     fn normalises_against_the_workspace() {
         let ctx = MatchContext::new("/ws/app/");
@@ -733,6 +802,31 @@ mod tests {
                     expected,
                     "{raw:?} {case:?}"
                 );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// With the literal prefilter on (case-sensitive, every pattern has a literal), the
+        /// matcher finds what a fresh set finds over both forms, whatever the root.
+        #[test]
+        fn prefiltered_matching_is_matching_both_forms(
+            raw in "(/?(ws|src|\\.env|secrets|a\\.rs|\\.\\.|x)){1,5}",
+            root in proptest::sample::select(vec!["/", "/ws", "/ws/src", "ws", "."]),
+        ) {
+            let patterns: Vec<String> =
+                ["**/.env", "**/secrets/**", "src/*.rs", "/ws/s*/x", "ws/x"].map(String::from).to_vec();
+            let matcher = PathMatcher::compile(&patterns).unwrap();
+            let reference = build_glob_set(&patterns, true, false).unwrap();
+            let ctx = MatchContext::new(root).with_path_case(PathCase::Sensitive);
+            if let Some(path) = normalise(&raw, &ctx) {
+                let expected = path
+                    .relative
+                    .iter()
+                    .chain(std::iter::once(&path.absolute))
+                    .filter_map(|form| reference.matches(form).into_iter().min())
+                    .min();
+                proptest::prop_assert_eq!(matcher.matches_normalised(&path, &ctx), expected);
             }
         }
     }

@@ -1,6 +1,6 @@
 //! A small order-preserving parallel map for the independent, CPU-bound steps of a load
 //! (reading, parsing and schema-checking each file, compiling each rule and each input
-//! schema) and of planning a large batch (each call's lookup, validation and decision).
+//! schema). (Planning a large batch has its own split, in `executor::plan`, which moves less.)
 //! Plain `std::thread::scope` workers take items from a shared counter (so one slow item does
 //! not idle the other workers) and the results come back in input order, so diagnostics and
 //! compiled values stay deterministic.
