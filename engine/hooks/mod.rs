@@ -203,7 +203,7 @@ pub async fn pre_tool_use(
     for hook in hooks {
         let payload = Value::Object(base_payload(env, state, "PreToolUse", hook, tool, &input));
         let name: Arc<str> = Arc::from(hook.spec.name.as_str());
-        match run_hook(&env.prepared.snapshot, hook, payload, &state.cancel).await {
+        match run_hook(&env.prepared.snapshot, hook, payload, state.cancel).await {
             Ran::Answered(answer) => {
                 if let Some(context) = answer.additional_context.filter(|c| !c.trim().is_empty()) {
                     state.hook_context.push(context);

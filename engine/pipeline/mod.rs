@@ -150,9 +150,9 @@ impl CallEnv<'_> {
 pub struct CallState<'a> {
     /// The call.
     pub call: ToolCall,
-    /// The call's token: its group's (a child of the batch's and the turn's); calls are only
-    /// cancelled together with their group.
-    pub cancel: CancellationToken,
+    /// The call's token: its group's (a child of the batch's and the turn's), borrowed;
+    /// calls are only cancelled together with their group.
+    pub cancel: &'a CancellationToken,
     /// Cause of a group-wide cancellation.
     pub group_cause: &'a CancelCause,
     /// When the call entered the pipeline.
@@ -189,7 +189,7 @@ impl CallState<'_> {
 pub async fn run_call(
     env: &CallEnv<'_>,
     call: ToolCall,
-    cancel: CancellationToken,
+    cancel: &CancellationToken,
     group_cause: &CancelCause,
 ) -> CallResult {
     let mut state = CallState {
@@ -207,16 +207,26 @@ pub async fn run_call(
         hook_votes: Vec::new(),
         input: None,
     };
-    let outcome = stages(env, &mut state).await;
-    finish::finish(env, state, outcome).await
+    match stages(env, &mut state).await {
+        Ok(success) => finish::succeeded(env, state, success),
+        // Boxed: the failure path's hooks and budgeting make a large future.
+        Err(failure) => Box::pin(finish::finish_failure(env, state, failure)).await,
+    }
 }
 
 /// The stages, in order.
 async fn stages(env: &CallEnv<'_>, state: &mut CallState<'_>) -> Result<finish::Success, Failure> {
     let tool = lookup::lookup(env, state)?;
     let contract = tool.resolved_for(env.modes, &env.prepared.snapshot.engine);
-    let input = normalize::normalize(env, &tool, &state.call.input)?;
     let has_hooks = !env.prepared.snapshot.hooks.is_empty();
+    // `PostToolUseFailure` hooks are shown the call's own input when it fails before it is
+    // parsed; without hooks nothing reads it again, and it is moved on rather than copied.
+    let raw = if has_hooks {
+        state.call.input.clone()
+    } else {
+        std::mem::take(&mut state.call.input)
+    };
+    let input = normalize::normalize_owned(env, &tool, raw)?;
     if has_hooks {
         state.input = Some(input.clone());
     }
