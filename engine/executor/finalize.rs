@@ -101,7 +101,7 @@ pub async fn finalize_results(
         retention: engine.artifacts.retention,
     };
     if batch_context.is_none()
-        && let Some(report) = report_if_fits(results, &config)
+        && let Some(report) = fits(results, &config)
     {
         return report;
     }
@@ -150,9 +150,21 @@ pub async fn finalize_results(
 }
 
 /// The report of results that fit the batch budget together (or have none to fit), read
-/// from the results themselves: the same report the finalizer gives for them, without
-/// building its items. `None` when something has to be cut.
-fn report_if_fits(results: &[CallResult], config: &FinalizeConfig<'_>) -> Option<FinalizeReport> {
+/// from the results themselves: the same report [`finalize_results`] gives for them (without
+/// a batch context), without building the finalizer's items and without awaiting anything.
+/// `None` when something has to be cut.
+pub fn report_if_fits(env: &CallEnv<'_>, results: &[CallResult]) -> Option<FinalizeReport> {
+    let engine = &env.prepared.snapshot.engine;
+    let config = FinalizeConfig {
+        budget: engine.batch_budget,
+        unit: engine.budget_unit,
+        templates: &env.prepared.templates,
+        retention: engine.artifacts.retention,
+    };
+    fits(results, &config)
+}
+
+fn fits(results: &[CallResult], config: &FinalizeConfig<'_>) -> Option<FinalizeReport> {
     let unit = config.unit;
     // An item's size as the finalizer counts it: its hook context slot plus its output or
     // error slot.

@@ -365,7 +365,7 @@ pub async fn post_tool_use_failure(
     state: &mut CallState<'_>,
     failure: &Failure,
 ) {
-    let Some(tool) = state.tool.clone() else {
+    let Some(tool) = state.tool else {
         return;
     };
     for hook in applicable(env, HookEvent::PostToolUseFailure, Some(&tool.name)) {
@@ -374,7 +374,7 @@ pub async fn post_tool_use_failure(
             .input
             .clone()
             .unwrap_or_else(|| state.call.input.clone());
-        let mut payload = base_payload(env, state, "PostToolUseFailure", hook, &tool, &input);
+        let mut payload = base_payload(env, state, "PostToolUseFailure", hook, tool, &input);
         payload.insert("error".into(), json!(failure.message));
         payload.insert("status".into(), json!(failure.status.as_str()));
         payload.insert(

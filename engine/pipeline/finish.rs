@@ -3,14 +3,11 @@
 //! exactly one terminal event (`ToolCallResult` or `ToolCallError`) is emitted — also for
 //! unknown tools and cancelled calls, so no UI waits forever.
 
-use std::sync::Arc;
-
 use super::display::PendingDisplay;
 use super::{CallEnv, CallResult, CallState, Display, ErrorInfo, Failure, TurnEffect};
 use crate::budget::{Produced, SlotText};
 use crate::events::{CallStatus, EventKind, ToolCallError, ToolCallResult};
 use crate::model::contract::TurnAction;
-use crate::snapshot::ResolvedContract;
 
 /// What the stages produce for a successful call.
 pub struct Success {
@@ -24,8 +21,10 @@ pub struct Success {
     pub pending_display: Option<PendingDisplay>,
     /// The turn effect and its message.
     pub turn: Option<(TurnEffect, Option<String>)>,
-    /// The contract as resolved for the call.
-    pub contract: Arc<ResolvedContract>,
+    /// The contract's `budget.batch_exempt`.
+    pub batch_exempt: bool,
+    /// The contract's `budget.weight` and `budget.min_share`.
+    pub weight: (u32, u64),
 }
 
 /// Builds the result and emits the terminal event.
@@ -51,7 +50,6 @@ pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) 
         }
         effect
     });
-    let budget = &success.contract.budget;
     // Moved out of the state: nothing reads them there after this.
     let result = CallResult {
         call_id: state.call.id.clone(),
@@ -67,8 +65,8 @@ pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) 
         display: success.display,
         pending_display: success.pending_display,
         turn,
-        batch_exempt: budget.batch_exempt,
-        weight: (budget.weight, budget.min_share),
+        batch_exempt: success.batch_exempt,
+        weight: success.weight,
     };
     end(env, &state, result)
 }
@@ -146,7 +144,7 @@ fn end(env: &CallEnv<'_>, state: &CallState<'_>, mut result: CallResult) -> Call
 }
 
 async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) -> CallResult {
-    let tool = state.tool.clone();
+    let tool = state.tool;
     let contract = tool
         .as_ref()
         .map(|t| t.resolved_for(env.modes, &env.prepared.snapshot.engine));
