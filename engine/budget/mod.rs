@@ -55,6 +55,7 @@ pub use finalizer::{
 };
 pub use producer::{
     AppliedPolicy, BudgetMeta, Keep, Overflow, Produced, ProducerInput, ProducerPolicy, produce,
+    produce_without_io,
 };
 pub use slot::{Measurement, Sha256Digest, SlotText, measure_all};
 pub use templates::Templates;

@@ -156,37 +156,14 @@ pub async fn produce(
     templates: &Templates,
     artifacts: Option<ArtifactTarget<'_>>,
 ) -> Produced {
+    let input = match produce_without_io(input, policy, templates, artifacts.is_some()) {
+        Ok(produced) => return produced,
+        Err(input) => input,
+    };
     let unit = policy.unit;
-    let limit = policy.limit();
     let original_size = input.output.len(unit);
-    let meta = |truncated, final_size, overflow, persisted_files| BudgetMeta {
-        truncated,
-        original_size,
-        final_size,
-        unit,
-        policy: AppliedPolicy {
-            overflow,
-            keep: policy.keep,
-            limit,
-        },
-        persisted_files,
-    };
-    if input.output.trim().is_empty() {
-        let placeholder = render(&templates.empty_output, &[("tool", input.tool.as_str())]);
-        let final_size = measure(&placeholder, unit);
-        return Produced {
-            content: SlotText::new(placeholder),
-            meta: meta(false, final_size, policy.overflow, None),
-            artifact_error: None,
-        };
-    }
-    let Some(limit_units) = limit.filter(|&l| original_size > l) else {
-        return Produced {
-            content: input.output,
-            meta: meta(false, original_size, policy.overflow, None),
-            artifact_error: None,
-        };
-    };
+    // `produce_without_io` hands the output back only when it is over a limit.
+    let limit_units = policy.limit().unwrap_or(original_size);
     let mut artifact_error = None;
     if let (Overflow::Artifact, Some(target)) = (policy.overflow, artifacts) {
         let request = ArtifactRequest {
@@ -208,7 +185,9 @@ pub async fn produce(
                 let final_size = measure(&text, unit);
                 return Produced {
                     content: SlotText::new(text),
-                    meta: meta(
+                    meta: budget_meta(
+                        policy,
+                        original_size,
                         true,
                         final_size,
                         Overflow::Artifact,
@@ -223,6 +202,67 @@ pub async fn produce(
             }
         }
     }
+    truncated(&input, policy, templates, limit_units, artifact_error)
+}
+
+/// The producer stage when it writes nothing: an empty output, an output within the limit,
+/// or one over it that is truncated (`overflow: truncate`, or no store). An output over the
+/// limit that goes to an artifact store (`has_store`) is handed back, for [`produce`] to
+/// write.
+pub fn produce_without_io<'a>(
+    input: ProducerInput<'a>,
+    policy: &ProducerPolicy,
+    templates: &Templates,
+    has_store: bool,
+) -> Result<Produced, ProducerInput<'a>> {
+    let unit = policy.unit;
+    let original_size = input.output.len(unit);
+    if input.output.trim().is_empty() {
+        let placeholder = render(&templates.empty_output, &[("tool", input.tool.as_str())]);
+        let final_size = measure(&placeholder, unit);
+        return Ok(Produced {
+            content: SlotText::new(placeholder),
+            meta: budget_meta(
+                policy,
+                original_size,
+                false,
+                final_size,
+                policy.overflow,
+                None,
+            ),
+            artifact_error: None,
+        });
+    }
+    let Some(limit_units) = policy.limit().filter(|&l| original_size > l) else {
+        return Ok(Produced {
+            content: input.output,
+            meta: budget_meta(
+                policy,
+                original_size,
+                false,
+                original_size,
+                policy.overflow,
+                None,
+            ),
+            artifact_error: None,
+        });
+    };
+    if policy.overflow == Overflow::Artifact && has_store {
+        return Err(input);
+    }
+    Ok(truncated(&input, policy, templates, limit_units, None))
+}
+
+/// The output cut to `limit_units` with the notice (and the stub of a failed write).
+fn truncated(
+    input: &ProducerInput<'_>,
+    policy: &ProducerPolicy,
+    templates: &Templates,
+    limit_units: u64,
+    artifact_error: Option<ArtifactError>,
+) -> Produced {
+    let unit = policy.unit;
+    let original_size = input.output.len(unit);
     let stub = artifact_error
         .as_ref()
         .and_then(ArtifactError::stub)
@@ -238,8 +278,37 @@ pub async fn produce(
     let final_size = measure(&text, unit);
     Produced {
         content: SlotText::new(text),
-        meta: meta(true, final_size, Overflow::Truncate, Some(Vec::new())),
+        meta: budget_meta(
+            policy,
+            original_size,
+            true,
+            final_size,
+            Overflow::Truncate,
+            Some(Vec::new()),
+        ),
         artifact_error,
+    }
+}
+
+fn budget_meta(
+    policy: &ProducerPolicy,
+    original_size: u64,
+    truncated: bool,
+    final_size: u64,
+    overflow: Overflow,
+    persisted_files: Option<Vec<PathBuf>>,
+) -> BudgetMeta {
+    BudgetMeta {
+        truncated,
+        original_size,
+        final_size,
+        unit: policy.unit,
+        policy: AppliedPolicy {
+            overflow,
+            keep: policy.keep,
+            limit: policy.limit(),
+        },
+        persisted_files,
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::budget::measure::measure;
 use crate::budget::{
     ArtifactTarget, Budgeting, FinalizeConfig, FinalizeItem, ItemStatus, Slot, SlotKind, finalize,
 };
@@ -99,6 +100,11 @@ pub async fn finalize_results(
         templates: &env.prepared.templates,
         retention: engine.artifacts.retention,
     };
+    if batch_context.is_none()
+        && let Some(report) = fits(results, &config)
+    {
+        return report;
+    }
     let target = env.store.map(|store| ArtifactTarget {
         store,
         session: env.session,
@@ -141,6 +147,63 @@ pub async fn finalize_results(
         }
     }
     report
+}
+
+/// The report of results that fit the batch budget together (or have none to fit), read
+/// from the results themselves: the same report [`finalize_results`] gives for them (without
+/// a batch context), without building the finalizer's items and without awaiting anything.
+/// `None` when something has to be cut.
+pub fn report_if_fits(env: &CallEnv<'_>, results: &[CallResult]) -> Option<FinalizeReport> {
+    let engine = &env.prepared.snapshot.engine;
+    let config = FinalizeConfig {
+        budget: engine.batch_budget,
+        unit: engine.budget_unit,
+        templates: &env.prepared.templates,
+        retention: engine.artifacts.retention,
+    };
+    fits(results, &config)
+}
+
+fn fits(results: &[CallResult], config: &FinalizeConfig<'_>) -> Option<FinalizeReport> {
+    let unit = config.unit;
+    // An item's size as the finalizer counts it: its hook context slot plus its output or
+    // error slot.
+    let sizes: Vec<u64> = results
+        .iter()
+        .map(|result| {
+            let context = result
+                .hook_context
+                .as_deref()
+                .map_or(0, |text| measure(text, unit));
+            context.saturating_add(result.model_content.len(unit))
+        })
+        .collect();
+    // `Units(0)` disables like `none` (as in the finalizer).
+    if let Some(budget) = config.budget.units().filter(|&budget| budget > 0) {
+        let total = results
+            .iter()
+            .zip(&sizes)
+            .filter(|(result, _)| !result.batch_exempt)
+            .fold(0u64, |total, (_, &size)| total.saturating_add(size));
+        if total > budget {
+            return None;
+        }
+    }
+    let cuts = results
+        .iter()
+        .zip(sizes)
+        .map(|(result, size)| CutReport {
+            call_id: result.call_id.clone(),
+            cut: false,
+            original_size: size,
+            final_size: size,
+            persisted_files: result.metadata.persisted_files.clone(),
+        })
+        .collect();
+    Some(FinalizeReport {
+        cuts,
+        batch_context: None,
+    })
 }
 
 /// Gives each result the persistence decision a finalized copy of it holds, so that

@@ -304,7 +304,7 @@ impl Engine {
             .iter()
             .map(|call| match snapshot.lookup(&call.tool) {
                 Some(tool) => {
-                    let flags = tool.resolved_for(&modes, &snapshot.engine).concurrency;
+                    let flags = &tool.contract_for(&modes, &snapshot.engine).concurrency;
                     Concurrency::from_flags(true, flags.destructive, flags.concurrent_safe)
                 }
                 None => Concurrency::from_flags(false, false, false),
@@ -368,16 +368,25 @@ impl Engine {
             .iter()
             .any(|hook| hook.applies(HookEvent::PostToolBatch, None, &modes));
         let unfinalized = batch_hooks.then(|| results.clone());
-        let mut report = finalize::finalize_results(&env, &mut results, None).await;
-        let texts = crate::hooks::post_tool_batch(
-            snapshot,
-            &|kind| env.emit(None, kind),
-            batch_id.as_str(),
-            &modes,
-            &results,
-            &batch_cancel,
-        )
-        .await;
+        // A batch that fits needs no finalizer pass (and its future, boxed, is not built).
+        let mut report = match finalize::report_if_fits(&env, &results) {
+            Some(report) => report,
+            None => Box::pin(finalize::finalize_results(&env, &mut results, None)).await,
+        };
+        // Boxed and only with a hook to run: hook processes make a large future.
+        let texts = if batch_hooks {
+            Box::pin(crate::hooks::post_tool_batch(
+                snapshot,
+                &|kind| env.emit(None, kind),
+                batch_id.as_str(),
+                &modes,
+                &results,
+                &batch_cancel,
+            ))
+            .await
+        } else {
+            Vec::new()
+        };
         let batch_context = if texts.is_empty() {
             None
         } else {
@@ -388,7 +397,12 @@ impl Engine {
             && let Some(mut again) = unfinalized
         {
             finalize::carry_persistence(&mut again, &results);
-            let extra = finalize::finalize_results(&env, &mut again, batch_context.take()).await;
+            let extra = Box::pin(finalize::finalize_results(
+                &env,
+                &mut again,
+                batch_context.take(),
+            ))
+            .await;
             results = again;
             batch_context = extra.batch_context.clone();
             report = extra;

@@ -32,8 +32,8 @@ pub use command::{Captured, CommandHandler, CommandSpec, StdinMode, run_captured
 pub use decode::Utf8Decoder;
 pub use http::{HttpConfigError, HttpHandler, HttpSpec, HttpStatusError};
 pub use native::{
-    HandlerFuture, Isolated, NativeHandler, NativeRegistry, NativeRegistryError, call_native,
-    run_isolated, spawn_native,
+    HandlerFuture, Isolated, NativeHandler, NativeRegistry, NativeRegistryError, build_native,
+    call_native, poll_native, run_isolated, spawn_native,
 };
 
 /// Everything a handler gets besides its input: identity, cancellation, progress, clock,

@@ -5,12 +5,17 @@
 //! budgets); the handler only computes. [`run_isolated`] (and [`Isolated`], its handle) runs a
 //! handler future on its own tokio task, so a panic inside it becomes
 //! [`HandlerError::Panicked`] for that one call instead of unwinding into the engine, and
-//! dropping or abandoning the call aborts the task.
+//! dropping or abandoning the call aborts the task. The engine first polls a native handler
+//! once on the call's own task ([`build_native`], [`poll_native`], panics contained the same
+//! way) and gives it a task only if it is still pending: a handler that waits on nothing
+//! costs no task.
 
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::Poll;
 
 use futures::future::BoxFuture;
 use indexmap::IndexMap;
@@ -119,6 +124,11 @@ impl NativeRegistry {
         self.handlers.get(name).cloned()
     }
 
+    /// The handler registered under `name`, borrowed.
+    pub fn get_ref(&self, name: &str) -> Option<&dyn NativeHandler> {
+        self.handlers.get(name).map(Arc::as_ref)
+    }
+
     /// Whether a handler is registered under `name`.
     pub fn contains(&self, name: &str) -> bool {
         self.handlers.contains_key(name)
@@ -160,6 +170,34 @@ pub fn call_native(
 /// future is contained too.
 pub fn spawn_native(handler: Arc<dyn NativeHandler>, input: Value, ctx: CallContext) -> Isolated {
     Isolated::spawn(async move { handler.call(input, ctx).await })
+}
+
+/// Builds a native handler's future for one call, without polling it; a panic while building
+/// it becomes [`HandlerError::Panicked`].
+pub fn build_native(
+    handler: &dyn NativeHandler,
+    input: Value,
+    ctx: CallContext,
+) -> Result<HandlerFuture, HandlerError> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(input, ctx)))
+        .map_err(|payload| HandlerError::Panicked(panic_message(payload.as_ref())))
+}
+
+/// Polls a native handler's future on the caller's task; a panic in the poll becomes
+/// [`HandlerError::Panicked`] (the future must then not be polled again).
+///
+/// The engine polls each native handler once this way before giving it a task: a handler
+/// that finishes in that poll (one that waits on nothing) costs no task, and one that is
+/// still pending moves, as it is (its future is boxed), onto its own task with
+/// [`Isolated::spawn`], to be awaited, timed out, cancelled and abandoned like any other.
+pub fn poll_native(
+    future: &mut HandlerFuture,
+    cx: &mut std::task::Context<'_>,
+) -> Poll<Result<HandlerOutput, HandlerError>> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+        Ok(poll) => poll,
+        Err(payload) => Poll::Ready(Err(HandlerError::Panicked(panic_message(payload.as_ref())))),
+    }
 }
 
 /// Runs a handler future on its own tokio task: a panic becomes [`HandlerError::Panicked`]
@@ -326,6 +364,58 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, HandlerError::Panicked(m) if m == "eager panic 7"));
+    }
+
+    fn poll_once(future: &mut HandlerFuture) -> Poll<Result<HandlerOutput, HandlerError>> {
+        let waker = futures::task::noop_waker();
+        poll_native(future, &mut std::task::Context::from_waker(&waker))
+    }
+
+    #[tokio::test]
+    async fn the_first_poll_contains_panics_and_a_pending_handler_moves_to_a_task() {
+        let ready: Arc<dyn NativeHandler> = Arc::new(
+            |input: Value, _ctx: CallContext| async move { Ok(HandlerOutput::json(input)) },
+        );
+        let mut future = build_native(ready.as_ref(), json!({"a": 1}), ctx()).unwrap();
+        assert!(
+            matches!(poll_once(&mut future), Poll::Ready(Ok(out)) if out == HandlerOutput::json(json!({"a": 1})))
+        );
+
+        fn eager(
+            _input: Value,
+            _ctx: CallContext,
+        ) -> std::future::Ready<Result<HandlerOutput, HandlerError>> {
+            let code = 7;
+            panic!("eager panic {code}");
+        }
+        let err = build_native(&eager, json!({}), ctx()).err().unwrap();
+        assert!(matches!(err, HandlerError::Panicked(m) if m == "eager panic 7"));
+
+        let polled: Arc<dyn NativeHandler> =
+            Arc::new(|_input: Value, _ctx: CallContext| async move {
+                let items: Vec<u8> = Vec::new();
+                if items.is_empty() {
+                    panic!("panic in the first poll");
+                }
+                Ok(HandlerOutput::text("unreachable"))
+            });
+        let mut future = build_native(polled.as_ref(), json!({}), ctx()).unwrap();
+        assert!(
+            matches!(poll_once(&mut future), Poll::Ready(Err(HandlerError::Panicked(m))) if m == "panic in the first poll")
+        );
+
+        // Pending after its first poll: it finishes on its own task, woken there.
+        let (sender, receiver) = tokio::sync::oneshot::channel::<String>();
+        let receiver = std::sync::Mutex::new(Some(receiver));
+        let waiting: Arc<dyn NativeHandler> = Arc::new(move |_input: Value, _ctx: CallContext| {
+            let receiver = receiver.lock().unwrap().take().unwrap();
+            async move { Ok(HandlerOutput::text(receiver.await.unwrap())) }
+        });
+        let mut future = build_native(waiting.as_ref(), json!({}), ctx()).unwrap();
+        assert!(poll_once(&mut future).is_pending());
+        let task = Isolated::spawn(future);
+        sender.send("late".to_owned()).unwrap();
+        assert_eq!(task.await.unwrap().as_text(), Some("late"));
     }
 
     #[tokio::test(start_paused = true)]

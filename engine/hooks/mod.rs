@@ -203,7 +203,7 @@ pub async fn pre_tool_use(
     for hook in hooks {
         let payload = Value::Object(base_payload(env, state, "PreToolUse", hook, tool, &input));
         let name: Arc<str> = Arc::from(hook.spec.name.as_str());
-        match run_hook(&env.prepared.snapshot, hook, payload, &state.cancel).await {
+        match run_hook(&env.prepared.snapshot, hook, payload, state.cancel).await {
             Ran::Answered(answer) => {
                 if let Some(context) = answer.additional_context.filter(|c| !c.trim().is_empty()) {
                     state.hook_context.push(context);
@@ -365,7 +365,7 @@ pub async fn post_tool_use_failure(
     state: &mut CallState<'_>,
     failure: &Failure,
 ) {
-    let Some(tool) = state.tool.clone() else {
+    let Some(tool) = state.tool else {
         return;
     };
     for hook in applicable(env, HookEvent::PostToolUseFailure, Some(&tool.name)) {
@@ -374,7 +374,7 @@ pub async fn post_tool_use_failure(
             .input
             .clone()
             .unwrap_or_else(|| state.call.input.clone());
-        let mut payload = base_payload(env, state, "PostToolUseFailure", hook, &tool, &input);
+        let mut payload = base_payload(env, state, "PostToolUseFailure", hook, tool, &input);
         payload.insert("error".into(), json!(failure.message));
         payload.insert("status".into(), json!(failure.status.as_str()));
         payload.insert(

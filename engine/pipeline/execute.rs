@@ -10,16 +10,19 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::errors::{message, project};
 use super::{CallEnv, CallState, ErrorCode, Failure};
 use crate::events::{CancelReason, EventKind, FailureStage, ToolCallProgress};
 use crate::handler::{
-    CallContext, CommandHandler, CommandSpec, HandlerError, HandlerOutput, HttpHandler, HttpSpec,
-    Isolated, ProgressChunk, ProgressSink, ProgressStream, StdinMode, spawn_native,
+    CallContext, CommandHandler, CommandSpec, HandlerError, HandlerFuture, HandlerOutput,
+    HttpHandler, HttpSpec, Isolated, ProgressChunk, ProgressSink, ProgressStream, StdinMode,
+    build_native, poll_native,
 };
 use crate::model::CallId;
 use crate::model::engine_config::MessageKey;
@@ -150,21 +153,19 @@ async fn run(
     input: Value,
     deadline: &Deadline,
 ) -> Ended {
-    let engine = &env.prepared.snapshot.engine;
     let _permit = match &contract.gate {
         None => None,
-        Some(gate) => match env
-            .prepared
-            .gates
-            .acquire(gate, deadline, &state.cancel)
-            .await
-        {
-            Ok(permit) => Some(permit),
-            Err(GateError::Cancelled { .. }) => return Ended::Cancelled,
-            Err(error @ (GateError::Unknown(_) | GateError::Held(_))) => {
-                return Ended::Ran(Err(HandlerError::other(error)));
+        // Boxed, like the supervision below: most calls pass no gate, and the call's future
+        // stays small for them.
+        Some(gate) => {
+            match Box::pin(env.prepared.gates.acquire(gate, deadline, state.cancel)).await {
+                Ok(permit) => Some(permit),
+                Err(GateError::Cancelled { .. }) => return Ended::Cancelled,
+                Err(error @ (GateError::Unknown(_) | GateError::Held(_))) => {
+                    return Ended::Ran(Err(HandlerError::other(error)));
+                }
             }
-        },
+        }
     };
     let handler_cancel = state.cancel.child_token();
     let ctx = CallContext {
@@ -177,24 +178,53 @@ async fn run(
         modes: Arc::clone(env.modes),
         admitted: contract.gate.clone(),
     };
-    let mut task = match dispatch(env, tool, input, ctx) {
-        Ok(task) => task,
+    let task = match dispatch(env, tool, input, ctx) {
+        Ok(Dispatched::Task(task)) => task,
+        Ok(Dispatched::Native(mut future)) => {
+            // Polled once here first: a handler that finishes in this poll needs no task, and
+            // no deadline or cancellation could have been acted on before its result (a
+            // result ready when the engine looks wins, as in `supervise`).
+            match std::future::poll_fn(|cx| Poll::Ready(poll_native(&mut future, cx))).await {
+                Poll::Ready(result) => return Ended::Ran(result),
+                Poll::Pending => Isolated::spawn(future),
+            }
+        }
         Err(failure) => return Ended::Ran(Err(failure)),
     };
+    // Boxed: the race against the deadline and the clean-up make a large future, which a
+    // native handler that finishes in its first poll never needs.
+    let kill_grace = env.prepared.snapshot.engine.kill_grace.0;
+    Box::pin(supervise(
+        task,
+        deadline,
+        state.cancel,
+        &handler_cancel,
+        kill_grace,
+    ))
+    .await
+}
+
+/// Awaits a running handler under its deadline and the call's cancellation; on timeout or
+/// cancellation, cancels the handler's token and gives it at most `kill_grace` to wind down
+/// before abandoning it.
+async fn supervise(
+    mut task: Isolated,
+    deadline: &Deadline,
+    cancel: &CancellationToken,
+    handler_cancel: &CancellationToken,
+    kill_grace: Duration,
+) -> Ended {
     let ended = tokio::select! {
         biased;
         result = &mut task => Ended::Ran(result),
         () = deadline.expired() => Ended::TimedOut,
-        () = state.cancel.cancelled() => Ended::Cancelled,
+        () = cancel.cancelled() => Ended::Cancelled,
     };
     if matches!(ended, Ended::TimedOut | Ended::Cancelled) {
         handler_cancel.cancel();
         // Bounded clean-up, then the handler is abandoned: its task is aborted and dropped,
         // which kills its process group, before the call is reported as ended.
-        if tokio::time::timeout(engine.kill_grace.0, &mut task)
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(kill_grace, &mut task).await.is_err() {
             task.abandon(ABANDON_WAIT).await;
         }
     }
@@ -206,28 +236,37 @@ async fn run(
 /// it is then left to the runtime rather than holding up the call.
 const ABANDON_WAIT: Duration = Duration::from_millis(100);
 
+/// A started handler: a subprocess or HTTP request on its own task, or a native handler's
+/// future, not polled yet.
+enum Dispatched {
+    Task(Isolated),
+    Native(HandlerFuture),
+}
+
+/// Starts the call's handler: a subprocess or HTTP request on its own task; a native
+/// handler's future is built (and polled first by `run`).
 fn dispatch(
     env: &CallEnv<'_>,
     tool: &Tool,
     input: Value,
     ctx: CallContext,
-) -> Result<Isolated, HandlerError> {
+) -> Result<Dispatched, HandlerError> {
     let engine = &env.prepared.snapshot.engine;
     match env.prepared.dispatch.get(&tool.name).map(Arc::as_ref) {
         Some(Dispatch::Command(handler)) => {
             let handler = Arc::clone(handler);
-            Ok(Isolated::spawn(
-                async move { handler.call(&input, &ctx).await },
-            ))
+            Ok(Dispatched::Task(Isolated::spawn(async move {
+                handler.call(&input, &ctx).await
+            })))
         }
         Some(Dispatch::Http(handler)) => {
             let handler = Arc::clone(handler);
-            Ok(Isolated::spawn(
-                async move { handler.call(&input, &ctx).await },
-            ))
+            Ok(Dispatched::Task(Isolated::spawn(async move {
+                handler.call(&input, &ctx).await
+            })))
         }
-        Some(Dispatch::Native(name)) => match env.natives.get(name) {
-            Some(handler) => Ok(spawn_native(handler, input, ctx)),
+        Some(Dispatch::Native(name)) => match env.natives.get_ref(name) {
+            Some(handler) => build_native(handler, input, ctx).map(Dispatched::Native),
             None => Err(HandlerError::other(NoHandler(message(
                 engine,
                 MessageKey::NativeMissing,

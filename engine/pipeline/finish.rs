@@ -3,14 +3,11 @@
 //! exactly one terminal event (`ToolCallResult` or `ToolCallError`) is emitted — also for
 //! unknown tools and cancelled calls, so no UI waits forever.
 
-use std::sync::Arc;
-
 use super::display::PendingDisplay;
 use super::{CallEnv, CallResult, CallState, Display, ErrorInfo, Failure, TurnEffect};
 use crate::budget::{Produced, SlotText};
 use crate::events::{CallStatus, EventKind, ToolCallError, ToolCallResult};
 use crate::model::contract::TurnAction;
-use crate::snapshot::ResolvedContract;
 
 /// What the stages produce for a successful call.
 pub struct Success {
@@ -24,57 +21,77 @@ pub struct Success {
     pub pending_display: Option<PendingDisplay>,
     /// The turn effect and its message.
     pub turn: Option<(TurnEffect, Option<String>)>,
-    /// The contract as resolved for the call.
-    pub contract: Arc<ResolvedContract>,
+    /// The contract's `budget.batch_exempt`.
+    pub batch_exempt: bool,
+    /// The contract's `budget.weight` and `budget.min_share`.
+    pub weight: (u32, u64),
 }
 
 /// Builds the result and emits the terminal event.
 pub async fn finish(
     env: &CallEnv<'_>,
-    mut state: CallState<'_>,
+    state: CallState<'_>,
     outcome: Result<Success, Failure>,
 ) -> CallResult {
-    let snapshot = &env.prepared.snapshot;
-    let mut result = match outcome {
-        Ok(success) => {
-            let mut content = success.produced.content;
-            let turn = success.turn.map(|(effect, message)| {
-                if let Some(message) = message {
-                    content = SlotText::from(message);
-                }
-                effect
-            });
-            let budget = &success.contract.budget;
-            CallResult {
-                call_id: state.call.id.clone(),
-                tool: state.call.tool.clone(),
-                canonical_tool: state.tool.as_ref().map(|t| t.name.clone()),
-                status: CallStatus::Ok,
-                model_content: content,
-                hook_context: None,
-                parts: success.parts,
-                metadata: state.metadata.clone(),
-                error: None,
-                permission: state.permission.clone(),
-                display: success.display,
-                pending_display: success.pending_display,
-                turn,
-                batch_exempt: budget.batch_exempt,
-                weight: (budget.weight, budget.min_share),
-            }
+    match outcome {
+        Ok(success) => succeeded(env, state, success),
+        // Boxed: hooks and budgeting an error text make a large future, and most calls
+        // succeed; the success path awaits nothing.
+        Err(failure) => Box::pin(finish_failure(env, state, failure)).await,
+    }
+}
+
+/// [`finish`] for a successful call.
+pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) -> CallResult {
+    let mut content = success.produced.content;
+    let turn = success.turn.map(|(effect, message)| {
+        if let Some(message) = message {
+            content = SlotText::from(message);
         }
-        Err(failure) => {
-            if !snapshot.hooks.is_empty() {
-                // Boxed: hook processes make a large future, and most calls have no hook.
-                Box::pin(crate::hooks::post_tool_use_failure(
-                    env, &mut state, &failure,
-                ))
-                .await;
-            }
-            // Boxed: budgeting an error text is the uncommon path; it keeps the call small.
-            Box::pin(failed(env, &mut state, failure)).await
-        }
+        effect
+    });
+    // Moved out of the state: nothing reads them there after this.
+    let result = CallResult {
+        call_id: state.call.id.clone(),
+        tool: std::mem::take(&mut state.call.tool),
+        canonical_tool: state.tool.as_ref().map(|t| t.name.clone()),
+        status: CallStatus::Ok,
+        model_content: content,
+        hook_context: None,
+        parts: success.parts,
+        metadata: std::mem::take(&mut state.metadata),
+        error: None,
+        permission: state.permission.take(),
+        display: success.display,
+        pending_display: success.pending_display,
+        turn,
+        batch_exempt: success.batch_exempt,
+        weight: success.weight,
     };
+    end(env, &state, result)
+}
+
+/// [`finish`] for a failed call: `PostToolUseFailure` hooks, the error text budgeted.
+pub async fn finish_failure(
+    env: &CallEnv<'_>,
+    mut state: CallState<'_>,
+    failure: Failure,
+) -> CallResult {
+    if !env.prepared.snapshot.hooks.is_empty() {
+        // Boxed: hook processes make a large future, and most calls have no hook.
+        Box::pin(crate::hooks::post_tool_use_failure(
+            env, &mut state, &failure,
+        ))
+        .await;
+    }
+    let result = failed(env, &mut state, failure).await;
+    end(env, &state, result)
+}
+
+/// What every call ends with: the hooks' context, `total_ms`, the terminal event and the
+/// call's log line.
+fn end(env: &CallEnv<'_>, state: &CallState<'_>, mut result: CallResult) -> CallResult {
+    let snapshot = &env.prepared.snapshot;
     if !state.hook_context.is_empty() {
         let header = snapshot
             .engine
@@ -127,7 +144,7 @@ pub async fn finish(
 }
 
 async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) -> CallResult {
-    let tool = state.tool.clone();
+    let tool = state.tool;
     let contract = tool
         .as_ref()
         .map(|t| t.resolved_for(env.modes, &env.prepared.snapshot.engine));

@@ -1,8 +1,6 @@
 //! Stage 1, lookup: the name (or alias) to the canonical tool. An empty or unknown name ends
 //! the call with `ToolNotFound`; names are case-sensitive, so `bash` is not `Bash`.
 
-use std::sync::Arc;
-
 use super::errors::message;
 use super::{CallEnv, CallState, ErrorCode, Failure};
 use crate::events::FailureStage;
@@ -10,7 +8,7 @@ use crate::model::engine_config::MessageKey;
 use crate::snapshot::Tool;
 
 /// Resolves the call's tool.
-pub fn lookup(env: &CallEnv<'_>, state: &mut CallState<'_>) -> Result<Arc<Tool>, Failure> {
+pub fn lookup<'a>(env: &CallEnv<'a>, state: &mut CallState<'a>) -> Result<&'a Tool, Failure> {
     if state.cancel.is_cancelled() {
         let (reason, _) = state.cancel_reason(env);
         return Err(super::execute::cancellation(
@@ -23,8 +21,8 @@ pub fn lookup(env: &CallEnv<'_>, state: &mut CallState<'_>) -> Result<Arc<Tool>,
     }
     match env.prepared.snapshot.lookup(&state.call.tool) {
         Some(tool) => {
-            state.tool = Some(Arc::clone(tool));
-            Ok(Arc::clone(tool))
+            state.tool = Some(tool);
+            Ok(tool)
         }
         None => {
             let engine = &env.prepared.snapshot.engine;

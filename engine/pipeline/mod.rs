@@ -150,9 +150,9 @@ impl CallEnv<'_> {
 pub struct CallState<'a> {
     /// The call.
     pub call: ToolCall,
-    /// The call's token: its group's (a child of the batch's and the turn's); calls are only
-    /// cancelled together with their group.
-    pub cancel: CancellationToken,
+    /// The call's token: its group's (a child of the batch's and the turn's), borrowed;
+    /// calls are only cancelled together with their group.
+    pub cancel: &'a CancellationToken,
     /// Cause of a group-wide cancellation.
     pub group_cause: &'a CancelCause,
     /// When the call entered the pipeline.
@@ -161,8 +161,8 @@ pub struct CallState<'a> {
     pub metadata: ResultMetadata,
     /// The permission, once decided.
     pub permission: Option<crate::policy::decide::Permission>,
-    /// The canonical tool, once looked up.
-    pub tool: Option<Arc<crate::snapshot::Tool>>,
+    /// The canonical tool, once looked up (borrowed from the batch's snapshot).
+    pub tool: Option<&'a crate::snapshot::Tool>,
     /// Context added by hooks.
     pub hook_context: Vec<String>,
     /// What PreToolUse hooks said about permission.
@@ -186,11 +186,11 @@ impl CallState<'_> {
 
 /// Runs one call through every stage. Never fails: every outcome is a [`CallResult`], and
 /// exactly one terminal event is emitted.
-pub async fn run_call(
-    env: &CallEnv<'_>,
+pub async fn run_call<'a>(
+    env: &CallEnv<'a>,
     call: ToolCall,
-    cancel: CancellationToken,
-    group_cause: &CancelCause,
+    cancel: &'a CancellationToken,
+    group_cause: &'a CancelCause,
 ) -> CallResult {
     let mut state = CallState {
         call,
@@ -207,27 +207,42 @@ pub async fn run_call(
         hook_votes: Vec::new(),
         input: None,
     };
-    let outcome = stages(env, &mut state).await;
-    finish::finish(env, state, outcome).await
+    match stages(env, &mut state).await {
+        Ok(success) => finish::succeeded(env, state, success),
+        // Boxed: the failure path's hooks and budgeting make a large future.
+        Err(failure) => Box::pin(finish::finish_failure(env, state, failure)).await,
+    }
 }
 
 /// The stages, in order.
-async fn stages(env: &CallEnv<'_>, state: &mut CallState<'_>) -> Result<finish::Success, Failure> {
+async fn stages<'a>(
+    env: &CallEnv<'a>,
+    state: &mut CallState<'a>,
+) -> Result<finish::Success, Failure> {
+    // Both borrowed from the batch's snapshot (no reference counts touched per call); a
+    // contract patched by an active mode is shared through the tool's cache.
     let tool = lookup::lookup(env, state)?;
-    let contract = tool.resolved_for(env.modes, &env.prepared.snapshot.engine);
-    let input = normalize::normalize(env, &tool, &state.call.input)?;
+    let contract = tool.contract_for(env.modes, &env.prepared.snapshot.engine);
     let has_hooks = !env.prepared.snapshot.hooks.is_empty();
+    // `PostToolUseFailure` hooks are shown the call's own input when it fails before it is
+    // parsed; without hooks nothing reads it again, and it is moved on rather than copied.
+    let raw = if has_hooks {
+        state.call.input.clone()
+    } else {
+        std::mem::take(&mut state.call.input)
+    };
+    let input = normalize::normalize_owned(env, tool, raw)?;
     if has_hooks {
         state.input = Some(input.clone());
     }
-    validate::validate_input(env, &tool, &input)?;
-    let input = pre_hooks::pre_hooks(env, state, &tool, input).await?;
+    validate::validate_input(env, tool, &input)?;
+    let input = pre_hooks::pre_hooks(env, state, tool, input).await?;
     if has_hooks {
         state.input = Some(input.clone());
     }
-    let timeout = validate::resolve_timeout(env, &tool, &contract, &input)?;
-    permission::permission(env, state, &tool, &contract, &input).await?;
-    start::start(env, state, &tool, &contract, timeout.as_ref());
+    let timeout = validate::resolve_timeout(env, tool, &contract, &input)?;
+    permission::permission(env, state, tool, &contract, &input).await?;
+    start::start(env, state, tool, &contract, timeout.as_ref());
     // PostToolUse hooks see the input after the handler has run; without any hook the
     // handler takes it and nothing is copied.
     let (handler_input, kept_input) = if !has_hooks {
@@ -235,28 +250,23 @@ async fn stages(env: &CallEnv<'_>, state: &mut CallState<'_>) -> Result<finish::
     } else {
         (input.clone(), Some(input))
     };
-    let output = execute::execute(
-        env,
-        state,
-        &tool,
-        &contract,
-        handler_input,
-        timeout.as_ref(),
-    )
-    .await?;
-    let output = output::check_output(env, &tool, output)?;
-    let produced = produce::produce(env, state, &tool, &contract, output.text).await;
+    let output =
+        execute::execute(env, state, tool, &contract, handler_input, timeout.as_ref()).await?;
+    let output = output::check_output(env, tool, output)?;
+    let produced = produce::produce(env, state, tool, &contract, output.text).await;
     if let Some(input) = &kept_input {
-        post_hooks::post_hooks(env, state, &tool, input, produced.content.as_str()).await;
+        post_hooks::post_hooks(env, state, tool, input, produced.content.as_str()).await;
     }
     let (display, pending_display) = display::project(&contract, &output.display_source, &produced);
     let turn = turn_control::on_success(&contract);
+    let budget = &contract.budget;
     Ok(finish::Success {
         produced,
         parts: output.parts,
         display,
         pending_display,
         turn,
-        contract,
+        batch_exempt: budget.batch_exempt,
+        weight: (budget.weight, budget.min_share),
     })
 }

@@ -11,6 +11,11 @@ use crate::snapshot::Tool;
 
 /// The call's input as an object.
 pub fn normalize(env: &CallEnv<'_>, tool: &Tool, input: &Value) -> Result<Value, Failure> {
+    normalize_owned(env, tool, input.clone())
+}
+
+/// [`normalize`] taking the input: an object input is passed on as it is, not copied.
+pub fn normalize_owned(env: &CallEnv<'_>, tool: &Tool, input: Value) -> Result<Value, Failure> {
     let fail = |details: String| {
         let engine = &env.prepared.snapshot.engine;
         let text = message(
@@ -21,9 +26,9 @@ pub fn normalize(env: &CallEnv<'_>, tool: &Tool, input: &Value) -> Result<Value,
         Failure::error(FailureStage::Normalize, ErrorCode::InputValidation, text)
     };
     match input {
-        Value::Object(_) => Ok(input.clone()),
+        Value::Object(_) => Ok(input),
         Value::Null => Ok(Value::Object(Map::new())),
-        Value::String(text) => match serde_json::from_str::<Value>(text) {
+        Value::String(text) => match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(map)) => Ok(Value::Object(map)),
             Ok(other) => Err(fail(format!(
                 "the input must be a JSON object, not {}",
@@ -33,7 +38,7 @@ pub fn normalize(env: &CallEnv<'_>, tool: &Tool, input: &Value) -> Result<Value,
         },
         other => Err(fail(format!(
             "the input must be a JSON object, not {}",
-            kind(other)
+            kind(&other)
         ))),
     }
 }

@@ -41,6 +41,11 @@ pub async fn permission(
         .rules
         .decide(&facts, &snapshot.match_ctx, contract.default_permission);
     let permission = combine(rules, &state.hook_votes, contract.always_ask);
+    if permission.decision == Decision::Allow {
+        // The common case needs the permission only in the result: moved there, not copied.
+        state.permission = Some(permission);
+        return Ok(());
+    }
     state.permission = Some(permission.clone());
     match permission.decision {
         Decision::Allow => Ok(()),
@@ -132,7 +137,7 @@ async fn ask(
         expiry: engine.approval_expiry,
     };
     let waited = Instant::now();
-    let outcome = wait(env.approver, request, hooks, &policy, &state.cancel).await;
+    let outcome = wait(env.approver, request, hooks, &policy, state.cancel).await;
     let wait_ms = u64::try_from(waited.elapsed().as_millis()).unwrap_or(u64::MAX);
     state.metadata.permission_wait_ms = wait_ms;
     let (answer, by) = match outcome {

@@ -6,7 +6,7 @@
 
 use crate::budget::{
     ArtifactTarget, Measurement, Produced, ProducerInput, ProducerPolicy, SlotText, measure_all,
-    produce as run_producer,
+    produce as run_producer, produce_without_io,
 };
 use crate::model::Size;
 use crate::snapshot::{ResolvedContract, Tool};
@@ -35,22 +35,34 @@ pub async fn produce(
         unit: engine.budget_unit,
         retention: budget.retention,
     };
-    let target = env.store.map(|store| ArtifactTarget {
-        store,
-        session: env.session,
-    });
     let unit = engine.budget_unit;
+    let templates = &env.prepared.templates;
     // The producer reads the output's length first; for a large output count it off the async
     // threads. Only the content that reaches the model is also hashed (for the finalizer's
     // header): the length and digest of an output that passes unchanged are computed once,
     // here, and travel with it.
-    let output = off_thread(output, Measurement::Length(unit)).await;
-    let input = ProducerInput {
-        tool: &tool.name,
-        call_id: &state.call.id,
-        output,
+    let produced = if output.as_str().len() < OFFLOAD_BYTES {
+        // A small output needing no artifact write (most of them) is budgeted without
+        // awaiting anything; the rest is boxed, keeping the call's future small.
+        measure_all(&[&output], Measurement::Length(unit));
+        let input = ProducerInput {
+            tool: &tool.name,
+            call_id: &state.call.id,
+            output,
+        };
+        match produce_without_io(input, &policy, templates, env.store.is_some()) {
+            Ok(produced) => produced,
+            Err(input) => Box::pin(run_producer(input, &policy, templates, target(env))).await,
+        }
+    } else {
+        let output = Box::pin(off_thread(output, Measurement::Length(unit))).await;
+        let input = ProducerInput {
+            tool: &tool.name,
+            call_id: &state.call.id,
+            output,
+        };
+        Box::pin(run_producer(input, &policy, templates, target(env))).await
     };
-    let produced = run_producer(input, &policy, &env.prepared.templates, target).await;
     let meta = &produced.meta;
     state.metadata.truncated = meta.truncated;
     state.metadata.original_size = meta.original_size;
@@ -59,11 +71,23 @@ pub async fn produce(
     state.metadata.persisted_files = meta.persisted_files.clone();
     // The content's length is kept with it; a large content is hashed here too, off the
     // async threads (a small one is hashed by the finalizer only if it cuts it).
-    let content = off_thread(produced.content.clone(), Measurement::Length(unit)).await;
-    if content.as_str().len() >= OFFLOAD_BYTES {
-        off_thread(content, Measurement::Digest).await;
+    if produced.content.as_str().len() < OFFLOAD_BYTES {
+        measure_all(&[&produced.content], Measurement::Length(unit));
+    } else {
+        Box::pin(async {
+            let content = off_thread(produced.content.clone(), Measurement::Length(unit)).await;
+            off_thread(content, Measurement::Digest).await;
+        })
+        .await;
     }
     produced
+}
+
+fn target<'a>(env: &CallEnv<'a>) -> Option<ArtifactTarget<'a>> {
+    env.store.map(|store| ArtifactTarget {
+        store,
+        session: env.session,
+    })
 }
 
 /// Computes and caches `what` for `text` (shared with every clone), on a blocking thread

@@ -56,9 +56,9 @@ pub async fn run_groups(
             })
             .map(|(index, call)| {
                 // Calls are only ever cancelled through their group, batch or turn, so a
-                // call shares its group's token (the handler gets a child of its own, which
+                // call borrows its group's token (the handler gets a child of its own, which
                 // a timeout cancels).
-                let token = group_cancel.clone();
+                let token = &group_cancel;
                 let cause = &group_cause;
                 // Boxed once here rather than moved by value into the set's task.
                 Box::pin(async move { (index, run_call(env, call, token, cause).await) })

@@ -11,6 +11,7 @@
 //! deterministic.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration as StdDuration;
 
@@ -31,6 +32,9 @@ struct Inner {
     /// recompute their sleep. (A `Notify` rather than a watch channel: one is made per call,
     /// and it costs no allocation of its own.)
     changed: Notify,
+    /// Set by the first pause (before it returns), so that reading the paused time of a
+    /// deadline that never paused takes no lock.
+    ever_paused: AtomicBool,
 }
 
 struct State {
@@ -76,6 +80,7 @@ impl Deadline {
                     paused_total: StdDuration::ZERO,
                 }),
                 changed: Notify::new(),
+                ever_paused: AtomicBool::new(false),
             }),
         }
     }
@@ -103,6 +108,10 @@ impl Deadline {
 
     /// Total time spent paused so far, including a pause in progress: the call's queued time.
     pub fn paused_total(&self) -> StdDuration {
+        // A deadline that was never paused (most) is not locked.
+        if !self.inner.ever_paused.load(Ordering::Acquire) {
+            return StdDuration::ZERO;
+        }
         let state = self.lock();
         // Only a pause in progress needs the clock.
         match state.paused_since {
@@ -136,6 +145,7 @@ impl Deadline {
             }
             state.pauses += 1;
         }
+        self.inner.ever_paused.store(true, Ordering::Release);
         self.inner.changed.notify_waiters();
         PauseGuard {
             deadline: self.clone(),
