@@ -93,13 +93,7 @@ pub async fn finalize_results(
     results: &mut [CallResult],
     batch_context: Option<String>,
 ) -> FinalizeReport {
-    let engine = &env.prepared.snapshot.engine;
-    let config = FinalizeConfig {
-        budget: engine.batch_budget,
-        unit: engine.budget_unit,
-        templates: &env.prepared.templates,
-        retention: engine.artifacts.retention,
-    };
+    let config = config_of(env);
     if batch_context.is_none()
         && let Some(report) = fits(results, &config)
     {
@@ -149,18 +143,23 @@ pub async fn finalize_results(
     report
 }
 
+/// The finalizer's settings from the engine settings of the batch's snapshot.
+fn config_of<'a>(env: &'a CallEnv<'_>) -> FinalizeConfig<'a> {
+    let engine = &env.prepared.snapshot.engine;
+    FinalizeConfig {
+        budget: engine.batch_budget,
+        unit: engine.budget_unit,
+        templates: &env.prepared.templates,
+        retention: engine.artifacts.retention,
+    }
+}
+
 /// The report of results that fit the batch budget together (or have none to fit), read
 /// from the results themselves: the same report [`finalize_results`] gives for them (without
 /// a batch context), without building the finalizer's items and without awaiting anything.
 /// `None` when something has to be cut.
 pub fn report_if_fits(env: &CallEnv<'_>, results: &[CallResult]) -> Option<FinalizeReport> {
-    let engine = &env.prepared.snapshot.engine;
-    let config = FinalizeConfig {
-        budget: engine.batch_budget,
-        unit: engine.budget_unit,
-        templates: &env.prepared.templates,
-        retention: engine.artifacts.retention,
-    };
+    let config = config_of(env);
     fits(results, &config)
 }
 
