@@ -17,7 +17,7 @@ use common::*;
 use serde_json::json;
 use toolgate::events::{CallStatus, CancelReason, EventKind, FailureStage};
 use toolgate::executor::{Batch, BatchError, Turn};
-use toolgate::model::ModeName;
+use toolgate::model::{CallId, ModeName};
 use toolgate::pipeline::{ErrorCode, ToolCall};
 
 const TURN_STOPPED: &str = "Tool cancelled because a previous tool result requested a turn stop.";
@@ -58,20 +58,15 @@ async fn the_spec_example_groups_and_runs_group_after_group() {
         );
     }
     // The plan agrees with the run.
-    let plan = h
-        .engine
-        .plan(
-            &Batch::new(vec![
-                call("a", "Read", json!({})),
-                call("b", "Read", json!({})),
-                call("c", "Edit", json!({})),
-                call("d", "WebFetch", json!({})),
-                call("e", "Bash", json!({})),
-                call("f", "Read", json!({})),
-            ]),
-            &[],
-        )
-        .unwrap();
+    let batch = Batch::new(vec![
+        call("a", "Read", json!({})),
+        call("b", "Read", json!({})),
+        call("c", "Edit", json!({})),
+        call("d", "WebFetch", json!({})),
+        call("e", "Bash", json!({})),
+        call("f", "Read", json!({})),
+    ]);
+    let plan = h.engine.plan(&batch, &[]).unwrap();
     assert_eq!(plan.groups, outcome.groups);
 }
 
@@ -506,18 +501,13 @@ async fn modes_reach_every_call_rule_and_contract_patch() {
         .unwrap();
     assert_eq!(scheduled, ["plan", "offpeak"]);
     // Planning with the same modes gives the same groups and decisions.
-    let plan = h
-        .engine
-        .plan(
-            &Batch::new(vec![
-                call("r1", "Read", json!({})),
-                call("r2", "Read", json!({})),
-                call("p", "Par", json!({})),
-                call("e", "Edit", json!({})),
-            ]),
-            &turn.modes,
-        )
-        .unwrap();
+    let batch = Batch::new(vec![
+        call("r1", "Read", json!({})),
+        call("r2", "Read", json!({})),
+        call("p", "Par", json!({})),
+        call("e", "Edit", json!({})),
+    ]);
+    let plan = h.engine.plan(&batch, &turn.modes).unwrap();
     assert_eq!(plan.groups, outcome.groups);
     assert_eq!(plan.calls[3].decision, "deny");
     assert_eq!(plan.calls[0].timeout_ms, Some(7000));
@@ -621,19 +611,16 @@ async fn a_large_batch_is_planned_in_order_like_its_calls_alone() {
             call(&format!("c{i:05}"), tool, input.clone())
         })
         .collect();
-    let plan = h.engine.plan(&Batch::new(calls.clone()), &[]).unwrap();
+    let batch = Batch::new(calls.clone());
+    let plan = h.engine.plan(&batch, &[]).unwrap();
     assert_eq!(plan.calls.len(), calls.len());
     let mut last_group = 0;
     for (planned, call) in plan.calls.iter().zip(&calls) {
         assert_eq!(planned.id, call.id);
         assert!(planned.group >= last_group, "groups in batch order");
         last_group = planned.group;
-        let alone = h
-            .engine
-            .plan(&Batch::new(vec![call.clone()]), &[])
-            .unwrap()
-            .calls
-            .remove(0);
+        let one = Batch::new(vec![call.clone()]);
+        let alone = h.engine.plan(&one, &[]).unwrap().calls.remove(0);
         assert_eq!(
             (
                 &planned.decision,
@@ -653,7 +640,7 @@ async fn a_large_batch_is_planned_in_order_like_its_calls_alone() {
             call.id
         );
     }
-    let grouped: Vec<_> = plan.groups.iter().flatten().cloned().collect();
+    let grouped: Vec<&CallId> = plan.groups.iter().flatten().copied().collect();
     let ids: Vec<_> = calls.iter().map(|c| c.id.clone()).collect();
     assert_eq!(grouped, ids);
 }

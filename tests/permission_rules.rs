@@ -95,9 +95,8 @@ async fn run_one(tool: &str, input: Value) -> (CallResult, Calls) {
 fn planned(tool: &str, input: Value, modes: &[&str]) -> (String, Vec<Reason>) {
     let (engine, _) = engine();
     let modes: Vec<ModeName> = modes.iter().map(|m| ModeName::new(*m)).collect();
-    let plan = engine
-        .plan(&Batch::new(vec![ToolCall::new("c", tool, input)]), &modes)
-        .unwrap();
+    let batch = Batch::new(vec![ToolCall::new("c", tool, input)]);
+    let plan = engine.plan(&batch, &modes).unwrap();
     let call = plan.calls.into_iter().next().unwrap();
     (call.decision.to_owned(), call.reasons.into_owned())
 }
@@ -773,9 +772,8 @@ rules:
         .expect("a load for running defers building automata");
     let engine = Engine::builder(snapshot).build();
     let decide = |tool: &str, input: Value| {
-        let plan = engine
-            .plan(&Batch::new(vec![ToolCall::new("c", tool, input)]), &[])
-            .unwrap();
+        let batch = Batch::new(vec![ToolCall::new("c", tool, input)]);
+        let plan = engine.plan(&batch, &[]).unwrap();
         plan.calls.into_iter().next().unwrap().decision
     };
     assert_eq!(

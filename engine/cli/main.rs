@@ -309,32 +309,31 @@ fn main() -> ExitCode {
                 }
             }
         },
-        Command::Plan { batch, format } => match cli::plan::plan(&global, &batch) {
-            Ok(plan) => {
-                match format {
-                    ExplainFormat::Human => print(&plan.render_human()),
-                    ExplainFormat::Json => print_json(&plan),
+        Command::Plan { batch, format } => {
+            match cli::plan::plan(&global, &batch, |plan| match format {
+                ExplainFormat::Human => print(&plan.render_human()),
+                ExplainFormat::Json => print_json(plan),
+            }) {
+                Ok(()) => Exit::Success,
+                Err(error) => {
+                    let (diagnostics, exit) = match error {
+                        cli::plan::PlanError::Policies(d) => (d, Exit::Problems),
+                        cli::plan::PlanError::Batch(d) => (d, Exit::Usage),
+                    };
+                    match format {
+                        ExplainFormat::Human => eprint(&render_human(
+                            &diagnostics,
+                            &HumanOptions {
+                                color,
+                                ..HumanOptions::default()
+                            },
+                        )),
+                        ExplainFormat::Json => print(&render_json(&diagnostics)),
+                    }
+                    exit
                 }
-                Exit::Success
             }
-            Err(error) => {
-                let (diagnostics, exit) = match error {
-                    cli::plan::PlanError::Policies(d) => (d, Exit::Problems),
-                    cli::plan::PlanError::Batch(d) => (d, Exit::Usage),
-                };
-                match format {
-                    ExplainFormat::Human => eprint(&render_human(
-                        &diagnostics,
-                        &HumanOptions {
-                            color,
-                            ..HumanOptions::default()
-                        },
-                    )),
-                    ExplainFormat::Json => print(&render_json(&diagnostics)),
-                }
-                exit
-            }
-        },
+        }
         Command::Run {
             batch,
             approve,

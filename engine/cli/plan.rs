@@ -17,13 +17,20 @@ pub enum PlanError {
     Batch(Vec<Diagnostic>),
 }
 
-/// Loads the policies and the batch, and plans it.
-pub fn plan(global: &GlobalOptions, batch: &Path) -> Result<Plan, PlanError> {
+/// Loads the policies and the batch, plans it, and hands the plan (which borrows the batch)
+/// to `show`.
+pub fn plan<R>(
+    global: &GlobalOptions,
+    batch: &Path,
+    show: impl FnOnce(&Plan<'_>) -> R,
+) -> Result<R, PlanError> {
     let outcome = load(&global.load_options(), 1);
     let Some(snapshot) = outcome.snapshot else {
         return Err(PlanError::Policies(outcome.diagnostics));
     };
     let (batch, modes) =
         super::batch_file::load_batch(batch, &snapshot).map_err(PlanError::Batch)?;
-    Ok(crate::executor::plan::plan(&snapshot, &batch, &modes))
+    Ok(show(&crate::executor::plan::plan(
+        &snapshot, &batch, &modes,
+    )))
 }

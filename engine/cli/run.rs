@@ -384,7 +384,7 @@ impl HumanView {
             }
             EventKind::ToolCallResult(result) => {
                 self.header(out, &call);
-                self.running.retain(|(id, _)| id != &call);
+                self.running.retain(|(id, _)| id != call);
                 let cut = if result.truncated {
                     format!(", cut {} → {}", result.original_size, result.final_size)
                 } else {
@@ -400,7 +400,7 @@ impl HumanView {
             }
             EventKind::ToolCallError(error) => {
                 self.header(out, &call);
-                self.running.retain(|(id, _)| id != &call);
+                self.running.retain(|(id, _)| id != call);
                 let first_line = error.message.lines().next().unwrap_or_default();
                 let shown: String = first_line.chars().take(110).collect();
                 let (w, t) = (self.id_width, self.tool_width);

@@ -448,10 +448,8 @@ pub fn run_test(snapshot: &Snapshot, test: &PolicyTest, location: &Location) -> 
         .map(|m| ModeName::new(m.as_str()))
         .collect();
     let call = ToolCall::new("test", test.call.tool.clone(), test.call.input.clone());
-    let planned = plan(snapshot, &Batch::new(vec![call]), &modes)
-        .calls
-        .into_iter()
-        .next();
+    let batch = Batch::new(vec![call]);
+    let planned = plan(snapshot, &batch, &modes).calls.into_iter().next();
     let actual = match planned {
         Some(planned) => actual_of(planned),
         // A one-call batch has one planned call; keep a value for the impossible case.
@@ -481,7 +479,7 @@ pub fn run_test(snapshot: &Snapshot, test: &PolicyTest, location: &Location) -> 
     }
 }
 
-fn actual_of(planned: PlannedCall) -> Actual {
+fn actual_of(planned: PlannedCall<'_>) -> Actual {
     Actual {
         canonical_tool: planned.canonical_tool.map(|tool| tool.to_string()),
         decision: planned.decision.to_owned(),

@@ -278,7 +278,7 @@ impl Engine {
     }
 
     /// Plans a batch without running anything: groups, decisions, timeouts and budgets.
-    pub fn plan(&self, batch: &Batch, modes: &[ModeName]) -> Result<Plan, BatchError> {
+    pub fn plan<'b>(&self, batch: &'b Batch, modes: &[ModeName]) -> Result<Plan<'b>, BatchError> {
         let prepared = self.inner.current.load_full();
         check_batch(&prepared.snapshot, batch, modes)?;
         Ok(plan::plan(&prepared.snapshot, batch, modes))

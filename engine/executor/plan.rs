@@ -22,30 +22,30 @@ use crate::timeout::{TimeoutParams, resolve};
 
 use super::Batch;
 
-/// The plan of a batch.
+/// The plan of a batch. It borrows the call ids and tool names of the batch it plans.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Plan {
+pub struct Plan<'b> {
     /// Snapshot generation.
     pub generation: u64,
     /// Modes.
     pub modes: Vec<String>,
     /// Call ids per group, in execution order.
-    pub groups: Vec<Vec<CallId>>,
+    pub groups: Vec<Vec<&'b CallId>>,
     /// Per call, in batch order.
-    pub calls: Vec<PlannedCall>,
+    pub calls: Vec<PlannedCall<'b>>,
 }
 
 /// The plan of one call.
 ///
-/// The names are shared (`Arc<str>`) by the calls of a batch that name the same tool, and
-/// the reasons of a call that no rule matched are a shared static list: a large plan
-/// allocates little per call and is quick to free.
+/// Its id and tool name are borrowed from the batch, the canonical name is shared by the
+/// calls that name the same tool, and the reasons of a call that no rule matched are a
+/// shared static list: a large plan allocates little per call and is quick to free.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PlannedCall {
+pub struct PlannedCall<'b> {
     /// Call id.
-    pub id: CallId,
+    pub id: &'b CallId,
     /// Tool as written.
-    pub tool: Arc<str>,
+    pub tool: &'b str,
     /// Canonical tool, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub canonical_tool: Option<ToolName>,
@@ -88,7 +88,7 @@ const PLAN_PARALLEL_PER_THREAD: usize = 1024;
 /// and resolves each distinct tool name once, and reads inputs in place (only a JSON string
 /// input is parsed), so the cost per call is its validation and decision. Groups are formed
 /// once all calls are classified.
-pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
+pub fn plan<'b>(snapshot: &Snapshot, batch: &'b Batch, modes: &[ModeName]) -> Plan<'b> {
     let engine = &snapshot.engine;
     let calls = &batch.calls;
     let threads = if calls.len() < 2 * PLAN_PARALLEL_PER_THREAD {
@@ -118,7 +118,7 @@ pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
         modes: modes.iter().map(|m| m.to_string()).collect(),
         groups: ranges
             .iter()
-            .map(|range| calls[range.clone()].iter().map(|c| c.id.clone()).collect())
+            .map(|range| calls[range.clone()].iter().map(|c| &c.id).collect())
             .collect(),
         calls: planned_calls,
     }
@@ -126,12 +126,12 @@ pub fn plan(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Plan {
 
 /// The plans of consecutive calls, and their scheduling classes (their groups are set
 /// afterwards).
-struct Chunk {
-    calls: Vec<PlannedCall>,
+struct Chunk<'b> {
+    calls: Vec<PlannedCall<'b>>,
     classes: Vec<Concurrency>,
 }
 
-impl Chunk {
+impl<'b> Chunk<'b> {
     fn with_capacity(calls: usize) -> Self {
         Self {
             calls: Vec::with_capacity(calls),
@@ -139,7 +139,7 @@ impl Chunk {
         }
     }
 
-    fn append(&mut self, mut other: Chunk) {
+    fn append(&mut self, mut other: Chunk<'b>) {
         self.calls.append(&mut other.calls);
         self.classes.append(&mut other.classes);
     }
@@ -150,12 +150,12 @@ impl Chunk {
 /// threads take chunks from the back, and their plans are appended once all are done. So the
 /// work stays balanced however busy each core is, and only the other threads' share of the
 /// (large) plans is moved once more.
-fn plan_on_threads(
+fn plan_on_threads<'b>(
     snapshot: &Snapshot,
     modes: &[ModeName],
-    calls: &[ToolCall],
+    calls: &'b [ToolCall],
     threads: usize,
-) -> Chunk {
+) -> Chunk<'b> {
     let chunks = calls.len().div_ceil(PLAN_CHUNK);
     let slice =
         |index: usize| &calls[index * PLAN_CHUNK..calls.len().min((index + 1) * PLAN_CHUNK)];
@@ -211,9 +211,9 @@ fn plan_on_threads(
 }
 
 /// What planning a call needs of its tool, worked out once per chunk and tool name.
-struct ToolEntry<'s> {
-    /// The name as written, shared by the chunk's calls.
-    written: Arc<str>,
+struct ToolEntry<'s, 'b> {
+    /// The name as written.
+    written: &'b str,
     /// `None` for an unknown tool.
     known: Option<KnownTool<'s>>,
     class: Concurrency,
@@ -232,11 +232,16 @@ struct KnownTool<'s> {
 const TOOLS_PER_CHUNK: usize = 16;
 
 /// Plans consecutive calls of a batch, in order, at the end of `chunk`.
-fn plan_chunk(snapshot: &Snapshot, modes: &[ModeName], calls: &[ToolCall], chunk: &mut Chunk) {
+fn plan_chunk<'b>(
+    snapshot: &Snapshot,
+    modes: &[ModeName],
+    calls: &'b [ToolCall],
+    chunk: &mut Chunk<'b>,
+) {
     let budget_unit = unit_name(snapshot.engine.budget_unit);
-    let mut tools: Vec<ToolEntry<'_>> = Vec::new();
+    let mut tools: Vec<ToolEntry<'_, 'b>> = Vec::new();
     for call in calls {
-        let remembered = tools.iter().position(|entry| *entry.written == *call.tool);
+        let remembered = tools.iter().position(|entry| entry.written == call.tool);
         let fresh;
         let entry = match remembered {
             Some(index) => &tools[index],
@@ -255,9 +260,12 @@ fn plan_chunk(snapshot: &Snapshot, modes: &[ModeName], calls: &[ToolCall], chunk
 }
 
 /// Looks a tool name up and resolves what its calls share.
-fn tool_entry<'s>(snapshot: &'s Snapshot, modes: &[ModeName], written: &str) -> ToolEntry<'s> {
-    let written: Arc<str> = Arc::from(written);
-    let Some(tool) = snapshot.lookup(&written) else {
+fn tool_entry<'s, 'b>(
+    snapshot: &'s Snapshot,
+    modes: &[ModeName],
+    written: &'b str,
+) -> ToolEntry<'s, 'b> {
+    let Some(tool) = snapshot.lookup(written) else {
         return ToolEntry {
             written,
             known: None,
@@ -271,11 +279,8 @@ fn tool_entry<'s>(snapshot: &'s Snapshot, modes: &[ModeName], written: &str) -> 
         contract.concurrency.destructive,
         contract.concurrency.concurrent_safe,
     );
-    let canonical = if *written == *tool.name.as_str() {
-        ToolName::new(Arc::clone(&written))
-    } else {
-        ToolName::new(tool.name.as_str())
-    };
+    // A name of its own per chunk: the threads planning a batch share no reference count.
+    let canonical = ToolName::new(tool.name.as_str());
     let hooks = snapshot
         .hooks
         .iter()
@@ -307,17 +312,17 @@ fn tool_entry<'s>(snapshot: &'s Snapshot, modes: &[ModeName], written: &str) -> 
 }
 
 /// Plans one call, at the end of `planned` (filled in place: a plan is a large value).
-fn plan_call(
+fn plan_call<'b>(
     snapshot: &Snapshot,
     modes: &[ModeName],
-    call: &ToolCall,
-    entry: &ToolEntry<'_>,
+    call: &'b ToolCall,
+    entry: &ToolEntry<'_, 'b>,
     budget_unit: &'static str,
-    planned: &mut Vec<PlannedCall>,
+    planned: &mut Vec<PlannedCall<'b>>,
 ) {
     planned.push(PlannedCall {
-        id: call.id.clone(),
-        tool: Arc::clone(&entry.written),
+        id: &call.id,
+        tool: entry.written,
         canonical_tool: None,
         group: 0,
         scheduling: match entry.class {
@@ -348,7 +353,7 @@ fn plan_known(
     modes: &[ModeName],
     call: &ToolCall,
     known: &KnownTool<'_>,
-    planned: &mut PlannedCall,
+    planned: &mut PlannedCall<'_>,
 ) {
     let KnownTool {
         tool,
@@ -461,7 +466,7 @@ fn overflow_name(overflow: Overflow) -> &'static str {
     }
 }
 
-impl Plan {
+impl Plan<'_> {
     /// The human rendering: groups with their calls, one line each.
     pub fn render_human(&self) -> String {
         let mut out = String::new();
@@ -487,7 +492,7 @@ impl Plan {
                     continue;
                 };
                 let tool = match &call.canonical_tool {
-                    Some(canonical) if canonical.as_str() != &*call.tool => {
+                    Some(canonical) if canonical.as_str() != call.tool => {
                         format!("{} ({canonical})", call.tool)
                     }
                     _ => call.tool.to_string(),
@@ -638,9 +643,8 @@ mod tests {
         let plan = plan(&snapshot, batch, modes);
         assert_eq!(plan.calls.len(), batch.calls.len());
         for (planned, call) in plan.calls.iter().zip(&batch.calls) {
-            let mut alone = super::plan(&snapshot, &Batch::new(vec![call.clone()]), modes)
-                .calls
-                .remove(0);
+            let one = Batch::new(vec![call.clone()]);
+            let mut alone = super::plan(&snapshot, &one, modes).calls.remove(0);
             alone.group = planned.group;
             assert_eq!(planned, &alone, "{}", call.id);
         }
@@ -656,7 +660,7 @@ mod tests {
         assert_eq!(plan.groups.len(), ranges.len());
         for (index, (ids, range)) in plan.groups.iter().zip(&ranges).enumerate() {
             let expected: Vec<&CallId> = batch.calls[range.clone()].iter().map(|c| &c.id).collect();
-            assert_eq!(ids.iter().collect::<Vec<_>>(), expected);
+            assert_eq!(ids, &expected);
             assert!(plan.calls[range.clone()].iter().all(|c| c.group == index));
         }
     }

@@ -40,6 +40,14 @@ macro_rules! id_newtype {
             }
         }
 
+        /// A borrowed identifier equals the same identifier owned (a plan borrows its
+        /// batch's call ids; a run's outcome owns them).
+        impl PartialEq<$name> for &$name {
+            fn eq(&self, other: &$name) -> bool {
+                self.0 == other.0
+            }
+        }
+
         impl Borrow<str> for $name {
             fn borrow(&self) -> &str {
                 &self.0

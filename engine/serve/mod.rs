@@ -302,11 +302,10 @@ impl Server {
                 let planned = batch_param(&params)
                     .map_err(|e| (code::INVALID_PARAMS, e))
                     .and_then(|(batch, modes)| {
-                        self.engine
+                        let plan = self
+                            .engine
                             .plan(&batch, &modes)
-                            .map_err(|e| (code::INVALID_PARAMS, e.to_string()))
-                    })
-                    .and_then(|plan| {
+                            .map_err(|e| (code::INVALID_PARAMS, e.to_string()))?;
                         serde_json::to_value(plan).map_err(|e| (code::INTERNAL, e.to_string()))
                     });
                 self.reply(reply, planned);
