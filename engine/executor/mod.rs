@@ -294,10 +294,7 @@ impl Engine {
         let prepared = self.inner.current.load_full();
         let snapshot = &prepared.snapshot;
         check_batch(snapshot, &batch, &turn.modes)?;
-        let batch_id = batch
-            .id
-            .clone()
-            .unwrap_or_else(|| BatchId::new(format!("b{}", uuid::Uuid::new_v4().simple())));
+        let batch_id = batch.id.clone().unwrap_or_else(BatchId::generate);
         let modes: Arc<[ModeName]> = Arc::from(turn.modes.clone());
         let classes: Vec<Concurrency> = batch
             .calls
@@ -432,12 +429,8 @@ impl Engine {
 
 /// Batch-level checks: unique call ids, declared modes.
 fn check_batch(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Result<(), BatchError> {
-    let mut seen: HashSet<&str, foldhash::fast::RandomState> =
-        HashSet::with_capacity_and_hasher(batch.calls.len(), Default::default());
-    for call in &batch.calls {
-        if !seen.insert(call.id.as_str()) {
-            return Err(BatchError::DuplicateCallId(call.id.to_string()));
-        }
+    if let Some(id) = duplicate_id(&batch.calls) {
+        return Err(BatchError::DuplicateCallId(id.to_string()));
     }
     for mode in modes {
         if !snapshot.modes.contains_key(mode) {
@@ -450,6 +443,28 @@ fn check_batch(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Result
     }
     Ok(())
 }
+
+/// A call id the batch uses twice, if any (the first repeated one in batch order).
+fn duplicate_id(calls: &[ToolCall]) -> Option<&CallId> {
+    // A model's batch has a handful of calls: comparing each with those before it is
+    // quicker than hashing them all.
+    if calls.len() <= SMALL_BATCH {
+        return calls
+            .iter()
+            .enumerate()
+            .find(|(index, call)| calls[..*index].iter().any(|before| before.id == call.id))
+            .map(|(_, call)| &call.id);
+    }
+    let mut seen: HashSet<&str, foldhash::fast::RandomState> =
+        HashSet::with_capacity_and_hasher(calls.len(), Default::default());
+    calls
+        .iter()
+        .find(|call| !seen.insert(call.id.as_str()))
+        .map(|call| &call.id)
+}
+
+/// Up to this many calls, [`duplicate_id`] compares pairs instead of hashing.
+const SMALL_BATCH: usize = 16;
 
 /// The file artifact store a snapshot's `engine.artifacts` describes: `dir` with `~` expanded
 /// (relative paths are taken against the workspace root), the project folder under the
@@ -479,5 +494,34 @@ fn expand_home(path: &str) -> std::path::PathBuf {
             std::env::var_os("HOME").map_or_else(|| path.into(), std::path::PathBuf::from)
         }
         _ => std::path::PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    fn calls(ids: &[u8]) -> Vec<ToolCall> {
+        ids.iter()
+            .map(|id| ToolCall::new(format!("c{id}"), "Read", json!({})))
+            .collect()
+    }
+
+    proptest! {
+        /// Small batches (pairs compared) and large ones (hashed) find the same duplicate:
+        /// the first call whose id an earlier call has.
+        #[test]
+        fn the_first_repeated_id_is_found(ids in proptest::collection::vec(0u8..40, 0..40)) {
+            let calls = calls(&ids);
+            let expected = ids
+                .iter()
+                .enumerate()
+                .find(|(index, id)| ids[..*index].contains(id))
+                .map(|(_, id)| format!("c{id}"));
+            prop_assert_eq!(duplicate_id(&calls).map(|id| id.to_string()), expected);
+        }
     }
 }

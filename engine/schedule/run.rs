@@ -9,7 +9,9 @@
 //! that never ran (unknown tool, invalid input) and denials and cancellations do not cancel
 //! siblings.
 
+use std::future::Future;
 use std::ops::Range;
+use std::task::Poll;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
@@ -46,25 +48,8 @@ pub async fn run_groups(
             group_cause.set(reason, None);
             group_cancel.cancel();
         }
-        let mut running: FuturesUnordered<_> = range
-            .clone()
-            .filter_map(|index| {
-                pending
-                    .get_mut(index)
-                    .and_then(Option::take)
-                    .map(|call| (index, call))
-            })
-            .map(|(index, call)| {
-                // Calls are only ever cancelled through their group, batch or turn, so a
-                // call borrows its group's token (the handler gets a child of its own, which
-                // a timeout cancels).
-                let token = &group_cancel;
-                let cause = &group_cause;
-                // Boxed once here rather than moved by value into the set's task.
-                Box::pin(async move { (index, run_call(env, call, token, cause).await) })
-            })
-            .collect();
-        while let Some((index, result)) = running.next().await {
+        let mut running = FuturesUnordered::new();
+        let mut settle = |index: usize, result: CallResult| {
             if is_failure(&result) {
                 match on_failure(env, &result) {
                     OnFailure::Continue => {}
@@ -92,6 +77,29 @@ pub async fn run_groups(
             if let Some(slot) = slots.get_mut(index) {
                 *slot = Some(result);
             }
+        };
+        for index in range.clone() {
+            let Some(call) = pending.get_mut(index).and_then(Option::take) else {
+                continue;
+            };
+            // Calls are only ever cancelled through their group, batch or turn, so a call
+            // borrows its group's token (the handler gets a child of its own, which a
+            // timeout cancels).
+            let token = &group_cancel;
+            let cause = &group_cause;
+            // Boxed once here rather than moved by value into the set's task.
+            let mut call =
+                Box::pin(async move { (index, run_call(env, call, token, cause).await) });
+            // Each call is polled once as it starts, in batch order, as the set would poll
+            // it: a call that ends in that poll (refused, invalid, or an inline native
+            // handler) is settled before the next starts and never enters the set.
+            match std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await {
+                Poll::Ready((index, result)) => settle(index, result),
+                Poll::Pending => running.push(call),
+            }
+        }
+        while let Some((index, result)) = running.next().await {
+            settle(index, result);
         }
     }
     RunOutcome {

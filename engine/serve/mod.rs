@@ -366,9 +366,10 @@ impl Server {
             Ok(found) => found,
             Err(message) => return self.reply(id, Err((code::INVALID_PARAMS, message))),
         };
-        let batch_id = batch.id.clone().unwrap_or_else(|| {
-            crate::model::BatchId::new(format!("b{}", uuid::Uuid::new_v4().simple()))
-        });
+        let batch_id = batch
+            .id
+            .clone()
+            .unwrap_or_else(crate::model::BatchId::generate);
         batch.id = Some(batch_id.clone());
         let cancel = CancellationToken::new();
         if let Ok(mut running) = self.running.lock() {
