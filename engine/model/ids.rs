@@ -113,7 +113,16 @@ impl BatchId {
         static PROCESS: LazyLock<u64> = LazyLock::new(|| uuid::Uuid::new_v4().as_u64_pair().0);
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let count = NEXT.fetch_add(1, Ordering::Relaxed);
-        Self::new(format!("b{:016x}{count:016x}", *PROCESS))
+        // Without `format!`: this runs once per batch.
+        let mut hex = [0u8; uuid::fmt::Simple::LENGTH];
+        let mut id = String::with_capacity(1 + hex.len());
+        id.push('b');
+        id.push_str(
+            uuid::Uuid::from_u64_pair(*PROCESS, count)
+                .simple()
+                .encode_lower(&mut hex),
+        );
+        Self::new(id)
     }
 }
 

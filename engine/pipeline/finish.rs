@@ -32,7 +32,7 @@ pub async fn finish(
     env: &CallEnv<'_>,
     state: CallState<'_>,
     outcome: Result<Success, Failure>,
-) -> CallResult {
+) -> Box<CallResult> {
     match outcome {
         Ok(success) => succeeded(env, state, success),
         // Boxed: hooks and budgeting an error text make a large future, and most calls
@@ -42,7 +42,9 @@ pub async fn finish(
 }
 
 /// [`finish`] for a successful call.
-pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) -> CallResult {
+///
+/// The result is boxed once here and moved as a pointer until the batch collects it.
+pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) -> Box<CallResult> {
     let mut content = success.produced.content;
     let turn = success.turn.map(|(effect, message)| {
         if let Some(message) = message {
@@ -51,7 +53,7 @@ pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) 
         effect
     });
     // Moved out of the state: nothing reads them there after this.
-    let result = CallResult {
+    let mut result = Box::new(CallResult {
         call_id: state.call.id.clone(),
         tool: std::mem::take(&mut state.call.tool),
         canonical_tool: state.tool.as_ref().map(|t| t.name.clone()),
@@ -67,8 +69,9 @@ pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) 
         turn,
         batch_exempt: success.batch_exempt,
         weight: success.weight,
-    };
-    end(env, &state, result)
+    });
+    end(env, &state, &mut result);
+    result
 }
 
 /// [`finish`] for a failed call: `PostToolUseFailure` hooks, the error text budgeted.
@@ -76,7 +79,7 @@ pub async fn finish_failure(
     env: &CallEnv<'_>,
     mut state: CallState<'_>,
     failure: Failure,
-) -> CallResult {
+) -> Box<CallResult> {
     if !env.prepared.snapshot.hooks.is_empty() {
         // Boxed: hook processes make a large future, and most calls have no hook.
         Box::pin(crate::hooks::post_tool_use_failure(
@@ -84,13 +87,14 @@ pub async fn finish_failure(
         ))
         .await;
     }
-    let result = failed(env, &mut state, failure).await;
-    end(env, &state, result)
+    let mut result = Box::new(failed(env, &mut state, failure).await);
+    end(env, &state, &mut result);
+    result
 }
 
 /// What every call ends with: the hooks' context, `total_ms`, the terminal event and the
 /// call's log line.
-fn end(env: &CallEnv<'_>, state: &CallState<'_>, mut result: CallResult) -> CallResult {
+fn end(env: &CallEnv<'_>, state: &CallState<'_>, result: &mut CallResult) {
     let snapshot = &env.prepared.snapshot;
     if !state.hook_context.is_empty() {
         let header = snapshot
@@ -140,7 +144,6 @@ fn end(env: &CallEnv<'_>, state: &CallState<'_>, mut result: CallResult) -> Call
         total_ms = result.metadata.total_ms,
         "tool call ended"
     );
-    result
 }
 
 async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) -> CallResult {

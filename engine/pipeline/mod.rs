@@ -184,14 +184,15 @@ impl CallState<'_> {
     }
 }
 
-/// Runs one call through every stage. Never fails: every outcome is a [`CallResult`], and
-/// exactly one terminal event is emitted.
+/// Runs one call through every stage. Never fails: every outcome is a [`CallResult`] (boxed:
+/// it is large, and moved several times before the batch collects it), and exactly one
+/// terminal event is emitted.
 pub async fn run_call<'a>(
     env: &CallEnv<'a>,
     call: ToolCall,
     cancel: &'a CancellationToken,
     group_cause: &'a CancelCause,
-) -> CallResult {
+) -> Box<CallResult> {
     let mut state = CallState {
         call,
         cancel,

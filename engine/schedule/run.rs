@@ -35,7 +35,7 @@ pub async fn run_groups(
     ranges: &[Range<usize>],
     batch_cancel: &CancellationToken,
 ) -> RunOutcome {
-    let mut slots: Vec<Option<CallResult>> = Vec::with_capacity(calls.len());
+    let mut slots: Vec<Option<Box<CallResult>>> = Vec::with_capacity(calls.len());
     slots.resize_with(calls.len(), || None);
     let mut pending: Vec<Option<ToolCall>> = calls.into_iter().map(Some).collect();
     let mut later_groups: Option<CancelReason> = None;
@@ -49,7 +49,7 @@ pub async fn run_groups(
             group_cancel.cancel();
         }
         let mut running = FuturesUnordered::new();
-        let mut settle = |index: usize, result: CallResult| {
+        let mut settle = |index: usize, result: Box<CallResult>| {
             if is_failure(&result) {
                 match on_failure(env, &result) {
                     OnFailure::Continue => {}
@@ -103,7 +103,7 @@ pub async fn run_groups(
         }
     }
     RunOutcome {
-        results: slots.into_iter().flatten().collect(),
+        results: slots.into_iter().flatten().map(|result| *result).collect(),
         turn_stopped,
     }
 }
