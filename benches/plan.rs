@@ -2,7 +2,7 @@
 //! per call the lookup, input validation, resolved timeout and budget, and the permission
 //! decision with a path rule — without running anything.
 //!
-//! `main` measures `Engine::plan` (best and median of 31 runs, since the machine may be
+//! `main` measures `Engine::plan` (best and median of 101 runs, since the machine may be
 //! shared) and prints the figure, then divan prints its own statistics.
 //!
 //! Run with `cargo bench --bench plan`.
@@ -126,8 +126,11 @@ fn main() {
     let plan = engine.plan(&BATCH, &[]).unwrap();
     assert_eq!(plan.calls.len(), CALLS);
     assert!(plan.calls.iter().any(|c| c.decision == "deny"));
-    let with_rules = times(&engine, 31);
-    let without_rules = times(&Engine::builder(Arc::clone(&SNAPSHOT_NO_RULES)).build(), 31);
+    let with_rules = times(&engine, 101);
+    let without_rules = times(
+        &Engine::builder(Arc::clone(&SNAPSHOT_NO_RULES)).build(),
+        101,
+    );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
         "planning a {CALLS}-call batch: best {:.3} ms ({:.0} ns/call), median {:.3} ms  (target < 2 ms)",

@@ -578,6 +578,21 @@ async fn duplicate_call_ids_are_a_batch_error() {
         .unwrap_err();
     assert_eq!(error, BatchError::DuplicateCallId("a".into()));
     assert!(h.events().is_empty());
+    // Planning refuses it too, whether the batch is small or large enough to be planned (and
+    // its ids checked) on several threads.
+    for size in [2, 5_000] {
+        let mut calls: Vec<ToolCall> = (0..size)
+            .map(|i| call(&format!("c{i}"), "Read", json!({})))
+            .collect();
+        calls.push(call(&format!("c{}", size / 2), "Par", json!({})));
+        let twice = format!("c{}", size / 2);
+        let batch = Batch::new(calls);
+        assert_eq!(
+            h.engine.plan(&batch, &[]),
+            Err(BatchError::DuplicateCallId(twice)),
+            "{size} calls"
+        );
+    }
 }
 
 fn assert_no_user_interrupt(h: &Harness) {

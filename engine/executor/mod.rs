@@ -280,8 +280,16 @@ impl Engine {
     /// Plans a batch without running anything: groups, decisions, timeouts and budgets.
     pub fn plan<'b>(&self, batch: &'b Batch, modes: &[ModeName]) -> Result<Plan<'b>, BatchError> {
         let prepared = self.inner.current.load_full();
-        check_batch(&prepared.snapshot, batch, modes)?;
-        Ok(plan::plan(&prepared.snapshot, batch, modes))
+        check_modes(&prepared.snapshot, modes)?;
+        // The ids are checked while the batch is planned (on another core for a large batch);
+        // a batch that repeats one gets no plan.
+        let (plan, duplicate) = plan::plan_checking(&prepared.snapshot, batch, modes, || {
+            duplicate_id(&batch.calls)
+        });
+        match duplicate {
+            Some(id) => Err(BatchError::DuplicateCallId(id.to_string())),
+            None => Ok(plan),
+        }
     }
 
     /// Executes a batch: groups in order, calls of a group concurrently, then the batch
@@ -432,6 +440,11 @@ fn check_batch(snapshot: &Snapshot, batch: &Batch, modes: &[ModeName]) -> Result
     if let Some(id) = duplicate_id(&batch.calls) {
         return Err(BatchError::DuplicateCallId(id.to_string()));
     }
+    check_modes(snapshot, modes)
+}
+
+/// Every mode of a turn is declared.
+fn check_modes(snapshot: &Snapshot, modes: &[ModeName]) -> Result<(), BatchError> {
     for mode in modes {
         if !snapshot.modes.contains_key(mode) {
             let declared: Vec<String> = snapshot.modes.keys().map(|m| format!("`{m}`")).collect();

@@ -89,6 +89,18 @@ const PLAN_PARALLEL_PER_THREAD: usize = 1024;
 /// input is parsed), so the cost per call is its validation and decision. Groups are formed
 /// once all calls are classified.
 pub fn plan<'b>(snapshot: &Snapshot, batch: &'b Batch, modes: &[ModeName]) -> Plan<'b> {
+    plan_checking(snapshot, batch, modes, || ()).0
+}
+
+/// [`plan`], running `check` alongside: on a thread of its own while a large batch is
+/// planned (the thread then plans what is left), else first. `Engine::plan` checks the
+/// batch's ids this way.
+pub fn plan_checking<'b, R: Send>(
+    snapshot: &Snapshot,
+    batch: &'b Batch,
+    modes: &[ModeName],
+    check: impl FnOnce() -> R + Send,
+) -> (Plan<'b>, R) {
     let engine = &snapshot.engine;
     let calls = &batch.calls;
     let threads = if calls.len() < 2 * PLAN_PARALLEL_PER_THREAD {
@@ -97,15 +109,19 @@ pub fn plan<'b>(snapshot: &Snapshot, batch: &'b Batch, modes: &[ModeName]) -> Pl
         let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
         cores.min(calls.len() / PLAN_PARALLEL_PER_THREAD)
     };
-    let Chunk {
-        calls: mut planned_calls,
-        classes,
-    } = if threads > 1 {
-        plan_on_threads(snapshot, modes, calls, threads)
+    let (
+        Chunk {
+            calls: mut planned_calls,
+            classes,
+        },
+        checked,
+    ) = if threads > 1 {
+        plan_on_threads(snapshot, modes, calls, threads, check)
     } else {
+        let checked = check();
         let mut all = Chunk::with_capacity(calls.len());
         plan_chunk(snapshot, modes, calls, &mut all);
-        all
+        (all, checked)
     };
     let ranges = group(&classes, engine.max_concurrency);
     for (index, range) in ranges.iter().enumerate() {
@@ -113,7 +129,7 @@ pub fn plan<'b>(snapshot: &Snapshot, batch: &'b Batch, modes: &[ModeName]) -> Pl
             call.group = index;
         }
     }
-    Plan {
+    let plan = Plan {
         generation: snapshot.generation,
         modes: modes.iter().map(|m| m.to_string()).collect(),
         groups: ranges
@@ -121,7 +137,8 @@ pub fn plan<'b>(snapshot: &Snapshot, batch: &'b Batch, modes: &[ModeName]) -> Pl
             .map(|range| calls[range.clone()].iter().map(|c| &c.id).collect())
             .collect(),
         calls: planned_calls,
-    }
+    };
+    (plan, checked)
 }
 
 /// The plans of consecutive calls, and their scheduling classes (their groups are set
@@ -149,13 +166,15 @@ impl<'b> Chunk<'b> {
 /// thread takes chunks from the front and plans them straight into the result; the other
 /// threads take chunks from the back, and their plans are appended once all are done. So the
 /// work stays balanced however busy each core is, and only the other threads' share of the
-/// (large) plans is moved once more.
-fn plan_on_threads<'b>(
+/// (large) plans is moved once more. The first other thread runs `check` before it takes
+/// chunks.
+fn plan_on_threads<'b, R: Send>(
     snapshot: &Snapshot,
     modes: &[ModeName],
     calls: &'b [ToolCall],
     threads: usize,
-) -> Chunk<'b> {
+    check: impl FnOnce() -> R + Send,
+) -> (Chunk<'b>, R) {
     let chunks = calls.len().div_ceil(PLAN_CHUNK);
     let slice =
         |index: usize| &calls[index * PLAN_CHUNK..calls.len().min((index + 1) * PLAN_CHUNK)];
@@ -175,39 +194,42 @@ fn plan_on_threads<'b>(
         }
     };
     let mut all = Chunk::with_capacity(calls.len());
-    let mut others: Vec<(usize, Chunk)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (1..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    while let Some(index) = claim(false) {
-                        let part = slice(index);
-                        let mut chunk = Chunk::with_capacity(part.len());
-                        plan_chunk(snapshot, modes, part, &mut chunk);
-                        done.push((index, chunk));
-                    }
-                    done
-                })
-            })
-            .collect();
+    let work = || {
+        let mut done = Vec::new();
+        while let Some(index) = claim(false) {
+            let part = slice(index);
+            let mut chunk = Chunk::with_capacity(part.len());
+            plan_chunk(snapshot, modes, part, &mut chunk);
+            done.push((index, chunk));
+        }
+        done
+    };
+    let (checked, mut others): (R, Vec<(usize, Chunk)>) = std::thread::scope(|scope| {
+        let checker = scope.spawn(|| (check(), work()));
+        let workers: Vec<_> = (2..threads).map(|_| scope.spawn(work)).collect();
         while let Some(index) = claim(true) {
             plan_chunk(snapshot, modes, slice(index), &mut all);
         }
-        let mut others = Vec::new();
+        let (checked, mut others) = joined(checker.join());
         for worker in workers {
-            // A worker only panics if planning does; re-raise it here.
-            match worker.join() {
-                Ok(done) => others.extend(done),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
+            others.extend(joined(worker.join()));
         }
-        others
+        (checked, others)
     });
     others.sort_unstable_by_key(|(index, _)| *index);
     for (_, chunk) in others {
         all.append(chunk);
     }
-    all
+    (all, checked)
+}
+
+/// What a worker thread returned; a worker only panics if planning (or the check) does, and
+/// the panic is raised again here.
+fn joined<T>(result: std::thread::Result<T>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 /// What planning a call needs of its tool, worked out once per chunk and tool name.

@@ -250,8 +250,8 @@ impl Selector {
     }
 }
 
-/// The field `name` of an object.
-fn field<'v>(value: &'v Value, name: &str) -> Option<&'v Value> {
+/// The field `name` of an object (a tool call's input, or an object inside it).
+pub(crate) fn field<'v>(value: &'v Value, name: &str) -> Option<&'v Value> {
     let object = value.as_object()?;
     // Tool inputs have a handful of fields: comparing keys is cheaper than hashing the name
     // (every rule of a call resolves its selectors).
@@ -595,7 +595,7 @@ impl CompiledArgMatchers {
 pub struct ParseCache {
     // A call has few distinct strings: a linear search beats hashing here.
     entries: Vec<(String, Result<Script, ShellParseError>)>,
-    paths: Vec<(String, Option<Arc<NormalisedPath>>)>,
+    paths: Vec<(String, Option<NormalisedPath>)>,
 }
 
 impl ParseCache {
@@ -614,13 +614,16 @@ impl ParseCache {
 
     /// The normalised form of the path `raw` (`None` for an empty path), computed on first
     /// use.
-    pub fn path(&mut self, raw: &str, ctx: &MatchContext) -> Option<Arc<NormalisedPath>> {
-        if let Some((_, path)) = self.paths.iter().find(|(text, _)| text == raw) {
-            return path.clone();
-        }
-        let path = normalise(raw, ctx).map(Arc::new);
-        self.paths.push((raw.to_owned(), path.clone()));
-        path
+    pub fn path(&mut self, raw: &str, ctx: &MatchContext) -> Option<&NormalisedPath> {
+        let index = match self.paths.iter().position(|(text, _)| text == raw) {
+            Some(index) => index,
+            None => {
+                self.paths.push((raw.to_owned(), normalise(raw, ctx)));
+                self.paths.len() - 1
+            }
+        };
+        // INVARIANT: `index` is in bounds: found above or just pushed.
+        self.paths[index].1.as_ref()
     }
 }
 
@@ -822,7 +825,8 @@ fn check(
         },
         Compiled::Path(matcher) => match matcher.build(ctx.path_case()) {
             Ok(()) => over_strings(value, mode, |s| {
-                let path = cache.path(s, ctx);
+                // Shared with the explanation only here, for the rules that decide.
+                let path = cache.path(s, ctx).cloned().map(Arc::new);
                 Found::Path(PathVerdict {
                     pattern: path
                         .as_deref()
@@ -877,7 +881,7 @@ fn holds(
             Ok(()) => strings_hold(value, mode, |s| {
                 cache
                     .path(s, ctx)
-                    .is_some_and(|p| matcher.matches_normalised(&p, ctx).is_some())
+                    .is_some_and(|p| matcher.matches_normalised(p, ctx).is_some())
             }),
             Err(_) => mode == MatchMode::Any,
         },
@@ -1126,11 +1130,10 @@ impl fmt::Display for CheckDetail {
                 at(f, element)?;
                 match path.as_deref() {
                     None => f.write_str("an empty path")?,
-                    Some(NormalisedPath {
-                        absolute,
-                        relative: Some(relative),
-                    }) => write!(f, "`{relative}` (`{absolute}`)")?,
-                    Some(NormalisedPath { absolute, .. }) => write!(f, "`{absolute}`")?,
+                    Some(path) => match path.relative() {
+                        Some(relative) => write!(f, "`{relative}` (`{}`)", path.absolute())?,
+                        None => write!(f, "`{}`", path.absolute())?,
+                    },
                 }
                 match pattern {
                     Some(i) => write!(f, " matched pattern #{i}"),

@@ -33,13 +33,25 @@ use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::matcher::{MatchContext, PathCase, glob_error_offset};
 
-/// A path argument after normalisation.
+/// A path argument after normalisation: its absolute form, and its workspace-relative form
+/// (a suffix of the absolute one, so both live in one buffer).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NormalisedPath {
+    absolute: String,
+    /// Where the relative form starts in `absolute`.
+    relative_at: Option<usize>,
+}
+
+impl NormalisedPath {
     /// The absolute form (relative only if the workspace root itself is relative).
-    pub absolute: String,
+    pub fn absolute(&self) -> &str {
+        &self.absolute
+    }
+
     /// The workspace-relative form, when the path lies strictly inside the workspace.
-    pub relative: Option<String>,
+    pub fn relative(&self) -> Option<&str> {
+        self.relative_at.and_then(|at| self.absolute.get(at..))
+    }
 }
 
 /// Folds `.`, `..` and repeated slashes of a `/`-separated path, lexically.
@@ -117,7 +129,7 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
         absolute
     };
     let absolute = finish_components(folded, absolute);
-    let relative = if root == "/" {
+    let relative_at = if root == "/" {
         absolute.strip_prefix('/')
     } else {
         absolute
@@ -125,8 +137,11 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
             .and_then(|rest| rest.strip_prefix('/'))
     }
     .filter(|rest| !rest.is_empty())
-    .map(str::to_owned);
-    Some(NormalisedPath { absolute, relative })
+    .map(|rest| absolute.len() - rest.len());
+    Some(NormalisedPath {
+        absolute,
+        relative_at,
+    })
 }
 
 /// Whether `path` is relative and has nothing to fold: no empty, `.` or `..` component.
@@ -303,8 +318,7 @@ impl FormSets {
             return None;
         }
         let relative = path
-            .relative
-            .as_deref()
+            .relative()
             .filter(|form| self.relative && self.may_match(form))
             .and_then(|form| first_in(&self.set, form));
         let absolute = if self.absolute {
@@ -638,7 +652,7 @@ mod tests {
                 } else {
                     lexical_model(&format!("{root}/{raw}"))
                 };
-                proptest::prop_assert_eq!(normalised.absolute, expected);
+                proptest::prop_assert_eq!(normalised.absolute(), expected);
             }
         }
     }
@@ -661,7 +675,7 @@ mod tests {
             absolute
         };
         let absolute = finish_components(folded, absolute);
-        let relative = if root == "/" {
+        let relative_at = if root == "/" {
             absolute.strip_prefix('/')
         } else {
             absolute
@@ -669,8 +683,11 @@ mod tests {
                 .and_then(|rest| rest.strip_prefix('/'))
         }
         .filter(|rest| !rest.is_empty())
-        .map(str::to_owned);
-        Some(NormalisedPath { absolute, relative })
+        .map(|rest| absolute.len() - rest.len());
+        Some(NormalisedPath {
+            absolute,
+            relative_at,
+        })
     }
 
     proptest::proptest! {
@@ -705,15 +722,15 @@ mod tests {
         ];
         for (raw, expected) in table {
             let actual = normalise(raw, &ctx);
-            let actual = actual
-                .as_ref()
-                .map(|p| (p.absolute.as_str(), p.relative.as_deref()));
+            let actual = actual.as_ref().map(|p| (p.absolute(), p.relative()));
             assert_eq!(actual, *expected, "path {raw:?}");
         }
         let root = MatchContext::new("/");
         assert_eq!(
-            normalise("x/y", &root).and_then(|p| p.relative),
-            Some("x/y".to_owned())
+            normalise("x/y", &root)
+                .as_ref()
+                .and_then(NormalisedPath::relative),
+            Some("x/y")
         );
     }
 
@@ -792,9 +809,9 @@ mod tests {
             ] {
                 let path = normalise(raw, &ctx).unwrap();
                 let expected = path
-                    .relative
-                    .iter()
-                    .chain(std::iter::once(&path.absolute))
+                    .relative()
+                    .into_iter()
+                    .chain(std::iter::once(path.absolute()))
                     .filter_map(|form| reference.matches(form).into_iter().min())
                     .min();
                 assert_eq!(
@@ -821,9 +838,9 @@ mod tests {
             let ctx = MatchContext::new(root).with_path_case(PathCase::Sensitive);
             if let Some(path) = normalise(&raw, &ctx) {
                 let expected = path
-                    .relative
-                    .iter()
-                    .chain(std::iter::once(&path.absolute))
+                    .relative()
+                    .into_iter()
+                    .chain(std::iter::once(path.absolute()))
                     .filter_map(|form| reference.matches(form).into_iter().min())
                     .min();
                 proptest::prop_assert_eq!(matcher.matches_normalised(&path, &ctx), expected);

@@ -148,7 +148,7 @@ fn read_override(field: &str, input: &Value) -> Result<Option<u64>, OverrideErro
     let found = if field.starts_with('/') {
         input.pointer(field)
     } else {
-        input.get(field)
+        crate::policy::matcher::field(input, field)
     };
     let value = match found {
         None | Some(Value::Null) => return Ok(None),
