@@ -255,6 +255,7 @@ fn init_logging() {
 }
 
 fn main() -> ExitCode {
+    cli::prepare_process();
     init_logging();
     let cli = Cli::parse();
     let color = match cli.global.color {
