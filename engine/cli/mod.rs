@@ -95,3 +95,13 @@ pub fn is_io_problem(diagnostics: &[crate::load::Diagnostic]) -> bool {
         .iter()
         .any(|d| matches!(d.code, crate::load::Code::IoNotFound) && d.location.is_none())
 }
+
+#[cfg(test)]
+mod tests {
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn preparing_the_process_turns_huge_pages_off() {
+        super::prepare_process();
+        assert_eq!(nix::sys::prctl::get_thp_disable(), Ok(true));
+    }
+}
