@@ -482,11 +482,11 @@ pub fn run_test(snapshot: &Snapshot, test: &PolicyTest, location: &Location) -> 
 fn actual_of(planned: PlannedCall<'_>) -> Actual {
     Actual {
         canonical_tool: planned.canonical_tool.map(|tool| tool.to_string()),
-        decision: planned.decision.to_owned(),
+        decision: planned.decision.as_str().to_owned(),
         reasons: planned.reasons.into_owned(),
         timeout_ms: planned.timeout_ms,
         budget: planned.budget,
-        group: planned.scheduling,
+        group: planned.scheduling.as_str(),
         error: planned.error,
         hooks: planned.hooks,
     }

@@ -36,7 +36,7 @@ use arc_swap::ArcSwap;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-pub use plan::{Plan, PlannedCall};
+pub use plan::{Plan, PlannedCall, PlannedDecision};
 
 use crate::approval::ApprovalBroker;
 use crate::artifact::{ArtifactStore, SessionId};

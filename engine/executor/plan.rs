@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::events::decision_name;
 use crate::model::contract::Overflow;
 use crate::model::hook::HookEvent;
 use crate::model::{BudgetUnit, CallId, Decision, ModeName, ToolName};
@@ -52,9 +51,9 @@ pub struct PlannedCall<'b> {
     /// Index of its group.
     pub group: usize,
     /// `shared` or `alone`.
-    pub scheduling: &'static str,
+    pub scheduling: Concurrency,
     /// `allow`, `ask`, `deny`, or `error` when the call cannot run (unknown tool, bad input).
-    pub decision: &'static str,
+    pub decision: PlannedDecision,
     /// The rules (and defaults) behind the decision.
     pub reasons: Cow<'static, [Reason]>,
     /// PreToolUse / PermissionRequest hooks that would run for it (their answers may change
@@ -67,13 +66,63 @@ pub struct PlannedCall<'b> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<u64>,
     /// Budget unit (`chars` or `bytes`).
-    pub budget_unit: &'static str,
+    pub budget_unit: BudgetUnit,
     /// What happens to output over the budget (`artifact` or `truncate`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub overflow: Option<&'static str>,
+    pub overflow: Option<Overflow>,
     /// Why the call cannot run, if it cannot.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// What planning found a call's permission would be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlannedDecision {
+    /// Runs without asking.
+    Allow,
+    /// Asks the approver first.
+    Ask,
+    /// Refused.
+    Deny,
+    /// Cannot run: unknown tool or invalid input.
+    Error,
+}
+
+impl PlannedDecision {
+    /// `allow`, `ask`, `deny` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlannedDecision::Allow => "allow",
+            PlannedDecision::Ask => "ask",
+            PlannedDecision::Deny => "deny",
+            PlannedDecision::Error => "error",
+        }
+    }
+}
+
+impl From<Decision> for PlannedDecision {
+    fn from(decision: Decision) -> Self {
+        match decision {
+            Decision::Allow => PlannedDecision::Allow,
+            Decision::Ask => PlannedDecision::Ask,
+            Decision::Deny => PlannedDecision::Deny,
+        }
+    }
+}
+
+impl std::fmt::Display for PlannedDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad` honours width and alignment (the human rendering aligns decisions).
+        f.pad(self.as_str())
+    }
+}
+
+/// A decision compares equal to its name (`plan.calls[0].decision == "deny"`).
+impl PartialEq<&str> for PlannedDecision {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 /// Calls planned per claim of a thread.
@@ -260,7 +309,7 @@ fn plan_chunk<'b>(
     calls: &'b [ToolCall],
     chunk: &mut Chunk<'b>,
 ) {
-    let budget_unit = unit_name(snapshot.engine.budget_unit);
+    let budget_unit = snapshot.engine.budget_unit;
     let mut tools: Vec<ToolEntry<'_, 'b>> = Vec::new();
     for call in calls {
         let remembered = tools.iter().position(|entry| entry.written == call.tool);
@@ -339,7 +388,7 @@ fn plan_call<'b>(
     modes: &[ModeName],
     call: &'b ToolCall,
     entry: &ToolEntry<'_, 'b>,
-    budget_unit: &'static str,
+    budget_unit: BudgetUnit,
     planned: &mut Vec<PlannedCall<'b>>,
 ) {
     planned.push(PlannedCall {
@@ -347,11 +396,8 @@ fn plan_call<'b>(
         tool: entry.written,
         canonical_tool: None,
         group: 0,
-        scheduling: match entry.class {
-            Concurrency::Shared => "shared",
-            Concurrency::Alone => "alone",
-        },
-        decision: "error",
+        scheduling: entry.class,
+        decision: PlannedDecision::Error,
         reasons: Cow::Borrowed(&[]),
         hooks: Vec::new(),
         timeout_ms: None,
@@ -386,7 +432,7 @@ fn plan_known(
     } = known;
     planned.canonical_tool = Some(canonical.clone());
     planned.budget = Some(contract.budget.limit);
-    planned.overflow = Some(overflow_name(contract.budget.overflow));
+    planned.overflow = Some(contract.budget.overflow);
     planned.hooks.clone_from(hooks);
     let input: Cow<'_, Value> = match &call.input {
         Value::String(text) => Cow::Owned(serde_json::from_str(text).unwrap_or(Value::Null)),
@@ -436,7 +482,7 @@ fn plan_known(
             (permission.decision, Cow::Owned(permission.reasons))
         }
     };
-    planned.decision = decision_name(decision);
+    planned.decision = decision.into();
     planned.reasons = reasons;
 }
 
@@ -472,13 +518,6 @@ fn default_only(
         (Decision::Ask, _) => (Decision::Ask, Cow::Borrowed(&DEFAULT_ASK)),
         (Decision::Deny, _) => (Decision::Deny, Cow::Borrowed(&DEFAULT_DENY)),
     })
-}
-
-fn unit_name(unit: BudgetUnit) -> &'static str {
-    match unit {
-        BudgetUnit::Chars => "chars",
-        BudgetUnit::Bytes => "bytes",
-    }
 }
 
 fn overflow_name(overflow: Overflow) -> &'static str {
@@ -531,7 +570,7 @@ impl Plan<'_> {
                             format!(
                                 ", budget {b} {} ({})",
                                 call.budget_unit,
-                                call.overflow.unwrap_or("")
+                                call.overflow.map_or("", overflow_name)
                             )
                         });
                         let why: Vec<String> = call.reasons.iter().map(Reason::label).collect();
@@ -670,14 +709,7 @@ mod tests {
             alone.group = planned.group;
             assert_eq!(planned, &alone, "{}", call.id);
         }
-        let classes: Vec<Concurrency> = plan
-            .calls
-            .iter()
-            .map(|c| match c.scheduling {
-                "shared" => Concurrency::Shared,
-                _ => Concurrency::Alone,
-            })
-            .collect();
+        let classes: Vec<Concurrency> = plan.calls.iter().map(|c| c.scheduling).collect();
         let ranges = group(&classes, snapshot.engine.max_concurrency);
         assert_eq!(plan.groups.len(), ranges.len());
         for (index, (ids, range)) in plan.groups.iter().zip(&ranges).enumerate() {
@@ -700,8 +732,8 @@ mod tests {
         let read = batch_of(&[0, 8]);
         let plain = plan(&snapshot(), &read, &[]);
         let offpeak = plan(&snapshot(), &read, &modes(&["offpeak"]));
-        assert_eq!(plain.calls[0].scheduling, "shared");
-        assert_eq!(offpeak.calls[0].scheduling, "alone");
+        assert_eq!(plain.calls[0].scheduling, Concurrency::Shared);
+        assert_eq!(offpeak.calls[0].scheduling, Concurrency::Alone);
         assert!(plain.calls[0].hooks.is_empty());
         assert_eq!(offpeak.calls[0].hooks, ["audit"]);
     }

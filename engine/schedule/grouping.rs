@@ -3,8 +3,9 @@
 
 use std::ops::Range;
 
-/// How one call may be scheduled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How one call may be scheduled (`shared` or `alone` in a plan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Concurrency {
     /// May share a group with other concurrent calls.
     Shared,
@@ -13,6 +14,14 @@ pub enum Concurrency {
 }
 
 impl Concurrency {
+    /// `shared` or `alone`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Concurrency::Shared => "shared",
+            Concurrency::Alone => "alone",
+        }
+    }
+
     /// The scheduling class of a call from its contract flags: `destructive` → alone; else
     /// `concurrent_safe` decides. A call whose tool is unknown is `Shared`: it must not split
     /// a group, and it fails at lookup anyway.
