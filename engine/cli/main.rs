@@ -293,17 +293,7 @@ fn main() -> ExitCode {
                 Exit::Success
             }
             Err(error) => {
-                let diagnostics = error.diagnostics();
-                match format {
-                    ExplainFormat::Human => eprint(&render_human(
-                        &diagnostics,
-                        &HumanOptions {
-                            color,
-                            ..HumanOptions::default()
-                        },
-                    )),
-                    ExplainFormat::Json => print(&render_json(&diagnostics)),
-                }
+                report_diagnostics(&error.diagnostics(), format, color);
                 match error {
                     cli::explain::ExplainError::Invalid(_) => Exit::Problems,
                     cli::explain::ExplainError::UnknownTool { .. } => Exit::Usage,
@@ -321,16 +311,7 @@ fn main() -> ExitCode {
                         cli::plan::PlanError::Policies(d) => (d, Exit::Problems),
                         cli::plan::PlanError::Batch(d) => (d, Exit::Usage),
                     };
-                    match format {
-                        ExplainFormat::Human => eprint(&render_human(
-                            &diagnostics,
-                            &HumanOptions {
-                                color,
-                                ..HumanOptions::default()
-                            },
-                        )),
-                        ExplainFormat::Json => print(&render_json(&diagnostics)),
-                    }
+                    report_diagnostics(&diagnostics, format, color);
                     exit
                 }
             }
@@ -451,17 +432,7 @@ fn main() -> ExitCode {
                 report.exit()
             }
             Err(error) => {
-                let diagnostics = error.diagnostics();
-                match format {
-                    ExplainFormat::Human => eprint(&render_human(
-                        diagnostics,
-                        &HumanOptions {
-                            color,
-                            ..HumanOptions::default()
-                        },
-                    )),
-                    ExplainFormat::Json => print(&render_json(diagnostics)),
-                }
+                report_diagnostics(error.diagnostics(), format, color);
                 error.exit()
             }
         },
@@ -528,6 +499,25 @@ fn print(text: &str) {
 
 fn eprint(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// Diagnostics that stopped `explain`, `plan` or `test`: rendered on stderr for humans, as
+/// the JSON report on stdout.
+fn report_diagnostics(
+    diagnostics: &[toolgate::load::Diagnostic],
+    format: ExplainFormat,
+    color: bool,
+) {
+    match format {
+        ExplainFormat::Human => eprint(&render_human(
+            diagnostics,
+            &HumanOptions {
+                color,
+                ..HumanOptions::default()
+            },
+        )),
+        ExplainFormat::Json => print(&render_json(diagnostics)),
+    }
 }
 
 fn print_json<T: serde::Serialize>(value: &T) {
