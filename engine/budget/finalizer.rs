@@ -18,7 +18,7 @@
 //!    exactly, so its file's SHA-256 is the one in the header) goes to one artifact and
 //!    `persisted_files` becomes `[path]`, or `[]` if the write failed or there is no store.
 //!    Writes are started in batch order, so under a session cap earlier results win.
-//! 4. **Fit** each cut slot ([`fit::fit_slot`]) with the result's artifact paths.
+//! 4. **Fit** each cut slot ([`fit_slot`]) with the result's artifact paths.
 //! 5. **Hard cap** ([`hard_cap`]): an in-memory pass (no I/O) that re-checks the total and
 //!    fits again if anything is over; after step 4 it changes nothing, and it is what
 //!    embedders call at their send boundary.

@@ -242,7 +242,7 @@ pub enum HandlerError {
     /// The handler's process could not be started.
     #[error("cannot start `{program}`: {reason}")]
     Spawn {
-        /// The program (argv[0]).
+        /// The program (`argv[0]`).
         program: String,
         /// What went wrong, in words.
         reason: String,
