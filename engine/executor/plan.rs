@@ -158,20 +158,15 @@ pub fn plan_checking<'b, R: Send>(
         let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
         cores.min(calls.len() / PLAN_PARALLEL_PER_THREAD)
     };
-    let (
-        Chunk {
-            calls: mut planned_calls,
-            classes,
-        },
-        checked,
-    ) = if threads > 1 {
+    let (mut planned_calls, checked) = if threads > 1 {
         plan_on_threads(snapshot, modes, calls, threads, check)
     } else {
         let checked = check();
-        let mut all = Chunk::with_capacity(calls.len());
+        let mut all = Vec::with_capacity(calls.len());
         plan_chunk(snapshot, modes, calls, &mut all);
         (all, checked)
     };
+    let classes: Vec<Concurrency> = planned_calls.iter().map(|call| call.scheduling).collect();
     let ranges = group(&classes, engine.max_concurrency);
     for (index, range) in ranges.iter().enumerate() {
         for call in &mut planned_calls[range.clone()] {
@@ -190,26 +185,8 @@ pub fn plan_checking<'b, R: Send>(
     (plan, checked)
 }
 
-/// The plans of consecutive calls, and their scheduling classes (their groups are set
-/// afterwards).
-struct Chunk<'b> {
-    calls: Vec<PlannedCall<'b>>,
-    classes: Vec<Concurrency>,
-}
-
-impl<'b> Chunk<'b> {
-    fn with_capacity(calls: usize) -> Self {
-        Self {
-            calls: Vec::with_capacity(calls),
-            classes: Vec::with_capacity(calls),
-        }
-    }
-
-    fn append(&mut self, mut other: Chunk<'b>) {
-        self.calls.append(&mut other.calls);
-        self.classes.append(&mut other.classes);
-    }
-}
+/// The plans of consecutive calls (their groups are set once all are planned).
+type Chunk<'b> = Vec<PlannedCall<'b>>;
 
 /// Plans a large batch on `threads` threads, in chunks of [`PLAN_CHUNK`] calls. The calling
 /// thread takes chunks from the front and plans them straight into the result; the other
@@ -266,8 +243,8 @@ fn plan_on_threads<'b, R: Send>(
         (checked, others)
     });
     others.sort_unstable_by_key(|(index, _)| *index);
-    for (_, chunk) in others {
-        all.append(chunk);
+    for (_, mut chunk) in others {
+        all.append(&mut chunk);
     }
     (all, checked)
 }
@@ -325,8 +302,7 @@ fn plan_chunk<'b>(
                 &fresh
             }
         };
-        chunk.classes.push(entry.class);
-        plan_call(snapshot, modes, call, entry, budget_unit, &mut chunk.calls);
+        plan_call(snapshot, modes, call, entry, budget_unit, chunk);
     }
 }
 
