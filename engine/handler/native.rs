@@ -334,16 +334,29 @@ mod tests {
         assert_eq!(out.as_text(), Some("HI"));
     }
 
+    /// A handler that panics with `message` when its future is first polled.
+    fn panicking(message: &'static str) -> Arc<dyn NativeHandler> {
+        Arc::new(move |_input: Value, _ctx: CallContext| async move {
+            let items: Vec<u8> = Vec::new();
+            if items.is_empty() {
+                panic!("{message}");
+            }
+            Ok(HandlerOutput::text("unreachable"))
+        })
+    }
+
+    /// A handler that panics while building its future (before any poll).
+    fn eager(
+        _input: Value,
+        _ctx: CallContext,
+    ) -> std::future::Ready<Result<HandlerOutput, HandlerError>> {
+        let code = 7;
+        panic!("eager panic {code}");
+    }
+
     #[tokio::test]
     async fn a_panic_becomes_a_panicked_error() {
-        let handler: Arc<dyn NativeHandler> =
-            Arc::new(|_input: Value, _ctx: CallContext| async move {
-                let items: Vec<u8> = Vec::new();
-                if items.is_empty() {
-                    panic!("index out of range in tool");
-                }
-                Ok(HandlerOutput::text("unreachable"))
-            });
+        let handler = panicking("index out of range in tool");
         let err = call_native(handler, json!({}), ctx()).await.unwrap_err();
         match err {
             HandlerError::Panicked(message) => assert_eq!(message, "index out of range in tool"),
@@ -353,13 +366,6 @@ mod tests {
 
     #[tokio::test]
     async fn a_panic_while_building_the_future_is_contained() {
-        fn eager(
-            _input: Value,
-            _ctx: CallContext,
-        ) -> std::future::Ready<Result<HandlerOutput, HandlerError>> {
-            let code = 7;
-            panic!("eager panic {code}");
-        }
         let err = call_native(Arc::new(eager), json!({}), ctx())
             .await
             .unwrap_err();
@@ -381,24 +387,10 @@ mod tests {
             matches!(poll_once(&mut future), Poll::Ready(Ok(out)) if out == HandlerOutput::json(json!({"a": 1})))
         );
 
-        fn eager(
-            _input: Value,
-            _ctx: CallContext,
-        ) -> std::future::Ready<Result<HandlerOutput, HandlerError>> {
-            let code = 7;
-            panic!("eager panic {code}");
-        }
         let err = build_native(&eager, json!({}), ctx()).err().unwrap();
         assert!(matches!(err, HandlerError::Panicked(m) if m == "eager panic 7"));
 
-        let polled: Arc<dyn NativeHandler> =
-            Arc::new(|_input: Value, _ctx: CallContext| async move {
-                let items: Vec<u8> = Vec::new();
-                if items.is_empty() {
-                    panic!("panic in the first poll");
-                }
-                Ok(HandlerOutput::text("unreachable"))
-            });
+        let polled = panicking("panic in the first poll");
         let mut future = build_native(polled.as_ref(), json!({}), ctx()).unwrap();
         assert!(
             matches!(poll_once(&mut future), Poll::Ready(Err(HandlerError::Panicked(m))) if m == "panic in the first poll")
