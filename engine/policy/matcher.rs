@@ -32,16 +32,14 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use globset::GlobSet;
+use super::glob::GlobList;
 use indexmap::IndexMap;
 use regex::RegexSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use super::path::{
-    NormalisedPath, PathMatcher, build_parsed_glob_set, lexical, normalise, parse_globs,
-};
+use super::path::{NormalisedPath, PathMatcher, lexical, normalise, parse_globs};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::{Script, ShellParseError, parse_script};
 use crate::load::diagnostic::lowercase_first;
@@ -277,7 +275,7 @@ fn array_index(token: &str) -> Option<usize> {
 enum Compiled {
     Exists(bool),
     Equals(Value),
-    Glob(Deferred<GlobSet>),
+    Glob(Deferred<GlobList>),
     Regex(Deferred<RegexSet>),
     Path(Box<PathMatcher>),
     Shell(ShellMatcher),
@@ -319,10 +317,10 @@ impl<T> Deferred<T> {
     }
 }
 
-impl Deferred<GlobSet> {
-    fn glob_set(&self) -> Result<&GlobSet, &(Option<usize>, String)> {
+impl Deferred<GlobList> {
+    fn glob_set(&self) -> Result<&GlobList, &(Option<usize>, String)> {
         self.get(|patterns| {
-            build_parsed_glob_set(patterns, false, false).map_err(|message| (None, message))
+            GlobList::build(patterns, false, false).map_err(|message| (None, message))
         })
     }
 }
@@ -812,9 +810,7 @@ fn check(
             }
         },
         Compiled::Glob(deferred) => match deferred.glob_set() {
-            Ok(set) => over_strings(value, mode, |s| {
-                Found::Pattern(set.matches(s).into_iter().min())
-            }),
+            Ok(set) => over_strings(value, mode, |s| Found::Pattern(set.first_match(s))),
             Err((_, message)) => unbuilt(mode, message),
         },
         Compiled::Regex(deferred) => match deferred.regex_set() {

@@ -7,9 +7,11 @@
 //!   [`CompiledArgMatchers`], evaluated against a call's input into a [`MatchOutcome`];
 //! - [`shell`]: command lines parsed and split into every simple command they would run;
 //! - [`pattern`]: the token patterns of the `shell` matcher and its allow/deny semantics;
-//! - [`path`]: lexical path normalisation and path globs.
+//! - [`path`]: lexical path normalisation and path globs;
+//! - `glob`: glob lists, matched directly when every pattern is plain, else by `globset`.
 
 pub mod decide;
+mod glob;
 pub mod matcher;
 pub mod path;
 pub mod pattern;

@@ -29,7 +29,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use super::glob::GlobList;
 
 use super::matcher::{MatchContext, PathCase, glob_error_offset};
 
@@ -264,7 +266,7 @@ pub struct PathMatcher {
 /// pattern starting with a wildcard (which belongs to both) is compiled once.
 #[derive(Debug, Clone)]
 struct FormSets {
-    set: GlobSet,
+    set: GlobList,
     /// Some pattern may match the relative form: one not starting with `/`.
     relative: bool,
     /// Some pattern may match the absolute form: one starting with `/` or with a wildcard,
@@ -291,7 +293,7 @@ impl FormSets {
                 .collect::<Option<Box<[_]>>>()
         };
         Ok(Self {
-            set: build_parsed_glob_set(folded, true, case_insensitive)?,
+            set: GlobList::build(folded, true, case_insensitive)?,
             relative: folded.iter().any(|p| !p.starts_with('/')),
             absolute: folded
                 .iter()
@@ -320,9 +322,9 @@ impl FormSets {
         let relative = path
             .relative()
             .filter(|form| self.relative && self.may_match(form))
-            .and_then(|form| first_in(&self.set, form));
+            .and_then(|form| self.set.first_match(form));
         let absolute = if self.absolute {
-            first_in(&self.set, &path.absolute)
+            self.set.first_match(&path.absolute)
         } else {
             None
         };
@@ -401,18 +403,6 @@ fn required_literal(pattern: &str) -> Option<&str> {
         best = run;
     }
     (!best.is_empty()).then_some(best)
-}
-
-fn first_in(set: &GlobSet, form: &str) -> Option<usize> {
-    if set.is_empty() {
-        return None;
-    }
-    let candidate = Candidate::new(form);
-    // Most paths match no pattern of most rules: ask the cheap question first.
-    if !set.is_match_candidate(&candidate) {
-        return None;
-    }
-    set.matches_candidate(&candidate).into_iter().min()
 }
 
 /// What a [`PathMatcher`] found.
