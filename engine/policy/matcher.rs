@@ -318,7 +318,7 @@ impl<T> Deferred<T> {
 }
 
 impl Deferred<GlobList> {
-    fn glob_set(&self) -> Result<&GlobList, &(Option<usize>, String)> {
+    fn globs(&self) -> Result<&GlobList, &(Option<usize>, String)> {
         self.get(|patterns| {
             GlobList::build(patterns, false, false).map_err(|message| (None, message))
         })
@@ -470,7 +470,7 @@ impl CompiledArgMatchers {
             for matcher in &entry.matchers {
                 let failed = match matcher {
                     Compiled::Glob(deferred) => deferred
-                        .glob_set()
+                        .globs()
                         .err()
                         .map(|(index, m)| (PatternKind::Glob, *index, m.clone())),
                     Compiled::Regex(deferred) => deferred
@@ -809,7 +809,7 @@ fn check(
                 (equal, CheckDetail::Equality { equal })
             }
         },
-        Compiled::Glob(deferred) => match deferred.glob_set() {
+        Compiled::Glob(deferred) => match deferred.globs() {
             Ok(set) => over_strings(value, mode, |s| Found::Pattern(set.first_match(s))),
             Err((_, message)) => unbuilt(mode, message),
         },
@@ -865,7 +865,7 @@ fn holds(
     match matcher {
         Compiled::Exists(expected) => value.is_some() == *expected,
         Compiled::Equals(expected) => value.is_some_and(|value| json_eq(value, expected)),
-        Compiled::Glob(deferred) => match deferred.glob_set() {
+        Compiled::Glob(deferred) => match deferred.globs() {
             Ok(set) => strings_hold(value, mode, |s| set.is_match(s)),
             Err(_) => mode == MatchMode::Any,
         },
