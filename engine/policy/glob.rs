@@ -16,6 +16,8 @@
 //! is any byte, a newline included. A property test compares both on random patterns and
 //! texts.
 
+use std::sync::OnceLock;
+
 use globset::{Candidate, GlobSet};
 
 use super::path::build_parsed_glob_set;
@@ -23,10 +25,39 @@ use super::path::build_parsed_glob_set;
 /// A compiled list of globs.
 #[derive(Debug, Clone)]
 pub(crate) enum GlobList {
-    /// Every pattern is plain: matched directly, in order.
-    Plain(Box<[PlainGlob]>),
+    /// Every pattern is plain: matched directly, in order, except texts whose last component
+    /// is `..` (see [`PlainList`]).
+    Plain(PlainList),
     /// Built by `globset`.
     Set(GlobSet),
+}
+
+/// Plain globs, and the `globset` set of the same patterns for the one kind of text on which
+/// `globset` departs from its own regexes: one whose file name is `..`. `globset` gives such
+/// a text no file name, so the patterns it matches by file name or extension (`*.`, say)
+/// never match it although their regex would. That set is built the first time such a text
+/// is asked about, so the answer is always `globset`'s.
+#[derive(Debug, Clone)]
+pub(crate) struct PlainList {
+    globs: Box<[PlainGlob]>,
+    patterns: Box<[String]>,
+    literal_separator: bool,
+    set: OnceLock<Result<GlobSet, String>>,
+}
+
+impl PlainList {
+    /// The `globset` set, for a text whose file name is `..`, or `None` for any other text.
+    /// A set that cannot be built matches nothing (plain patterns are far below its limits).
+    fn set_for(&self, text: &str) -> Option<Option<&GlobSet>> {
+        (text == ".." || text.ends_with("/..")).then(|| {
+            self.set
+                .get_or_init(|| {
+                    build_parsed_glob_set(&self.patterns, self.literal_separator, false)
+                })
+                .as_ref()
+                .ok()
+        })
+    }
 }
 
 impl GlobList {
@@ -40,12 +71,17 @@ impl GlobList {
         case_insensitive: bool,
     ) -> Result<Self, String> {
         if !case_insensitive
-            && let Some(plain) = patterns
+            && let Some(globs) = patterns
                 .iter()
                 .map(|pattern| PlainGlob::parse(pattern, literal_separator))
                 .collect::<Option<Box<[_]>>>()
         {
-            return Ok(Self::Plain(plain));
+            return Ok(Self::Plain(PlainList {
+                globs,
+                patterns: patterns.into(),
+                literal_separator,
+                set: OnceLock::new(),
+            }));
         }
         build_parsed_glob_set(patterns, literal_separator, case_insensitive).map(Self::Set)
     }
@@ -53,7 +89,10 @@ impl GlobList {
     /// Whether some pattern matches `text`.
     pub(crate) fn is_match(&self, text: &str) -> bool {
         match self {
-            Self::Plain(globs) => globs.iter().any(|glob| glob.is_match(text.as_bytes())),
+            Self::Plain(list) => match list.set_for(text) {
+                Some(set) => set.is_some_and(|set| set.is_match(text)),
+                None => list.globs.iter().any(|glob| glob.is_match(text.as_bytes())),
+            },
             Self::Set(set) => set.is_match(text),
         }
     }
@@ -61,7 +100,13 @@ impl GlobList {
     /// The first pattern (by index in the list) that matches `text`.
     pub(crate) fn first_match(&self, text: &str) -> Option<usize> {
         match self {
-            Self::Plain(globs) => globs.iter().position(|glob| glob.is_match(text.as_bytes())),
+            Self::Plain(list) => match list.set_for(text) {
+                Some(set) => set.and_then(|set| set.matches(text).into_iter().min()),
+                None => list
+                    .globs
+                    .iter()
+                    .position(|glob| glob.is_match(text.as_bytes())),
+            },
             Self::Set(set) => {
                 if set.is_empty() {
                     return None;
@@ -317,6 +362,13 @@ mod tests {
         assert_eq!(list.first_match("x/gen/a.rs"), Some(1));
         assert_eq!(list.first_match("src/gen/a.rs"), Some(0));
         assert_eq!(list.first_match("docs/a.md"), None);
+        // A text whose file name is `..` gets `globset`'s answer, which differs from the
+        // pattern's regex for patterns it matches by extension.
+        let dot = GlobList::build(&["*.".to_owned()], true, false).unwrap();
+        assert!(PlainGlob::parse("*.", true).unwrap().is_match(b".."));
+        assert_eq!(dot.first_match(".."), None);
+        assert!(!dot.is_match("a/.."));
+        assert_eq!(dot.first_match("a."), Some(0));
         // Case-insensitive lists and lists with any other pattern are built by globset.
         assert!(matches!(
             GlobList::build(&patterns, true, true).unwrap(),
@@ -343,7 +395,7 @@ mod tests {
 
     fn text() -> impl Strategy<Value = String> {
         proptest::collection::vec(
-            prop::sample::select(vec!["a", "b", ".", "/", "é", "\n", "-", "ab/"]),
+            prop::sample::select(vec!["a", "b", ".", "/", "é", "\n", "-", "ab/", ".."]),
             0..12,
         )
         .prop_map(|pieces| pieces.concat())
