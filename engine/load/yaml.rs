@@ -19,7 +19,7 @@
 //!   first line of it, starting at its start marker.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Tag};
@@ -124,13 +124,24 @@ struct PendingKey {
     span: Span,
 }
 
+/// A collection's members are kept on the builder's scratch stacks (`items`, `entries`)
+/// until it ends, and then moved into a value of exactly their number: growing each map and
+/// list as members arrive would leave up to half of it unused, and policy sets hold many
+/// small maps.
 enum Container {
-    Seq(Vec<Value>),
+    /// Items start at this index of `Builder::items`.
+    Seq { start: usize },
     Map {
-        map: Map<String, Value>,
+        /// Members start at this index of `Builder::entries`.
+        start: usize,
         key: Option<PendingKey>,
+        /// The keys of a large mapping, for the duplicate check (a small one is scanned).
+        index: Option<HashSet<String>>,
     },
 }
+
+/// Up to this many members, a mapping is scanned for a duplicate key instead of indexed.
+const SCAN_KEYS: usize = 16;
 
 /// A collection being built.
 struct Frame {
@@ -167,6 +178,10 @@ struct Builder<'a> {
     offsets: Offsets<'a>,
     spans: SpanTableBuilder,
     stack: Vec<Frame>,
+    /// Items of the open sequences, innermost last.
+    items: Vec<Value>,
+    /// Members of the open mappings, innermost last.
+    entries: Vec<(String, Value)>,
     anchors: HashMap<usize, Built>,
     alias_nodes: usize,
     root: Option<Value>,
@@ -190,6 +205,8 @@ impl<'a> Builder<'a> {
             offsets: Offsets::new(source.text()),
             spans: SpanTableBuilder::new(),
             stack: Vec::new(),
+            items: Vec::new(),
+            entries: Vec::new(),
             anchors: HashMap::new(),
             alias_nodes: 0,
             root: None,
@@ -239,7 +256,7 @@ impl<'a> Builder<'a> {
         match self.stack.last() {
             None => Role::Root,
             Some(Frame {
-                container: Container::Seq(_),
+                container: Container::Seq { .. },
                 ..
             }) => Role::Item,
             Some(Frame {
@@ -261,20 +278,33 @@ impl<'a> Builder<'a> {
             Role::Item => {
                 let frame = self.stack.last()?;
                 let parent = frame.node?;
-                let Container::Seq(items) = &frame.container else {
+                let Container::Seq { start } = frame.container else {
                     return None;
                 };
-                Some(self.spans.item(parent, items.len(), value))
+                let index = self.items.len().saturating_sub(start);
+                Some(self.spans.item(parent, index, value))
             }
             Role::Value => {
                 let frame = self.stack.last_mut()?;
                 let parent = frame.node?;
-                let Container::Map { map, key } = &mut frame.container else {
+                let Container::Map { start, key, index } = &mut frame.container else {
                     return None;
                 };
                 let pending = key.as_mut()?;
                 let text = pending.text.as_deref()?;
-                if map.contains_key(text) {
+                let members = self.entries.get(*start..).unwrap_or_default();
+                let duplicate = match index {
+                    Some(index) => index.contains(text),
+                    None if members.len() < SCAN_KEYS => members.iter().any(|(k, _)| k == text),
+                    None => {
+                        let keys: HashSet<String> =
+                            members.iter().map(|(k, _)| k.clone()).collect();
+                        let found = keys.contains(text);
+                        *index = Some(keys);
+                        found
+                    }
+                };
+                if duplicate {
                     let key_span = pending.span;
                     let first = self.spans.find_member(parent, text);
                     let message = format!("duplicate key `{text}`");
@@ -425,11 +455,14 @@ impl<'a> Builder<'a> {
         };
         let container = if mapping {
             Container::Map {
-                map: Map::new(),
+                start: self.entries.len(),
                 key: None,
+                index: None,
             }
         } else {
-            Container::Seq(Vec::new())
+            Container::Seq {
+                start: self.items.len(),
+            }
         };
         self.stack.push(Frame {
             container,
@@ -449,10 +482,26 @@ impl<'a> Builder<'a> {
         if let Some(node) = frame.node {
             self.spans.set_value(node, span);
         }
+        // Take the members first: a collection used as a key is reported and dropped, and its
+        // members must leave the scratch stacks either way.
+        let value = match frame.container {
+            Container::Seq { start } => {
+                let start = start.min(self.items.len());
+                let mut items = Vec::with_capacity(self.items.len() - start);
+                items.extend(self.items.drain(start..));
+                Value::Array(items)
+            }
+            Container::Map { start, .. } => {
+                let start = start.min(self.entries.len());
+                let mut map = Map::with_capacity(self.entries.len() - start);
+                map.extend(self.entries.drain(start..));
+                Value::Object(map)
+            }
+        };
         if let Role::Key = frame.role {
-            let what = match frame.container {
-                Container::Seq(_) => "a sequence",
-                Container::Map { .. } => "a mapping",
+            let what = match value {
+                Value::Array(_) => "a sequence",
+                _ => "a mapping",
             };
             self.error(
                 Diagnostic::new(
@@ -465,10 +514,6 @@ impl<'a> Builder<'a> {
             self.set_pending_key(None, span);
             return;
         }
-        let value = match frame.container {
-            Container::Seq(items) => Value::Array(items),
-            Container::Map { map, .. } => Value::Object(map),
-        };
         self.finish_node(
             frame.node.is_some(),
             Built {
@@ -498,18 +543,21 @@ impl<'a> Builder<'a> {
         };
         frame.nodes = frame.nodes.saturating_add(built.nodes);
         match &mut frame.container {
-            Container::Seq(items) => {
+            Container::Seq { .. } => {
                 if keep {
-                    items.push(built.value);
+                    self.items.push(built.value);
                 }
             }
-            Container::Map { map, key } => {
+            Container::Map { key, index, .. } => {
                 if let Some(PendingKey {
                     text: Some(text), ..
                 }) = key.take()
                     && keep
                 {
-                    map.insert(text, built.value);
+                    if let Some(index) = index {
+                        index.insert(text.clone());
+                    }
+                    self.entries.push((text, built.value));
                 }
             }
         }
