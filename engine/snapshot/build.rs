@@ -98,25 +98,9 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         );
     };
     let layers = options.layers.layers();
-    let (sources, documents) = read_layers(&layers, options, &mut diagnostics);
-    phase("read, parsed and schema-checked");
-    check_duplicates(&sources, &documents, &mut diagnostics);
-
-    let mut merger = Merger::new();
-    for (file, document) in sources.files.iter().zip(documents) {
-        let layer = &layers[file.layer];
-        let issues = merger.add_file(FileInput {
-            file: file.id,
-            layer: file.layer,
-            enforced: layer.kind.is_enforced(),
-            document,
-        });
-        for issue in issues {
-            diagnostics.push(merge_issue(&sources, issue));
-        }
-    }
+    let (sources, merger) = read_and_merge(&layers, options, &mut diagnostics);
     let (mut effective, provenance) = merger.finish();
-    phase("merged");
+    phase("read, parsed, schema-checked and merged");
 
     // The merged set has no `version` of its own; lend it one for the typed model rather than
     // copying the whole document.
@@ -280,13 +264,15 @@ fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> 
     }
 }
 
-/// Reads, parses and schema-checks every file of every layer, in load order. Returns the files
-/// that passed, with their documents.
-fn read_layers(
+/// Reads, parses and schema-checks every file of every layer, and merges those that passed
+/// in load order (checking each root for duplicate definitions on the way). Files are
+/// independent until the merge, so they are read in parallel; each is merged as soon as it
+/// and every file before it are ready, while later files are still being read.
+fn read_and_merge(
     layers: &[LayerSpec],
     options: &LoadOptions,
     diagnostics: &mut Vec<Diagnostic>,
-) -> (Sources, Vec<Value>) {
+) -> (Sources, Merger) {
     let schema_started = std::time::Instant::now();
     let checker = match policy_checker() {
         Ok(checker) => Some(checker),
@@ -311,28 +297,40 @@ fn read_layers(
         found_files.extend(found.into_iter().map(|file| (layer_index, file)));
     }
 
-    // Files are independent until the merge: read, parse and check them in parallel.
-    let outcomes = super::parallel::map(&found_files, |(_, file)| {
-        read_one(file.clone(), options, checker)
-    });
-
     let mut sources = Sources::default();
-    let mut documents = Vec::new();
-    for ((layer_index, _), (document, found)) in found_files.iter().zip(outcomes) {
-        diagnostics.extend(found);
-        let Some(document) = document else {
-            continue;
-        };
-        let id = FileId(sources.files.len() as u32);
-        sources.files.push(LoadedFile {
-            id,
-            layer: *layer_index,
-            source: document.source,
-            spans: document.spans,
-        });
-        documents.push(document.value);
-    }
-    (sources, documents)
+    let mut merger = Merger::new();
+    let mut duplicates = Duplicates::default();
+    super::parallel::for_each_in_order(
+        &found_files,
+        |(_, file)| read_one(file.clone(), options, checker),
+        |index, (document, found)| {
+            diagnostics.extend(found);
+            let (Some(document), Some((layer_index, _))) = (document, found_files.get(index))
+            else {
+                return;
+            };
+            let id = FileId(sources.files.len() as u32);
+            sources.files.push(LoadedFile {
+                id,
+                layer: *layer_index,
+                source: document.source,
+                spans: document.spans,
+            });
+            duplicates.check(&sources, id, *layer_index, &document.value, diagnostics);
+            let issues = merger.add_file(FileInput {
+                file: id,
+                layer: *layer_index,
+                enforced: layers
+                    .get(*layer_index)
+                    .is_some_and(|layer| layer.kind.is_enforced()),
+                document: document.value,
+            });
+            for issue in issues {
+                diagnostics.push(merge_issue(&sources, issue));
+            }
+        },
+    );
+    (sources, merger)
 }
 
 /// The diagnostic for a root or entry that could not be listed.
@@ -393,19 +391,51 @@ fn read_one(
 
 /// A tool, gate, mode, rule or hook defined twice within one layer (one root) is an error
 /// that names both places: within a root there is no order that could say which one wins.
-fn check_duplicates(sources: &Sources, documents: &[Value], diagnostics: &mut Vec<Diagnostic>) {
-    // (layer, section, name) → first definition
-    let mut seen: HashMap<(usize, &'static str, String), (FileId, String)> = HashMap::new();
-    for (file, document) in sources.files.iter().zip(documents) {
-        let mut definitions: Vec<(&'static str, String, String)> = Vec::new();
+/// Files are checked one by one, in load order.
+#[derive(Default)]
+struct Duplicates {
+    /// (layer, section, name) → the first definition: its file and its position in the
+    /// section (the pointer is only written for a report).
+    seen: HashMap<(usize, &'static str, String), (FileId, Definition), foldhash::fast::RandomState>,
+}
+
+/// Where in its file a definition is: a map entry by key, a list item by index.
+#[derive(Clone, Copy)]
+enum Definition {
+    Key,
+    Index(usize),
+}
+
+impl Definition {
+    /// The pointer of the name: the key of a map entry, the `name` of a list item.
+    fn pointer(self, section: &str, name: &str) -> String {
+        match self {
+            Self::Key => join_pointer(&format!("/{section}"), name),
+            Self::Index(index) => format!("/{section}/{index}/name"),
+        }
+    }
+}
+
+impl Duplicates {
+    fn check(
+        &mut self,
+        sources: &Sources,
+        file: FileId,
+        layer: usize,
+        document: &Value,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) {
         for section in ["tools", "gates", "modes"] {
             if let Some(Value::Object(items)) = document.get(section) {
                 for name in items.keys() {
-                    definitions.push((
-                        section,
-                        name.clone(),
-                        join_pointer(&format!("/{section}"), name),
-                    ));
+                    let definition = Definition::Key;
+                    self.add(
+                        sources,
+                        (layer, section, name),
+                        file,
+                        definition,
+                        diagnostics,
+                    );
                 }
             }
         }
@@ -413,48 +443,58 @@ fn check_duplicates(sources: &Sources, documents: &[Value], diagnostics: &mut Ve
             if let Some(Value::Array(items)) = document.get(section) {
                 for (index, item) in items.iter().enumerate() {
                     if let Some(name) = item.get("name").and_then(Value::as_str) {
-                        definitions.push((
-                            section,
-                            name.to_owned(),
-                            format!("/{section}/{index}/name"),
-                        ));
+                        let definition = Definition::Index(index);
+                        self.add(
+                            sources,
+                            (layer, section, name),
+                            file,
+                            definition,
+                            diagnostics,
+                        );
                     }
                 }
             }
         }
-        for (section, name, pointer) in definitions {
-            let key = (file.layer, section, name.clone());
-            match seen.get(&key) {
-                None => {
-                    seen.insert(key, (file.id, pointer));
-                }
-                Some((first_file, first_pointer)) => {
-                    let what = match section {
-                        "tools" => "tool",
-                        "gates" => "gate",
-                        "modes" => "mode",
-                        "rules" => "rule",
-                        _ => "hook",
-                    };
-                    let mut diagnostic = Diagnostic::new(
-                        Code::SemanticDuplicateName,
-                        format!("{what} `{name}` is defined twice in the same layer"),
-                    )
-                    .with_help(format!(
-                        "keep one definition; to change a {what} of a lower layer, redefine it in a higher layer"
-                    ));
-                    // Map entries are named by their key; rules and hooks by their `name` value.
-                    let key = matches!(section, "tools" | "gates" | "modes");
-                    if let Some(location) = sources.locate_in(file.id, &pointer, key) {
-                        diagnostic = diagnostic.with_location(location);
-                    }
-                    if let Some(location) = sources.locate_in(*first_file, first_pointer, key) {
-                        diagnostic = diagnostic.with_related("first defined here", location);
-                    }
-                    diagnostics.push(diagnostic);
-                }
-            }
+    }
+
+    fn add(
+        &mut self,
+        sources: &Sources,
+        (layer, section, name): (usize, &'static str, &str),
+        file: FileId,
+        definition: Definition,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) {
+        let key = (layer, section, name.to_owned());
+        let Some((first_file, first)) = self.seen.get(&key) else {
+            self.seen.insert(key, (file, definition));
+            return;
+        };
+        let what = match section {
+            "tools" => "tool",
+            "gates" => "gate",
+            "modes" => "mode",
+            "rules" => "rule",
+            _ => "hook",
+        };
+        let mut diagnostic = Diagnostic::new(
+            Code::SemanticDuplicateName,
+            format!("{what} `{name}` is defined twice in the same layer"),
+        )
+        .with_help(format!(
+            "keep one definition; to change a {what} of a lower layer, redefine it in a higher layer"
+        ));
+        // Map entries are named by their key; rules and hooks by their `name` value.
+        let at_key = matches!(section, "tools" | "gates" | "modes");
+        let pointer = definition.pointer(section, name);
+        if let Some(location) = sources.locate_in(file, &pointer, at_key) {
+            diagnostic = diagnostic.with_location(location);
         }
+        let first_pointer = first.pointer(section, name);
+        if let Some(location) = sources.locate_in(*first_file, &first_pointer, at_key) {
+            diagnostic = diagnostic.with_related("first defined here", location);
+        }
+        diagnostics.push(diagnostic);
     }
 }
 

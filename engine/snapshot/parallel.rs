@@ -3,10 +3,13 @@
 //! schema). (Planning a large batch has its own split, in `executor::plan`, which moves less.)
 //! Plain `std::thread::scope` workers take items from a shared counter (so one slow item does
 //! not idle the other workers) and the results come back in input order, so diagnostics and
-//! compiled values stay deterministic.
+//! compiled values stay deterministic. [`for_each_in_order`] hands the results, in order, to
+//! a fold on the calling thread while the rest are still being computed (the merge of a
+//! load's files overlaps their parsing).
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// Below this many items a load runs on the calling thread: spawning costs more than it saves.
 const MIN_ITEMS_PER_THREAD: usize = 8;
@@ -71,6 +74,69 @@ where
     out
 }
 
+/// `for (index, item) in items.iter().enumerate() { consume(index, f(item)) }`, with `f` run
+/// on up to as many threads as the machine has cores and `consume` run on the calling
+/// thread, in input order, as soon as a result and every one before it are ready. The
+/// calling thread consumes between its own items, so an ordered fold of the results (the
+/// merge of a load's files) overlaps the parallel work instead of waiting for all of it.
+pub fn for_each_in_order<T, R, F, C>(items: &[T], f: F, mut consume: C)
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+    C: FnMut(usize, R),
+{
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    let threads = cores.min(items.len() / MIN_ITEMS_PER_THREAD).max(1);
+    if threads == 1 {
+        for (index, item) in items.iter().enumerate() {
+            consume(index, f(item));
+        }
+        return;
+    }
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    let take = |index: usize| {
+        slots
+            .get(index)
+            .and_then(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).take())
+    };
+    let next = AtomicUsize::new(0);
+    // Runs the next unclaimed item into its slot; false when none is left.
+    let run_one = || {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = items.get(index) else {
+            return false;
+        };
+        let result = f(item);
+        if let Some(slot) = slots.get(index) {
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
+        }
+        true
+    };
+    let mut consumed = 0;
+    let mut drain = |consumed: &mut usize| {
+        while let Some(result) = take(*consumed) {
+            consume(*consumed, result);
+            *consumed += 1;
+        }
+    };
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (1..threads)
+            .map(|_| scope.spawn(|| while run_one() {}))
+            .collect();
+        while run_one() {
+            drain(&mut consumed);
+        }
+        for worker in workers {
+            // A worker only panics if `f` does; re-raise it here rather than lose items.
+            if let Err(panic) = worker.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+    drain(&mut consumed);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +151,27 @@ mod tests {
                 let doubled = map_chunks(&items, chunk, 2, |x| x * 2);
                 assert_eq!(doubled, items.iter().map(|x| x * 2).collect::<Vec<_>>());
             }
+        }
+    }
+
+    #[test]
+    fn consumes_in_the_order_of_the_input() {
+        for len in [0, 1, 7, 8, 100, 1000] {
+            let items: Vec<usize> = (0..len).collect();
+            let mut seen = Vec::new();
+            // Uneven work, so that later items often finish first.
+            for_each_in_order(
+                &items,
+                |x| {
+                    if x % 7 == 0 {
+                        std::thread::yield_now();
+                    }
+                    x * 3
+                },
+                |index, tripled| seen.push((index, tripled)),
+            );
+            let expected: Vec<(usize, usize)> = items.iter().map(|x| (*x, x * 3)).collect();
+            assert_eq!(seen, expected);
         }
     }
 }
