@@ -995,16 +995,30 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
 }
 
 /// Where the rule at `index` of the effective rule list comes from.
+///
+/// Runs for every rule, so it looks provenance up once where it can: the rule's `name`
+/// has an origin of its own only when a later layer redefined the rule.
 fn rule_origin(input: &Input<'_>, index: usize) -> RuleOrigin {
-    let pointer = format!("/rules/{index}");
+    let rule = format!("/rules/{index}");
+    let name = format!("{rule}/name");
+    let found = input.provenance.nearest(&name);
+    let location = found.and_then(|(at, origin)| {
+        let rest = name.get(at.len()..).unwrap_or_default();
+        let pointer = format!("{}{rest}", origin.pointer);
+        input.sources.locate_in(origin.file, &pointer, true)
+    });
+    let rule_origin = match found {
+        Some((at, _)) if at.len() > rule.len() => input.provenance.nearest(&rule),
+        other => other,
+    };
+    let enforced = rule_origin
+        .and_then(|(_, origin)| input.sources.files.get(origin.file.0 as usize))
+        .and_then(|file| input.layers.get(file.layer))
+        .is_some_and(|layer| layer.kind.is_enforced());
     RuleOrigin {
         index,
-        enforced: input
-            .layer_of(&pointer)
-            .is_some_and(|layer| layer.kind.is_enforced()),
-        location: input
-            .at_key(&format!("{pointer}/name"))
-            .map(|l| Arc::from(l.display().as_str())),
+        enforced,
+        location: location.map(|l| Arc::from(l.display().as_str())),
     }
 }
 
