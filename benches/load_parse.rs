@@ -122,10 +122,9 @@ fn yaml_events_only(bencher: divan::Bencher) {
     bencher.bench(|| {
         let mut events = 0usize;
         for source in &sources {
-            let mut parser = saphyr_parser::Parser::new_from_str(source.text());
-            while let Some(Ok(_)) = parser.next_event() {
-                events += 1;
-            }
+            events += rlsp_yaml_parser::parse_events(source.text())
+                .take_while(Result::is_ok)
+                .count();
         }
         events
     });

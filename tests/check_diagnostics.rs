@@ -525,7 +525,7 @@ fn three_stages() {
         NO_BUILTIN,
         1,
         &[
-            at("syntax::yaml", "a_syntax.yaml:5:1", ""),
+            at("syntax::yaml", "a_syntax.yaml:4:14", "[cat"),
             at("schema::unknown_key", "b_schema.toml:4:1", "timout"),
             at("schema::enum", "b_schema.toml:5:37", "\"disk\""),
             at("schema::format", "b_schema.toml:8:13", "\"lots\""),

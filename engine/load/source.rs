@@ -167,6 +167,52 @@ impl SourceFile {
         (to_u32(line_index + 1), to_u32(column + 1))
     }
 
+    /// Like [`SourceFile::line_col`], continuing from where `cursor` was left (it is left at
+    /// `offset`): a walk over increasing offsets costs time linear in the text it passes
+    /// (lines skipped, and characters within a line), instead of a binary search and a count
+    /// from the start of the line per offset. Any cursor gives the same answer.
+    pub fn line_col_near(&self, offset: usize, cursor: &mut LineCursor) -> (u32, u32) {
+        let offset = self.clamp(offset);
+        let at_or_before = |index: usize| {
+            self.line_starts
+                .get(index)
+                .is_some_and(|&start| start <= offset)
+        };
+        let mut line = cursor.line;
+        if offset < cursor.offset || !at_or_before(line) {
+            // Behind the cursor: search the whole index.
+            line = self
+                .line_starts
+                .partition_point(|&start| start <= offset)
+                .saturating_sub(1);
+            *cursor = LineCursor {
+                line,
+                offset: self.line_starts.get(line).copied().unwrap_or(0),
+                column: 0,
+            };
+        }
+        while at_or_before(line + 1) {
+            line += 1;
+        }
+        if line != cursor.line {
+            *cursor = LineCursor {
+                line,
+                offset: self.line_starts.get(line).copied().unwrap_or(0),
+                column: 0,
+            };
+        }
+        let passed = if self.ascii {
+            offset - cursor.offset
+        } else {
+            self.text
+                .get(cursor.offset..offset)
+                .map_or(0, |between| between.chars().count())
+        };
+        cursor.offset = offset;
+        cursor.column += passed;
+        (to_u32(line + 1), to_u32(cursor.column + 1))
+    }
+
     /// A span of `len` bytes starting at byte `offset`, with its line and column.
     ///
     /// Both ends are clamped into the text and onto character boundaries.
@@ -242,6 +288,15 @@ impl SourceFile {
     fn clamp(&self, offset: usize) -> usize {
         floor_char_boundary(&self.text, offset)
     }
+}
+
+/// Where [`SourceFile::line_col_near`] left off: a 0-based line, and an offset on it with
+/// its 0-based column in characters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LineCursor {
+    line: usize,
+    offset: usize,
+    column: usize,
 }
 
 /// The largest character boundary at or below `offset` (clamped to the text).

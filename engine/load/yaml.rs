@@ -1,7 +1,7 @@
-//! YAML → JSON value + span table, straight from `saphyr`'s event stream.
+//! YAML → JSON value + span table, straight from `rlsp-yaml-parser`'s event stream.
 //!
 //! The syntax stage for `.yaml`/`.yml` files. Building the JSON value directly from parser
-//! events (rather than through `saphyr`'s `MarkedYaml` tree) lets this stage report every
+//! events (rather than through a parser's own tree) lets this stage report every
 //! duplicate key with both places, cap nesting and alias expansion before memory or the
 //! stack suffer, and record a span for every node without a second pass.
 //!
@@ -14,21 +14,23 @@
 //!   `"true"`), like a TOML bare key; collections, aliases and null as keys are rejected.
 //! - One document per file; custom tags, `!!binary`/`!!timestamp`/`!!set`/`!!omap` and
 //!   merge keys (`<<`) are rejected.
-//! - `saphyr` markers count characters, not bytes: offsets are converted before any span is
-//!   built. End markers of block nodes are imprecise, so a collection's span covers only the
-//!   first line of it, starting at its start marker.
+//! - The parser gives byte offsets; lines and columns come from the source's own line index
+//!   (walked forward, as events arrive in document order), so they agree with every other
+//!   diagnostic. A collection's span covers only the first line of it.
+//! - The parser borrows plain and simple quoted scalars from the text: each becomes a string
+//!   with a single allocation.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Tag};
+use rlsp_yaml_parser::{CollectionStyle, Event, ScalarStyle};
 use serde_json::{Map, Number, Value};
 
 use super::ParseLimits;
 use super::codes::Code;
 use super::diagnostic::{Diagnostic, lowercase_first};
-use super::source::SourceFile;
+use super::source::{LineCursor, SourceFile};
 use super::spans::{NodeId, NodeSpan, Span, SpanTable, SpanTableBuilder};
 
 /// The handle of the YAML core schema's tags (`!!str` is `tag:yaml.org,2002:str`).
@@ -41,18 +43,10 @@ pub fn parse_yaml(
 ) -> Result<(Value, SpanTable), Vec<Diagnostic>> {
     let text: &str = source.text();
     let mut builder = Builder::new(source, limits);
-    let mut parser = Parser::new_from_str(text);
-    while let Some(next) = parser.next_event() {
+    for next in rlsp_yaml_parser::parse_events(text) {
         match next {
             Ok((event, span)) => {
-                let start = builder.offsets.byte(span.start.index());
-                let end = builder.offsets.byte(span.end.index()).max(start);
-                let start = Pos {
-                    byte: start,
-                    line: u32::try_from(span.start.line()).unwrap_or(u32::MAX),
-                    column: u32::try_from(span.start.col().saturating_add(1)).unwrap_or(u32::MAX),
-                };
-                builder.on_event(event, start, end);
+                builder.on_event(event, span.start as usize, span.end as usize);
                 if builder.fatal {
                     break;
                 }
@@ -66,46 +60,44 @@ pub fn parse_yaml(
     builder.finish()
 }
 
-/// Converts `saphyr`'s character indices to byte offsets.
-///
-/// Events arrive in document order, so a forward-moving cursor makes the conversion linear
-/// over the whole file; a backward request restarts from the beginning.
-struct Offsets<'a> {
-    text: &'a str,
-    ascii: bool,
-    chars: usize,
-    bytes: usize,
+/// A node's tag as the parser resolves it (`!!str` arrives as `tag:yaml.org,2002:str`),
+/// split into handle and suffix.
+#[derive(Clone, Copy)]
+struct Tag<'t> {
+    handle: &'t str,
+    suffix: &'t str,
+    /// As resolved.
+    text: &'t str,
 }
 
-impl<'a> Offsets<'a> {
-    fn new(text: &'a str) -> Self {
-        Self {
-            text,
-            ascii: text.is_ascii(),
-            chars: 0,
-            bytes: 0,
+impl<'t> Tag<'t> {
+    fn new(text: &'t str) -> Self {
+        match text.strip_prefix(CORE_HANDLE) {
+            Some(suffix) => Self {
+                handle: CORE_HANDLE,
+                suffix,
+                text,
+            },
+            // The non-specific tag `!`, and local tags (`!name`).
+            None if text == "!" => Self {
+                handle: "",
+                suffix: "!",
+                text,
+            },
+            None => match text.strip_prefix('!') {
+                Some(suffix) => Self {
+                    handle: "!",
+                    suffix,
+                    text,
+                },
+                // A verbatim tag (`!<uri>`) arrives as its URI.
+                None => Self {
+                    handle: "",
+                    suffix: text,
+                    text,
+                },
+            },
         }
-    }
-
-    fn byte(&mut self, char_index: usize) -> usize {
-        if self.ascii {
-            return char_index.min(self.text.len());
-        }
-        if char_index < self.chars {
-            self.chars = 0;
-            self.bytes = 0;
-        }
-        let rest = self.text.get(self.bytes..).unwrap_or("");
-        for (offset, _) in rest.char_indices() {
-            if self.chars == char_index {
-                self.bytes += offset;
-                return self.bytes;
-            }
-            self.chars += 1;
-        }
-        // Past the last character: the end of the text.
-        self.bytes = self.text.len();
-        self.bytes
     }
 }
 
@@ -144,17 +136,19 @@ enum Container {
 const SCAN_KEYS: usize = 16;
 
 /// A collection being built.
-struct Frame {
+struct Frame<'a> {
     container: Container,
     /// The span node, or `None` when the collection is dropped (a rejected key's value, or a
     /// collection used as a key).
     node: Option<NodeId>,
     /// Where the collection's role in its parent was decided.
     role: Role,
-    anchor: usize,
+    anchor: Option<&'a str>,
     /// Nodes in the subtree, for the alias budget.
     nodes: usize,
     start: Pos,
+    /// Written in brackets (`[..]`, `{..}`) rather than as a block.
+    flow: bool,
 }
 
 /// What a new node is to the collection that holds it.
@@ -175,14 +169,15 @@ struct Built {
 struct Builder<'a> {
     source: &'a Arc<SourceFile>,
     limits: &'a ParseLimits,
-    offsets: Offsets<'a>,
+    /// Where the last node was located: the next search starts there.
+    line_cursor: LineCursor,
     spans: SpanTableBuilder,
-    stack: Vec<Frame>,
+    stack: Vec<Frame<'a>>,
     /// Items of the open sequences, innermost last.
     items: Vec<Value>,
     /// Members of the open mappings, innermost last.
     entries: Vec<(String, Value)>,
-    anchors: HashMap<usize, Built>,
+    anchors: HashMap<&'a str, Built>,
     alias_nodes: usize,
     root: Option<Value>,
     /// Whether the document is an empty plain scalar (a file holding only `---`).
@@ -191,10 +186,8 @@ struct Builder<'a> {
     errors: Vec<Diagnostic>,
     /// Set when parsing cannot usefully continue.
     fatal: bool,
-    /// Whether the parser's lines and columns agree with the source's line index (they do
-    /// unless the file uses lone `\r` line breaks, which YAML counts and the index does not,
-    /// or holds byte-order marks, which the parser skips).
-    parser_lines: bool,
+    /// The furthest end of a node read so far.
+    last_end: usize,
 }
 
 impl<'a> Builder<'a> {
@@ -202,7 +195,7 @@ impl<'a> Builder<'a> {
         Self {
             source,
             limits,
-            offsets: Offsets::new(source.text()),
+            line_cursor: LineCursor::default(),
             spans: SpanTableBuilder::new(),
             stack: Vec::new(),
             items: Vec::new(),
@@ -214,15 +207,61 @@ impl<'a> Builder<'a> {
             documents: 0,
             errors: Vec::new(),
             fatal: false,
-            // The parser also skips byte-order marks, which the index counts as characters.
-            parser_lines: !has_lone_cr(source.text()) && !source.text().contains('\u{feff}'),
+            last_end: 0,
         }
     }
 
-    fn on_event(&mut self, event: Event<'_>, start: Pos, end: usize) {
+    fn on_event(&mut self, event: Event<'a>, start: usize, end: usize) {
+        // A block scalar's event starts at its `|` or `>` header; its value starts on the
+        // next line, where positions inside the text can be told.
+        let start = match &event {
+            Event::Scalar {
+                style: ScalarStyle::Literal(_) | ScalarStyle::Folded(_),
+                meta: None,
+                ..
+            } => block_content_start(self.source.text(), start, end),
+            // A node starts at its properties (`&anchor`, `!tag`), which belong to it.
+            Event::Scalar {
+                meta: Some(meta), ..
+            }
+            | Event::SequenceStart {
+                meta: Some(meta), ..
+            }
+            | Event::MappingStart {
+                meta: Some(meta), ..
+            } => [meta.anchor_loc, meta.tag_loc]
+                .into_iter()
+                .flatten()
+                .map(|span| span.start as usize)
+                .fold(start, usize::min),
+            _ => start,
+        };
+        // A flow collection's start event sits on its opening bracket: take it in.
+        let end = match &event {
+            Event::SequenceStart {
+                style: CollectionStyle::Flow,
+                ..
+            }
+            | Event::MappingStart {
+                style: CollectionStyle::Flow,
+                ..
+            } => end.max(start.saturating_add(1)),
+            _ => end,
+        };
+        self.last_end = self.last_end.max(end);
+        let (line, column) = self.source.line_col_near(start, &mut self.line_cursor);
+        let start = Pos {
+            byte: start,
+            line,
+            column,
+        };
+        let end = end.max(start.byte);
         match event {
-            Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => {}
-            Event::DocumentStart(_) => {
+            Event::StreamStart
+            | Event::StreamEnd
+            | Event::DocumentEnd { .. }
+            | Event::Comment { .. } => {}
+            Event::DocumentStart { .. } => {
                 self.documents += 1;
                 if self.documents > 1 {
                     let span = self.line_span(start, end);
@@ -237,17 +276,30 @@ impl<'a> Builder<'a> {
                     self.fatal = true;
                 }
             }
-            Event::Scalar(text, style, anchor, tag) => {
-                self.on_scalar(text, style, anchor, tag.as_deref(), start, end);
+            Event::Scalar { value, style, meta } => {
+                let (anchor, tag) = properties(meta.as_deref());
+                self.on_scalar(value, style, anchor, tag.map(Tag::new), start, end);
             }
-            Event::Alias(id) => self.on_alias(id, start, end),
-            Event::SequenceStart(anchor, tag) => {
-                self.on_collection_start(false, anchor, tag.as_deref(), start, end);
+            Event::Alias { name } => self.on_alias(name, start, end),
+            Event::SequenceStart { meta, style } => {
+                let (anchor, tag) = properties(meta.as_deref());
+                let flow = style == CollectionStyle::Flow;
+                self.on_collection_start(false, flow, anchor, tag.map(Tag::new), start, end);
             }
-            Event::MappingStart(anchor, tag) => {
-                self.on_collection_start(true, anchor, tag.as_deref(), start, end);
+            Event::MappingStart { meta, style } => {
+                let (anchor, tag) = properties(meta.as_deref());
+                let flow = style == CollectionStyle::Flow;
+                self.on_collection_start(true, flow, anchor, tag.map(Tag::new), start, end);
             }
-            Event::SequenceEnd | Event::MappingEnd => self.on_collection_end(end),
+            Event::SequenceEnd | Event::MappingEnd => {
+                // A flow collection's end event sits on its closing bracket: take it in.
+                let text = self.source.text().as_bytes();
+                let end = match (self.stack.last(), text.get(end)) {
+                    (Some(frame), Some(b']' | b'}')) if frame.flow => end + 1,
+                    _ => end,
+                };
+                self.on_collection_end(end);
+            }
         }
     }
 
@@ -337,8 +389,8 @@ impl<'a> Builder<'a> {
         &mut self,
         text: Cow<'_, str>,
         style: ScalarStyle,
-        anchor: usize,
-        tag: Option<&Tag>,
+        anchor: Option<&'a str>,
+        tag: Option<Tag<'_>>,
         start: Pos,
         end: usize,
     ) {
@@ -364,7 +416,7 @@ impl<'a> Builder<'a> {
         );
     }
 
-    fn on_alias(&mut self, id: usize, start: Pos, end: usize) {
+    fn on_alias(&mut self, name: &'a str, start: Pos, end: usize) {
         let span = self.line_span(start, end);
         let role = self.role();
         if let Role::Key = role {
@@ -378,7 +430,7 @@ impl<'a> Builder<'a> {
         }
         let node = self.open_node(role, span);
         let keep = node.is_some() || matches!(role, Role::Root);
-        let Some(nodes) = self.anchors.get(&id).map(|anchored| anchored.nodes) else {
+        let Some(nodes) = self.anchors.get(name).map(|anchored| anchored.nodes) else {
             self.error(
                 Diagnostic::new(Code::SyntaxYaml, "the alias names an unknown anchor")
                     .at(self.source, span)
@@ -390,7 +442,7 @@ impl<'a> Builder<'a> {
                     value: Value::Null,
                     nodes: 1,
                 },
-                0,
+                None,
             );
             return;
         };
@@ -412,16 +464,17 @@ impl<'a> Builder<'a> {
         }
         let value = self
             .anchors
-            .get(&id)
+            .get(name)
             .map_or(Value::Null, |anchored| anchored.value.clone());
-        self.finish_node(keep, Built { value, nodes }, 0);
+        self.finish_node(keep, Built { value, nodes }, None);
     }
 
     fn on_collection_start(
         &mut self,
         mapping: bool,
-        anchor: usize,
-        tag: Option<&Tag>,
+        flow: bool,
+        anchor: Option<&'a str>,
+        tag: Option<Tag<'_>>,
         start: Pos,
         end: usize,
     ) {
@@ -444,7 +497,7 @@ impl<'a> Builder<'a> {
         if let Some(tag) = tag {
             let expected = if mapping { "map" } else { "seq" };
             if !(tag.handle == CORE_HANDLE && tag.suffix == expected) {
-                self.unsupported_tag(tag, span);
+                self.unsupported_tag(&tag, span);
             }
         }
         let role = self.role();
@@ -471,6 +524,7 @@ impl<'a> Builder<'a> {
             anchor,
             nodes: 1,
             start,
+            flow,
         });
     }
 
@@ -525,8 +579,8 @@ impl<'a> Builder<'a> {
     }
 
     /// Stores a finished value in its parent (or as the root) and remembers its anchor.
-    fn finish_node(&mut self, keep: bool, built: Built, anchor: usize) {
-        if anchor > 0 {
+    fn finish_node(&mut self, keep: bool, built: Built, anchor: Option<&'a str>) {
+        if let Some(anchor) = anchor {
             self.anchors.insert(
                 anchor,
                 Built {
@@ -578,15 +632,14 @@ impl<'a> Builder<'a> {
         &mut self,
         text: Cow<'_, str>,
         style: ScalarStyle,
-        tag: Option<&Tag>,
+        tag: Option<Tag<'_>>,
         span: Span,
     ) -> Option<String> {
         if let Some(tag) = tag
-            && !is_string_tag(tag)
-            && !(tag.handle == CORE_HANDLE
-                && matches!(tag.suffix.as_str(), "int" | "float" | "bool"))
+            && !is_string_tag(&tag)
+            && !(tag.handle == CORE_HANDLE && matches!(tag.suffix, "int" | "float" | "bool"))
         {
-            self.unsupported_tag(tag, span);
+            self.unsupported_tag(&tag, span);
             return None;
         }
         if style == ScalarStyle::Plain && tag.is_none() {
@@ -618,15 +671,15 @@ impl<'a> Builder<'a> {
         &mut self,
         text: Cow<'_, str>,
         style: ScalarStyle,
-        tag: Option<&Tag>,
+        tag: Option<Tag<'_>>,
         span: Span,
     ) -> Option<Value> {
         let resolved = match tag {
             None if style == ScalarStyle::Plain => resolve_plain(&text),
             None => Resolved::String,
-            Some(tag) if is_string_tag(tag) => Resolved::String,
+            Some(tag) if is_string_tag(&tag) => Resolved::String,
             Some(tag) if tag.handle == CORE_HANDLE => {
-                let resolved = match tag.suffix.as_str() {
+                let resolved = match tag.suffix {
                     "int" => Some(resolve_plain(&text)).filter(|r| r.is_integer()),
                     "float" => match resolve_plain(&text) {
                         Resolved::Int(i) => Some(Resolved::Float(i as f64)),
@@ -637,7 +690,7 @@ impl<'a> Builder<'a> {
                     "bool" => Some(resolve_plain(&text)).filter(|r| matches!(r, Resolved::Bool(_))),
                     "null" => Some(resolve_plain(&text)).filter(|r| matches!(r, Resolved::Null)),
                     _ => {
-                        self.unsupported_tag(tag, span);
+                        self.unsupported_tag(&tag, span);
                         return None;
                     }
                 };
@@ -657,7 +710,7 @@ impl<'a> Builder<'a> {
                 }
             }
             Some(tag) => {
-                self.unsupported_tag(tag, span);
+                self.unsupported_tag(&tag, span);
                 return None;
             }
         };
@@ -703,13 +756,13 @@ impl<'a> Builder<'a> {
         );
     }
 
-    fn unsupported_tag(&mut self, tag: &Tag, span: Span) {
+    fn unsupported_tag(&mut self, tag: &Tag<'_>, span: Span) {
         let shown = if tag.handle == CORE_HANDLE {
             format!("!!{}", tag.suffix)
         } else if tag.handle.is_empty() {
             format!("!<{}>", tag.suffix)
         } else {
-            tag.to_string()
+            tag.text.to_owned()
         };
         self.error(
             Diagnostic::new(
@@ -721,10 +774,40 @@ impl<'a> Builder<'a> {
         );
     }
 
-    fn scan_error(&mut self, err: &ScanError) {
-        let offset = self.offsets.byte(err.marker().index());
-        let info = err.info();
-        let (code, help) = yaml_help(info);
+    fn scan_error(&mut self, err: &rlsp_yaml_parser::Error) {
+        let info = err.message.as_str();
+        let text = self.source.text();
+        let mut offset = err.pos.byte_offset;
+        let mut help = None;
+        // The parser reads a flow collection whole before its events: one left open is not
+        // on the stack, but starts at the first bracket after the last node read.
+        let open_flow = || {
+            text.get(self.last_end..)
+                .and_then(|rest| rest.find(['[', '{']))
+                .map(|found| self.last_end + found)
+        };
+        if info.starts_with("unterminated flow collection")
+            && let Some(opening) = open_flow()
+        {
+            // Found at the end of the text: point at the bracket left open instead.
+            offset = opening;
+            help = Some(match text.as_bytes().get(offset) {
+                Some(b'[') => "close the list with `]` and separate items with `,`",
+                _ => "close the mapping with `}` and separate entries with `,`",
+            });
+        } else if let Some(quote) = match info {
+            "unterminated double-quoted scalar" => Some('"'),
+            "unterminated single-quoted scalar" => Some('\''),
+            _ => None,
+        } {
+            // Found at the end of the text: point at the opening quote, the first one after
+            // the last node read.
+            if let Some(found) = text.get(self.last_end..).and_then(|rest| rest.find(quote)) {
+                offset = self.last_end + found;
+            }
+        }
+        let (code, general) = yaml_help(info);
+        let help = help.unwrap_or(general);
         let span = self.source.span(offset, 0);
         // A parse error after an earlier problem is usually a consequence of it: keep both.
         self.error(
@@ -752,11 +835,10 @@ impl<'a> Builder<'a> {
 
     /// The span of a node, cut at the end of its first line and without trailing blanks.
     ///
-    /// Uses the parser's line and column when they agree with the source's line index:
-    /// this runs for every node, and a lookup in the index costs a binary search.
+    /// `start` was located by a forward walk of the source's line index (this runs for every
+    /// node).
     fn line_span(&self, start: Pos, end: usize) -> Span {
-        // At the end of the text the parser may count a line the index does not have.
-        if !self.parser_lines || start.byte >= self.source.text().len() {
+        if start.byte >= self.source.text().len() {
             return self.source.first_line_span(start.byte, end);
         }
         let text: &str = self.source.text();
@@ -773,16 +855,35 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// Whether the text has a `\r` that is not part of `\r\n`.
-fn has_lone_cr(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    text.match_indices('\r')
-        .any(|(index, _)| bytes.get(index + 1) != Some(&b'\n'))
+/// Where the content of a block scalar whose header starts at `start` begins: the first
+/// non-blank character after the header line (`start` itself if there is none before `end`).
+fn block_content_start(text: &str, start: usize, end: usize) -> usize {
+    let Some(body) = text.get(start..end.min(text.len())) else {
+        return start;
+    };
+    let Some(newline) = body.find('\n') else {
+        return start;
+    };
+    let after = &body[newline + 1..];
+    match after.find(|c: char| c != ' ' && c != '\n' && c != '\r') {
+        Some(first) => start + newline + 1 + first,
+        None => start,
+    }
+}
+
+/// A node's anchor and tag, if it has either.
+fn properties<'m, 'e>(
+    meta: Option<&'m rlsp_yaml_parser::EventMeta<'e>>,
+) -> (Option<&'e str>, Option<&'m str>) {
+    match meta {
+        Some(meta) => (meta.anchor, meta.tag.as_deref()),
+        None => (None, None),
+    }
 }
 
 /// Whether a tag makes a scalar a string: `!!str`, or the non-specific `!`.
-fn is_string_tag(tag: &Tag) -> bool {
-    // The non-specific tag `!` arrives as an empty handle with the suffix `!`.
+fn is_string_tag(tag: &Tag<'_>) -> bool {
+    // The non-specific tag `!` has an empty handle and the suffix `!`.
     (tag.handle == CORE_HANDLE && tag.suffix == "str")
         || (tag.handle.is_empty() && tag.suffix == "!")
 }
@@ -889,18 +990,21 @@ fn count_digits(bytes: &[u8]) -> usize {
     bytes.iter().take_while(|b| b.is_ascii_digit()).count()
 }
 
-/// The code and a help text for a `saphyr` scan error.
+/// The code and a help text for a parse error, from its message.
 fn yaml_help(info: &str) -> (Code, &'static str) {
-    if info.contains("recursion limit") {
+    if info.contains("nesting depth") {
         return (Code::SyntaxLimit, "flatten the structure");
     }
-    let help = if info.contains("':' indicator") {
-        "a `[` or `{` may be left open above, or a value containing `: ` needs quotes"
-    } else if info.contains("mapping values are not allowed") {
+    if info.contains("exceeds maximum") {
+        return (Code::SyntaxLimit, "shorten it, or split it up");
+    }
+    let help = if info.contains("not indented enough") && info.contains("flow") {
+        "a `[` or `{` may be left open above: close it, or indent the lines that continue it"
+    } else if info.contains("inline value") || info.contains("mapping value") {
         "quote values that contain `: `, and check the indentation"
-    } else if info.contains("cannot start any token") || info.contains("tab") {
+    } else if info.contains("tab") {
         "indent with spaces: YAML does not allow tabs for indentation"
-    } else if info.contains("did not find expected key") || info.contains("indentation") {
+    } else if info.contains("indent") {
         "check the indentation: keys of one mapping must line up"
     } else if info.contains("flow sequence") {
         "close the list with `]` and separate items with `,`"
