@@ -454,6 +454,29 @@ fn io_diagnostic(err: &io::Error, source: &Arc<SourceFile>) -> Diagnostic {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Walking offsets in any order with one cursor gives the lines and columns of the
+        /// binary search, on ASCII and non-ASCII text, with `\n` and `\r\n` breaks.
+        #[test]
+        fn the_cursor_agrees_with_the_line_index(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec!["a", "bc", " ", "\n", "\r\n", "é", "日本", "\t"]),
+                0..40,
+            ),
+            offsets in proptest::collection::vec(0usize..200, 1..30),
+        ) {
+            let source = SourceFile::in_memory("t.yaml", pieces.concat(), Format::Yaml);
+            let mut cursor = LineCursor::default();
+            for offset in offsets {
+                proptest::prop_assert_eq!(
+                    source.line_col_near(offset, &mut cursor),
+                    source.line_col(offset),
+                    "offset {}", offset
+                );
+            }
+        }
+    }
+
     #[test]
     fn formats_come_from_extensions() {
         let table = [
