@@ -425,35 +425,33 @@ impl Duplicates {
         document: &Value,
         diagnostics: &mut Vec<Diagnostic>,
     ) {
+        let mut definitions: Vec<(&'static str, &str, Definition)> = Vec::new();
         for section in ["tools", "gates", "modes"] {
             if let Some(Value::Object(items)) = document.get(section) {
-                for name in items.keys() {
-                    let definition = Definition::Key;
-                    self.add(
-                        sources,
-                        (layer, section, name),
-                        file,
-                        definition,
-                        diagnostics,
-                    );
-                }
+                definitions.extend(
+                    items
+                        .keys()
+                        .map(|name| (section, name.as_str(), Definition::Key)),
+                );
             }
         }
         for section in ["rules", "hooks"] {
             if let Some(Value::Array(items)) = document.get(section) {
                 for (index, item) in items.iter().enumerate() {
                     if let Some(name) = item.get("name").and_then(Value::as_str) {
-                        let definition = Definition::Index(index);
-                        self.add(
-                            sources,
-                            (layer, section, name),
-                            file,
-                            definition,
-                            diagnostics,
-                        );
+                        definitions.push((section, name, Definition::Index(index)));
                     }
                 }
             }
+        }
+        for (section, name, definition) in definitions {
+            self.add(
+                sources,
+                (layer, section, name),
+                file,
+                definition,
+                diagnostics,
+            );
         }
     }
 
