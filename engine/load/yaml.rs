@@ -101,7 +101,7 @@ impl<'t> Tag<'t> {
     }
 }
 
-/// A node's start: byte offset, and the parser's 1-based line and column (characters).
+/// A node's start: byte offset, and its 1-based line and column (characters) in the source.
 #[derive(Clone, Copy, Debug)]
 struct Pos {
     byte: usize,
@@ -800,10 +800,9 @@ impl<'a> Builder<'a> {
             "unterminated single-quoted scalar" => Some('\''),
             _ => None,
         } {
-            // Found at the end of the text: point at the opening quote, the first one after
-            // the last node read.
-            if let Some(found) = text.get(self.last_end..).and_then(|rest| rest.find(quote)) {
-                offset = self.last_end + found;
+            // Found at the end of the text: point at the opening quote instead.
+            if let Some(found) = unclosed_quote(text, self.last_end, quote) {
+                offset = found;
             }
         }
         let (code, general) = yaml_help(info);
@@ -868,6 +867,37 @@ fn block_content_start(text: &str, start: usize, end: usize) -> usize {
     match after.find(|c: char| c != ' ' && c != '\n' && c != '\r') {
         Some(first) => start + newline + 1 + first,
         None => start,
+    }
+}
+
+/// The first `quote` after `from` that no later quote closes (quoted strings before it are
+/// skipped whole, escapes included): where a string the parser found unterminated opens.
+fn unclosed_quote(text: &str, from: usize, quote: char) -> Option<usize> {
+    let mut at = from;
+    loop {
+        let open = at + text.get(at..)?.find(quote)?;
+        let mut chars = text.get(open + 1..)?.char_indices();
+        let mut close = None;
+        while let Some((index, c)) = chars.next() {
+            match c {
+                '\\' if quote == '"' => {
+                    chars.next();
+                }
+                // `''` is an escaped quote inside a single-quoted string.
+                '\'' if quote == '\'' && text.get(open + 1 + index + 1..)?.starts_with('\'') => {
+                    chars.next();
+                }
+                c if c == quote => {
+                    close = Some(open + 1 + index);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        match close {
+            Some(close) => at = close + 1,
+            None => return Some(open),
+        }
     }
 }
 
@@ -1162,6 +1192,24 @@ mod tests {
         for (text, code) in table {
             assert_eq!(codes(text).first(), Some(&code), "{text:?}");
         }
+    }
+
+    #[test]
+    fn unclosed_brackets_and_quotes_are_reported_where_they_open() {
+        let at = |text: &str| match parse(text) {
+            Ok(_) => panic!("{text:?} parsed"),
+            Err(errors) => {
+                let span = errors[0].location.as_ref().unwrap().span;
+                (errors[0].code, span.line, span.column)
+            }
+        };
+        // Closed strings before the open one are skipped, escapes included.
+        assert_eq!(
+            at("a: {x: \"o\\\"k\", y: \"open}\n"),
+            (Code::SyntaxYaml, 1, 19)
+        );
+        assert_eq!(at("a: ['it''s', 'open]\n"), (Code::SyntaxYaml, 1, 14));
+        assert_eq!(at("a: 1\nb: [x, {y: 2}\n"), (Code::SyntaxYaml, 2, 4));
     }
 
     #[test]
