@@ -649,8 +649,17 @@ impl Sources {
         provenance: &Provenance,
         pointer: &str,
     ) -> Option<crate::load::Location> {
-        let (at, origin) = provenance.nearest(pointer)?;
-        let rest = &pointer[at.len()..];
+        self.locate_key_from(provenance.nearest(pointer)?, pointer)
+    }
+
+    /// Like [`Sources::locate_key`], from the provenance entry `nearest` already found for
+    /// `pointer` (the entry at it or at its closest recorded ancestor).
+    pub fn locate_key_from(
+        &self,
+        (at, origin): (&str, &Origin),
+        pointer: &str,
+    ) -> Option<crate::load::Location> {
+        let rest = pointer.get(at.len()..).unwrap_or_default();
         self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), true)
     }
 

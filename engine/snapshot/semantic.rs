@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::Sources;
 use super::layer::LayerSpec;
-use super::provenance::Provenance;
+use super::provenance::{Origin, Provenance};
 use super::resolve::{ResolvedContract, ResolvedEngine, template_placeholders};
 use crate::load::spans::join_pointer;
 use crate::load::{Code, Diagnostic, Location, Severity};
@@ -89,6 +89,11 @@ impl Input<'_> {
     /// The layer of the file that set the value at an effective pointer.
     fn layer_of(&self, pointer: &str) -> Option<&LayerSpec> {
         let (_, origin) = self.provenance.nearest(pointer)?;
+        self.layer_of_origin(origin)
+    }
+
+    /// The layer of the file of an origin.
+    fn layer_of_origin(&self, origin: &Origin) -> Option<&LayerSpec> {
         let file = self.sources.files.get(origin.file.0 as usize)?;
         self.layers.get(file.layer)
     }
@@ -1002,18 +1007,13 @@ fn rule_origin(input: &Input<'_>, index: usize) -> RuleOrigin {
     let rule = format!("/rules/{index}");
     let name = format!("{rule}/name");
     let found = input.provenance.nearest(&name);
-    let location = found.and_then(|(at, origin)| {
-        let rest = name.get(at.len()..).unwrap_or_default();
-        let pointer = format!("{}{rest}", origin.pointer);
-        input.sources.locate_in(origin.file, &pointer, true)
-    });
+    let location = found.and_then(|found| input.sources.locate_key_from(found, &name));
     let rule_origin = match found {
         Some((at, _)) if at.len() > rule.len() => input.provenance.nearest(&rule),
         other => other,
     };
     let enforced = rule_origin
-        .and_then(|(_, origin)| input.sources.files.get(origin.file.0 as usize))
-        .and_then(|file| input.layers.get(file.layer))
+        .and_then(|(_, origin)| input.layer_of_origin(origin))
         .is_some_and(|layer| layer.kind.is_enforced());
     RuleOrigin {
         index,
