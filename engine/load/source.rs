@@ -152,10 +152,7 @@ impl SourceFile {
     /// is moved back to the start of that character.
     pub fn line_col(&self, offset: usize) -> (u32, u32) {
         let offset = self.clamp(offset);
-        let line_index = self
-            .line_starts
-            .partition_point(|&start| start <= offset)
-            .saturating_sub(1);
+        let line_index = self.line_of(offset);
         let line_start = self.line_starts.get(line_index).copied().unwrap_or(0);
         let column = if self.ascii {
             offset - line_start
@@ -178,23 +175,17 @@ impl SourceFile {
                 .get(index)
                 .is_some_and(|&start| start <= offset)
         };
+        let behind = offset < cursor.offset || !at_or_before(cursor.line);
         let mut line = cursor.line;
-        if offset < cursor.offset || !at_or_before(line) {
+        if behind {
             // Behind the cursor: search the whole index.
-            line = self
-                .line_starts
-                .partition_point(|&start| start <= offset)
-                .saturating_sub(1);
-            *cursor = LineCursor {
-                line,
-                offset: self.line_starts.get(line).copied().unwrap_or(0),
-                column: 0,
-            };
+            line = self.line_of(offset);
+        } else {
+            while at_or_before(line + 1) {
+                line += 1;
+            }
         }
-        while at_or_before(line + 1) {
-            line += 1;
-        }
-        if line != cursor.line {
+        if behind || line != cursor.line {
             *cursor = LineCursor {
                 line,
                 offset: self.line_starts.get(line).copied().unwrap_or(0),
@@ -211,6 +202,13 @@ impl SourceFile {
         cursor.offset = offset;
         cursor.column += passed;
         (to_u32(line + 1), to_u32(cursor.column + 1))
+    }
+
+    /// The 0-based line of a (clamped) offset, by binary search.
+    fn line_of(&self, offset: usize) -> usize {
+        self.line_starts
+            .partition_point(|&start| start <= offset)
+            .saturating_sub(1)
     }
 
     /// A span of `len` bytes starting at byte `offset`, with its line and column.

@@ -14,6 +14,12 @@ use std::sync::{Mutex, PoisonError};
 /// Below this many items a load runs on the calling thread: spawning costs more than it saves.
 const MIN_ITEMS_PER_THREAD: usize = 8;
 
+/// How many threads `len` items get: one per core, as long as each gets `min_per_thread`.
+fn threads_for(len: usize, min_per_thread: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    cores.min(len / min_per_thread.max(1)).max(1)
+}
+
 /// `items.iter().map(f).collect()`, on up to as many threads as the machine has cores.
 pub fn map<T, R, F>(items: &[T], f: F) -> Vec<R>
 where
@@ -34,8 +40,7 @@ where
     F: Fn(&T) -> R + Sync,
 {
     let chunk = chunk.max(1);
-    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let threads = cores.min(items.len() / min_per_thread.max(1)).max(1);
+    let threads = threads_for(items.len(), min_per_thread);
     if threads == 1 {
         return items.iter().map(f).collect();
     }
@@ -86,8 +91,7 @@ where
     F: Fn(&T) -> R + Sync,
     C: FnMut(usize, R),
 {
-    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let threads = cores.min(items.len() / MIN_ITEMS_PER_THREAD).max(1);
+    let threads = threads_for(items.len(), MIN_ITEMS_PER_THREAD);
     if threads == 1 {
         for (index, item) in items.iter().enumerate() {
             consume(index, f(item));
