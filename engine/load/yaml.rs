@@ -792,8 +792,8 @@ impl<'a> Builder<'a> {
             // Found at the end of the text: point at the bracket left open instead.
             offset = opening;
             help = Some(match text.as_bytes().get(offset) {
-                Some(b'[') => "close the list with `]` and separate items with `,`",
-                _ => "close the mapping with `}` and separate entries with `,`",
+                Some(b'[') => CLOSE_LIST,
+                _ => CLOSE_MAPPING,
             });
         } else if let Some(quote) = match info {
             "unterminated double-quoted scalar" => Some('"'),
@@ -1020,6 +1020,11 @@ fn count_digits(bytes: &[u8]) -> usize {
     bytes.iter().take_while(|b| b.is_ascii_digit()).count()
 }
 
+/// Help for a flow sequence left open or missing a comma.
+const CLOSE_LIST: &str = "close the list with `]` and separate items with `,`";
+/// Help for a flow mapping left open or missing a comma.
+const CLOSE_MAPPING: &str = "close the mapping with `}` and separate entries with `,`";
+
 /// The code and a help text for a parse error, from its message.
 fn yaml_help(info: &str) -> (Code, &'static str) {
     if info.contains("nesting depth") {
@@ -1037,9 +1042,9 @@ fn yaml_help(info: &str) -> (Code, &'static str) {
     } else if info.contains("indent") {
         "check the indentation: keys of one mapping must line up"
     } else if info.contains("flow sequence") {
-        "close the list with `]` and separate items with `,`"
+        CLOSE_LIST
     } else if info.contains("flow mapping") {
-        "close the mapping with `}` and separate entries with `,`"
+        CLOSE_MAPPING
     } else if info.contains("quoted scalar") {
         "close the quoted string"
     } else if info.contains("anchor") || info.contains("alias") {
