@@ -260,6 +260,62 @@ impl SpanTable {
         self.nodes.get(index).map(|node| (len, node.span()))
     }
 
+    /// The spans of the member `key` of every item of the sequence at `list`, by item index:
+    /// `None` for an item without that member. Empty when `list` is missing or not a
+    /// sequence (a mapping whose keys read `0`, `1`, … in order counts as one).
+    ///
+    /// One pass over the nodes, without the lookup index: when every item is wanted this is
+    /// far cheaper than a lookup per item, each of which visits nodes scattered over the
+    /// table (a cache miss per step on a large file).
+    pub fn item_members(&self, list: &str, key: &str) -> Vec<Option<NodeSpan>> {
+        let Some(list) = self.scan(list) else {
+            return Vec::new();
+        };
+        let mut members: Vec<Option<NodeSpan>> = Vec::new();
+        let mut item = None;
+        for (index, node) in self.subtree_after(list) {
+            if node.parent as usize == list {
+                // Items are recorded in index order; anything else is a mapping's member.
+                if node.segment(&self.arena).parse::<usize>() != Ok(members.len()) {
+                    return Vec::new();
+                }
+                members.push(None);
+                item = Some(index);
+            } else if Some(node.parent as usize) == item
+                && node.segment(&self.arena) == key
+                && let Some(slot) = members.last_mut()
+            {
+                *slot = Some(node.span());
+            }
+        }
+        members
+    }
+
+    /// The node at `pointer`, found by scanning children in document order (no index).
+    fn scan(&self, pointer: &str) -> Option<usize> {
+        let mut current = self.root_index()?;
+        for segment in pointer_segments(pointer)? {
+            current = self
+                .subtree_after(current)
+                .find(|(_, node)| {
+                    node.parent as usize == current && node.segment(&self.arena) == segment
+                })?
+                .0;
+        }
+        Some(current)
+    }
+
+    /// The nodes below `node`, in document order. Every parent comes before its children,
+    /// so the subtree is the run of nodes after `node` up to the first whose parent comes
+    /// before `node`.
+    fn subtree_after(&self, node: usize) -> impl Iterator<Item = (usize, &Node)> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .skip(node.saturating_add(1))
+            .take_while(move |(_, child)| child.parent as usize >= node)
+    }
+
     /// The spans of the root node.
     pub fn root(&self) -> Option<NodeSpan> {
         self.root_index()
@@ -645,6 +701,20 @@ mod tests {
     }
 
     #[test]
+    fn item_members_reads_one_member_of_every_item() {
+        let table = sample();
+        let names = table.item_members("/rules", "name");
+        assert_eq!(names.len(), 12);
+        assert_eq!(names[0], Some(member(100)));
+        assert_eq!(names[11], Some(member(111)));
+        assert_eq!(table.item_members("/rules", "decision"), vec![None; 12]);
+        // Not a sequence, or missing.
+        assert!(table.item_members("/tools", "timeout").is_empty());
+        assert!(table.item_members("/hooks", "name").is_empty());
+        assert!(table.item_members("rules", "name").is_empty());
+    }
+
+    #[test]
     fn find_member_reports_recorded_keys() {
         let mut builder = SpanTableBuilder::new();
         let root = builder.root(span(0));
@@ -716,6 +786,27 @@ mod tests {
                 let all: Vec<(String, NodeSpan)> = table.iter().collect();
                 for (pointer, node) in &all {
                     prop_assert_eq!(table.get(pointer), Some(*node), "{}", pointer);
+                    // One pass finds what a lookup per item finds.
+                    let prefix = format!("{pointer}/");
+                    let children: Vec<&str> = all
+                        .iter()
+                        .filter_map(|(p, _)| p.strip_prefix(prefix.as_str()))
+                        .filter(|rest| !rest.contains('/'))
+                        .collect();
+                    let counted = children
+                        .iter()
+                        .enumerate()
+                        .all(|(index, segment)| segment.parse::<usize>() == Ok(index));
+                    for key in ["a", "0", "b~"] {
+                        let expected: Vec<Option<NodeSpan>> = if counted {
+                            (0..children.len())
+                                .map(|index| table.get(&join_pointer(&format!("{prefix}{index}"), key)))
+                                .collect()
+                        } else {
+                            Vec::new()
+                        };
+                        prop_assert_eq!(table.item_members(pointer, key), expected, "{} {}", pointer, key);
+                    }
                     // A child that was never recorded is not found.
                     for absent in ["zz", "99", "00"] {
                         let missing = join_pointer(pointer, absent);
