@@ -3,7 +3,7 @@
 //! that can apply to it, already in precedence order, so that deciding a call walks a short
 //! list and stops at the first precedence level that matches.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use globset::{Glob, GlobSetBuilder};
@@ -258,10 +258,13 @@ fn is_glob(pattern: &str) -> bool {
 /// Resolves tool names, aliases and globs (`mcp__github__*`, `*`) to canonical tools, in
 /// definition order without repeats; unknown names and bad globs are reported by index.
 pub fn resolve_tools(patterns: &[String], tools: &ToolNames) -> (Vec<ToolName>, Vec<RuleError>) {
+    // In order of first mention; a set beside it keeps a glob that matches every one of
+    // thousands of tools linear.
     let mut covered: Vec<ToolName> = Vec::new();
+    let mut seen: HashSet<ToolName, foldhash::fast::RandomState> = HashSet::default();
     let mut errors = Vec::new();
-    let add = |tool: &ToolName, covered: &mut Vec<ToolName>| {
-        if !covered.contains(tool) {
+    let mut add = |tool: &ToolName, covered: &mut Vec<ToolName>| {
+        if seen.insert(tool.clone()) {
             covered.push(tool.clone());
         }
     };
@@ -490,5 +493,27 @@ impl RuleSet {
                 rules: Vec::new(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_are_covered_once_in_order_of_first_mention() {
+        let canonical: Vec<ToolName> = (0..500).map(|i| ToolName::new(format!("T{i}"))).collect();
+        let aliases = HashMap::from([("short".to_owned(), ToolName::new("T7"))]);
+        let tools = ToolNames::new(canonical.clone(), aliases);
+        let patterns = ["T3", "short", "T*", "T3"].map(str::to_owned);
+        let (covered, errors) = resolve_tools(&patterns, &tools);
+        assert!(errors.is_empty());
+        let mut expected = vec![ToolName::new("T3"), ToolName::new("T7")];
+        expected.extend(
+            canonical
+                .into_iter()
+                .filter(|tool| !matches!(tool.as_str(), "T3" | "T7")),
+        );
+        assert_eq!(covered, expected);
     }
 }
