@@ -167,8 +167,10 @@ pub fn check(input: Input<'_>) -> Output {
         check_contract(&mut checker, name, contract);
     }
     let tools: Vec<(&String, &ToolContract)> = input.typed.tools.iter().collect();
+    // Tools often share patterns (a path's `pattern`, say): compile each once per load.
+    let patterns = jsonschema::PatternCache::new();
     let compiled = super::parallel::map(&tools, |(name, contract)| {
-        compile_schemas(&input, name, contract)
+        compile_schemas(&input, &patterns, name, contract)
     });
     let mut validators = HashMap::new();
     for ((name, _), (compiled, found)) in tools.iter().zip(compiled) {
@@ -862,6 +864,7 @@ impl CompiledSchemas {
 
 fn compile_schemas(
     input: &Input<'_>,
+    patterns: &jsonschema::PatternCache,
     name: &str,
     contract: &ToolContract,
 ) -> (Validators, Vec<Diagnostic>) {
@@ -877,6 +880,18 @@ fn compile_schemas(
             // Compiled before, so valid: nothing to report.
             return Some(validator);
         }
+        // Building checks the schema against the meta-schema first (stopping at the first
+        // problem), so a schema that builds is valid; only one that does not is checked
+        // again, for every problem.
+        let error = match jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .with_pattern_cache(patterns.clone())
+            .build(schema)
+        {
+            Ok(validator) => return Some(CompiledSchemas::insert(key, validator)),
+            Err(error) => error,
+        };
         let pointer = format!("{base}/{field}");
         let meta = jsonschema::draft202012::meta::validator();
         let mut failed = false;
@@ -904,29 +919,19 @@ fn compile_schemas(
             };
             checker.push(diagnostic, location);
         }
-        if failed {
-            return None;
+        if !failed {
+            let inner = format!("{pointer}{}", error.instance_path().as_str());
+            let location = checker.at(&inner);
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticInvalidSchema,
+                    format!("`{field}` of `{name}` does not compile: {error}"),
+                )
+                .with_help("input and output schemas follow JSON Schema draft 2020-12; remote `$ref`s are not fetched, so inline referenced schemas"),
+                location,
+            );
         }
-        match jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .should_validate_formats(true)
-            .build(schema)
-        {
-            Ok(validator) => Some(CompiledSchemas::insert(key, validator)),
-            Err(error) => {
-                let inner = format!("{pointer}{}", error.instance_path().as_str());
-                let location = checker.at(&inner);
-                checker.push(
-                    Diagnostic::new(
-                        Code::SemanticInvalidSchema,
-                        format!("`{field}` of `{name}` does not compile: {error}"),
-                    )
-                    .with_help("input and output schemas follow JSON Schema draft 2020-12; remote `$ref`s are not fetched, so inline referenced schemas"),
-                    location,
-                );
-                None
-            }
-        }
+        None
     };
     let input = compile("input_schema", &contract.input_schema);
     let output = compile("output_schema", &contract.output_schema);
