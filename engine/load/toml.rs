@@ -39,7 +39,7 @@ pub fn parse_toml(
     let mut converter = Converter {
         source,
         limits,
-        spans: SpanTableBuilder::new(),
+        spans: SpanTableBuilder::for_text(text.len()),
         errors: Vec::new(),
     };
     let first = table

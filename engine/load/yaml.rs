@@ -196,7 +196,7 @@ impl<'a> Builder<'a> {
             source,
             limits,
             line_cursor: LineCursor::default(),
-            spans: SpanTableBuilder::new(),
+            spans: SpanTableBuilder::for_text(source.text().len()),
             stack: Vec::new(),
             items: Vec::new(),
             entries: Vec::new(),
@@ -844,7 +844,9 @@ impl<'a> Builder<'a> {
         let rest = text
             .get(start.byte..end.max(start.byte).min(text.len()))
             .unwrap_or("");
-        let first_line = rest.split(['\n', '\r']).next().unwrap_or("");
+        let first_line = memchr::memchr2(b'\n', b'\r', rest.as_bytes())
+            .and_then(|cut| rest.get(..cut))
+            .unwrap_or(rest);
         Span {
             offset: start.byte,
             len: first_line.trim_end_matches([' ', '\t']).len(),
