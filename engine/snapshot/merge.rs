@@ -17,6 +17,9 @@
 //! declared it; a later layer cannot make an enforced layer's lock disappear from view.
 
 use std::collections::HashMap;
+
+/// The seeded fast hash for the per-item indexes (one lookup per rule of every file).
+type FastHash = foldhash::fast::RandomState;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -180,8 +183,8 @@ pub struct Merger {
     doc: Map<String, Value>,
     provenance: Provenance,
     locks: Vec<Lock>,
-    enforced_items: HashMap<(&'static str, String), EnforcedItem>,
-    item_index: HashMap<(&'static str, String), usize>,
+    enforced_items: HashMap<(&'static str, String), EnforcedItem, FastHash>,
+    item_index: HashMap<(&'static str, String), usize, FastHash>,
 }
 
 impl Default for Merger {
@@ -205,8 +208,8 @@ impl Merger {
             doc,
             provenance: Provenance::default(),
             locks: Vec::new(),
-            enforced_items: HashMap::new(),
-            item_index: HashMap::new(),
+            enforced_items: HashMap::default(),
+            item_index: HashMap::default(),
         }
     }
 

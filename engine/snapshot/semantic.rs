@@ -1010,16 +1010,16 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
 /// Runs for every rule, so it looks provenance up once where it can: the rule's `name`
 /// has an origin of its own only when a later layer redefined the rule.
 fn rule_origin(input: &Input<'_>, name_keys: &RuleNameKeys, index: usize) -> RuleOrigin {
-    let rule = format!("/rules/{index}");
-    let name = format!("{rule}/name");
+    let name = format!("/rules/{index}/name");
+    let rule = name.strip_suffix("/name").unwrap_or(&name);
     let found = input.provenance.nearest(&name);
     let location = found.and_then(|found| {
         name_keys
-            .of_whole_item(input.sources, found, &rule)
+            .of_whole_item(input.sources, found, rule)
             .or_else(|| input.sources.locate_key_from(found, &name))
     });
     let rule_origin = match found {
-        Some((at, _)) if at.len() > rule.len() => input.provenance.nearest(&rule),
+        Some((at, _)) if at.len() > rule.len() => input.provenance.nearest(rule),
         other => other,
     };
     let enforced = rule_origin
