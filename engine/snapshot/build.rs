@@ -273,21 +273,6 @@ fn read_and_merge(
     options: &LoadOptions,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> (Sources, Merger) {
-    let schema_started = std::time::Instant::now();
-    let checker = match policy_checker() {
-        Ok(checker) => Some(checker),
-        Err(message) => {
-            diagnostics.push(Diagnostic::new(
-                Code::SchemaInvalid,
-                format!("the built-in policy schema does not compile: {message}"),
-            ));
-            None
-        }
-    };
-    tracing::debug!(
-        elapsed_ms = schema_started.elapsed().as_secs_f64() * 1000.0,
-        "policy schema ready (compiled once per process)"
-    );
     let mut found_files: Vec<(usize, FoundFile)> = Vec::new();
     for (layer_index, layer) in layers.iter().enumerate() {
         let (found, errors) = discover(&layer.root);
@@ -302,7 +287,7 @@ fn read_and_merge(
     let mut duplicates = Duplicates::default();
     super::parallel::for_each_in_order(
         &found_files,
-        |(_, file)| read_one(file.clone(), options, checker),
+        |(_, file)| read_one(file.clone(), options),
         |index, (document, found)| {
             diagnostics.extend(found);
             let (Some(document), Some((layer_index, _))) = (document, found_files.get(index))
@@ -330,6 +315,12 @@ fn read_and_merge(
             }
         },
     );
+    if let Err(message) = policy_checker() {
+        diagnostics.push(Diagnostic::new(
+            Code::SchemaInvalid,
+            format!("the built-in policy schema does not compile: {message}"),
+        ));
+    }
     (sources, merger)
 }
 
@@ -359,7 +350,6 @@ fn discovery_diagnostic(error: super::layer::DiscoveryError) -> Diagnostic {
 fn read_one(
     file: FoundFile,
     options: &LoadOptions,
-    checker: Option<&SchemaChecker>,
 ) -> (Option<crate::load::ParsedDocument>, Vec<Diagnostic>) {
     let source = match file {
         FoundFile::Embedded(embedded) => {
@@ -377,7 +367,10 @@ fn read_one(
         Err(found) => return (None, found),
     };
     let mut diagnostics = Vec::new();
-    if let Some(checker) = checker {
+    // The policy schema is compiled on first use (once per process), by whichever worker
+    // first has a file parsed, while the others go on parsing; one that fails to compile is
+    // reported once, after the files.
+    if let Ok(checker) = policy_checker() {
         diagnostics = checker.check_document(&document);
         if diagnostics.iter().any(Diagnostic::is_error) {
             return (None, diagnostics);
