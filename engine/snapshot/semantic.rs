@@ -163,14 +163,20 @@ pub fn check(input: Input<'_>) -> Output {
     if let Some(engine) = input.engine {
         check_templates(&mut checker, engine);
     }
-    for (name, contract) in &input.typed.tools {
-        check_contract(&mut checker, name, contract);
-    }
     let tools: Vec<(&String, &ToolContract)> = input.typed.tools.iter().collect();
     // Tools often share patterns (a path's `pattern`, say): compile each once per load.
     let patterns = jsonschema::PatternCache::new();
+    // Contracts are independent of each other: check each and compile its schemas in one
+    // parallel pass (the diagnostics are sorted by place at the end of the load).
     let compiled = super::parallel::map(&tools, |(name, contract)| {
-        compile_schemas(&input, &patterns, name, contract)
+        let mut own = Checker {
+            input: &input,
+            diagnostics: Vec::new(),
+        };
+        check_contract(&mut own, name, contract);
+        let (validators, found) = compile_schemas(&input, &patterns, name, contract);
+        own.diagnostics.extend(found);
+        (validators, own.diagnostics)
     });
     let mut validators = HashMap::new();
     for ((name, _), (compiled, found)) in tools.iter().zip(compiled) {
