@@ -374,7 +374,9 @@ pub fn read_source(path: &Path, limits: &ReadLimits) -> Result<Arc<SourceFile>, 
         return Err(too_large(&placeholder(), metadata.len(), limits));
     }
 
-    let mut bytes = Vec::new();
+    // Sized from the metadata (checked against the limit above), so a file is read in one go
+    // rather than into a buffer grown a dozen times.
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0) + 1);
     let file = std::fs::File::open(path).map_err(|err| io_diagnostic(&err, &placeholder()))?;
     // The file may have grown since `metadata`: never read more than the limit allows.
     file.take(limits.max_bytes.saturating_add(1))
