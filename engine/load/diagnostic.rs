@@ -68,12 +68,14 @@ pub struct Location {
 impl Location {
     /// `path:line:column`.
     pub fn display(&self) -> String {
-        format!(
-            "{}:{}:{}",
-            self.source.path(),
-            self.span.line,
-            self.span.column
-        )
+        use std::fmt::Write as _;
+        // The path is copied as is, not through a formatter (this runs for every rule).
+        let path = self.source.path();
+        let mut text = String::with_capacity(path.len() + 12);
+        text.push_str(path);
+        // Writing into a `String` cannot fail.
+        let _ = write!(text, ":{}:{}", self.span.line, self.span.column);
+        text
     }
 }
 
