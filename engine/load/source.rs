@@ -469,19 +469,26 @@ fn io_diagnostic(err: &io::Error, source: &Arc<SourceFile>) -> Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
+
+    /// Text of ASCII and non-ASCII pieces, blanks and both kinds of line break.
+    fn text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            proptest::sample::select(vec!["a", "bc", " ", "\n", "\r\n", "é", "日本", "\t"]),
+            0..40,
+        )
+        .prop_map(|pieces| pieces.concat())
+    }
 
     proptest::proptest! {
         /// Walking offsets in any order with one cursor gives the lines and columns of the
         /// binary search, on ASCII and non-ASCII text, with `\n` and `\r\n` breaks.
         #[test]
         fn the_cursor_agrees_with_the_line_index(
-            pieces in proptest::collection::vec(
-                proptest::sample::select(vec!["a", "bc", " ", "\n", "\r\n", "é", "日本", "\t"]),
-                0..40,
-            ),
+            text in text(),
             offsets in proptest::collection::vec(0usize..200, 1..30),
         ) {
-            let source = SourceFile::in_memory("t.yaml", pieces.concat(), Format::Yaml);
+            let source = SourceFile::in_memory("t.yaml", text, Format::Yaml);
             let mut cursor = LineCursor::default();
             for offset in offsets {
                 proptest::prop_assert_eq!(
@@ -498,13 +505,9 @@ mod tests {
         /// without trailing blanks; and the line index holds every line's start.
         #[test]
         fn first_line_spans_cut_at_the_line_end(
-            pieces in proptest::collection::vec(
-                proptest::sample::select(vec!["a", "bc", " ", "\n", "\r\n", "é", "日本", "\t"]),
-                0..40,
-            ),
+            text in text(),
             ranges in proptest::collection::vec((0usize..200, 0usize..200), 1..30),
         ) {
-            let text = pieces.concat();
             let source = SourceFile::in_memory("t.yaml", text.clone(), Format::Yaml);
             let starts: Vec<usize> = std::iter::once(0)
                 .chain(text.match_indices('\n').map(|(index, _)| index + 1))
