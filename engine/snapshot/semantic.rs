@@ -174,8 +174,7 @@ pub fn check(input: Input<'_>) -> Output {
             diagnostics: Vec::new(),
         };
         check_contract(&mut own, name, contract);
-        let (validators, found) = compile_schemas(&input, &patterns, name, contract);
-        own.diagnostics.extend(found);
+        let validators = compile_schemas(&mut own, &patterns, name, contract);
         (validators, own.diagnostics)
     });
     let mut validators = HashMap::new();
@@ -869,15 +868,11 @@ impl CompiledSchemas {
 }
 
 fn compile_schemas(
-    input: &Input<'_>,
+    checker: &mut Checker<'_>,
     patterns: &jsonschema::PatternCache,
     name: &str,
     contract: &ToolContract,
-) -> (Validators, Vec<Diagnostic>) {
-    let mut checker = Checker {
-        input,
-        diagnostics: Vec::new(),
-    };
+) -> Validators {
     let base = join_pointer("/tools", name);
     let mut compile = |field: &str, schema: &Option<Value>| -> Option<Arc<jsonschema::Validator>> {
         let schema = schema.as_ref()?;
@@ -941,7 +936,7 @@ fn compile_schemas(
     };
     let input = compile("input_schema", &contract.input_schema);
     let output = compile("output_schema", &contract.output_schema);
-    ((input, output), checker.diagnostics)
+    (input, output)
 }
 
 fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
