@@ -194,13 +194,11 @@ impl SpanTableBuilder {
         self.nodes.get(id.0 as usize).map(Node::span)
     }
 
-    /// The spans of the member `key` of `parent`, if one was recorded. Linear in the number
-    /// of nodes after `parent`: meant for the rare duplicate-key report, not for lookups.
+    /// The spans of the member `key` of `parent`, if one was recorded. Linear in the size of
+    /// `parent`'s subtree: meant for the rare duplicate-key report, not for lookups.
     pub fn find_member(&self, parent: NodeId, key: &str) -> Option<NodeSpan> {
-        let from = (parent.0 as usize).saturating_add(1);
-        self.nodes.get(from..)?.iter().find_map(|node| {
-            (node.parent == parent.0 && node.segment(&self.arena) == key).then(|| node.span())
-        })
+        let child = scan_child(&self.nodes, &self.arena, parent.0 as usize, key)?;
+        self.nodes.get(child).map(Node::span)
     }
 
     /// Freezes the builder into a table that can be queried by pointer.
@@ -283,7 +281,7 @@ impl SpanTable {
         };
         let mut members: Vec<Option<NodeSpan>> = Vec::new();
         let mut item = None;
-        for (index, node) in self.subtree_after(list) {
+        for (index, node) in subtree_after(&self.nodes, list) {
             if node.parent as usize == list {
                 // Items are recorded in index order; anything else is a mapping's member.
                 if node.segment(&self.arena).parse::<usize>() != Ok(members.len()) {
@@ -305,25 +303,9 @@ impl SpanTable {
     fn scan(&self, pointer: &str) -> Option<usize> {
         let mut current = self.root_index()?;
         for segment in pointer_segments(pointer)? {
-            current = self
-                .subtree_after(current)
-                .find(|(_, node)| {
-                    node.parent as usize == current && node.segment(&self.arena) == segment
-                })?
-                .0;
+            current = scan_child(&self.nodes, &self.arena, current, &segment)?;
         }
         Some(current)
-    }
-
-    /// The nodes below `node`, in document order. Every parent comes before its children,
-    /// so the subtree is the run of nodes after `node` up to the first whose parent comes
-    /// before `node`.
-    fn subtree_after(&self, node: usize) -> impl Iterator<Item = (usize, &Node)> + '_ {
-        self.nodes
-            .iter()
-            .enumerate()
-            .skip(node.saturating_add(1))
-            .take_while(move |(_, child)| child.parent as usize >= node)
     }
 
     /// The spans of the root node.
@@ -433,6 +415,24 @@ impl SpanTable {
             .ok()?;
         group.get(position).map(|&child| child as usize)
     }
+}
+
+/// The nodes below `node`, in document order. Every parent comes before its children, so
+/// the subtree is the run of nodes after `node` up to the first whose parent comes before
+/// `node`.
+fn subtree_after(nodes: &[Node], node: usize) -> impl Iterator<Item = (usize, &Node)> + '_ {
+    nodes
+        .iter()
+        .enumerate()
+        .skip(node.saturating_add(1))
+        .take_while(move |(_, child)| child.parent as usize >= node)
+}
+
+/// The child `segment` of the node `parent`, by a scan of its subtree (no index).
+fn scan_child(nodes: &[Node], arena: &str, parent: usize, segment: &str) -> Option<usize> {
+    subtree_after(nodes, parent)
+        .find(|(_, node)| node.parent as usize == parent && node.segment(arena) == segment)
+        .map(|(index, _)| index)
 }
 
 /// The children of every node of a [`SpanTable`], grouped by parent: what a lookup walks.
