@@ -282,7 +282,12 @@ fn main() -> ExitCode {
                 CheckFormat::Sarif => OutputFormat::Sarif,
             };
             print(&report.render(format, color));
-            report.exit()
+            let exit = report.exit();
+            // The process ends here: its memory goes back to the system with it, so do not
+            // free the snapshot allocation by allocation (~12 ms of a 140 ms check of 10 000
+            // rules).
+            std::mem::forget(report);
+            exit
         }
         Command::Explain { tool, format } => match cli::explain::explain(&global, &tool) {
             Ok(report) => {
