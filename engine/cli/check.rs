@@ -1,10 +1,10 @@
 //! `toolgate check`: validate the policy set and report every problem.
 
+use std::sync::Arc;
+
 use crate::load::render::{
     HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif,
 };
-use std::sync::Arc;
-
 use crate::load::{Diagnostic, Severity};
 use crate::snapshot::{Snapshot, load};
 
