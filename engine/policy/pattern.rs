@@ -82,8 +82,9 @@ enum Token {
     Rest,
     /// One word with exactly this value.
     Literal(String),
-    /// One literal word matching this glob.
-    Glob(GlobMatcher),
+    /// One literal word matching this glob (boxed: most tokens are literals, and an inline
+    /// matcher would make every token four times its size).
+    Glob(Box<GlobMatcher>),
 }
 
 impl Token {
@@ -445,7 +446,7 @@ fn compile_token(raw: &str, offset: Option<usize>) -> Result<Token, PatternSynta
         .literal_separator(false)
         .backslash_escape(true)
         .build()
-        .map(|g| Token::Glob(g.compile_matcher()))
+        .map(|g| Token::Glob(Box::new(g.compile_matcher())))
         .map_err(|err| {
             PatternSyntaxError::new(
                 at(glob_at),
