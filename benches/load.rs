@@ -9,7 +9,8 @@
 //! policy schema) and the warm load, timed with allocation counting off; the heap a snapshot
 //! holds and the heap's peak during a load, counted on a further load, with what each part of
 //! the snapshot holds; and the resident memory after the cold load (which also keeps what the
-//! allocator retains of the load's peak).
+//! allocator retains of the load's peak), and the resident memory the snapshot itself keeps
+//! (the resident set with it and without it, once the allocator has returned its free pages).
 //!
 //! Every tool's input schema is distinct and no snapshot outlives its measurement, so the
 //! process-wide schema cache never flatters a figure. `TOOLGATE_BENCH_SET=DIR` writes the set
@@ -278,7 +279,12 @@ fn headline(dir: &Path, bytes: usize) {
     // rather than share the cold load's (see the schema cache), and the heap count must not
     // miss what a snapshot would share.
     let (tools, rules) = (snapshot.tools.len(), snapshot.rules.rules().len());
+    // What the snapshot itself keeps resident: the resident set with it and without it, each
+    // measured once the allocator has handed its free pages back to the system (the load's
+    // peak is otherwise kept for reuse, and would count as the snapshot's).
+    let with_snapshot = return_free_pages().and_then(|()| resident());
     drop(snapshot);
+    let without_snapshot = return_free_pages().and_then(|()| resident());
     let mut warm = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
@@ -322,6 +328,35 @@ fn headline(dir: &Path, bytes: usize) {
             mb(after.saturating_sub(before))
         ),
         _ => println!("load: resident memory unavailable (no /proc/self/statm)"),
+    }
+    if let (Some(with), Some(without)) = (with_snapshot, without_snapshot) {
+        println!(
+            "load: resident memory the snapshot keeps {:.1} MB (target < 50 MB): {:.1} MB resident with it, {:.1} MB once it is dropped, each after the allocator returned its free pages",
+            mb(with.saturating_sub(without)),
+            mb(with),
+            mb(without)
+        );
+    }
+}
+
+/// Makes the allocator return the pages it holds free to the system, so that the resident
+/// set counts only live memory; `None` with an allocator that cannot be asked.
+fn return_free_pages() -> Option<()> {
+    #[cfg(feature = "mimalloc")]
+    {
+        unsafe extern "C" {
+            /// mimalloc's `mi_collect`: with `force`, frees the pages of every heap that hold
+            /// nothing live (the calling thread's, and those abandoned by ended threads).
+            fn mi_collect(force: bool);
+        }
+        // SAFETY: `mi_collect` takes no pointers and may be called at any time; mimalloc is
+        // the global allocator, so its symbol is linked in.
+        unsafe { mi_collect(true) };
+        Some(())
+    }
+    #[cfg(not(feature = "mimalloc"))]
+    {
+        None
     }
 }
 
