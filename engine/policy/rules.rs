@@ -301,6 +301,9 @@ pub fn resolve_tools(patterns: &[String], tools: &ToolNames) -> (Vec<ToolName>, 
             }
         }
     }
+    // The list lives as long as the snapshot: most rules name one tool, and a `Vec` grown
+    // by `push` keeps room for four.
+    covered.shrink_to_fit();
     (covered, errors)
 }
 
