@@ -12,7 +12,9 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use super::source::SourceFile;
 
 /// A byte range in a source file, with the 1-based line and column (in characters) of its
 /// start.
@@ -58,33 +60,30 @@ pub struct NodeId(u32);
 /// The parent of the root.
 const NO_PARENT: u32 = u32::MAX;
 
-/// A [`Span`] as a table stores it: 16 bytes instead of 24. Policy files are far below
-/// 4 GiB (the reader refuses files over its size limit); a larger value saturates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+/// A [`Span`] as a table stores it: 8 bytes instead of 24. Its line and column are not
+/// stored: they follow from the offset and the source's line index, and are computed when
+/// a span is read (rarely: for a diagnostic or a provenance), which keeps a snapshot's
+/// tables a third smaller. Policy files are far below 4 GiB (the reader refuses files over
+/// its size limit); a larger offset saturates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Packed {
+    /// `u32::MAX` only in [`Packed::NONE`].
     offset: u32,
     len: u32,
-    /// 0 only in [`Packed::NONE`]: real lines start at 1.
-    line: u32,
-    column: u32,
 }
 
 impl Packed {
     /// No span (a node without a key).
     const NONE: Self = Self {
-        offset: 0,
+        offset: u32::MAX,
         len: 0,
-        line: 0,
-        column: 0,
     };
 
     fn pack(span: Span) -> Self {
-        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         Self {
-            offset: narrow(span.offset),
-            len: narrow(span.len),
-            line: span.line.max(1),
-            column: span.column,
+            offset: u32::try_from(span.offset)
+                .map_or(u32::MAX - 1, |offset| offset.min(u32::MAX - 1)),
+            len: u32::try_from(span.len).unwrap_or(u32::MAX),
         }
     }
 
@@ -92,21 +91,23 @@ impl Packed {
         key.map_or(Self::NONE, Self::pack)
     }
 
-    fn unpack(self) -> Span {
+    fn unpack(self, source: &SourceFile) -> Span {
+        let offset = self.offset as usize;
+        let (line, column) = source.line_col(offset);
         Span {
-            offset: self.offset as usize,
+            offset,
             len: self.len as usize,
-            line: self.line,
-            column: self.column,
+            line,
+            column,
         }
     }
 
-    fn unpack_key(self) -> Option<Span> {
-        (self.line != 0).then(|| self.unpack())
+    fn unpack_key(self, source: &SourceFile) -> Option<Span> {
+        (self != Self::NONE).then(|| self.unpack(source))
     }
 }
 
-/// One node: 44 bytes (a table holds one per key, value and sequence item of a document,
+/// One node: 28 bytes (a table holds one per key, value and sequence item of a document,
 /// and a snapshot keeps the tables of all its files).
 #[derive(Clone, Debug)]
 struct Node {
@@ -119,10 +120,10 @@ struct Node {
 }
 
 impl Node {
-    fn span(&self) -> NodeSpan {
+    fn span(&self, source: &SourceFile) -> NodeSpan {
         NodeSpan {
-            key: self.key.unpack_key(),
-            value: self.value.unpack(),
+            key: self.key.unpack_key(source),
+            value: self.value.unpack(source),
         }
     }
 
@@ -135,25 +136,23 @@ impl Node {
 
 /// Builds a [`SpanTable`] while a document is parsed: one root, then children in document
 /// order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SpanTableBuilder {
     nodes: Vec<Node>,
     arena: String,
+    source: Arc<SourceFile>,
 }
 
 impl SpanTableBuilder {
-    /// An empty builder.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// An empty builder with room for the nodes of a document of `text_len` bytes, as
-    /// policy files usually run (a node per 10–20 bytes, keys a quarter of the text), so
-    /// that a large file's table is not grown, and copied, a dozen times over.
-    pub fn for_text(text_len: usize) -> Self {
+    /// An empty builder for the spans of `source`, with room for the nodes of a document of
+    /// its size as policy files usually run (a node per 10–20 bytes, keys a quarter of the
+    /// text), so that a large file's table is not grown, and copied, a dozen times over.
+    pub fn new(source: &Arc<SourceFile>) -> Self {
+        let text_len = source.text().len();
         Self {
             nodes: Vec::with_capacity(text_len / 10 + 1),
             arena: String::with_capacity(text_len / 4),
+            source: Arc::clone(source),
         }
     }
 
@@ -191,14 +190,16 @@ impl SpanTableBuilder {
 
     /// The spans recorded for a node.
     pub fn get(&self, id: NodeId) -> Option<NodeSpan> {
-        self.nodes.get(id.0 as usize).map(Node::span)
+        self.nodes
+            .get(id.0 as usize)
+            .map(|node| node.span(&self.source))
     }
 
     /// The spans of the member `key` of `parent`, if one was recorded. Linear in the size of
     /// `parent`'s subtree: meant for the rare duplicate-key report, not for lookups.
     pub fn find_member(&self, parent: NodeId, key: &str) -> Option<NodeSpan> {
         let child = scan_child(&self.nodes, &self.arena, parent.0 as usize, key)?;
-        self.nodes.get(child).map(Node::span)
+        self.nodes.get(child).map(|node| node.span(&self.source))
     }
 
     /// Freezes the builder into a table that can be queried by pointer.
@@ -211,6 +212,7 @@ impl SpanTableBuilder {
             nodes: self.nodes,
             arena: self.arena,
             index: OnceLock::new(),
+            source: self.source,
         }
     }
 
@@ -234,19 +236,30 @@ impl SpanTableBuilder {
 ///
 /// The lookup index is built on the first query: most documents are valid and never
 /// queried, so parsing does not pay for it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone)]
 pub struct SpanTable {
     nodes: Vec<Node>,
     arena: String,
     /// The children of every node, for lookups by pointer.
     index: OnceLock<ChildIndex>,
+    /// The document, whose line index gives each span its line and column.
+    source: Arc<SourceFile>,
+}
+
+impl std::fmt::Debug for SpanTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpanTable")
+            .field("source", self.source.path())
+            .field("nodes", &self.nodes.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl SpanTable {
     /// The spans of the node at `pointer` (`""` is the root), if the document has it.
     pub fn get(&self, pointer: &str) -> Option<NodeSpan> {
         match self.walk(pointer) {
-            Walk::Found(index) => self.nodes.get(index).map(Node::span),
+            Walk::Found(index) => self.nodes.get(index).map(|node| node.span(&self.source)),
             Walk::Partial(..) | Walk::Invalid => None,
         }
     }
@@ -265,7 +278,9 @@ impl SpanTable {
             Walk::Partial(index, len) => (index, len),
             Walk::Invalid => (self.root_index()?, 0),
         };
-        self.nodes.get(index).map(|node| (len, node.span()))
+        self.nodes
+            .get(index)
+            .map(|node| (len, node.span(&self.source)))
     }
 
     /// The spans of the member `key` of every item of the sequence at `list`, by item index:
@@ -293,7 +308,7 @@ impl SpanTable {
                 && node.segment(&self.arena) == key
                 && let Some(slot) = members.last_mut()
             {
-                *slot = Some(node.span());
+                *slot = Some(node.span(&self.source));
             }
         }
         members
@@ -312,7 +327,7 @@ impl SpanTable {
     pub fn root(&self) -> Option<NodeSpan> {
         self.root_index()
             .and_then(|index| self.nodes.get(index))
-            .map(Node::span)
+            .map(|node| node.span(&self.source))
     }
 
     /// The number of nodes.
@@ -331,7 +346,7 @@ impl SpanTable {
         self.nodes
             .iter()
             .enumerate()
-            .map(|(index, node)| (self.pointer_of(index), node.span()))
+            .map(|(index, node)| (self.pointer_of(index), node.span(&self.source)))
     }
 
     /// The pointer of the node at `index`.
@@ -569,6 +584,16 @@ pub fn pointer_segments(pointer: &str) -> Option<Vec<Cow<'_, str>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::source::Format;
+
+    /// One line of text, long enough for every span of these tests: the span at offset `n`
+    /// is on line 1, column `n + 1`.
+    fn source() -> Arc<SourceFile> {
+        static SOURCE: std::sync::LazyLock<Arc<SourceFile>> = std::sync::LazyLock::new(|| {
+            SourceFile::in_memory("test.yaml", "x".repeat(100_000), Format::Yaml)
+        });
+        Arc::clone(&SOURCE)
+    }
 
     fn span(offset: usize) -> Span {
         Span {
@@ -588,7 +613,7 @@ mod tests {
             line: 1,
             column: 1,
         };
-        let mut builder = SpanTableBuilder::new();
+        let mut builder = SpanTableBuilder::new(&source());
         let root = builder.root(span(0));
         builder.member(
             root,
@@ -605,13 +630,53 @@ mod tests {
         assert_eq!(table.get("/l/0").unwrap().key, None);
         assert_eq!(table.get("/l/0").unwrap().value, span(9));
         assert_eq!(table.root().unwrap().key, None);
-        // Offsets past 4 GiB saturate instead of wrapping.
+        // Offsets past 4 GiB saturate instead of wrapping, short of the no-key marker.
         let huge = Span {
             offset: usize::MAX,
             ..first
         };
-        assert_eq!(Packed::pack(huge).unpack().offset, u32::MAX as usize);
-        assert_eq!(std::mem::size_of::<Node>(), 44);
+        assert_eq!(Packed::pack(huge).offset, u32::MAX - 1);
+        assert_eq!(
+            Packed::pack_key(Some(huge))
+                .unpack_key(&source())
+                .map(|s| s.offset),
+            Some(u32::MAX as usize - 1)
+        );
+        assert_eq!(std::mem::size_of::<Node>(), 28);
+    }
+
+    #[test]
+    fn lines_and_columns_come_from_the_source() {
+        let text = "a: 1\r\nbé: [x, ü]\n  c: 2\n";
+        let source = SourceFile::in_memory("t.yaml", text, Format::Yaml);
+        let at = |needle: &str| source.first_line_span(text.find(needle).unwrap(), text.len());
+        let mut builder = SpanTableBuilder::new(&source);
+        let root = builder.root(at("a"));
+        let list = builder.member(
+            root,
+            "bé",
+            NodeSpan {
+                key: Some(at("bé")),
+                value: at("["),
+            },
+        );
+        builder.item(list, 1, at("ü"));
+        let c = NodeSpan {
+            key: Some(at("c")),
+            value: at("2"),
+        };
+        builder.member(root, "c", c);
+        let table = builder.build();
+        let key = table.get("/bé").unwrap().key.unwrap();
+        assert_eq!((key.line, key.column, key.len), (2, 1, 12));
+        // Columns count characters, lengths bytes: `[` is the fifth character on its line
+        // (its sixth byte), `ü` the ninth.
+        let value = table.get("/bé").unwrap().value;
+        assert_eq!((value.line, value.column), (2, 5));
+        let item = table.get("/bé/1").unwrap();
+        assert_eq!((item.key, item.value.line, item.value.column), (None, 2, 9));
+        assert_eq!(table.get("/c"), Some(c));
+        assert_eq!((c.value.line, c.value.column), (3, 6));
     }
 
     fn member(offset: usize) -> NodeSpan {
@@ -622,7 +687,7 @@ mod tests {
     }
 
     fn sample() -> SpanTable {
-        let mut builder = SpanTableBuilder::new();
+        let mut builder = SpanTableBuilder::new(&source());
         let root = builder.root(span(0));
         let tools = builder.member(root, "tools", member(10));
         let bash = builder.member(tools, "Bash", member(20));
@@ -726,7 +791,7 @@ mod tests {
 
     #[test]
     fn find_member_reports_recorded_keys() {
-        let mut builder = SpanTableBuilder::new();
+        let mut builder = SpanTableBuilder::new(&source());
         let root = builder.root(span(0));
         builder.member(root, "a", member(5));
         assert_eq!(builder.find_member(root, "a"), Some(member(5)));
@@ -788,7 +853,7 @@ mod tests {
         proptest! {
             #[test]
             fn every_node_is_found_at_its_pointer_and_nothing_else(tree in tree()) {
-                let mut builder = SpanTableBuilder::new();
+                let mut builder = SpanTableBuilder::new(&source());
                 let root = builder.root(span(0));
                 let mut next = 0;
                 record(&mut builder, root, &tree, &mut next);

@@ -39,7 +39,7 @@ pub fn parse_toml(
     let mut converter = Converter {
         source,
         limits,
-        spans: SpanTableBuilder::for_text(text.len()),
+        spans: SpanTableBuilder::new(source),
         errors: Vec::new(),
     };
     let first = table

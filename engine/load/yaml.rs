@@ -196,7 +196,7 @@ impl<'a> Builder<'a> {
             source,
             limits,
             line_cursor: LineCursor::default(),
-            spans: SpanTableBuilder::for_text(source.text().len()),
+            spans: SpanTableBuilder::new(source),
             stack: Vec::new(),
             items: Vec::new(),
             entries: Vec::new(),
