@@ -6,14 +6,13 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod budget_support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use budget_support::{self as spec, Unit};
+use crate::support::budget::{self as spec, Unit};
 use serde_json::{Value, json};
 use toolgate::artifact::testing::{FaultPlan, FaultyArtifactStore};
 use toolgate::artifact::{ArtifactStore, FsArtifactStore, FsStoreConfig, Retention, SessionId};

@@ -58,7 +58,7 @@ fn text(outcome: &FinalizeOutcome, item: usize, slot: usize) -> &str {
 
 fn snapshot(name: &str, value: &str) {
     insta::with_settings!({
-        snapshot_path => "fixtures/budget/snapshots",
+        snapshot_path => "../../fixtures/budget/snapshots",
         prepend_module_to_snapshot => false,
     }, {
         insta::assert_snapshot!(name, value);

@@ -63,7 +63,7 @@ fn notice(original: u64, limit: u64, unit: BudgetUnit) -> String {
 
 fn snapshot(name: &str, value: &str) {
     insta::with_settings!({
-        snapshot_path => "fixtures/budget/snapshots",
+        snapshot_path => "../../fixtures/budget/snapshots",
         prepend_module_to_snapshot => false,
     }, {
         insta::assert_snapshot!(name, value);

@@ -7,14 +7,13 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod budget_support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use budget_support::{self as spec, Unit};
+use crate::support::budget::{self as spec, Unit};
 use serde_json::{Value, json};
 
 fn fixture() -> PathBuf {
@@ -366,7 +365,7 @@ fn the_human_summary_says_what_was_cut_and_where_the_full_output_is() {
     let ws = Workspace::new(&overlay("694", Unit::Chars, ""), calls);
     let (code, stdout, stderr) = ws.run(&[]);
     insta::with_settings!({
-        snapshot_path => "fixtures/budget/snapshots",
+        snapshot_path => "../../fixtures/budget/snapshots",
         prepend_module_to_snapshot => false,
     }, {
         insta::assert_snapshot!("cli_run_human_summary", summary(&ws, code, &stdout, &stderr));

@@ -6,11 +6,10 @@
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod check_support;
 
 use std::path::Path;
 
-use check_support::{ROOT, Run, toolgate, toolgate_in};
+use crate::support::check::{ROOT, Run, toolgate, toolgate_in};
 use serde_json::{Value, json};
 use toolgate::load::{Format, SchemaChecker, SourceFile, parse_document};
 

@@ -7,11 +7,10 @@
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod check_support;
 
 use std::path::Path;
 
-use check_support::{ROOT, Run, assert_points_at, toolgate};
+use crate::support::check::{ROOT, Run, assert_points_at, toolgate};
 use toolgate::load::Code;
 
 const FIXTURES: &str = "tests/fixtures/check";

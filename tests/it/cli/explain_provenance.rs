@@ -5,11 +5,10 @@
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod check_support;
 
 use std::path::Path;
 
-use check_support::{ROOT, split_location, text_at, toolgate};
+use crate::support::check::{ROOT, split_location, text_at, toolgate};
 use serde_json::Value;
 
 const PROJECT: &str = "tests/fixtures/explain/project";

@@ -15,27 +15,27 @@ use toolgate::load::{Diagnostic, Format, SchemaChecker, SourceFile, parse_docume
 /// Valid documents the mutations start from.
 const SEEDS: &[(&str, Format)] = &[
     (
-        include_str!("fixtures/load/equivalence/spec_example.yaml"),
+        include_str!("../../fixtures/load/equivalence/spec_example.yaml"),
         Format::Yaml,
     ),
     (
-        include_str!("fixtures/load/equivalence/spec_example.toml"),
+        include_str!("../../fixtures/load/equivalence/spec_example.toml"),
         Format::Toml,
     ),
     (
-        include_str!("fixtures/load/equivalence/rules.yaml"),
+        include_str!("../../fixtures/load/equivalence/rules.yaml"),
         Format::Yaml,
     ),
     (
-        include_str!("fixtures/load/equivalence/rules.toml"),
+        include_str!("../../fixtures/load/equivalence/rules.toml"),
         Format::Toml,
     ),
     (
-        include_str!("fixtures/load/schema/tagged_oneof.yaml"),
+        include_str!("../../fixtures/load/schema/tagged_oneof.yaml"),
         Format::Yaml,
     ),
     (
-        include_str!("fixtures/load/schema/deep_types.toml"),
+        include_str!("../../fixtures/load/schema/deep_types.toml"),
         Format::Toml,
     ),
     (
@@ -55,7 +55,7 @@ fn checker() -> &'static SchemaChecker {
     static CHECKER: OnceLock<SchemaChecker> = OnceLock::new();
     CHECKER.get_or_init(|| {
         let schema: Value =
-            serde_json::from_str(include_str!("fixtures/load/schema/test.schema.json"))
+            serde_json::from_str(include_str!("../../fixtures/load/schema/test.schema.json"))
                 .expect("test schema is JSON");
         SchemaChecker::new(&schema).expect("test schema compiles")
     })

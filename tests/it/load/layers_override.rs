@@ -6,11 +6,10 @@
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod check_support;
 
 use std::path::Path;
 
-use check_support::{ROOT, assert_points_at, toolgate};
+use crate::support::check::{ROOT, assert_points_at, toolgate};
 use serde_json::Value;
 
 const LAYERS: &str = "tests/fixtures/layers";

@@ -7,12 +7,11 @@
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod check_support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use check_support::{ROOT, toolgate};
+use crate::support::check::{ROOT, toolgate};
 use serde_json::Value;
 use toolgate::load::{ReadLimits, parse_document, read_source};
 use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};

@@ -488,7 +488,7 @@ fn explanations_read_well() {
     ] {
         show("deny", &deny_paths, input, MatchMode::Any);
     }
-    insta::with_settings!({ snapshot_path => "fixtures/policy/snapshots", prepend_module_to_snapshot => false }, {
+    insta::with_settings!({ snapshot_path => "../../fixtures/policy/snapshots", prepend_module_to_snapshot => false }, {
         insta::assert_snapshot!("explanations", report);
     });
 }

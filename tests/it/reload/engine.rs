@@ -5,13 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod reload_support;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reload_support::{Rig, probe, probe_policy, save_by_rename};
+use crate::support::reload::{Rig, probe, probe_policy, save_by_rename};
 use serde_json::{Value, json};
 use toolgate::events::{CallStatus, EventKind};
 use toolgate::executor::{Batch, BatchOutcome, Turn};
@@ -404,7 +403,7 @@ fn the_watcher_follows_saves_by_rename_new_and_deleted_files_and_ignores_other_f
     let rig = Rig::new(dir.path(), |b| b.native("Probe", probe));
     let _watch = rig.reloader.watch(Duration::from_millis(50)).unwrap();
     let generation = || rig.engine.snapshot().generation;
-    let save = || reload_support::save_of(&rig.engine.snapshot());
+    let save = || crate::support::reload::save_of(&rig.engine.snapshot());
 
     save_by_rename(&file, &probe_policy(2));
     eventually("save 2 is in force", || save() == 2);
@@ -449,7 +448,7 @@ fn a_single_file_root_is_watched_through_its_folder() {
     let _watch = rig.reloader.watch(Duration::from_millis(50)).unwrap();
     save_by_rename(&file, &probe_policy(2));
     eventually("save 2 is in force", || {
-        reload_support::save_of(&rig.engine.snapshot()) == 2
+        crate::support::reload::save_of(&rig.engine.snapshot()) == 2
     });
     let generation = rig.engine.snapshot().generation;
     // Another policy file next to it is not part of the root.
@@ -469,7 +468,7 @@ fn a_save_made_before_watching_starts_is_caught_up() {
     save_by_rename(&file, &probe_policy(2));
     assert!(rig.reloader.is_stale());
     let _watch = rig.reloader.watch(Duration::from_millis(50)).unwrap();
-    assert_eq!(reload_support::save_of(&rig.engine.snapshot()), 2);
+    assert_eq!(crate::support::reload::save_of(&rig.engine.snapshot()), 2);
     assert!(!rig.reloader.is_stale());
     // A new file, and a deleted one, make the set stale too.
     std::fs::write(dir.path().join("more.yaml"), "version: 1\n").unwrap();

@@ -7,14 +7,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod reload_support;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reload_support::{
+use crate::support::reload::{
     Rig, invalid_policy, probe, probe_policy, rss_bytes, save_by_rename, save_of,
 };
 use serde_json::json;

@@ -4,12 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serve_support;
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use serve_support::{Server, batch, is_alive, save_by_rename, scratch_policies};
+use crate::support::serve::{Server, batch, is_alive, save_by_rename, scratch_policies};
 
 fn echo(id: &str, text: &str) -> (&'static str, &'static str, Value) {
     // Leaked so the tuple can borrow a 'static id; tests make a handful of these.
@@ -720,7 +719,7 @@ fn a_server_whose_policies_do_not_load_exits_one_with_diagnostics() {
 }
 
 fn wait_for_pid(path: &std::path::Path) -> u32 {
-    let deadline = std::time::Instant::now() + serve_support::WAIT;
+    let deadline = std::time::Instant::now() + crate::support::serve::WAIT;
     loop {
         if let Ok(text) = std::fs::read_to_string(path)
             && let Ok(pid) = text.trim().parse()

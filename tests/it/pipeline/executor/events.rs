@@ -7,14 +7,12 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "executor_common/mod.rs"]
-mod common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime};
 
-use common::*;
+use crate::support::executor::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolgate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};

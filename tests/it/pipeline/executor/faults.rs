@@ -10,12 +10,10 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "executor_common/mod.rs"]
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::support::executor::*;
 use serde_json::json;
 use toolgate::events::{CallStatus, CancelReason, Event, EventKind};
 use toolgate::executor::{BatchOutcome, Turn};

@@ -5,13 +5,11 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "executor_common/mod.rs"]
-mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::support::executor::*;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::time::Instant;

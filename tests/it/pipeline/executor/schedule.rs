@@ -7,13 +7,11 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "executor_common/mod.rs"]
-mod common;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::*;
+use crate::support::executor::*;
 use serde_json::json;
 use toolgate::events::{CallStatus, CancelReason, EventKind, FailureStage};
 use toolgate::executor::{Batch, BatchError, Turn};

@@ -10,14 +10,12 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "executor_common/mod.rs"]
-mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::*;
+use crate::support::executor::*;
 use serde_json::json;
 use toolgate::events::EventKind;
 use toolgate::executor::{Batch, BatchOutcome, Turn};

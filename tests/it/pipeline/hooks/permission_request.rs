@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "hooks_support/mod.rs"]
-mod support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,7 +13,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::json;
-use support::fixture;
+use crate::support::hooks::fixture;
 use toolgate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
 use toolgate::events::{CallStatus, EventKind, PermissionResolved};
 
@@ -46,7 +44,7 @@ fn never_answers() -> (Arc<dyn ApprovalBroker>, Arc<AtomicU32>, Arc<AtomicBool>)
     (broker, asked, dropped)
 }
 
-fn resolutions(f: &support::Fixture) -> Vec<PermissionResolved> {
+fn resolutions(f: &crate::support::hooks::Fixture) -> Vec<PermissionResolved> {
     f.events()
         .into_iter()
         .filter_map(|event| match event.kind {

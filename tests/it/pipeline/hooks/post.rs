@@ -5,11 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "hooks_support/mod.rs"]
-mod support;
 
 use serde_json::json;
-use support::fixture;
+use crate::support::hooks::fixture;
 use toolgate::budget::measure::measure;
 use toolgate::events::CallStatus;
 use toolgate::model::BudgetUnit;

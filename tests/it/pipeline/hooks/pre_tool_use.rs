@@ -5,13 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "hooks_support/mod.rs"]
-mod support;
 
 use std::sync::Arc;
 
 use serde_json::json;
-use support::fixture;
+use crate::support::hooks::fixture;
 use toolgate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
 use toolgate::events::CallStatus;
 use toolgate::model::Decision;

@@ -1,0 +1,10 @@
+//! The `toolgate` command line.
+
+mod budget;
+mod check;
+mod check_diagnostics;
+mod diff;
+mod explain_provenance;
+mod plan_run;
+mod test;
+mod watch;

@@ -1,0 +1,8 @@
+//! Reading, parsing and layering policy files: diagnostics, YAML/TOML equivalence, fuzzing, the shipped schemas and policies.
+
+mod diagnostics;
+mod equivalence;
+mod fuzz;
+mod layers_override;
+mod policies_equivalence;
+mod schemas;

@@ -1,0 +1,12 @@
+//! The integration tests, one binary with a module per capability (one test binary links
+//! once instead of once per file). Fixtures live in `tests/fixtures/`; helpers shared by
+//! several modules live in `support`.
+
+mod budget;
+mod cli;
+mod load;
+mod pipeline;
+mod policy;
+mod reload;
+mod serve;
+mod support;

@@ -1,0 +1,5 @@
+//! Command, HTTP and native handlers.
+
+mod command;
+mod http;
+mod native;

@@ -1,0 +1,6 @@
+//! The call pipeline: the executor, handlers, hooks and permission.
+
+mod executor;
+mod handler;
+mod hooks;
+mod permission;

@@ -1,0 +1,4 @@
+//! Rule-level permission and approval.
+
+mod approval;
+mod rules;

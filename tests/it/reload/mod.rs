@@ -1,0 +1,4 @@
+//! Hot reload of the policy set.
+
+mod engine;
+mod soak;

@@ -1,0 +1,4 @@
+//! `toolgate serve`: the JSON-RPC protocol over stdio.
+
+mod client_example;
+mod stdio;

@@ -1,0 +1,8 @@
+//! Helpers shared by the test modules.
+
+pub mod budget;
+pub mod check;
+pub mod executor;
+pub mod hooks;
+pub mod reload;
+pub mod serve;
