@@ -7,7 +7,6 @@
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::path::Path;
 
 use crate::support::check::{ROOT, Run, assert_points_at, toolgate};

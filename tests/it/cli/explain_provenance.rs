@@ -5,7 +5,6 @@
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::path::Path;
 
 use crate::support::check::{ROOT, split_location, text_at, toolgate};

@@ -6,7 +6,6 @@
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::path::Path;
 
 use crate::support::check::{ROOT, assert_points_at, toolgate};

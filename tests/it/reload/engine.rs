@@ -5,7 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,11 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use crate::support::serve::{Server, batch, is_alive, save_by_rename, scratch_policies};
+use serde_json::{Value, json};
 
 fn echo(id: &str, text: &str) -> (&'static str, &'static str, Value) {
     // Leaked so the tuple can borrow a 'static id; tests make a handful of these.

@@ -5,7 +5,6 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -7,7 +7,6 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 

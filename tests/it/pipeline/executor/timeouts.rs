@@ -6,7 +6,6 @@
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -5,15 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::support::hooks::fixture;
 use futures::future::BoxFuture;
 use serde_json::json;
-use crate::support::hooks::fixture;
 use toolgate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
 use toolgate::events::{CallStatus, EventKind, PermissionResolved};
 

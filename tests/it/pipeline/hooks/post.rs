@@ -5,9 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
-use serde_json::json;
 use crate::support::hooks::fixture;
+use serde_json::json;
 use toolgate::budget::measure::measure;
 use toolgate::events::CallStatus;
 use toolgate::model::BudgetUnit;

@@ -5,11 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::sync::Arc;
 
-use serde_json::json;
 use crate::support::hooks::fixture;
+use serde_json::json;
 use toolgate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
 use toolgate::events::CallStatus;
 use toolgate::model::Decision;
