@@ -7,7 +7,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -139,8 +138,19 @@ fn save_text(k: u64) -> String {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn batches_keep_running_while_the_policy_is_rewritten_hundreds_of_times() {
+/// Measures this process's memory, so it runs in a process of its own.
+#[test]
+fn batches_keep_running_while_the_policy_is_rewritten_hundreds_of_times() {
+    if crate::support::alone::run_alone(
+        module_path!(),
+        "batches_keep_running_while_the_policy_is_rewritten_hundreds_of_times",
+    ) {
+        soak();
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn soak() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("tools.yaml");
     std::fs::write(&file, probe_policy(1)).unwrap();

@@ -1,5 +1,6 @@
 //! Helpers shared by the test modules.
 
+pub mod alone;
 pub mod budget;
 pub mod check;
 pub mod executor;
