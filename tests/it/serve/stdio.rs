@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use crate::support::serve::{Server, batch, is_alive, save_by_rename, scratch_policies};
+use crate::support::reload::save_by_rename;
+use crate::support::serve::{Server, batch, is_alive, scratch_policies};
 use serde_json::{Value, json};
 
 fn echo(id: &str, text: &str) -> (&'static str, &'static str, Value) {

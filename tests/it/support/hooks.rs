@@ -8,16 +8,16 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use super::batch::{Calls, recording, run_with};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use toolgate::approval::ApprovalBroker;
 use toolgate::events::{Event, EventKind, HookFailed, VecSink};
-use toolgate::executor::{Batch, BatchOutcome, Engine, Turn};
-use toolgate::handler::{CallContext, HandlerError, HandlerFuture, HandlerOutput};
-use toolgate::model::ModeName;
-use toolgate::pipeline::{CallResult, ToolCall};
+use toolgate::executor::{BatchOutcome, Engine};
+use toolgate::handler::{CallContext, HandlerError, HandlerFuture};
+use toolgate::pipeline::CallResult;
 use toolgate::snapshot::{LayerOptions, LoadOptions, load};
 
 const TOOLS: &[&str] = &[
@@ -32,8 +32,6 @@ const TOOLS: &[&str] = &[
     "Quiet",
     "Refused",
 ];
-
-pub type Calls = Arc<Mutex<Vec<(String, Value)>>>;
 
 pub struct Fixture {
     pub dir: TempDir,
@@ -69,20 +67,13 @@ pub fn fixture(hooks: &str) -> Fixture {
     };
     let calls: Calls = Arc::default();
     let sink = VecSink::new();
-    let mut builder = Engine::builder(snapshot).sink(sink.clone());
-    for tool in TOOLS {
-        let seen = Arc::clone(&calls);
-        let name = (*tool).to_owned();
-        builder = builder.native(
-            tool,
-            move |input: Value, _ctx: CallContext| -> HandlerFuture {
-                seen.lock().unwrap().push((name.clone(), input.clone()));
-                let text = format!("{name} ran with {input}");
-                Box::pin(async move { Ok(HandlerOutput::text(text)) })
-            },
-        );
-    }
-    builder = builder.native(
+    let builder = recording(
+        Engine::builder(snapshot).sink(sink.clone()),
+        TOOLS,
+        &calls,
+        |name, input| format!("{name} ran with {input}"),
+    );
+    let builder = builder.native(
         "Fail",
         |_input: Value, _ctx: CallContext| -> HandlerFuture {
             Box::pin(async move { Err(HandlerError::business("the handler failed")) })
@@ -103,19 +94,7 @@ impl Fixture {
         modes: &[&str],
         approver: Option<Arc<dyn ApprovalBroker>>,
     ) -> BatchOutcome {
-        let batch = Batch::new(
-            calls
-                .iter()
-                .enumerate()
-                .map(|(i, (tool, input))| ToolCall::new(format!("c{i}"), *tool, input.clone()))
-                .collect(),
-        );
-        let turn = Turn {
-            modes: modes.iter().map(|m| ModeName::new(*m)).collect(),
-            approver,
-            ..Turn::default()
-        };
-        self.engine.execute_batch(batch, &turn).await.unwrap()
+        run_with(&self.engine, calls, modes, approver).await
     }
 
     pub async fn one(&self, tool: &str, input: Value) -> CallResult {

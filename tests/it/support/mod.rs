@@ -1,6 +1,7 @@
 //! Helpers shared by the test modules.
 
 pub mod alone;
+pub mod batch;
 pub mod budget;
 pub mod check;
 pub mod executor;

@@ -35,14 +35,6 @@ pub fn scratch_policies() -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
-/// Replaces `path` the way editors save: write a temporary file next to it, then rename it
-/// over the original.
-pub fn save_by_rename(path: &Path, text: &str) {
-    let tmp = path.with_extension("yaml.saving");
-    std::fs::write(&tmp, text).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
-}
-
 /// A running server.
 pub struct Server {
     child: Child,
@@ -299,15 +291,5 @@ pub fn batch(id: &str, calls: &[(&str, &str, Value)]) -> Value {
 
 /// Whether a process is still alive (not gone, not a zombie).
 pub fn is_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => {
-            // The state is the first field after the parenthesised command name.
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                .unwrap_or("X");
-            !matches!(state, "Z" | "X" | "x")
-        }
-    }
+    i32::try_from(pid).is_ok_and(super::executor::process_alive)
 }

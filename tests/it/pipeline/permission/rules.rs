@@ -9,14 +9,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::support::batch::{Calls, recording, run_with};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolgate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
 use toolgate::events::CallStatus;
-use toolgate::executor::{Batch, BatchOutcome, Engine, Turn};
-use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
+use toolgate::executor::{Batch, Engine};
 use toolgate::model::{Decision, ModeName};
 use toolgate::pipeline::{CallResult, ErrorCode, ToolCall};
 use toolgate::policy::ParseCache;
@@ -43,46 +43,13 @@ fn snapshot() -> Arc<Snapshot> {
     }
 }
 
-type Calls = Arc<Mutex<Vec<(String, Value)>>>;
-
 /// An engine whose every tool is a native handler recording what it receives.
 fn engine() -> (Engine, Calls) {
     let calls: Calls = Arc::default();
-    let mut builder = Engine::builder(snapshot());
-    for tool in TOOLS {
-        let seen = Arc::clone(&calls);
-        let name = (*tool).to_owned();
-        builder = builder.native(
-            tool,
-            move |input: Value, _ctx: CallContext| -> HandlerFuture {
-                seen.lock().unwrap().push((name.clone(), input));
-                let name = name.clone();
-                Box::pin(async move { Ok(HandlerOutput::text(format!("{name} ran"))) })
-            },
-        );
-    }
+    let builder = recording(Engine::builder(snapshot()), TOOLS, &calls, |name, _| {
+        format!("{name} ran")
+    });
     (builder.build(), calls)
-}
-
-async fn run_with(
-    engine: &Engine,
-    calls: &[(&str, Value)],
-    modes: &[&str],
-    approver: Option<Arc<dyn ApprovalBroker>>,
-) -> BatchOutcome {
-    let batch = Batch::new(
-        calls
-            .iter()
-            .enumerate()
-            .map(|(i, (tool, input))| ToolCall::new(format!("c{i}"), *tool, input.clone()))
-            .collect(),
-    );
-    let turn = Turn {
-        modes: modes.iter().map(|m| ModeName::new(*m)).collect(),
-        approver,
-        ..Turn::default()
-    };
-    engine.execute_batch(batch, &turn).await.unwrap()
 }
 
 async fn run_one(tool: &str, input: Value) -> (CallResult, Calls) {
