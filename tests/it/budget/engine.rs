@@ -1,7 +1,7 @@
 //! Result budgets through the engine (SPEC §8): real batches with native handlers, the
 //! fixture policies of `tests/fixtures/budget/engine/`, and a file artifact store in a
 //! temporary folder. Every model-facing text is compared byte for byte with the one the SPEC
-//! defines, computed independently in `budget_support`.
+//! defines, computed independently in `support::budget`.
 
 // Test helpers panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,5 +1,5 @@
 //! `toolgate run` and result budgets, through the real binary: the `BatchFinalized` record
-//! holds exactly the text SPEC §8.3 defines (computed independently in `budget_support`), the
+//! holds exactly the text SPEC §8.3 defines (computed independently in `support::budget`), the
 //! full outputs are in 0600 files the metadata names, retention is honoured when the run
 //! ends, and the human summary says per call how much was cut and where the full output
 //! lives.

@@ -1,5 +1,5 @@
 //! The JSON Schemas in `schemas/` are generated from the Rust model; this test fails when
-//! they are stale. Regenerate with `TOOLGATE_UPDATE_SCHEMAS=1 cargo test --test schemas`.
+//! they are stale. Regenerate with `TOOLGATE_UPDATE_SCHEMAS=1 cargo test --test it load::schemas`.
 
 use std::path::Path;
 
@@ -23,6 +23,6 @@ fn schemas_match_the_model() {
     }
     assert!(
         stale.is_empty(),
-        "stale schemas {stale:?}: run `TOOLGATE_UPDATE_SCHEMAS=1 cargo test --test schemas` and commit schemas/"
+        "stale schemas {stale:?}: run `TOOLGATE_UPDATE_SCHEMAS=1 cargo test --test it load::schemas` and commit schemas/"
     );
 }

@@ -1,5 +1,5 @@
-//! Shared helpers of the `check_*`, `explain_*`, `layers_*`, `policies_*` and `cli_check`
-//! tests: run the real `toolgate` binary, capture exit code, stdout and stderr as one stable
+//! Shared helpers of the `cli::check`, `cli::check_diagnostics`, `cli::explain_provenance`,
+//! `load::layers_override` and `load::policies_equivalence` tests: run the real `toolgate` binary, capture exit code, stdout and stderr as one stable
 //! transcript, and look up the source text a reported `file:line:column` points at.
 
 // Each test file uses a different subset of these helpers.

@@ -1,4 +1,4 @@
-//! Shared by the `hooks_*` tests (included with `#[path]`, not a test target of its own).
+//! Shared by the `pipeline::hooks` tests.
 //!
 //! A fixture is a temporary workspace holding a copy of `tests/fixtures/hooks/scripts/`
 //! (hooks run with the workspace as working directory, so they may write there), the policy
