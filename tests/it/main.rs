@@ -2,6 +2,9 @@
 //! once instead of once per file). Fixtures live in `tests/fixtures/`; helpers shared by
 //! several modules live in `support`.
 
+// Test code panics on purpose: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod budget;
 mod cli;
 mod load;
