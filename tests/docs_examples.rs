@@ -8,6 +8,7 @@
 //!   policies (`toolgate -p FILE check --deny-warnings`) and must check clean. A policy
 //!   block that names a built-in rule overrides it; that is only allowed when the block
 //!   says so (`yaml policy overrides`), so an example cannot redefine `no-secrets` by accident.
+//!   `yaml policy enforced` is loaded as an enforced root (`--enforced FILE`).
 //! - `yaml batch`, `json batch`: a batch file; `toolgate plan` must accept it, with the
 //!   built-ins and every policy block of the same page as project roots.
 //! - `yaml test`: a policy-test file; `toolgate test` must pass it, with the built-ins and
@@ -239,7 +240,13 @@ fn check_policy(dir: &Path, block: &Block, builtin_rules: &BTreeSet<String>) -> 
             block.info[0]
         );
     }
-    let run = toolgate(&["-p", &path_text, "check", "--deny-warnings"]);
+    // An enforced layer's `locked` fields only mean something in an enforced root.
+    let root = if block.has_word("enforced") {
+        "--enforced"
+    } else {
+        "-p"
+    };
+    let run = toolgate(&[root, &path_text, "check", "--deny-warnings"]);
     assert_eq!(
         run.code,
         0,
@@ -463,6 +470,9 @@ fn every_example_checks() {
         let lang = block.info.first().map(String::as_str).unwrap_or("");
         if kind == "policy" {
             let path = check_policy(dir.path(), block, &builtin_rules);
+            if block.has_word("enforced") {
+                continue;
+            }
             page_policies
                 .entry(block.page.clone())
                 .or_default()
