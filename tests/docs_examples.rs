@@ -292,7 +292,11 @@ const GLOBAL_WITH_VALUE: &[&str] = &["-p", "--policies", "--enforced", "--worksp
 /// Checks one shell command line: every `toolgate …` (or `cargo run … -- …`) in it.
 fn check_command(place: &str, line: &str, helps: &Helps) {
     let line = line.split(" # ").next().unwrap_or(line);
-    let words: Vec<&str> = line.split_whitespace().collect();
+    // Quotes only group words here (`hyperfine 'toolgate check'`): drop them.
+    let words: Vec<&str> = line
+        .split_whitespace()
+        .map(|word| word.trim_matches(|c| c == '\'' || c == '"'))
+        .collect();
     let mut index = 0;
     while index < words.len() {
         let word = words[index];
