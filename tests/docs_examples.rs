@@ -219,7 +219,10 @@ fn policy_format(block: &Block) -> Format {
     match block.info[0].as_str() {
         "yaml" => Format::Yaml,
         "toml" => Format::Toml,
-        other => panic!("{}: a policy block is yaml or toml, not `{other}`", block.place()),
+        other => panic!(
+            "{}: a policy block is yaml or toml, not `{other}`",
+            block.place()
+        ),
     }
 }
 
@@ -420,7 +423,11 @@ fn every_relative_link_points_at_a_file() {
             }
         }
     }
-    assert!(broken.is_empty(), "links to missing files:\n{}", broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "links to missing files:\n{}",
+        broken.join("\n")
+    );
 }
 
 #[test]
@@ -548,7 +555,11 @@ fn every_example_checks() {
                         commands += 1;
                     }
                 }
-                assert!(commands > 0, "{}: a console block without a `$ ` command", block.place());
+                assert!(
+                    commands > 0,
+                    "{}: a console block without a `$ ` command",
+                    block.place()
+                );
             }
             ("text", "synopsis") => {
                 let top = helps.help("").expect("`toolgate --help` works");
