@@ -7,6 +7,7 @@
 
 mod budget;
 mod cli;
+mod docs;
 mod load;
 mod pipeline;
 mod policy;

@@ -28,9 +28,6 @@
 //!
 //! There is no "fragment" kind: every example in the docs is a complete, loadable file.
 
-// Test code: a failed expectation should abort with its message.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
