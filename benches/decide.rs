@@ -188,8 +188,6 @@ fn median_ns(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     println!("allocator: {ALLOCATOR}");
     let big = Fixture::ten_thousand();
     let input = input();

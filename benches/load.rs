@@ -391,8 +391,6 @@ fn held_by_part(snapshot: toolgate::snapshot::Snapshot) -> String {
 }
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     // `TOOLGATE_BENCH_SET=DIR` writes the generated set to DIR and stops, to run the binary
     // on it (`TOOLGATE_LOG=debug toolgate --no-builtin -p DIR check` prints load phases).
     if let Some(dir) = std::env::var_os("TOOLGATE_BENCH_SET") {

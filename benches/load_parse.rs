@@ -17,8 +17,6 @@ use toolgate::load::{Format, ParsedDocument, SchemaChecker, SourceFile, parse_do
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     divan::main();
 }
 

@@ -15,9 +15,7 @@ use super::{Exit, GlobalOptions, is_io_problem};
 pub struct CheckReport {
     /// Every diagnostic, in file and position order.
     pub diagnostics: Vec<Diagnostic>,
-    /// The snapshot, when the set loaded. The binary lets the process end without freeing
-    /// it: for a large set, freeing its many small allocations one by one is ~10 % of a
-    /// check (see `main.rs`).
+    /// The snapshot, when the set loaded.
     pub snapshot: Option<Arc<Snapshot>>,
 }
 

@@ -14,7 +14,6 @@
 pub mod build;
 pub mod layer;
 pub mod merge;
-pub mod parallel;
 pub mod provenance;
 pub mod reload;
 pub mod resolve;
