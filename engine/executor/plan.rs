@@ -275,9 +275,10 @@ impl Plan<'_> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use std::path::PathBuf;
+    use std::sync::Arc;
 
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::snapshot::{LayerOptions, LoadOptions, load};
