@@ -11,6 +11,7 @@
 
 pub mod approval;
 pub mod artifact;
+pub mod assess;
 pub mod budget;
 pub mod cli;
 pub mod events;
