@@ -11,12 +11,13 @@ use serde_json::Value;
 
 use crate::model::contract::Overflow;
 use crate::model::hook::HookEvent;
+use crate::model::resolved::ResolvedContract;
 use crate::model::{BudgetUnit, CallId, Decision, ModeName, ToolName};
 use crate::pipeline::ToolCall;
 use crate::policy::decide::{Reason, combine};
 use crate::policy::rules::{CallFacts, RuleDecision};
 use crate::schedule::{Concurrency, group};
-use crate::snapshot::{ResolvedContract, Snapshot, Tool};
+use crate::snapshot::{Snapshot, Tool};
 use crate::timeout::{TimeoutParams, resolve};
 
 use super::Batch;

@@ -5,7 +5,7 @@
 use std::error::Error;
 
 use crate::model::engine_config::MessageKey;
-use crate::snapshot::ResolvedEngine;
+use crate::model::resolved::ResolvedEngine;
 
 /// Renders a message template with its placeholders.
 pub fn message(engine: &ResolvedEngine, key: MessageKey, values: &[(&str, &str)]) -> String {

@@ -27,7 +27,8 @@ use crate::handler::{
 use crate::model::CallId;
 use crate::model::engine_config::MessageKey;
 use crate::model::handler::{HandlerSpec, StdinMode as ModelStdin};
-use crate::snapshot::{ResolvedContract, ResolvedEngine, Tool};
+use crate::model::resolved::{ResolvedContract, ResolvedEngine};
+use crate::snapshot::Tool;
 use crate::timeout::{Deadline, GateError, ResolvedTimeout};
 
 /// A tool's handler, compiled once per snapshot.

@@ -18,9 +18,10 @@ use crate::events::{
 };
 use crate::model::Decision;
 use crate::model::engine_config::MessageKey;
+use crate::model::resolved::ResolvedContract;
 use crate::policy::decide::{Permission, Reason, combine};
 use crate::policy::rules::CallFacts;
-use crate::snapshot::{ResolvedContract, Tool};
+use crate::snapshot::Tool;
 
 /// Decides the call's permission, asking for approval when needed.
 pub async fn permission(

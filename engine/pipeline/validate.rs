@@ -8,7 +8,8 @@ use super::errors::message;
 use super::{CallEnv, ErrorCode, Failure};
 use crate::events::FailureStage;
 use crate::model::engine_config::MessageKey;
-use crate::snapshot::{ResolvedContract, Tool};
+use crate::model::resolved::ResolvedContract;
+use crate::snapshot::Tool;
 use crate::timeout::{ResolvedTimeout, TimeoutParams, resolve};
 
 /// Checks the input against the contract's `input_schema`.

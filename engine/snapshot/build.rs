@@ -22,7 +22,6 @@ use super::EffectiveDocument;
 use super::layer::{DiscoveryErrorKind, FoundFile, LayerOptions, LayerSpec, discover};
 use super::merge::{FileInput, MergeIssue, Merger};
 use super::provenance::{FileId, Origin, Provenance};
-use super::resolve::{ResolvedContract, ResolvedEngine};
 use super::semantic;
 use super::{LoadedFile, Snapshot, Sources, Tool};
 use crate::load::spans::join_pointer;
@@ -30,6 +29,7 @@ use crate::load::{
     Code, Diagnostic, Format, ParseLimits, ReadLimits, SchemaChecker, SourceFile,
     parse_document_with, read_source,
 };
+use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{GateName, ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
 

@@ -17,7 +17,6 @@ pub mod merge;
 pub mod parallel;
 pub mod provenance;
 pub mod reload;
-pub mod resolve;
 pub mod semantic;
 
 use std::collections::HashMap;
@@ -30,12 +29,12 @@ use serde_json::Value;
 pub use build::{LoadOptions, LoadOutcome, load};
 pub use layer::{LayerKind, LayerOptions, LayerSpec};
 pub use provenance::{FileId, Origin, Provenance};
-pub use resolve::{ResolvedContract, ResolvedEngine};
 
 use crate::load::{SourceFile, SpanTable};
 use crate::model::contract::ContractPatch;
 use crate::model::file::{Gate, Mode};
 use crate::model::hook::Hook;
+use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{GateName, ModeName, ToolContract, ToolName};
 use crate::policy::MatchContext;
 use crate::policy::rules::{RuleSet, ToolNames};
