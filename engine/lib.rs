@@ -13,6 +13,7 @@ pub mod approval;
 pub mod artifact;
 pub mod budget;
 pub mod cli;
+pub mod diagnostics;
 pub mod events;
 pub mod executor;
 pub mod handler;

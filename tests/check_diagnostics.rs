@@ -12,7 +12,7 @@ mod check_support;
 use std::path::Path;
 
 use check_support::{ROOT, Run, assert_points_at, toolgate};
-use toolgate::load::Code;
+use toolgate::diagnostics::Code;
 
 const FIXTURES: &str = "tests/fixtures/check";
 

@@ -48,7 +48,7 @@ pub fn project_with(error: &(dyn Error + 'static), max_depth: usize, max_chars: 
     cut_chars(&joined, max_chars)
 }
 
-pub use crate::load::diagnostic::fold_whitespace;
+pub use crate::diagnostics::diagnostic::fold_whitespace;
 
 /// The first `max` characters of `text`, never splitting one.
 pub fn cut_chars(text: &str, max: usize) -> String {

@@ -43,7 +43,7 @@ use super::mode::MatchMode;
 use super::path::{MatchContext, NormalisedPath, PathCase, PathMatcher, normalise};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::{Script, ShellParseError, parse_script};
-use crate::load::diagnostic::lowercase_first;
+use crate::diagnostics::diagnostic::lowercase_first;
 
 /// The matchers for one argument, as a rule states them (mirrors the rule model).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

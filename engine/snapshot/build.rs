@@ -24,11 +24,9 @@ use super::merge::{FileInput, MergeIssue, Merger};
 use super::provenance::{FileId, Origin, Provenance};
 use super::semantic;
 use super::{LoadedFile, Snapshot, Sources, Tool};
+use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 use crate::load::spans::join_pointer;
-use crate::load::{
-    Code, Diagnostic, Format, ParseLimits, ReadLimits, SchemaChecker, SourceFile,
-    parse_document_with, read_source,
-};
+use crate::load::{ParseLimits, ReadLimits, SchemaChecker, parse_document_with, read_source};
 use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{GateName, ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
@@ -257,7 +255,7 @@ impl PendingDocument {
 }
 
 fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> LoadOutcome {
-    crate::load::diagnostic::sort(&mut diagnostics);
+    crate::diagnostics::diagnostic::sort(&mut diagnostics);
     LoadOutcome {
         snapshot,
         diagnostics,
@@ -630,7 +628,11 @@ fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
 impl Sources {
     /// The location of an effective pointer: the file and place that set its value (or the
     /// closest enclosing value that was set as a whole, such as an `input_schema`).
-    pub fn locate(&self, provenance: &Provenance, pointer: &str) -> Option<crate::load::Location> {
+    pub fn locate(
+        &self,
+        provenance: &Provenance,
+        pointer: &str,
+    ) -> Option<crate::diagnostics::Location> {
         let (at, origin) = provenance.nearest(pointer)?;
         let rest = &pointer[at.len()..];
         self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), false)
@@ -641,7 +643,7 @@ impl Sources {
         &self,
         provenance: &Provenance,
         pointer: &str,
-    ) -> Option<crate::load::Location> {
+    ) -> Option<crate::diagnostics::Location> {
         self.locate_key_from(provenance.nearest(pointer)?, pointer)
     }
 
@@ -651,13 +653,13 @@ impl Sources {
         &self,
         (at, origin): (&str, &Origin),
         pointer: &str,
-    ) -> Option<crate::load::Location> {
+    ) -> Option<crate::diagnostics::Location> {
         let rest = pointer.get(at.len()..).unwrap_or_default();
         self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), true)
     }
 
     /// The location of an origin.
-    pub fn locate_origin(&self, origin: &Origin) -> Option<crate::load::Location> {
+    pub fn locate_origin(&self, origin: &Origin) -> Option<crate::diagnostics::Location> {
         self.locate_in(origin.file, &origin.pointer, false)
     }
 
@@ -668,7 +670,7 @@ impl Sources {
         file: FileId,
         pointer: &str,
         key: bool,
-    ) -> Option<crate::load::Location> {
+    ) -> Option<crate::diagnostics::Location> {
         let loaded = self.files.get(file.0 as usize)?;
         let node = loaded.spans.nearest(pointer)?;
         let span = if key { node.label() } else { node.value };

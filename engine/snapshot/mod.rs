@@ -30,7 +30,8 @@ pub use build::{LoadOptions, LoadOutcome, load};
 pub use layer::{LayerKind, LayerOptions, LayerSpec};
 pub use provenance::{FileId, Origin, Provenance};
 
-use crate::load::{SourceFile, SpanTable};
+use crate::diagnostics::SourceFile;
+use crate::load::SpanTable;
 use crate::model::contract::ContractPatch;
 use crate::model::file::{Gate, Mode};
 use crate::model::hook::Hook;
@@ -248,7 +249,7 @@ pub struct Snapshot {
     /// Declared modes.
     pub modes: IndexMap<ModeName, Mode>,
     /// Warnings of the load that built it.
-    pub warnings: Vec<crate::load::Diagnostic>,
+    pub warnings: Vec<crate::diagnostics::Diagnostic>,
     /// The workspace root.
     pub workspace_root: PathBuf,
     /// Matching context (workspace root, path case) for rules.
