@@ -191,7 +191,7 @@ pub struct ResolvedContract {
     /// Scheduling flags.
     pub concurrency: ResolvedConcurrency,
     /// Timeout policy.
-    pub timeout: ResolvedTimeout,
+    pub timeout: TimeoutPolicy,
     /// Result budget.
     pub budget: ResolvedBudget,
     /// Permission when no rule matches.
@@ -232,7 +232,7 @@ impl ResolvedConcurrency {
 
 /// Timeout policy, resolved against the engine default.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResolvedTimeout {
+pub struct TimeoutPolicy {
     /// `timeout: none`.
     pub disabled: bool,
     /// Contract default, else engine default (`None` = no timeout).
@@ -336,7 +336,7 @@ impl ResolvedContract {
                 read_only: false,
                 side_effect_scope: SideEffectScope::Workspace,
             },
-            timeout: ResolvedTimeout {
+            timeout: TimeoutPolicy {
                 disabled: false,
                 default: engine.default_timeout,
                 max: None,

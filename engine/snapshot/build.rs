@@ -27,7 +27,7 @@ use super::{LoadedFile, Snapshot, Sources, Tool};
 use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 use crate::load::spans::join_pointer;
 use crate::load::{ParseLimits, ReadLimits, SchemaChecker, parse_document_with, read_source};
-use crate::model::resolved::{ResolvedContract, ResolvedEngine};
+use crate::model::resolved::ResolvedEngine;
 use crate::model::{GateName, ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
 
@@ -170,14 +170,13 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     let mut validators = checked.validators;
     for (name, contract) in typed.tools {
         let tool_name = ToolName::new(name.as_str());
-        let resolved = ResolvedContract::resolve(&contract, &engine);
         let (input_validator, output_validator) = validators.remove(&name).unwrap_or((None, None));
         tools.insert(
             tool_name.clone(),
             Arc::new(Tool::new(
                 tool_name,
                 contract,
-                resolved,
+                &engine,
                 input_validator,
                 output_validator,
             )),
