@@ -132,9 +132,8 @@ fn turn_control_schema(generator: &mut schemars::SchemaGenerator) -> schemars::S
 pub const TURN_CONTROL_KEY_PATTERN: &str =
     r"^(success|denied|denied_with_feedback|error:[A-Za-z][A-Za-z0-9_]*|limit:[A-Za-z0-9_-]+)$";
 
-/// Scheduling flags as a contract writes them (SPEC §4); resolved into
-/// [`ResolvedConcurrency`](crate::model::resolved::ResolvedConcurrency), and per call into a
-/// scheduling class ([`crate::schedule::Concurrency`]).
+/// Scheduling flags as a contract writes them (SPEC §4); the snapshot resolves them into
+/// `ResolvedConcurrency`, and the scheduler turns those into a call's scheduling class.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 // The schema keeps the name it always had.

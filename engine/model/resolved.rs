@@ -230,7 +230,8 @@ impl ResolvedConcurrency {
     }
 }
 
-/// Timeout policy, resolved against the engine default.
+/// A contract's timeout policy, resolved against the engine default (the timeout of one call,
+/// which also reads the call's override field, is `timeout::ResolvedTimeout`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TimeoutPolicy {
     /// `timeout: none`.
