@@ -194,10 +194,10 @@ fn policy_file(file: usize) -> (String, String) {
         }
     }
     if file % 4 == 3 {
-        let source = toolgate::load::SourceFile::in_memory(
+        let source = toolgate::diagnostics::SourceFile::in_memory(
             "generated.yaml",
             yaml,
-            toolgate::load::Format::Yaml,
+            toolgate::diagnostics::Format::Yaml,
         );
         let value = toolgate::load::parse_document(source)
             .expect("generated YAML parses")

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolgate::load::{Format, ParsedDocument, SchemaChecker, SourceFile, parse_document};
+use toolgate::diagnostics::{Format, SourceFile};
+use toolgate::load::{ParsedDocument, SchemaChecker, parse_document};
 
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]

@@ -14,6 +14,7 @@ pub mod artifact;
 pub mod assess;
 pub mod budget;
 pub mod cli;
+pub mod diagnostics;
 pub mod events;
 pub mod executor;
 pub mod handler;

@@ -24,10 +24,11 @@ use serde_json::{Map, Value};
 
 use crate::model::engine_config::MessageKey;
 use crate::model::hook::HookEvent;
+use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{CallId, ModeName};
 use crate::policy::decide::{HookVote, Permission, combine};
 use crate::policy::rules::CallFacts;
-use crate::snapshot::{ResolvedContract, ResolvedEngine, Snapshot, Tool};
+use crate::snapshot::{Snapshot, Tool};
 use crate::timeout::{ResolvedTimeout, TimeoutParams, resolve};
 
 /// One tool call as the model gave it.

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use crate::load::render::{
+use crate::diagnostics::render::{
     HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif,
 };
-use crate::load::{Diagnostic, Severity};
+use crate::diagnostics::{Diagnostic, Severity};
 use crate::snapshot::{Snapshot, load};
 
 use super::{Exit, GlobalOptions, is_io_problem};

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use toolgate::cli::{self, Exit, GlobalOptions};
-use toolgate::load::render::{HumanOptions, OutputFormat, render_human, render_json};
+use toolgate::diagnostics::render::{HumanOptions, OutputFormat, render_human, render_json};
 
 // Deciding `shell` rules parses command lines, which allocates many small values.
 #[cfg(feature = "mimalloc")]
@@ -503,7 +503,7 @@ fn eprint(text: &str) {
 /// Diagnostics that stopped `explain`, `plan` or `test`: rendered on stderr for humans, as
 /// the JSON report on stdout.
 fn report_diagnostics(
-    diagnostics: &[toolgate::load::Diagnostic],
+    diagnostics: &[toolgate::diagnostics::Diagnostic],
     format: ExplainFormat,
     color: bool,
 ) {

@@ -74,8 +74,8 @@ impl Exit {
 }
 
 /// Whether any diagnostic is an I/O problem with the inputs themselves (exit 2 rather than 1).
-pub fn is_io_problem(diagnostics: &[crate::load::Diagnostic]) -> bool {
+pub fn is_io_problem(diagnostics: &[crate::diagnostics::Diagnostic]) -> bool {
     diagnostics
         .iter()
-        .any(|d| matches!(d.code, crate::load::Code::IoNotFound) && d.location.is_none())
+        .any(|d| matches!(d.code, crate::diagnostics::Code::IoNotFound) && d.location.is_none())
 }

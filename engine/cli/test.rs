@@ -25,11 +25,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::assess::{self, Resolved};
+use crate::diagnostics::{Code, Diagnostic, Location, SourceFile};
 use crate::executor::Batch;
 use crate::executor::plan::{PlannedCall, plan};
-use crate::load::{
-    Code, Diagnostic, Location, ReadLimits, SchemaChecker, SourceFile, parse_document, read_source,
-};
+use crate::load::{ReadLimits, SchemaChecker, parse_document, read_source};
 use crate::model::ModeName;
 use crate::model::batch::{Expectation, GroupExpectation, PolicyTest, PolicyTestFile};
 use crate::pipeline::ToolCall;
@@ -831,7 +830,7 @@ pub(crate) fn approval_line(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::load::Format;
+    use crate::diagnostics::Format;
     use crate::snapshot::{LayerOptions, LoadOptions};
 
     fn snapshot() -> Arc<Snapshot> {

@@ -38,9 +38,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::diagnostics::diagnostic::fold_whitespace;
 use crate::handler::template::parse_argv;
 use crate::handler::{CallContext, CommandSpec, HandlerError, StdinMode, run_captured};
-use crate::load::diagnostic::fold_whitespace;
 use crate::model::hook::{HookEvent, HookFailure};
 use crate::model::{CallId, Decision, ModeName, ToolName};
 use crate::snapshot::{Snapshot, SnapshotHook};

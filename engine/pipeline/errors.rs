@@ -10,7 +10,8 @@ use crate::assess::{Rejection, RejectionKind};
 use crate::events::{CancelReason, FailureStage};
 use crate::hooks::HookError;
 use crate::model::engine_config::MessageKey;
-use crate::snapshot::{ResolvedEngine, Tool};
+use crate::model::resolved::ResolvedEngine;
+use crate::snapshot::Tool;
 
 /// Renders a message template with its placeholders.
 pub fn message(engine: &ResolvedEngine, key: MessageKey, values: &[(&str, &str)]) -> String {
@@ -53,7 +54,7 @@ pub fn project_with(error: &(dyn Error + 'static), max_depth: usize, max_chars: 
     cut_chars(&joined, max_chars)
 }
 
-pub use crate::load::diagnostic::fold_whitespace;
+pub use crate::diagnostics::diagnostic::fold_whitespace;
 
 /// The first `max` characters of `text`, never splitting one.
 pub fn cut_chars(text: &str, max: usize) -> String {

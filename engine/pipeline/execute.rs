@@ -24,7 +24,8 @@ use crate::handler::{
 };
 use crate::model::CallId;
 use crate::model::engine_config::MessageKey;
-use crate::snapshot::{ResolvedContract, Tool};
+use crate::model::resolved::ResolvedContract;
+use crate::snapshot::Tool;
 use crate::timeout::{Deadline, GateError, ResolvedTimeout};
 
 enum Ended {

@@ -25,8 +25,9 @@ use crate::hooks::{self, CallInfo, Ran};
 use crate::model::Decision;
 use crate::model::engine_config::MessageKey;
 use crate::model::hook::HookEvent;
+use crate::model::resolved::ResolvedContract;
 use crate::policy::decide::{Permission, Reason};
-use crate::snapshot::{ResolvedContract, SnapshotHook, Tool};
+use crate::snapshot::{SnapshotHook, Tool};
 use crate::timeout::ResolvedTimeout;
 
 /// A call cleared to run: its tool and contract, the input that runs, its timeout.

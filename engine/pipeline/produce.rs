@@ -9,7 +9,8 @@ use crate::budget::{
     produce as run_producer, produce_without_io,
 };
 use crate::model::Size;
-use crate::snapshot::{ResolvedContract, Tool};
+use crate::model::resolved::ResolvedContract;
+use crate::snapshot::Tool;
 
 use super::{CallEnv, CallState, rare};
 

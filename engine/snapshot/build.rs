@@ -23,14 +23,12 @@ use super::EffectiveDocument;
 use super::layer::{DiscoveryErrorKind, FoundFile, LayerOptions, LayerSpec, discover};
 use super::merge::{FileInput, MergeIssue, Merger};
 use super::provenance::{FileId, Origin, Provenance};
-use super::resolve::{ResolvedContract, ResolvedEngine};
 use super::semantic;
 use super::{LoadedFile, Snapshot, Sources, Tool};
+use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 use crate::load::spans::join_pointer;
-use crate::load::{
-    Code, Diagnostic, Format, ParseLimits, ReadLimits, SchemaChecker, SourceFile,
-    parse_document_with, read_source,
-};
+use crate::load::{ParseLimits, ReadLimits, SchemaChecker, parse_document_with, read_source};
+use crate::model::resolved::ResolvedEngine;
 use crate::model::{GateName, ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
 
@@ -174,14 +172,13 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     let mut validators = checked.validators;
     for (name, contract) in typed.tools {
         let tool_name = ToolName::new(name.as_str());
-        let resolved = ResolvedContract::resolve(&contract, &engine);
         let (input_validator, output_validator) = validators.remove(&name).unwrap_or((None, None));
         tools.insert(
             tool_name.clone(),
             Arc::new(Tool::new(
                 tool_name,
                 contract,
-                resolved,
+                &engine,
                 input_validator,
                 output_validator,
             )),
@@ -218,7 +215,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
 }
 
 fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> LoadOutcome {
-    crate::load::diagnostic::sort(&mut diagnostics);
+    crate::diagnostics::diagnostic::sort(&mut diagnostics);
     LoadOutcome {
         snapshot,
         diagnostics,
@@ -591,7 +588,11 @@ fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
 impl Sources {
     /// The location of an effective pointer: the file and place that set its value (or the
     /// closest enclosing value that was set as a whole, such as an `input_schema`).
-    pub fn locate(&self, provenance: &Provenance, pointer: &str) -> Option<crate::load::Location> {
+    pub fn locate(
+        &self,
+        provenance: &Provenance,
+        pointer: &str,
+    ) -> Option<crate::diagnostics::Location> {
         let (at, origin) = provenance.nearest(pointer)?;
         let rest = &pointer[at.len()..];
         self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), false)
@@ -602,7 +603,7 @@ impl Sources {
         &self,
         provenance: &Provenance,
         pointer: &str,
-    ) -> Option<crate::load::Location> {
+    ) -> Option<crate::diagnostics::Location> {
         self.locate_key_from(provenance.nearest(pointer)?, pointer)
     }
 
@@ -612,13 +613,13 @@ impl Sources {
         &self,
         (at, origin): (&str, &Origin),
         pointer: &str,
-    ) -> Option<crate::load::Location> {
+    ) -> Option<crate::diagnostics::Location> {
         let rest = pointer.get(at.len()..).unwrap_or_default();
         self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), true)
     }
 
     /// The location of an origin.
-    pub fn locate_origin(&self, origin: &Origin) -> Option<crate::load::Location> {
+    pub fn locate_origin(&self, origin: &Origin) -> Option<crate::diagnostics::Location> {
         self.locate_in(origin.file, &origin.pointer, false)
     }
 
@@ -629,7 +630,7 @@ impl Sources {
         file: FileId,
         pointer: &str,
         key: bool,
-    ) -> Option<crate::load::Location> {
+    ) -> Option<crate::diagnostics::Location> {
         let loaded = self.files.get(file.0 as usize)?;
         let node = loaded.spans.nearest(pointer)?;
         let span = if key { node.label() } else { node.value };

@@ -20,12 +20,13 @@ use serde_json::Value;
 use super::Sources;
 use super::layer::LayerSpec;
 use super::provenance::{Origin, Provenance};
-use super::resolve::{ResolvedContract, ResolvedEngine, template_placeholders};
+use crate::diagnostics::{Code, Diagnostic, Location, Severity};
 use crate::load::spans::{NodeSpan, join_pointer};
-use crate::load::{Code, Diagnostic, Location, Severity};
 use crate::model::contract::{TimeoutSpec, ToolContract};
 use crate::model::engine_config::MessageKey;
+use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::rule::ExampleCall;
+use crate::model::template;
 use crate::model::{ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
 use crate::policy::matcher::PatternKind;
@@ -251,7 +252,7 @@ fn check_templates(checker: &mut Checker<'_>, engine: &ResolvedEngine) {
     for key in MessageKey::ALL {
         let template = engine.messages.template(*key);
         let pointer = format!("/engine/messages/{}", key.field());
-        for (offset, name) in template_placeholders(template) {
+        for (offset, name) in template::placeholders(template) {
             if key.placeholders().contains(&name) {
                 continue;
             }
