@@ -475,6 +475,7 @@ fn apply(
     let mut total_after = 0u64;
     for ((item, item_allocs), (files, persistence)) in items.iter().zip(&allocs).zip(persisted) {
         let paths: &[PathBuf] = files.as_deref().unwrap_or(&[]);
+        let lost = matches!(persistence, Persistence::Failed(_) | Persistence::NoStore);
         let mut original_size = 0u64;
         let mut final_size = 0u64;
         let mut was_cut = false;
@@ -488,7 +489,8 @@ fn apply(
                 match alloc {
                     Some(max) if len > *max => {
                         was_cut = true;
-                        let fitted = fit_slot(&slot.text, *max, unit, paths, config.templates);
+                        let fitted =
+                            fit_slot(&slot.text, *max, unit, paths, lost, config.templates);
                         let text = match unit {
                             BudgetUnit::Chars => {
                                 let chars = measure(&fitted, unit);

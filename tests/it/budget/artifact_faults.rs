@@ -162,12 +162,9 @@ async fn a_full_disk_mid_batch_keeps_the_budget_and_the_first_artifact() {
         }
     }
     assert_eq!(files(tmp.path()), [tmp.path().join("s1/call_0.txt")]);
-    assert!(
-        outcome.items[1].slots[0]
-            .text
-            .as_str()
-            .starts_with("Tool output truncated.\nFull output sha256: ")
-    );
+    assert!(outcome.items[1].slots[0].text.as_str().starts_with(
+        "Tool output truncated. The full output could not be kept.\nFull output sha256: "
+    ));
 }
 
 #[tokio::test]
