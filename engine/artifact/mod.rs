@@ -31,7 +31,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-pub use fs::{FsArtifactStore, FsStoreConfig};
+pub use fs::{DEFAULT_BLOCK_SIZE, FsArtifactStore, FsStoreConfig};
 pub use ledger::Limits;
 pub use memory::MemoryArtifactStore;
 
