@@ -147,6 +147,9 @@ pub struct FinalizeConfig<'a> {
     pub templates: &'a Templates,
     /// Retention of the artifacts the finalizer writes.
     pub retention: Retention,
+    /// Most artifact files one pass writes (`artifacts.max_batch_files`); `None`: no limit.
+    /// The results after them are cut without an artifact, as if their write had failed.
+    pub max_files: Option<u64>,
 }
 
 /// What happened to one result.
@@ -408,6 +411,17 @@ async fn persist(
             (Some(files), true) if !files.is_empty() => (Some(files.clone()), Persistence::Reused),
             (Some(_), true) => (Some(Vec::new()), Persistence::NothingReusable),
             (None, true) => match artifacts {
+                Some(_)
+                    if config
+                        .max_files
+                        .is_some_and(|limit| writes.len() as u64 >= limit) =>
+                {
+                    let limit = config.max_files.unwrap_or_default();
+                    (
+                        Some(Vec::new()),
+                        Persistence::Failed(ArtifactError::BatchFiles { limit }),
+                    )
+                }
                 Some(target) => {
                     let request = ArtifactRequest {
                         session: target.session.clone(),

@@ -163,6 +163,7 @@ fn config_of<'a>(env: &'a CallEnv<'_>) -> FinalizeConfig<'a> {
         unit: engine.budget_unit,
         templates: &env.prepared.templates,
         retention: engine.artifacts.retention,
+        max_files: Some(engine.artifacts.max_batch_files),
     }
 }
 

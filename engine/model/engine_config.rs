@@ -156,9 +156,14 @@ pub struct ArtifactConfig {
     /// `(file too large to persist)` instead of a path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_file: Option<Size>,
-    /// Most bytes one session may write; reserved before each write.
+    /// Most bytes one session may write; reserved before each write, each file counted in
+    /// whole disk blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_session: Option<Size>,
+    /// Most artifact files the batch finalizer writes for one batch; the results after them
+    /// are cut without an artifact (their notice says the full output was not kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch_files: Option<u64>,
     /// Default retention of artifacts of contracts that do not set one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<Retention>,

@@ -40,6 +40,7 @@ fn config(budget: u64) -> FinalizeConfig<'static> {
         unit: BudgetUnit::Chars,
         templates: &TEMPLATES,
         retention: Retention::Session,
+        max_files: None,
     }
 }
 

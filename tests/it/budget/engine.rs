@@ -605,6 +605,7 @@ async fn finalizing_a_finalized_batch_changes_nothing() {
         unit: toolgate::model::units::BudgetUnit::Chars,
         templates: &templates,
         retention: Retention::Session,
+        max_files: None,
     };
     let store = file_store(&tmp.path().join("again"));
     let store_ref: &dyn ArtifactStore = &*store;

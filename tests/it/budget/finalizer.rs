@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use proptest::prelude::*;
 use serde_json::json;
 use toolgate::artifact::testing::FaultyArtifactStore;
-use toolgate::artifact::{ArtifactStore, MemoryArtifactStore, Retention, SessionId};
+use toolgate::artifact::{ArtifactError, ArtifactStore, MemoryArtifactStore, Retention, SessionId};
 use toolgate::budget::fit::cut_header_with;
 use toolgate::budget::measure::{head, measure};
 use toolgate::budget::waterfill;
@@ -30,6 +30,7 @@ fn config(budget: u64, unit: BudgetUnit) -> FinalizeConfig<'static> {
         unit,
         templates: &TEMPLATES,
         retention: Retention::Session,
+        max_files: None,
     }
 }
 
@@ -285,6 +286,40 @@ async fn many_results_under_a_small_share_name_their_artifacts_whole() {
             "{text}"
         );
         assert!(store.get(&files[0]).is_some());
+    }
+}
+
+#[tokio::test]
+async fn a_batch_writes_at_most_its_file_limit_and_the_rest_say_so() {
+    let store = MemoryArtifactStore::new();
+    let batch: Vec<FinalizeItem> = (0..10)
+        .map(|n| output(&format!("c{n}"), "q".repeat(1000)))
+        .collect();
+    let config = FinalizeConfig {
+        max_files: Some(3),
+        ..config(2000, Chars)
+    };
+    let outcome = finalize(&batch, &config, target(&store)).await;
+    assert_eq!(store.paths().len(), 3);
+    assert!(outcome.total_after <= 2000);
+    for (n, (item, report)) in outcome.items.iter().zip(&outcome.reports).enumerate() {
+        if n < 3 {
+            assert!(matches!(report.persistence, Persistence::Written));
+        } else {
+            assert!(matches!(
+                report.persistence,
+                Persistence::Failed(ArtifactError::BatchFiles { limit: 3 })
+            ));
+            assert_eq!(item.persisted_files, Some(Vec::new()));
+            assert!(
+                item.slots[0]
+                    .text
+                    .as_str()
+                    .starts_with("Tool output truncated. The full output could not be kept."),
+                "{}",
+                item.slots[0].text.as_str()
+            );
+        }
     }
 }
 
