@@ -96,29 +96,54 @@
 //! - **Diagnostics** (for programs that check policies): [`Diagnostic`], [`Code`],
 //!   [`Severity`], [`Location`], [`SourceFile`], [`render_human`], [`HumanOptions`],
 //!   [`render_json`], [`render_sarif`], [`render_github`], [`OutputFormat`].
+//!
+//! Two modules are public as well: [`events`] (the payload of every event kind) and
+//! [`serve`] (the JSON-RPC server behind `toolgate serve`, for programs that host it).
 
 // No unsafe code in the library (the package lint is `deny` only so that a bench can count
 // allocations with a wrapping allocator).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
+// The documented API is the root re-exports below, plus `events` (each event kind's payload)
+// and `serve` (the JSON-RPC server). The modules marked `#[doc(hidden)]` stay reachable for
+// the integration tests and benches, which still reach into internals; they are not a stable
+// API and are to become crate-private as those tests move into unit tests.
+#[doc(hidden)]
 pub mod approval;
+#[doc(hidden)]
 pub mod artifact;
+#[doc(hidden)]
 pub mod assess;
+#[doc(hidden)]
 pub mod budget;
+/// The `toolgate` binary's library half (argument handling and the subcommands); used by
+/// `engine/cli/main.rs`, not a stable API.
+#[doc(hidden)]
 pub mod cli;
+#[doc(hidden)]
 pub mod diagnostics;
 pub mod events;
+#[doc(hidden)]
 pub mod executor;
+#[doc(hidden)]
 pub mod handler;
-pub mod hooks;
+mod hooks;
+#[doc(hidden)]
 pub mod load;
+#[doc(hidden)]
 pub mod model;
+#[doc(hidden)]
 pub mod pipeline;
+#[doc(hidden)]
 pub mod policy;
+#[doc(hidden)]
 pub mod review;
-pub mod schedule;
+mod schedule;
 pub mod serve;
+#[doc(hidden)]
 pub mod snapshot;
+#[doc(hidden)]
 pub mod timeout;
 
 pub use approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
