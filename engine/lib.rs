@@ -4,28 +4,177 @@
 //! parallel, how long each may run, who must approve it, how much of its output the model
 //! may see) is read from YAML or TOML policy files, checked against JSON Schemas and
 //! hot-reloaded.
+//!
+//! # Data flow
+//!
+//! ```text
+//! policy files ─▶ load ─▶ Snapshot (immutable, compiled; swapped whole on reload)
+//! Batch of ToolCalls ─▶ assess (tool, input schema, rules, modes ─▶ allow / ask / deny)
+//!                    ─▶ schedule (groups: concurrent-safe calls together, the rest alone)
+//!                    ─▶ pipeline per call (hooks, approval, timeout, handler, output budget)
+//!                    ─▶ finalize (the batch budget over every result)
+//!                    ─▶ BatchOutcome, with Events streamed to a sink on the way
+//! ```
+//!
+//! # Example
+//!
+//! Load a policy, register a native handler, run a one-call batch:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use serde_json::json;
+//! use toolgate::{
+//!     Batch, CallContext, CallStatus, Engine, HandlerFuture, HandlerOutput, LayerOptions,
+//!     LoadOptions, ToolCall, Turn, load,
+//! };
+//!
+//! let dir = tempfile::tempdir()?;
+//! let policy = dir.path().join("policy.yaml");
+//! std::fs::write(&policy, "\
+//! version: 1
+//! tools:
+//!   Shout:
+//!     description: Upper-cases a text.
+//!     input_schema:
+//!       type: object
+//!       required: [text]
+//!       properties:
+//!         text: { type: string }
+//!     concurrency: { concurrent_safe: true, read_only: true, side_effect_scope: none }
+//!     permission: { default: allow }
+//!     handler: { kind: native }
+//! ")?;
+//! let layers = LayerOptions { policies: vec![policy], ..LayerOptions::default() };
+//! let outcome = load(&LoadOptions::new(layers), 1);
+//! let snapshot = outcome.snapshot.ok_or("the policy has errors")?;
+//!
+//! let engine = Engine::builder(snapshot)
+//!     .native("Shout", |input: serde_json::Value, _ctx: CallContext| -> HandlerFuture {
+//!         Box::pin(async move {
+//!             Ok(HandlerOutput::text(input["text"].as_str().unwrap_or("").to_uppercase()))
+//!         })
+//!     })
+//!     .build();
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let batch = Batch::new(vec![ToolCall::new("c1", "Shout", json!({"text": "hello"}))]);
+//! let outcome = runtime.block_on(engine.execute_batch(batch, &Turn::default()))?;
+//! assert_eq!(outcome.results[0].status, CallStatus::Ok);
+//! assert_eq!(outcome.results[0].model_text(), "HELLO");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The public API
+//!
+//! Everything an embedding program needs is re-exported at the crate root:
+//!
+//! - **Engine**: [`Engine`], [`EngineBuilder`]; a batch is run with
+//!   [`Engine::execute_batch`] and planned without running with [`Engine::plan`]
+//!   ([`Plan`], [`PlannedCall`], [`PlannedDecision`]).
+//! - **Loading policies**: [`load`], [`LoadOptions`], [`LayerOptions`], [`LayerKind`],
+//!   [`LayerSpec`], [`LoadOutcome`], [`Snapshot`]; hot reload with [`Reloader`],
+//!   [`ReloadOutcome`] and [`WatchHandle`].
+//! - **Batches and calls**: [`Batch`], [`Turn`], [`ToolCall`], [`BatchError`],
+//!   [`BatchOutcome`], [`CutReport`]; ids [`BatchId`], [`CallId`], [`ModeName`],
+//!   [`ToolName`], [`GateName`], [`HookName`], [`RuleName`].
+//! - **Results**: [`CallResult`] and its parts [`ErrorCode`], [`ErrorInfo`], [`Failure`],
+//!   [`ResultMetadata`], [`Display`], [`TurnEffect`], [`SlotText`].
+//! - **Events**: [`Event`], [`EventKind`], [`EventSink`], the sinks [`NullSink`],
+//!   [`VecSink`], [`ChannelSink`], [`Fanout`], and [`CallStatus`], [`CancelReason`],
+//!   [`FailureStage`]; the payload of each kind is in the [`events`] module.
+//! - **Handlers**: [`NativeHandler`], [`HandlerFuture`], [`CallContext`],
+//!   [`HandlerOutput`], [`OutputContent`], [`HandlerError`], [`ProgressSink`],
+//!   [`ProgressStream`], [`ProgressChunk`].
+//! - **Approvals**: [`ApprovalBroker`], [`ApprovalRequest`], [`ApprovalAnswer`],
+//!   [`FixedAnswer`].
+//! - **Artifacts** (oversized output kept outside the model's context; embedders may supply
+//!   their own store): [`ArtifactStore`], [`ArtifactRequest`], [`ArtifactRef`],
+//!   [`ArtifactError`], [`FsArtifactStore`], [`FsStoreConfig`], [`MemoryArtifactStore`],
+//!   [`ArtifactLimits`], [`Retention`], [`SessionId`].
+//! - **The finalizer's hard cap** (SPEC §8.3 step 5, for the send boundary): [`hard_cap`],
+//!   [`FinalizeItem`], [`FinalizeConfig`], [`FinalizeOutcome`].
+//! - **Deciding without running**: [`assess`] and its [`Assessment`], [`Decision`].
+//! - **Diagnostics** (for programs that check policies): [`Diagnostic`], [`Code`],
+//!   [`Severity`], [`Location`], [`SourceFile`], [`render_human`], [`HumanOptions`],
+//!   [`render_json`], [`render_sarif`], [`render_github`], [`OutputFormat`].
+//!
+//! Two modules are public as well: [`events`] (the payload of every event kind) and
+//! [`serve`] (the JSON-RPC server behind `toolgate serve`, for programs that host it).
 
 // No unsafe code in the library (the package lint is `deny` only so that a bench can count
 // allocations with a wrapping allocator).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
+// The documented API is the root re-exports below, plus `events` (each event kind's payload)
+// and `serve` (the JSON-RPC server). The modules marked `#[doc(hidden)]` stay reachable for
+// the integration tests and benches, which still reach into internals; they are not a stable
+// API and are to become crate-private as those tests move into unit tests.
+#[doc(hidden)]
 pub mod approval;
+#[doc(hidden)]
 pub mod artifact;
+#[doc(hidden)]
 pub mod assess;
+#[doc(hidden)]
 pub mod budget;
+/// The `toolgate` binary's library half (argument handling and the subcommands); used by
+/// `engine/cli/main.rs`, not a stable API.
+#[doc(hidden)]
 pub mod cli;
+#[doc(hidden)]
 pub mod diagnostics;
 pub mod events;
+#[doc(hidden)]
 pub mod executor;
+#[doc(hidden)]
 pub mod handler;
-pub mod hooks;
+mod hooks;
+#[doc(hidden)]
 pub mod load;
+#[doc(hidden)]
 pub mod model;
+#[doc(hidden)]
 pub mod pipeline;
+#[doc(hidden)]
 pub mod policy;
+#[doc(hidden)]
 pub mod report;
+#[doc(hidden)]
 pub mod review;
-pub mod schedule;
+mod schedule;
 pub mod serve;
+#[doc(hidden)]
 pub mod snapshot;
+#[doc(hidden)]
 pub mod timeout;
+
+pub use approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
+pub use artifact::{
+    ArtifactError, ArtifactRef, ArtifactRequest, ArtifactStore, FsArtifactStore, FsStoreConfig,
+    Limits as ArtifactLimits, MemoryArtifactStore, Retention, SessionId,
+};
+pub use assess::{Assessment, assess};
+pub use budget::{FinalizeConfig, FinalizeItem, FinalizeOutcome, SlotText, hard_cap};
+pub use diagnostics::render::{
+    HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif,
+};
+pub use diagnostics::{Code, Diagnostic, Location, Severity, SourceFile};
+pub use events::{
+    CallStatus, CancelReason, ChannelSink, Event, EventKind, EventSink, FailureStage, Fanout,
+    NullSink, VecSink,
+};
+pub use executor::finalize::CutReport;
+pub use executor::{
+    Batch, BatchError, BatchOutcome, Engine, EngineBuilder, Plan, PlannedCall, PlannedDecision,
+    Turn,
+};
+pub use handler::{
+    CallContext, HandlerError, HandlerFuture, HandlerOutput, NativeHandler, OutputContent,
+    ProgressChunk, ProgressSink, ProgressStream,
+};
+pub use model::{BatchId, CallId, Decision, GateName, HookName, ModeName, RuleName, ToolName};
+pub use pipeline::{
+    CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, ToolCall, TurnEffect,
+};
+pub use snapshot::reload::{ReloadOutcome, Reloader, WatchHandle};
+pub use snapshot::{LayerKind, LayerOptions, LayerSpec, LoadOptions, LoadOutcome, Snapshot, load};

@@ -7,13 +7,11 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::json;
-use toolgate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
-use toolgate::diagnostics::render::{HumanOptions, render_human};
-use toolgate::events::Event;
-use toolgate::executor::{Batch, Engine, Turn};
-use toolgate::handler::{CallContext, HandlerError, HandlerFuture, HandlerOutput};
-use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+use toolgate::{
+    ApprovalAnswer, ApprovalBroker, ApprovalRequest, Batch, CallContext, Engine, Event,
+    HandlerError, HandlerFuture, HandlerOutput, HumanOptions, LayerOptions, LoadOptions, ToolCall,
+    Turn, load, render_human,
+};
 
 /// The native tool: counts words, reporting progress and honouring cancellation.
 fn word_count(input: serde_json::Value, ctx: CallContext) -> HandlerFuture {

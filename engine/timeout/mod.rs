@@ -1,6 +1,6 @@
 //! Timeouts, the pausable deadline and admission gates (SPEC §5).
 //!
-//! Place in the flow: after permission is granted the pipeline [`resolve`]s the call's
+//! Place in the flow: after permission is granted the pipeline [`resolve`](fn@resolve)s the call's
 //! timeout from its contract and input (a pure function), starts a [`Deadline`] with the
 //! resolved total, and hands it to the handler through the call context. Before the handler
 //! starts (contract `admission.gate`) and whenever a handler asks mid-call, [`Gates::acquire`]
