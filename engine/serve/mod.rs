@@ -4,7 +4,7 @@
 //! Client → server requests: `initialize` → `{version, protocol, generation, tools, modes}`;
 //! `executeBatch {batch: {calls: [{id, tool, input}], modes?, id?}}` → `{batch_id,
 //! generation, results, turn_stopped, …}` (results as in `run`'s `BatchFinalized`); `cancel
-//! {batch_id?}` → `{cancelled: [...]}` (all running batches without `batch_id`); `plan
+//! {batch_id}` or `cancel {all: true}` → `{cancelled: [...]}`; `plan
 //! {batch}`; `explain {tool}`; `shutdown` → `{}` (running batches are cancelled, then the
 //! server exits). Several batches may be in flight at once; responses come when each ends.
 //!
@@ -15,7 +15,8 @@
 //!
 //! Errors follow JSON-RPC: parse error -32700 (with `id: null`; also for a line that is not
 //! UTF-8 or longer than 64 MiB), invalid request -32600, unknown method -32601, invalid
-//! params -32602, internal error -32603. A notification (no `id`) is never answered, nor is
+//! params -32602 (an unknown field, a missing one or a wrong type, named in the message; the
+//! method does nothing), internal error -32603. A notification (no `id`) is never answered, nor is
 //! a response (late, unknown or not ours: it is ignored). The server survives any bad line.
 
 use std::collections::HashMap;
@@ -34,9 +35,10 @@ use crate::cli::GlobalOptions;
 use crate::events::Event;
 use crate::executor::{Batch, Engine, Turn, artifact_store_for};
 use crate::model::ModeName;
-use crate::model::batch::BatchFile;
 use crate::snapshot::reload::Reloader;
 use crate::snapshot::{Snapshot, load};
+
+mod params;
 
 /// The longest line accepted; longer lines are answered with a parse error and skipped.
 const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -164,20 +166,7 @@ fn answer_from(response: &Value) -> ApprovalAnswer {
 
 /// A batch as `executeBatch` and `plan` take it.
 fn batch_param(params: &Value) -> Result<(Batch, Vec<ModeName>), String> {
-    let raw = params.get("batch").ok_or("missing `batch`")?;
-    let mut raw = raw.clone();
-    let id = raw
-        .as_object_mut()
-        .and_then(|map| map.remove("id"))
-        .and_then(|v| v.as_str().map(str::to_owned));
-    let file: BatchFile =
-        serde_json::from_value(raw).map_err(|error| format!("invalid `batch`: {error}"))?;
-    if file.calls.is_empty() {
-        return Err("the batch has no calls".into());
-    }
-    let (mut batch, modes) = Batch::from_file(file);
-    batch.id = id.map(crate::model::BatchId::new);
-    Ok((batch, modes))
+    params::parse::<params::BatchParams>(params).and_then(params::BatchParams::into_batch)
 }
 
 struct Server {
@@ -277,19 +266,30 @@ impl Server {
         let reply = id.clone();
         match method {
             "initialize" => {
-                let snapshot = self.engine.snapshot();
-                self.reply(reply, Ok(initialize(&snapshot)));
+                let answer = params::parse::<params::NoParams>(&params)
+                    .map(|_| initialize(&self.engine.snapshot()))
+                    .map_err(|e| (code::INVALID_PARAMS, e));
+                self.reply(reply, answer);
             }
             "executeBatch" => self.execute(reply, &params),
             "cancel" => {
-                let wanted = params
-                    .get("batch_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                let target = match params::parse::<params::CancelParams>(&params)
+                    .and_then(params::CancelParams::target)
+                {
+                    Ok(target) => target,
+                    Err(message) => {
+                        self.reply(reply, Err((code::INVALID_PARAMS, message)));
+                        return true;
+                    }
+                };
                 let mut cancelled = Vec::new();
                 if let Ok(running) = self.running.lock() {
                     for (batch, token) in running.iter() {
-                        if wanted.as_ref().is_none_or(|w| w == batch) {
+                        let wanted = match &target {
+                            params::CancelTarget::All => true,
+                            params::CancelTarget::One(id) => id == batch,
+                        };
+                        if wanted {
                             token.cancel();
                             cancelled.push(batch.clone());
                         }
@@ -311,10 +311,10 @@ impl Server {
                 self.reply(reply, planned);
             }
             "explain" => {
-                let explained = match params.get("tool").and_then(Value::as_str) {
-                    None => Err((code::INVALID_PARAMS, "missing `tool`".to_owned())),
-                    Some(tool) => {
-                        match crate::cli::explain::explain_in(&self.engine.snapshot(), tool) {
+                let explained = match params::parse::<params::ExplainParams>(&params) {
+                    Err(message) => Err((code::INVALID_PARAMS, message)),
+                    Ok(params::ExplainParams { tool }) => {
+                        match crate::cli::explain::explain_in(&self.engine.snapshot(), &tool) {
                             Ok(report) => serde_json::to_value(report)
                                 .map_err(|e| (code::INTERNAL, e.to_string())),
                             Err(error) => Err((
@@ -336,6 +336,10 @@ impl Server {
                 self.reply(reply, explained);
             }
             "shutdown" => {
+                if let Err(message) = params::parse::<params::NoParams>(&params) {
+                    self.reply(reply, Err((code::INVALID_PARAMS, message)));
+                    return true;
+                }
                 self.reply(reply, Ok(json!({})));
                 return false;
             }
@@ -639,18 +643,6 @@ mod tests {
             answer_from(&nonsense),
             ApprovalAnswer::Deny { .. }
         ));
-    }
-
-    #[test]
-    fn batch_params_are_checked() {
-        assert!(batch_param(&json!({})).is_err());
-        assert!(batch_param(&json!({"batch": {"calls": []}})).is_err());
-        assert!(batch_param(&json!({"batch": {"calls": [{"id": 1, "tool": "Read"}]}})).is_err());
-        let (batch, modes) =
-            batch_param(&json!({"batch": {"id": "b1", "modes": ["plan"], "calls": [{"id": "c", "tool": "Read", "input": {}}]}}))
-                .unwrap();
-        assert_eq!(batch.id.unwrap().as_str(), "b1");
-        assert_eq!(modes[0].as_str(), "plan");
     }
 
     #[tokio::test]

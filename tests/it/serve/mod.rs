@@ -1,4 +1,5 @@
 //! `toolgate serve`: the JSON-RPC protocol over stdio.
 
 mod client_example;
+mod params;
 mod stdio;
