@@ -27,7 +27,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
@@ -38,7 +38,10 @@ use crate::model::ModeName;
 use crate::snapshot::reload::Reloader;
 use crate::snapshot::{Snapshot, load};
 
+mod outbox;
 mod params;
+
+pub use outbox::Outbox;
 
 /// The longest line accepted; longer lines are answered with a parse error and skipped.
 const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -72,15 +75,15 @@ pub enum ServeError {
     Io(std::io::Error),
 }
 
-type Outgoing = mpsc::UnboundedSender<Value>;
+type Outgoing = Arc<Outbox>;
 type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<ApprovalAnswer>>>>;
 
 fn respond(out: &Outgoing, id: Value, result: Value) {
-    let _ = out.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    out.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
 }
 
 fn fail(out: &Outgoing, id: Value, code: i64, message: impl Into<String>) {
-    let _ = out.send(
+    out.send(
         json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}}),
     );
 }
@@ -118,7 +121,7 @@ impl ApprovalBroker for RpcApprover {
             pending.insert(id.clone(), sender);
         }
         let params = serde_json::to_value(&request).unwrap_or(Value::Null);
-        let _ = self.out.send(
+        self.out.send(
             json!({"jsonrpc": "2.0", "id": id, "method": "permission/request", "params": params}),
         );
         let guard = Withdraw {
@@ -513,12 +516,15 @@ where
     let Some(snapshot) = loaded.snapshot else {
         return Err(ServeError::Policies(loaded.diagnostics));
     };
-    let (out, mut outgoing) = mpsc::unbounded_channel::<Value>();
+    let out: Outgoing = Arc::new(Outbox::new(snapshot.engine.serve_queue));
+    let outgoing = Arc::clone(&out);
     let writer_task = tokio::spawn(async move {
-        while let Some(message) = outgoing.recv().await {
+        while let Some(message) = outgoing.next().await {
             let mut line = message.to_string();
             line.push('\n');
             if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+                // The client is gone: stop queueing and release every waiting sender.
+                outgoing.close();
                 break;
             }
         }
@@ -526,7 +532,15 @@ where
     let events = out.clone();
     let sink: Arc<dyn crate::events::EventSink> = Arc::new(move |event: Event| {
         if let Ok(params) = serde_json::to_value(&event) {
-            let _ = events.send(json!({"jsonrpc": "2.0", "method": "event", "params": params}));
+            let progress = params["type"] == "ToolCallProgress";
+            let message = json!({"jsonrpc": "2.0", "method": "event", "params": params});
+            if progress {
+                let id = |key: &str| message["params"][key].as_str().unwrap_or("").to_owned();
+                let (batch_id, call_id) = (id("batch_id"), id("call_id"));
+                events.send_progress(&batch_id, &call_id, message);
+            } else {
+                events.send(message);
+            }
         }
     });
     let store = Arc::new(artifact_store_for(&snapshot));
@@ -551,7 +565,7 @@ where
             Ok(handle) => Some(handle),
             Err(error) => {
                 let message = format!("policy files are not watched: {error}");
-                let _ = out.send(json!({"jsonrpc": "2.0", "method": "log", "params": {"level": "warning", "message": message}}));
+                out.send(json!({"jsonrpc": "2.0", "method": "log", "params": {"level": "warning", "message": message}}));
                 None
             }
         }
@@ -601,14 +615,13 @@ where
         }
     }
     while server.tasks.join_next().await.is_some() {}
-    // Every sender of the writer's channel must go before the writer can finish: the watcher's
-    // callback holds the reloader, which holds the event sink, which holds a sender.
+    // Stop the watcher (its reloads send events) before the writer is told to finish.
     drop(watch_handle);
     drop(reloader);
     let _ = store.close().await;
     drop(server);
     drop(sink);
-    drop(out);
+    out.finish();
     let _ = writer_task.await;
     result
 }

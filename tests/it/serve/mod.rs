@@ -2,4 +2,5 @@
 
 mod client_example;
 mod params;
+mod slow_client;
 mod stdio;
