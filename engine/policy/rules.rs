@@ -60,11 +60,13 @@ impl ToolNames {
         let mut builder = GlobSetBuilder::new();
         let mut seen: HashSet<&str> = HashSet::new();
         for pattern in patterns {
-            if is_glob(pattern) && !self.globs.contains_key(pattern) && seen.insert(pattern) {
-                if let Ok(glob) = Glob::new(pattern) {
-                    builder.add(glob);
-                    globs.push(pattern);
-                }
+            if is_glob(pattern)
+                && !self.globs.contains_key(pattern)
+                && seen.insert(pattern)
+                && let Ok(glob) = Glob::new(pattern)
+            {
+                builder.add(glob);
+                globs.push(pattern);
             }
         }
         if globs.is_empty() {

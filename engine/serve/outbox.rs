@@ -174,6 +174,11 @@ impl Outbox {
     pub fn len(&self) -> usize {
         self.lock().queue.len()
     }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.lock().queue.is_empty()
+    }
 }
 
 #[cfg(test)]

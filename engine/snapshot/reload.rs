@@ -42,10 +42,10 @@ const MAX_SETTLE_ROUNDS: usize = 30;
 /// What the files of a set look like on disk: per file its path, size, modification time
 /// and a hash of its content; plus what could not be listed or read.
 #[derive(Debug, PartialEq, Eq)]
-struct Fingerprint(
-    Vec<(PathBuf, Option<(u64, Option<std::time::SystemTime>, u64)>)>,
-    usize,
-);
+struct Fingerprint(Vec<(PathBuf, Option<FileState>)>, usize);
+
+/// A file's size, modification time and content hash.
+type FileState = (u64, Option<std::time::SystemTime>, u64);
 
 /// Installs a new snapshot where it is used (an engine, a server).
 pub type Install = Box<dyn Fn(Arc<Snapshot>) + Send + Sync>;
