@@ -31,12 +31,11 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
-use crate::cli::GlobalOptions;
 use crate::events::Event;
 use crate::executor::{Batch, Engine, Turn, artifact_store_for};
 use crate::model::ModeName;
 use crate::snapshot::reload::Reloader;
-use crate::snapshot::{Snapshot, load};
+use crate::snapshot::{LoadOptions, Snapshot, load};
 
 mod outbox;
 mod params;
@@ -58,8 +57,8 @@ mod code {
 /// How to serve.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
-    /// The policy roots.
-    pub global: GlobalOptions,
+    /// What to load: the policy roots and the workspace.
+    pub load: LoadOptions,
     /// Watch the roots and hot-reload (default on).
     pub watch: bool,
     /// Debounce window of the watcher.
@@ -317,7 +316,7 @@ impl Server {
                 let explained = match params::parse::<params::ExplainParams>(&params) {
                     Err(message) => Err((code::INVALID_PARAMS, message)),
                     Ok(params::ExplainParams { tool }) => {
-                        match crate::cli::explain::explain_in(&self.engine.snapshot(), &tool) {
+                        match crate::report::explain::explain_in(&self.engine.snapshot(), &tool) {
                             Ok(report) => serde_json::to_value(report)
                                 .map_err(|e| (code::INTERNAL, e.to_string())),
                             Err(error) => Err((
@@ -409,7 +408,7 @@ impl Server {
             let Some(id) = id else { return };
             match outcome {
                 Ok(outcome) => {
-                    let mut result = crate::cli::run::finalized_json(&outcome);
+                    let mut result = crate::report::finalized_json(&outcome);
                     if let Value::Object(map) = &mut result {
                         map.shift_remove("type");
                     }
@@ -511,7 +510,7 @@ where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let load_options = options.global.load_options();
+    let load_options = options.load.clone();
     let loaded = load(&load_options, 1);
     let Some(snapshot) = loaded.snapshot else {
         return Err(ServeError::Policies(loaded.diagnostics));
