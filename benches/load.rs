@@ -406,9 +406,95 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = write_set(dir.path());
     headline(dir.path(), bytes);
+    growth();
     // Keep the set on disk for the divan runs below.
     DIR.set(dir).unwrap();
     divan::main();
+}
+
+/// One file with `n` tools named `mcp_server{i % 1000}_t{i}` and `n` rules each naming its
+/// tools by a glob (`mcp_server7_*`); with `broken`, every tool's `argv` is a boolean, so
+/// the file has one schema error per tool (a large file with thousands of diagnostics).
+fn glob_set(dir: &Path, n: usize, broken: bool) {
+    use std::fmt::Write as _;
+    let argv = if broken { "[true]" } else { "[\"true\"]" };
+    let mut text = String::from("version: 1\ntools:\n");
+    for i in 0..n {
+        let _ = write!(
+            text,
+            "  mcp_server{}_t{i}:\n    description: x\n    permission: {{ default: allow }}\n    handler: {{ kind: command, argv: {argv} }}\n",
+            i % 1000
+        );
+    }
+    text.push_str("rules:\n");
+    for r in 0..n {
+        let _ = write!(
+            text,
+            "  - name: r{r}\n    tools: [\"mcp_server{}_*\"]\n    decision: deny\n",
+            r % 1000
+        );
+    }
+    std::fs::write(dir.join("p.yaml"), text).unwrap();
+}
+
+/// Median of `runs` timings of `work`, in milliseconds.
+fn median_ms(runs: usize, mut work: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            work();
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// The shapes whose cost once grew faster than the work (issue 19), at 1x and 4x the size,
+/// with the growth ratio: linear work gives about 4x, quadratic about 16x.
+/// - a set whose 2 500 rules name tools by glob (`mcp_server7_*`) over 2 500 tools: every
+///   glob was tried against every tool; now one `GlobSet` for all;
+/// - `check` in the human format on one large file with one diagnostic per tool: each
+///   snippet scanned the file from its start; now the file's line index finds the lines.
+fn growth() {
+    let mut rows = Vec::new();
+    for (shape, broken) in [("glob rules: load", false), ("human render", true)] {
+        let mut times = Vec::new();
+        for scale in [1, 4] {
+            let dir = tempfile::tempdir().unwrap();
+            glob_set(dir.path(), 2_500 * scale, broken);
+            let mut options = LoadOptions::new(LayerOptions {
+                no_builtin: true,
+                enforced: Vec::new(),
+                policies: vec![dir.path().to_owned()],
+            });
+            options.workspace_root = "/workspace".into();
+            let ms = if broken {
+                let diagnostics = load(&options, 1).diagnostics;
+                assert!(diagnostics.len() >= 2_500 * scale);
+                let render = toolgate::diagnostics::render::human::HumanOptions::default();
+                median_ms(3, || {
+                    let text =
+                        toolgate::diagnostics::render::human::render_human(&diagnostics, &render);
+                    assert!(!text.is_empty());
+                })
+            } else {
+                median_ms(3, || {
+                    assert!(load(&options, 1).snapshot.is_some());
+                })
+            };
+            times.push(ms);
+        }
+        rows.push(format!(
+            "{shape}: {:.0} ms at 1x, {:.0} ms at 4x, growth {:.1}x (linear: ~4x)",
+            times[0],
+            times[1],
+            times[1] / times[0]
+        ));
+    }
+    for row in rows {
+        println!("growth: {row}");
+    }
 }
 
 static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();

@@ -71,6 +71,13 @@ pub struct EngineConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_grace: Option<Duration>,
 
+    /// Most messages `serve` queues for a client that does not read its output. When the
+    /// queue is full, progress events are dropped (and the count reported); results,
+    /// responses and permission requests are never dropped: the batch waits for room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub serve_queue: Option<u32>,
+
     /// How an error that is not one of the known cases is turned into model content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_projection: Option<ErrorProjection>,

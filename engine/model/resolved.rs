@@ -41,6 +41,8 @@ pub struct ResolvedEngine {
     pub max_handler_output: u64,
     /// SIGTERM → SIGKILL delay for cancelled subprocesses.
     pub kill_grace: Duration,
+    /// Most messages `serve` queues for its client (at least 1).
+    pub serve_queue: usize,
     /// Levels of the cause chain followed when projecting an error.
     pub max_cause_depth: usize,
     /// Longest projected error message, in characters.
@@ -141,6 +143,7 @@ impl ResolvedEngine {
         need(config.hook_timeout.is_some(), "hook_timeout");
         need(config.max_handler_output.is_some(), "max_handler_output");
         need(config.kill_grace.is_some(), "kill_grace");
+        need(config.serve_queue.is_some(), "serve_queue");
         need(
             projection.max_cause_depth.is_some(),
             "error_projection.max_cause_depth",
@@ -180,6 +183,7 @@ impl ResolvedEngine {
             hook_timeout: config.hook_timeout.unwrap_or_default(),
             max_handler_output: size(config.max_handler_output),
             kill_grace: config.kill_grace.unwrap_or_default(),
+            serve_queue: config.serve_queue.map_or(1, |n| n.max(1) as usize),
             max_cause_depth: projection.max_cause_depth.unwrap_or(1) as usize,
             max_error_chars: projection.max_chars.unwrap_or(1) as usize,
             messages: ResolvedMessages {

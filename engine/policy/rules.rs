@@ -27,6 +27,10 @@ pub struct ToolNames {
     /// Names and aliases → canonical name; asked on every call with the name the model
     /// wrote, hence a fast (seeded) hash.
     by_name: HashMap<String, ToolName, foldhash::fast::RandomState>,
+    /// Tool-name globs of the set → the tools each matches (canonical names first, in
+    /// definition order, then those reached through an alias), built by
+    /// [`ToolNames::index_globs`] with one `GlobSet` for all globs.
+    globs: HashMap<String, Vec<ToolName>, foldhash::fast::RandomState>,
 }
 
 impl ToolNames {
@@ -43,6 +47,48 @@ impl ToolNames {
             canonical,
             aliases,
             by_name,
+            globs: HashMap::default(),
+        }
+    }
+
+    /// Matches every tool-name glob of the set (rules' and hooks' `tools`) at once: one
+    /// `GlobSet` asked once per tool name and alias, instead of each glob tried against every
+    /// tool (thousands of `mcp_server7_*` rules over thousands of tools were quadratic).
+    /// Globs that do not compile are left out; [`resolve_tools`] reports them.
+    pub fn index_globs<'a>(&mut self, patterns: impl IntoIterator<Item = &'a str>) {
+        let mut globs: Vec<&str> = Vec::new();
+        let mut builder = GlobSetBuilder::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for pattern in patterns {
+            if is_glob(pattern)
+                && !self.globs.contains_key(pattern)
+                && seen.insert(pattern)
+                && let Ok(glob) = Glob::new(pattern)
+            {
+                builder.add(glob);
+                globs.push(pattern);
+            }
+        }
+        if globs.is_empty() {
+            return;
+        }
+        let Ok(set) = builder.build() else { return };
+        let mut matched: Vec<Vec<ToolName>> = vec![Vec::new(); globs.len()];
+        let mut hits = Vec::new();
+        for tool in &self.canonical {
+            set.matches_into(tool.as_str(), &mut hits);
+            for &index in &hits {
+                matched[index].push(tool.clone());
+            }
+        }
+        for (alias, tool) in &self.aliases {
+            set.matches_into(alias.as_str(), &mut hits);
+            for &index in &hits {
+                matched[index].push(tool.clone());
+            }
+        }
+        for (pattern, tools) in globs.into_iter().zip(matched) {
+            self.globs.insert(pattern.to_owned(), tools);
         }
     }
 
@@ -268,7 +314,11 @@ pub fn resolve_tools(patterns: &[String], tools: &ToolNames) -> (Vec<ToolName>, 
         }
     };
     for (index, pattern) in patterns.iter().enumerate() {
-        if is_glob(pattern) {
+        if let Some(matched) = tools.globs.get(pattern.as_str()) {
+            for tool in matched {
+                add(tool, &mut covered);
+            }
+        } else if is_glob(pattern) {
             match Glob::new(pattern) {
                 Ok(glob) => {
                     let mut builder = GlobSetBuilder::new();
@@ -517,5 +567,37 @@ mod tests {
                 .filter(|tool| !matches!(tool.as_str(), "T3" | "T7")),
         );
         assert_eq!(covered, expected);
+    }
+
+    #[test]
+    fn indexed_globs_resolve_like_each_glob_alone() {
+        let canonical: Vec<ToolName> = (0..40)
+            .map(|i| ToolName::new(format!("mcp_server{}_{}", i % 4, i)))
+            .collect();
+        let aliases = HashMap::from([
+            ("s1".to_owned(), ToolName::new("mcp_server1_1")),
+            (
+                "mcp_server3_alias".to_owned(),
+                ToolName::new("mcp_server0_0"),
+            ),
+        ]);
+        let plain = ToolNames::new(canonical.clone(), aliases.clone());
+        let mut indexed = ToolNames::new(canonical, aliases);
+        let lists: Vec<Vec<String>> = vec![
+            vec!["mcp_server3_*".into()],
+            vec!["s1".into(), "mcp_server1_*".into()],
+            vec!["*".into()],
+            vec!["mcp_server[02]_*".into(), "mcp_server{1,3}_1*".into()],
+            vec!["[".into(), "nope".into()],
+        ];
+        indexed.index_globs(lists.iter().flatten().map(String::as_str));
+        assert_eq!(indexed.globs.len(), 5, "every valid glob is indexed once");
+        for patterns in &lists {
+            assert_eq!(
+                resolve_tools(patterns, &indexed),
+                resolve_tools(patterns, &plain),
+                "{patterns:?}"
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! Client → server requests: `initialize` → `{version, protocol, generation, tools, modes}`;
 //! `executeBatch {batch: {calls: [{id, tool, input}], modes?, id?}}` → `{batch_id,
 //! generation, results, turn_stopped, …}` (results as in `run`'s `BatchFinalized`); `cancel
-//! {batch_id?}` → `{cancelled: [...]}` (all running batches without `batch_id`); `plan
+//! {batch_id}` or `cancel {all: true}` → `{cancelled: [...]}`; `plan
 //! {batch}`; `explain {tool}`; `shutdown` → `{}` (running batches are cancelled, then the
 //! server exits). Several batches may be in flight at once; responses come when each ends.
 //!
@@ -15,7 +15,8 @@
 //!
 //! Errors follow JSON-RPC: parse error -32700 (with `id: null`; also for a line that is not
 //! UTF-8 or longer than 64 MiB), invalid request -32600, unknown method -32601, invalid
-//! params -32602, internal error -32603. A notification (no `id`) is never answered, nor is
+//! params -32602 (an unknown field, a missing one or a wrong type, named in the message; the
+//! method does nothing), internal error -32603. A notification (no `id`) is never answered, nor is
 //! a response (late, unknown or not ours: it is ignored). The server survives any bad line.
 
 use std::collections::HashMap;
@@ -26,16 +27,20 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
 use crate::events::Event;
 use crate::executor::{Batch, Engine, Turn, artifact_store_for};
 use crate::model::ModeName;
-use crate::model::batch::BatchFile;
 use crate::snapshot::reload::Reloader;
 use crate::snapshot::{LoadOptions, Snapshot, load};
+
+mod outbox;
+mod params;
+
+pub use outbox::Outbox;
 
 /// The longest line accepted; longer lines are answered with a parse error and skipped.
 const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -69,15 +74,15 @@ pub enum ServeError {
     Io(std::io::Error),
 }
 
-type Outgoing = mpsc::UnboundedSender<Value>;
+type Outgoing = Arc<Outbox>;
 type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<ApprovalAnswer>>>>;
 
 fn respond(out: &Outgoing, id: Value, result: Value) {
-    let _ = out.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    out.send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
 }
 
 fn fail(out: &Outgoing, id: Value, code: i64, message: impl Into<String>) {
-    let _ = out.send(
+    out.send(
         json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}}),
     );
 }
@@ -115,7 +120,7 @@ impl ApprovalBroker for RpcApprover {
             pending.insert(id.clone(), sender);
         }
         let params = serde_json::to_value(&request).unwrap_or(Value::Null);
-        let _ = self.out.send(
+        self.out.send(
             json!({"jsonrpc": "2.0", "id": id, "method": "permission/request", "params": params}),
         );
         let guard = Withdraw {
@@ -163,20 +168,7 @@ fn answer_from(response: &Value) -> ApprovalAnswer {
 
 /// A batch as `executeBatch` and `plan` take it.
 fn batch_param(params: &Value) -> Result<(Batch, Vec<ModeName>), String> {
-    let raw = params.get("batch").ok_or("missing `batch`")?;
-    let mut raw = raw.clone();
-    let id = raw
-        .as_object_mut()
-        .and_then(|map| map.remove("id"))
-        .and_then(|v| v.as_str().map(str::to_owned));
-    let file: BatchFile =
-        serde_json::from_value(raw).map_err(|error| format!("invalid `batch`: {error}"))?;
-    if file.calls.is_empty() {
-        return Err("the batch has no calls".into());
-    }
-    let (mut batch, modes) = Batch::from_file(file);
-    batch.id = id.map(crate::model::BatchId::new);
-    Ok((batch, modes))
+    params::parse::<params::BatchParams>(params).and_then(params::BatchParams::into_batch)
 }
 
 struct Server {
@@ -276,19 +268,30 @@ impl Server {
         let reply = id.clone();
         match method {
             "initialize" => {
-                let snapshot = self.engine.snapshot();
-                self.reply(reply, Ok(initialize(&snapshot)));
+                let answer = params::parse::<params::NoParams>(&params)
+                    .map(|_| initialize(&self.engine.snapshot()))
+                    .map_err(|e| (code::INVALID_PARAMS, e));
+                self.reply(reply, answer);
             }
             "executeBatch" => self.execute(reply, &params),
             "cancel" => {
-                let wanted = params
-                    .get("batch_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                let target = match params::parse::<params::CancelParams>(&params)
+                    .and_then(params::CancelParams::target)
+                {
+                    Ok(target) => target,
+                    Err(message) => {
+                        self.reply(reply, Err((code::INVALID_PARAMS, message)));
+                        return true;
+                    }
+                };
                 let mut cancelled = Vec::new();
                 if let Ok(running) = self.running.lock() {
                     for (batch, token) in running.iter() {
-                        if wanted.as_ref().is_none_or(|w| w == batch) {
+                        let wanted = match &target {
+                            params::CancelTarget::All => true,
+                            params::CancelTarget::One(id) => id == batch,
+                        };
+                        if wanted {
                             token.cancel();
                             cancelled.push(batch.clone());
                         }
@@ -310,10 +313,10 @@ impl Server {
                 self.reply(reply, planned);
             }
             "explain" => {
-                let explained = match params.get("tool").and_then(Value::as_str) {
-                    None => Err((code::INVALID_PARAMS, "missing `tool`".to_owned())),
-                    Some(tool) => {
-                        match crate::report::explain::explain_in(&self.engine.snapshot(), tool) {
+                let explained = match params::parse::<params::ExplainParams>(&params) {
+                    Err(message) => Err((code::INVALID_PARAMS, message)),
+                    Ok(params::ExplainParams { tool }) => {
+                        match crate::report::explain::explain_in(&self.engine.snapshot(), &tool) {
                             Ok(report) => serde_json::to_value(report)
                                 .map_err(|e| (code::INTERNAL, e.to_string())),
                             Err(error) => Err((
@@ -335,6 +338,10 @@ impl Server {
                 self.reply(reply, explained);
             }
             "shutdown" => {
+                if let Err(message) = params::parse::<params::NoParams>(&params) {
+                    self.reply(reply, Err((code::INVALID_PARAMS, message)));
+                    return true;
+                }
                 self.reply(reply, Ok(json!({})));
                 return false;
             }
@@ -508,12 +515,15 @@ where
     let Some(snapshot) = loaded.snapshot else {
         return Err(ServeError::Policies(loaded.diagnostics));
     };
-    let (out, mut outgoing) = mpsc::unbounded_channel::<Value>();
+    let out: Outgoing = Arc::new(Outbox::new(snapshot.engine.serve_queue));
+    let outgoing = Arc::clone(&out);
     let writer_task = tokio::spawn(async move {
-        while let Some(message) = outgoing.recv().await {
+        while let Some(message) = outgoing.next().await {
             let mut line = message.to_string();
             line.push('\n');
             if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+                // The client is gone: stop queueing and release every waiting sender.
+                outgoing.close();
                 break;
             }
         }
@@ -521,7 +531,15 @@ where
     let events = out.clone();
     let sink: Arc<dyn crate::events::EventSink> = Arc::new(move |event: Event| {
         if let Ok(params) = serde_json::to_value(&event) {
-            let _ = events.send(json!({"jsonrpc": "2.0", "method": "event", "params": params}));
+            let progress = params["type"] == "ToolCallProgress";
+            let message = json!({"jsonrpc": "2.0", "method": "event", "params": params});
+            if progress {
+                let id = |key: &str| message["params"][key].as_str().unwrap_or("").to_owned();
+                let (batch_id, call_id) = (id("batch_id"), id("call_id"));
+                events.send_progress(&batch_id, &call_id, message);
+            } else {
+                events.send(message);
+            }
         }
     });
     let store = Arc::new(artifact_store_for(&snapshot));
@@ -546,7 +564,7 @@ where
             Ok(handle) => Some(handle),
             Err(error) => {
                 let message = format!("policy files are not watched: {error}");
-                let _ = out.send(json!({"jsonrpc": "2.0", "method": "log", "params": {"level": "warning", "message": message}}));
+                out.send(json!({"jsonrpc": "2.0", "method": "log", "params": {"level": "warning", "message": message}}));
                 None
             }
         }
@@ -596,14 +614,13 @@ where
         }
     }
     while server.tasks.join_next().await.is_some() {}
-    // Every sender of the writer's channel must go before the writer can finish: the watcher's
-    // callback holds the reloader, which holds the event sink, which holds a sender.
+    // Stop the watcher (its reloads send events) before the writer is told to finish.
     drop(watch_handle);
     drop(reloader);
     let _ = store.close().await;
     drop(server);
     drop(sink);
-    drop(out);
+    out.finish();
     let _ = writer_task.await;
     result
 }
@@ -638,18 +655,6 @@ mod tests {
             answer_from(&nonsense),
             ApprovalAnswer::Deny { .. }
         ));
-    }
-
-    #[test]
-    fn batch_params_are_checked() {
-        assert!(batch_param(&json!({})).is_err());
-        assert!(batch_param(&json!({"batch": {"calls": []}})).is_err());
-        assert!(batch_param(&json!({"batch": {"calls": [{"id": 1, "tool": "Read"}]}})).is_err());
-        let (batch, modes) =
-            batch_param(&json!({"batch": {"id": "b1", "modes": ["plan"], "calls": [{"id": "c", "tool": "Read", "input": {}}]}}))
-                .unwrap();
-        assert_eq!(batch.id.unwrap().as_str(), "b1");
-        assert_eq!(modes[0].as_str(), "plan");
     }
 
     #[tokio::test]

@@ -162,20 +162,25 @@ pub enum DiscoveryErrorKind {
 }
 
 /// Whether a path names a policy file (by extension, not hidden, not a policy test).
+///
+/// The name is looked at as bytes, not as UTF-8: a file whose name is not valid UTF-8
+/// (`r\xe9gles.yaml` written in Latin-1) is a policy file like any other, loaded and shown
+/// with its name decoded lossily. Skipping it would silently drop its rules.
 pub fn is_policy_file(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+    let Some(name) = path.file_name() else {
         return false;
     };
-    if name.starts_with('.') {
+    let name = name.as_encoded_bytes();
+    if name.starts_with(b".") {
         return false;
     }
     let lower = name.to_ascii_lowercase();
     let is_policy = [".yaml", ".yml", ".toml"]
         .iter()
-        .any(|ext| lower.ends_with(ext));
+        .any(|ext| lower.ends_with(ext.as_bytes()));
     let is_test = [".test.yaml", ".test.yml", ".test.toml"]
         .iter()
-        .any(|ext| lower.ends_with(ext));
+        .any(|ext| lower.ends_with(ext.as_bytes()));
     is_policy && !is_test
 }
 
@@ -246,8 +251,7 @@ fn walk(
     for path in paths {
         let hidden = path
             .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'));
+            .is_some_and(|n| n.as_encoded_bytes().starts_with(b"."));
         if hidden {
             continue;
         }
@@ -371,6 +375,22 @@ mod tests {
         assert!(
             matches!(&errors[0].kind, DiscoveryErrorKind::Unreadable(reason) if reason.contains("symbolic link loop"))
         );
+    }
+
+    #[test]
+    fn a_file_whose_name_is_not_utf8_is_found() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"r\xe9gles.yaml");
+        std::fs::write(dir.path().join(name), "version: 1\n").unwrap();
+        std::fs::write(
+            dir.path().join(std::ffi::OsStr::from_bytes(b".\xe9.yaml")),
+            "",
+        )
+        .unwrap();
+        let (found, errors) = discover(&Root::Path(dir.path().to_owned()));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(found, [FoundFile::Disk(dir.path().join(name))]);
     }
 
     #[test]

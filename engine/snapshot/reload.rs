@@ -7,6 +7,13 @@
 //!
 //! Directories are watched, not files: after a save-by-rename a watch on the file itself goes
 //! silent. A root that is a single file is watched through its parent directory.
+//!
+//! A change is reloaded only once the files have stopped changing: an editor or generator
+//! that writes a file in place in several steps (a valid first half, a pause, the rest) must
+//! not get the half installed. After the debounce, every policy file's size, modification
+//! time and content are read, and read again after the settle window
+//! ([`DEFAULT_SETTLE`] unless [`Reloader::set_settle`] says otherwise, never less than the
+//! debounce); the set loads only when both readings agree, otherwise the wait starts over.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +31,21 @@ use super::{LoadOptions, Snapshot, load};
 use crate::diagnostics::Diagnostic;
 use crate::events::{Event, EventKind, EventSink, PolicyReloadFailed, PolicyReloaded};
 use crate::review::{Change, diff};
+
+/// How long the policy files must stay unchanged before a change is loaded.
+pub const DEFAULT_SETTLE: Duration = Duration::from_secs(1);
+
+/// How many settle windows a watcher waits for files that keep changing before it loads
+/// them anyway (a file rewritten every few hundred milliseconds would otherwise never load).
+const MAX_SETTLE_ROUNDS: usize = 30;
+
+/// What the files of a set look like on disk: per file its path, size, modification time
+/// and a hash of its content; plus what could not be listed or read.
+#[derive(Debug, PartialEq, Eq)]
+struct Fingerprint(Vec<(PathBuf, Option<FileState>)>, usize);
+
+/// A file's size, modification time and content hash.
+type FileState = (u64, Option<std::time::SystemTime>, u64);
 
 /// Installs a new snapshot where it is used (an engine, a server).
 pub type Install = Box<dyn Fn(Arc<Snapshot>) + Send + Sync>;
@@ -64,6 +86,8 @@ pub struct Reloader {
     // INVARIANT: reloads run one at a time, so generations are installed in order and the
     // last valid save is always the one in force after the last reload.
     serial: Mutex<()>,
+    /// How long files must stay unchanged before a watched change is loaded.
+    settle: Mutex<Duration>,
 }
 
 impl ReloadOutcome {
@@ -117,6 +141,58 @@ impl Reloader {
             install,
             sink,
             serial: Mutex::new(()),
+            settle: Mutex::new(DEFAULT_SETTLE),
+        }
+    }
+
+    /// Sets how long the files must stay unchanged before a watched change is loaded.
+    pub fn set_settle(&self, settle: Duration) {
+        *self
+            .settle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = settle;
+    }
+
+    fn fingerprint(&self) -> Fingerprint {
+        use std::hash::{Hash, Hasher};
+        let mut files = Vec::new();
+        let mut errors = 0;
+        for layer in self.options.layers.layers() {
+            let (found, failed) = discover(&layer.root);
+            errors += failed.len();
+            for file in found {
+                let FoundFile::Disk(path) = file else {
+                    continue;
+                };
+                let seen = std::fs::metadata(&path).ok().and_then(|meta| {
+                    let text = std::fs::read(&path).ok()?;
+                    let mut hasher = std::hash::DefaultHasher::new();
+                    text.hash(&mut hasher);
+                    Some((meta.len(), meta.modified().ok(), hasher.finish()))
+                });
+                files.push((path, seen));
+            }
+        }
+        Fingerprint(files, errors)
+    }
+
+    /// Blocks until the files have stayed the same (size, modification time and content)
+    /// for a whole settle window, at least `debounce` long; gives up after
+    /// `MAX_SETTLE_ROUNDS` windows of a file that never stops changing.
+    pub fn wait_until_settled(&self, debounce: Duration) {
+        let window = self
+            .settle
+            .lock()
+            .map_or(DEFAULT_SETTLE, |settle| *settle)
+            .max(debounce);
+        let mut before = self.fingerprint();
+        for _ in 0..MAX_SETTLE_ROUNDS {
+            std::thread::sleep(window);
+            let after = self.fingerprint();
+            if after == before {
+                return;
+            }
+            before = after;
         }
     }
 
@@ -274,6 +350,7 @@ impl Reloader {
                     && event.paths.iter().any(|path| is_relevant(path, &filter))
             });
             if relevant {
+                reloader.wait_until_settled(debounce);
                 report(reloader.reload());
             }
         })

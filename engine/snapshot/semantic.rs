@@ -188,6 +188,19 @@ pub fn check(input: Input<'_>) -> Output {
         validators.insert((*name).clone(), compiled);
     }
     step("names, templates, contracts and schemas");
+    let mut names = names;
+    {
+        let typed = checker.input.typed;
+        let rule_patterns = typed.rules.iter().map(|rule| rule.tools.as_deref());
+        let hook_patterns = typed.hooks.iter().map(|hook| hook.tools.as_deref());
+        names.index_globs(
+            rule_patterns
+                .chain(hook_patterns)
+                .flat_map(|tools| tools.unwrap_or(&[]))
+                .map(String::as_str)
+                .chain(std::iter::once("*")),
+        );
+    }
     let rules = check_rules(&mut checker, &names);
     step("rules");
     let hooks = check_hooks(&mut checker, &names);

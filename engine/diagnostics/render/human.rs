@@ -8,12 +8,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use miette::{
-    GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode, SourceSpan,
-    ThemeCharacters, ThemeStyles,
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
+    NamedSource, SourceCode, SourceSpan, SpanContents, ThemeCharacters, ThemeStyles,
 };
 
 use super::summary;
-use crate::diagnostics::{Diagnostic, Location, Severity};
+use crate::diagnostics::{Diagnostic, Location, Severity, SourceFile};
 
 /// Options of the human renderer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +74,7 @@ struct Report<'a> {
     code: Option<&'a str>,
     severity: miette::Severity,
     help: Option<&'a str>,
-    source: Option<NamedSource<Arc<str>>>,
+    source: Option<NamedSource<Indexed>>,
     labels: Vec<LabeledSpan>,
     related: Vec<Report<'a>>,
 }
@@ -142,7 +142,7 @@ fn place(
     location: &Location,
     label: Option<&str>,
     message: &str,
-) -> (Option<NamedSource<Arc<str>>>, Option<LabeledSpan>, String) {
+) -> (Option<NamedSource<Indexed>>, Option<LabeledSpan>, String) {
     if location.source.text().trim().is_empty() {
         // The message of an I/O error already names the file.
         let suffix = if message.contains(&**location.source.path()) {
@@ -153,12 +153,76 @@ fn place(
         return (None, None, suffix);
     }
     let span = location.span;
-    let source = NamedSource::new(location.source.path(), Arc::clone(location.source.text()));
+    let source = NamedSource::new(
+        location.source.path(),
+        Indexed(Arc::clone(&location.source)),
+    );
     let labeled = LabeledSpan::new_primary_with_span(
         label.map(str::to_owned),
         SourceSpan::new(span.offset.into(), span.len),
     );
     (Some(source), Some(labeled), String::new())
+}
+
+/// A source file as `miette` reads it, through the file's line index.
+///
+/// `miette`'s own `SourceCode` for text scans from the start of the file to the span on
+/// every read, so a report cost time proportional to its offset, and a check of a large
+/// file with thousands of diagnostics grew with their product. Here the lines around the
+/// span are found with the index built once per file, and only that window is handed to
+/// `miette`'s scanner; line numbers and offsets are shifted back, so the output is the same.
+struct Indexed(Arc<SourceFile>);
+
+impl SourceCode for Indexed {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let file = &self.0;
+        let text = file.text().as_bytes();
+        let start = span.offset();
+        let end = start
+            .checked_add(span.len())
+            .ok_or(MietteError::OutOfBounds)?;
+        if end > text.len() {
+            return text.read_span(span, context_lines_before, context_lines_after);
+        }
+        let (first_line, _) = file.line_col(start);
+        let (last_line, _) = file.line_col(end.saturating_sub(1).max(start));
+        // 1-based lines: the first line of the window, one more than the context asks for
+        // (the scanner drops it again, and a span never starts the window, where the
+        // scanner's arithmetic differs), and the first line past the window (one more than
+        // the context asks for, so the scanner sees where the last line ends).
+        let from = usize::try_from(first_line)
+            .unwrap_or(1)
+            .saturating_sub(context_lines_before.saturating_add(1))
+            .max(1);
+        let past = usize::try_from(last_line)
+            .unwrap_or(usize::MAX)
+            .saturating_add(context_lines_after)
+            .saturating_add(2);
+        let line_start = |line: usize| {
+            u32::try_from(line)
+                .ok()
+                .and_then(|line| file.line_range(line))
+                .map(|range| range.start)
+        };
+        let base = line_start(from).unwrap_or(0).min(start);
+        let stop = line_start(past).unwrap_or(text.len()).max(end);
+        let window = &text[base..stop];
+        let local = SourceSpan::new((start - base).into(), span.len());
+        let inner = window.read_span(&local, context_lines_before, context_lines_after)?;
+        let shift = from - 1;
+        Ok(Box::new(MietteSpanContents::new(
+            inner.data(),
+            SourceSpan::new((inner.span().offset() + base).into(), inner.span().len()),
+            inner.line() + shift,
+            inner.column(),
+            inner.line_count() + shift,
+        )))
+    }
 }
 
 impl fmt::Display for Report<'_> {
@@ -258,6 +322,48 @@ mod tests {
         assert!(text.contains("project/tools.yaml:2:3"), "{text}");
         assert!(text.contains("org/tools.yaml:2:3"), "{text}");
         assert!(text.contains("first defined here"), "{text}");
+    }
+
+    #[test]
+    fn the_indexed_source_reads_what_miette_reads_from_the_whole_text() {
+        let mut text = String::new();
+        for i in 0..40 {
+            text.push_str(&"x".repeat(i % 7));
+            text.push_str(if i % 5 == 0 { "é: 1\r\n" } else { ": 1\n" });
+        }
+        text.push_str("last: no newline");
+        let file = SourceFile::in_memory("a.yaml", text.as_str(), Format::Yaml);
+        let indexed = Indexed(Arc::clone(&file));
+        let bytes = text.as_bytes();
+        let mut checked = 0;
+        for start in (0..bytes.len()).filter(|&i| text.is_char_boundary(i)) {
+            for len in [0, 1, 3, 12] {
+                if start + len > bytes.len() {
+                    continue;
+                }
+                for (before, after) in [(0, 0), (1, 1), (2, 3)] {
+                    let span = SourceSpan::new(start.into(), len);
+                    let whole = bytes.read_span(&span, before, after).unwrap();
+                    let window = indexed.read_span(&span, before, after).unwrap();
+                    let seen = |c: &dyn SpanContents<'_>| {
+                        (
+                            c.data().to_vec(),
+                            *c.span(),
+                            c.line(),
+                            c.column(),
+                            c.line_count(),
+                        )
+                    };
+                    assert_eq!(
+                        seen(&*window),
+                        seen(&*whole),
+                        "span {start}+{len}, context {before}/{after}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 mod diagnostics;
 mod equivalence;
+mod file_names;
 mod fuzz;
 mod layers_override;
 mod policies_equivalence;

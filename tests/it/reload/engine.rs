@@ -479,3 +479,63 @@ fn a_save_made_before_watching_starts_is_caught_up() {
     std::fs::remove_file(&file).unwrap();
     assert!(rig.reloader.is_stale());
 }
+
+/// A policy with an `Open` tool allowed by default and, when `with_rule`, an enforced-style
+/// deny rule for the token `bad`; its `description` carries the save number.
+fn guarded_policy(k: u64) -> String {
+    format!(
+        "version: 1\ntools:\n  Open:\n    description: \"save {k}\"\n    input_schema:\n      type: object\n      properties:\n        token: {{ type: string }}\n    concurrency: {{ concurrent_safe: true, read_only: true, side_effect_scope: none }}\n    permission: {{ default: allow }}\n    handler: {{ kind: native }}\nrules:\n  - name: no-bad\n    tools: [Open]\n    match:\n      token: {{ equals: bad }}\n    decision: deny\n"
+    )
+}
+
+#[test]
+fn a_file_written_in_place_in_two_steps_is_installed_only_whole() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tools.yaml");
+    std::fs::write(&file, guarded_policy(1)).unwrap();
+    let rig = Rig::new(dir.path(), |b| b.native("Open", probe));
+    // A settle window far longer than the writer's pause: the half can only be installed
+    // if the reloader does not wait for the file to stop changing.
+    rig.reloader.set_settle(Duration::from_secs(3));
+    let installed: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
+    let seen = Arc::clone(&installed);
+    let reloader = Arc::clone(&rig.reloader);
+    let _watch = rig
+        .reloader
+        .watch_with(Duration::from_millis(50), move |outcome| {
+            if let ReloadOutcome::Reloaded { .. } = outcome {
+                let snapshot = reloader.current().unwrap();
+                seen.lock().unwrap().push(snapshot.effective.value());
+            }
+        })
+        .unwrap();
+
+    // The save, in place: the first half is a valid policy without the deny rule.
+    let text = guarded_policy(2);
+    let (first, rest) = text.split_at(text.find("rules:").unwrap());
+    let mut writer = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&file)
+        .unwrap();
+    writer.write_all(first.as_bytes()).unwrap();
+    writer.flush().unwrap();
+    // The pause the test controls: longer than the debounce, shorter than the settle window.
+    std::thread::sleep(Duration::from_millis(400));
+    writer.write_all(rest.as_bytes()).unwrap();
+    writer.flush().unwrap();
+    drop(writer);
+
+    eventually("save 2 is in force", || {
+        rig.engine.snapshot().effective.value()["tools"]["Open"]["description"] == "save 2"
+    });
+    let installed = installed.lock().unwrap();
+    assert!(!installed.is_empty());
+    for effective in installed.iter() {
+        assert_eq!(
+            effective["rules"][0]["name"], "no-bad",
+            "a generation without the deny rule was installed: {effective}"
+        );
+    }
+}

@@ -152,7 +152,7 @@ fn a_slow_batch_does_not_block_a_fast_one_and_cancel_by_id_ends_it() {
 }
 
 #[test]
-fn cancel_without_batch_id_cancels_every_running_batch() {
+fn cancel_all_cancels_every_running_batch() {
     let mut server = Server::on_fixtures(&[], &["--no-watch"]);
     let first = server.request(
         "executeBatch",
@@ -164,7 +164,7 @@ fn cancel_without_batch_id_cancels_every_running_batch() {
     );
     server.event("ToolCallStarted");
     server.event("ToolCallStarted");
-    let cancelled = server.result("cancel", json!({}));
+    let cancelled = server.result("cancel", json!({"all": true}));
     assert_eq!(cancelled["cancelled"], json!(["a", "b"]));
     for id in [first, second] {
         let answer = server.response(&id);
