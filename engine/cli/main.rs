@@ -378,20 +378,30 @@ fn main() -> ExitCode {
                     Exit::Success
                 }
             }
-            Err(cli::diff::DiffError::Invalid { side, diagnostics }) => {
-                eprint(&format!("error: the {side} policy set does not load\n\n"));
-                eprint(&render_human(
-                    &diagnostics,
-                    &HumanOptions {
-                        color,
-                        ..HumanOptions::default()
-                    },
-                ));
-                Exit::Problems
-            }
-            Err(cli::diff::DiffError::Git(message)) => {
-                eprint(&format!("error: {message}\n"));
-                Exit::Usage
+            Err(error) => {
+                let exit = error.exit();
+                match error {
+                    cli::diff::DiffError::Invalid { side, diagnostics } => {
+                        eprint(&format!("error: the {side} policy set does not load\n\n"));
+                        eprint(&render_human(
+                            &diagnostics,
+                            &HumanOptions {
+                                color,
+                                ..HumanOptions::default()
+                            },
+                        ));
+                    }
+                    cli::diff::DiffError::Git(message) => eprint(&format!("error: {message}\n")),
+                    cli::diff::DiffError::MissingRoot { side, root } => {
+                        let arg = side.to_uppercase();
+                        eprint(&format!(
+                            "error: the {side} policy root `{root}` does not exist\n  help: {arg} \
+                             is a policy root (a directory or file); pass an existing one, or a \
+                             git revision with `--git`\n"
+                        ));
+                    }
+                }
+                exit
             }
         },
         Command::Watch { format, debounce } => {
