@@ -105,6 +105,16 @@ impl GlobalOptions {
     }
 }
 
+/// `n` and the noun, in the singular for one: `1 call`, `2 calls`. `plural` is the plural
+/// form (`calls`, `properties`).
+pub fn count(n: usize, singular: &str, plural: &str) -> String {
+    if n == 1 {
+        format!("1 {singular}")
+    } else {
+        format!("{n} {plural}")
+    }
+}
+
 /// How a command ended, as a process exit code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {

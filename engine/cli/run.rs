@@ -61,6 +61,18 @@ pub struct RunOptions {
     pub fail_on_error: bool,
 }
 
+/// The tool of a result as the summary shows it: the canonical tool, as the live view shows
+/// it, with the name the call used in parentheses when that was an alias.
+fn summary_tool(result: &CallResult) -> String {
+    match &result.canonical_tool {
+        Some(canonical) if canonical.as_str() != result.tool => {
+            format!("{} ({})", canonical.as_str(), result.tool)
+        }
+        Some(canonical) => canonical.as_str().to_owned(),
+        None => result.tool.clone(),
+    }
+}
+
 /// The result JSON of one call, as `BatchFinalized.results[]` and the stdio server give it.
 pub fn result_json(result: &CallResult) -> Value {
     let mut value = json!({
@@ -333,10 +345,11 @@ impl HumanView {
                     format!(", modes: {}", scheduled.modes.join(", "))
                 };
                 let text = format!(
-                    "batch {} (generation {}): {calls} calls in {} groups{modes}",
+                    "batch {} (generation {}): {} in {}{modes}",
                     event.batch_id.as_ref().map_or("", |b| b.as_str()),
                     event.generation,
-                    self.group_sizes.len()
+                    super::count(calls, "call", "calls"),
+                    super::count(self.group_sizes.len(), "group", "groups")
                 );
                 self.line(out, &text);
             }
@@ -494,7 +507,7 @@ pub fn summary(outcome: &BatchOutcome) -> String {
     let t = outcome
         .results
         .iter()
-        .map(|r| r.tool.chars().count())
+        .map(|r| summary_tool(r).chars().count())
         .max()
         .unwrap_or(8);
     let mut out = format!("\nsummary: {}\n", parts.join(", "));
@@ -507,7 +520,7 @@ pub fn summary(outcome: &BatchOutcome) -> String {
         let mut line = format!(
             "  {:<w$} {:<t$} {:<9}",
             result.call_id.as_str(),
-            result.tool,
+            summary_tool(result),
             result.status.as_str()
         );
         let cut = outcome

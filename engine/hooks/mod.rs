@@ -131,10 +131,15 @@ async fn run_hook(
             }
         }
         Some(2) => Ran::Blocked(captured.stderr.trim().to_owned()),
-        Some(code) => Ran::Failed(format!(
-            "exit code {code}: {}",
-            crate::pipeline::errors::fold_whitespace(&captured.stderr)
-        )),
+        Some(code) => {
+            let stderr = crate::pipeline::errors::fold_whitespace(&captured.stderr);
+            // No dangling colon when the hook wrote nothing to stderr.
+            Ran::Failed(if stderr.trim().is_empty() {
+                format!("exit code {code}, nothing on stderr")
+            } else {
+                format!("exit code {code}: {}", stderr.trim())
+            })
+        }
         None => Ran::Failed("killed by a signal".into()),
     }
 }
