@@ -15,6 +15,9 @@ pub mod budget;
 pub mod cli;
 pub mod events;
 pub mod executor;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handler;
 pub mod hooks;
 pub mod load;
