@@ -16,8 +16,8 @@ use crate::load::{Format, ParseLimits, SourceFile};
 use crate::model::BudgetUnit;
 use crate::model::contract::Retention;
 use crate::policy::matcher::{MatchContext, MatchMode, PathCase};
-use crate::policy::pattern::{RedirectionPolicy, ShellMatcher};
 use crate::policy::path::PathMatcher;
+use crate::policy::pattern::{RedirectionPolicy, ShellMatcher};
 use crate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// Splits fuzz input into at most `n` parts at NUL bytes, each lossily decoded as UTF-8.
@@ -51,7 +51,11 @@ pub fn check_folder(data: &[u8]) {
     };
     for (index, file) in parts(data, 8).iter().enumerate() {
         let (name, content) = file.split_once('\n').unwrap_or(("", file));
-        let extension = if name.ends_with(".toml") { "toml" } else { "yaml" };
+        let extension = if name.ends_with(".toml") {
+            "toml"
+        } else {
+            "yaml"
+        };
         // The name only picks the format: the folder layout is the engine's concern, not
         // the fuzzer's (and must stay inside the temporary folder).
         let path = dir.path().join(format!("f{index}.{extension}"));
@@ -171,11 +175,21 @@ pub fn finalizer(data: &[u8]) {
         retention: Retention::Session,
     };
     let outcome = hard_cap(&items, &config);
-    assert_eq!(outcome.items.len(), items.len(), "a result was lost or added");
+    assert_eq!(
+        outcome.items.len(),
+        items.len(),
+        "a result was lost or added"
+    );
     let mut counted = 0;
     for ((before, after), report) in items.iter().zip(&outcome.items).zip(&outcome.reports) {
-        assert_eq!(before.call_id, after.call_id, "the order of the results changed");
-        assert_eq!(report.call_id, before.call_id, "the reports are out of order");
+        assert_eq!(
+            before.call_id, after.call_id,
+            "the order of the results changed"
+        );
+        assert_eq!(
+            report.call_id, before.call_id,
+            "the reports are out of order"
+        );
         let size = |item: &FinalizeItem| -> u64 {
             item.slots
                 .iter()
@@ -194,7 +208,10 @@ pub fn finalizer(data: &[u8]) {
             }
         }
     }
-    assert_eq!(counted, outcome.total_after, "total_after is not what the items measure");
+    assert_eq!(
+        counted, outcome.total_after,
+        "total_after is not what the items measure"
+    );
     if budget > 0 {
         assert!(
             outcome.total_after <= budget,

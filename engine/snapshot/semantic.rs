@@ -1346,10 +1346,8 @@ fn check_examples(
                 if let (Some(changed), Some(example)) = (changed, &location)
                     && changed.source.path() != example.source.path()
                 {
-                    diagnostic = diagnostic.with_related(
-                        format!("the rule's `{field}` is changed here"),
-                        changed,
-                    );
+                    diagnostic = diagnostic
+                        .with_related(format!("the rule's `{field}` is changed here"), changed);
                 }
             }
             problems.push((diagnostic, location));

@@ -105,6 +105,7 @@ fn a_missing_root_is_a_usage_error_that_names_the_argument() {
 
 #[test]
 fn a_missing_policies_root_is_a_usage_error_too() {
-    let (code, stdout, stderr) = toolgate(&["-p", "tests/fixtures/diff/nowhere", "diff", BASE, HEAD]);
+    let (code, stdout, stderr) =
+        toolgate(&["-p", "tests/fixtures/diff/nowhere", "diff", BASE, HEAD]);
     assert_eq!(code, 2, "{stdout}{stderr}");
 }

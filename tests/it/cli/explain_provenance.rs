@@ -235,5 +235,8 @@ fn a_long_handler_argv_is_shown_whole() {
         .unwrap_or_else(|| panic!("no handler.argv line:\n{}", run.stdout));
     assert!(!line.contains('…'), "{line}");
     assert!(line.contains("{{input.target}}"), "{line}");
-    assert!(line.contains("tools.yaml:7:"), "its origin follows it: {line}");
+    assert!(
+        line.contains("tools.yaml:7:"),
+        "its origin follows it: {line}"
+    );
 }

@@ -11,7 +11,8 @@ fn project() -> tempfile::TempDir {
     let init = toolgate_in(dir.path(), &["init"]);
     assert_eq!(init.code, 0, "{}", init.transcript());
     assert!(
-        init.stdout.contains("next: toolgate check && toolgate test"),
+        init.stdout
+            .contains("next: toolgate check && toolgate test"),
         "{}",
         init.stdout
     );
@@ -41,7 +42,11 @@ fn toolgate_test_passes_in_a_fresh_init_project_from_the_root_and_a_subfolder() 
     let dir = project();
     let (root, sub) = both(dir.path(), &["test"]);
     assert_eq!(root.code, 0, "{}", root.transcript());
-    assert!(root.stdout.contains("3 passed; 0 failed"), "{}", root.stdout);
+    assert!(
+        root.stdout.contains("3 passed; 0 failed"),
+        "{}",
+        root.stdout
+    );
     assert_eq!(root.stdout, sub.stdout);
     assert_eq!(sub.code, 0);
 }
