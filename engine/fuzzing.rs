@@ -11,13 +11,14 @@ use crate::budget::finalizer::{
 use crate::budget::measure::measure;
 use crate::budget::templates::Templates;
 use crate::cli::GlobalOptions;
-use crate::load::render::OutputFormat;
-use crate::load::{Format, ParseLimits, SourceFile};
+use crate::diagnostics::render::OutputFormat;
+use crate::diagnostics::{Format, SourceFile};
+use crate::load::ParseLimits;
 use crate::model::BudgetUnit;
 use crate::model::contract::Retention;
-use crate::policy::matcher::{MatchContext, MatchMode, PathCase};
 use crate::policy::path::PathMatcher;
 use crate::policy::pattern::{RedirectionPolicy, ShellMatcher};
+use crate::policy::{MatchContext, MatchMode, PathCase};
 use crate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// Splits fuzz input into at most `n` parts at NUL bytes, each lossily decoded as UTF-8.

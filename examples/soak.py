@@ -181,7 +181,7 @@ class Client:
             if call.get("status") != KINDS[kind][1]:
                 self.failures.append(f"{batch_id}/{call.get('call_id')} ({kind}): status "
                                      f"{call.get('status')}, expected {KINDS[kind][1]}: "
-                                     f"{str(call.get('model_content'))[:120]}")
+                                     f"{str(call.get('model_content')).strip()[:120]}")
         with self.lock:
             generations = self.events.pop(batch_id, set())
         generations.add(result.get("generation"))

@@ -65,7 +65,7 @@ fn planned(tool: &str, input: Value, modes: &[&str]) -> (String, Vec<Reason>) {
     let batch = Batch::new(vec![ToolCall::new("c", tool, input)]);
     let plan = engine.plan(&batch, &modes).unwrap();
     let call = plan.calls.into_iter().next().unwrap();
-    (call.decision.as_str().to_owned(), call.reasons.into_owned())
+    (call.decision.as_str().to_owned(), call.reasons)
 }
 
 fn rule_names(reasons: &[Reason]) -> Vec<String> {
@@ -622,7 +622,10 @@ async fn always_ask_needs_an_explicit_approval() {
     }));
     let outcome = run_with(&engine, &[staging], &[], Some(deny)).await;
     assert_eq!(outcome.results[0].status, CallStatus::Denied);
-    assert_eq!(outcome.results[0].model_content, "not today");
+    assert_eq!(
+        outcome.results[0].model_content,
+        "Permission to use Deploy was denied by the person reviewing the request: not today"
+    );
     assert_eq!(calls.lock().unwrap().len(), 1);
 }
 
