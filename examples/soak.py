@@ -12,7 +12,7 @@ memory stayed within 2x of its first-minute level, and no descriptor or process 
 over. It prints one status line every 10 s, then the verdict; exit 1 if a check failed.
 
     cargo build --release
-    python3 examples/soak.py --binary target/release/toolgate --minutes 10
+    python3 examples/soak.py --minutes 10   # --binary PATH for another build
 
 Standard library only; Linux (it reads /proc).
 """
