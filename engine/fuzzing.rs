@@ -144,7 +144,7 @@ pub fn finalizer(data: &[u8]) {
         return;
     }
     let budget = u64::from_le_bytes(data[..8].try_into().unwrap_or([0; 8])) % 4096;
-    let unit = if data[8] % 2 == 0 {
+    let unit = if data[8] & 1 == 0 {
         BudgetUnit::Chars
     } else {
         BudgetUnit::Bytes
