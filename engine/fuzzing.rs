@@ -174,6 +174,7 @@ pub fn finalizer(data: &[u8]) {
         unit,
         templates: &templates,
         retention: Retention::Session,
+        max_files: None,
     };
     let outcome = hard_cap(&items, &config);
     assert_eq!(

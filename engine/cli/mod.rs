@@ -6,6 +6,7 @@
 //! usage or I/O error.
 
 pub mod batch_file;
+mod batch_json;
 pub mod check;
 pub mod diff;
 pub mod explain;

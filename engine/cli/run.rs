@@ -440,6 +440,13 @@ impl HumanView {
                 );
                 self.line(out, &text);
             }
+            EventKind::ArtifactWriteFailed(failed) => {
+                let text = format!(
+                    "  ! {call}: full output not kept ({} {}): {}",
+                    failed.size, self.unit, failed.error
+                );
+                self.line(out, &text);
+            }
             EventKind::ToolBatchComplete(_) | EventKind::PolicyReloadFailed(_) => {}
         }
     }
