@@ -233,11 +233,12 @@ pub fn serve_lines(data: &[u8]) {
         return;
     };
     let options = crate::serve::ServeOptions {
-        global: GlobalOptions {
+        load: GlobalOptions {
             no_builtin: true,
             workspace: Some(PathBuf::from("/ws")),
             ..GlobalOptions::default()
-        },
+        }
+        .load_options(),
         watch: false,
         debounce: std::time::Duration::from_millis(50),
     };

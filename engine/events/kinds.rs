@@ -320,10 +320,10 @@ pub struct PolicyReloaded {
 /// A rejected reload.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PolicyReloadFailed {
-    /// The diagnostics, each with file, line and column.
-    pub diagnostics: Vec<Value>,
     /// The generation that stays in force.
     pub generation: u64,
+    /// The diagnostics, each with file, line and column.
+    pub diagnostics: Vec<Value>,
 }
 
 /// Which budget stage tried to write an artifact.
