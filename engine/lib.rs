@@ -126,6 +126,9 @@ pub mod diagnostics;
 pub mod events;
 #[doc(hidden)]
 pub mod executor;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[doc(hidden)]
 pub mod handler;
 mod hooks;

@@ -57,7 +57,10 @@ impl CheckReport {
                 if !self.diagnostics.iter().any(Diagnostic::is_error) {
                     let (files, tools, rules) = self.counts();
                     out.push_str(&format!(
-                        "policy set OK: {files} files, {tools} tools, {rules} rules\n"
+                        "policy set OK: {}, {}, {}\n",
+                        super::count(files, "file", "files"),
+                        super::count(tools, "tool", "tools"),
+                        super::count(rules, "rule", "rules")
                     ));
                 }
                 out

@@ -62,6 +62,26 @@ pub enum DiffError {
     },
     /// A git revision cannot be read.
     Git(String),
+    /// BASE or HEAD (without `--git`) names no file or folder (exit 2).
+    MissingRoot {
+        /// `base` or `head`.
+        side: &'static str,
+        /// The root as given.
+        root: String,
+    },
+}
+
+impl DiffError {
+    /// The process exit code: 2 for usage and I/O problems (a missing root, a bad revision),
+    /// 1 for a set that does not load.
+    pub fn exit(&self) -> super::Exit {
+        match self {
+            DiffError::Invalid { diagnostics, .. } if !super::is_io_problem(diagnostics) => {
+                super::Exit::Problems
+            }
+            _ => super::Exit::Usage,
+        }
+    }
 }
 
 /// Loads both sets and diffs them.
@@ -83,12 +103,23 @@ pub fn run(
                 for dir in [base_dir.path(), head_dir.path()] {
                     let prefix = format!("{}/", dir.display());
                     if let Some(rest) = file.strip_prefix(&prefix) {
-                        *file = rest.to_owned();
+                        *file = match rest.strip_prefix("abs/") {
+                            Some(absolute) => format!("/{absolute}"),
+                            None => rest.to_owned(),
+                        };
                     }
                 }
             }
         }
         return Ok(found);
+    }
+    for (side, root) in [("base", base), ("head", head)] {
+        if !Path::new(root).exists() {
+            return Err(DiffError::MissingRoot {
+                side,
+                root: root.to_owned(),
+            });
+        }
     }
     let (base_set, head_set) = {
         let with = |root: &str| {
@@ -138,9 +169,26 @@ fn load_side(
 /// The same options with every root read under `dir` (a checkout of a revision).
 fn rooted(global: &GlobalOptions, dir: &Path) -> GlobalOptions {
     let mut options = global.clone();
-    options.policies = global.policies.iter().map(|p| dir.join(p)).collect();
-    options.enforced = global.enforced.iter().map(|p| dir.join(p)).collect();
+    options.policies = global
+        .policies
+        .iter()
+        .map(|p| dir.join(in_checkout(p)))
+        .collect();
+    options.enforced = global
+        .enforced
+        .iter()
+        .map(|p| dir.join(in_checkout(p)))
+        .collect();
     options
+}
+
+/// Where a root lands inside a checkout folder: relative roots as they are, absolute ones
+/// (the project's `.toolgate/policies` found from a subfolder) under `abs/`.
+fn in_checkout(root: &Path) -> PathBuf {
+    match root.strip_prefix("/") {
+        Ok(rest) => Path::new("abs").join(rest),
+        Err(_) => root.to_owned(),
+    }
 }
 
 /// Extracts the policy roots as they are at `revision` into a temporary folder.
@@ -156,6 +204,12 @@ fn checkout(global: &GlobalOptions, revision: &str) -> Result<tempfile::TempDir,
         return Err(git_error("not inside a git repository".into()));
     }
     let prefix = String::from_utf8_lossy(&toplevel.stdout).trim().to_owned();
+    let worktree = Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .output()
+        .map_err(|e| git_error(format!("cannot run git: {e}")))?;
+    let worktree = PathBuf::from(String::from_utf8_lossy(&worktree.stdout).trim());
+    let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
     let verify = Command::new("git")
         .args([
             "rev-parse",
@@ -168,7 +222,19 @@ fn checkout(global: &GlobalOptions, revision: &str) -> Result<tempfile::TempDir,
         return Err(git_error(format!("`{revision}` is not a git revision")));
     }
     for root in global.policies.iter().chain(&global.enforced) {
-        let spec = format!("{revision}:{prefix}{}", root.display()).replace("/./", "/");
+        // An absolute root is read at its place in the repository.
+        let in_repo = match root.is_absolute() {
+            true => std::fs::canonicalize(root)
+                .ok()
+                .and_then(|r| r.strip_prefix(&worktree).ok().map(Path::to_owned))
+                .map(|r| r.display().to_string()),
+            false => None,
+        };
+        let spec = match in_repo {
+            Some(path) => format!("{revision}:{path}"),
+            None => format!("{revision}:{prefix}{}", root.display()).replace("/./", "/"),
+        };
+        let root = &in_checkout(root);
         let kind = Command::new("git").args(["cat-file", "-t", &spec]).output();
         let kind = match kind {
             Ok(out) if out.status.success() => {
@@ -286,8 +352,8 @@ impl DiffReport {
                     .filter(|c| c.change.risk == Risk::High)
                     .count();
                 out.push_str(&format!(
-                    "{} changes, {high} high risk\n",
-                    self.changes.len()
+                    "{}, {high} high risk\n",
+                    super::count(self.changes.len(), "change", "changes")
                 ));
                 out
             }

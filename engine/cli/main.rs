@@ -39,7 +39,9 @@ struct Cli {
 
 #[derive(Args, Debug)]
 struct Global {
-    /// A policy root (directory or file); repeatable, lowest layer first.
+    /// A policy root (directory or file); repeatable, lowest layer first. Default: the
+    /// project's `.toolgate/policies`, the project being the nearest folder, from the current
+    /// directory upwards, that holds `.toolgate/policies`.
     #[arg(short = 'p', long = "policies", value_name = "PATH", global = true)]
     policies: Vec<PathBuf>,
     /// A policy root whose layer is enforced: its deny rules always win and the contract
@@ -51,7 +53,7 @@ struct Global {
     #[arg(long, global = true)]
     no_builtin: bool,
     /// The workspace root: path rules and relative handler directories are taken against
-    /// it (default: the current directory).
+    /// it (default: the project root, else the current directory).
     #[arg(long, value_name = "DIR", global = true)]
     workspace: Option<PathBuf>,
     /// Colour in human output.
@@ -158,7 +160,7 @@ enum Command {
     /// anything. Exit 1 when a test fails, 2 when a test file is missing or invalid.
     Test {
         /// Test files, or folders searched for `*.test.yaml` / `*.test.yml` / `*.test.toml`
-        /// (default: `.toolgate/tests`).
+        /// (default: the project's `.toolgate/tests`).
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// Output format.
@@ -267,6 +269,14 @@ fn main() -> ExitCode {
         enforced: cli.global.enforced,
         no_builtin: cli.global.no_builtin,
         workspace: cli.global.workspace,
+        project_root: None,
+    };
+    // Inside a project (a folder holding `.toolgate/policies`, found from the current
+    // directory upwards), its policies and root are the defaults. `init` and `schema` load
+    // nothing.
+    let global = match std::env::current_dir() {
+        Ok(cwd) => global.with_project_defaults(&cwd),
+        Err(_) => global,
     };
     let exit = match cli.command {
         Command::Check {
@@ -362,20 +372,30 @@ fn main() -> ExitCode {
                     Exit::Success
                 }
             }
-            Err(cli::diff::DiffError::Invalid { side, diagnostics }) => {
-                eprint(&format!("error: the {side} policy set does not load\n\n"));
-                eprint(&render_human(
-                    &diagnostics,
-                    &HumanOptions {
-                        color,
-                        ..HumanOptions::default()
-                    },
-                ));
-                Exit::Problems
-            }
-            Err(cli::diff::DiffError::Git(message)) => {
-                eprint(&format!("error: {message}\n"));
-                Exit::Usage
+            Err(error) => {
+                let exit = error.exit();
+                match error {
+                    cli::diff::DiffError::Invalid { side, diagnostics } => {
+                        eprint(&format!("error: the {side} policy set does not load\n\n"));
+                        eprint(&render_human(
+                            &diagnostics,
+                            &HumanOptions {
+                                color,
+                                ..HumanOptions::default()
+                            },
+                        ));
+                    }
+                    cli::diff::DiffError::Git(message) => eprint(&format!("error: {message}\n")),
+                    cli::diff::DiffError::MissingRoot { side, root } => {
+                        let arg = side.to_uppercase();
+                        eprint(&format!(
+                            "error: the {side} policy root `{root}` does not exist\n  help: {arg} \
+                             is a policy root (a directory or file); pass an existing one, or a \
+                             git revision with `--git`\n"
+                        ));
+                    }
+                }
+                exit
             }
         },
         Command::Watch { format, debounce } => {
@@ -459,10 +479,16 @@ fn main() -> ExitCode {
                 for path in &report.written {
                     print(&format!("wrote {}\n", path.display()));
                 }
-                print(&format!(
-                    "\nnext: toolgate -p {0}/policies check && toolgate -p {0}/policies test {0}/tests\n",
-                    dir.display()
-                ));
+                // `.toolgate` in some folder makes that folder a project: its commands find the
+                // policies and tests without flags.
+                if dir.file_name() == Some(std::ffi::OsStr::new(cli::PROJECT_DIR)) {
+                    print("\nnext: toolgate check && toolgate test\n");
+                } else {
+                    print(&format!(
+                        "\nnext: toolgate -p {0}/policies check && toolgate -p {0}/policies test {0}/tests\n",
+                        dir.display()
+                    ));
+                }
                 Exit::Success
             }
             Err(error) => {

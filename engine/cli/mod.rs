@@ -18,7 +18,7 @@ pub mod schema;
 pub mod test;
 pub mod watch;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::snapshot::{LayerOptions, LoadOptions};
 
@@ -32,11 +32,49 @@ pub struct GlobalOptions {
     /// `--no-builtin`: drop the built-in contracts, rules, gates and modes (the engine
     /// defaults stay).
     pub no_builtin: bool,
-    /// `--workspace`: the workspace root (default: the current directory).
+    /// `--workspace`: the workspace root (default: the project root, else the current
+    /// directory).
     pub workspace: Option<PathBuf>,
+    /// The project root found by [`find_project_root`], if any: `toolgate test` looks for
+    /// its tests under it.
+    pub project_root: Option<PathBuf>,
+}
+
+/// The folder `toolgate init` writes, and whose parent is the project root.
+pub const PROJECT_DIR: &str = ".toolgate";
+
+/// The project root for `start`: the nearest of `start` and its ancestors that holds a
+/// `.toolgate/policies` folder (what `toolgate init` writes), found the way git finds `.git`.
+/// A `.toolgate` folder without `policies` (such as the artifact store `~/.toolgate`) does
+/// not make a project.
+pub fn find_project_root(start: &Path) -> Option<PathBuf> {
+    let start = std::path::absolute(start).unwrap_or_else(|_| start.to_owned());
+    start
+        .ancestors()
+        .find(|dir| dir.join(PROJECT_DIR).join("policies").is_dir())
+        .map(Path::to_owned)
 }
 
 impl GlobalOptions {
+    /// Fills in what the project around `cwd` gives when the flags do not say: with no
+    /// `--policies`, the project's `.toolgate/policies` is the policy root; with no
+    /// `--workspace`, the project root is the workspace (so path rules and relative handler
+    /// paths are taken against it wherever the command runs). Outside a project nothing
+    /// changes.
+    pub fn with_project_defaults(mut self, cwd: &Path) -> Self {
+        let Some(root) = find_project_root(cwd) else {
+            return self;
+        };
+        if self.policies.is_empty() {
+            self.policies.push(root.join(PROJECT_DIR).join("policies"));
+        }
+        if self.workspace.is_none() {
+            self.workspace = Some(root.clone());
+        }
+        self.project_root = Some(root);
+        self
+    }
+
     /// The load options these flags describe.
     pub fn load_options(&self) -> LoadOptions {
         let mut options = LoadOptions::new(LayerOptions {
@@ -49,6 +87,16 @@ impl GlobalOptions {
                 std::path::absolute(workspace).unwrap_or_else(|_| workspace.clone());
         }
         options
+    }
+}
+
+/// `n` and the noun, in the singular for one: `1 call`, `2 calls`. `plural` is the plural
+/// form (`calls`, `properties`).
+pub fn count(n: usize, singular: &str, plural: &str) -> String {
+    if n == 1 {
+        format!("1 {singular}")
+    } else {
+        format!("{n} {plural}")
     }
 }
 

@@ -278,10 +278,11 @@ impl HumanView {
                     format!(", modes: {}", scheduled.modes.join(", "))
                 };
                 let text = format!(
-                    "batch {} (generation {}): {calls} calls in {} groups{modes}",
+                    "batch {} (generation {}): {} in {}{modes}",
                     event.batch_id.as_ref().map_or("", |b| b.as_str()),
                     event.generation,
-                    self.group_sizes.len()
+                    super::count(calls, "call", "calls"),
+                    super::count(self.group_sizes.len(), "group", "groups")
                 );
                 self.line(out, &text);
             }
@@ -416,6 +417,18 @@ impl HumanView {
     }
 }
 
+/// The tool of a result as the summary shows it: the canonical tool, as the live view shows
+/// it, with the name the call used in parentheses when that was an alias.
+fn summary_tool(result: &crate::pipeline::CallResult) -> String {
+    match &result.canonical_tool {
+        Some(canonical) if canonical.as_str() != result.tool => {
+            format!("{} ({})", canonical.as_str(), result.tool)
+        }
+        Some(canonical) => canonical.as_str().to_owned(),
+        None => result.tool.clone(),
+    }
+}
+
 /// The closing summary: counts by status, then per call its status, size, what the budgets
 /// cut and where the full output lives.
 pub fn summary(outcome: &BatchOutcome) -> String {
@@ -446,7 +459,7 @@ pub fn summary(outcome: &BatchOutcome) -> String {
     let t = outcome
         .results
         .iter()
-        .map(|r| r.tool.chars().count())
+        .map(|r| summary_tool(r).chars().count())
         .max()
         .unwrap_or(8);
     let mut out = format!("\nsummary: {}\n", parts.join(", "));
@@ -459,7 +472,7 @@ pub fn summary(outcome: &BatchOutcome) -> String {
         let mut line = format!(
             "  {:<w$} {:<t$} {:<9}",
             result.call_id.as_str(),
-            result.tool,
+            summary_tool(result),
             result.status.as_str()
         );
         let cut = outcome

@@ -194,7 +194,11 @@ pub fn test(global: &GlobalOptions, paths: &[PathBuf]) -> Result<TestReport, Tes
     let Some(snapshot) = outcome.snapshot else {
         return Err(TestError::Policies(outcome.diagnostics));
     };
-    let defaults = [PathBuf::from(DEFAULT_DIR)];
+    // Inside a project, its tests wherever the command runs from.
+    let defaults = [match &global.project_root {
+        Some(root) => root.join(DEFAULT_DIR),
+        None => PathBuf::from(DEFAULT_DIR),
+    }];
     let paths = if paths.is_empty() {
         &defaults[..]
     } else {

@@ -56,7 +56,10 @@ pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> Stri
                 files,
                 warnings,
             } => {
-                let mut out = format!("generation {generation} in force ({} files)", files.len());
+                let mut out = format!(
+                    "generation {generation} in force ({})",
+                    super::count(files.len(), "file", "files")
+                );
                 if previous.is_none() {
                     out.push('\n');
                 } else if changes.is_empty() {

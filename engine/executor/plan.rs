@@ -212,9 +212,9 @@ impl Plan<'_> {
             out.push_str(&format!("modes: {}\n", self.modes.join(", ")));
         }
         out.push_str(&format!(
-            "{} calls in {} groups\n",
-            self.calls.len(),
-            self.groups.len()
+            "{} in {}\n",
+            crate::cli::count(self.calls.len(), "call", "calls"),
+            crate::cli::count(self.groups.len(), "group", "groups")
         ));
         let by_id: std::collections::HashMap<&str, &PlannedCall> =
             self.calls.iter().map(|c| (c.id.as_str(), c)).collect();

@@ -105,7 +105,7 @@ pub enum HookError {
     #[error("its stdout is not a valid answer: {0}")]
     BadAnswer(String),
     /// Another exit code, with its stderr (whitespace folded).
-    #[error("exit code {code}: {stderr}")]
+    #[error("exit code {code}{}", after_code(.stderr))]
     Exit {
         /// The exit code.
         code: i32,
@@ -115,6 +115,16 @@ pub enum HookError {
     /// Killed by a signal.
     #[error("killed by a signal")]
     Signal,
+}
+
+/// What follows the exit code in [`HookError::Exit`]: `: STDERR`, or a note that stderr was
+/// empty (no dangling colon).
+fn after_code(stderr: &str) -> String {
+    if stderr.trim().is_empty() {
+        ", nothing on stderr".to_owned()
+    } else {
+        format!(": {}", stderr.trim())
+    }
 }
 
 /// The reason of a block: its stderr, `None` when that was empty.

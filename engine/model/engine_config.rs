@@ -233,6 +233,10 @@ pub struct Messages {
     /// An approval request was answered no without a reason. Placeholders: `{tool}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_denied: Option<String>,
+    /// A person answered an approval request no and gave a reason. Placeholders: `{tool}`,
+    /// `{reason}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_denied_reason: Option<String>,
     /// An approval request timed out and expired into a denial. Placeholders: `{tool}`, `{ms}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_expired: Option<String>,
@@ -337,6 +341,8 @@ pub enum MessageKey {
     DefaultDenied,
     /// An approval request was answered no without a reason.
     ApprovalDenied,
+    /// A person answered an approval request no and gave a reason.
+    ApprovalDeniedReason,
     /// An approval request timed out and expired into a denial.
     ApprovalExpired,
     /// Approval was needed but no approval client is configured.
@@ -405,6 +411,7 @@ impl MessageKey {
         MessageKey::RuleDenied,
         MessageKey::DefaultDenied,
         MessageKey::ApprovalDenied,
+        MessageKey::ApprovalDeniedReason,
         MessageKey::ApprovalExpired,
         MessageKey::NoPermissionClient,
         MessageKey::Timeout,
@@ -445,6 +452,7 @@ impl MessageKey {
             MessageKey::RuleDenied => "rule_denied",
             MessageKey::DefaultDenied => "default_denied",
             MessageKey::ApprovalDenied => "approval_denied",
+            MessageKey::ApprovalDeniedReason => "approval_denied_reason",
             MessageKey::ApprovalExpired => "approval_expired",
             MessageKey::NoPermissionClient => "no_permission_client",
             MessageKey::Timeout => "timeout",
@@ -486,6 +494,7 @@ impl MessageKey {
             MessageKey::RuleDenied => &["tool", "rule"],
             MessageKey::DefaultDenied => &["tool"],
             MessageKey::ApprovalDenied => &["tool"],
+            MessageKey::ApprovalDeniedReason => &["tool", "reason"],
             MessageKey::ApprovalExpired => &["tool", "ms"],
             MessageKey::NoPermissionClient => &["tool"],
             MessageKey::Timeout => &["tool", "ms"],
@@ -537,6 +546,7 @@ impl Messages {
             MessageKey::RuleDenied => self.rule_denied.as_deref(),
             MessageKey::DefaultDenied => self.default_denied.as_deref(),
             MessageKey::ApprovalDenied => self.approval_denied.as_deref(),
+            MessageKey::ApprovalDeniedReason => self.approval_denied_reason.as_deref(),
             MessageKey::ApprovalExpired => self.approval_expired.as_deref(),
             MessageKey::NoPermissionClient => self.no_permission_client.as_deref(),
             MessageKey::Timeout => self.timeout.as_deref(),

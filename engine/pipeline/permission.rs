@@ -232,7 +232,14 @@ async fn ask(
                         &[("tool", name), ("ms", &ms)],
                     )
                 }
-                (_, Some(reason)) => reason,
+                // A hook's reason is the hook's own words.
+                (AnsweredBy::Hook(_), Some(reason)) => reason,
+                // A person said no: the model is told so, with their reason.
+                (_, Some(reason)) => message(
+                    engine,
+                    MessageKey::ApprovalDeniedReason,
+                    &[("tool", name), ("reason", &reason)],
+                ),
                 (_, None) => message(engine, MessageKey::ApprovalDenied, &[("tool", name)]),
             };
             mark_denied(state);

@@ -341,7 +341,10 @@ impl ExplainReport {
                     .get("properties")
                     .and_then(Value::as_object)
                     .map_or(0, Map::len);
-                format!("(JSON Schema, {props} properties)")
+                format!(
+                    "(JSON Schema, {})",
+                    crate::cli::count(props, "property", "properties")
+                )
             }
             other => other.to_string(),
         };
@@ -360,7 +363,7 @@ impl ExplainReport {
                     (_, _, _, FieldSource::Default) => "toolgate default (field absent)".to_owned(),
                     _ => String::new(),
                 };
-                (f.field.clone(), truncate(&value_text(&f.value), 48), origin)
+                (f.field.clone(), value_text(&f.value), origin)
             })
             .collect();
         let width_field = rows
@@ -372,6 +375,7 @@ impl ExplainReport {
         let width_value = rows
             .iter()
             .map(|r| r.1.chars().count())
+            .filter(|&n| n <= WIDE_VALUE)
             .max()
             .unwrap_or(5)
             .max(5);
@@ -412,14 +416,8 @@ impl ExplainReport {
     }
 }
 
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_owned()
-    } else {
-        let cut: String = text.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    }
-}
+/// Values longer than this do not set the width of the value column.
+const WIDE_VALUE: usize = 48;
 
 impl ExplainError {
     /// Diagnostics for the error (for rendering like `check`).

@@ -1360,11 +1360,20 @@ fn check_examples(
                 )
             };
             let location = input.at(&at);
-            problems.push((
-                Diagnostic::new(Code::SemanticExampleFailed, message)
-                    .with_help("fix the rule, or the example if the rule is right"),
-                location,
-            ));
+            let mut diagnostic = Diagnostic::new(Code::SemanticExampleFailed, message)
+                .with_help("fix the rule, or the example if the rule is right");
+            // A later layer (the user's file) that changed what the rule matches is where
+            // the example started failing: point at it too.
+            for field in ["match", "tools", "modes"] {
+                let changed = input.at(&format!("/rules/{}/{field}", rule.origin.index));
+                if let (Some(changed), Some(example)) = (changed, &location)
+                    && changed.source.path() != example.source.path()
+                {
+                    diagnostic = diagnostic
+                        .with_related(format!("the rule's `{field}` is changed here"), changed);
+                }
+            }
+            problems.push((diagnostic, location));
         }
     }
 }

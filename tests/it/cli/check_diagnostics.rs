@@ -422,6 +422,24 @@ fn example_failed() {
     );
 }
 
+/// A user's file that changes a built-in rule's `match` so that the built-in examples fail:
+/// the diagnostic points at the failing example and at the user's change.
+#[test]
+fn example_failed_override() {
+    let changed = "the rule's `match` is changed here";
+    case(
+        "example_failed_override",
+        &["-p", "{dir}"],
+        1,
+        &[at(
+            "example_failed",
+            "builtin:policies/rules.yaml:17:11",
+            "{ tool: Read, input: { file_path: deploy/secrets/token } }",
+        )
+        .rel(changed, "secrets.yaml:6:7", "file_path")],
+    );
+}
+
 #[test]
 fn locked_field() {
     let locked = "locked here";

@@ -65,13 +65,13 @@ fn high_risk_changes_fail_when_asked() {
 
 #[test]
 fn an_invalid_side_is_reported_with_its_diagnostics() {
-    let (code, _, stderr) = toolgate(&["diff", BASE, "tests/fixtures/diff/missing"]);
-    assert_eq!(code, 1);
+    let (code, _, stderr) = toolgate(&["diff", BASE, "tests/fixtures/check/duplicate_name"]);
+    assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("the head policy set does not load"),
         "{stderr}"
     );
-    assert!(stderr.contains("toolgate::io::not_found"), "{stderr}");
+    assert!(stderr.contains("duplicate"), "{stderr}");
 }
 
 #[test]
@@ -82,4 +82,30 @@ fn an_unknown_revision_is_a_usage_error() {
         stderr.contains("`no-such-revision` is not a git revision"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_missing_root_is_a_usage_error_that_names_the_argument() {
+    for (args, side) in [
+        (["diff", "tests/fixtures/diff/nowhere", HEAD], "base"),
+        (["diff", BASE, "tests/fixtures/diff/nowhere"], "head"),
+    ] {
+        let (code, stdout, stderr) = toolgate(&args);
+        assert_eq!(code, 2, "{stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "the {side} policy root `tests/fixtures/diff/nowhere` does not exist"
+            )),
+            "{stderr}"
+        );
+        assert!(stderr.contains(&side.to_uppercase()), "{stderr}");
+        assert!(!stderr.contains("--policies"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_missing_policies_root_is_a_usage_error_too() {
+    let (code, stdout, stderr) =
+        toolgate(&["-p", "tests/fixtures/diff/nowhere", "diff", BASE, HEAD]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
 }

@@ -218,3 +218,25 @@ fn every_value_of_every_builtin_tool_is_located() {
         }
     }
 }
+
+#[test]
+fn a_long_handler_argv_is_shown_whole() {
+    let run = toolgate(&[
+        "-p",
+        "tests/fixtures/explain/long_argv",
+        "explain",
+        "Deploy",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let line = run
+        .stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("handler.argv"))
+        .unwrap_or_else(|| panic!("no handler.argv line:\n{}", run.stdout));
+    assert!(!line.contains('…'), "{line}");
+    assert!(line.contains("{{input.target}}"), "{line}");
+    assert!(
+        line.contains("tools.yaml:7:"),
+        "its origin follows it: {line}"
+    );
+}

@@ -6,5 +6,6 @@ mod check_diagnostics;
 mod diff;
 mod explain_provenance;
 mod plan_run;
+mod project;
 mod test;
 mod watch;

@@ -335,3 +335,18 @@ fn json_batch_errors_are_positioned() {
     assert!(stderr.contains("not valid JSON"), "{stderr}");
     assert!(stderr.contains(&format!("[{shown}:2:")), "{stderr}");
 }
+
+#[test]
+fn the_run_summary_names_the_canonical_tool_with_the_alias() {
+    let (code, stdout, stderr) = toolgate(&["-p", "base", "run", "batches/alias.yaml"]);
+    assert_eq!(code, 0, "{stderr}");
+    let summary = stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("by-alias"))
+        .unwrap_or_else(|| panic!("no summary line:\n{stdout}"));
+    assert!(summary.contains("Read (read)"), "{summary}");
+    assert!(
+        stdout.contains("1 call in 1 group"),
+        "plurals follow the count:\n{stdout}"
+    );
+}

@@ -213,7 +213,11 @@ fn approval_round_trip_allow_deny_and_feedback() {
     let answer = server.response(&id);
     let result = only_result(&answer);
     assert_eq!(result["status"], "denied", "{answer}");
-    assert_eq!(result["model_content"], "not today", "{answer}");
+    assert_eq!(
+        result["model_content"],
+        "Permission to use Deploy was denied by the person reviewing the request: not today",
+        "{answer}"
+    );
     assert_eq!(result["error"]["stage"], "permission", "{answer}");
 
     let id = server.request(

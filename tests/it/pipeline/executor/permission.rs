@@ -142,7 +142,8 @@ async fn ask_goes_to_the_approver() {
             ApprovalAnswer::Deny {
                 reason: Some("not on a Friday".into()),
             },
-            "not on a Friday",
+            // The model is told that a person said no, not only their bare words.
+            "Permission to use Ask was denied by the person reviewing the request: not on a Friday",
         ),
         (
             ApprovalAnswer::DenyWithFeedback {

@@ -183,7 +183,10 @@ async fn a_hook_without_an_opinion_leaves_the_answer_to_the_approver() {
     );
     let outcome = f.run(&[("Quiet", json!({}))], &[], Some(approver)).await;
     assert_eq!(outcome.results[0].status, CallStatus::Denied);
-    assert_eq!(outcome.results[0].model_content, "the approver says no");
+    assert_eq!(
+        outcome.results[0].model_content,
+        "Permission to use Quiet was denied by the person reviewing the request: the approver says no"
+    );
     // Asked exactly once: the request stands while the hook gives up.
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 }

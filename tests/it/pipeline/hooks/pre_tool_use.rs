@@ -163,6 +163,15 @@ async fn exit_code_2_blocks_with_stderr_as_the_reason() {
 }
 
 #[tokio::test]
+async fn a_failure_with_empty_stderr_has_no_dangling_colon() {
+    let f = fixture("pre.yaml");
+    let result = f.one("Bash", json!({"command": "mute now"})).await;
+    assert_eq!(result.status, CallStatus::Ok);
+    let errors: Vec<String> = f.hook_failures().into_iter().map(|h| h.error).collect();
+    assert_eq!(errors, ["exit code 1, nothing on stderr"]);
+}
+
+#[tokio::test]
 async fn other_failures_are_reported_and_do_not_block() {
     let f = fixture("pre.yaml");
     let outcome = f

@@ -91,11 +91,14 @@ fn answers_typed_on_the_terminal() {
     );
     assert_eq!(results[1]["answered"]["reason"], "not now");
     assert_eq!(results[0]["model_content"], "said: hello\n");
-    assert_eq!(results[1]["model_content"], "not now");
+    assert_eq!(
+        results[1]["model_content"],
+        "Permission to use Say was denied by the person reviewing the request: not now"
+    );
     assert_eq!(results[2]["model_content"], "use the staging db");
     assert_eq!(
         results[3]["model_content"],
-        "no answer: the terminal closed"
+        "Permission to use Say was denied by the person reviewing the request: no answer: the terminal closed"
     );
     // The rule that asked, with its place, and the exact input.
     assert!(prompts.contains(
@@ -114,7 +117,10 @@ fn end_of_input_denies_every_request() {
     assert_eq!(code, 0);
     for result in results.as_array().unwrap() {
         assert_eq!(result["status"], "denied");
-        assert_eq!(result["model_content"], "no answer: the terminal closed");
+        assert_eq!(
+            result["model_content"],
+            "Permission to use Say was denied by the person reviewing the request: no answer: the terminal closed"
+        );
     }
     assert_eq!(prompts.matches("approval needed: Say").count(), 4);
 }

@@ -622,7 +622,10 @@ async fn always_ask_needs_an_explicit_approval() {
     }));
     let outcome = run_with(&engine, &[staging], &[], Some(deny)).await;
     assert_eq!(outcome.results[0].status, CallStatus::Denied);
-    assert_eq!(outcome.results[0].model_content, "not today");
+    assert_eq!(
+        outcome.results[0].model_content,
+        "Permission to use Deploy was denied by the person reviewing the request: not today"
+    );
     assert_eq!(calls.lock().unwrap().len(), 1);
 }
 
