@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::events::NullSink;
 use crate::load::render::{HumanOptions, render_human, to_json};
@@ -113,7 +112,7 @@ pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> Stri
     }
 }
 
-/// Watches until interrupted (Ctrl-C, or SIGTERM). Reports go to `out`; a failure to start
+/// Watches until interrupted (Ctrl-C, SIGTERM or SIGHUP). Reports go to `out`; a failure to start
 /// (no signal handler, no file watcher) goes to stderr, so that `out` stays one JSON object
 /// per line in `jsonl` format.
 pub async fn watch(
@@ -125,14 +124,11 @@ pub async fn watch(
 ) -> Exit {
     // Listen before printing anything: a signal that arrives while no `recv()` is pending
     // is kept for the next one, which `tokio::signal::ctrl_c()` re-created in the loop
-    // would lose.
-    let signals = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    );
-    let (mut interrupt, mut terminate) = match signals {
-        (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
-        (Err(error), _) | (_, Err(error)) => {
+    // would lose. SIGINT, SIGTERM and SIGHUP all stop watching (exit 0: stopping is how
+    // `watch` ends).
+    let mut termination = match super::signals::Termination::listen() {
+        Ok(termination) => termination,
+        Err(error) => {
             eprintln!("error: cannot listen for Ctrl-C: {error}");
             return Exit::Usage;
         }
@@ -198,8 +194,7 @@ pub async fn watch(
                 }
                 None => break,
             },
-            _ = interrupt.recv() => break,
-            _ = terminate.recv() => break,
+            _ = termination.recv() => break,
         }
     }
     drop(handle);

@@ -6,5 +6,6 @@ mod check_diagnostics;
 mod diff;
 mod explain_provenance;
 mod plan_run;
+mod signals;
 mod test;
 mod watch;
