@@ -435,7 +435,7 @@ fn plan_known(
     match resolve(timeout, &input) {
         Ok(timeout) => {
             planned.timeout_ms =
-                timeout.map(|t| u64::try_from(t.total.as_millis()).unwrap_or(u64::MAX));
+                timeout.map(|t| u64::try_from(t.budget.as_millis()).unwrap_or(u64::MAX));
         }
         Err(error) => {
             planned.error = Some(format!("invalid input: {error}"));

@@ -219,7 +219,13 @@ pub async fn run_captured(
         tokio::select! {
             biased;
             () = ctx.cancel.cancelled() => {
-                terminate(&mut group, &mut child, spec.kill_grace).await;
+                // After a timeout the handler gets its cleanup grace before SIGKILL.
+                let grace = if ctx.deadline.is_expired() {
+                    spec.kill_grace.max(ctx.cleanup_grace)
+                } else {
+                    spec.kill_grace
+                };
+                terminate(&mut group, &mut child, grace).await;
                 return Err(HandlerError::Cancelled);
             }
             read = &mut io, if !io_done => match read {

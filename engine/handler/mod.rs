@@ -40,6 +40,10 @@ pub use native::{
 /// gates and the turn's modes. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct CallContext {
+    /// After the deadline, how long the handler may take to clean up before it is killed
+    /// (the contract's `cleanup_grace`; a command's process group gets SIGTERM at the
+    /// deadline and SIGKILL after `max(kill_grace, cleanup_grace)`).
+    pub cleanup_grace: std::time::Duration,
     /// The call's id (from the model).
     pub call_id: CallId,
     /// The canonical tool name.
@@ -68,6 +72,7 @@ impl CallContext {
             cancel: CancellationToken::new(),
             progress: ProgressSink::discard(),
             deadline: Deadline::unlimited(),
+            cleanup_grace: std::time::Duration::ZERO,
             gates: Arc::new(Gates::empty()),
             modes: Arc::from(Vec::new()),
             admitted: None,
