@@ -549,3 +549,91 @@ pub fn cancellation(
     };
     Failure::cancelled(stage, reason, text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Event;
+
+    fn emitter(max_bytes: u64) -> (ProgressEmitter, Arc<Mutex<Vec<ToolCallProgress>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&seen);
+        let sink: Arc<dyn crate::events::EventSink> = Arc::new(move |event: Event| {
+            if let EventKind::ToolCallProgress(progress) = event.kind {
+                kept.lock().unwrap().push(progress);
+            }
+        });
+        let emitter = ProgressEmitter {
+            sink,
+            batch: "b".into(),
+            call: "c".into(),
+            generation: 1,
+            interval: Duration::from_millis(100),
+            max_bytes,
+            state: Mutex::new(Coalesced::default()),
+        };
+        (emitter, seen)
+    }
+
+    fn chunk(stream: ProgressStream, text: &str) -> ProgressChunk {
+        ProgressChunk {
+            stream,
+            text: text.to_owned(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_is_coalesced_to_one_event_per_stream_per_interval() {
+        let (emitter, seen) = emitter(1 << 20);
+        for _ in 0..1000 {
+            emitter.chunk(chunk(ProgressStream::Stdout, "line\n"));
+        }
+        // The first chunk goes out at once; the rest waits for the interval.
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        tokio::time::advance(Duration::from_millis(100)).await;
+        emitter.chunk(chunk(ProgressStream::Stderr, "oops\n"));
+        {
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 3, "{seen:?}");
+            assert_eq!(seen[1].stream, "stdout");
+            assert_eq!(seen[1].text, "line\n".repeat(999));
+            assert_eq!(seen[2].stream, "stderr");
+        }
+        emitter.chunk(chunk(ProgressStream::Stdout, "tail"));
+        assert_eq!(seen.lock().unwrap().len(), 3);
+        // The end of the call sends what is left.
+        emitter.flush_all();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 4);
+        assert_eq!(seen[3].text, "tail");
+        assert!(seen.iter().all(|p| p.dropped_bytes == 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_over_the_cap_is_dropped_and_counted() {
+        let (emitter, seen) = emitter(10);
+        emitter.chunk(chunk(ProgressStream::Stdout, "0123456"));
+        emitter.chunk(chunk(ProgressStream::Stdout, "789abcdef"));
+        emitter.chunk(chunk(ProgressStream::Stdout, "ghij"));
+        emitter.flush_all();
+        let seen = seen.lock().unwrap();
+        let text: String = seen.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(text, "0123456789");
+        let dropped: u64 = seen.iter().map(|p| p.dropped_bytes).sum();
+        assert_eq!(dropped, 10);
+        // The count is serialised only where something was dropped.
+        let last = serde_json::to_value(seen.last().unwrap()).unwrap();
+        assert_eq!(last["dropped_bytes"], 10);
+        let first = serde_json::to_value(&seen[0]).unwrap();
+        assert!(first.get("dropped_bytes").is_none());
+    }
+
+    #[test]
+    fn partial_output_is_cut_at_the_cap_on_a_character_boundary() {
+        let mut partial = Partial::default();
+        partial.push("abc", 5);
+        partial.push("éé", 5);
+        assert_eq!(partial.text, "abcé");
+        assert!(partial.cut);
+    }
+}
