@@ -417,13 +417,8 @@ fn main() -> ExitCode {
                 let stop = async {
                     received = termination.recv().await;
                 };
-                toolgate::serve::serve_until(
-                    tokio::io::stdin(),
-                    tokio::io::stdout(),
-                    options,
-                    stop,
-                )
-                .await
+                toolgate::serve::serve_until(tokio::io::stdin(), tokio::io::stdout(), options, stop)
+                    .await
             });
             match served {
                 Ok(()) if received != 0 => Exit::Signalled(received),

@@ -26,6 +26,8 @@ use crate::snapshot::{LayerOptions, LoadOptions};
 /// Process-wide settings the `toolgate` binary makes before anything else (the benches make
 /// them too, to measure what the binary does; an embedding program chooses its own).
 ///
+/// The process becomes a child subreaper on Linux (see [`crate::handler::become_subreaper`]).
+///
 /// Transparent huge pages are turned off for the process (Linux `PR_SET_THP_DISABLE`): a
 /// load allocates from many short-lived threads, each touching a little of many fresh
 /// 2 MiB regions, and the kernel zeroes a whole huge page on each first touch. On the
@@ -37,6 +39,9 @@ pub fn prepare_process() {
         // Ignored on purpose: an older kernel without the option just keeps huge pages.
         let _ = nix::sys::prctl::set_thp_disable(true);
     }
+    // Descendants of handler processes that leave their process group and lose their parent
+    // come back to this process, to be killed when their call ends.
+    crate::handler::become_subreaper();
 }
 
 /// Options every command shares: which policy roots make up the set.

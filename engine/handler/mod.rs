@@ -35,6 +35,7 @@ pub use native::{
     HandlerFuture, Isolated, NativeHandler, NativeRegistry, NativeRegistryError, build_native,
     call_native, poll_native, run_isolated, spawn_native,
 };
+pub use process::become_subreaper;
 
 /// Everything a handler gets besides its input: identity, cancellation, progress, clock,
 /// gates and the turn's modes. Cheap to clone.

@@ -113,7 +113,10 @@ pub async fn execute(
     // What the handler streamed, kept for the model should the call time out.
     let partial = timeout.map(|_| Arc::new(Mutex::new(Partial::default())));
     let (progress, emitter) = progress_sink(env, &state.call.id, partial.clone());
-    let result = run(env, state, tool, contract, input, &deadline, grace, progress).await;
+    let result = run(
+        env, state, tool, contract, input, &deadline, grace, progress,
+    )
+    .await;
     // What coalescing held back goes out before the call's terminal event.
     if let Some(emitter) = emitter {
         emitter.flush_all();
@@ -142,7 +145,8 @@ pub async fn execute(
             );
             // The output so far is kept (the produce stage budgets it like any output).
             if let Some(partial) = partial {
-                let partial = std::mem::take(&mut *partial.lock().unwrap_or_else(PoisonError::into_inner));
+                let partial =
+                    std::mem::take(&mut *partial.lock().unwrap_or_else(PoisonError::into_inner));
                 if !partial.text.is_empty() {
                     text.push_str("\n--- output before the timeout ---\n");
                     text.push_str(&partial.text);

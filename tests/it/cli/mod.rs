@@ -3,6 +3,7 @@
 mod budget;
 mod check;
 mod check_diagnostics;
+mod descendants;
 mod diff;
 mod explain_provenance;
 mod plan_run;

@@ -57,7 +57,12 @@ fn assert_all_cancelled(results: &Value, context: &str) {
     let results = results.as_array().unwrap_or_else(|| panic!("{context}"));
     let statuses: Vec<(&str, &str)> = results
         .iter()
-        .map(|r| (r["call_id"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .map(|r| {
+            (
+                r["call_id"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         statuses,
@@ -139,10 +144,7 @@ fn sigint_to_run_exits_non_zero_after_the_cancelled_batch() {
 fn serve_stopped_by(signal: Signal) {
     let dir = scratch();
     let policies = dir.path().join("policies");
-    let mut server = Server::start(
-        &["-p", policies.to_str().unwrap()],
-        &["--no-watch"],
-    );
+    let mut server = Server::start(&["-p", policies.to_str().unwrap()], &["--no-watch"]);
     let calls: Vec<(&str, &str, Value)> = ["a", "b", "c"]
         .into_iter()
         .map(|id| (id, "Nest", json!({})))
@@ -172,4 +174,3 @@ fn sigterm_to_serve_cancels_running_batches_and_kills_every_process() {
 fn sighup_to_serve_cancels_running_batches_and_kills_every_process() {
     serve_stopped_by(Signal::SIGHUP);
 }
-
