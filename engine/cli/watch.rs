@@ -126,6 +126,20 @@ pub async fn watch(
     // is kept for the next one, which `tokio::signal::ctrl_c()` re-created in the loop
     // would lose. SIGINT, SIGTERM and SIGHUP all stop watching (exit 0: stopping is how
     // `watch` ends).
+    // A root that does not exist would be watched through its parent folder (`/` for
+    // `/nonexistent`): refuse it instead.
+    if let Some(missing) = global
+        .enforced
+        .iter()
+        .chain(&global.policies)
+        .find(|root| !root.exists())
+    {
+        eprintln!(
+            "error: policy root `{}` does not exist\nhelp: check the -p/--policies and --enforced paths; a root is a folder or a single policy file",
+            missing.display()
+        );
+        return Exit::Usage;
+    }
     let mut termination = match super::signals::Termination::listen() {
         Ok(termination) => termination,
         Err(error) => {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::errors::{message, project};
+use super::errors::{message, project, project_marked};
 use super::{CallEnv, CallState, ErrorCode, Failure};
 use crate::events::{CancelReason, EventKind, FailureStage, ToolCallProgress};
 use crate::handler::{
@@ -409,10 +409,12 @@ struct Coalesced {
     sent: u64,
     /// Bytes left out over the cap and not reported yet.
     dropped: u64,
+    /// Whether a flush at the end of the interval is scheduled.
+    scheduled: bool,
 }
 
 impl ProgressEmitter {
-    fn chunk(&self, chunk: ProgressChunk) {
+    fn chunk(self: &Arc<Self>, chunk: ProgressChunk) {
         let now = tokio::time::Instant::now();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let queued: u64 = state.pending.iter().map(|(_, t)| t.len() as u64).sum();
@@ -437,6 +439,22 @@ impl ProgressEmitter {
         if due {
             state.last = Some(now);
             self.flush(&mut state);
+        } else if !state.scheduled && !state.pending.is_empty() {
+            // What waits goes out at the end of the interval even if nothing else arrives.
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                self.flush(&mut state);
+                return;
+            };
+            state.scheduled = true;
+            let at = state.last.map_or(now, |last| last + self.interval);
+            let emitter = Arc::clone(self);
+            runtime.spawn(async move {
+                tokio::time::sleep_until(at).await;
+                let mut state = emitter.state.lock().unwrap_or_else(PoisonError::into_inner);
+                state.scheduled = false;
+                state.last = Some(tokio::time::Instant::now());
+                emitter.flush(&mut state);
+            });
         }
     }
 
@@ -506,11 +524,12 @@ pub fn handler_failure(env: &CallEnv<'_>, tool: &Tool, error: HandlerError) -> F
             ErrorCode::NoHandler,
             project(engine, inner.as_ref()),
         ),
-        other => Failure::error(
-            FailureStage::Handler,
-            ErrorCode::HandlerFailed,
-            project(engine, &other),
-        ),
+        other => {
+            let (text, cut) = project_marked(engine, &other);
+            let mut failure = Failure::error(FailureStage::Handler, ErrorCode::HandlerFailed, text);
+            failure.truncated = cut;
+            failure
+        }
     }
 }
 
@@ -559,7 +578,7 @@ mod tests {
     use super::*;
     use crate::events::Event;
 
-    fn emitter(max_bytes: u64) -> (ProgressEmitter, Arc<Mutex<Vec<ToolCallProgress>>>) {
+    fn emitter(max_bytes: u64) -> (Arc<ProgressEmitter>, Arc<Mutex<Vec<ToolCallProgress>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let kept = Arc::clone(&seen);
         let sink: Arc<dyn crate::events::EventSink> = Arc::new(move |event: Event| {
@@ -567,7 +586,7 @@ mod tests {
                 kept.lock().unwrap().push(progress);
             }
         });
-        let emitter = ProgressEmitter {
+        let emitter = Arc::new(ProgressEmitter {
             sink,
             batch: "b".into(),
             call: "c".into(),
@@ -575,7 +594,7 @@ mod tests {
             interval: Duration::from_millis(100),
             max_bytes,
             state: Mutex::new(Coalesced::default()),
-        };
+        });
         (emitter, seen)
     }
 
@@ -592,24 +611,31 @@ mod tests {
         for _ in 0..1000 {
             emitter.chunk(chunk(ProgressStream::Stdout, "line\n"));
         }
-        // The first chunk goes out at once; the rest waits for the interval.
+        // The first chunk goes out at once; the rest waits for the end of the interval.
         assert_eq!(seen.lock().unwrap().len(), 1);
-        tokio::time::advance(Duration::from_millis(100)).await;
-        emitter.chunk(chunk(ProgressStream::Stderr, "oops\n"));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::task::yield_now().await;
         {
             let seen = seen.lock().unwrap();
-            assert_eq!(seen.len(), 3, "{seen:?}");
+            assert_eq!(seen.len(), 2, "{seen:?}");
             assert_eq!(seen[1].stream, "stdout");
             assert_eq!(seen[1].text, "line\n".repeat(999));
-            assert_eq!(seen[2].stream, "stderr");
         }
+        emitter.chunk(chunk(ProgressStream::Stderr, "oops\n"));
         emitter.chunk(chunk(ProgressStream::Stdout, "tail"));
-        assert_eq!(seen.lock().unwrap().len(), 3);
-        // The end of the call sends what is left.
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        // The end of the call sends what is left, one event per stream.
         emitter.flush_all();
         let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 4);
-        assert_eq!(seen[3].text, "tail");
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert_eq!(
+            (seen[2].stream.as_str(), seen[2].text.as_str()),
+            ("stderr", "oops\n")
+        );
+        assert_eq!(
+            (seen[3].stream.as_str(), seen[3].text.as_str()),
+            ("stdout", "tail")
+        );
         assert!(seen.iter().all(|p| p.dropped_bytes == 0));
     }
 

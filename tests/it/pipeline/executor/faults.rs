@@ -230,9 +230,22 @@ async fn unexpected_errors_are_projected_through_their_cause_chain() {
     let expected: Vec<String> = (0..12).map(|n| format!("level{n} of 15 failed")).collect();
     assert_eq!(deep.model_content, expected.join(": "));
 
+    assert!(!deep.metadata.truncated);
+
+    // A projection over `max_chars` (as a huge HTTP 500 body makes) says it was cut, and the
+    // result is marked truncated.
     let long = result(&outcome, "long");
-    assert_eq!(long.model_content.chars().count(), 500);
+    let length = long.model_content.chars().count();
+    assert!((490..=500).contains(&length), "{length}");
     assert!(long.model_content.starts_with("word word word"));
+    assert!(
+        regex::Regex::new(r" … \[\d+ more characters\]$")
+            .unwrap()
+            .is_match(&long.model_content),
+        "{}",
+        long.model_content.as_str()
+    );
+    assert!(long.metadata.truncated);
     assert!(!long.model_content.contains('\n'));
     assert!(!long.model_content.contains("  "));
 }
@@ -313,7 +326,7 @@ async fn every_message_comes_from_an_engine_messages_template() {
     let text = |id: &str| result(&outcome, id).model_content.clone();
     assert_eq!(text("unknown"), "No such tool here: Nope");
     assert_eq!(text("business"), "[Par failed] it broke");
-    assert_eq!(text("error"), "level0 of 15 failed: level1 of");
+    assert_eq!(text("error"), "level0 of 15 failed: level1 o…");
     assert_eq!(text("ask"), "Nobody can approve Ask");
     assert_eq!(text("later"), "Skipped: the turn was stopped.");
 
