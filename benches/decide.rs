@@ -15,11 +15,11 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 use toolgate::model::contract::SideEffectScope;
 use toolgate::model::file::Mode;
+use toolgate::model::resolved::ResolvedConcurrency;
 use toolgate::model::rule::Rule;
 use toolgate::model::{Decision, ModeName, ToolName};
 use toolgate::policy::rules::{CallFacts, RuleOrigin, RuleSet, ToolNames, compile_rule};
 use toolgate::policy::{MatchContext, PathCase};
-use toolgate::snapshot::resolve::ResolvedConcurrency;
 
 mod support;
 use support::ALLOCATOR;
@@ -188,8 +188,6 @@ fn median_ns(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     println!("allocator: {ALLOCATOR}");
     let big = Fixture::ten_thousand();
     let input = input();

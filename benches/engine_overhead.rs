@@ -128,8 +128,6 @@ fn per_call_rounds<T, P: FnMut() -> T, F: FnMut(T)>(
 }
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     let runtime = runtime();
     let engine = engine();
     let turn = Turn::default();

@@ -60,8 +60,6 @@ static SESSION: LazyLock<SessionId> = LazyLock::new(|| SessionId::from("bench"))
 static ONE_MIB: LazyLock<Vec<Arc<str>>> = LazyLock::new(|| outputs(MIB));
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     headline();
     divan::main();
 }

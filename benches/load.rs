@@ -194,10 +194,10 @@ fn policy_file(file: usize) -> (String, String) {
         }
     }
     if file % 4 == 3 {
-        let source = toolgate::load::SourceFile::in_memory(
+        let source = toolgate::diagnostics::SourceFile::in_memory(
             "generated.yaml",
             yaml,
-            toolgate::load::Format::Yaml,
+            toolgate::diagnostics::Format::Yaml,
         );
         let value = toolgate::load::parse_document(source)
             .expect("generated YAML parses")
@@ -391,8 +391,6 @@ fn held_by_part(snapshot: toolgate::snapshot::Snapshot) -> String {
 }
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     // `TOOLGATE_BENCH_SET=DIR` writes the generated set to DIR and stops, to run the binary
     // on it (`TOOLGATE_LOG=debug toolgate --no-builtin -p DIR check` prints load phases).
     if let Some(dir) = std::env::var_os("TOOLGATE_BENCH_SET") {

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolgate::load::{Format, ParsedDocument, SchemaChecker, SourceFile, parse_document};
+use toolgate::diagnostics::{Format, SourceFile};
+use toolgate::load::{ParsedDocument, SchemaChecker, parse_document};
 
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]
@@ -17,8 +18,6 @@ use toolgate::load::{Format, ParsedDocument, SchemaChecker, SourceFile, parse_do
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     divan::main();
 }
 

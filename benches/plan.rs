@@ -122,8 +122,6 @@ fn times(engine: &Engine, runs: usize) -> Vec<Duration> {
 }
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     let engine = engine();
     let plan = engine.plan(&BATCH, &[]).unwrap();
     assert_eq!(plan.calls.len(), CALLS);

@@ -32,8 +32,6 @@ const DEBOUNCE: Duration = Duration::from_millis(50);
 const SAVES: usize = 25;
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     headline();
     divan::main();
 }

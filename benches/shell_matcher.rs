@@ -27,8 +27,6 @@ const LINE: &str = "git status && git diff --stat HEAD~3..HEAD -- src/ && ls -la
 nice git diff \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs";
 
 fn main() {
-    // Measured as the `toolgate` binary runs (transparent huge pages off).
-    toolgate::cli::prepare_process();
     println!(
         "compound command: {} characters; allocator: {ALLOCATOR}",
         LINE.chars().count()

@@ -11,8 +11,10 @@
 
 pub mod approval;
 pub mod artifact;
+pub mod assess;
 pub mod budget;
 pub mod cli;
+pub mod diagnostics;
 pub mod events;
 pub mod executor;
 pub mod handler;

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::json;
 use toolgate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
+use toolgate::diagnostics::render::{HumanOptions, render_human};
 use toolgate::events::Event;
 use toolgate::executor::{Batch, Engine, Turn};
 use toolgate::handler::{CallContext, HandlerError, HandlerFuture, HandlerOutput};
-use toolgate::load::render::{HumanOptions, render_human};
 use toolgate::pipeline::ToolCall;
 use toolgate::snapshot::{LayerOptions, LoadOptions, load};
 

@@ -11,9 +11,9 @@ use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 /// Which allocator the figures were measured with (the `toolgate` binary uses mimalloc; see
 /// the `mimalloc` feature).
 pub const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
-    "mimalloc, transparent huge pages off (as the binary runs)"
+    "mimalloc (as the binary runs)"
 } else {
-    "system malloc, transparent huge pages off (as the binary runs)"
+    "system malloc"
 };
 
 /// The snapshot of `policy` (one YAML file) alone, without the built-in layer, with the

@@ -20,7 +20,8 @@ use std::path::PathBuf;
 
 use super::measure::{head, measure, tail};
 use super::slot::SlotText;
-use super::templates::{Templates, render};
+use super::templates::Templates;
+use crate::model::template::render;
 use crate::model::units::BudgetUnit;
 
 /// The share of the preview (after the marker) that goes to the head: 1/5 (SPEC §8.3).

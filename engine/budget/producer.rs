@@ -29,10 +29,11 @@ use super::ArtifactTarget;
 use super::fit::HEAD_DIVISOR;
 use super::measure::{head, measure, tail};
 use super::slot::SlotText;
-use super::templates::{Templates, render};
+use super::templates::Templates;
 use crate::artifact::{ArtifactError, ArtifactRequest, Retention};
 use crate::model::contract::BudgetPolicy;
 pub use crate::model::contract::{Keep, Overflow};
+use crate::model::template::render;
 use crate::model::units::{BudgetUnit, Size};
 use crate::model::{CallId, ToolName};
 

@@ -3,14 +3,14 @@
 //! artifact stubs.
 //!
 //! The defaults are the SPEC's texts ([`Templates::spec_defaults`]); policy data may replace
-//! any of them. Placeholders are written `{name}` and substituted in one pass by [`render`],
+//! any of them. Placeholders are written `{name}` and substituted in one pass by [`render`](crate::model::template::render),
 //! so a value that itself contains `{path}` is never expanded again.
 
 use serde::{Deserialize, Serialize};
 
 use crate::artifact::Stub;
 use crate::model::engine_config::MessageKey;
-use crate::snapshot::ResolvedEngine;
+use crate::model::resolved::ResolvedEngine;
 
 /// The model-facing texts of the producer stage, the finalizer and the artifact stubs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,59 +127,9 @@ impl Default for Templates {
     }
 }
 
-/// Substitutes `{name}` placeholders in one pass (a substituted value is never expanded
-/// again); `{{` and `}}` stand for literal braces, and unknown placeholders stay as written.
-/// The same syntax as the engine's message templates.
-pub fn render(template: &str, values: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len() + 64);
-    let mut rest = template;
-    while let Some(at) = rest.find(['{', '}']) {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            out.push_str(&tail[..1]);
-            rest = &tail[2..];
-            continue;
-        }
-        if tail.starts_with('{')
-            && let Some(close) = tail.find('}')
-            && let Some((_, value)) = values.iter().find(|(key, _)| *key == &tail[1..close])
-        {
-            out.push_str(value);
-            rest = &tail[close + 1..];
-            continue;
-        }
-        out.push_str(&tail[..1]);
-        rest = &tail[1..];
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn render_substitutes_known_placeholders_once() {
-        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
-        let table: [Case; 7] = [
-            (
-                "({tool} completed)",
-                &[("tool", "Bash")],
-                "(Bash completed)",
-            ),
-            ("{a}{b}", &[("a", "{b}"), ("b", "x")], "{b}x"),
-            ("{unknown} {a}", &[("a", "1")], "{unknown} 1"),
-            ("{ {a} }", &[("a", "1")], "{ 1 }"),
-            ("no placeholders {", &[], "no placeholders {"),
-            ("{{a}} {a}", &[("a", "1")], "{a} 1"),
-            ("}{", &[], "}{"),
-        ];
-        for (template, values, want) in table {
-            assert_eq!(render(template, values), want, "{template}");
-        }
-    }
 
     #[test]
     fn the_shipped_engine_defaults_are_the_spec_texts() {

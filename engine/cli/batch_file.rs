@@ -6,10 +6,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 use crate::executor::Batch;
-use crate::load::{
-    Code, Diagnostic, Format, ReadLimits, SchemaChecker, SourceFile, parse_document,
-};
+use crate::load::{ReadLimits, SchemaChecker, parse_document};
 use crate::model::ModeName;
 use crate::model::batch::BatchFile;
 use crate::snapshot::Snapshot;
@@ -44,7 +43,7 @@ pub fn load_batch(
         )]);
     }
     // JSON is YAML, so one parser reads both and reports positions for either.
-    let source = crate::load::source::source_from_bytes(shown.as_str(), text, Format::Yaml)
+    let source = crate::load::read::source_from_bytes(shown.as_str(), text, Format::Yaml)
         .map_err(|d| vec![d])?;
     parse(source, snapshot)
 }

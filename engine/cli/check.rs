@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use crate::load::render::{
+use crate::diagnostics::render::{
     HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif,
 };
-use crate::load::{Diagnostic, Severity};
+use crate::diagnostics::{Diagnostic, Severity};
 use crate::snapshot::{Snapshot, load};
 
 use super::{Exit, GlobalOptions, is_io_problem};
@@ -15,9 +15,7 @@ use super::{Exit, GlobalOptions, is_io_problem};
 pub struct CheckReport {
     /// Every diagnostic, in file and position order.
     pub diagnostics: Vec<Diagnostic>,
-    /// The snapshot, when the set loaded. The binary lets the process end without freeing
-    /// it: for a large set, freeing its many small allocations one by one is ~10 % of a
-    /// check (see `main.rs`).
+    /// The snapshot, when the set loaded.
     pub snapshot: Option<Arc<Snapshot>>,
 }
 

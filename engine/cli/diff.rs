@@ -14,8 +14,8 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::load::Diagnostic;
-use crate::load::render::github::{escape_data, escape_property};
+use crate::diagnostics::Diagnostic;
+use crate::diagnostics::render::github::{escape_data, escape_property};
 use crate::review::{Change, ChangeKind, Risk, Subject, diff};
 use crate::snapshot::{Snapshot, load};
 

@@ -5,8 +5,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::diagnostics::{Code, Diagnostic};
 use crate::load::spans::join_pointer;
-use crate::load::{Code, Diagnostic};
 use crate::model::contract::TimeoutSpec;
 use crate::snapshot::{Snapshot, Tool, load};
 

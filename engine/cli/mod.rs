@@ -23,27 +23,6 @@ use std::path::PathBuf;
 
 use crate::snapshot::{LayerOptions, LoadOptions};
 
-/// Process-wide settings the `toolgate` binary makes before anything else (the benches make
-/// them too, to measure what the binary does; an embedding program chooses its own).
-///
-/// The process becomes a child subreaper on Linux (see [`crate::handler::become_subreaper`]).
-///
-/// Transparent huge pages are turned off for the process (Linux `PR_SET_THP_DISABLE`): a
-/// load allocates from many short-lived threads, each touching a little of many fresh
-/// 2 MiB regions, and the kernel zeroes a whole huge page on each first touch. On the
-/// development VM that made a load in a fresh process ~1.5–2x slower (most of it system
-/// time). Failing to change the setting is harmless and ignored.
-pub fn prepare_process() {
-    #[cfg(target_os = "linux")]
-    {
-        // Ignored on purpose: an older kernel without the option just keeps huge pages.
-        let _ = nix::sys::prctl::set_thp_disable(true);
-    }
-    // Descendants of handler processes that leave their process group and lose their parent
-    // come back to this process, to be killed when their call ends.
-    crate::handler::become_subreaper();
-}
-
 /// Options every command shares: which policy roots make up the set.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GlobalOptions {
@@ -101,18 +80,8 @@ impl Exit {
 }
 
 /// Whether any diagnostic is an I/O problem with the inputs themselves (exit 2 rather than 1).
-pub fn is_io_problem(diagnostics: &[crate::load::Diagnostic]) -> bool {
+pub fn is_io_problem(diagnostics: &[crate::diagnostics::Diagnostic]) -> bool {
     diagnostics
         .iter()
-        .any(|d| matches!(d.code, crate::load::Code::IoNotFound) && d.location.is_none())
-}
-
-#[cfg(test)]
-mod tests {
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn preparing_the_process_turns_huge_pages_off() {
-        super::prepare_process();
-        assert_eq!(nix::sys::prctl::get_thp_disable(), Ok(true));
-    }
+        .any(|d| matches!(d.code, crate::diagnostics::Code::IoNotFound) && d.location.is_none())
 }

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
+use crate::diagnostics::Diagnostic;
 use crate::executor::Plan;
-use crate::load::Diagnostic;
 use crate::snapshot::load;
 
 use super::GlobalOptions;

@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
+use crate::diagnostics::Diagnostic;
+use crate::diagnostics::render::{HumanOptions, render_human};
 use crate::events::{CallStatus, ChannelSink, Event, EventKind};
 use crate::executor::{BatchOutcome, Engine, Turn, artifact_store_for};
-use crate::load::Diagnostic;
-use crate::load::render::{HumanOptions, render_human};
 use crate::model::CallId;
 use crate::pipeline::CallResult;
 use crate::snapshot::load;

@@ -2,8 +2,9 @@
 //! deciding rule, timeout, budget and scheduling) the policies must give them — evaluated
 //! against the loaded policy set without running anything.
 //!
-//! A test is planned exactly like a one-call batch of `toolgate plan` ([`plan`]), so a test
-//! and a plan never disagree. Hooks are not run: a test pins what the rules, the contract
+//! A test is planned exactly like a one-call batch of `toolgate plan` ([`plan`]), which
+//! decides each call with [`assess`] as a run does, so a test, a plan and a run never
+//! disagree. Hooks are not run: a test pins what the rules, the contract
 //! default and `always_ask` decide.
 //!
 //! Files: a PATH is a test file (YAML or TOML) or a folder, searched recursively for files
@@ -16,17 +17,18 @@
 //! that no rule matched (the contract default decided). `expect.timeout_ms: 0` expects no
 //! timeout.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::assess::{self, Resolved};
+use crate::diagnostics::{Code, Diagnostic, Location, SourceFile};
 use crate::executor::Batch;
 use crate::executor::plan::{PlannedCall, plan};
-use crate::load::{
-    Code, Diagnostic, Location, ReadLimits, SchemaChecker, SourceFile, parse_document, read_source,
-};
+use crate::load::{ReadLimits, SchemaChecker, parse_document, read_source};
 use crate::model::ModeName;
 use crate::model::batch::{Expectation, GroupExpectation, PolicyTest, PolicyTestFile};
 use crate::pipeline::ToolCall;
@@ -483,7 +485,7 @@ fn actual_of(planned: PlannedCall<'_>) -> Actual {
     Actual {
         canonical_tool: planned.canonical_tool.map(|tool| tool.to_string()),
         decision: planned.decision.as_str().to_owned(),
-        reasons: planned.reasons.into_owned(),
+        reasons: planned.reasons,
         timeout_ms: planned.timeout_ms,
         budget: planned.budget,
         group: planned.scheduling.as_str(),
@@ -606,22 +608,23 @@ fn why_not(
         return Some("a rule matched, so the contract default did not apply".to_owned());
     }
     let rule = snapshot.rules.get(expected)?;
-    let tool = snapshot.lookup(&test.call.tool)?;
+    let admitted = assess::admit(
+        snapshot,
+        modes,
+        &test.call.tool,
+        Cow::Borrowed(&test.call.input),
+    )
+    .ok()?;
+    let Resolved { tool, contract } = &admitted.resolved;
     if !rule.tools.contains(&tool.name) {
         return Some(format!(
             "rule `{expected}` does not apply to tool `{}`",
             tool.name
         ));
     }
-    let contract = tool.resolved_for(modes, &snapshot.engine);
-    let input = match &test.call.input {
-        Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-        Value::Null => Value::Object(serde_json::Map::new()),
-        other => other.clone(),
-    };
     let facts = CallFacts {
         tool: &tool.name,
-        input: &input,
+        input: &admitted.input,
         modes,
         flags: &contract.concurrency,
     };
@@ -827,7 +830,7 @@ pub(crate) fn approval_line(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::load::Format;
+    use crate::diagnostics::Format;
     use crate::snapshot::{LayerOptions, LoadOptions};
 
     fn snapshot() -> Arc<Snapshot> {

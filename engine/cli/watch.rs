@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::diagnostics::render::{HumanOptions, render_human, to_json};
 use crate::events::NullSink;
-use crate::load::render::{HumanOptions, render_human, to_json};
 use crate::review::Risk;
 use crate::snapshot::reload::{ReloadOutcome, Reloader};
 

@@ -26,6 +26,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch_hooks;
 pub mod finalize;
 pub mod plan;
 
@@ -40,15 +41,15 @@ pub use plan::{Plan, PlannedCall, PlannedDecision};
 
 use crate::approval::ApprovalBroker;
 use crate::artifact::{ArtifactStore, SessionId};
+use crate::assess::Resolved;
 use crate::budget::Templates;
 use crate::events::{
     BatchScheduled, EventKind, EventSink, NullSink, ToolBatchComplete, ToolCallScheduled,
 };
-use crate::handler::{NativeHandler, NativeRegistry};
+use crate::handler::{BuildOptions, NativeHandler, NativeRegistry};
 use crate::model::hook::HookEvent;
 use crate::model::{BatchId, CallId, ModeName};
-use crate::pipeline::execute::prepare;
-use crate::pipeline::{CallEnv, CallResult, CancelCause, Prepared, ToolCall};
+use crate::pipeline::{CallEnv, CallResult, CancelCause, Prepared, ToolCall, rare};
 use crate::schedule::{Concurrency, group};
 use crate::snapshot::Snapshot;
 use crate::timeout::Gates;
@@ -224,14 +225,17 @@ fn prepare_snapshot(snapshot: Arc<Snapshot>) -> Prepared {
     )
     .unwrap_or_else(|_| Gates::empty());
     let templates = Templates::from_engine(&snapshot.engine);
+    let options = BuildOptions {
+        max_output_bytes: snapshot.engine.max_handler_output,
+        kill_grace: snapshot.engine.kill_grace.0,
+        workspace: &snapshot.workspace_root,
+    };
     let dispatch = snapshot
         .tools
         .iter()
         .map(|(name, tool)| {
-            (
-                name.clone(),
-                Arc::new(prepare(tool, &snapshot.engine, &snapshot.workspace_root)),
-            )
+            let handler = crate::handler::build(name, &tool.resolved.handler, &options);
+            (name.clone(), Arc::new(handler))
         })
         .collect();
     Prepared {
@@ -280,16 +284,8 @@ impl Engine {
     /// Plans a batch without running anything: groups, decisions, timeouts and budgets.
     pub fn plan<'b>(&self, batch: &'b Batch, modes: &[ModeName]) -> Result<Plan<'b>, BatchError> {
         let prepared = self.inner.current.load_full();
-        check_modes(&prepared.snapshot, modes)?;
-        // The ids are checked while the batch is planned (on another core for a large batch);
-        // a batch that repeats one gets no plan.
-        let (plan, duplicate) = plan::plan_checking(&prepared.snapshot, batch, modes, || {
-            duplicate_id(&batch.calls)
-        });
-        match duplicate {
-            Some(id) => Err(BatchError::DuplicateCallId(id.to_string())),
-            None => Ok(plan),
-        }
+        check_batch(&prepared.snapshot, batch, modes)?;
+        Ok(plan::plan(&prepared.snapshot, batch, modes))
     }
 
     /// Executes a batch: groups in order, calls of a group concurrently, then the batch
@@ -307,12 +303,11 @@ impl Engine {
         let classes: Vec<Concurrency> = batch
             .calls
             .iter()
-            .map(|call| match snapshot.lookup(&call.tool) {
-                Some(tool) => {
-                    let flags = &tool.contract_for(&modes, &snapshot.engine).concurrency;
-                    Concurrency::from_flags(true, flags.destructive, flags.concurrent_safe)
-                }
-                None => Concurrency::from_flags(false, false, false),
+            .map(|call| {
+                let resolved = snapshot
+                    .lookup(&call.tool)
+                    .map(|tool| Resolved::new(snapshot, &modes, tool));
+                plan::scheduling(resolved.as_ref())
             })
             .collect();
         let ranges = group(&classes, snapshot.engine.max_concurrency);
@@ -373,22 +368,13 @@ impl Engine {
             .iter()
             .any(|hook| hook.applies(HookEvent::PostToolBatch, None, &modes));
         let unfinalized = batch_hooks.then(|| results.clone());
-        // A batch that fits needs no finalizer pass (and its future, boxed, is not built).
+        // A batch that fits needs no finalizer pass.
         let mut report = match finalize::report_if_fits(&env, &results) {
             Some(report) => report,
-            None => Box::pin(finalize::finalize_results(&env, &mut results, None)).await,
+            None => rare(finalize::finalize_results(&env, &mut results, None)).await,
         };
-        // Boxed and only with a hook to run: hook processes make a large future.
         let texts = if batch_hooks {
-            Box::pin(crate::hooks::post_tool_batch(
-                snapshot,
-                &|kind| env.emit(None, kind),
-                batch_id.as_str(),
-                &modes,
-                &results,
-                &batch_cancel,
-            ))
-            .await
+            rare(batch_hooks::post_tool_batch(&env, &results, &batch_cancel)).await
         } else {
             Vec::new()
         };
@@ -402,7 +388,7 @@ impl Engine {
             && let Some(mut again) = unfinalized
         {
             finalize::carry_persistence(&mut again, &results);
-            let extra = Box::pin(finalize::finalize_results(
+            let extra = rare(finalize::finalize_results(
                 &env,
                 &mut again,
                 batch_context.take(),

@@ -11,6 +11,7 @@
 //! Handlers observe cancellation only through `ctx.cancel`; timeouts are the pipeline's job
 //! (it cancels the token when the deadline expires).
 
+pub mod build;
 pub mod command;
 mod decode;
 pub mod http;
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{CallId, GateName, ModeName, ToolName};
 use crate::timeout::{Deadline, GateError, GatePermit, Gates};
 
+pub use build::{BuildOptions, Dispatch, build};
 pub use command::{Captured, CommandHandler, CommandSpec, StdinMode, run_captured, run_command};
 pub use decode::Utf8Decoder;
 pub use http::{HttpConfigError, HttpHandler, HttpSpec, HttpStatusError};

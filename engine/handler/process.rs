@@ -32,10 +32,11 @@ pub(crate) struct ProcessGroup {
 }
 
 impl ProcessGroup {
-    /// The group led by the process `pid` (spawned with `process_group(0)`).
-    pub(crate) fn led_by(pid: u32) -> Option<Self> {
+    /// The group led by the process `pid` (spawned with `process_group(0)` while
+    /// `spawning` was held).
+    pub(crate) fn led_by(pid: u32, spawning: &mut Spawning) -> Option<Self> {
         let pid = i32::try_from(pid).ok().filter(|pid| *pid > 0)?;
-        tracking::register(pid);
+        tracking::register(pid, &mut spawning.0);
         Some(Self {
             pgid: Pid::from_raw(pid),
             killed: false,
@@ -73,6 +74,19 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// Held while a handler process is spawned and registered: the registry of live group
+/// leaders, locked, so that no sweep for orphans runs in between.
+pub(crate) struct Spawning(std::sync::MutexGuard<'static, Vec<(i32, u64)>>);
+
+/// Locks the registry for a spawn.
+pub(crate) fn spawning() -> Spawning {
+    Spawning(
+        LEADERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}
+
 /// Whether [`become_subreaper`] succeeded.
 static SUBREAPER: AtomicBool = AtomicBool::new(false);
 
@@ -105,10 +119,10 @@ mod tracking {
 
     use super::{LEADERS, Ordering, SUBREAPER};
 
-    /// Records a live group leader and when it started.
-    pub(super) fn register(pid: i32) {
+    /// Records a live group leader and when it started (in the locked registry).
+    pub(super) fn register(pid: i32, leaders: &mut Vec<(i32, u64)>) {
         let started = start_time(pid).unwrap_or(0);
-        lock().push((pid, started));
+        leaders.push((pid, started));
     }
 
     pub(super) fn unregister(pid: i32) {
@@ -147,9 +161,11 @@ mod tracking {
             return;
         }
         let me = std::process::id() as i32;
+        // The registry stays locked for the sweep: no handler process is spawned meanwhile,
+        // so every child not in it is an orphan.
+        let leaders = lock();
         // Up to a few rounds: killing an orphan's subtree reparents its children here.
         for _ in 0..4 {
-            let leaders = lock().clone();
             let known: HashSet<i32> = leaders.iter().map(|(pid, _)| *pid).collect();
             let mut found = false;
             for orphan in children(me) {
@@ -232,7 +248,7 @@ mod tracking {
 
 #[cfg(not(target_os = "linux"))]
 mod tracking {
-    pub(super) fn register(_pid: i32) {}
+    pub(super) fn register(_pid: i32, _leaders: &mut Vec<(i32, u64)>) {}
     pub(super) fn unregister(_pid: i32) {}
     pub(super) fn kill_leader_descendants(_pid: i32) {}
     pub(super) fn kill_orphans(_leader: i32) {}

@@ -1,6 +1,6 @@
 //! Files to validated model: syntax (YAML/TOML with a span for every node), JSON Schema
-//! validation, typed deserialisation, and the diagnostics (codes, spans, renderers) every
-//! stage reports through.
+//! validation and typed deserialisation. Every stage reports through
+//! [`crate::diagnostics`].
 //!
 //! The flow for one file:
 //!
@@ -10,12 +10,13 @@
 //!                               SchemaChecker::check ◀──────┘   (every violation, exact spans)
 //! ```
 //!
-//! Every stage reports [`Diagnostic`]s (a [`Code`], a message, the exact [`Span`]) rather
-//! than stopping at the first problem; [`render`] turns them into human, JSON, GitHub or
-//! SARIF output.
+//! Every stage reports [`Diagnostic`]s (a [`Code`], a message, the exact
+//! [`Span`](crate::diagnostics::Span)) rather than stopping at the first problem;
+//! [`crate::diagnostics::render`] turns them into human, JSON, GitHub or SARIF output.
 //!
 //! ```
-//! use toolgate::load::{Format, SourceFile, parse_document};
+//! use toolgate::diagnostics::{Format, SourceFile};
+//! use toolgate::load::parse_document;
 //!
 //! let source = SourceFile::in_memory("p.yaml", "version: 1\ntools: {}\n", Format::Yaml);
 //! let doc = parse_document(source).unwrap();
@@ -24,11 +25,8 @@
 //! assert_eq!((span.line, span.column), (2, 1));
 //! ```
 
-pub mod codes;
-pub mod diagnostic;
-pub mod render;
+pub mod read;
 pub mod schema_check;
-pub mod source;
 pub mod spans;
 pub mod toml;
 pub mod yaml;
@@ -37,11 +35,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use codes::Code;
-pub use diagnostic::{Diagnostic, Diagnostics, Location, Related, Severity};
+pub use read::{ReadLimits, read_source};
 pub use schema_check::{SchemaBuildError, SchemaChecker};
-pub use source::{Format, ReadLimits, SourceFile, read_source};
-pub use spans::{NodeSpan, Span, SpanTable};
+pub use spans::{NodeSpan, SpanTable};
+
+use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 
 /// Structural limits applied while parsing, so that hostile or broken files cannot exhaust
 /// the stack or memory.

@@ -21,10 +21,11 @@ use jsonschema::error::{ValidationError, ValidationErrorKind};
 use serde_json::Value;
 
 use super::ParsedDocument;
-use super::codes::Code;
-use super::diagnostic::{Diagnostic, fold_whitespace, lowercase_first};
-use super::source::{Format, SourceFile};
-use super::spans::{Span, SpanTable, join_pointer};
+use super::spans::{SpanTable, join_pointer};
+use crate::diagnostics::source::floor_char_boundary;
+use crate::diagnostics::{
+    Code, Diagnostic, Format, SourceFile, Span, fold_whitespace, lowercase_first,
+};
 use crate::model::units::{Duration, Size};
 
 /// Help text for an invalid duration.
@@ -872,7 +873,7 @@ fn truncate(text: &str) -> String {
     if single.len() <= MAX {
         return single;
     }
-    let cut = super::source::floor_char_boundary(&single, MAX);
+    let cut = floor_char_boundary(&single, MAX);
     format!("{}…", &single[..cut])
 }
 
@@ -958,7 +959,8 @@ fn is_null_schema(schema: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::{parse_document, source::Format};
+    use crate::diagnostics::source::Format;
+    use crate::load::parse_document;
     use serde_json::json;
 
     fn check(schema: &Value, text: &str, format: Format) -> Vec<Diagnostic> {

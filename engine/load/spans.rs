@@ -14,28 +14,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
 
-use super::source::SourceFile;
-
-/// A byte range in a source file, with the 1-based line and column (in characters) of its
-/// start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Span {
-    /// Byte offset of the start.
-    pub offset: usize,
-    /// Length in bytes.
-    pub len: usize,
-    /// 1-based line of the start.
-    pub line: u32,
-    /// 1-based column of the start, in characters.
-    pub column: u32,
-}
-
-impl Span {
-    /// The byte offset just past the end.
-    pub fn end(&self) -> usize {
-        self.offset.saturating_add(self.len)
-    }
-}
+use crate::diagnostics::{SourceFile, Span};
 
 /// The spans of one node: its key (for a member of a mapping) and its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -584,7 +563,7 @@ pub fn pointer_segments(pointer: &str) -> Option<Vec<Cow<'_, str>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::source::Format;
+    use crate::diagnostics::source::Format;
 
     /// One line of text, long enough for every span of these tests: the span at offset `n`
     /// is on line 1, column `n + 1`.

@@ -17,10 +17,8 @@ use ::toml::de::{DeTable, DeValue};
 use serde_json::{Map, Number, Value};
 
 use super::ParseLimits;
-use super::codes::Code;
-use super::diagnostic::{Diagnostic, fold_whitespace, lowercase_first};
-use super::source::SourceFile;
-use super::spans::{NodeId, NodeSpan, Span, SpanTable, SpanTableBuilder};
+use super::spans::{NodeId, NodeSpan, SpanTable, SpanTableBuilder};
+use crate::diagnostics::{Code, Diagnostic, SourceFile, Span, fold_whitespace, lowercase_first};
 
 /// Parses a TOML source into a JSON value and the span of every node.
 pub fn parse_toml(
@@ -360,7 +358,7 @@ fn toml_help(message: &str) -> (Code, &'static str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::source::Format;
+    use crate::diagnostics::source::Format;
     use serde_json::json;
 
     fn parse(text: &str) -> Result<(Value, SpanTable), Vec<Diagnostic>> {

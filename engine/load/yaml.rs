@@ -28,10 +28,8 @@ use rlsp_yaml_parser::{CollectionStyle, Event, ScalarStyle};
 use serde_json::{Map, Number, Value};
 
 use super::ParseLimits;
-use super::codes::Code;
-use super::diagnostic::{Diagnostic, lowercase_first};
-use super::source::{LineCursor, SourceFile};
-use super::spans::{NodeId, NodeSpan, Span, SpanTable, SpanTableBuilder};
+use super::spans::{NodeId, NodeSpan, SpanTable, SpanTableBuilder};
+use crate::diagnostics::{Code, Diagnostic, LineCursor, SourceFile, Span, lowercase_first};
 
 /// The handle of the YAML core schema's tags (`!!str` is `tag:yaml.org,2002:str`).
 const CORE_HANDLE: &str = "tag:yaml.org,2002:";
@@ -1091,7 +1089,7 @@ fn backtick_tokens(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::source::Format;
+    use crate::diagnostics::source::Format;
     use serde_json::json;
 
     fn parse(text: &str) -> Result<(Value, SpanTable), Vec<Diagnostic>> {

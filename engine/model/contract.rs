@@ -39,7 +39,7 @@ pub struct ToolContract {
 
     /// Scheduling flags: which calls may share a group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<Concurrency>,
+    pub concurrency: Option<ConcurrencySpec>,
 
     /// How long a call may run: `none`, or a timeout policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,7 +92,7 @@ pub struct ToolContract {
 pub struct ContractPatch {
     /// Scheduling flags while the mode is active.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<Concurrency>,
+    pub concurrency: Option<ConcurrencySpec>,
     /// Timeout while the mode is active.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<TimeoutSpec>,
@@ -132,10 +132,13 @@ fn turn_control_schema(generator: &mut schemars::SchemaGenerator) -> schemars::S
 pub const TURN_CONTROL_KEY_PATTERN: &str =
     r"^(success|denied|denied_with_feedback|error:[A-Za-z][A-Za-z0-9_]*|limit:[A-Za-z0-9_-]+)$";
 
-/// Scheduling flags (SPEC §4).
+/// Scheduling flags as a contract writes them (SPEC §4); the snapshot resolves them into
+/// `ResolvedConcurrency`, and the scheduler turns those into a call's scheduling class.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Concurrency {
+// The schema keeps the name it always had.
+#[schemars(rename = "Concurrency")]
+pub struct ConcurrencySpec {
     /// May share a group with other concurrent-safe calls. Default `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrent_safe: Option<bool>,

@@ -12,8 +12,10 @@ pub mod file;
 pub mod handler;
 pub mod hook;
 pub mod ids;
+pub mod resolved;
 pub mod rule;
 pub mod schema;
+pub mod template;
 pub mod units;
 
 use schemars::JsonSchema;

@@ -10,8 +10,8 @@
 
 use crate::budget::{Produced, SlotText};
 use crate::model::contract::{DisplayKind, DisplayWhen};
-use crate::snapshot::ResolvedContract;
-use crate::snapshot::resolve::ResolvedDisplay;
+use crate::model::resolved::ResolvedContract;
+use crate::model::resolved::ResolvedDisplay;
 
 use super::Display;
 

@@ -1,11 +1,17 @@
 //! Model-facing error texts (SPEC §7.3). Every text comes from an `engine.messages`
-//! template; this module only picks the template and fills it, and projects unexpected errors
-//! through their cause chain.
+//! template; this module only picks the template and fills it, projects unexpected errors
+//! through their cause chain, and builds the failures every stage shares (a rejected call, a
+//! cancelled one).
 
 use std::error::Error;
 
+use super::{CallEnv, CallState, ErrorCode, Failure};
+use crate::assess::{Rejection, RejectionKind};
+use crate::events::{CancelReason, FailureStage};
+use crate::hooks::HookError;
 use crate::model::engine_config::MessageKey;
-use crate::snapshot::ResolvedEngine;
+use crate::model::resolved::ResolvedEngine;
+use crate::snapshot::Tool;
 
 /// Renders a message template with its placeholders.
 pub fn message(engine: &ResolvedEngine, key: MessageKey, values: &[(&str, &str)]) -> String {
@@ -87,7 +93,7 @@ pub fn cut_marked(text: &str, max: usize) -> (String, bool) {
     (format!("{kept} … [{left_out} more characters]"), true)
 }
 
-pub use crate::load::diagnostic::fold_whitespace;
+pub use crate::diagnostics::diagnostic::fold_whitespace;
 
 /// The first `max` characters of `text`, never splitting one.
 pub fn cut_chars(text: &str, max: usize) -> String {
@@ -95,6 +101,73 @@ pub fn cut_chars(text: &str, max: usize) -> String {
         Some((end, _)) => text[..end].to_owned(),
         None => text.to_owned(),
     }
+}
+
+/// The failure of a call the engine refuses before it runs (unknown tool, bad input), at the
+/// stage that found it.
+pub fn rejected(rejection: Rejection) -> Failure {
+    let (stage, code) = match rejection.kind {
+        RejectionKind::UnknownTool => (FailureStage::Lookup, ErrorCode::ToolNotFound),
+        RejectionKind::NotAnObject => (FailureStage::Normalize, ErrorCode::InputValidation),
+        RejectionKind::SchemaViolation | RejectionKind::BadTimeoutOverride => {
+            (FailureStage::Validate, ErrorCode::InputValidation)
+        }
+    };
+    Failure::error(stage, code, rejection.message)
+}
+
+/// The text of a failed hook run (for `HookFailed` events and `fail_closed` denials): a
+/// process error is projected through its cause chain.
+pub fn hook_error(engine: &ResolvedEngine, error: &HookError) -> String {
+    match error {
+        HookError::Process(inner) => project(engine, inner),
+        HookError::NoCommand
+        | HookError::Argv(_)
+        | HookError::TimedOut(_)
+        | HookError::BadAnswer(_)
+        | HookError::Exit { .. }
+        | HookError::Signal => error.to_string(),
+    }
+}
+
+/// The failure for a cancelled call, with its machine-readable reason and the message for it:
+/// the sibling or turn-stop templates, else the contract's `cancellation_message`, else the
+/// generic template.
+pub fn cancellation(
+    env: &CallEnv<'_>,
+    state: &CallState<'_>,
+    tool: Option<&Tool>,
+    stage: FailureStage,
+    reason: CancelReason,
+) -> Failure {
+    let engine = &env.prepared.snapshot.engine;
+    let name = tool.map_or(state.call.tool.as_str(), |t| t.name.as_str());
+    let contract_message = tool.and_then(|t| t.resolved.timeout.cancellation_message.clone());
+    let text = match reason {
+        CancelReason::SiblingFailed => {
+            let by = state
+                .cancel_reason(env)
+                .1
+                .map(|id| id.to_string())
+                .unwrap_or_default();
+            message(
+                engine,
+                MessageKey::SiblingFailed,
+                &[("tool", name), ("call_id", &by)],
+            )
+        }
+        CancelReason::TurnStopped => message(engine, MessageKey::TurnStopped, &[("tool", name)]),
+        CancelReason::Timeout | CancelReason::UserInterrupt | CancelReason::Policy => {
+            contract_message.unwrap_or_else(|| {
+                message(
+                    engine,
+                    MessageKey::Cancelled,
+                    &[("tool", name), ("reason", reason.as_str())],
+                )
+            })
+        }
+    };
+    Failure::cancelled(stage, reason, text)
 }
 
 #[cfg(test)]

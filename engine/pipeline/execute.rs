@@ -9,7 +9,6 @@
 //! except for the moment it takes the runtime to drop the aborted task: the call's result is
 //! only reported once its processes have been sent SIGKILL.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 use std::time::Duration;
@@ -17,80 +16,18 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::errors::{message, project, project_marked};
-use super::{CallEnv, CallState, ErrorCode, Failure};
-use crate::events::{CancelReason, EventKind, FailureStage, ToolCallProgress};
+use super::errors::{cancellation, message, project, project_marked};
+use super::{CallEnv, CallState, ErrorCode, Failure, rare};
+use crate::events::{EventKind, FailureStage, ToolCallProgress};
 use crate::handler::{
-    CallContext, CommandHandler, CommandSpec, HandlerError, HandlerFuture, HandlerOutput,
-    HttpHandler, HttpSpec, Isolated, ProgressChunk, ProgressSink, ProgressStream, StdinMode,
-    build_native, poll_native,
+    CallContext, Dispatch, HandlerError, HandlerFuture, HandlerOutput, Isolated, ProgressChunk,
+    ProgressSink, ProgressStream, build_native, poll_native,
 };
 use crate::model::CallId;
 use crate::model::engine_config::MessageKey;
-use crate::model::handler::{HandlerSpec, StdinMode as ModelStdin};
-use crate::snapshot::{ResolvedContract, ResolvedEngine, Tool};
+use crate::model::resolved::ResolvedContract;
+use crate::snapshot::Tool;
 use crate::timeout::{Deadline, GateError, ResolvedTimeout};
-
-/// A tool's handler, compiled once per snapshot.
-pub enum Dispatch {
-    /// A subprocess.
-    Command(Arc<CommandHandler>),
-    /// An HTTP endpoint.
-    Http(Arc<HttpHandler>),
-    /// A native handler registered under this name.
-    Native(String),
-    /// No handler can run (why, for the model and the logs).
-    Unavailable(String),
-}
-
-/// Compiles a tool's handler. Errors here were reported at load time; a handler that still
-/// cannot be built becomes `Unavailable`, so the call fails with a clear message.
-pub fn prepare(tool: &Tool, engine: &ResolvedEngine, workspace: &Path) -> Dispatch {
-    match &tool.resolved.handler {
-        HandlerSpec::Command(spec) => {
-            let command = CommandSpec {
-                argv: spec.argv.clone(),
-                stdin: match spec.stdin {
-                    Some(ModelStdin::Json) => StdinMode::Json,
-                    Some(ModelStdin::None) | None => StdinMode::Null,
-                },
-                env_allow: spec.env.clone().unwrap_or_default(),
-                env_set: spec.set_env.clone().unwrap_or_default(),
-                cwd: Some(match &spec.cwd {
-                    Some(dir) => workspace.join(dir),
-                    None => workspace.to_path_buf(),
-                }),
-                success_codes: spec.success_codes.clone().unwrap_or_else(|| vec![0]),
-                max_output_bytes: engine.max_handler_output,
-                kill_grace: engine.kill_grace.0,
-            };
-            match CommandHandler::new(command) {
-                Ok(handler) => Dispatch::Command(Arc::new(handler)),
-                Err(error) => Dispatch::Unavailable(format!(
-                    "the handler's argv template is invalid: {error}"
-                )),
-            }
-        }
-        HandlerSpec::Http(spec) => {
-            let mut http = HttpSpec::new(spec.url.clone());
-            http.headers = spec.headers.clone().unwrap_or_default();
-            http.env_allow = spec.env.clone().unwrap_or_default();
-            http.max_body_bytes = engine.max_handler_output;
-            match HttpHandler::new(http) {
-                Ok(handler) => Dispatch::Http(Arc::new(handler)),
-                Err(error) => {
-                    Dispatch::Unavailable(format!("the http handler cannot be built: {error}"))
-                }
-            }
-        }
-        HandlerSpec::Mcp(_) => Dispatch::Unavailable(
-            "mcp handlers are not supported by this version of toolgate".into(),
-        ),
-        HandlerSpec::Native(spec) => {
-            Dispatch::Native(spec.name.clone().unwrap_or_else(|| tool.name.to_string()))
-        }
-    }
-}
 
 enum Ended {
     Ran(Result<HandlerOutput, HandlerError>),
@@ -182,17 +119,13 @@ async fn run(
 ) -> Ended {
     let _permit = match &contract.gate {
         None => None,
-        // Boxed, like the supervision below: most calls pass no gate, and the call's future
-        // stays small for them.
-        Some(gate) => {
-            match Box::pin(env.prepared.gates.acquire(gate, deadline, state.cancel)).await {
-                Ok(permit) => Some(permit),
-                Err(GateError::Cancelled { .. }) => return Ended::Cancelled,
-                Err(error @ (GateError::Unknown(_) | GateError::Held(_))) => {
-                    return Ended::Ran(Err(HandlerError::other(error)));
-                }
+        Some(gate) => match rare(env.prepared.gates.acquire(gate, deadline, state.cancel)).await {
+            Ok(permit) => Some(permit),
+            Err(GateError::Cancelled { .. }) => return Ended::Cancelled,
+            Err(error @ (GateError::Unknown(_) | GateError::Held(_))) => {
+                return Ended::Ran(Err(HandlerError::other(error)));
             }
-        }
+        },
     };
     let handler_cancel = state.cancel.child_token();
     let ctx = CallContext {
@@ -219,10 +152,8 @@ async fn run(
         }
         Err(failure) => return Ended::Ran(Err(failure)),
     };
-    // Boxed: the race against the deadline and the clean-up make a large future, which a
-    // native handler that finishes in its first poll never needs.
     let kill_grace = env.prepared.snapshot.engine.kill_grace.0;
-    Box::pin(supervise(
+    rare(supervise(
         task,
         deadline,
         state.cancel,
@@ -532,47 +463,6 @@ pub fn handler_failure(env: &CallEnv<'_>, tool: &Tool, error: HandlerError) -> F
         }
     }
 }
-
-/// The failure for a cancelled call, with its machine-readable reason and the message for it:
-/// the sibling or turn-stop templates, else the contract's `cancellation_message`, else the
-/// generic template.
-pub fn cancellation(
-    env: &CallEnv<'_>,
-    state: &CallState<'_>,
-    tool: Option<&Tool>,
-    stage: FailureStage,
-    reason: CancelReason,
-) -> Failure {
-    let engine = &env.prepared.snapshot.engine;
-    let name = tool.map_or(state.call.tool.as_str(), |t| t.name.as_str());
-    let contract_message = tool.and_then(|t| t.resolved.timeout.cancellation_message.clone());
-    let text = match reason {
-        CancelReason::SiblingFailed => {
-            let by = state
-                .cancel_reason(env)
-                .1
-                .map(|id| id.to_string())
-                .unwrap_or_default();
-            message(
-                engine,
-                MessageKey::SiblingFailed,
-                &[("tool", name), ("call_id", &by)],
-            )
-        }
-        CancelReason::TurnStopped => message(engine, MessageKey::TurnStopped, &[("tool", name)]),
-        CancelReason::Timeout | CancelReason::UserInterrupt | CancelReason::Policy => {
-            contract_message.unwrap_or_else(|| {
-                message(
-                    engine,
-                    MessageKey::Cancelled,
-                    &[("tool", name), ("reason", reason.as_str())],
-                )
-            })
-        }
-    };
-    Failure::cancelled(stage, reason, text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

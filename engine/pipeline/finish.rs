@@ -27,21 +27,7 @@ pub struct Success {
     pub weight: (u32, u64),
 }
 
-/// Builds the result and emits the terminal event.
-pub async fn finish(
-    env: &CallEnv<'_>,
-    state: CallState<'_>,
-    outcome: Result<Success, Failure>,
-) -> Box<CallResult> {
-    match outcome {
-        Ok(success) => succeeded(env, state, success),
-        // Boxed: hooks and budgeting an error text make a large future, and most calls
-        // succeed; the success path awaits nothing.
-        Err(failure) => Box::pin(finish_failure(env, state, failure)).await,
-    }
-}
-
-/// [`finish`] for a successful call.
+/// Builds the result of a successful call and emits the terminal event.
 ///
 /// The result is boxed once here and moved as a pointer until the batch collects it.
 pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) -> Box<CallResult> {
@@ -74,20 +60,15 @@ pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) 
     result
 }
 
-/// [`finish`] for a failed call: `PostToolUseFailure` hooks, the error text budgeted.
-pub async fn finish_failure(
+/// Builds the result of a failed call — after its `PostToolUseFailure` hooks, with the error
+/// text budgeted like an output — and emits the terminal event.
+pub async fn failed(
     env: &CallEnv<'_>,
     mut state: CallState<'_>,
     failure: Failure,
 ) -> Box<CallResult> {
-    if !env.prepared.snapshot.hooks.is_empty() {
-        // Boxed: hook processes make a large future, and most calls have no hook.
-        Box::pin(crate::hooks::post_tool_use_failure(
-            env, &mut state, &failure,
-        ))
-        .await;
-    }
-    let mut result = Box::new(failed(env, &mut state, failure).await);
+    super::post_hooks::post_failure_hooks(env, &mut state, &failure).await;
+    let mut result = Box::new(failed_result(env, &mut state, failure).await);
     end(env, &state, &mut result);
     result
 }
@@ -146,7 +127,11 @@ fn end(env: &CallEnv<'_>, state: &CallState<'_>, result: &mut CallResult) {
     );
 }
 
-async fn failed(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: Failure) -> CallResult {
+async fn failed_result(
+    env: &CallEnv<'_>,
+    state: &mut CallState<'_>,
+    failure: Failure,
+) -> CallResult {
     let tool = state.tool;
     let contract = tool
         .as_ref()

@@ -1,20 +1,22 @@
 //! The call pipeline (SPEC §6): one file per stage; [`run_call`] lists the stages in order.
 //!
 //! ```text
-//! lookup → normalize → validate → pre_hooks → permission → start → execute
-//!        → output → produce → post_hooks → display → turn_control → finish
+//! admit (lookup, normalise, validate) → pre_hooks → permission → start → execute
+//!       → output → produce → post_hooks → display → turn_control → finish
 //! ```
 //!
-//! Each stage may end the call with a [`Failure`]; [`finish`] turns the success or the
-//! failure into a [`CallResult`] and emits exactly one terminal event. What is approved is
-//! exactly what runs: the input handed to the approver is the one the handler receives.
+//! What the policies decide about a call — its tool, input, timeout and permission — is
+//! decided by [`crate::assess`], the same code `toolgate plan` and `toolgate test` use; the
+//! stages add what is asynchronous or effectful: hooks, approval, the handler, budgets,
+//! events. Each stage may end the call with a [`Failure`]; [`finish`] turns the success or
+//! the failure into a [`CallResult`] and emits exactly one terminal event. What is approved
+//! is exactly what runs: the input handed to the approver is the one the handler receives.
 
+pub mod admit;
 pub mod display;
 pub mod errors;
 pub mod execute;
 pub mod finish;
-pub mod lookup;
-pub mod normalize;
 pub mod outcome;
 pub mod output;
 pub mod permission;
@@ -23,9 +25,9 @@ pub mod pre_hooks;
 pub mod produce;
 pub mod start;
 pub mod turn_control;
-pub mod validate;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
@@ -34,38 +36,17 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::assess::ToolCall;
 pub use outcome::{CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, TurnEffect};
 
 use crate::approval::ApprovalBroker;
 use crate::artifact::{ArtifactStore, SessionId};
 use crate::budget::Templates;
 use crate::events::{CancelReason, Event, EventKind, EventSink};
-use crate::handler::NativeRegistry;
+use crate::handler::{Dispatch, NativeRegistry};
 use crate::model::{BatchId, CallId, ModeName, ToolName};
 use crate::snapshot::Snapshot;
 use crate::timeout::Gates;
-
-/// One tool call as the model gave it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolCall {
-    /// Its id, unique within the batch.
-    pub id: CallId,
-    /// The tool name or alias as written.
-    pub tool: String,
-    /// The input: an object, or a JSON string holding one.
-    pub input: Value,
-}
-
-impl ToolCall {
-    /// A call.
-    pub fn new(id: impl Into<CallId>, tool: impl Into<String>, input: Value) -> Self {
-        Self {
-            id: id.into(),
-            tool: tool.into(),
-            input,
-        }
-    }
-}
 
 /// Why a group or batch was cancelled, set once before its token is cancelled so that the
 /// calls it stops can say why.
@@ -94,7 +75,7 @@ pub struct Prepared {
     /// Model-facing budget texts.
     pub templates: Templates,
     /// Compiled command/http handlers by tool.
-    pub dispatch: HashMap<ToolName, Arc<execute::Dispatch>>,
+    pub dispatch: HashMap<ToolName, Arc<Dispatch>>,
 }
 
 /// Everything a call needs from its engine, batch and turn.
@@ -182,6 +163,22 @@ impl CallState<'_> {
             .cloned()
             .unwrap_or((CancelReason::UserInterrupt, None))
     }
+
+    /// Keeps a copy of the input for the hooks that read it after the handler or a failure
+    /// (`PostToolUse`, `PostToolUseFailure`); without hooks nothing reads it again, and
+    /// nothing is copied.
+    pub fn keep_input(&mut self, env: &CallEnv<'_>, input: &Value) {
+        if !env.prepared.snapshot.hooks.is_empty() {
+            self.input = Some(input.clone());
+        }
+    }
+}
+
+/// Awaits a stage's rarely taken, large part on the heap: hook processes, approval waits,
+/// gates, handler supervision and failure budgeting make large futures that most calls never
+/// build, and boxing them here keeps every call's future small.
+pub(crate) async fn rare<F: Future>(future: F) -> F::Output {
+    Box::pin(future).await
 }
 
 /// Runs one call through every stage. Never fails: every outcome is a [`CallResult`] (boxed:
@@ -210,8 +207,7 @@ pub async fn run_call<'a>(
     };
     match stages(env, &mut state).await {
         Ok(success) => finish::succeeded(env, state, success),
-        // Boxed: the failure path's hooks and budgeting make a large future.
-        Err(failure) => Box::pin(finish::finish_failure(env, state, failure)).await,
+        Err(failure) => rare(finish::failed(env, state, failure)).await,
     }
 }
 
@@ -220,44 +216,19 @@ async fn stages<'a>(
     env: &CallEnv<'a>,
     state: &mut CallState<'a>,
 ) -> Result<finish::Success, Failure> {
-    // Both borrowed from the batch's snapshot (no reference counts touched per call); a
-    // contract patched by an active mode is shared through the tool's cache.
-    let tool = lookup::lookup(env, state)?;
-    let contract = tool.contract_for(env.modes, &env.prepared.snapshot.engine);
-    let has_hooks = !env.prepared.snapshot.hooks.is_empty();
-    // `PostToolUseFailure` hooks are shown the call's own input when it fails before it is
-    // parsed; without hooks nothing reads it again, and it is moved on rather than copied.
-    let raw = if has_hooks {
-        state.call.input.clone()
-    } else {
-        std::mem::take(&mut state.call.input)
-    };
-    let input = normalize::normalize_owned(env, tool, raw)?;
-    if has_hooks {
-        state.input = Some(input.clone());
-    }
-    validate::validate_input(env, tool, &input)?;
-    let input = pre_hooks::pre_hooks(env, state, tool, input).await?;
-    if has_hooks {
-        state.input = Some(input.clone());
-    }
-    let timeout = validate::resolve_timeout(env, tool, &contract, &input)?;
-    permission::permission(env, state, tool, &contract, &input).await?;
+    let admitted = admit::admit(env, state)?;
+    let admitted = pre_hooks::pre_hooks(env, state, admitted).await?;
+    let permission::Cleared {
+        tool,
+        contract,
+        input,
+        timeout,
+    } = permission::permission(env, state, admitted).await?;
     start::start(env, state, tool, &contract, timeout.as_ref());
-    // PostToolUse hooks see the input after the handler has run; without any hook the
-    // handler takes it and nothing is copied.
-    let (handler_input, kept_input) = if !has_hooks {
-        (input, None)
-    } else {
-        (input.clone(), Some(input))
-    };
-    let output =
-        execute::execute(env, state, tool, &contract, handler_input, timeout.as_ref()).await?;
+    let output = execute::execute(env, state, tool, &contract, input, timeout.as_ref()).await?;
     let output = output::check_output(env, tool, output)?;
     let produced = produce::produce(env, state, tool, &contract, output.text).await;
-    if let Some(input) = &kept_input {
-        post_hooks::post_hooks(env, state, tool, input, produced.content.as_str()).await;
-    }
+    post_hooks::post_hooks(env, state, tool, produced.content.as_str()).await;
     let (display, pending_display) = display::project(&contract, &output.display_source, &produced);
     let turn = turn_control::on_success(&contract);
     let budget = &contract.budget;

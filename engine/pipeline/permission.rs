@@ -3,52 +3,74 @@
 //! emitted and the approver's answer races the `PermissionRequest` hooks; the wait has its
 //! own timeout with a declared outcome. The request carries the exact input that runs.
 
-use serde_json::Value;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::{Value, json};
 // tokio's clock, not std's: approval waits are measured on the runtime's clock, so they
 // read right under paused time too.
 use tokio::time::Instant;
 
-use super::errors::message;
-use super::{CallEnv, CallState, Failure};
+use super::errors::{cancellation, hook_error, message, rejected};
+use super::{CallEnv, CallState, Failure, rare};
 use crate::approval::{
-    AnsweredBy, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, WaitPolicy, wait,
+    AnsweredBy, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, HookRace, WaitPolicy, wait,
 };
+use crate::assess::{Admitted, Resolved, Settled};
 use crate::events::{
-    EventKind, FailureStage, PermissionDenied, PermissionRequested, PermissionResolved,
+    EventKind, FailureStage, HookFailed, PermissionDenied, PermissionRequested, PermissionResolved,
 };
+use crate::hooks::{self, CallInfo, Ran};
 use crate::model::Decision;
 use crate::model::engine_config::MessageKey;
-use crate::policy::decide::{Permission, Reason, combine};
-use crate::policy::rules::CallFacts;
-use crate::snapshot::{ResolvedContract, Tool};
+use crate::model::hook::HookEvent;
+use crate::model::resolved::ResolvedContract;
+use crate::policy::decide::{Permission, Reason};
+use crate::snapshot::{SnapshotHook, Tool};
+use crate::timeout::ResolvedTimeout;
 
-/// Decides the call's permission, asking for approval when needed.
-pub async fn permission(
-    env: &CallEnv<'_>,
-    state: &mut CallState<'_>,
-    tool: &Tool,
-    contract: &ResolvedContract,
-    input: &Value,
-) -> Result<(), Failure> {
-    let snapshot = &env.prepared.snapshot;
-    let facts = CallFacts {
-        tool: &tool.name,
+/// A call cleared to run: its tool and contract, the input that runs, its timeout.
+pub struct Cleared<'a> {
+    /// The canonical tool.
+    pub tool: &'a Tool,
+    /// Its contract for the active modes.
+    pub contract: Cow<'a, Arc<ResolvedContract>>,
+    /// The input the handler receives: exactly the one that was approved.
+    pub input: Value,
+    /// The resolved timeout (`None`: no timeout).
+    pub timeout: Option<ResolvedTimeout>,
+}
+
+/// Decides the call's permission with [`Admitted::settle`] (the rules, the PreToolUse
+/// hooks' votes, `always_ask`; also the timeout, whose bad override ends the call here),
+/// asking for approval when needed.
+pub async fn permission<'a>(
+    env: &CallEnv<'a>,
+    state: &mut CallState<'a>,
+    admitted: Admitted<'a, 'static>,
+) -> Result<Cleared<'a>, Failure> {
+    let (Resolved { tool, contract }, settled) =
+        admitted.settle(&env.prepared.snapshot, env.modes, &state.hook_votes);
+    let Settled {
         input,
-        modes: env.modes,
-        flags: &contract.concurrency,
+        timeout,
+        permission,
+    } = settled.map_err(rejected)?;
+    let input = input.into_owned();
+    let cleared = |input| Cleared {
+        tool,
+        contract,
+        input,
+        timeout,
     };
-    let rules = snapshot
-        .rules
-        .decide(&facts, &snapshot.match_ctx, contract.default_permission);
-    let permission = combine(rules, &state.hook_votes, contract.always_ask);
-    if permission.decision == Decision::Allow {
-        // The common case needs the permission only in the result: moved there, not copied.
-        state.permission = Some(permission);
-        return Ok(());
-    }
-    state.permission = Some(permission.clone());
     match permission.decision {
-        Decision::Allow => Ok(()),
+        Decision::Allow => {
+            // The common case needs the permission only in the result: moved there, not
+            // copied.
+            state.permission = Some(permission);
+            Ok(cleared(input))
+        }
         Decision::Deny => {
             let text = denial_message(env, tool, &permission);
             let sources = permission
@@ -56,10 +78,14 @@ pub async fn permission(
                 .map(Reason::label)
                 .into_iter()
                 .collect();
+            state.permission = Some(permission);
             Err(deny(env, state, tool, text, sources))
         }
-        // Boxed: the approval wait is a large future, and most calls never ask.
-        Decision::Ask => Box::pin(ask(env, state, tool, input, permission)).await,
+        Decision::Ask => {
+            state.permission = Some(permission.clone());
+            rare(ask(env, state, tool, &input, permission)).await?;
+            Ok(cleared(input))
+        }
     }
 }
 
@@ -131,7 +157,7 @@ async fn ask(
         modes: env.modes.to_vec(),
         attempt: 1,
     };
-    let hooks = crate::hooks::permission_request(env, state, tool, input);
+    let hooks = hook_race(env, state, tool, input);
     let policy = WaitPolicy {
         timeout: engine.approval_timeout.map(|d| d.0),
         expiry: engine.approval_expiry,
@@ -143,7 +169,7 @@ async fn ask(
     let (answer, by) = match outcome {
         ApprovalOutcome::Cancelled => {
             let (reason, _) = state.cancel_reason(env);
-            return Err(super::execute::cancellation(
+            return Err(cancellation(
                 env,
                 state,
                 Some(tool),
@@ -227,4 +253,103 @@ fn mark_denied(state: &mut CallState<'_>) {
     if let Some(permission) = &mut state.permission {
         permission.decision = Decision::Deny;
     }
+}
+
+/// The `PermissionRequest` hooks that apply, as one future racing the approver, or `None`
+/// when no hook applies. The first decisive answer wins; the rest are dropped (their
+/// processes killed).
+fn hook_race(
+    env: &CallEnv<'_>,
+    state: &CallState<'_>,
+    tool: &Tool,
+    input: &Value,
+) -> Option<HookRace> {
+    let snapshot = Arc::clone(&env.prepared.snapshot);
+    let hooks: Vec<&SnapshotHook> = hooks::applicable(
+        &snapshot,
+        HookEvent::PermissionRequest,
+        Some(&tool.name),
+        env.modes,
+    )
+    .collect();
+    if hooks.is_empty() {
+        return None;
+    }
+    let reasons: Vec<String> = state
+        .permission
+        .as_ref()
+        .map(|p| p.reasons.iter().map(Reason::label).collect())
+        .unwrap_or_default();
+    let call = CallInfo {
+        batch_id: env.batch_id.as_str(),
+        call_id: state.call.id.as_str(),
+        tool: tool.name.as_str(),
+        input,
+        modes: env.modes,
+        workspace: &snapshot.workspace_root,
+    };
+    let runs: Vec<(SnapshotHook, Value)> = hooks
+        .into_iter()
+        .map(|hook| {
+            let mut payload = hooks::call_payload(HookEvent::PermissionRequest, hook, &call);
+            payload.insert("reasons".into(), json!(reasons));
+            (hook.clone(), Value::Object(payload))
+        })
+        .collect();
+    let sink = Arc::clone(env.sink);
+    let batch = env.batch_id.clone();
+    let call = state.call.id.clone();
+    let cancel = state.cancel.clone();
+    Some(Box::pin(async move {
+        let mut pending: FuturesUnordered<_> = runs
+            .into_iter()
+            .map(|(hook, payload)| {
+                let snapshot = Arc::clone(&snapshot);
+                let cancel = cancel.clone();
+                async move {
+                    let ran = hooks::run(&snapshot, &hook, payload, &cancel).await;
+                    (hook, ran)
+                }
+            })
+            .collect();
+        while let Some((hook, ran)) = pending.next().await {
+            let name = hook.spec.name.clone();
+            match ran {
+                Ran::Answered(answer) => match answer.decision {
+                    Some(Decision::Allow) => {
+                        let reason = answer.reason;
+                        return Some((name, ApprovalAnswer::Allow { reason }));
+                    }
+                    Some(Decision::Deny) => {
+                        let reason = answer.reason;
+                        return Some((name, ApprovalAnswer::Deny { reason }));
+                    }
+                    Some(Decision::Ask) | None => {}
+                },
+                Ran::Blocked(stderr) => {
+                    let reason = hooks::blocked_reason(stderr);
+                    return Some((name, ApprovalAnswer::Deny { reason }));
+                }
+                Ran::Failed(error) => {
+                    let error = hook_error(&snapshot.engine, &error);
+                    sink.emit(crate::events::Event::now(
+                        Some(batch.clone()),
+                        Some(call.clone()),
+                        snapshot.generation,
+                        EventKind::HookFailed(HookFailed {
+                            hook: name.clone(),
+                            event: hooks::event_name(HookEvent::PermissionRequest).to_owned(),
+                            error: error.clone(),
+                            fail_closed: hooks::fails_closed(&hook),
+                        }),
+                    ));
+                    if hooks::fails_closed(&hook) {
+                        let reason = Some(format!("hook `{name}` failed: {error}"));
+                        return Some((name, ApprovalAnswer::Deny { reason }));
+                    }
+                }
+            }
+        }
+        None
+    }))
 }

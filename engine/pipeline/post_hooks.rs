@@ -1,22 +1,108 @@
-//! Stage 10, PostToolUse hooks: they may add context, appended to the result as
-//! `[Hook additional context]` entries.
+//! Stage 10, PostToolUse hooks, and the `PostToolUseFailure` hooks of a failed call: they may
+//! add context, appended to the result as `[Hook additional context]` entries. A hook that
+//! fails is reported (`HookFailed`) and otherwise ignored.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::{CallEnv, CallState};
-use crate::snapshot::Tool;
+use super::errors::hook_error;
+use super::{CallEnv, CallState, Failure, rare};
+use crate::events::{CallStatus, EventKind, HookFailed};
+use crate::hooks::{self, CallInfo, Ran};
+use crate::model::CallId;
+use crate::model::hook::HookEvent;
+use crate::snapshot::{SnapshotHook, Tool};
 
-/// Runs the PostToolUse hooks that apply to the call.
-pub async fn post_hooks(
+/// Runs the PostToolUse hooks that apply to a successful call.
+pub async fn post_hooks(env: &CallEnv<'_>, state: &mut CallState<'_>, tool: &Tool, output: &str) {
+    run(env, state, tool, HookEvent::PostToolUse, |payload| {
+        payload.insert("tool_response".into(), json!(output));
+        payload.insert("status".into(), json!("ok"));
+    })
+    .await;
+}
+
+/// Runs the `PostToolUseFailure` hooks that apply to a failed call (also to denials and
+/// cancellations, so a hook's diagnosis reaches the model).
+pub async fn post_failure_hooks(env: &CallEnv<'_>, state: &mut CallState<'_>, failure: &Failure) {
+    let Some(tool) = state.tool else {
+        return;
+    };
+    run(env, state, tool, HookEvent::PostToolUseFailure, |payload| {
+        payload.insert("error".into(), json!(failure.message));
+        payload.insert("status".into(), json!(failure.status.as_str()));
+        payload.insert(
+            "is_interrupt".into(),
+            json!(failure.status == CallStatus::Cancelled),
+        );
+    })
+    .await;
+}
+
+async fn run(
     env: &CallEnv<'_>,
     state: &mut CallState<'_>,
     tool: &Tool,
-    input: &Value,
-    output: &str,
+    event: HookEvent,
+    event_fields: impl Fn(&mut serde_json::Map<String, Value>),
 ) {
-    if env.prepared.snapshot.hooks.is_empty() {
+    let snapshot = &env.prepared.snapshot;
+    let hooks: Vec<&SnapshotHook> =
+        hooks::applicable(snapshot, event, Some(&tool.name), env.modes).collect();
+    if hooks.is_empty() {
         return;
     }
-    // Boxed: hook processes make a large future, and most calls have no hook to run.
-    Box::pin(crate::hooks::post_tool_use(env, state, tool, input, output)).await;
+    rare(async {
+        // The input as parsed and rewritten by `PreToolUse` hooks, when the call got that
+        // far (kept whenever the snapshot has hooks).
+        let input = state.input.clone().unwrap_or(Value::Null);
+        let cancel = state.cancel;
+        for hook in hooks {
+            let mut payload = hooks::call_payload(
+                event,
+                hook,
+                &CallInfo {
+                    batch_id: env.batch_id.as_str(),
+                    call_id: state.call.id.as_str(),
+                    tool: tool.name.as_str(),
+                    input: &input,
+                    modes: env.modes,
+                    workspace: &snapshot.workspace_root,
+                },
+            );
+            event_fields(&mut payload);
+            match hooks::run(snapshot, hook, payload.into(), cancel).await {
+                Ran::Answered(mut answer) => {
+                    if let Some(context) = answer.context() {
+                        state.hook_context.push(context);
+                    }
+                }
+                Ran::Blocked(stderr) if !stderr.is_empty() => state.hook_context.push(stderr),
+                Ran::Blocked(_) => {}
+                Ran::Failed(error) => {
+                    let error = hook_error(&snapshot.engine, &error);
+                    report(env, Some(&state.call.id), hook, event, &error);
+                }
+            }
+        }
+    })
+    .await;
+}
+
+/// Reports a hook that failed (`HookFailed`).
+pub fn report(
+    env: &CallEnv<'_>,
+    call: Option<&CallId>,
+    hook: &SnapshotHook,
+    event: HookEvent,
+    error: &str,
+) {
+    env.emit(
+        call,
+        EventKind::HookFailed(HookFailed {
+            hook: hook.spec.name.clone(),
+            event: hooks::event_name(event).to_owned(),
+            error: error.to_owned(),
+            fail_closed: hooks::fails_closed(hook),
+        }),
+    );
 }

@@ -9,9 +9,10 @@ use crate::budget::{
     produce as run_producer, produce_without_io,
 };
 use crate::model::Size;
-use crate::snapshot::{ResolvedContract, Tool};
+use crate::model::resolved::ResolvedContract;
+use crate::snapshot::Tool;
 
-use super::{CallEnv, CallState};
+use super::{CallEnv, CallState, rare};
 
 /// Outputs at least this long are measured and hashed on a blocking thread.
 const OFFLOAD_BYTES: usize = 256 * 1024;
@@ -43,7 +44,7 @@ pub async fn produce(
     // here, and travel with it.
     let produced = if output.as_str().len() < OFFLOAD_BYTES {
         // A small output needing no artifact write (most of them) is budgeted without
-        // awaiting anything; the rest is boxed, keeping the call's future small.
+        // awaiting anything.
         measure_all(&[&output], Measurement::Length(unit));
         let input = ProducerInput {
             tool: &tool.name,
@@ -52,16 +53,16 @@ pub async fn produce(
         };
         match produce_without_io(input, &policy, templates, env.store.is_some()) {
             Ok(produced) => produced,
-            Err(input) => Box::pin(run_producer(input, &policy, templates, target(env))).await,
+            Err(input) => rare(run_producer(input, &policy, templates, target(env))).await,
         }
     } else {
-        let output = Box::pin(off_thread(output, Measurement::Length(unit))).await;
+        let output = rare(off_thread(output, Measurement::Length(unit))).await;
         let input = ProducerInput {
             tool: &tool.name,
             call_id: &state.call.id,
             output,
         };
-        Box::pin(run_producer(input, &policy, templates, target(env))).await
+        rare(run_producer(input, &policy, templates, target(env))).await
     };
     let meta = &produced.meta;
     state.metadata.truncated = meta.truncated;
@@ -74,7 +75,7 @@ pub async fn produce(
     if produced.content.as_str().len() < OFFLOAD_BYTES {
         measure_all(&[&produced.content], Measurement::Length(unit));
     } else {
-        Box::pin(async {
+        rare(async {
             let content = off_thread(produced.content.clone(), Measurement::Length(unit)).await;
             off_thread(content, Measurement::Digest).await;
         })

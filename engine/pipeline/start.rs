@@ -5,7 +5,8 @@
 use super::{CallEnv, CallState};
 use crate::events::{CallFlags, EventKind, ToolCallStarted};
 use crate::model::contract::SideEffectScope;
-use crate::snapshot::{ResolvedContract, Tool};
+use crate::model::resolved::ResolvedContract;
+use crate::snapshot::Tool;
 use crate::timeout::ResolvedTimeout;
 
 /// Emits `ToolCallStarted`.

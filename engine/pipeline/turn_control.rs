@@ -2,8 +2,8 @@
 //! the contract's `turn_control` map.
 
 use crate::events::CallStatus;
-use crate::snapshot::ResolvedContract;
-use crate::snapshot::resolve::{TurnOutcome, TurnRule};
+use crate::model::resolved::ResolvedContract;
+use crate::model::resolved::{TurnOutcome, TurnRule};
 
 use super::{Failure, TurnEffect};
 

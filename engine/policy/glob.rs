@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use globset::{Candidate, GlobSet};
 
-use super::path::build_parsed_glob_set;
+use globset::{GlobBuilder, GlobSetBuilder};
 
 /// A compiled list of globs.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ impl PlainList {
 }
 
 impl GlobList {
-    /// Compiles `patterns`, which already parse as globs (see `path::parse_globs`).
+    /// Compiles `patterns`, which already parse as globs (see [`parse_globs`]).
     ///
     /// # Errors
     /// Why `globset` cannot build the automaton (a size limit).
@@ -274,6 +274,141 @@ impl PlainGlob {
         }
         states & accepting != 0
     }
+}
+
+/// A pattern that could not be compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobSyntaxError {
+    /// Byte offset in the pattern, when it can be told.
+    pub offset: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Parses globs (cheap: no automaton is built); errors carry each pattern's index and the
+/// best offset.
+pub(crate) fn parse_globs(
+    patterns: &[String],
+    literal_separator: bool,
+    case_insensitive: bool,
+) -> Result<Vec<globset::Glob>, Vec<(usize, GlobSyntaxError)>> {
+    let mut globs = Vec::with_capacity(patterns.len());
+    let mut errors = Vec::new();
+    for (index, pattern) in patterns.iter().enumerate() {
+        match GlobBuilder::new(pattern)
+            .literal_separator(literal_separator)
+            .case_insensitive(case_insensitive)
+            .backslash_escape(true)
+            .build()
+        {
+            Ok(glob) => globs.push(glob),
+            Err(err) => errors.push((
+                index,
+                GlobSyntaxError {
+                    offset: glob_error_offset(pattern, err.kind()),
+                    message: err.kind().to_string(),
+                },
+            )),
+        }
+    }
+    if errors.is_empty() {
+        Ok(globs)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Compiles globs into a set; errors carry each pattern's index and the best offset.
+pub(crate) fn build_glob_set(
+    patterns: &[String],
+    literal_separator: bool,
+    case_insensitive: bool,
+) -> Result<GlobSet, Vec<(usize, GlobSyntaxError)>> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in parse_globs(patterns, literal_separator, case_insensitive)? {
+        builder.add(glob);
+    }
+    builder.build().map_err(|err| {
+        vec![(
+            0,
+            GlobSyntaxError {
+                offset: None,
+                message: err.kind().to_string(),
+            },
+        )]
+    })
+}
+
+/// Builds the set of globs that already parse (see [`parse_globs`]); the error says why the
+/// automaton cannot be built (a size limit), which no one pattern is blamed for.
+pub(crate) fn build_parsed_glob_set(
+    patterns: &[String],
+    literal_separator: bool,
+    case_insensitive: bool,
+) -> Result<GlobSet, String> {
+    build_glob_set(patterns, literal_separator, case_insensitive).map_err(|errors| {
+        errors.into_iter().next().map_or_else(
+            || "the glob set cannot be built".to_owned(),
+            |(_, e)| e.message,
+        )
+    })
+}
+
+/// The best offset for a glob error: `globset` errors carry none, so find the construct.
+pub(crate) fn glob_error_offset(pattern: &str, kind: &globset::ErrorKind) -> Option<usize> {
+    use globset::ErrorKind;
+    match kind {
+        ErrorKind::UnclosedClass => unclosed_class(pattern),
+        ErrorKind::InvalidRange(start, end) => pattern.find(&format!("{start}-{end}")),
+        ErrorKind::UnopenedAlternates => alternates(pattern).0,
+        ErrorKind::UnclosedAlternates | ErrorKind::TooManyNestedAlternates => alternates(pattern).1,
+        ErrorKind::DanglingEscape => pattern.len().checked_sub(1),
+        _ => None,
+    }
+}
+
+/// The offset of the `[` of an unclosed character class.
+fn unclosed_class(pattern: &str) -> Option<usize> {
+    let mut chars = pattern.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' => {
+                // `!` or `^` negates; a `]` right after the opening (or negation) is literal.
+                if matches!(chars.peek(), Some((_, '!' | '^'))) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some((_, ']'))) {
+                    chars.next();
+                }
+                if !chars.by_ref().any(|(_, c)| c == ']') {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The offsets of the first unopened `}` and of the last unclosed `{`.
+fn alternates(pattern: &str) -> (Option<usize>, Option<usize>) {
+    let mut open: Vec<usize> = Vec::new();
+    let mut unopened = None;
+    let mut chars = pattern.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '{' => open.push(i),
+            '}' if open.pop().is_none() && unopened.is_none() => unopened = Some(i),
+            _ => {}
+        }
+    }
+    (unopened, open.last().copied())
 }
 
 #[cfg(test)]

@@ -29,7 +29,6 @@
 //!   (and a missing selector) never match these kinds.
 
 use std::fmt;
-use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use super::glob::GlobList;
@@ -39,84 +38,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use super::path::{NormalisedPath, PathMatcher, lexical, normalise, parse_globs};
+use super::glob::parse_globs;
+use super::mode::MatchMode;
+use super::path::{MatchContext, NormalisedPath, PathCase, PathMatcher, normalise};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::{Script, ShellParseError, parse_script};
-use crate::load::diagnostic::lowercase_first;
-
-/// How a rule's matchers combine with what the input holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MatchMode {
-    /// For allow rules: every simple command of a shell line, and every element of an array,
-    /// must match; anything that cannot be analysed does not match.
-    All,
-    /// For deny and ask rules: one matching command or element suffices; anything that
-    /// cannot be analysed matches (fail closed).
-    Any,
-}
-
-/// Whether path comparison ignores case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PathCase {
-    /// `.ENV` and `.env` are different files.
-    Sensitive,
-    /// `.ENV` and `.env` are the same file (default file systems of macOS and Windows).
-    Insensitive,
-}
-
-impl PathCase {
-    /// The usual behaviour of the platform this was built for.
-    pub fn native() -> Self {
-        if cfg!(any(target_os = "macos", target_os = "windows")) {
-            Self::Insensitive
-        } else {
-            Self::Sensitive
-        }
-    }
-}
-
-/// What matching needs to know about the environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatchContext {
-    // INVARIANT: lexically normalised (no `.`, `..` after the first component, no trailing
-    // or doubled slash).
-    workspace_root: String,
-    path_case: PathCase,
-}
-
-impl MatchContext {
-    /// A context for a workspace root, which should be absolute (a relative root is used as
-    /// given, and then so are the "absolute" forms of paths). Path case follows
-    /// [`PathCase::native`].
-    pub fn new(workspace_root: impl AsRef<Path>) -> Self {
-        let root = workspace_root.as_ref().to_string_lossy();
-        let mut normalised = lexical(&root);
-        if normalised.is_empty() {
-            normalised.push('.');
-        }
-        Self {
-            workspace_root: normalised,
-            path_case: PathCase::native(),
-        }
-    }
-
-    /// The same context with another path-case behaviour.
-    #[must_use]
-    pub fn with_path_case(mut self, path_case: PathCase) -> Self {
-        self.path_case = path_case;
-        self
-    }
-
-    /// The normalised workspace root.
-    pub fn workspace_root(&self) -> &str {
-        &self.workspace_root
-    }
-
-    /// How paths compare.
-    pub fn path_case(&self) -> PathCase {
-        self.path_case
-    }
-}
+use crate::diagnostics::diagnostic::lowercase_first;
 
 /// The matchers for one argument, as a rule states them (mirrors the rule model).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -378,7 +305,7 @@ impl CompiledArgMatchers {
     /// ```
     /// use indexmap::IndexMap;
     /// use serde_json::json;
-    /// use toolgate::policy::matcher::{ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode};
+    /// use toolgate::policy::{ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode};
     ///
     /// let mut spec = IndexMap::new();
     /// spec.insert("command".to_owned(), ArgMatcherSpec { shell: vec!["git status".into()], ..Default::default() });
@@ -695,63 +622,6 @@ fn regex_error_position(pattern: &str) -> Option<(Option<usize>, String)> {
         }
         Err(other) => Some((None, other.to_string())),
     }
-}
-
-/// The best offset for a glob error: `globset` errors carry none, so find the construct.
-pub(crate) fn glob_error_offset(pattern: &str, kind: &globset::ErrorKind) -> Option<usize> {
-    use globset::ErrorKind;
-    match kind {
-        ErrorKind::UnclosedClass => unclosed_class(pattern),
-        ErrorKind::InvalidRange(start, end) => pattern.find(&format!("{start}-{end}")),
-        ErrorKind::UnopenedAlternates => alternates(pattern).0,
-        ErrorKind::UnclosedAlternates | ErrorKind::TooManyNestedAlternates => alternates(pattern).1,
-        ErrorKind::DanglingEscape => pattern.len().checked_sub(1),
-        _ => None,
-    }
-}
-
-/// The offset of the `[` of an unclosed character class.
-fn unclosed_class(pattern: &str) -> Option<usize> {
-    let mut chars = pattern.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
-            }
-            '[' => {
-                // `!` or `^` negates; a `]` right after the opening (or negation) is literal.
-                if matches!(chars.peek(), Some((_, '!' | '^'))) {
-                    chars.next();
-                }
-                if matches!(chars.peek(), Some((_, ']'))) {
-                    chars.next();
-                }
-                if !chars.by_ref().any(|(_, c)| c == ']') {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The offsets of the first unopened `}` and of the last unclosed `{`.
-fn alternates(pattern: &str) -> (Option<usize>, Option<usize>) {
-    let mut open: Vec<usize> = Vec::new();
-    let mut unopened = None;
-    let mut chars = pattern.char_indices();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
-            }
-            '{' => open.push(i),
-            '}' if open.pop().is_none() && unopened.is_none() => unopened = Some(i),
-            _ => {}
-        }
-    }
-    (unopened, open.last().copied())
 }
 
 /// JSON equality with numbers compared by value.

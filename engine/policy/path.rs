@@ -27,13 +27,12 @@
 //! paths are a guard against mistakes, not a sandbox: confine a tool that must never reach a
 //! file with operating-system permissions or a sandbox.
 
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
-
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::glob::GlobList;
 
-use super::matcher::{MatchContext, PathCase, glob_error_offset};
+use super::glob::{GlobSyntaxError, parse_globs};
 
 /// A path argument after normalisation: its absolute form, and its workspace-relative form
 /// (a suffix of the absolute one, so both live in one buffer).
@@ -167,82 +166,67 @@ fn fold_pattern(pattern: &str) -> String {
     folded
 }
 
-/// A pattern that could not be compiled.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GlobSyntaxError {
-    /// Byte offset in the pattern, when it can be told.
-    pub offset: Option<usize>,
-    /// What is wrong.
-    pub message: String,
+/// Whether path comparison ignores case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathCase {
+    /// `.ENV` and `.env` are different files.
+    Sensitive,
+    /// `.ENV` and `.env` are the same file (default file systems of macOS and Windows).
+    Insensitive,
 }
 
-/// Parses globs (cheap: no automaton is built); errors carry each pattern's index and the
-/// best offset.
-pub(crate) fn parse_globs(
-    patterns: &[String],
-    literal_separator: bool,
-    case_insensitive: bool,
-) -> Result<Vec<globset::Glob>, Vec<(usize, GlobSyntaxError)>> {
-    let mut globs = Vec::with_capacity(patterns.len());
-    let mut errors = Vec::new();
-    for (index, pattern) in patterns.iter().enumerate() {
-        match GlobBuilder::new(pattern)
-            .literal_separator(literal_separator)
-            .case_insensitive(case_insensitive)
-            .backslash_escape(true)
-            .build()
-        {
-            Ok(glob) => globs.push(glob),
-            Err(err) => errors.push((
-                index,
-                GlobSyntaxError {
-                    offset: glob_error_offset(pattern, err.kind()),
-                    message: err.kind().to_string(),
-                },
-            )),
+impl PathCase {
+    /// The usual behaviour of the platform this was built for.
+    pub fn native() -> Self {
+        if cfg!(any(target_os = "macos", target_os = "windows")) {
+            Self::Insensitive
+        } else {
+            Self::Sensitive
         }
     }
-    if errors.is_empty() {
-        Ok(globs)
-    } else {
-        Err(errors)
-    }
 }
 
-/// Compiles globs into a set; errors carry each pattern's index and the best offset.
-pub(crate) fn build_glob_set(
-    patterns: &[String],
-    literal_separator: bool,
-    case_insensitive: bool,
-) -> Result<GlobSet, Vec<(usize, GlobSyntaxError)>> {
-    let mut builder = GlobSetBuilder::new();
-    for glob in parse_globs(patterns, literal_separator, case_insensitive)? {
-        builder.add(glob);
-    }
-    builder.build().map_err(|err| {
-        vec![(
-            0,
-            GlobSyntaxError {
-                offset: None,
-                message: err.kind().to_string(),
-            },
-        )]
-    })
+/// What matching needs to know about the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchContext {
+    // INVARIANT: lexically normalised (no `.`, `..` after the first component, no trailing
+    // or doubled slash).
+    workspace_root: String,
+    path_case: PathCase,
 }
 
-/// Builds the set of globs that already parse (see [`parse_globs`]); the error says why the
-/// automaton cannot be built (a size limit), which no one pattern is blamed for.
-pub(crate) fn build_parsed_glob_set(
-    patterns: &[String],
-    literal_separator: bool,
-    case_insensitive: bool,
-) -> Result<GlobSet, String> {
-    build_glob_set(patterns, literal_separator, case_insensitive).map_err(|errors| {
-        errors.into_iter().next().map_or_else(
-            || "the glob set cannot be built".to_owned(),
-            |(_, e)| e.message,
-        )
-    })
+impl MatchContext {
+    /// A context for a workspace root, which should be absolute (a relative root is used as
+    /// given, and then so are the "absolute" forms of paths). Path case follows
+    /// [`PathCase::native`].
+    pub fn new(workspace_root: impl AsRef<Path>) -> Self {
+        let root = workspace_root.as_ref().to_string_lossy();
+        let mut normalised = lexical(&root);
+        if normalised.is_empty() {
+            normalised.push('.');
+        }
+        Self {
+            workspace_root: normalised,
+            path_case: PathCase::native(),
+        }
+    }
+
+    /// The same context with another path-case behaviour.
+    #[must_use]
+    pub fn with_path_case(mut self, path_case: PathCase) -> Self {
+        self.path_case = path_case;
+        self
+    }
+
+    /// The normalised workspace root.
+    pub fn workspace_root(&self) -> &str {
+        &self.workspace_root
+    }
+
+    /// How paths compare.
+    pub fn path_case(&self) -> PathCase {
+        self.path_case
+    }
 }
 
 /// The compiled `path` matcher of one argument.
@@ -458,7 +442,7 @@ impl PathMatcher {
     /// Normalises `raw` and matches it.
     ///
     /// ```
-    /// use toolgate::policy::matcher::MatchContext;
+    /// use toolgate::policy::MatchContext;
     /// use toolgate::policy::path::PathMatcher;
     ///
     /// let ctx = MatchContext::new("/work/app");
@@ -489,6 +473,8 @@ impl PathMatcher {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::policy::glob::build_glob_set;
+    use globset::GlobBuilder;
 
     #[test]
     fn folds_lexically() {

@@ -43,7 +43,7 @@ use std::fmt;
 use globset::{GlobBuilder, GlobMatcher};
 use thiserror::Error;
 
-use super::matcher::MatchMode;
+use super::mode::MatchMode;
 use super::shell::{
     ConstructKind, Expansion, Part, Quoting, Role, Script, ShellParseError, SimpleCommand,
     UnresolvedReason, Word, WordKind, parse_script, parse_tokens, split_word, tokenize,
@@ -515,7 +515,7 @@ impl ShellMatcher {
     /// Parses `line` and judges it (see the module docs for the two modes).
     ///
     /// ```
-    /// use toolgate::policy::matcher::MatchMode;
+    /// use toolgate::policy::MatchMode;
     /// use toolgate::policy::pattern::{RedirectionPolicy, ShellMatcher};
     ///
     /// let m = ShellMatcher::compile(&["git status".into(), "git diff *".into()], RedirectionPolicy::Forbidden)

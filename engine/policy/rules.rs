@@ -10,13 +10,12 @@ use globset::{Glob, GlobSetBuilder};
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use super::matcher::{
-    ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode, MatchOutcome, ParseCache,
-    PatternError,
-};
+use super::matcher::{ArgMatcherSpec, CompiledArgMatchers, MatchOutcome, ParseCache, PatternError};
+use super::mode::MatchMode;
+use super::path::MatchContext;
+use crate::model::resolved::ResolvedConcurrency;
 use crate::model::rule::{ArgMatcher, Rule, RuleWhen};
 use crate::model::{Decision, ModeName, RuleName, ToolName};
-use crate::snapshot::resolve::ResolvedConcurrency;
 
 /// What the rule compiler needs to know about the tools of the policy set.
 #[derive(Clone, Debug, Default)]

@@ -65,7 +65,7 @@ pub struct ServeOptions {
 #[derive(Debug)]
 pub enum ServeError {
     /// The policies do not load.
-    Policies(Vec<crate::load::Diagnostic>),
+    Policies(Vec<crate::diagnostics::Diagnostic>),
     /// Reading or writing failed.
     Io(std::io::Error),
 }

@@ -16,20 +16,19 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use indexmap::IndexMap;
+use rayon::prelude::*;
 use serde_json::Value;
 
 use super::EffectiveDocument;
 use super::layer::{DiscoveryErrorKind, FoundFile, LayerOptions, LayerSpec, discover};
 use super::merge::{FileInput, MergeIssue, Merger};
 use super::provenance::{FileId, Origin, Provenance};
-use super::resolve::{ResolvedContract, ResolvedEngine};
 use super::semantic;
 use super::{LoadedFile, Snapshot, Sources, Tool};
+use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 use crate::load::spans::join_pointer;
-use crate::load::{
-    Code, Diagnostic, Format, ParseLimits, ReadLimits, SchemaChecker, SourceFile,
-    parse_document_with, read_source,
-};
+use crate::load::{ParseLimits, ReadLimits, SchemaChecker, parse_document_with, read_source};
+use crate::model::resolved::ResolvedEngine;
 use crate::model::{GateName, ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
 
@@ -112,9 +111,10 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         map.shift_remove("version");
     }
     // Nothing reads the merged tree after this point but the snapshot's compact copy of it:
-    // write that copy and free the tree on another thread while the semantic stage runs, so
-    // the tree (the largest thing a load builds) is not held through rule compilation.
-    let effective = PendingDocument::start(effective);
+    // write that copy and free the tree, so the tree (the largest thing a load builds) is not
+    // held through rule compilation.
+    let document = EffectiveDocument::new(&effective);
+    drop(effective);
     let typed: PolicyFile = match deserialized {
         Ok(typed) => typed,
         Err(err) => {
@@ -172,26 +172,24 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     let mut validators = checked.validators;
     for (name, contract) in typed.tools {
         let tool_name = ToolName::new(name.as_str());
-        let resolved = ResolvedContract::resolve(&contract, &engine);
         let (input_validator, output_validator) = validators.remove(&name).unwrap_or((None, None));
         tools.insert(
             tool_name.clone(),
             Arc::new(Tool::new(
                 tool_name,
                 contract,
-                resolved,
+                &engine,
                 input_validator,
                 output_validator,
             )),
         );
     }
     let warnings: Vec<Diagnostic> = diagnostics.clone();
-    let effective = effective.finish();
     let snapshot = Snapshot {
         generation,
         sources,
         layers,
-        effective,
+        effective: document,
         provenance,
         engine,
         tools,
@@ -216,48 +214,8 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     finish(Some(Arc::new(snapshot)), diagnostics)
 }
 
-/// The compact copy of the merged tree, being written on another thread (which also frees
-/// the tree), or already written when no thread could be started.
-enum PendingDocument {
-    Writing(std::thread::JoinHandle<Option<EffectiveDocument>>),
-    Written(EffectiveDocument),
-}
-
-impl PendingDocument {
-    fn start(tree: Value) -> Self {
-        let (sender, receiver) = std::sync::mpsc::channel::<Value>();
-        let spawned = std::thread::Builder::new()
-            .name("toolgate-effective".into())
-            .spawn(move || {
-                let tree = receiver.recv().ok()?;
-                Some(EffectiveDocument::new(&tree))
-            });
-        // The tree is handed over only once the thread runs, so it is never lost.
-        match spawned {
-            Ok(thread) => match sender.send(tree) {
-                Ok(()) => Self::Writing(thread),
-                Err(std::sync::mpsc::SendError(tree)) => {
-                    Self::Written(EffectiveDocument::new(&tree))
-                }
-            },
-            Err(_) => Self::Written(EffectiveDocument::new(&tree)),
-        }
-    }
-
-    fn finish(self) -> EffectiveDocument {
-        match self {
-            Self::Writing(thread) => match thread.join() {
-                Ok(document) => document.unwrap_or_else(|| EffectiveDocument::new(&Value::Null)),
-                // Writing JSON does not panic; if it ever did, re-raise it here.
-                Err(panic) => std::panic::resume_unwind(panic),
-            },
-            Self::Written(document) => document,
-        }
-    }
-}
-
 fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> LoadOutcome {
-    crate::load::diagnostic::sort(&mut diagnostics);
+    crate::diagnostics::diagnostic::sort(&mut diagnostics);
     LoadOutcome {
         snapshot,
         diagnostics,
@@ -266,8 +224,7 @@ fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> 
 
 /// Reads, parses and schema-checks every file of every layer, and merges those that passed
 /// in load order (checking each root for duplicate definitions on the way). Files are
-/// independent until the merge, so they are read in parallel; each is merged as soon as it
-/// and every file before it are ready, while later files are still being read.
+/// independent until the merge, so they are read in parallel.
 fn read_and_merge(
     layers: &[LayerSpec],
     options: &LoadOptions,
@@ -285,36 +242,35 @@ fn read_and_merge(
     let mut sources = Sources::default();
     let mut merger = Merger::new();
     let mut duplicates = Duplicates::default();
-    super::parallel::for_each_in_order(
-        &found_files,
-        |(_, file)| read_one(file.clone(), options),
-        |index, (document, found)| {
-            diagnostics.extend(found);
-            let (Some(document), Some((layer_index, _))) = (document, found_files.get(index))
-            else {
-                return;
-            };
-            let id = FileId(sources.files.len() as u32);
-            sources.files.push(LoadedFile {
-                id,
-                layer: *layer_index,
-                source: document.source,
-                spans: document.spans,
-            });
-            duplicates.check(&sources, id, *layer_index, &document.value, diagnostics);
-            let issues = merger.add_file(FileInput {
-                file: id,
-                layer: *layer_index,
-                enforced: layers
-                    .get(*layer_index)
-                    .is_some_and(|layer| layer.kind.is_enforced()),
-                document: document.value,
-            });
-            for issue in issues {
-                diagnostics.push(merge_issue(&sources, issue));
-            }
-        },
-    );
+    let read: Vec<_> = found_files
+        .par_iter()
+        .map(|(_, file)| read_one(file.clone(), options))
+        .collect();
+    for ((layer_index, _), (document, found)) in found_files.iter().zip(read) {
+        diagnostics.extend(found);
+        let Some(document) = document else {
+            continue;
+        };
+        let id = FileId(sources.files.len() as u32);
+        sources.files.push(LoadedFile {
+            id,
+            layer: *layer_index,
+            source: document.source,
+            spans: document.spans,
+        });
+        duplicates.check(&sources, id, *layer_index, &document.value, diagnostics);
+        let issues = merger.add_file(FileInput {
+            file: id,
+            layer: *layer_index,
+            enforced: layers
+                .get(*layer_index)
+                .is_some_and(|layer| layer.kind.is_enforced()),
+            document: document.value,
+        });
+        for issue in issues {
+            diagnostics.push(merge_issue(&sources, issue));
+        }
+    }
     if let Err(message) = policy_checker() {
         diagnostics.push(Diagnostic::new(
             Code::SchemaInvalid,
@@ -570,7 +526,7 @@ fn typed_model_in_parallel(value: &Value) -> Option<PolicyFile> {
     use crate::model::rule::Rule;
     use serde::Deserialize as _;
 
-    /// Rules and tools a worker deserialises at a time.
+    /// The fewest rules or tools one parallel task deserialises (each one is cheap).
     const CHUNK: usize = 64;
     let Value::Object(map) = value else {
         return None;
@@ -586,9 +542,11 @@ fn typed_model_in_parallel(value: &Value) -> Option<PolicyFile> {
         None => {}
         Some(Value::Object(tools)) => {
             let entries: Vec<(&String, &Value)> = tools.iter().collect();
-            let contracts = super::parallel::map_chunks(&entries, CHUNK, CHUNK, |(_, contract)| {
-                ToolContract::deserialize(*contract).ok()
-            });
+            let contracts: Vec<_> = entries
+                .par_iter()
+                .with_min_len(CHUNK)
+                .map(|(_, contract)| ToolContract::deserialize(*contract).ok())
+                .collect();
             typed.tools = entries
                 .iter()
                 .zip(contracts)
@@ -600,11 +558,11 @@ fn typed_model_in_parallel(value: &Value) -> Option<PolicyFile> {
     match map.get("rules") {
         None => {}
         Some(Value::Array(rules)) => {
-            typed.rules = super::parallel::map_chunks(rules, CHUNK, CHUNK, |rule| {
-                Rule::deserialize(rule).ok()
-            })
-            .into_iter()
-            .collect::<Option<_>>()?;
+            typed.rules = rules
+                .par_iter()
+                .with_min_len(CHUNK)
+                .map(|rule| Rule::deserialize(rule).ok())
+                .collect::<Option<_>>()?;
         }
         Some(_) => return None,
     }
@@ -630,7 +588,11 @@ fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
 impl Sources {
     /// The location of an effective pointer: the file and place that set its value (or the
     /// closest enclosing value that was set as a whole, such as an `input_schema`).
-    pub fn locate(&self, provenance: &Provenance, pointer: &str) -> Option<crate::load::Location> {
+    pub fn locate(
+        &self,
+        provenance: &Provenance,
+        pointer: &str,
+    ) -> Option<crate::diagnostics::Location> {
         let (at, origin) = provenance.nearest(pointer)?;
         let rest = &pointer[at.len()..];
         self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), false)
@@ -641,7 +603,7 @@ impl Sources {
         &self,
         provenance: &Provenance,
         pointer: &str,
-    ) -> Option<crate::load::Location> {
+    ) -> Option<crate::diagnostics::Location> {
         self.locate_key_from(provenance.nearest(pointer)?, pointer)
     }
 
@@ -651,13 +613,13 @@ impl Sources {
         &self,
         (at, origin): (&str, &Origin),
         pointer: &str,
-    ) -> Option<crate::load::Location> {
+    ) -> Option<crate::diagnostics::Location> {
         let rest = pointer.get(at.len()..).unwrap_or_default();
         self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), true)
     }
 
     /// The location of an origin.
-    pub fn locate_origin(&self, origin: &Origin) -> Option<crate::load::Location> {
+    pub fn locate_origin(&self, origin: &Origin) -> Option<crate::diagnostics::Location> {
         self.locate_in(origin.file, &origin.pointer, false)
     }
 
@@ -668,7 +630,7 @@ impl Sources {
         file: FileId,
         pointer: &str,
         key: bool,
-    ) -> Option<crate::load::Location> {
+    ) -> Option<crate::diagnostics::Location> {
         let loaded = self.files.get(file.0 as usize)?;
         let node = loaded.spans.nearest(pointer)?;
         let span = if key { node.label() } else { node.value };

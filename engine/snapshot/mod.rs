@@ -14,15 +14,12 @@
 pub mod build;
 pub mod layer;
 pub mod merge;
-pub mod parallel;
 pub mod provenance;
 pub mod reload;
-pub mod resolve;
 pub mod semantic;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -30,12 +27,13 @@ use serde_json::Value;
 pub use build::{LoadOptions, LoadOutcome, load};
 pub use layer::{LayerKind, LayerOptions, LayerSpec};
 pub use provenance::{FileId, Origin, Provenance};
-pub use resolve::{ResolvedContract, ResolvedEngine};
 
-use crate::load::{SourceFile, SpanTable};
+use crate::diagnostics::SourceFile;
+use crate::load::SpanTable;
 use crate::model::contract::ContractPatch;
 use crate::model::file::{Gate, Mode};
 use crate::model::hook::Hook;
+use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{GateName, ModeName, ToolContract, ToolName};
 use crate::policy::MatchContext;
 use crate::policy::rules::{RuleSet, ToolNames};
@@ -60,8 +58,13 @@ pub struct Sources {
     pub files: Vec<LoadedFile>,
 }
 
-/// One tool of a snapshot: its effective contract, resolved, with its input and output
-/// schemas compiled.
+/// The most mode patches of one tool whose combinations are all resolved when the snapshot
+/// is built: 2^6 = 64 contracts. A tool with more patches (none of the shipped or example
+/// policies comes close) has its first six combined up front and the rest applied per call.
+const MAX_PRECOMPUTED_PATCHES: usize = 6;
+
+/// One tool of a snapshot: its effective contract, resolved for every combination of the
+/// modes that patch it, with its input and output schemas compiled.
 #[derive(Debug)]
 pub struct Tool {
     /// Canonical name.
@@ -74,32 +77,49 @@ pub struct Tool {
     pub input_schema: Option<Arc<jsonschema::Validator>>,
     /// Compiled `output_schema`.
     pub output_schema: Option<Arc<jsonschema::Validator>>,
+    /// The contract's mode patches, in the order the contract lists them.
     mode_patches: Vec<(ModeName, ContractPatch)>,
-    mode_cache: Mutex<HashMap<Vec<ModeName>, Arc<ResolvedContract>>>,
+    /// The contract for each set of active patching modes among the first
+    /// [`MAX_PRECOMPUTED_PATCHES`]: bit `i` of the index is set when the `i`-th patch's mode is
+    /// active.
+    // INVARIANT: `by_modes[0]` is `resolved`, and `by_modes.len()` is `2^min(patches, MAX)`.
+    by_modes: Vec<Arc<ResolvedContract>>,
 }
 
 impl Tool {
     fn new(
         name: ToolName,
         contract: ToolContract,
-        resolved: ResolvedContract,
+        engine: &ResolvedEngine,
         input_schema: Option<Arc<jsonschema::Validator>>,
         output_schema: Option<Arc<jsonschema::Validator>>,
     ) -> Self {
-        let mode_patches = contract
+        let resolved = Arc::new(ResolvedContract::resolve(&contract, engine));
+        let mode_patches: Vec<(ModeName, ContractPatch)> = contract
             .modes
             .iter()
             .flatten()
             .map(|(mode, patch)| (ModeName::new(mode.as_str()), patch.clone()))
             .collect();
+        let precomputed = mode_patches.len().min(MAX_PRECOMPUTED_PATCHES);
+        let mut by_modes = Vec::with_capacity(1 << precomputed);
+        by_modes.push(Arc::clone(&resolved));
+        for mask in 1..1_usize << precomputed {
+            // The set without its highest patch is already resolved: apply that patch on top
+            // (patches apply in contract order, and the highest comes last).
+            let highest = usize::BITS - 1 - mask.leading_zeros();
+            let mut contract = (*by_modes[mask & !(1 << highest)]).clone();
+            contract.apply(&mode_patches[highest as usize].1, engine);
+            by_modes.push(Arc::new(contract));
+        }
         Self {
             name,
             contract,
-            resolved: Arc::new(resolved),
+            resolved,
             input_schema,
             output_schema,
             mode_patches,
-            mode_cache: Mutex::new(HashMap::new()),
+            by_modes,
         }
     }
 
@@ -113,44 +133,33 @@ impl Tool {
         self.contract_for(modes, engine).into_owned()
     }
 
-    /// Like [`Tool::resolved_for`], borrowing the contract when no active mode patches it
-    /// (the common case): planning a large batch on several threads then touches no shared
-    /// reference count per call.
+    /// Like [`Tool::resolved_for`], borrowing the contract (every combination of up to
+    /// [`MAX_PRECOMPUTED_PATCHES`] patching modes was resolved when the snapshot was built).
     pub fn contract_for(
         &self,
         modes: &[ModeName],
         engine: &ResolvedEngine,
     ) -> std::borrow::Cow<'_, Arc<ResolvedContract>> {
         use std::borrow::Cow;
-        if !self
+        let (precomputed, rest) = self
             .mode_patches
+            .split_at(self.mode_patches.len().min(MAX_PRECOMPUTED_PATCHES));
+        let mask = precomputed
             .iter()
-            .any(|(mode, _)| modes.contains(mode))
-        {
+            .enumerate()
+            .filter(|(_, (mode, _))| modes.contains(mode))
+            .fold(0_usize, |mask, (i, _)| mask | 1 << i);
+        let Some(base) = self.by_modes.get(mask) else {
             return Cow::Borrowed(&self.resolved);
+        };
+        if !rest.iter().any(|(mode, _)| modes.contains(mode)) {
+            return Cow::Borrowed(base);
         }
-        let active: Vec<ModeName> = self
-            .mode_patches
-            .iter()
-            .filter(|(mode, _)| modes.contains(mode))
-            .map(|(mode, _)| mode.clone())
-            .collect();
-        if let Ok(cache) = self.mode_cache.lock()
-            && let Some(hit) = cache.get(&active)
-        {
-            return Cow::Owned(Arc::clone(hit));
+        let mut resolved = (**base).clone();
+        for (_, patch) in rest.iter().filter(|(mode, _)| modes.contains(mode)) {
+            resolved.apply(patch, engine);
         }
-        let mut resolved = (*self.resolved).clone();
-        for (mode, patch) in &self.mode_patches {
-            if active.contains(mode) {
-                resolved.apply(patch, engine);
-            }
-        }
-        let resolved = Arc::new(resolved);
-        if let Ok(mut cache) = self.mode_cache.lock() {
-            cache.insert(active, Arc::clone(&resolved));
-        }
-        Cow::Owned(resolved)
+        Cow::Owned(Arc::new(resolved))
     }
 }
 
@@ -249,7 +258,7 @@ pub struct Snapshot {
     /// Declared modes.
     pub modes: IndexMap<ModeName, Mode>,
     /// Warnings of the load that built it.
-    pub warnings: Vec<crate::load::Diagnostic>,
+    pub warnings: Vec<crate::diagnostics::Diagnostic>,
     /// The workspace root.
     pub workspace_root: PathBuf,
     /// Matching context (workspace root, path case) for rules.
@@ -272,5 +281,56 @@ impl Snapshot {
     /// The workspace root.
     pub fn workspace_root(&self) -> &Path {
         &self.workspace_root
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The contract for every set of active modes equals the patches of the active modes
+    /// applied in contract order, both for the combinations resolved up front and for the
+    /// patches beyond [`MAX_PRECOMPUTED_PATCHES`] that are applied per call.
+    #[test]
+    fn every_mode_combination_resolves_like_the_patches_applied_in_order() {
+        let options = LoadOptions::new(LayerOptions {
+            no_builtin: true,
+            ..Default::default()
+        });
+        let engine = load(&options, 1).snapshot.unwrap().engine.clone();
+        let count = MAX_PRECOMPUTED_PATCHES + 2;
+        let modes: serde_json::Map<String, Value> = (0..count)
+            .map(|i| {
+                // Overlapping patches, so that their order shows in the result.
+                let patch = serde_json::json!({
+                    "timeout": {"default": format!("{}s", i + 1), "max": format!("{}s", 10 * (i % 3 + 1))},
+                    "concurrency": {"concurrent_safe": i % 2 == 0},
+                    "permission": {"always_ask": i % 3 == 0},
+                });
+                (format!("m{i}"), patch)
+            })
+            .collect();
+        let contract: ToolContract =
+            serde_json::from_value(serde_json::json!({ "modes": modes })).unwrap();
+        let tool = Tool::new(ToolName::new("T"), contract, &engine, None, None);
+        assert_eq!(tool.by_modes.len(), 1 << MAX_PRECOMPUTED_PATCHES);
+        let names: Vec<ModeName> = (0..count).map(|i| ModeName::new(format!("m{i}"))).collect();
+        for mask in 0..1_usize << count {
+            let active: Vec<ModeName> = (0..count)
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| names[i].clone())
+                .collect();
+            let mut want = (*tool.resolved).clone();
+            for (mode, patch) in &tool.mode_patches {
+                if active.contains(mode) {
+                    want.apply(patch, &engine);
+                }
+            }
+            assert_eq!(
+                **tool.contract_for(&active, &engine),
+                want,
+                "modes {active:?}"
+            );
+        }
     }
 }

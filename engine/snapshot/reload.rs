@@ -21,8 +21,8 @@ use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, ne
 
 use super::layer::{FoundFile, Root, discover, is_policy_file};
 use super::{LoadOptions, Snapshot, load};
+use crate::diagnostics::Diagnostic;
 use crate::events::{Event, EventKind, EventSink, PolicyReloadFailed, PolicyReloaded};
-use crate::load::Diagnostic;
 use crate::review::{Change, diff};
 
 /// Installs a new snapshot where it is used (an engine, a server).
@@ -160,7 +160,7 @@ impl Reloader {
             } => (
                 *generation,
                 EventKind::PolicyReloadFailed(PolicyReloadFailed {
-                    diagnostics: crate::load::render::to_json(diagnostics)
+                    diagnostics: crate::diagnostics::render::to_json(diagnostics)
                         .get("diagnostics")
                         .and_then(serde_json::Value::as_array)
                         .cloned()

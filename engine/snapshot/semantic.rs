@@ -14,17 +14,19 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
+use rayon::prelude::*;
 use serde_json::Value;
 
 use super::Sources;
 use super::layer::LayerSpec;
 use super::provenance::{Origin, Provenance};
-use super::resolve::{ResolvedContract, ResolvedEngine, template_placeholders};
+use crate::diagnostics::{Code, Diagnostic, Location, Severity};
 use crate::load::spans::{NodeSpan, join_pointer};
-use crate::load::{Code, Diagnostic, Location, Severity};
 use crate::model::contract::{TimeoutSpec, ToolContract};
 use crate::model::engine_config::MessageKey;
+use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::rule::ExampleCall;
+use crate::model::template;
 use crate::model::{ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
 use crate::policy::matcher::PatternKind;
@@ -168,15 +170,18 @@ pub fn check(input: Input<'_>) -> Output {
     let patterns = jsonschema::PatternCache::new();
     // Contracts are independent of each other: check each and compile its schemas in one
     // parallel pass (the diagnostics are sorted by place at the end of the load).
-    let compiled = super::parallel::map(&tools, |(name, contract)| {
-        let mut own = Checker {
-            input: &input,
-            diagnostics: Vec::new(),
-        };
-        check_contract(&mut own, name, contract);
-        let validators = compile_schemas(&mut own, &patterns, name, contract);
-        (validators, own.diagnostics)
-    });
+    let compiled: Vec<_> = tools
+        .par_iter()
+        .map(|(name, contract)| {
+            let mut own = Checker {
+                input: &input,
+                diagnostics: Vec::new(),
+            };
+            check_contract(&mut own, name, contract);
+            let validators = compile_schemas(&mut own, &patterns, name, contract);
+            (validators, own.diagnostics)
+        })
+        .collect();
     let mut validators = HashMap::new();
     for ((name, _), (compiled, found)) in tools.iter().zip(compiled) {
         checker.diagnostics.extend(found);
@@ -247,7 +252,7 @@ fn check_templates(checker: &mut Checker<'_>, engine: &ResolvedEngine) {
     for key in MessageKey::ALL {
         let template = engine.messages.template(*key);
         let pointer = format!("/engine/messages/{}", key.field());
-        for (offset, name) in template_placeholders(template) {
+        for (offset, name) in template::placeholders(template) {
             if key.placeholders().contains(&name) {
                 continue;
             }
@@ -956,28 +961,31 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
     let case = input.match_ctx.path_case();
     let build_all = input.build_all_matchers;
     let name_keys = RuleNameKeys::find(input.sources);
-    let results = super::parallel::map(&enabled, |(index, rule)| {
-        let origin = rule_origin(input, &name_keys, *index);
-        let mut compiled = compile_rule(rule, origin, names, &typed.modes)?;
-        let mut examples = Vec::new();
-        if let Some(matchers) = &mut compiled.matchers
-            && (build_all || rule.examples.is_some())
-        {
-            matchers.build(case).map_err(|errors| {
-                errors
-                    .into_iter()
-                    .map(RuleError::Pattern)
-                    .collect::<Vec<_>>()
-            })?;
-        }
-        check_examples(input, &compiled, names, &mut examples);
-        // The automata built for the examples are released like any other rule's: built
-        // again if the rule is ever consulted (unless `check` asked for all of them).
-        if !build_all && let Some(matchers) = &mut compiled.matchers {
-            matchers.release();
-        }
-        Ok::<_, Vec<RuleError>>((compiled, examples))
-    });
+    let results: Vec<_> = enabled
+        .par_iter()
+        .map(|(index, rule)| {
+            let origin = rule_origin(input, &name_keys, *index);
+            let mut compiled = compile_rule(rule, origin, names, &typed.modes)?;
+            let mut examples = Vec::new();
+            if let Some(matchers) = &mut compiled.matchers
+                && (build_all || rule.examples.is_some())
+            {
+                matchers.build(case).map_err(|errors| {
+                    errors
+                        .into_iter()
+                        .map(RuleError::Pattern)
+                        .collect::<Vec<_>>()
+                })?;
+            }
+            check_examples(input, &compiled, names, &mut examples);
+            // The automata built for the examples are released like any other rule's: built
+            // again if the rule is ever consulted (unless `check` asked for all of them).
+            if !build_all && let Some(matchers) = &mut compiled.matchers {
+                matchers.release();
+            }
+            Ok::<_, Vec<RuleError>>((compiled, examples))
+        })
+        .collect();
     let mut compiled: Vec<CompiledRule> = Vec::with_capacity(enabled.len());
     let mut example_problems = Vec::new();
     for ((index, rule), result) in enabled.iter().zip(results) {
@@ -1044,9 +1052,11 @@ struct RuleNameKeys {
 impl RuleNameKeys {
     fn find(sources: &Sources) -> Self {
         Self {
-            files: super::parallel::map(&sources.files, |file| {
-                file.spans.item_members("/rules", "name")
-            }),
+            files: sources
+                .files
+                .par_iter()
+                .map(|file| file.spans.item_members("/rules", "name"))
+                .collect(),
         }
     }
 

@@ -34,7 +34,8 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::Value;
-use toolgate::load::{Format, SourceFile, parse_document};
+use toolgate::diagnostics::{Format, SourceFile};
+use toolgate::load::parse_document;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

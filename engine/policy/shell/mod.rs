@@ -2,9 +2,8 @@
 //!
 //! The `shell` argument matcher (SPEC §7.1) needs to know what a command line such as
 //! `git diff $(rm -rf /) && ls > out` would execute. This module parses the line with a real
-//! shell parser ([`brush_parser`], a bash-compatible grammar, vendored with one speed fix in
-//! `vendor/brush-parser`) and walks the syntax tree into a
-//! flat [`Script`]: every simple command, wherever it sits (after `;`, `&`, `&&`, `||`, `|`,
+//! shell parser ([`brush_parser`], a bash-compatible grammar) and walks the syntax tree into
+//! a flat [`Script`]: every simple command, wherever it sits (after `;`, `&`, `&&`, `||`, `|`,
 //! newlines; inside subshells, brace groups, `if`/`while`/`until`/`for`/`case` bodies,
 //! function bodies, coprocesses; inside command substitutions `$( )` and backticks — also
 //! within double quotes, assignments, arguments, redirection targets, here-documents,

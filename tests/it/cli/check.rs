@@ -10,7 +10,8 @@ use std::path::Path;
 
 use crate::support::check::{ROOT, Run, toolgate, toolgate_in};
 use serde_json::{Value, json};
-use toolgate::load::{Format, SchemaChecker, SourceFile, parse_document};
+use toolgate::diagnostics::{Format, SourceFile};
+use toolgate::load::{SchemaChecker, parse_document};
 
 fn check_fixture(name: &str, extra: &[&str]) -> Run {
     let dir = format!("tests/fixtures/check/{name}");

@@ -9,10 +9,11 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use toolgate::load::render::{
+use toolgate::diagnostics::render::{
     HumanOptions, render_github, render_human, render_json, render_sarif,
 };
-use toolgate::load::{Code, Diagnostic, ReadLimits, SchemaChecker, parse_document, read_source};
+use toolgate::diagnostics::{Code, Diagnostic};
+use toolgate::load::{ReadLimits, SchemaChecker, parse_document, read_source};
 
 const FIXTURES: &str = "tests/fixtures/load";
 

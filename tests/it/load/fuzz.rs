@@ -9,8 +9,9 @@ use std::sync::{Arc, OnceLock};
 
 use proptest::prelude::*;
 use serde_json::Value;
-use toolgate::load::source::source_from_bytes;
-use toolgate::load::{Diagnostic, Format, SchemaChecker, SourceFile, parse_document};
+use toolgate::diagnostics::{Diagnostic, Format, SourceFile};
+use toolgate::load::read::source_from_bytes;
+use toolgate::load::{SchemaChecker, parse_document};
 
 /// Valid documents the mutations start from.
 const SEEDS: &[(&str, Format)] = &[

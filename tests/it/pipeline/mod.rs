@@ -1,5 +1,6 @@
 //! The call pipeline: the executor, handlers, hooks and permission.
 
+mod decision_agreement;
 mod executor;
 mod handler;
 mod hooks;

@@ -65,7 +65,7 @@ fn planned(tool: &str, input: Value, modes: &[&str]) -> (String, Vec<Reason>) {
     let batch = Batch::new(vec![ToolCall::new("c", tool, input)]);
     let plan = engine.plan(&batch, &modes).unwrap();
     let call = plan.calls.into_iter().next().unwrap();
-    (call.decision.as_str().to_owned(), call.reasons.into_owned())
+    (call.decision.as_str().to_owned(), call.reasons)
 }
 
 fn rule_names(reasons: &[Reason]) -> Vec<String> {

@@ -105,7 +105,7 @@ pub fn summary(diagnostics: &[Diagnostic]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::codes::Code;
+    use crate::diagnostics::Code;
 
     #[test]
     fn summaries_pluralise() {

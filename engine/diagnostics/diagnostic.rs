@@ -10,9 +10,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::codes::Code;
-use super::source::SourceFile;
-use super::spans::Span;
+use super::codes::{Code, Severity};
+use super::source::{SourceFile, Span};
 
 /// A message from another library in the diagnostic style: its first letter lower case
 /// (`No such file` → `no such file`).
@@ -28,32 +27,6 @@ pub fn lowercase_first(text: &str) -> String {
 /// multi-line message on one line.
 pub fn fold_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// How serious a diagnostic is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// A lint: reported, but the load succeeds (unless warnings are denied).
-    Warning,
-    /// The load fails.
-    Error,
-}
-
-impl Severity {
-    /// `error` or `warning`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// A place in a source file.
@@ -335,10 +308,27 @@ impl std::ops::Deref for Diagnostics {
     }
 }
 
+// The constructors of a location live with `Location`, so that `source` (below diagnostics)
+// does not depend on it.
+impl SourceFile {
+    /// A location in this file.
+    pub fn location(self: &Arc<Self>, span: Span) -> Location {
+        Location {
+            source: Arc::clone(self),
+            span,
+        }
+    }
+
+    /// A location covering `len` bytes from `offset`.
+    pub fn location_at(self: &Arc<Self>, offset: usize, len: usize) -> Location {
+        self.location(self.span(offset, len))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::source::Format;
+    use crate::diagnostics::source::Format;
 
     fn at(path: &str, offset: usize, code: Code) -> Diagnostic {
         let source = SourceFile::in_memory(path, "abcdef\nghijkl\n", Format::Yaml);

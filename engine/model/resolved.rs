@@ -1,4 +1,4 @@
-//! Resolution: the effective engine settings with every value present, and the effective
+//! Resolved values: the effective engine settings with every value present, and the effective
 //! contract of each tool with the engine defaults filled in and mode patches applied. What
 //! the executor reads is always a resolved value; the `Option`s of the file model stop here.
 
@@ -87,33 +87,8 @@ impl ResolvedMessages {
     /// Fills a template's `{name}` placeholders. Unknown placeholders are left as written
     /// (the loader rejects them, so this only matters for embedders' own templates).
     pub fn render(&self, key: MessageKey, values: &[(&str, &str)]) -> String {
-        crate::budget::templates::render(self.template(key), values)
+        super::template::render(self.template(key), values)
     }
-}
-
-/// The placeholders a template uses, with their byte offsets (for load-time checks).
-pub fn template_placeholders(template: &str) -> Vec<(usize, &str)> {
-    let mut found = Vec::new();
-    let bytes = template.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'{' if bytes.get(i + 1) == Some(&b'{') => i += 2,
-            b'}' if bytes.get(i + 1) == Some(&b'}') => i += 2,
-            b'{' => match template[i + 1..].find('}') {
-                Some(len) => {
-                    found.push((i, &template[i + 1..i + 1 + len]));
-                    i += len + 2;
-                }
-                None => {
-                    found.push((i, ""));
-                    i += 1;
-                }
-            },
-            _ => i += 1,
-        }
-    }
-    found
 }
 
 /// A missing engine value, by its dotted path (`engine.max_concurrency`).
@@ -224,7 +199,7 @@ pub struct ResolvedContract {
     /// Scheduling flags.
     pub concurrency: ResolvedConcurrency,
     /// Timeout policy.
-    pub timeout: ResolvedTimeout,
+    pub timeout: TimeoutPolicy,
     /// Result budget.
     pub budget: ResolvedBudget,
     /// Permission when no rule matches.
@@ -263,9 +238,10 @@ impl ResolvedConcurrency {
     }
 }
 
-/// Timeout policy, resolved against the engine default.
+/// A contract's timeout policy, resolved against the engine default (the timeout of one call,
+/// which also reads the call's override field, is `timeout::ResolvedTimeout`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResolvedTimeout {
+pub struct TimeoutPolicy {
     /// `timeout: none`.
     pub disabled: bool,
     /// Contract default, else engine default (`None` = no timeout).
@@ -369,7 +345,7 @@ impl ResolvedContract {
                 read_only: false,
                 side_effect_scope: SideEffectScope::Workspace,
             },
-            timeout: ResolvedTimeout {
+            timeout: TimeoutPolicy {
                 disabled: false,
                 default: engine.default_timeout,
                 max: None,
@@ -539,15 +515,6 @@ fn resolve_budget(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placeholders_are_found_with_offsets() {
-        assert_eq!(
-            template_placeholders("a {tool} {{x}} {ms}"),
-            vec![(2, "tool"), (15, "ms")]
-        );
-        assert_eq!(template_placeholders("bad {"), vec![(4, "")]);
-    }
 
     #[test]
     fn turn_outcomes_parse() {

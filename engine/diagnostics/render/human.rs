@@ -13,7 +13,7 @@ use miette::{
 };
 
 use super::summary;
-use crate::load::diagnostic::{Diagnostic, Location, Severity};
+use crate::diagnostics::{Diagnostic, Location, Severity};
 
 /// Options of the human renderer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,8 +216,8 @@ impl miette::Diagnostic for Report<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::codes::Code;
-    use crate::load::source::{Format, SourceFile};
+    use crate::diagnostics::Code;
+    use crate::diagnostics::{Format, SourceFile};
 
     fn sample() -> Vec<Diagnostic> {
         let source = SourceFile::in_memory("a.yaml", "a: 1\nb: x\n", Format::Yaml);

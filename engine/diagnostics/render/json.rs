@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::load::diagnostic::Diagnostic;
+use crate::diagnostics::Diagnostic;
 
 /// The diagnostics as a JSON value.
 pub fn to_json(diagnostics: &[Diagnostic]) -> Value {
@@ -40,8 +40,8 @@ pub fn render_json(diagnostics: &[Diagnostic]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::codes::Code;
-    use crate::load::source::{Format, SourceFile};
+    use crate::diagnostics::Code;
+    use crate::diagnostics::{Format, SourceFile};
 
     #[test]
     fn exactly_the_documented_keys() {

@@ -5,7 +5,7 @@
 //! Escaping follows the runner's rules: `%`, CR and LF in the message; additionally `:` and
 //! `,` in property values.
 
-use crate::load::diagnostic::{Diagnostic, Severity};
+use crate::diagnostics::{Diagnostic, Severity};
 
 /// One annotation line per diagnostic.
 pub fn render_github(diagnostics: &[Diagnostic]) -> String {
@@ -54,8 +54,8 @@ pub fn escape_property(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::codes::Code;
-    use crate::load::source::{Format, SourceFile};
+    use crate::diagnostics::Code;
+    use crate::diagnostics::{Format, SourceFile};
 
     #[test]
     fn escapes_data_and_properties() {

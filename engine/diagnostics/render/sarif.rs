@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::load::codes::Code;
-use crate::load::diagnostic::{Diagnostic, Location, Severity};
+use crate::diagnostics::Code;
+use crate::diagnostics::{Diagnostic, Location, Severity};
 
 /// The SARIF schema URI.
 const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -128,7 +128,7 @@ fn physical(location: &Location) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::source::{Format, SourceFile};
+    use crate::diagnostics::{Format, SourceFile};
 
     #[test]
     fn one_rule_per_code_used() {

@@ -1,0 +1,84 @@
+//! Building a tool's handler from its declared `handler` (SPEC §10), once per snapshot: the
+//! executor compiles every tool's handler when a snapshot is installed, and the pipeline's
+//! handler stage dispatches calls to what was built.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::model::ToolName;
+use crate::model::handler::{HandlerSpec, StdinMode as ModelStdin};
+
+use super::{CommandHandler, CommandSpec, HttpHandler, HttpSpec, StdinMode};
+
+/// A tool's handler, compiled once per snapshot.
+pub enum Dispatch {
+    /// A subprocess.
+    Command(Arc<CommandHandler>),
+    /// An HTTP endpoint.
+    Http(Arc<HttpHandler>),
+    /// A native handler registered under this name.
+    Native(String),
+    /// No handler can run (why, for the model and the logs).
+    Unavailable(String),
+}
+
+/// What every built handler shares: the engine's limits and the workspace.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildOptions<'a> {
+    /// Most output bytes a handler may produce (`engine.max_handler_output`).
+    pub max_output_bytes: u64,
+    /// How long a cancelled subprocess may take to wind down (`engine.kill_grace`).
+    pub kill_grace: Duration,
+    /// The workspace root: commands run there (or in their `cwd` below it).
+    pub workspace: &'a Path,
+}
+
+/// Compiles a tool's handler. Errors here were reported at load time; a handler that still
+/// cannot be built becomes `Unavailable`, so the call fails with a clear message.
+pub fn build(tool: &ToolName, spec: &HandlerSpec, options: &BuildOptions<'_>) -> Dispatch {
+    match spec {
+        HandlerSpec::Command(spec) => {
+            let command = CommandSpec {
+                argv: spec.argv.clone(),
+                stdin: match spec.stdin {
+                    Some(ModelStdin::Json) => StdinMode::Json,
+                    Some(ModelStdin::None) | None => StdinMode::Null,
+                },
+                env_allow: spec.env.clone().unwrap_or_default(),
+                env_set: spec.set_env.clone().unwrap_or_default(),
+                cwd: Some(match &spec.cwd {
+                    Some(dir) => options.workspace.join(dir),
+                    None => options.workspace.to_path_buf(),
+                }),
+                success_codes: spec.success_codes.clone().unwrap_or_else(|| vec![0]),
+                max_output_bytes: options.max_output_bytes,
+                kill_grace: options.kill_grace,
+            };
+            match CommandHandler::new(command) {
+                Ok(handler) => Dispatch::Command(Arc::new(handler)),
+                Err(error) => Dispatch::Unavailable(format!(
+                    "the handler's argv template is invalid: {error}"
+                )),
+            }
+        }
+        HandlerSpec::Http(spec) => {
+            let mut http = HttpSpec::new(spec.url.clone());
+            http.headers = spec.headers.clone().unwrap_or_default();
+            http.env_allow = spec.env.clone().unwrap_or_default();
+            http.max_body_bytes = options.max_output_bytes;
+            match HttpHandler::new(http) {
+                Ok(handler) => Dispatch::Http(Arc::new(handler)),
+                Err(error) => {
+                    Dispatch::Unavailable(format!("the http handler cannot be built: {error}"))
+                }
+            }
+        }
+        HandlerSpec::Mcp(_) => Dispatch::Unavailable(
+            "mcp handlers are not supported by this version of toolgate".into(),
+        ),
+        HandlerSpec::Native(spec) => {
+            Dispatch::Native(spec.name.clone().unwrap_or_else(|| tool.to_string()))
+        }
+    }
+}
