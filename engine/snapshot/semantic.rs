@@ -418,7 +418,11 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
             &format!("{base}/handler/argv"),
             &command.argv,
             command.env.as_deref().unwrap_or_default(),
-            command.set_env.as_ref().and_then(|set| set.get("PATH")).map(String::as_str),
+            command
+                .set_env
+                .as_ref()
+                .and_then(|set| set.get("PATH"))
+                .map(String::as_str),
             command.cwd.as_deref(),
             &format!("the handler of `{name}`"),
         );
@@ -446,7 +450,7 @@ fn check_program(
             checker.push(
                 Diagnostic::new(
                     Code::SemanticInvalidArgv,
-                    format!("`argv[{index}]` of {what} contains a NUL byte"),
+                    format!("`argv[{index}]` of {what} (`{pointer}/{index}`) contains a NUL byte"),
                 )
                 .with_help("a process argument ends at the first NUL byte, so this command could never start; remove it"),
                 location,
@@ -484,18 +488,24 @@ fn check_program(
     if found {
         return;
     }
-    let help = if program.contains('/') {
+    let help = if program.starts_with('/') {
+        "there is no executable file at this path; check it".to_owned()
+    } else if program.contains('/') {
         "a relative path is taken from the workspace root (or the handler's `cwd`); check the path, or use an absolute one".to_owned()
     } else if env_allow.iter().any(|name| name == "PATH") || path_set.is_some() {
-        format!("`{program}` is on no folder of the `PATH` the process gets; install it or give its absolute path")
+        format!(
+            "`{program}` is on no folder of the `PATH` the process gets; install it or give its absolute path"
+        )
     } else {
-        format!("without `PATH` in `env` the process searches only /bin and /usr/bin; add `PATH` to `env`, or give the absolute path of `{program}`")
+        format!(
+            "without `PATH` in `env` the process searches only /bin and /usr/bin; add `PATH` to `env`, or give the absolute path of `{program}`"
+        )
     };
     let location = checker.at(&format!("{pointer}/0"));
     checker.push(
         Diagnostic::new(
             Code::SemanticMissingExecutable,
-            format!("program `{program}` of {what} is not found"),
+            format!("program `{program}` of {what} (`{pointer}/0`) is not found"),
         )
         .with_help(help),
         location,
@@ -505,7 +515,8 @@ fn check_program(
 /// Whether `path` is a file with an execute bit.
 fn is_executable(path: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// `default > max` as a mode sees it: a mode patch's timeout fields apply over the contract's,
