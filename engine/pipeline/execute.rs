@@ -107,6 +107,8 @@ pub async fn execute(
     }
 }
 
+// The call's parts travel separately (as in `execute`); a struct for them would be used once.
+#[allow(clippy::too_many_arguments)]
 async fn run(
     env: &CallEnv<'_>,
     state: &mut CallState<'_>,
@@ -268,7 +270,7 @@ impl Partial {
         if text.len() <= room {
             self.text.push_str(text);
         } else {
-            self.text.push_str(&text[..text.floor_char_boundary(room)]);
+            self.text.push_str(&text[..floor_boundary(text, room)]);
             self.cut = true;
         }
     }
@@ -319,6 +321,15 @@ fn progress_sink(
     (sink, emitter)
 }
 
+/// The largest character boundary of `text` at or below `index`.
+fn floor_boundary(text: &str, index: usize) -> usize {
+    let mut at = index.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
 /// Coalesces a call's progress into `ToolCallProgress` events.
 struct ProgressEmitter {
     sink: Arc<dyn crate::events::EventSink>,
@@ -354,7 +365,7 @@ impl ProgressEmitter {
         let kept = if (text.len() as u64) <= room {
             text.as_str()
         } else {
-            let cut = text.floor_char_boundary(usize::try_from(room).unwrap_or(usize::MAX));
+            let cut = floor_boundary(&text, usize::try_from(room).unwrap_or(usize::MAX));
             &text[..cut]
         };
         state.dropped += (text.len() - kept.len()) as u64;
