@@ -166,6 +166,7 @@ fn config(unit: BudgetUnit) -> FinalizeConfig<'static> {
         unit,
         templates: &TEMPLATES,
         retention: Retention::Session,
+        max_files: None,
     }
 }
 

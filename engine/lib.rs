@@ -23,6 +23,7 @@ pub mod load;
 pub mod model;
 pub mod pipeline;
 pub mod policy;
+pub mod report;
 pub mod review;
 pub mod schedule;
 pub mod serve;

@@ -46,7 +46,14 @@ pub struct FsStoreConfig {
     pub project_dir: Option<PathBuf>,
     /// Per-file and per-session caps.
     pub limits: Limits,
+    /// The allocation unit the session cap counts in: each file is charged its size rounded
+    /// up to a whole number of blocks, and at least one block, so that many tiny files count
+    /// what they take on disk (default 4 KiB, the block of common file systems).
+    pub block_size: u64,
 }
+
+/// The block the session cap counts in by default.
+pub const DEFAULT_BLOCK_SIZE: u64 = 4096;
 
 impl FsStoreConfig {
     /// A configuration with the SPEC's limits and no project directory.
@@ -55,6 +62,7 @@ impl FsStoreConfig {
             dir: dir.into(),
             project_dir: None,
             limits: Limits::spec_defaults(),
+            block_size: DEFAULT_BLOCK_SIZE,
         }
     }
 }
@@ -80,7 +88,7 @@ struct WriteJob {
 impl FsArtifactStore {
     /// A store writing under `config.dir`. Nothing is created until the first write.
     pub fn new(config: FsStoreConfig) -> Self {
-        let ledger = Ledger::new(config.limits);
+        let ledger = Ledger::with_block(config.limits, config.block_size);
         Self { config, ledger }
     }
 
@@ -89,7 +97,7 @@ impl FsArtifactStore {
         &self.config
     }
 
-    /// Bytes written or reserved in a session.
+    /// Bytes written or reserved in a session, each file rounded up to whole blocks.
     pub fn session_usage(&self, session: &SessionId) -> u64 {
         self.ledger.used(session)
     }

@@ -47,15 +47,30 @@ struct Book {
 /// The books of all sessions of one store.
 pub(crate) struct Ledger {
     limits: Limits,
+    /// Each reservation is rounded up to whole blocks of this size (at least one).
+    block: u64,
     sessions: Mutex<HashMap<SessionId, Book>>,
 }
 
 impl Ledger {
     pub(crate) fn new(limits: Limits) -> Arc<Self> {
+        Self::with_block(limits, 1)
+    }
+
+    /// A ledger that charges each file its size rounded up to whole blocks of `block` bytes,
+    /// and at least one block: what it takes on disk, so that many tiny files cannot take
+    /// far more disk than the cap says.
+    pub(crate) fn with_block(limits: Limits, block: u64) -> Arc<Self> {
         Arc::new(Self {
             limits,
+            block: block.max(1),
             sessions: Mutex::default(),
         })
+    }
+
+    /// What a file of `bytes` is charged against the session cap.
+    fn charge(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.block).max(1).saturating_mul(self.block)
     }
 
     fn books(&self) -> MutexGuard<'_, HashMap<SessionId, Book>> {
@@ -75,10 +90,11 @@ impl Ledger {
                 limit: self.limits.max_file,
             });
         }
+        let charged = self.charge(bytes);
         let mut books = self.books();
         let book = books.entry(session.clone()).or_default();
         // INVARIANT: book.used ≤ max_session at all times: checked and added under one lock.
-        match book.used.checked_add(bytes) {
+        match book.used.checked_add(charged) {
             Some(total) if total <= self.limits.max_session => book.used = total,
             Some(_) | None => {
                 return Err(ArtifactError::SessionFull {
@@ -91,7 +107,7 @@ impl Ledger {
         Ok(Reservation {
             ledger: Arc::clone(self),
             session: session.clone(),
-            bytes,
+            bytes: charged,
             kept: false,
         })
     }
@@ -165,6 +181,30 @@ impl Drop for Reservation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_are_charged_in_whole_blocks() {
+        let ledger = Ledger::with_block(
+            Limits {
+                max_file: 10_000,
+                max_session: 3 * 4096,
+            },
+            4096,
+        );
+        let s = SessionId::from("s");
+        // Empty and one-byte files take a block each; 4097 bytes take two.
+        ledger.reserve(&s, 0).unwrap().keep();
+        assert_eq!(ledger.used(&s), 4096);
+        ledger.reserve(&s, 1).unwrap().keep();
+        assert_eq!(ledger.used(&s), 8192);
+        assert!(matches!(
+            ledger.reserve(&s, 4097),
+            Err(ArtifactError::SessionFull { bytes: 4097, .. })
+        ));
+        ledger.reserve(&s, 4096).unwrap().keep();
+        assert_eq!(ledger.used(&s), 3 * 4096);
+        assert!(ledger.reserve(&s, 1).is_err());
+    }
 
     #[test]
     fn reservations_are_released_unless_kept() {

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-pub use fs::{FsArtifactStore, FsStoreConfig};
+pub use fs::{DEFAULT_BLOCK_SIZE, FsArtifactStore, FsStoreConfig};
 pub use ledger::Limits;
 pub use memory::MemoryArtifactStore;
 
@@ -148,6 +148,13 @@ pub enum ArtifactError {
         /// `max_session`.
         limit: u64,
     },
+    /// The batch already wrote as many artifact files as one batch may
+    /// (`artifacts.max_batch_files`).
+    #[error("the batch already wrote {limit} artifact files, the most one batch may write")]
+    BatchFiles {
+        /// `max_batch_files`.
+        limit: u64,
+    },
     /// A symbolic link sits where the store would create or write.
     #[error("refusing to follow the symbolic link at `{path}`")]
     Symlink {
@@ -187,6 +194,7 @@ impl ArtifactError {
             ArtifactError::TooLarge { .. } => Some(Stub::FileTooLarge),
             ArtifactError::InvalidSessionId { .. }
             | ArtifactError::SessionFull { .. }
+            | ArtifactError::BatchFiles { .. }
             | ArtifactError::Symlink { .. }
             | ArtifactError::NotADirectory { .. }
             | ArtifactError::Io { .. } => None,

@@ -147,6 +147,9 @@ pub struct FinalizeConfig<'a> {
     pub templates: &'a Templates,
     /// Retention of the artifacts the finalizer writes.
     pub retention: Retention,
+    /// Most artifact files one pass writes (`artifacts.max_batch_files`); `None`: no limit.
+    /// The results after them are cut without an artifact, as if their write had failed.
+    pub max_files: Option<u64>,
 }
 
 /// What happened to one result.
@@ -408,6 +411,17 @@ async fn persist(
             (Some(files), true) if !files.is_empty() => (Some(files.clone()), Persistence::Reused),
             (Some(_), true) => (Some(Vec::new()), Persistence::NothingReusable),
             (None, true) => match artifacts {
+                Some(_)
+                    if config
+                        .max_files
+                        .is_some_and(|limit| writes.len() as u64 >= limit) =>
+                {
+                    let limit = config.max_files.unwrap_or_default();
+                    (
+                        Some(Vec::new()),
+                        Persistence::Failed(ArtifactError::BatchFiles { limit }),
+                    )
+                }
                 Some(target) => {
                     let request = ArtifactRequest {
                         session: target.session.clone(),
@@ -475,6 +489,7 @@ fn apply(
     let mut total_after = 0u64;
     for ((item, item_allocs), (files, persistence)) in items.iter().zip(&allocs).zip(persisted) {
         let paths: &[PathBuf] = files.as_deref().unwrap_or(&[]);
+        let lost = matches!(persistence, Persistence::Failed(_) | Persistence::NoStore);
         let mut original_size = 0u64;
         let mut final_size = 0u64;
         let mut was_cut = false;
@@ -488,7 +503,8 @@ fn apply(
                 match alloc {
                     Some(max) if len > *max => {
                         was_cut = true;
-                        let fitted = fit_slot(&slot.text, *max, unit, paths, config.templates);
+                        let fitted =
+                            fit_slot(&slot.text, *max, unit, paths, lost, config.templates);
                         let text = match unit {
                             BudgetUnit::Chars => {
                                 let chars = measure(&fitted, unit);

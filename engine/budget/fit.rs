@@ -30,7 +30,21 @@ pub(crate) const HEAD_DIVISOR: u64 = 5;
 /// The header of a cut slot: `Tool output truncated.`, the artifact path(s) if any, and the
 /// digest line.
 pub fn cut_header(text: &SlotText, paths: &[PathBuf], templates: &Templates) -> String {
+    cut_header_with(text, paths, false, templates)
+}
+
+/// Like [`cut_header`]; when `lost`, the header also says the full output could not be kept
+/// (its artifact write failed, or there is no store).
+pub fn cut_header_with(
+    text: &SlotText,
+    paths: &[PathBuf],
+    lost: bool,
+    templates: &Templates,
+) -> String {
     let mut header = templates.cut_header.clone();
+    if lost {
+        header.push_str(&templates.output_lost);
+    }
     match paths {
         [] => {}
         [one] => header.push_str(&render(
@@ -55,24 +69,34 @@ pub fn cut_header(text: &SlotText, paths: &[PathBuf], templates: &Templates) -> 
 }
 
 /// Fits `text` into `max` units: unchanged when it already fits, otherwise the cut form of
-/// SPEC §8.3 step 4.
+/// SPEC §8.3 step 4. `lost` says the full output could not be kept (see
+/// [`cut_header_with`]).
 ///
 /// The result is exactly `max` units long unless only the header fits or (in `bytes`) a
-/// character boundary forces it shorter; it is never longer.
+/// character boundary forces it shorter; it is never longer. It never shows part of a path:
+/// when the full header does not fit, a shorter notice stands in for it ([`short_notice`]).
 pub fn fit_slot(
     text: &SlotText,
     max: u64,
     unit: BudgetUnit,
     paths: &[PathBuf],
+    lost: bool,
     templates: &Templates,
 ) -> String {
     if text.len(unit) <= max {
         return text.as_str().to_owned();
     }
-    let header = cut_header(text, paths, templates);
-    let header_len = measure(&header, unit);
+    let full_header = cut_header_with(text, paths, lost, templates);
+    let full_len = measure(&full_header, unit);
+    let (header, header_len) = if full_len <= max {
+        (full_header, full_len)
+    } else {
+        let short = short_notice(max, unit, paths, lost, templates);
+        let short_len = measure(&short, unit);
+        (short, short_len)
+    };
     if header_len >= max {
-        return head(&header, max, unit).to_owned();
+        return header;
     }
     let separator_len = measure(&templates.cut_separator, unit);
     let marker_len = measure(&templates.cut_marker, unit);
@@ -100,6 +124,34 @@ pub fn fit_slot(
     out.push_str(&templates.cut_marker);
     out.push_str(tail_part);
     out
+}
+
+/// The notice of a cut slot whose full header does not fit `max`: the shortest complete form
+/// naming the first artifact whole (`cut_short`) if it fits, else the header's text without
+/// any path or digest (`cut_header`, plus `output_lost` when the output was lost), cut to
+/// `max` if need be. A path is shown whole or not at all. The preview follows it as it
+/// follows the full header.
+pub fn short_notice(
+    max: u64,
+    unit: BudgetUnit,
+    paths: &[PathBuf],
+    lost: bool,
+    templates: &Templates,
+) -> String {
+    if let Some(first) = paths.first() {
+        let short = render(
+            &templates.cut_short,
+            &[("path", &first.display().to_string())],
+        );
+        if measure(&short, unit) <= max {
+            return short;
+        }
+    }
+    let mut bare = templates.cut_header.clone();
+    if lost {
+        bare.push_str(&templates.output_lost);
+    }
+    head(&bare, max, unit).to_owned()
 }
 
 #[cfg(test)]
@@ -158,8 +210,20 @@ mod tests {
         let table: Vec<(u64, String)> = vec![
             // Fits: unchanged.
             (1000, text.clone()),
-            // Header longer than max: the header cut to max.
-            (10, header[..10].to_owned()),
+            // Full header longer than max: its opening words (no digest), cut to max, then a
+            // preview when there is room.
+            (10, "Tool outpu".to_owned()),
+            (22, "Tool output truncated.".to_owned()),
+            (24, "Tool output truncated.".to_owned()),
+            (30, "Tool output truncated.\n\n\n...\nl".to_owned()),
+            (
+                h - 1,
+                format!(
+                    "Tool output truncated.\n\n{}\n...\n{}",
+                    &text[..15],
+                    &text[1000 - 62..]
+                ),
+            ),
             (h, header.clone()),
             // No room for a preview after the separator: the header alone.
             (h + 1, header.clone()),
@@ -176,17 +240,66 @@ mod tests {
             ),
         ];
         for (max, want) in table {
-            let got = fit_slot(&slot, max, Chars, &[], &t());
+            let got = fit_slot(&slot, max, Chars, &[], false, &t());
             assert_eq!(got, want, "max {max}");
             assert_eq!(
-                fit_slot(&slot, max, Bytes, &[], &t()),
+                fit_slot(&slot, max, Bytes, &[], false, &t()),
                 want,
                 "bytes, max {max}"
             );
-            if max > h + 2 {
+            if max > h + 2 || (25..h).contains(&max) {
                 assert_eq!(measure(&got, Chars), max.min(1000), "length at max {max}");
             }
         }
+    }
+
+    #[test]
+    fn a_header_that_does_not_fit_never_shows_part_of_a_path() {
+        let text: String = "x".repeat(1000);
+        let slot = SlotText::from(text.as_str());
+        let path = PathBuf::from("/home/u/.toolgate/artifacts/session-1/call-0001.txt");
+        let paths = [path.clone()];
+        let short = format!("Truncated; full output: {}", path.display());
+        let header = cut_header(&slot, &paths, &t());
+        let h = header.len() as u64;
+        let s = short.len() as u64;
+        for max in 0..h {
+            let got = fit_slot(&slot, max, Chars, &paths, false, &t());
+            assert!(measure(&got, Chars) <= max, "max {max}: {got}");
+            if max >= s {
+                assert!(got.starts_with(&short), "max {max}: {got}");
+            } else if max >= 22 {
+                assert!(
+                    got.starts_with("Tool output truncated."),
+                    "max {max}: {got}"
+                );
+                assert!(!got.contains("/home"), "max {max}: {got}");
+            } else {
+                assert!(
+                    "Tool output truncated.".starts_with(&got),
+                    "max {max}: {got}"
+                );
+            }
+            if max >= 25 && !(s..s + 3).contains(&max) {
+                assert_eq!(measure(&got, Chars), max, "max {max}");
+            }
+        }
+        assert!(fit_slot(&slot, h, Chars, &paths, false, &t()).contains(&*path.to_string_lossy()));
+    }
+
+    #[test]
+    fn a_lost_output_is_said_to_be_lost() {
+        let text: String = "x".repeat(1000);
+        let slot = SlotText::from(text.as_str());
+        let got = fit_slot(&slot, 300, Chars, &[], true, &t());
+        assert!(
+            got.starts_with(
+                "Tool output truncated. The full output could not be kept.\nFull output sha256: "
+            ),
+            "{got}"
+        );
+        let got = fit_slot(&slot, 40, Chars, &[], true, &t());
+        assert_eq!(got, "Tool output truncated. The full output c");
     }
 
     #[test]
@@ -197,13 +310,20 @@ mod tests {
         let h_chars = measure(&header, Chars);
         for extra in 3..80 {
             let max = h_chars + extra;
-            let got = fit_slot(&slot, max, Chars, &[], &t());
+            let got = fit_slot(&slot, max, Chars, &[], false, &t());
             assert_eq!(measure(&got, Chars), max, "chars, max {max}");
         }
         for max in 0..400 {
-            let got = fit_slot(&slot, max, Bytes, &[], &t());
+            let got = fit_slot(&slot, max, Bytes, &[], false, &t());
             assert!(measure(&got, Bytes) <= max, "bytes, max {max}");
-            assert!(got.starts_with(head(&header, max, Bytes)));
+            // The header whole (and a preview), or, when it does not fit, a prefix of it
+            // that stops before the digest.
+            assert!(
+                got.starts_with(head(&header, max, Bytes))
+                    || got.starts_with("Tool output truncated.\n\n")
+                    || "Tool output truncated.".starts_with(&got),
+                "bytes, max {max}: {got}"
+            );
         }
     }
 }

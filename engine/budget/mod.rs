@@ -27,6 +27,7 @@
 //!     unit: BudgetUnit::Chars,
 //!     templates: &templates,
 //!     retention: Retention::Session,
+//!     max_files: None,
 //! };
 //! let batch = vec![
 //!     FinalizeItem::new("a", vec![Slot::new(SlotKind::Output, "x".repeat(1000))]),

@@ -264,10 +264,15 @@ fn truncated(
 ) -> Produced {
     let unit = policy.unit;
     let original_size = input.output.len(unit);
-    let stub = artifact_error
-        .as_ref()
-        .and_then(ArtifactError::stub)
-        .map(|stub| templates.stub(stub));
+    // A failed write says why when it has a stub (invalid call id, file too large), and
+    // otherwise (disk full, session cap, ...) that the full output could not be kept.
+    let stub = artifact_error.as_ref().map(|error| {
+        error
+            .stub()
+            .map_or(templates.output_lost.trim_start(), |stub| {
+                templates.stub(stub)
+            })
+    });
     let text = truncate(
         &input.output,
         original_size,

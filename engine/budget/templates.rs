@@ -59,6 +59,12 @@ pub struct Templates {
     pub cut_separator: String,
     /// Between the head and the tail of a cut slot's preview.
     pub cut_marker: String,
+    /// The shortest complete form of a cut slot, used when the full header does not fit its
+    /// share: it names one artifact whole. Placeholder: `{path}`.
+    pub cut_short: String,
+    /// Follows [`Self::cut_header`] (or a truncation notice) when the full output could not
+    /// be kept in an artifact.
+    pub output_lost: String,
 }
 
 impl Templates {
@@ -83,6 +89,8 @@ impl Templates {
             cut_digest: "\nFull output sha256: {sha256}".into(),
             cut_separator: "\n\n".into(),
             cut_marker: "\n...\n".into(),
+            cut_short: "Truncated; full output: {path}".into(),
+            output_lost: " The full output could not be kept.".into(),
         }
     }
 }
@@ -109,6 +117,8 @@ impl Templates {
             cut_digest: text(MessageKey::CutDigest),
             cut_separator: text(MessageKey::CutSeparator),
             cut_marker: text(MessageKey::CutMarker),
+            cut_short: text(MessageKey::CutShort),
+            output_lost: text(MessageKey::OutputLost),
         }
     }
 

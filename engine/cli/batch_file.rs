@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 
 use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 use crate::executor::Batch;
-use crate::load::{ReadLimits, SchemaChecker, parse_document};
+use crate::load::read::{Limited, read_limited};
+use crate::load::{ParseLimits, ParsedDocument, ReadLimits, SchemaChecker, parse_document};
 use crate::model::ModeName;
 use crate::model::batch::BatchFile;
 use crate::snapshot::Snapshot;
@@ -18,34 +19,82 @@ fn checker() -> Result<&'static SchemaChecker, String> {
     SchemaChecker::compiled_once(&CHECKER, crate::model::schema::batch_file)
 }
 
-/// Reads and checks a batch file against the snapshot's modes.
+/// Reads and checks a batch file against the snapshot's modes. The path `-` reads standard
+/// input.
+///
+/// The file is read through the size limit (a huge file, `/dev/zero` or an endless pipe is
+/// refused after 8 MiB, not read whole). A `.json` file, or standard input or a file of
+/// another extension that starts with `{` or `[`, is parsed as JSON (in time linear in its
+/// size, with JSON's own escapes); anything else as YAML.
 pub fn load_batch(
     path: &Path,
     snapshot: &Snapshot,
 ) -> Result<(Batch, Vec<ModeName>), Vec<Diagnostic>> {
-    let shown = path.display().to_string();
-    let text = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            return Err(vec![
-                Diagnostic::new(
-                    Code::IoRead,
-                    format!("cannot read batch file `{shown}`: {error}"),
-                )
-                .with_help("pass the path of a YAML or JSON batch file"),
-            ]);
-        }
+    let stdin = path.as_os_str() == "-";
+    let shown = if stdin {
+        "<stdin>".to_owned()
+    } else {
+        path.display().to_string()
     };
-    if text.len() as u64 > ReadLimits::DEFAULT.max_bytes {
-        return Err(vec![Diagnostic::new(
-            Code::SyntaxTooLarge,
-            format!("batch file `{shown}` is larger than 8 MiB"),
-        )]);
-    }
-    // JSON is YAML, so one parser reads both and reports positions for either.
+    let cannot_read = |error: &dyn std::fmt::Display| {
+        vec![
+            Diagnostic::new(
+                Code::IoRead,
+                format!("cannot read batch file `{shown}`: {error}"),
+            )
+            .with_help("pass the path of a YAML or JSON batch file, or `-` for standard input"),
+        ]
+    };
+    let max_bytes = ReadLimits::DEFAULT.max_bytes;
+    let read = if stdin {
+        read_limited(std::io::stdin().lock(), max_bytes, 0)
+    } else {
+        let file = std::fs::File::open(path).map_err(|error| cannot_read(&error))?;
+        let metadata = file.metadata().map_err(|error| cannot_read(&error))?;
+        if metadata.is_dir() {
+            return Err(cannot_read(&"it is a directory"));
+        }
+        // Devices and pipes (`/dev/stdin`) are read too, through the same limit.
+        read_limited(file, max_bytes, metadata.len())
+    };
+    let text = match read {
+        Ok(Limited::Read(bytes)) => bytes,
+        Ok(Limited::TooLarge) => {
+            return Err(vec![Diagnostic::new(
+                Code::SyntaxTooLarge,
+                format!("batch file `{shown}` is larger than 8 MiB"),
+            )]);
+        }
+        Err(error) => return Err(cannot_read(&error)),
+    };
+    let json = is_json(path, &text);
     let source = crate::load::read::source_from_bytes(shown.as_str(), text, Format::Yaml)
         .map_err(|d| vec![d])?;
-    parse(source, snapshot)
+    if json {
+        let document = super::batch_json::parse_json(source, &ParseLimits::DEFAULT)?;
+        check(document, snapshot)
+    } else {
+        parse(source, snapshot)
+    }
+}
+
+/// Whether a batch is JSON: by its extension, or for standard input and other extensions
+/// (but `.yaml`/`.yml`) by its first character.
+fn is_json(path: &Path, text: &[u8]) -> bool {
+    let extension = path
+        .extension()
+        .and_then(|ext| ext.to_str())
+        .map(str::to_ascii_lowercase);
+    match extension.as_deref() {
+        Some("json") => true,
+        Some("yaml" | "yml") => false,
+        _ => {
+            let text = text.strip_prefix("\u{feff}".as_bytes()).unwrap_or(text);
+            text.iter()
+                .find(|byte| !byte.is_ascii_whitespace())
+                .is_some_and(|&first| first == b'{' || first == b'[')
+        }
+    }
 }
 
 /// Parses and checks a batch held in memory.
@@ -53,7 +102,14 @@ pub fn parse(
     source: std::sync::Arc<SourceFile>,
     snapshot: &Snapshot,
 ) -> Result<(Batch, Vec<ModeName>), Vec<Diagnostic>> {
-    let document = parse_document(source)?;
+    check(parse_document(source)?, snapshot)
+}
+
+/// Checks a parsed batch against the batch schema and the snapshot's modes.
+fn check(
+    document: ParsedDocument,
+    snapshot: &Snapshot,
+) -> Result<(Batch, Vec<ModeName>), Vec<Diagnostic>> {
     let checker =
         checker().map_err(|message| vec![Diagnostic::new(Code::SchemaInvalid, message)])?;
     let problems = checker.check_document(&document);

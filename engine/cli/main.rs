@@ -399,7 +399,7 @@ fn main() -> ExitCode {
             debounce,
         } => with_runtime(|runtime| {
             let options = toolgate::serve::ServeOptions {
-                global: global.clone(),
+                load: global.load_options(),
                 watch: !no_watch,
                 debounce,
             };

@@ -7,6 +7,7 @@
 //! or `serve` (130, 143, 129), after the cancelled calls were reported.
 
 pub mod batch_file;
+mod batch_json;
 pub mod check;
 pub mod diff;
 pub mod explain;

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
@@ -22,7 +21,7 @@ use crate::diagnostics::render::{HumanOptions, render_human};
 use crate::events::{CallStatus, ChannelSink, Event, EventKind};
 use crate::executor::{BatchOutcome, Engine, Turn, artifact_store_for};
 use crate::model::CallId;
-use crate::pipeline::CallResult;
+use crate::report::finalized_json;
 use crate::snapshot::load;
 
 use super::{Exit, GlobalOptions};
@@ -60,60 +59,6 @@ pub struct RunOptions {
     pub live: bool,
     /// Exit 1 when any call did not succeed.
     pub fail_on_error: bool,
-}
-
-/// The result JSON of one call, as `BatchFinalized.results[]` and the stdio server give it.
-pub fn result_json(result: &CallResult) -> Value {
-    let mut value = json!({
-        "call_id": result.call_id.as_str(),
-        "tool": result.tool,
-        "status": result.status.as_str(),
-        "model_content": result.model_text(),
-        "metadata": result.metadata,
-    });
-    if let Value::Object(map) = &mut value {
-        let extra = [
-            (
-                "canonical_tool",
-                serde_json::to_value(&result.canonical_tool),
-            ),
-            ("error", serde_json::to_value(&result.error)),
-            ("permission", serde_json::to_value(&result.permission)),
-            ("display", serde_json::to_value(&result.display)),
-            ("turn", serde_json::to_value(&result.turn)),
-        ];
-        for (key, item) in extra {
-            if let Ok(item) = item
-                && !item.is_null()
-            {
-                map.insert(key.to_owned(), item);
-            }
-        }
-        if !result.parts.is_empty() {
-            map.insert("parts".into(), Value::Array(result.parts.clone()));
-        }
-    }
-    value
-}
-
-/// The final `BatchFinalized` record.
-pub fn finalized_json(outcome: &BatchOutcome) -> Value {
-    let mut value = json!({
-        "type": "BatchFinalized",
-        "batch_id": outcome.batch_id.as_str(),
-        "generation": outcome.generation,
-        "turn_stopped": outcome.turn_stopped,
-        "results": outcome.results.iter().map(result_json).collect::<Vec<_>>(),
-    });
-    if let Value::Object(map) = &mut value {
-        if let Some(context) = &outcome.batch_context {
-            map.insert("batch_context".into(), json!(context));
-        }
-        if !outcome.feedback.is_empty() {
-            map.insert("feedback".into(), json!(outcome.feedback));
-        }
-    }
-    value
 }
 
 /// Runs a batch file, writing the report to `out` and problems to `err`.
@@ -440,6 +385,13 @@ impl HumanView {
                 let text = format!(
                     "  ! hook `{}` ({}) failed: {}",
                     failed.hook, failed.event, failed.error
+                );
+                self.line(out, &text);
+            }
+            EventKind::ArtifactWriteFailed(failed) => {
+                let text = format!(
+                    "  ! {call}: full output not kept ({} {}): {}",
+                    failed.size, self.unit, failed.error
                 );
                 self.line(out, &text);
             }

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Map, Value};
 
 use crate::diagnostics::render::{HumanOptions, render_human, to_json};
 use crate::events::NullSink;
@@ -34,32 +34,18 @@ pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> Stri
     };
     match format {
         WatchFormat::Jsonl => {
-            let mut record = match outcome {
-                ReloadOutcome::Reloaded {
-                    generation,
-                    changes,
-                    files,
-                    previous: _,
-                    warnings: _,
-                } => {
-                    json!({"type": "PolicyReloaded", "generation": generation, "changes": changes, "files": files})
-                }
-                ReloadOutcome::Failed {
-                    diagnostics,
-                    generation,
-                } => json!({
-                    "type": "PolicyReloadFailed",
-                    "generation": generation,
-                    "diagnostics": to_json(diagnostics)["diagnostics"],
-                }),
-            };
-            if let (ReloadOutcome::Reloaded { warnings, .. }, serde_json::Value::Object(map)) =
-                (outcome, &mut record)
+            let kind = outcome.event_kind();
+            let mut record = Map::new();
+            record.insert("type".into(), kind.type_name().into());
+            if let Ok(Value::Object(fields)) = serde_json::to_value(&kind) {
+                record.extend(fields);
+            }
+            if let ReloadOutcome::Reloaded { warnings, .. } = outcome
                 && !warnings.is_empty()
             {
-                map.insert("warnings".into(), to_json(warnings)["diagnostics"].clone());
+                record.insert("warnings".into(), to_json(warnings)["diagnostics"].clone());
             }
-            format!("{record}\n")
+            format!("{}\n", Value::Object(record))
         }
         WatchFormat::Human => match outcome {
             ReloadOutcome::Reloaded {

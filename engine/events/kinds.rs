@@ -35,6 +35,9 @@ pub enum EventKind {
     PolicyReloaded(PolicyReloaded),
     /// A reload was rejected; the previous generation stays in force.
     PolicyReloadFailed(PolicyReloadFailed),
+    /// A call's full output could not be written to an artifact; the model was told it is
+    /// lost.
+    ArtifactWriteFailed(ArtifactWriteFailed),
 }
 
 impl EventKind {
@@ -54,6 +57,7 @@ impl EventKind {
             EventKind::HookFailed(_) => "HookFailed",
             EventKind::PolicyReloaded(_) => "PolicyReloaded",
             EventKind::PolicyReloadFailed(_) => "PolicyReloadFailed",
+            EventKind::ArtifactWriteFailed(_) => "ArtifactWriteFailed",
         }
     }
 }
@@ -325,8 +329,29 @@ pub struct PolicyReloaded {
 /// A rejected reload.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PolicyReloadFailed {
-    /// The diagnostics, each with file, line and column.
-    pub diagnostics: Vec<Value>,
     /// The generation that stays in force.
     pub generation: u64,
+    /// The diagnostics, each with file, line and column.
+    pub diagnostics: Vec<Value>,
+}
+
+/// Which budget stage tried to write an artifact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArtifactStage {
+    /// The per-call producer stage (SPEC §8.1).
+    Producer,
+    /// The batch finalizer (SPEC §8.3).
+    Finalizer,
+}
+
+/// A failed artifact write: the call's full output is not kept anywhere.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ArtifactWriteFailed {
+    /// The stage that tried to write it.
+    pub stage: ArtifactStage,
+    /// Why it failed (disk full, session cap, invalid call id, ...).
+    pub error: String,
+    /// The size of the output that was lost, in the budget unit.
+    pub size: u64,
 }

@@ -9,8 +9,10 @@ use serde::Serialize;
 
 use crate::budget::measure::measure;
 use crate::budget::{
-    ArtifactTarget, Budgeting, FinalizeConfig, FinalizeItem, ItemStatus, Slot, SlotKind, finalize,
+    ArtifactTarget, Budgeting, FinalizeConfig, FinalizeItem, ItemStatus, Persistence, Slot,
+    SlotKind, finalize,
 };
+use crate::events::{ArtifactStage, ArtifactWriteFailed, EventKind};
 use crate::model::CallId;
 use crate::pipeline::{CallEnv, CallResult};
 
@@ -107,6 +109,16 @@ pub async fn finalize_results(
     let outcome = finalize(&input, &config, target).await;
     let mut report = FinalizeReport::default();
     for (index, (item, item_report)) in outcome.items.iter().zip(&outcome.reports).enumerate() {
+        if let Persistence::Failed(error) = &item_report.persistence {
+            env.emit(
+                Some(&item_report.call_id),
+                EventKind::ArtifactWriteFailed(ArtifactWriteFailed {
+                    stage: ArtifactStage::Finalizer,
+                    error: error.to_string(),
+                    size: item_report.original_size,
+                }),
+            );
+        }
         let cut = item_report.status == ItemStatus::Cut;
         report.cuts.push(CutReport {
             call_id: item_report.call_id.clone(),
@@ -151,6 +163,7 @@ fn config_of<'a>(env: &'a CallEnv<'_>) -> FinalizeConfig<'a> {
         unit: engine.budget_unit,
         templates: &env.prepared.templates,
         retention: engine.artifacts.retention,
+        max_files: Some(engine.artifacts.max_batch_files),
     }
 }
 

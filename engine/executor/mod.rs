@@ -483,6 +483,7 @@ pub fn artifact_store_for(snapshot: &Snapshot) -> crate::artifact::FsArtifactSto
             max_file: artifacts.max_file,
             max_session: artifacts.max_session,
         },
+        block_size: crate::artifact::DEFAULT_BLOCK_SIZE,
     })
 }
 

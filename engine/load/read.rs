@@ -76,18 +76,39 @@ pub fn read_source(path: &Path, limits: &ReadLimits) -> Result<Arc<SourceFile>, 
         return Err(too_large(&placeholder(), metadata.len(), limits));
     }
 
-    // Sized from the metadata (checked against the limit above), so a file is read in one go
-    // rather than into a buffer grown a dozen times.
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0) + 1);
     let file = std::fs::File::open(path).map_err(|err| io_diagnostic(&err, &placeholder()))?;
     // The file may have grown since `metadata`: never read more than the limit allows.
-    file.take(limits.max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|err| io_diagnostic(&err, &placeholder()))?;
-    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > limits.max_bytes {
-        return Err(too_large(&placeholder(), metadata.len(), limits));
+    match read_limited(file, limits.max_bytes, metadata.len()) {
+        Ok(Limited::Read(bytes)) => source_from_bytes(shown, bytes, format),
+        Ok(Limited::TooLarge) => Err(too_large(&placeholder(), metadata.len(), limits)),
+        Err(err) => Err(io_diagnostic(&err, &placeholder())),
     }
-    source_from_bytes(shown, bytes, format)
+}
+
+/// What [`read_limited`] read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Limited {
+    /// Everything the reader held: at most the limit.
+    Read(Vec<u8>),
+    /// The reader held more than the limit; only one byte past it was read.
+    TooLarge,
+}
+
+/// Reads `reader` to its end, but never more than `max_bytes + 1` bytes: a file that grows
+/// while it is read, a device such as `/dev/zero` or a pipe that never ends is refused after
+/// the limit instead of filling memory. `size_hint` (e.g. the file's length from its
+/// metadata) sizes the buffer up front, capped at the limit, so that a file is read in one
+/// go rather than into a buffer grown a dozen times.
+pub fn read_limited(reader: impl Read, max_bytes: u64, size_hint: u64) -> io::Result<Limited> {
+    let capacity = size_hint.min(max_bytes).saturating_add(1);
+    let mut bytes = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
+    reader
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max_bytes {
+        return Ok(Limited::TooLarge);
+    }
+    Ok(Limited::Read(bytes))
 }
 
 /// Builds a source file from raw bytes, rejecting bytes that are not UTF-8 with a diagnostic

@@ -132,8 +132,9 @@ fn turn_control_schema(generator: &mut schemars::SchemaGenerator) -> schemars::S
 pub const TURN_CONTROL_KEY_PATTERN: &str =
     r"^(success|denied|denied_with_feedback|error:[A-Za-z][A-Za-z0-9_]*|limit:[A-Za-z0-9_-]+)$";
 
-/// Scheduling flags as a contract writes them (SPEC §4); the snapshot resolves them into
-/// `ResolvedConcurrency`, and the scheduler turns those into a call's scheduling class.
+// As a contract writes them; the snapshot resolves them into `ResolvedConcurrency`, and the
+// scheduler turns those into a call's scheduling class.
+/// Scheduling flags (SPEC §4).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 // The schema keeps the name it always had.

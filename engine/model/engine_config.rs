@@ -167,9 +167,14 @@ pub struct ArtifactConfig {
     /// `(file too large to persist)` instead of a path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_file: Option<Size>,
-    /// Most bytes one session may write; reserved before each write.
+    /// Most bytes one session may write; reserved before each write, each file counted in
+    /// whole disk blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_session: Option<Size>,
+    /// Most artifact files the batch finalizer writes for one batch; the results after them
+    /// are cut without an artifact (their notice says the full output was not kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch_files: Option<u64>,
     /// Default retention of artifacts of contracts that do not set one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<Retention>,
@@ -304,6 +309,13 @@ pub struct Messages {
     /// Between the head and the tail of a cut slot's preview. Placeholders: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_marker: Option<String>,
+    /// The shortest complete form of a cut slot, used when the full header does not fit the
+    /// slot's share: it names one artifact whole, never part of a path. Placeholders: `{path}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<String>,
+    /// Follows `cut_header` (or a truncation notice) when the full output could not be kept in an artifact. Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_lost: Option<String>,
     /// The embedding program registered no native handler for the tool. Placeholders: `{tool}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_missing: Option<String>,
@@ -377,6 +389,10 @@ pub enum MessageKey {
     CutSeparator,
     /// Between the head and the tail of a cut slot's preview.
     CutMarker,
+    /// The shortest complete form of a cut slot, naming one artifact whole.
+    CutShort,
+    /// Says that the full output could not be kept in an artifact.
+    OutputLost,
     /// The embedding program registered no native handler for the tool.
     NativeMissing,
     /// Header before context entries added by hooks.
@@ -417,6 +433,8 @@ impl MessageKey {
         MessageKey::CutDigest,
         MessageKey::CutSeparator,
         MessageKey::CutMarker,
+        MessageKey::CutShort,
+        MessageKey::OutputLost,
         MessageKey::NativeMissing,
         MessageKey::HookContextHeader,
     ];
@@ -455,6 +473,8 @@ impl MessageKey {
             MessageKey::CutDigest => "cut_digest",
             MessageKey::CutSeparator => "cut_separator",
             MessageKey::CutMarker => "cut_marker",
+            MessageKey::CutShort => "cut_short",
+            MessageKey::OutputLost => "output_lost",
             MessageKey::NativeMissing => "native_missing",
             MessageKey::HookContextHeader => "hook_context_header",
         }
@@ -502,6 +522,8 @@ impl MessageKey {
             MessageKey::CutDigest => &["sha256"],
             MessageKey::CutSeparator => &[],
             MessageKey::CutMarker => &[],
+            MessageKey::CutShort => &["path"],
+            MessageKey::OutputLost => &[],
             MessageKey::NativeMissing => &["tool"],
             MessageKey::HookContextHeader => &[],
         }
@@ -543,6 +565,8 @@ impl Messages {
             MessageKey::CutDigest => self.cut_digest.as_deref(),
             MessageKey::CutSeparator => self.cut_separator.as_deref(),
             MessageKey::CutMarker => self.cut_marker.as_deref(),
+            MessageKey::CutShort => self.cut_short.as_deref(),
+            MessageKey::OutputLost => self.output_lost.as_deref(),
             MessageKey::NativeMissing => self.native_missing.as_deref(),
             MessageKey::HookContextHeader => self.hook_context_header.as_deref(),
         }

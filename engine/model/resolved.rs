@@ -62,6 +62,8 @@ pub struct ResolvedArtifacts {
     pub max_file: u64,
     /// Most bytes per session.
     pub max_session: u64,
+    /// Most artifact files the batch finalizer writes for one batch.
+    pub max_batch_files: u64,
     /// Default retention.
     pub retention: Retention,
     /// Folder for `retention: project`, relative to the workspace root.
@@ -136,6 +138,10 @@ impl ResolvedEngine {
         need(artifacts.dir.is_some(), "artifacts.dir");
         need(artifacts.max_file.is_some(), "artifacts.max_file");
         need(artifacts.max_session.is_some(), "artifacts.max_session");
+        need(
+            artifacts.max_batch_files.is_some(),
+            "artifacts.max_batch_files",
+        );
         need(config.hook_timeout.is_some(), "hook_timeout");
         need(config.max_handler_output.is_some(), "max_handler_output");
         need(config.kill_grace.is_some(), "kill_grace");
@@ -167,6 +173,7 @@ impl ResolvedEngine {
                 dir: artifacts.dir.unwrap_or_default(),
                 max_file: size(artifacts.max_file),
                 max_session: size(artifacts.max_session),
+                max_batch_files: artifacts.max_batch_files.unwrap_or(1000),
                 retention: artifacts.retention.unwrap_or(Retention::Session),
                 project_dir: artifacts
                     .project_dir

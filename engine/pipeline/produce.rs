@@ -8,6 +8,7 @@ use crate::budget::{
     ArtifactTarget, Measurement, Produced, ProducerInput, ProducerPolicy, SlotText, measure_all,
     produce as run_producer, produce_without_io,
 };
+use crate::events::{ArtifactStage, ArtifactWriteFailed, EventKind};
 use crate::model::Size;
 use crate::model::resolved::ResolvedContract;
 use crate::snapshot::Tool;
@@ -64,6 +65,16 @@ pub async fn produce(
         };
         rare(run_producer(input, &policy, templates, target(env))).await
     };
+    if let Some(error) = &produced.artifact_error {
+        env.emit(
+            Some(&state.call.id),
+            EventKind::ArtifactWriteFailed(ArtifactWriteFailed {
+                stage: ArtifactStage::Producer,
+                error: error.to_string(),
+                size: produced.meta.original_size,
+            }),
+        );
+    }
     let meta = &produced.meta;
     state.metadata.truncated = meta.truncated;
     state.metadata.original_size = meta.original_size;

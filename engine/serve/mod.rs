@@ -30,13 +30,12 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
-use crate::cli::GlobalOptions;
 use crate::events::Event;
 use crate::executor::{Batch, Engine, Turn, artifact_store_for};
 use crate::model::ModeName;
 use crate::model::batch::BatchFile;
 use crate::snapshot::reload::Reloader;
-use crate::snapshot::{Snapshot, load};
+use crate::snapshot::{LoadOptions, Snapshot, load};
 
 /// The longest line accepted; longer lines are answered with a parse error and skipped.
 const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -53,8 +52,8 @@ mod code {
 /// How to serve.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
-    /// The policy roots.
-    pub global: GlobalOptions,
+    /// What to load: the policy roots and the workspace.
+    pub load: LoadOptions,
     /// Watch the roots and hot-reload (default on).
     pub watch: bool,
     /// Debounce window of the watcher.
@@ -314,7 +313,7 @@ impl Server {
                 let explained = match params.get("tool").and_then(Value::as_str) {
                     None => Err((code::INVALID_PARAMS, "missing `tool`".to_owned())),
                     Some(tool) => {
-                        match crate::cli::explain::explain_in(&self.engine.snapshot(), tool) {
+                        match crate::report::explain::explain_in(&self.engine.snapshot(), tool) {
                             Ok(report) => serde_json::to_value(report)
                                 .map_err(|e| (code::INTERNAL, e.to_string())),
                             Err(error) => Err((
@@ -402,7 +401,7 @@ impl Server {
             let Some(id) = id else { return };
             match outcome {
                 Ok(outcome) => {
-                    let mut result = crate::cli::run::finalized_json(&outcome);
+                    let mut result = crate::report::finalized_json(&outcome);
                     if let Value::Object(map) = &mut result {
                         map.shift_remove("type");
                     }
@@ -523,7 +522,7 @@ where
 {
     let stop = std::pin::pin!(stop);
     let mut stop = stop;
-    let load_options = options.global.load_options();
+    let load_options = options.load.clone();
     let loaded = load(&load_options, 1);
     let Some(snapshot) = loaded.snapshot else {
         return Err(ServeError::Policies(loaded.diagnostics));

@@ -66,6 +66,40 @@ pub struct Reloader {
     serial: Mutex<()>,
 }
 
+impl ReloadOutcome {
+    /// The reload record: the `PolicyReloaded` or `PolicyReloadFailed` event this outcome
+    /// emits, which `watch --format jsonl` also prints (the one place it is built).
+    pub fn event_kind(&self) -> EventKind {
+        match self {
+            ReloadOutcome::Reloaded {
+                generation,
+                changes,
+                files,
+                previous: _,
+                warnings: _,
+            } => EventKind::PolicyReloaded(PolicyReloaded {
+                generation: *generation,
+                changes: changes
+                    .iter()
+                    .filter_map(|c| serde_json::to_value(c).ok())
+                    .collect(),
+                files: files.clone(),
+            }),
+            ReloadOutcome::Failed {
+                diagnostics,
+                generation,
+            } => EventKind::PolicyReloadFailed(PolicyReloadFailed {
+                generation: *generation,
+                diagnostics: crate::diagnostics::render::to_json(diagnostics)
+                    .get("diagnostics")
+                    .and_then(serde_json::Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+            }),
+        }
+    }
+}
+
 impl Reloader {
     /// A reloader whose current generation is `initial` (`None` when the set has not loaded
     /// yet: the first valid reload then becomes generation 1).
@@ -136,40 +170,12 @@ impl Reloader {
     }
 
     fn emit(&self, outcome: &ReloadOutcome) {
-        let (generation, kind) = match outcome {
-            ReloadOutcome::Reloaded {
-                generation,
-                changes,
-                files,
-                previous: _,
-                warnings: _,
-            } => (
-                *generation,
-                EventKind::PolicyReloaded(PolicyReloaded {
-                    generation: *generation,
-                    changes: changes
-                        .iter()
-                        .filter_map(|c| serde_json::to_value(c).ok())
-                        .collect(),
-                    files: files.clone(),
-                }),
-            ),
-            ReloadOutcome::Failed {
-                diagnostics,
-                generation,
-            } => (
-                *generation,
-                EventKind::PolicyReloadFailed(PolicyReloadFailed {
-                    diagnostics: crate::diagnostics::render::to_json(diagnostics)
-                        .get("diagnostics")
-                        .and_then(serde_json::Value::as_array)
-                        .cloned()
-                        .unwrap_or_default(),
-                    generation: *generation,
-                }),
-            ),
+        let generation = match outcome {
+            ReloadOutcome::Reloaded { generation, .. }
+            | ReloadOutcome::Failed { generation, .. } => *generation,
         };
-        self.sink.emit(Event::now(None, None, generation, kind));
+        self.sink
+            .emit(Event::now(None, None, generation, outcome.event_kind()));
     }
 
     /// The directories to watch for this set's roots, and the files that matter in each

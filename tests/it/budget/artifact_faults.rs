@@ -40,6 +40,7 @@ fn config(budget: u64) -> FinalizeConfig<'static> {
         unit: BudgetUnit::Chars,
         templates: &TEMPLATES,
         retention: Retention::Session,
+        max_files: None,
     }
 }
 
@@ -120,7 +121,8 @@ async fn a_read_only_folder_fails_the_write_but_not_the_batch() {
             fs::metadata(&written.path).unwrap().permissions().mode() & 0o777,
             0o600
         );
-        assert_eq!(store.session_usage(&SESSION), 7);
+        // One 4 KiB block.
+        assert_eq!(store.session_usage(&SESSION), 4096);
     }
 
     // Either way the finalizer keeps the budget and reports what happened.
@@ -162,12 +164,9 @@ async fn a_full_disk_mid_batch_keeps_the_budget_and_the_first_artifact() {
         }
     }
     assert_eq!(files(tmp.path()), [tmp.path().join("s1/call_0.txt")]);
-    assert!(
-        outcome.items[1].slots[0]
-            .text
-            .as_str()
-            .starts_with("Tool output truncated.\nFull output sha256: ")
-    );
+    assert!(outcome.items[1].slots[0].text.as_str().starts_with(
+        "Tool output truncated. The full output could not be kept.\nFull output sha256: "
+    ));
 }
 
 #[tokio::test]
@@ -279,6 +278,28 @@ async fn invalid_ids_and_oversized_outputs_write_nothing() {
 }
 
 #[tokio::test]
+async fn the_session_cap_counts_disk_blocks_so_tiny_files_cannot_flood_the_disk() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 40 KiB of session: room for ten files however small they are.
+    let store = FsArtifactStore::new(FsStoreConfig {
+        limits: Limits {
+            max_file: 10_000,
+            max_session: 10 * 4096,
+        },
+        ..FsStoreConfig::new(tmp.path())
+    });
+    let mut written = 0;
+    for n in 0..50 {
+        if store.write(request(&format!("c{n}"), "tiny")).await.is_ok() {
+            written += 1;
+        }
+    }
+    assert_eq!(written, 10);
+    assert_eq!(store.session_usage(&SESSION), 10 * 4096);
+    assert_eq!(files(tmp.path()).len(), 10);
+}
+
+#[tokio::test]
 async fn the_session_cap_reached_mid_batch_keeps_earlier_artifacts() {
     let tmp = tempfile::tempdir().unwrap();
     let store = FsArtifactStore::new(FsStoreConfig {
@@ -286,6 +307,8 @@ async fn the_session_cap_reached_mid_batch_keeps_earlier_artifacts() {
             max_file: 10_000,
             max_session: 12_000,
         },
+        // Counted in bytes here, to test the cap itself.
+        block_size: 1,
         ..FsStoreConfig::new(tmp.path())
     });
     let outcome = finalize_with(&store, &big_batch(4, 5000), 2000).await;
@@ -314,6 +337,7 @@ async fn parallel_writes_never_overshoot_the_session_cap() {
             max_file: CAP,
             max_session: CAP,
         },
+        block_size: 1,
         ..FsStoreConfig::new(tmp.path())
     }));
 

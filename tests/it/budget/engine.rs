@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use toolgate::artifact::testing::{FaultPlan, FaultyArtifactStore};
 use toolgate::artifact::{ArtifactStore, FsArtifactStore, FsStoreConfig, Retention, SessionId};
 use toolgate::budget::{BatchBudget, FinalizeConfig, ItemStatus, Overflow, Templates, finalize};
+use toolgate::events::{ArtifactStage, EventKind, VecSink};
 use toolgate::executor::{Batch, BatchError, BatchOutcome, Engine, Turn};
 use toolgate::handler::{CallContext, HandlerError, HandlerFuture, HandlerOutput};
 use toolgate::model::contract::DisplayKind;
@@ -86,6 +87,22 @@ fn engine(snapshot: Arc<Snapshot>, store: Option<Arc<dyn ArtifactStore>>, sessio
         .native("Echo", echo)
         .native("WithImage", with_image)
         .native("Failing", failing);
+    if let Some(store) = store {
+        builder = builder.artifact_store(store);
+    }
+    builder.build()
+}
+
+/// Like [`engine`], in session [`SESSION`], with events going to `sink`.
+fn engine_with_sink(
+    snapshot: Arc<Snapshot>,
+    store: Option<Arc<dyn ArtifactStore>>,
+    sink: Arc<VecSink>,
+) -> Engine {
+    let mut builder = Engine::builder(snapshot)
+        .session(SessionId::from(SESSION))
+        .sink(sink)
+        .native("Echo", echo);
     if let Some(store) = store {
         builder = builder.artifact_store(store);
     }
@@ -588,6 +605,7 @@ async fn finalizing_a_finalized_batch_changes_nothing() {
         unit: toolgate::model::units::BudgetUnit::Chars,
         templates: &templates,
         retention: Retention::Session,
+        max_files: None,
     };
     let store = file_store(&tmp.path().join("again"));
     let store_ref: &dyn ArtifactStore = &*store;
@@ -861,7 +879,13 @@ async fn an_empty_output_becomes_the_placeholder() {
 #[tokio::test]
 async fn a_failed_artifact_write_falls_back_to_truncation_and_the_call_succeeds() {
     let lines = numbered_lines(100);
-    let head_truncation = expected_truncation(&lines, 400, "head");
+    // The notice says the full output is lost.
+    let notice = format!(
+        "{} The full output could not be kept.",
+        spec::notice(1000, 400, Unit::Chars)
+    );
+    let room = 400 - notice.chars().count() as u64 - 1;
+    let head_truncation = format!("{}\n{notice}", spec::first(&lines, room, Unit::Chars));
     let tmp = tempfile::tempdir().unwrap();
     // A full disk; a regular file where the artifact folder should be (fails even as root);
     // a read-only folder (fails unless permissions are not enforced, e.g. as root).
@@ -892,18 +916,63 @@ async fn a_failed_artifact_write_falls_back_to_truncation_and_the_call_succeeds(
     ];
     for (case, store, fails) in stores {
         let snap = snapshot(tmp.path(), &overlay("none", Unit::Chars));
-        let engine = engine(snap, Some(store), SESSION);
+        let sink = VecSink::new();
+        let engine = engine_with_sink(snap, Some(store), sink.clone());
         let outcome = run(&engine, vec![call("spill", "SpillHead", &lines)]).await;
         let r = result(&outcome, "spill");
         assert!(r.is_ok(), "{case}: the call still succeeds");
         if !fails {
             continue;
         }
+        // An event says the write failed, for this call, at the producer stage.
+        let failed: Vec<_> = sink
+            .events()
+            .into_iter()
+            .filter_map(|event| match event.kind {
+                EventKind::ArtifactWriteFailed(failed) => Some((event.call_id, failed)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed.len(), 1, "{case}");
+        assert_eq!(failed[0].0.as_ref().map(|id| id.as_str()), Some("spill"));
+        assert_eq!(failed[0].1.stage, ArtifactStage::Producer);
+        assert_eq!(failed[0].1.size, 1000);
         assert_eq!(r.model_content.as_str(), head_truncation, "{case}");
         assert_eq!(r.metadata.persisted_files, Some(Vec::new()), "{case}");
         assert_eq!(r.metadata.policy.unwrap().overflow, Overflow::Truncate);
     }
     fs::set_permissions(&read_only, fs::Permissions::from_mode(0o700)).unwrap();
+}
+
+#[tokio::test]
+async fn a_failed_finalizer_write_emits_an_event_and_says_the_output_is_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = snapshot(tmp.path(), &overlay("300", Unit::Chars));
+    let sink = VecSink::new();
+    let store: Arc<dyn ArtifactStore> = Arc::new(FaultyArtifactStore::always_failing());
+    let engine = engine_with_sink(snap, Some(store), sink.clone());
+    let text = "w".repeat(2000);
+    let outcome = run(&engine, vec![call("big", "Echo", &text)]).await;
+    let r = result(&outcome, "big");
+    assert!(r.is_ok());
+    assert!(
+        r.model_content
+            .as_str()
+            .starts_with("Tool output truncated. The full output could not be kept.\n"),
+        "{}",
+        r.model_content.as_str()
+    );
+    let failed: Vec<_> = sink
+        .events()
+        .into_iter()
+        .filter_map(|event| match event.kind {
+            EventKind::ArtifactWriteFailed(failed) => Some(failed),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].stage, ArtifactStage::Finalizer);
+    assert_eq!(failed[0].size, 2000);
 }
 
 #[tokio::test]

@@ -11,8 +11,8 @@ use std::sync::LazyLock;
 use proptest::prelude::*;
 use serde_json::json;
 use toolgate::artifact::testing::FaultyArtifactStore;
-use toolgate::artifact::{ArtifactStore, MemoryArtifactStore, Retention, SessionId};
-use toolgate::budget::fit::cut_header;
+use toolgate::artifact::{ArtifactError, ArtifactStore, MemoryArtifactStore, Retention, SessionId};
+use toolgate::budget::fit::cut_header_with;
 use toolgate::budget::measure::{head, measure};
 use toolgate::budget::waterfill;
 use toolgate::budget::{
@@ -30,6 +30,7 @@ fn config(budget: u64, unit: BudgetUnit) -> FinalizeConfig<'static> {
         unit,
         templates: &TEMPLATES,
         retention: Retention::Session,
+        max_files: None,
     }
 }
 
@@ -246,8 +247,79 @@ async fn a_failed_write_still_cuts_and_records_that_nothing_is_reusable() {
     assert!(outcome.total_after <= 1000);
     for (item, report) in outcome.items.iter().zip(&outcome.reports) {
         assert_eq!(item.persisted_files, Some(Vec::new()));
+        // The model is told that the full output is gone.
+        assert!(
+            item.slots[0]
+                .text
+                .as_str()
+                .starts_with("Tool output truncated. The full output could not be kept.\n"),
+            "{}",
+            item.slots[0].text.as_str()
+        );
         assert!(matches!(report.persistence, Persistence::Failed(_)));
         assert_eq!(report.status, ItemStatus::Cut);
+    }
+}
+
+#[tokio::test]
+async fn many_results_under_a_small_share_name_their_artifacts_whole() {
+    // 2 000 results of ~315 characters under 200 000: a share of 100 each, less than the
+    // full header (path and digest), so each gets the short form with its whole path.
+    let store = MemoryArtifactStore::new();
+    let batch: Vec<FinalizeItem> = (0..2000)
+        .map(|n| {
+            output(
+                &format!("call-{n:04}"),
+                format!("{n:04} {}", "z".repeat(310)),
+            )
+        })
+        .collect();
+    let outcome = finalize(&batch, &config(200_000, Chars), target(&store)).await;
+    assert!(outcome.total_after <= 200_000);
+    for item in &outcome.items {
+        let files = item.persisted_files.as_deref().unwrap();
+        assert_eq!(files.len(), 1);
+        let path = files[0].display().to_string();
+        let text = item.slots[0].text.as_str();
+        assert!(
+            text.starts_with(&format!("Truncated; full output: {path}\n\n")),
+            "{text}"
+        );
+        assert!(store.get(&files[0]).is_some());
+    }
+}
+
+#[tokio::test]
+async fn a_batch_writes_at_most_its_file_limit_and_the_rest_say_so() {
+    let store = MemoryArtifactStore::new();
+    let batch: Vec<FinalizeItem> = (0..10)
+        .map(|n| output(&format!("c{n}"), "q".repeat(1000)))
+        .collect();
+    let config = FinalizeConfig {
+        max_files: Some(3),
+        ..config(2000, Chars)
+    };
+    let outcome = finalize(&batch, &config, target(&store)).await;
+    assert_eq!(store.paths().len(), 3);
+    assert!(outcome.total_after <= 2000);
+    for (n, (item, report)) in outcome.items.iter().zip(&outcome.reports).enumerate() {
+        if n < 3 {
+            assert!(matches!(report.persistence, Persistence::Written));
+        } else {
+            assert!(matches!(
+                report.persistence,
+                Persistence::Failed(ArtifactError::BatchFiles { limit: 3 })
+            ));
+            assert_eq!(item.persisted_files, Some(Vec::new()));
+            assert!(
+                item.slots[0]
+                    .text
+                    .as_str()
+                    .starts_with("Tool output truncated. The full output could not be kept."),
+                "{}",
+                item.slots[0].text.as_str()
+            );
+        }
     }
 }
 
@@ -450,20 +522,39 @@ fn run<F: std::future::Future>(future: F) -> F::Output {
         .block_on(future)
 }
 
-/// A cut slot is built from the header and a prefix and a suffix of the original text.
+/// A cut slot is built from the header and a prefix and a suffix of the original text; its
+/// notice shows every path it names whole, and only paths of persisted files.
 fn check_cut_slot(
     original: &SlotText,
     cut: &str,
     paths: &[PathBuf],
+    lost: bool,
     unit: BudgetUnit,
 ) -> Result<(), TestCaseError> {
-    let header = cut_header(original, paths, &TEMPLATES);
-    if !cut.starts_with(&header) {
-        // Only the header fitted, cut to the allocation.
-        prop_assert!(header.starts_with(cut));
-        prop_assert_eq!(cut, head(&header, measure(cut, unit), unit));
+    // The full header; when it does not fit, the short form naming the first artifact
+    // whole, or the header's opening words (no path, no digest).
+    let full = cut_header_with(original, paths, lost, &TEMPLATES);
+    let short = paths
+        .first()
+        .map(|p| format!("Truncated; full output: {}", p.display()));
+    let bare = if lost {
+        "Tool output truncated. The full output could not be kept."
+    } else {
+        "Tool output truncated."
+    };
+    let header = [Some(full), short, Some(bare.to_owned())]
+        .into_iter()
+        .flatten()
+        .find(|header| cut.starts_with(header.as_str()));
+    let Some(header) = header else {
+        // Only a part of the opening words fitted.
+        prop_assert!(
+            bare.starts_with(cut),
+            "a notice shows part of a path or digest: {cut:?}"
+        );
+        prop_assert_eq!(cut, head(bare, measure(cut, unit), unit));
         return Ok(());
-    }
+    };
     let Some(preview) = cut[header.len()..].strip_prefix("\n\n") else {
         prop_assert_eq!(cut, header.as_str());
         return Ok(());
@@ -523,7 +614,8 @@ proptest! {
             for (a, b) in after.slots.iter().zip(&before.slots) {
                 if a.text != b.text {
                     let paths = after.persisted_files.as_deref().unwrap_or(&[]);
-                    check_cut_slot(&b.text, a.text.as_str(), paths, unit)?;
+                    let lost = failing && before.persisted_files.is_none();
+                    check_cut_slot(&b.text, a.text.as_str(), paths, lost, unit)?;
                     prop_assert!(a.text.len(unit) < b.text.len(unit));
                 }
             }

@@ -217,7 +217,15 @@ async fn a_failed_write_falls_back_to_truncation_and_never_fails_the_call() {
     assert!(got.artifact_error.is_some());
     assert_eq!(got.meta.persisted_files, Some(Vec::new()));
     assert_eq!(got.meta.policy.overflow, Overflow::Truncate);
-    assert!(got.content.as_str().ends_with(&notice(500, 100, Chars)));
+    // The model is told the full output is gone.
+    assert!(
+        got.content.as_str().ends_with(&format!(
+            "{} The full output could not be kept.",
+            notice(500, 100, Chars)
+        )),
+        "{}",
+        got.content.as_str()
+    );
     assert_eq!(got.meta.final_size, 100);
 }
 

@@ -241,3 +241,97 @@ fn invalid_policies_exit_1() {
         );
     }
 }
+
+/// Runs `toolgate --no-builtin <args>` in the fixture folder with `stdin` written to it by a
+/// thread; returns the exit code, stderr and how many bytes of `stdin` were taken.
+fn toolgate_with_stdin(args: &[&str], stdin: impl Iterator<Item = Vec<u8>>) -> (i32, String, u64) {
+    use std::io::Write;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/executor");
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .current_dir(&dir)
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .args(["--no-builtin", "--color", "never"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let chunks: Vec<Vec<u8>> = stdin.collect();
+    let writer = std::thread::spawn(move || {
+        let mut written = 0u64;
+        for chunk in chunks {
+            if pipe.write_all(&chunk).is_err() {
+                break;
+            }
+            written += chunk.len() as u64;
+        }
+        written
+    });
+    let output = child.wait_with_output().unwrap();
+    let written = writer.join().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stderr).unwrap(),
+        written,
+    )
+}
+
+#[test]
+fn an_endless_batch_on_stdin_is_refused_after_the_limit() {
+    // 256 MiB of zeros, far past the 8 MiB limit: the reader must stop after the limit
+    // instead of taking (and holding) everything.
+    let chunks = (0..256).map(|_| vec![0u8; 1024 * 1024]);
+    let (code, stderr, written) =
+        toolgate_with_stdin(&["-p", "base", "plan", "/dev/stdin"], chunks);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("larger than 8 MiB"), "{stderr}");
+    assert!(
+        written < 64 * 1024 * 1024,
+        "the batch reader took {written} bytes of an over-large input"
+    );
+}
+
+#[test]
+fn json_batches_take_json_escapes_and_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    // What `json.dumps` writes for an emoji: a surrogate pair, which is not a YAML escape.
+    let text = r#"{"calls": [{"id": "smile", "tool": "Shell", "input": {"command": "echo \ud83d\ude00"}}]}"#;
+    let path = dir.path().join("batch.json");
+    std::fs::write(&path, text).unwrap();
+    let (code, stdout, stderr) = toolgate(&["-p", "base", "plan", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("smile"), "{stdout}");
+    // The same batch on standard input, as `-`.
+    let (code, stderr, _) = toolgate_with_stdin(
+        &["-p", "base", "plan", "-"],
+        std::iter::once(text.as_bytes().to_vec()),
+    );
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn json_batch_errors_are_positioned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dup.json");
+    std::fs::write(
+        &path,
+        "{\"calls\": [\n  {\"id\": \"a\", \"tool\": \"Shell\", \"input\": {\"command\": \"true\"}},\n  {\"id\": \"a\", \"tool\": \"Shell\", \"input\": {\"command\": \"true\"}}\n]}\n",
+    )
+    .unwrap();
+    let shown = path.to_str().unwrap();
+    let (code, _, stderr) = toolgate(&["-p", "base", "plan", shown]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("[{shown}:3:")),
+        "the duplicate id is located: {stderr}"
+    );
+    std::fs::write(&path, "{\"calls\": [\n  {\"id\": }\n]}\n").unwrap();
+    let (code, _, stderr) = toolgate(&["-p", "base", "plan", shown]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("not valid JSON"), "{stderr}");
+    assert!(stderr.contains(&format!("[{shown}:2:")), "{stderr}");
+}

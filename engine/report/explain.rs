@@ -1,0 +1,448 @@
+//! `toolgate explain TOOL`: the effective contract of one tool, every value with the file,
+//! line and column that set it — a contract field of some layer, an engine default, or the
+//! meaning toolgate gives an absent field — and the rules that can apply to it.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::diagnostics::{Code, Diagnostic};
+use crate::load::spans::join_pointer;
+use crate::model::contract::TimeoutSpec;
+use crate::snapshot::{Snapshot, Tool};
+
+/// Where an effective value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldSource {
+    /// The tool's contract (some layer).
+    Contract,
+    /// An engine default (`engine.budget`, `engine.default_timeout`, …).
+    Engine,
+    /// What toolgate makes of an absent field (a flag is `false`, the handler `native`, …).
+    Default,
+}
+
+/// One effective value.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExplainField {
+    /// Dotted field path (`timeout.max`).
+    pub field: String,
+    /// The value.
+    pub value: Value,
+    /// Where it comes from.
+    pub source: FieldSource,
+    /// For engine defaults: the engine setting (`engine.budget.preview`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setting: Option<String>,
+    /// The file that set it (absent for toolgate's own defaults).
+    pub file: Option<String>,
+    /// Its 1-based line.
+    pub line: Option<u32>,
+    /// Its 1-based column.
+    pub column: Option<u32>,
+}
+
+/// A rule that can apply to the tool.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExplainRule {
+    /// Name.
+    pub name: String,
+    /// Decision.
+    pub decision: String,
+    /// Priority.
+    pub priority: i32,
+    /// From an enforced layer.
+    pub enforced: bool,
+    /// Modes it is limited to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modes: Option<Vec<String>>,
+    /// Whether it has argument matchers or flag conditions (it decides only some calls).
+    pub conditional: bool,
+    /// Reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `file:line:column`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+/// The explanation of one tool.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExplainReport {
+    /// Canonical name.
+    pub tool: String,
+    /// Snapshot generation.
+    pub generation: u64,
+    /// Every effective value, in contract order.
+    pub fields: Vec<ExplainField>,
+    /// The rules that can apply, in precedence order.
+    pub rules: Vec<ExplainRule>,
+    /// Summary of the resolved behaviour.
+    pub summary: Value,
+}
+
+/// Why `explain` could not explain.
+#[derive(Clone, Debug)]
+pub enum ExplainError {
+    /// The policy set does not load.
+    Invalid(Vec<Diagnostic>),
+    /// No tool or alias of that name.
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// A close name, if any.
+        suggestion: Option<String>,
+        /// Every tool.
+        known: Vec<String>,
+    },
+}
+
+/// Explains `tool` in a loaded snapshot.
+pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, ExplainError> {
+    let Some(found) = snapshot.lookup(tool) else {
+        let known: Vec<String> = snapshot.tools.keys().map(|t| t.to_string()).collect();
+        let suggestion = known
+            .iter()
+            .map(|k| {
+                (
+                    strsim::jaro_winkler(&tool.to_lowercase(), &k.to_lowercase()),
+                    k,
+                )
+            })
+            .filter(|(score, _)| *score > 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, k)| k.clone());
+        return Err(ExplainError::UnknownTool {
+            name: tool.to_owned(),
+            suggestion,
+            known,
+        });
+    };
+    let base = join_pointer("/tools", found.name.as_str());
+    let mut fields = Vec::new();
+    // Parsed once: the snapshot keeps it as text.
+    let effective = snapshot.effective.value();
+    if let Some(Value::Object(contract)) = effective.pointer(&base) {
+        walk(snapshot, &base, "", contract, &mut fields);
+    }
+    add_defaults(snapshot, &effective, found, &mut fields);
+    fields.sort_by_key(|f| field_rank(&f.field));
+    let rules = snapshot
+        .rules
+        .for_tool(&found.name)
+        .map(|rule| ExplainRule {
+            name: rule.name.to_string(),
+            decision: rule.decision.to_string(),
+            priority: rule.priority,
+            enforced: rule.origin.enforced,
+            modes: rule
+                .modes
+                .as_ref()
+                .map(|m| m.iter().map(|m| m.to_string()).collect()),
+            conditional: rule.matchers.is_some() || rule.when.is_some(),
+            reason: rule.reason.clone(),
+            location: rule.origin.location.as_deref().map(str::to_owned),
+        })
+        .collect();
+    Ok(ExplainReport {
+        tool: found.name.to_string(),
+        generation: snapshot.generation,
+        fields,
+        rules,
+        summary: summary(snapshot, found),
+    })
+}
+
+/// Contract fields, each leaf with its origin. JSON Schemas and lists are shown whole.
+fn walk(
+    snapshot: &Snapshot,
+    base: &str,
+    prefix: &str,
+    object: &Map<String, Value>,
+    out: &mut Vec<ExplainField>,
+) {
+    for (key, value) in object {
+        let field = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        let pointer = join_pointer(base, key);
+        let whole = matches!(key.as_str(), "input_schema" | "output_schema") && prefix.is_empty();
+        match value {
+            Value::Object(inner) if !whole && !inner.is_empty() => {
+                walk(snapshot, &pointer, &field, inner, out)
+            }
+            _ => out.push(located(
+                snapshot,
+                field,
+                value.clone(),
+                FieldSource::Contract,
+                None,
+                &pointer,
+            )),
+        }
+    }
+}
+
+fn located(
+    snapshot: &Snapshot,
+    field: String,
+    value: Value,
+    source: FieldSource,
+    setting: Option<String>,
+    pointer: &str,
+) -> ExplainField {
+    let location = snapshot.sources.locate(&snapshot.provenance, pointer);
+    ExplainField {
+        field,
+        value,
+        source,
+        setting,
+        file: location.as_ref().map(|l| l.source.path().to_string()),
+        line: location.as_ref().map(|l| l.span.line),
+        column: location.as_ref().map(|l| l.span.column),
+    }
+}
+
+/// Values the contract does not set: engine defaults (with their place) and toolgate's
+/// meaning of absent fields.
+fn add_defaults(snapshot: &Snapshot, effective: &Value, tool: &Tool, out: &mut Vec<ExplainField>) {
+    let has = |field: &str| {
+        out.iter()
+            .any(|f| f.field == field || f.field.starts_with(&format!("{field}.")))
+    };
+    let mut extra = Vec::new();
+    let mut engine = |field: &str, setting: &str| {
+        if has(field) {
+            return;
+        }
+        let pointer = format!("/engine/{}", setting.replace('.', "/"));
+        if let Some(value) = effective.pointer(&pointer) {
+            extra.push(located(
+                snapshot,
+                field.to_owned(),
+                value.clone(),
+                FieldSource::Engine,
+                Some(format!("engine.{setting}")),
+                &pointer,
+            ));
+        }
+    };
+    if !matches!(tool.contract.timeout, Some(TimeoutSpec::None(_))) {
+        engine("timeout.default", "default_timeout");
+    }
+    for key in [
+        "max_model",
+        "max_inline",
+        "overflow",
+        "keep",
+        "preview",
+        "weight",
+        "min_share",
+        "batch_exempt",
+        "retention",
+    ] {
+        engine(&format!("budget.{key}"), &format!("budget.{key}"));
+    }
+    engine("permission.default", "default_permission");
+    engine("on_failure", "on_failure");
+    let absent: [(&str, Value); 9] = [
+        ("concurrency.concurrent_safe", json!(false)),
+        ("concurrency.destructive", json!(false)),
+        ("concurrency.read_only", json!(false)),
+        ("concurrency.side_effect_scope", json!("workspace")),
+        ("permission.always_ask", json!(false)),
+        ("timeout.cleanup_grace", json!("0ms")),
+        ("display.kind", json!("text")),
+        ("display.when", json!("always")),
+        ("handler.kind", json!("native")),
+    ];
+    for (field, value) in absent {
+        let timeout_off = field.starts_with("timeout.")
+            && matches!(tool.contract.timeout, Some(TimeoutSpec::None(_)));
+        if !has(field) && !extra.iter().any(|f: &ExplainField| f.field == field) && !timeout_off {
+            extra.push(ExplainField {
+                field: field.to_owned(),
+                value,
+                source: FieldSource::Default,
+                setting: None,
+                file: None,
+                line: None,
+                column: None,
+            });
+        }
+    }
+    out.extend(extra);
+}
+
+/// Orders fields like the contract documents them.
+fn field_rank(field: &str) -> (usize, String) {
+    const ORDER: [&str; 16] = [
+        "aliases",
+        "description",
+        "input_schema",
+        "output_schema",
+        "concurrency",
+        "timeout",
+        "budget",
+        "permission",
+        "turn_control",
+        "admission",
+        "display",
+        "on_failure",
+        "handler",
+        "locked",
+        "modes",
+        "",
+    ];
+    let head = field.split('.').next().unwrap_or_default();
+    let rank = ORDER.iter().position(|o| *o == head).unwrap_or(ORDER.len());
+    (rank, field.to_owned())
+}
+
+fn summary(snapshot: &Snapshot, tool: &Tool) -> Value {
+    let resolved = &tool.resolved;
+    let timeout = if resolved.timeout.disabled {
+        json!("none")
+    } else {
+        json!({
+            "default_ms": resolved.timeout.default.map(|d| d.as_millis()),
+            "max_ms": resolved.timeout.max.map(|d| d.as_millis()),
+            "cleanup_grace_ms": resolved.timeout.cleanup_grace.as_millis(),
+            "override_field": resolved.timeout.override_field,
+        })
+    };
+    json!({
+        "scheduling": if resolved.concurrency.destructive || !resolved.concurrency.concurrent_safe { "alone" } else { "shared" },
+        "timeout": timeout,
+        "budget": {
+            "limit": resolved.budget.limit,
+            "unit": snapshot.engine.budget_unit.to_string(),
+            "overflow": resolved.budget.overflow,
+            "keep": resolved.budget.keep,
+        },
+        "permission": {
+            "default": resolved.default_permission.to_string(),
+            "always_ask": resolved.always_ask,
+        },
+        "gate": resolved.gate.as_ref().map(|g| g.to_string()),
+    })
+}
+
+impl ExplainReport {
+    /// The human rendering: a table of fields with their origins, then the rules.
+    pub fn render_human(&self) -> String {
+        let mut out = format!("tool `{}` (generation {})\n\n", self.tool, self.generation);
+        let value_text = |value: &Value| match value {
+            Value::String(s) => s.clone(),
+            Value::Object(map) if map.contains_key("type") || map.contains_key("properties") => {
+                let props = map
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map_or(0, Map::len);
+                format!("(JSON Schema, {props} properties)")
+            }
+            other => other.to_string(),
+        };
+        let rows: Vec<(String, String, String)> = self
+            .fields
+            .iter()
+            .map(|f| {
+                let origin = match (&f.file, f.line, f.column, f.source) {
+                    (Some(file), Some(line), Some(column), FieldSource::Engine) => {
+                        format!(
+                            "{file}:{line}:{column} ({})",
+                            f.setting.as_deref().unwrap_or("engine")
+                        )
+                    }
+                    (Some(file), Some(line), Some(column), _) => format!("{file}:{line}:{column}"),
+                    (_, _, _, FieldSource::Default) => "toolgate default (field absent)".to_owned(),
+                    _ => String::new(),
+                };
+                (f.field.clone(), truncate(&value_text(&f.value), 48), origin)
+            })
+            .collect();
+        let width_field = rows
+            .iter()
+            .map(|r| r.0.chars().count())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        let width_value = rows
+            .iter()
+            .map(|r| r.1.chars().count())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        out.push_str(&format!(
+            "  {:<width_field$}  {:<width_value$}  set by\n",
+            "field", "value"
+        ));
+        for (field, value, origin) in rows {
+            out.push_str(&format!(
+                "  {field:<width_field$}  {value:<width_value$}  {origin}\n"
+            ));
+        }
+        out.push_str("\nrules that can apply, in precedence order:\n");
+        if self.rules.is_empty() {
+            out.push_str("  (none: the contract default decides)\n");
+        }
+        for rule in &self.rules {
+            let mut line = format!(
+                "  {:<24} {:<5} priority {:<4}",
+                rule.name, rule.decision, rule.priority
+            );
+            if rule.enforced {
+                line.push_str(" enforced");
+            }
+            if let Some(modes) = &rule.modes {
+                line.push_str(&format!(" modes [{}]", modes.join(", ")));
+            }
+            if rule.conditional {
+                line.push_str(" (when its matchers hold)");
+            }
+            if let Some(location) = &rule.location {
+                line.push_str(&format!("  {location}"));
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let cut: String = text.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+impl ExplainError {
+    /// Diagnostics for the error (for rendering like `check`).
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        match self {
+            ExplainError::Invalid(diagnostics) => diagnostics.clone(),
+            ExplainError::UnknownTool {
+                name,
+                suggestion,
+                known,
+            } => {
+                let help = match suggestion {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("tools: {}", known.join(", ")),
+                };
+                vec![
+                    Diagnostic::new(
+                        Code::SemanticUnknownReference,
+                        format!("no tool or alias named `{name}`"),
+                    )
+                    .with_help(help),
+                ]
+            }
+        }
+    }
+}
