@@ -346,9 +346,10 @@ impl<'s> Resolved<'s> {
 }
 
 impl Settled<'_> {
-    /// The resolved timeout with grace in milliseconds (`None`: no timeout).
+    /// The resolved timeout in milliseconds, the deadline the call asked for (the cleanup grace
+    /// is not part of it); `None`: no timeout.
     pub fn timeout_ms(&self) -> Option<u64> {
         self.timeout
-            .map(|t| u64::try_from(t.total.as_millis()).unwrap_or(u64::MAX))
+            .map(|t| u64::try_from(t.budget.as_millis()).unwrap_or(u64::MAX))
     }
 }

@@ -257,6 +257,9 @@ fn init_logging() {
 }
 
 fn main() -> ExitCode {
+    // Descendants of handler processes that leave their process group and lose their parent
+    // come back to this process (Linux), to be killed when their call ends.
+    toolgate::handler::become_subreaper();
     init_logging();
     let cli = Cli::parse();
     let color = match cli.global.color {
@@ -420,11 +423,22 @@ fn main() -> ExitCode {
                 watch: !no_watch,
                 debounce,
             };
-            match runtime.block_on(toolgate::serve::serve(
-                tokio::io::stdin(),
-                tokio::io::stdout(),
-                options,
-            )) {
+            // SIGINT, SIGTERM and SIGHUP stop the server like `shutdown`: running batches
+            // are cancelled and answer first; the exit code is 128 + the signal's number.
+            let mut received = 0;
+            let served = runtime.block_on(async {
+                let mut termination = match cli::signals::Termination::listen() {
+                    Ok(termination) => termination,
+                    Err(error) => return Err(toolgate::serve::ServeError::Io(error)),
+                };
+                let stop = async {
+                    received = termination.recv().await;
+                };
+                toolgate::serve::serve_until(tokio::io::stdin(), tokio::io::stdout(), options, stop)
+                    .await
+            });
+            match served {
+                Ok(()) if received != 0 => Exit::Signalled(received),
                 Ok(()) => Exit::Success,
                 Err(toolgate::serve::ServeError::Policies(diagnostics)) => {
                     eprint(&render_human(

@@ -3,7 +3,8 @@
 //!
 //! Exit codes are the same for every command: 0 success; 1 the command ran and found
 //! problems (invalid policies, failed policy tests, failed calls where asked to fail); 2 a
-//! usage or I/O error.
+//! usage or I/O error; 128 + the signal's number when SIGINT, SIGTERM or SIGHUP stopped `run`
+//! or `serve` (130, 143, 129), after the cancelled calls were reported.
 
 pub mod batch_file;
 mod batch_json;
@@ -15,6 +16,7 @@ pub mod plan;
 pub mod prompt;
 pub mod run;
 pub mod schema;
+pub mod signals;
 pub mod test;
 pub mod watch;
 
@@ -109,6 +111,9 @@ pub enum Exit {
     Problems,
     /// 2: usage or I/O error.
     Usage,
+    /// 128 + the signal's number: stopped by this signal (running calls were cancelled and
+    /// reported first).
+    Signalled(i32),
 }
 
 impl Exit {
@@ -118,6 +123,7 @@ impl Exit {
             Exit::Success => 0,
             Exit::Problems => 1,
             Exit::Usage => 2,
+            Exit::Signalled(signal) => 128 + signal,
         }
     }
 }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -91,12 +92,23 @@ pub async fn run(
         .sink(Arc::new(ChannelSink(sender)))
         .artifact_store(store.clone())
         .build();
+    // SIGINT, SIGTERM and SIGHUP all cancel the batch: every running call ends `cancelled`
+    // (its processes killed) and the final result is still written.
+    let mut termination = match super::signals::Termination::listen() {
+        Ok(termination) => termination,
+        Err(error) => {
+            let _ = writeln!(err, "error: cannot listen for signals: {error}");
+            return Exit::Usage;
+        }
+    };
     let cancel = CancellationToken::new();
     let interrupt = cancel.clone();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            interrupt.cancel();
-        }
+    let received = Arc::new(AtomicI32::new(0));
+    let signalled = Arc::clone(&received);
+    let listener = tokio::spawn(async move {
+        let signal = termination.recv().await;
+        signalled.store(signal, Ordering::SeqCst);
+        interrupt.cancel();
     });
     let turn = Turn {
         modes,
@@ -117,7 +129,7 @@ pub async fn run(
             }
         }
     };
-    ctrl_c.abort();
+    listener.abort();
     drop(engine);
     while let Some(event) = receiver.recv().await {
         print_event(&mut view, options, &event, out);
@@ -140,6 +152,10 @@ pub async fn run(
     }
     let _ = out.flush();
     let _ = store.close().await;
+    let signal = received.load(Ordering::SeqCst);
+    if signal != 0 {
+        return Exit::Signalled(signal);
+    }
     if options.fail_on_error && outcome.results.iter().any(|r| r.status != CallStatus::Ok) {
         Exit::Problems
     } else {

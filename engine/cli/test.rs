@@ -878,7 +878,7 @@ mod tests {
         assert_eq!(fields, [Field::Decision, Field::Rule, Field::TimeoutMs]);
         assert_eq!(report.tests[1].failures[0].actual, "allow");
         assert_eq!(report.tests[1].failures[1].actual, "git-read-only");
-        assert_eq!(report.tests[1].failures[2].actual, "126000ms");
+        assert_eq!(report.tests[1].failures[2].actual, "120000ms");
         assert_eq!(report.exit(), Exit::Problems);
     }
 

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::diagnostics::render::{HumanOptions, render_human, to_json};
 use crate::events::NullSink;
@@ -102,7 +101,7 @@ pub fn render(outcome: &ReloadOutcome, format: WatchFormat, color: bool) -> Stri
     }
 }
 
-/// Watches until interrupted (Ctrl-C, or SIGTERM). Reports go to `out`; a failure to start
+/// Watches until interrupted (Ctrl-C, SIGTERM or SIGHUP). Reports go to `out`; a failure to start
 /// (no signal handler, no file watcher) goes to stderr, so that `out` stays one JSON object
 /// per line in `jsonl` format.
 pub async fn watch(
@@ -114,14 +113,25 @@ pub async fn watch(
 ) -> Exit {
     // Listen before printing anything: a signal that arrives while no `recv()` is pending
     // is kept for the next one, which `tokio::signal::ctrl_c()` re-created in the loop
-    // would lose.
-    let signals = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    );
-    let (mut interrupt, mut terminate) = match signals {
-        (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
-        (Err(error), _) | (_, Err(error)) => {
+    // would lose. SIGINT, SIGTERM and SIGHUP all stop watching (exit 0: stopping is how
+    // `watch` ends).
+    // A root that does not exist would be watched through its parent folder (`/` for
+    // `/nonexistent`): refuse it instead.
+    if let Some(missing) = global
+        .enforced
+        .iter()
+        .chain(&global.policies)
+        .find(|root| !root.exists())
+    {
+        eprintln!(
+            "error: policy root `{}` does not exist\nhelp: check the -p/--policies and --enforced paths; a root is a folder or a single policy file",
+            missing.display()
+        );
+        return Exit::Usage;
+    }
+    let mut termination = match super::signals::Termination::listen() {
+        Ok(termination) => termination,
+        Err(error) => {
             eprintln!("error: cannot listen for Ctrl-C: {error}");
             return Exit::Usage;
         }
@@ -187,8 +197,7 @@ pub async fn watch(
                 }
                 None => break,
             },
-            _ = interrupt.recv() => break,
-            _ = terminate.recv() => break,
+            _ = termination.recv() => break,
         }
     }
     drop(handle);

@@ -91,6 +91,10 @@ pub enum Code {
     SemanticIncompleteEngine,
     /// `toolgate::semantic::untrusted_hint` (warning)
     SemanticUntrustedHint,
+    /// `toolgate::semantic::invalid_argv`
+    SemanticInvalidArgv,
+    /// `toolgate::semantic::missing_executable` (warning)
+    SemanticMissingExecutable,
     /// `toolgate::batch::invalid`
     BatchInvalid,
     /// `toolgate::batch::duplicate_call_id`
@@ -172,6 +176,8 @@ impl Code {
         Code::SemanticInvalidTemplate,
         Code::SemanticIncompleteEngine,
         Code::SemanticUntrustedHint,
+        Code::SemanticInvalidArgv,
+        Code::SemanticMissingExecutable,
         Code::BatchInvalid,
         Code::BatchDuplicateCallId,
         Code::BatchUnknownMode,
@@ -573,6 +579,28 @@ impl Code {
                  true`. Declare `concurrency: { read_only: false, destructive: true }` \
                  explicitly.",
             ),
+            Code::SemanticInvalidArgv => error(
+                "toolgate::semantic::invalid_argv",
+                "a command line argument cannot be passed to a process",
+                "## What it means\nAn element of a command handler's or hook's `argv` contains \
+                 a NUL byte (`\\0`).\n\n## Why\nA process argument is a C string: it ends at \
+                 the first NUL, so the command could never be started as written, and every \
+                 call would fail at run time.\n\n## Example\n```yaml\n\
+                 argv: [grep, \"a\\0b\"]\n```\nRemove the NUL byte.",
+            ),
+            Code::SemanticMissingExecutable => warning(
+                "toolgate::semantic::missing_executable",
+                "a handler or hook program is not found",
+                "## What it means\nThe program of a command handler's or hook's `argv` (its \
+                 first element) is not found: a path that does not exist (a relative path is \
+                 taken from the workspace, or the handler's `cwd`), or a bare name on no \
+                 folder of the `PATH` the process gets.\n\n## Why\nEvery call of the tool \
+                 (or every run of the hook) would fail with \"command not found\". A warning, \
+                 not an error: the program may be installed where the policies are used but \
+                 not where they are checked.\n\n## Example\n```yaml\n\
+                 argv: [rgrep, \"{{input.pattern}}\"]\n```\nInstall the program, or name it by \
+                 an absolute path.",
+            ),
             Code::BatchInvalid => error(
                 "toolgate::batch::invalid",
                 "a batch file is malformed",
@@ -684,7 +712,7 @@ mod tests {
             assert!(code.as_str().starts_with("toolgate::"), "{code}");
             assert_eq!(code.as_str().parse::<Code>(), Ok(code));
         }
-        assert_eq!(seen.len(), 45);
+        assert_eq!(seen.len(), 47);
         assert!("toolgate::nope".parse::<Code>().is_err());
     }
 
@@ -716,6 +744,7 @@ mod tests {
                 "toolgate::semantic::budget_ineffective",
                 "toolgate::semantic::exempt_unbounded",
                 "toolgate::semantic::untrusted_hint",
+                "toolgate::semantic::missing_executable",
             ]
         );
     }

@@ -149,6 +149,15 @@ pub struct ToolCallProgress {
     pub stream: String,
     /// The text (never a split character).
     pub text: String,
+    /// Bytes of output left out of progress events since the last one that said so: over
+    /// the call's `engine.progress.max_bytes`. Absent when nothing was left out. The call's
+    /// result is not affected.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped_bytes: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// The status of an ended call.

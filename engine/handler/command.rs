@@ -219,7 +219,13 @@ pub async fn run_captured(
         tokio::select! {
             biased;
             () = ctx.cancel.cancelled() => {
-                terminate(&mut group, &mut child, spec.kill_grace).await;
+                // After a timeout the handler gets its cleanup grace before SIGKILL.
+                let grace = if ctx.deadline.is_expired() {
+                    spec.kill_grace.max(ctx.cleanup_grace)
+                } else {
+                    spec.kill_grace
+                };
+                terminate(&mut group, &mut child, grace).await;
                 return Err(HandlerError::Cancelled);
             }
             read = &mut io, if !io_done => match read {
@@ -319,6 +325,9 @@ async fn spawn(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // Spawned and registered as one step: a sweep for orphans (another call ending) must
+    // never see this child before it is known as a group leader.
+    let mut spawning = super::process::spawning();
     let child = command.spawn().map_err(|error| {
         let reason = match error.kind() {
             ErrorKind::NotFound if program.contains('/') => "no such file".to_owned(),
@@ -332,8 +341,9 @@ async fn spawn(
     })?;
     let group = child
         .id()
-        .and_then(ProcessGroup::led_by)
+        .and_then(|pid| ProcessGroup::led_by(pid, &mut spawning))
         .ok_or_else(|| spawn_error("the process has no id".into(), None))?;
+    drop(spawning);
     Ok((child, group))
 }
 

@@ -37,11 +37,16 @@ pub use native::{
     HandlerFuture, Isolated, NativeHandler, NativeRegistry, NativeRegistryError, build_native,
     call_native, poll_native, run_isolated, spawn_native,
 };
+pub use process::become_subreaper;
 
 /// Everything a handler gets besides its input: identity, cancellation, progress, clock,
 /// gates and the turn's modes. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct CallContext {
+    /// After the deadline, how long the handler may take to clean up before it is killed
+    /// (the contract's `cleanup_grace`; a command's process group gets SIGTERM at the
+    /// deadline and SIGKILL after `max(kill_grace, cleanup_grace)`).
+    pub cleanup_grace: std::time::Duration,
     /// The call's id (from the model).
     pub call_id: CallId,
     /// The canonical tool name.
@@ -70,6 +75,7 @@ impl CallContext {
             cancel: CancellationToken::new(),
             progress: ProgressSink::discard(),
             deadline: Deadline::unlimited(),
+            cleanup_grace: std::time::Duration::ZERO,
             gates: Arc::new(Gates::empty()),
             modes: Arc::from(Vec::new()),
             admitted: None,

@@ -78,6 +78,17 @@ pub struct EngineConfig {
     #[schemars(range(min = 1))]
     pub serve_queue: Option<u32>,
 
+    /// Streamed output (`ToolCallProgress` events) is coalesced: at most one event per
+    /// stream per this interval (default 100ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_interval: Option<Duration>,
+
+    /// Most bytes of streamed output sent in `ToolCallProgress` events per call (default
+    /// 1 MiB); the rest is left out and counted in the events' `dropped_bytes`. The call's
+    /// result is not affected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_max_bytes: Option<Size>,
+
     /// How an error that is not one of the known cases is turned into model content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_projection: Option<ErrorProjection>,

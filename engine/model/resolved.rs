@@ -43,6 +43,10 @@ pub struct ResolvedEngine {
     pub kill_grace: Duration,
     /// Most messages `serve` queues for its client (at least 1).
     pub serve_queue: usize,
+    /// At most one `ToolCallProgress` event per stream per this interval.
+    pub progress_interval: std::time::Duration,
+    /// Most bytes of progress events per call.
+    pub progress_max_bytes: u64,
     /// Levels of the cause chain followed when projecting an error.
     pub max_cause_depth: usize,
     /// Longest projected error message, in characters.
@@ -184,6 +188,10 @@ impl ResolvedEngine {
             max_handler_output: size(config.max_handler_output),
             kill_grace: config.kill_grace.unwrap_or_default(),
             serve_queue: config.serve_queue.map_or(1, |n| n.max(1) as usize),
+            progress_interval: config
+                .progress_interval
+                .map_or(std::time::Duration::from_millis(100), |d| d.0),
+            progress_max_bytes: config.progress_max_bytes.map_or(1024 * 1024, |s| s.0),
             max_cause_depth: projection.max_cause_depth.unwrap_or(1) as usize,
             max_error_chars: projection.max_chars.unwrap_or(1) as usize,
             messages: ResolvedMessages {

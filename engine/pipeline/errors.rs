@@ -21,13 +21,28 @@ pub fn message(engine: &ResolvedEngine, key: MessageKey, values: &[(&str, &str)]
 /// Projects an unexpected error into one line for the model: the messages of its cause chain
 /// (at most `engine.error_projection.max_cause_depth` levels), skipping empty messages and
 /// mere wrappers — a level whose text is already contained in an outer one — joined with
-/// `: `, whitespace folded to single spaces, cut to `max_chars` characters.
+/// `: `, whitespace folded to single spaces, cut to `max_chars` characters. A cut text ends
+/// with a marker that says how much was left out (`… [N more characters]`).
 pub fn project(engine: &ResolvedEngine, error: &(dyn Error + 'static)) -> String {
     project_with(error, engine.max_cause_depth, engine.max_error_chars)
 }
 
+/// [`project`], and whether the text was cut.
+pub fn project_marked(engine: &ResolvedEngine, error: &(dyn Error + 'static)) -> (String, bool) {
+    project_with_cut(error, engine.max_cause_depth, engine.max_error_chars)
+}
+
 /// [`project`] with explicit limits.
 pub fn project_with(error: &(dyn Error + 'static), max_depth: usize, max_chars: usize) -> String {
+    project_with_cut(error, max_depth, max_chars).0
+}
+
+/// [`project_with`], and whether the text was cut.
+pub fn project_with_cut(
+    error: &(dyn Error + 'static),
+    max_depth: usize,
+    max_chars: usize,
+) -> (String, bool) {
     let mut kept: Vec<String> = Vec::new();
     let mut current: Option<&(dyn Error + 'static)> = Some(error);
     let mut depth = 0;
@@ -51,7 +66,31 @@ pub fn project_with(error: &(dyn Error + 'static), max_depth: usize, max_chars: 
     } else {
         joined
     };
-    cut_chars(&joined, max_chars)
+    cut_marked(&joined, max_chars)
+}
+
+/// `text` cut to at most `max` characters; a cut text ends with `… [N more characters]`
+/// (within the `max`), or with just `…` where that marker would take more than half of
+/// `max`. Returns whether it was cut.
+pub fn cut_marked(text: &str, max: usize) -> (String, bool) {
+    let total = text.chars().count();
+    if total <= max {
+        return (text.to_owned(), false);
+    }
+    // The marker's number has at most as many digits as `total`.
+    let widest = format!(" … [{total} more characters]").chars().count();
+    if widest * 2 > max {
+        let mut kept = cut_chars(text, max.saturating_sub(1));
+        if max > 0 {
+            kept.push('…');
+        }
+        return (kept, true);
+    }
+    let keep = max - widest;
+    let kept = cut_chars(text, keep);
+    let kept = kept.trim_end();
+    let left_out = total - kept.chars().count();
+    (format!("{kept} … [{left_out} more characters]"), true)
 }
 
 pub use crate::diagnostics::diagnostic::fold_whitespace;
@@ -189,6 +228,19 @@ mod tests {
         assert!(!projected.contains('\n'));
         assert!(projected.starts_with("level0 end: level1 end"));
         assert_eq!(project_with(&error, 12, 10).chars().count(), 10);
+        assert!(project_with(&error, 12, 10).ends_with('…'));
+    }
+
+    #[test]
+    fn a_cut_says_how_much_was_left_out() {
+        let body = "x".repeat(50_000);
+        let (text, cut) = cut_marked(&body, 500);
+        assert!(cut);
+        assert_eq!(text.chars().count(), 500);
+        let kept = text.chars().take_while(|c| *c == 'x').count();
+        assert!(text.ends_with(&format!(" … [{} more characters]", 50_000 - kept)));
+        assert_eq!(cut_marked("abcdefghij", 5), ("abcd…".to_owned(), true));
+        assert_eq!(cut_marked("short", 500), ("short".to_owned(), false));
     }
 
     #[test]

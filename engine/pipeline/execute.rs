@@ -1,21 +1,22 @@
 //! Stage 7, execute: the admission gate (time queued there does not count), then the handler
 //! under its deadline and cancellation token.
 //!
+//! The deadline is the time the call asked for (its resolved budget, what the model is told).
 //! On timeout or cancellation the handler's token is cancelled (a subprocess gets SIGTERM for
 //! its whole process group) and the engine waits at most `engine.kill_grace` for the handler
-//! to wind down; after that the handler is abandoned, which aborts its task and kills its
+//! to wind down (after a timeout, at least the contract's `cleanup_grace`); after that the handler is abandoned, which aborts its task and kills its
 //! process group. The engine never waits longer on a handler that ignores cancellation,
 //! except for the moment it takes the runtime to drop the aborted task: the call's result is
 //! only reported once its processes have been sent SIGKILL.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::errors::{cancellation, message, project};
+use super::errors::{cancellation, message, project, project_marked};
 use super::{CallEnv, CallState, ErrorCode, Failure, rare};
 use crate::events::{EventKind, FailureStage, ToolCallProgress};
 use crate::handler::{
@@ -44,8 +45,19 @@ pub async fn execute(
     timeout: Option<&ResolvedTimeout>,
 ) -> Result<HandlerOutput, Failure> {
     let engine = &env.prepared.snapshot.engine;
-    let deadline = Deadline::new(timeout.map(|t| t.total));
-    let result = run(env, state, tool, contract, input, &deadline).await;
+    let deadline = Deadline::new(timeout.map(|t| t.budget));
+    let grace = timeout.map_or(Duration::ZERO, |t| t.grace);
+    // What the handler streamed, kept for the model should the call time out.
+    let partial = timeout.map(|_| Arc::new(Mutex::new(Partial::default())));
+    let (progress, emitter) = progress_sink(env, &state.call.id, partial.clone());
+    let result = run(
+        env, state, tool, contract, input, &deadline, grace, progress,
+    )
+    .await;
+    // What coalescing held back goes out before the call's terminal event.
+    if let Some(emitter) = emitter {
+        emitter.flush_all();
+    }
     state.metadata.queued_ms =
         u64::try_from(deadline.paused_total().as_millis()).unwrap_or(u64::MAX);
     match result {
@@ -62,12 +74,25 @@ pub async fn execute(
         }
         Ended::Ran(Err(error)) => Err(handler_failure(env, tool, error)),
         Ended::TimedOut => {
-            let ms = timeout.map_or(0, |t| t.total.as_millis()).to_string();
-            Err(Failure::timed_out(message(
+            let ms = timeout.map_or(0, |t| t.budget.as_millis()).to_string();
+            let mut text = message(
                 engine,
                 MessageKey::Timeout,
                 &[("tool", tool.name.as_str()), ("ms", &ms)],
-            )))
+            );
+            // The output so far is kept (the produce stage budgets it like any output).
+            if let Some(partial) = partial {
+                let partial =
+                    std::mem::take(&mut *partial.lock().unwrap_or_else(PoisonError::into_inner));
+                if !partial.text.is_empty() {
+                    text.push_str("\n--- output before the timeout ---\n");
+                    text.push_str(&partial.text);
+                    if partial.cut {
+                        text.push_str(&format!("\n[output cut at {} bytes]", partial.text.len()));
+                    }
+                }
+            }
+            Err(Failure::timed_out(text))
         }
         Ended::Cancelled => {
             let (reason, _) = state.cancel_reason(env);
@@ -82,6 +107,8 @@ pub async fn execute(
     }
 }
 
+// The call's parts travel separately (as in `execute`); a struct for them would be used once.
+#[allow(clippy::too_many_arguments)]
 async fn run(
     env: &CallEnv<'_>,
     state: &mut CallState<'_>,
@@ -89,6 +116,8 @@ async fn run(
     contract: &ResolvedContract,
     input: Value,
     deadline: &Deadline,
+    grace: Duration,
+    progress: ProgressSink,
 ) -> Ended {
     let _permit = match &contract.gate {
         None => None,
@@ -105,8 +134,9 @@ async fn run(
         call_id: state.call.id.clone(),
         tool: tool.name.clone(),
         cancel: handler_cancel.clone(),
-        progress: progress_sink(env, &state.call.id),
+        progress,
         deadline: deadline.clone(),
+        cleanup_grace: grace,
         gates: Arc::clone(&env.prepared.gates),
         modes: Arc::clone(env.modes),
         admitted: contract.gate.clone(),
@@ -131,19 +161,21 @@ async fn run(
         state.cancel,
         &handler_cancel,
         kill_grace,
+        grace,
     ))
     .await
 }
 
 /// Awaits a running handler under its deadline and the call's cancellation; on timeout or
 /// cancellation, cancels the handler's token and gives it at most `kill_grace` to wind down
-/// before abandoning it.
+/// (after a timeout, at least `cleanup_grace`) before abandoning it.
 async fn supervise(
     mut task: Isolated,
     deadline: &Deadline,
     cancel: &CancellationToken,
     handler_cancel: &CancellationToken,
     kill_grace: Duration,
+    cleanup_grace: Duration,
 ) -> Ended {
     let ended = tokio::select! {
         biased;
@@ -152,6 +184,11 @@ async fn supervise(
         () = cancel.cancelled() => Ended::Cancelled,
     };
     if matches!(ended, Ended::TimedOut | Ended::Cancelled) {
+        let kill_grace = if matches!(ended, Ended::TimedOut) {
+            kill_grace.max(cleanup_grace)
+        } else {
+            kill_grace
+        };
         handler_cancel.cancel();
         // Bounded clean-up, then the handler is abandoned: its task is aborted and dropped,
         // which kills its process group, before the call is reported as ended.
@@ -218,30 +255,189 @@ fn dispatch(
 #[error("{0}")]
 struct NoHandler(String);
 
-fn progress_sink(env: &CallEnv<'_>, call: &CallId) -> ProgressSink {
-    if !env.wants_events() {
-        return ProgressSink::discard();
+/// The output a call streamed so far (stdout and stderr as they arrived), up to the
+/// engine's `max_handler_output`: what a timed-out call's result keeps.
+#[derive(Debug, Default)]
+struct Partial {
+    text: String,
+    /// Whether output was left out over the cap.
+    cut: bool,
+}
+
+impl Partial {
+    fn push(&mut self, text: &str, limit: usize) {
+        let room = limit.saturating_sub(self.text.len());
+        if text.len() <= room {
+            self.text.push_str(text);
+        } else {
+            self.text.push_str(&text[..floor_boundary(text, room)]);
+            self.cut = true;
+        }
     }
-    let sink = Arc::clone(env.sink);
-    let batch = env.batch_id.clone();
-    let call = call.clone();
-    let generation = env.prepared.snapshot.generation;
-    ProgressSink::new(move |chunk: ProgressChunk| {
-        let stream = match chunk.stream {
-            ProgressStream::Stdout => "stdout",
-            ProgressStream::Stderr => "stderr",
-            ProgressStream::Message => "message",
+}
+
+/// Where a call's progress goes: `ToolCallProgress` events, coalesced to at most one per
+/// stream per `engine.progress.interval` and capped at `engine.progress.max_bytes` per call
+/// (the rest is counted in the next event's `dropped_bytes`, and in a last event at the end
+/// of the call), plus the partial output kept for a timeout.
+fn progress_sink(
+    env: &CallEnv<'_>,
+    call: &CallId,
+    partial: Option<Arc<Mutex<Partial>>>,
+) -> (ProgressSink, Option<Arc<ProgressEmitter>>) {
+    let events = env.wants_events();
+    if !events && partial.is_none() {
+        return (ProgressSink::discard(), None);
+    }
+    let engine = &env.prepared.snapshot.engine;
+    let limit = usize::try_from(engine.max_handler_output).unwrap_or(usize::MAX);
+    let emitter = events.then(|| {
+        Arc::new(ProgressEmitter {
+            sink: Arc::clone(env.sink),
+            batch: env.batch_id.clone(),
+            call: call.clone(),
+            generation: env.prepared.snapshot.generation,
+            interval: engine.progress_interval,
+            max_bytes: engine.progress_max_bytes,
+            state: Mutex::new(Coalesced::default()),
+        })
+    });
+    let sink = ProgressSink::new({
+        let emitter = emitter.clone();
+        move |chunk: ProgressChunk| {
+            if let Some(partial) = &partial
+                && chunk.stream != ProgressStream::Message
+            {
+                partial
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(&chunk.text, limit);
+            }
+            if let Some(emitter) = &emitter {
+                emitter.chunk(chunk);
+            }
+        }
+    });
+    (sink, emitter)
+}
+
+/// The largest character boundary of `text` at or below `index`.
+fn floor_boundary(text: &str, index: usize) -> usize {
+    let mut at = index.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// Coalesces a call's progress into `ToolCallProgress` events.
+struct ProgressEmitter {
+    sink: Arc<dyn crate::events::EventSink>,
+    batch: crate::model::BatchId,
+    call: CallId,
+    generation: u64,
+    interval: Duration,
+    max_bytes: u64,
+    state: Mutex<Coalesced>,
+}
+
+#[derive(Default)]
+struct Coalesced {
+    /// Text waiting per stream (stdout, stderr, message), in arrival order of streams.
+    pending: Vec<(ProgressStream, String)>,
+    /// When the last events went out.
+    last: Option<tokio::time::Instant>,
+    /// Bytes sent in events so far.
+    sent: u64,
+    /// Bytes left out over the cap and not reported yet.
+    dropped: u64,
+    /// Whether a flush at the end of the interval is scheduled.
+    scheduled: bool,
+}
+
+impl ProgressEmitter {
+    fn chunk(self: &Arc<Self>, chunk: ProgressChunk) {
+        let now = tokio::time::Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let queued: u64 = state.pending.iter().map(|(_, t)| t.len() as u64).sum();
+        let room = self.max_bytes.saturating_sub(state.sent + queued);
+        let text = chunk.text;
+        let kept = if (text.len() as u64) <= room {
+            text.as_str()
+        } else {
+            let cut = floor_boundary(&text, usize::try_from(room).unwrap_or(usize::MAX));
+            &text[..cut]
         };
-        sink.emit(crate::events::Event::now(
-            Some(batch.clone()),
-            Some(call.clone()),
-            generation,
-            EventKind::ToolCallProgress(ToolCallProgress {
-                stream: stream.to_owned(),
-                text: chunk.text,
-            }),
-        ));
-    })
+        state.dropped += (text.len() - kept.len()) as u64;
+        if !kept.is_empty() {
+            match state.pending.iter_mut().find(|(s, _)| *s == chunk.stream) {
+                Some((_, pending)) => pending.push_str(kept),
+                None => state.pending.push((chunk.stream, kept.to_owned())),
+            }
+        }
+        let due = state
+            .last
+            .is_none_or(|last| now.duration_since(last) >= self.interval);
+        if due {
+            state.last = Some(now);
+            self.flush(&mut state);
+        } else if !state.scheduled && !state.pending.is_empty() {
+            // What waits goes out at the end of the interval even if nothing else arrives.
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                self.flush(&mut state);
+                return;
+            };
+            state.scheduled = true;
+            let at = state.last.map_or(now, |last| last + self.interval);
+            let emitter = Arc::clone(self);
+            runtime.spawn(async move {
+                tokio::time::sleep_until(at).await;
+                let mut state = emitter.state.lock().unwrap_or_else(PoisonError::into_inner);
+                state.scheduled = false;
+                state.last = Some(tokio::time::Instant::now());
+                emitter.flush(&mut state);
+            });
+        }
+    }
+
+    fn flush_all(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.flush(&mut state);
+    }
+
+    /// Sends what is pending, one event per stream; the count of dropped bytes goes with the
+    /// last one (or alone, when nothing is pending).
+    fn flush(&self, state: &mut Coalesced) {
+        let pending = std::mem::take(&mut state.pending);
+        let count = pending.len();
+        if count == 0 && state.dropped == 0 {
+            return;
+        }
+        let dropped = std::mem::take(&mut state.dropped);
+        let mut events: Vec<(ProgressStream, String)> = pending;
+        if events.is_empty() {
+            events.push((ProgressStream::Message, String::new()));
+        }
+        let last = events.len() - 1;
+        for (index, (stream, text)) in events.into_iter().enumerate() {
+            state.sent += text.len() as u64;
+            let stream = match stream {
+                ProgressStream::Stdout => "stdout",
+                ProgressStream::Stderr => "stderr",
+                ProgressStream::Message => "message",
+            };
+            self.sink.emit(crate::events::Event::now(
+                Some(self.batch.clone()),
+                Some(self.call.clone()),
+                self.generation,
+                EventKind::ToolCallProgress(ToolCallProgress {
+                    stream: stream.to_owned(),
+                    text,
+                    dropped_bytes: if index == last { dropped } else { 0 },
+                }),
+            ));
+        }
+    }
 }
 
 /// The failure for a handler error: a business failure is wrapped for the model
@@ -270,10 +466,105 @@ pub fn handler_failure(env: &CallEnv<'_>, tool: &Tool, error: HandlerError) -> F
             ErrorCode::NoHandler,
             project(engine, inner.as_ref()),
         ),
-        other => Failure::error(
-            FailureStage::Handler,
-            ErrorCode::HandlerFailed,
-            project(engine, &other),
-        ),
+        other => {
+            let (text, cut) = project_marked(engine, &other);
+            let mut failure = Failure::error(FailureStage::Handler, ErrorCode::HandlerFailed, text);
+            failure.truncated = cut;
+            failure
+        }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Event;
+
+    fn emitter(max_bytes: u64) -> (Arc<ProgressEmitter>, Arc<Mutex<Vec<ToolCallProgress>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&seen);
+        let sink: Arc<dyn crate::events::EventSink> = Arc::new(move |event: Event| {
+            if let EventKind::ToolCallProgress(progress) = event.kind {
+                kept.lock().unwrap().push(progress);
+            }
+        });
+        let emitter = Arc::new(ProgressEmitter {
+            sink,
+            batch: "b".into(),
+            call: "c".into(),
+            generation: 1,
+            interval: Duration::from_millis(100),
+            max_bytes,
+            state: Mutex::new(Coalesced::default()),
+        });
+        (emitter, seen)
+    }
+
+    fn chunk(stream: ProgressStream, text: &str) -> ProgressChunk {
+        ProgressChunk {
+            stream,
+            text: text.to_owned(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_is_coalesced_to_one_event_per_stream_per_interval() {
+        let (emitter, seen) = emitter(1 << 20);
+        for _ in 0..1000 {
+            emitter.chunk(chunk(ProgressStream::Stdout, "line\n"));
+        }
+        // The first chunk goes out at once; the rest waits for the end of the interval.
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::task::yield_now().await;
+        {
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 2, "{seen:?}");
+            assert_eq!(seen[1].stream, "stdout");
+            assert_eq!(seen[1].text, "line\n".repeat(999));
+        }
+        emitter.chunk(chunk(ProgressStream::Stderr, "oops\n"));
+        emitter.chunk(chunk(ProgressStream::Stdout, "tail"));
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        // The end of the call sends what is left, one event per stream.
+        emitter.flush_all();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert_eq!(
+            (seen[2].stream.as_str(), seen[2].text.as_str()),
+            ("stderr", "oops\n")
+        );
+        assert_eq!(
+            (seen[3].stream.as_str(), seen[3].text.as_str()),
+            ("stdout", "tail")
+        );
+        assert!(seen.iter().all(|p| p.dropped_bytes == 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_over_the_cap_is_dropped_and_counted() {
+        let (emitter, seen) = emitter(10);
+        emitter.chunk(chunk(ProgressStream::Stdout, "0123456"));
+        emitter.chunk(chunk(ProgressStream::Stdout, "789abcdef"));
+        emitter.chunk(chunk(ProgressStream::Stdout, "ghij"));
+        emitter.flush_all();
+        let seen = seen.lock().unwrap();
+        let text: String = seen.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(text, "0123456789");
+        let dropped: u64 = seen.iter().map(|p| p.dropped_bytes).sum();
+        assert_eq!(dropped, 10);
+        // The count is serialised only where something was dropped.
+        let last = serde_json::to_value(seen.last().unwrap()).unwrap();
+        assert_eq!(last["dropped_bytes"], 10);
+        let first = serde_json::to_value(&seen[0]).unwrap();
+        assert!(first.get("dropped_bytes").is_none());
+    }
+
+    #[test]
+    fn partial_output_is_cut_at_the_cap_on_a_character_boundary() {
+        let mut partial = Partial::default();
+        partial.push("abc", 5);
+        partial.push("éé", 5);
+        assert_eq!(partial.text, "abcé");
+        assert!(partial.cut);
     }
 }

@@ -149,6 +149,8 @@ async fn failed_result(
         (Some(tool), Some(contract)) => {
             let produced =
                 super::produce::produce(env, state, tool, contract, SlotText::from(text)).await;
+            // A text cut before the budget (an error projection) is truncated too.
+            state.metadata.truncated |= failure.truncated;
             (
                 produced.content,
                 contract.budget.batch_exempt,

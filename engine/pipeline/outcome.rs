@@ -72,6 +72,9 @@ pub struct Failure {
     pub cancel_reason: Option<CancelReason>,
     /// The reviewer's feedback, for `denied_with_feedback`.
     pub feedback: Option<String>,
+    /// Whether `message` was already cut before the per-call budget (an error projection
+    /// over `engine.error_projection.max_chars`); the result's `truncated` says so.
+    pub truncated: bool,
 }
 
 impl Failure {
@@ -85,6 +88,7 @@ impl Failure {
             message: message.into(),
             cancel_reason: None,
             feedback: None,
+            truncated: false,
         }
     }
 

@@ -17,7 +17,7 @@ pub fn start(
     contract: &ResolvedContract,
     timeout: Option<&ResolvedTimeout>,
 ) {
-    let timeout_ms = timeout.map(|t| u64::try_from(t.total.as_millis()).unwrap_or(u64::MAX));
+    let timeout_ms = timeout.map(|t| u64::try_from(t.budget.as_millis()).unwrap_or(u64::MAX));
     state.metadata.timeout_ms = timeout_ms;
     let flags = &contract.concurrency;
     env.emit_with(Some(&state.call.id), || {

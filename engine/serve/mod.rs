@@ -505,11 +505,30 @@ fn initialize(snapshot: &Snapshot) -> Value {
 }
 
 /// Serves JSON-RPC over a reader and a writer (stdin and stdout for `serve --stdio`).
-pub async fn serve<R, W>(reader: R, mut writer: W, options: ServeOptions) -> Result<(), ServeError>
+pub async fn serve<R, W>(reader: R, writer: W, options: ServeOptions) -> Result<(), ServeError>
 where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_until(reader, writer, options, std::future::pending()).await
+}
+
+/// Serves like [`serve`] until `stop` completes too (the binary passes SIGINT, SIGTERM and
+/// SIGHUP): then, as at `shutdown`, running batches are cancelled, each answers with its
+/// calls `cancelled`, and the server returns `Ok`.
+pub async fn serve_until<R, W, S>(
+    reader: R,
+    mut writer: W,
+    options: ServeOptions,
+    stop: S,
+) -> Result<(), ServeError>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+    S: std::future::Future<Output = ()> + Send,
+{
+    let stop = std::pin::pin!(stop);
+    let mut stop = stop;
     let load_options = options.load.clone();
     let loaded = load(&load_options, 1);
     let Some(snapshot) = loaded.snapshot else {
@@ -587,6 +606,7 @@ where
         tokio::select! {
             // Reap finished batch tasks so the set does not grow with the session.
             Some(_) = server.tasks.join_next(), if !server.tasks.is_empty() => {}
+            () = &mut stop => break Ok(()),
             line = lines.next() => match line {
                 Ok(None) => break Ok(()),
                 Ok(Some(Line::Text(line))) => {

@@ -425,6 +425,111 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
     check_locks(checker, name, contract);
     check_mode_timeouts(checker, name, contract);
     check_handler_templates(checker, name, contract);
+    if let Some(crate::model::handler::HandlerSpec::Command(command)) = &contract.handler {
+        check_program(
+            checker,
+            &format!("{base}/handler/argv"),
+            &command.argv,
+            command.env.as_deref().unwrap_or_default(),
+            command
+                .set_env
+                .as_ref()
+                .and_then(|set| set.get("PATH"))
+                .map(String::as_str),
+            command.cwd.as_deref(),
+            &format!("the handler of `{name}`"),
+        );
+    }
+}
+
+/// A command line that can never start: an argument with a NUL byte (an error: a process
+/// argument ends at the first NUL), or a program that is not found (a warning: it may be
+/// installed where the policies are used). A relative program path is taken from the
+/// workspace (or `cwd` below it), as at run time; a bare name is looked up in the `PATH` the
+/// process gets: the engine's when `env` passes `PATH`, `set_env`'s, else the C library's
+/// default `/bin:/usr/bin`. A templated program (`{{input.x}}`) is not checked.
+fn check_program(
+    checker: &mut Checker<'_>,
+    pointer: &str,
+    argv: &[String],
+    env_allow: &[String],
+    path_set: Option<&str>,
+    cwd: Option<&str>,
+    what: &str,
+) {
+    for (index, arg) in argv.iter().enumerate() {
+        if let Some(at) = arg.find('\0') {
+            let location = checker.inside(&format!("{pointer}/{index}"), at);
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticInvalidArgv,
+                    format!("`argv[{index}]` of {what} (`{pointer}/{index}`) contains a NUL byte"),
+                )
+                .with_help("a process argument ends at the first NUL byte, so this command could never start; remove it"),
+                location,
+            );
+        }
+    }
+    let Some(program) = argv.first() else {
+        return;
+    };
+    if program.is_empty() || program.contains("{{") || program.contains('\0') {
+        return;
+    }
+    let found = if program.contains('/') {
+        let mut path = std::path::PathBuf::from(checker.input.match_ctx.workspace_root());
+        if let Some(cwd) = cwd {
+            path.push(cwd);
+        }
+        path.push(program);
+        is_executable(&path)
+    } else {
+        let inherited = env_allow
+            .iter()
+            .any(|name| name == "PATH")
+            .then(|| std::env::var("PATH").ok())
+            .flatten();
+        let search = path_set
+            .map(str::to_owned)
+            .or(inherited)
+            .unwrap_or_else(|| "/bin:/usr/bin".to_owned());
+        search
+            .split(':')
+            .filter(|dir| !dir.is_empty())
+            .any(|dir| is_executable(&std::path::Path::new(dir).join(program)))
+    };
+    if found {
+        return;
+    }
+    let help = if program.starts_with('/') {
+        "there is no executable file at this path; check it".to_owned()
+    } else if program.contains('/') {
+        "a relative path is taken from the workspace root (or the handler's `cwd`); check the path, or use an absolute one".to_owned()
+    } else if env_allow.iter().any(|name| name == "PATH") || path_set.is_some() {
+        format!(
+            "`{program}` is on no folder of the `PATH` the process gets; install it or give its absolute path"
+        )
+    } else {
+        format!(
+            "without `PATH` in `env` the process searches only /bin and /usr/bin; add `PATH` to `env`, or give the absolute path of `{program}`"
+        )
+    };
+    let location = checker.at(&format!("{pointer}/0"));
+    checker.push(
+        Diagnostic::new(
+            Code::SemanticMissingExecutable,
+            format!("program `{program}` of {what} (`{pointer}/0`) is not found"),
+        )
+        .with_help(help),
+        location,
+    );
+}
+
+/// Whether `path` is a file with an execute bit.
+fn is_executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// `default > max` as a mode sees it: a mode patch's timeout fields apply over the contract's,
@@ -870,10 +975,15 @@ impl CompiledSchemas {
     }
 
     fn insert(text: String, validator: jsonschema::Validator) -> Arc<jsonschema::Validator> {
-        let validator = Arc::new(validator);
         let mut table = COMPILED_SCHEMAS
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        // Tools are compiled in parallel: another one may have compiled the same schema
+        // since `get` missed. Keep the first, so every tool shares one validator.
+        if let Some(first) = table.by_text.get(&text).and_then(Weak::upgrade) {
+            return first;
+        }
+        let validator = Arc::new(validator);
         table.by_text.insert(text, Arc::downgrade(&validator));
         // Sweep dead entries whenever the table has doubled since the last sweep, so it
         // stays proportional to the schemas in use.
@@ -1402,6 +1512,17 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
                     location,
                 );
             }
+        }
+        if let Some(command) = &hook.command {
+            check_program(
+                checker,
+                &format!("{pointer}/command"),
+                command,
+                hook.env.as_deref().unwrap_or_default(),
+                None,
+                None,
+                &format!("hook `{}`", hook.name),
+            );
         }
         let patterns = hook.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
         let (tools, errors) = crate::policy::rules::resolve_tools(&patterns, names);

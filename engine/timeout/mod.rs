@@ -2,7 +2,7 @@
 //!
 //! Place in the flow: after permission is granted the pipeline [`resolve`](fn@resolve)s the call's
 //! timeout from its contract and input (a pure function), starts a [`Deadline`] with the
-//! resolved total, and hands it to the handler through the call context. Before the handler
+//! resolved budget (the cleanup grace comes after it, for the handler to wind down), and hands it to the handler through the call context. Before the handler
 //! starts (contract `admission.gate`) and whenever a handler asks mid-call, [`Gates::acquire`]
 //! waits for a permit with the deadline paused, so time queued at a gate never counts against
 //! the call's timeout.
@@ -23,10 +23,11 @@
 //! };
 //! let resolved = resolve(&params, &serde_json::json!({ "timeout": 900_000 }))?
 //!     .expect("a timeout applies");
-//! assert_eq!(resolved.total.as_millis(), 606_000); // capped at max, plus grace
+//! assert_eq!(resolved.budget.as_millis(), 600_000); // capped at max: the deadline
+//! assert_eq!(resolved.total.as_millis(), 606_000); // plus the grace: killed by then
 //!
 //! let gates = Gates::new([(GateName::from("api"), 2)])?;
-//! let deadline = Deadline::new(Some(resolved.total));
+//! let deadline = Deadline::new(Some(resolved.budget));
 //! let permit = gates
 //!     .acquire(&GateName::from("api"), &deadline, &CancellationToken::new())
 //!     .await?;

@@ -4,7 +4,9 @@
 //! Order, first that applies: `timeout: none` → no timeout; the call's override field (in
 //! milliseconds) if the contract names one and the input carries it; the contract's
 //! `default`; the engine default (whose `none` means no timeout). The requested time is capped
-//! at `max`, raised to at least 1 ms, and `cleanup_grace` is added on top.
+//! at `max` and raised to at least 1 ms: that is the call's deadline, the time the model is
+//! told about. `cleanup_grace` is the engine's own: after the deadline the handler is told to
+//! stop (SIGTERM) and gets the grace to clean up before it is killed.
 //!
 //! A bad override value is never clamped into range: it is an [`OverrideError`] carrying the
 //! JSON pointer of the field, which the pipeline reports as an input validation error so the
@@ -40,7 +42,8 @@ pub struct TimeoutParams {
     /// A plain name (`timeout`, `timeout_ms`) is a top-level property of the input; a value
     /// starting with `/` is a JSON pointer (`/options/timeout_ms`).
     pub override_field: Option<String>,
-    /// Added on top of the capped time: a margin for tools that enforce their own timeout.
+    /// After the deadline, how long the handler may take to clean up before it is killed
+    /// (never added to the time the model is told about).
     pub cleanup_grace: Duration,
     /// The engine's `default_timeout`; `None` stands for `none` (no timeout).
     pub engine_default: Option<Duration>,
@@ -57,15 +60,17 @@ pub enum TimeoutSource {
     EngineDefault,
 }
 
-/// A resolved timeout: the budget the tool asked for (capped, at least 1 ms), the cleanup
-/// grace, and their sum, which is what the deadline runs for.
+/// A resolved timeout: the budget the tool asked for (capped, at least 1 ms), which is what
+/// the deadline runs for and what the model is told; the cleanup grace after it; and their
+/// sum, the latest time the handler is killed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResolvedTimeout {
     /// The requested time after capping at `max` and raising to at least 1 ms.
     pub budget: StdDuration,
     /// The contract's `cleanup_grace`.
     pub grace: StdDuration,
-    /// `budget + grace`: the running time after which the call times out.
+    /// `budget + grace`: the running time after which a handler that ignores the deadline
+    /// is killed.
     pub total: StdDuration,
     /// Where the requested time came from.
     pub source: TimeoutSource,

@@ -247,7 +247,12 @@ fn check_policy(dir: &Path, block: &Block, builtin_rules: &BTreeSet<String>) -> 
     } else {
         "-p"
     };
-    let run = toolgate(&[root, &path_text, "check", "--deny-warnings"]);
+    let mut run = toolgate(&[root, &path_text, "check", "--deny-warnings"]);
+    if run.code != 0 && only_missing_programs(&[root, &path_text, "check", "--format", "json"]) {
+        // An example names the reader's programs (`./hooks/audit.sh`), which this checkout
+        // does not have: that warning is expected here.
+        run.code = 0;
+    }
     assert_eq!(
         run.code,
         0,
@@ -256,6 +261,19 @@ fn check_policy(dir: &Path, block: &Block, builtin_rules: &BTreeSet<String>) -> 
         run.transcript()
     );
     path
+}
+
+/// Whether `check` (JSON) reports nothing but `missing_executable` warnings.
+fn only_missing_programs(args: &[&str]) -> bool {
+    let run = toolgate(args);
+    let Ok(report) = serde_json::from_str::<serde_json::Value>(&run.stdout) else {
+        return false;
+    };
+    report["diagnostics"].as_array().is_some_and(|all| {
+        all.iter().all(|d| {
+            d["code"] == "toolgate::semantic::missing_executable" && d["severity"] == "warning"
+        })
+    })
 }
 
 /// `toolgate SUB --help` for every subcommand asked, cached.

@@ -582,6 +582,42 @@ fn github_and_sarif_renderings() {
 }
 
 #[test]
+fn invalid_argv() {
+    case(
+        "invalid_argv",
+        NO_BUILTIN,
+        1,
+        &[at("invalid_argv", "tools.yaml:8:27", "\\0")],
+    );
+}
+
+#[test]
+fn missing_executable() {
+    case(
+        "missing_executable",
+        NO_BUILTIN,
+        0,
+        &[
+            at(
+                "missing_executable",
+                "tools.yaml:6:38",
+                "toolgate-no-such-program",
+            ),
+            at(
+                "missing_executable",
+                "tools.yaml:10:38",
+                "./scripts/missing.sh",
+            ),
+            at(
+                "missing_executable",
+                "tools.yaml:18:15",
+                "/nonexistent/audit",
+            ),
+        ],
+    );
+}
+
+#[test]
 fn every_semantic_code_has_a_fixture() {
     // Codes no stage emits yet, or that no command-line input can reach (see each reason).
     let exempt = [

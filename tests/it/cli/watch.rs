@@ -178,3 +178,26 @@ fn human_output_shows_the_change_list_and_rejected_saves() {
     let transcript = watch.seen.join("\n").replace(&dir, "[DIR]");
     insta::assert_snapshot!("watch_human", transcript);
 }
+
+#[test]
+fn a_missing_root_is_an_error_not_a_watch_of_its_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nonexistent");
+    let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["--no-builtin", "--color", "never", "-p"])
+        .arg(&missing)
+        .args(["watch", "--format", "jsonl"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert!(
+        stderr.contains(&format!(
+            "error: policy root `{}` does not exist",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+}

@@ -62,9 +62,15 @@ async fn a_stubborn_subprocess_and_its_grandchild_are_killed_on_timeout() {
     .await;
     let s = result(&outcome, "s");
     assert_eq!(s.status, CallStatus::TimedOut);
-    assert_eq!(s.model_content, "Tool execution timed out after 3000ms");
+    // The output before the timeout is kept for the model, after the timeout message.
     let pids = printed_pids(&streamed(&h.events(), "s"));
     assert_eq!(pids.len(), 2, "the command printed its pids: {pids:?}");
+    let (message, partial) = s
+        .model_content
+        .split_once("\n--- output before the timeout ---\n")
+        .unwrap_or_else(|| panic!("no partial output: {}", s.model_content.as_str()));
+    assert_eq!(message, "Tool execution timed out after 3000ms");
+    assert_eq!(printed_pids(partial).len(), 2, "{partial}");
     assert_eq!(survivors(&pids), Vec::<i32>::new(), "no process survives");
 }
 
@@ -224,9 +230,22 @@ async fn unexpected_errors_are_projected_through_their_cause_chain() {
     let expected: Vec<String> = (0..12).map(|n| format!("level{n} of 15 failed")).collect();
     assert_eq!(deep.model_content, expected.join(": "));
 
+    assert!(!deep.metadata.truncated);
+
+    // A projection over `max_chars` (as a huge HTTP 500 body makes) says it was cut, and the
+    // result is marked truncated.
     let long = result(&outcome, "long");
-    assert_eq!(long.model_content.chars().count(), 500);
+    let length = long.model_content.chars().count();
+    assert!((490..=500).contains(&length), "{length}");
     assert!(long.model_content.starts_with("word word word"));
+    assert!(
+        regex::Regex::new(r" … \[\d+ more characters\]$")
+            .unwrap()
+            .is_match(&long.model_content),
+        "{}",
+        long.model_content.as_str()
+    );
+    assert!(long.metadata.truncated);
     assert!(!long.model_content.contains('\n'));
     assert!(!long.model_content.contains("  "));
 }
@@ -307,7 +326,7 @@ async fn every_message_comes_from_an_engine_messages_template() {
     let text = |id: &str| result(&outcome, id).model_content.clone();
     assert_eq!(text("unknown"), "No such tool here: Nope");
     assert_eq!(text("business"), "[Par failed] it broke");
-    assert_eq!(text("error"), "level0 of 15 failed: level1 of");
+    assert_eq!(text("error"), "level0 of 15 failed: level1 o…");
     assert_eq!(text("ask"), "Nobody can approve Ask");
     assert_eq!(text("later"), "Skipped: the turn was stopped.");
 
@@ -329,6 +348,6 @@ async fn every_message_comes_from_an_engine_messages_template() {
         .await;
     assert_eq!(
         result(&outcome, "t").model_content,
-        "Timed ran out of time (6000 ms)"
+        "Timed ran out of time (5000 ms)"
     );
 }

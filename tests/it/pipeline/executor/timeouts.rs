@@ -24,9 +24,10 @@ async fn timeout_resolution_order_cap_and_grace() {
     let h = Harness::new(&[]);
     let outcome = h
         .run(vec![
-            // The override field, plus the 1 s cleanup grace.
+            // The override field; the 1 s cleanup grace is the engine's own, never added to
+            // the time the model is told about.
             call("override", "Timed", json!({"timeout_ms": 12_000})),
-            // An override above `max` (20 s) is capped, then the grace is added.
+            // An override above `max` (20 s) is capped.
             call("capped", "Timed", json!({"timeout_ms": 90_000})),
             // No override: the contract default.
             call("contract", "Timed", json!({})),
@@ -40,9 +41,9 @@ async fn timeout_resolution_order_cap_and_grace() {
         .await;
     let events = h.events();
     let expected = [
-        ("override", Some(13_000)),
-        ("capped", Some(21_000)),
-        ("contract", Some(6_000)),
+        ("override", Some(12_000)),
+        ("capped", Some(20_000)),
+        ("contract", Some(5_000)),
         ("engine", Some(30_000)),
         ("none", None),
         ("ignored", Some(30_000)),
@@ -61,7 +62,7 @@ async fn timeout_resolution_order_cap_and_grace() {
     ])
     .await;
     assert_eq!(started_timeout(&h.events(), "engine"), None);
-    assert_eq!(started_timeout(&h.events(), "contract"), Some(6_000));
+    assert_eq!(started_timeout(&h.events(), "contract"), Some(5_000));
 }
 
 #[tokio::test(start_paused = true)]
@@ -108,13 +109,14 @@ async fn a_timeout_ends_the_call_with_the_template_message() {
     let outcome = h
         .run(vec![call("t", "Timed", json!({"sleep_ms": 3_600_000}))])
         .await;
-    // 5 s default + 1 s grace; the handler honours cancellation, so nothing more.
-    assert_eq!(started.elapsed(), Duration::from_secs(6));
+    // The 5 s default is the deadline (the grace only follows it, for a handler that does
+    // not stop at once); the handler honours cancellation, so nothing more.
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
     let t = result(&outcome, "t");
     assert_eq!(t.status, CallStatus::TimedOut);
-    assert_eq!(t.model_content, "Tool execution timed out after 6000ms");
+    assert_eq!(t.model_content, "Tool execution timed out after 5000ms");
     assert_eq!(cancel_reason(&outcome, "t"), Some(CancelReason::Timeout));
-    assert_eq!(t.metadata.total_ms, 6_000);
+    assert_eq!(t.metadata.total_ms, 5_000);
 
     // The override sets the clock, too.
     let h = Harness::new(&[]);
@@ -126,10 +128,10 @@ async fn a_timeout_ends_the_call_with_the_template_message() {
             json!({"sleep_ms": 3_600_000, "timeout_ms": 2_000}),
         )])
         .await;
-    assert_eq!(started.elapsed(), Duration::from_secs(3));
+    assert_eq!(started.elapsed(), Duration::from_secs(2));
     assert_eq!(
         result(&outcome, "t").model_content,
-        "Tool execution timed out after 3000ms"
+        "Tool execution timed out after 2000ms"
     );
     let error = h
         .events()
@@ -324,12 +326,13 @@ async fn a_handler_ignoring_cancellation_is_abandoned_after_kill_grace() {
             json!({"sleep_ms": 3_600_000, "ignore_cancel": true}),
         )])
         .await;
-    // 6 s timeout, then at most `engine.kill_grace` (500 ms) of waiting.
-    assert_eq!(started.elapsed(), Duration::from_millis(6500));
+    // The 5 s deadline, then the contract's 1 s cleanup grace (longer than
+    // `engine.kill_grace`, 500 ms) before the handler is abandoned; the model is told 5 s.
+    assert_eq!(started.elapsed(), Duration::from_millis(6000));
     assert_eq!(status(&outcome, "stuck"), CallStatus::TimedOut);
     assert_eq!(
         result(&outcome, "stuck").model_content,
-        "Tool execution timed out after 6000ms"
+        "Tool execution timed out after 5000ms"
     );
     // The abandoned handler's task is aborted, not left running.
     tokio::time::sleep(Duration::from_millis(1)).await;
