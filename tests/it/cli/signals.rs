@@ -7,9 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::mpsc::channel;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -86,15 +84,7 @@ fn run_stopped_by(signal: Signal) {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let (sender, lines) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = crate::support::lines::lines(stdout);
     let mut seen = Vec::new();
     let mut started = HashSet::new();
     let mut pids = Vec::new();

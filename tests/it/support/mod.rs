@@ -6,5 +6,6 @@ pub mod budget;
 pub mod check;
 pub mod executor;
 pub mod hooks;
+pub mod lines;
 pub mod reload;
 pub mod serve;
