@@ -1,6 +1,9 @@
 //! Speed of permission decisions (issue 5, "Speed"): deciding one call against 10 000 rules
 //! (target: median at most 2 µs with the per-tool index), and a call whose command line is
-//! judged by many `shell` rules (parsed once per call and shared across rules).
+//! judged by many `shell` rules (parsed once per call and shared across rules). And the
+//! shape of a policy converted from gemini-cli (issue 18, "Speed"): one tool with thousands
+//! of rules that are each one `regex` over the same field, mostly not matching; deciding
+//! against 10 000 of them must stay within 3× of 1 000.
 //!
 //! Run with `cargo bench --bench decide`. Before divan's table, `main` prints the headline
 //! medians measured with a plain loop.
@@ -146,6 +149,39 @@ impl Fixture {
         }
     }
 
+    /// `count` rules on one tool, each one `regex` over its `command` (the shape of a policy
+    /// converted from gemini-cli), with mixed decisions and priorities. Only the last,
+    /// `^git\s+status\b` (allow, the lowest priority), matches [`regex_input`], so every
+    /// precedence level is consulted before it decides.
+    fn regex_rules(count: usize) -> Self {
+        let names = vec![
+            ToolName::new("run_shell_command"),
+            ToolName::new("read_file"),
+        ];
+        let tools = ToolNames::new(names, HashMap::new());
+        let mut values = Vec::with_capacity(count);
+        for k in 0..count - 1 {
+            let (pattern, decision) = match k % 8 {
+                0 => (format!(r"^git{k}\s+status\b"), "allow"),
+                1 => (format!(r"\brm{k}\s+-rf\b"), "deny"),
+                2 => (format!(r"^npm{k} (test|run)"), "allow"),
+                3 => (format!(r"^curl{k}\s+https?://"), "ask"),
+                4 => (format!(r"^cat\s+/etc/conf{k}\b"), "deny"),
+                5 => (format!(r"^(ls|dir){k}(\s+-[a-z]+)*$"), "allow"),
+                6 => (format!(r"\bsudo{k}\s"), "deny"),
+                _ => (format!(r"^python{k}\s+-m\s+pytest\b"), "allow"),
+            };
+            values.push(json!({"name": format!("rule-{k}"), "tools": ["run_shell_command"], "match": {"command": {"regex": pattern}}, "decision": decision, "priority": 10 + (k % 5) as i32 * 10}));
+        }
+        values.push(json!({"name": "git-status", "tools": ["run_shell_command"], "match": {"command": {"regex": r"^git\s+status\b"}}, "decision": "allow"}));
+        Self {
+            rules: rule_set(values, &tools),
+            ctx: MatchContext::new("/home/dev/project"),
+            tool: ToolName::new("run_shell_command"),
+            flags: flags(),
+        }
+    }
+
     fn decide(&self, input: &Value, modes: &[ModeName]) -> Decision {
         let facts = CallFacts {
             tool: &self.tool,
@@ -172,6 +208,11 @@ fn flags() -> ResolvedConcurrency {
 /// so every higher precedence level of the tool is evaluated first.
 fn input() -> Value {
     json!({"file_path": "./src/../src/policy/rules.rs", "name": "notes", "target": "staging", "options": {"force": false}})
+}
+
+/// The call the regex-rule benches decide: only the last rule (`git-status`) matches it.
+fn regex_input() -> Value {
+    json!({"command": "git status --short"})
 }
 
 /// Median nanoseconds per call of `f`, over 201 samples.
@@ -224,6 +265,21 @@ fn main() {
     let decide_shell = median_ns(|| {
         black_box(shell.decide(black_box(&line), &[]));
     });
+    let regex_1k = Fixture::regex_rules(1_000);
+    let regex_10k = Fixture::regex_rules(10_000);
+    let call = regex_input();
+    let mut firsts = Vec::new();
+    for fixture in [&regex_1k, &regex_10k] {
+        let started = Instant::now();
+        assert_eq!(fixture.decide(&call, &[]), Decision::Allow);
+        firsts.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    let decide_regex_1k = median_ns(|| {
+        black_box(regex_1k.decide(black_box(&call), &[]));
+    });
+    let decide_regex_10k = median_ns(|| {
+        black_box(regex_10k.decide(black_box(&call), &[]));
+    });
     println!(
         "decide one call against {} rules ({TOOLS} tools): median {:.2} µs (target ≤ 2 µs)",
         big.rules.rules().len(),
@@ -241,6 +297,16 @@ fn main() {
         "decide a {}-char command line against 20 shell rules: median {:.2} µs (parsed once per call)",
         LINE.chars().count(),
         decide_shell / 1000.0
+    );
+    println!(
+        "decide one call against 1 000 / 10 000 regex rules on one field: median {:.2} µs / {:.2} µs, ratio {:.2} (target ≤ 3)",
+        decide_regex_1k / 1000.0,
+        decide_regex_10k / 1000.0,
+        decide_regex_10k / decide_regex_1k
+    );
+    println!(
+        "  the first decision, building the automata: {:.1} ms / {:.1} ms",
+        firsts[0], firsts[1]
     );
     divan::main();
 }
@@ -268,4 +334,20 @@ fn decide_20_shell_rules_200_chars(bencher: Bencher) {
     let shell = Fixture::shell();
     let line = json!({ "command": LINE });
     bencher.bench(|| shell.decide(black_box(&line), &[]));
+}
+
+/// One call against 1 000 `regex` rules on one field of one tool.
+#[divan::bench]
+fn decide_1k_regex_rules(bencher: Bencher) {
+    let rules = Fixture::regex_rules(1_000);
+    let call = regex_input();
+    bencher.bench(|| rules.decide(black_box(&call), &[]));
+}
+
+/// One call against 10 000 `regex` rules on one field of one tool.
+#[divan::bench]
+fn decide_10k_regex_rules(bencher: Bencher) {
+    let rules = Fixture::regex_rules(10_000);
+    let call = regex_input();
+    bencher.bench(|| rules.decide(black_box(&call), &[]));
 }
