@@ -201,6 +201,15 @@ fn array_index(token: &str) -> Option<usize> {
     token.parse().ok()
 }
 
+/// The kind of a rule's only pattern list (see [`CompiledArgMatchers::pattern_list`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum PatternListKind {
+    /// `regex` patterns: unanchored, any may match.
+    Regex,
+    /// `glob` patterns: over the whole string, `*` crossing `/`.
+    Glob,
+}
+
 /// One compiled matcher kind.
 #[derive(Debug, Clone)]
 enum Compiled {
@@ -461,6 +470,33 @@ impl CompiledArgMatchers {
                 }
             }
         }
+    }
+
+    /// The one pattern list of matchers that are exactly one selector with only `regex` (or
+    /// only `glob`) patterns: the selector as written, the kind and the patterns. A rule set
+    /// matches such lists of many rules on the same field together (see `super::groups`).
+    pub(crate) fn pattern_list(&self) -> Option<(&Arc<str>, PatternListKind, &[String])> {
+        let [entry] = &self.entries[..] else {
+            return None;
+        };
+        match &entry.matchers[..] {
+            [Compiled::Regex(deferred)] => Some((
+                entry.selector.text(),
+                PatternListKind::Regex,
+                &deferred.patterns,
+            )),
+            [Compiled::Glob(deferred)] => Some((
+                entry.selector.text(),
+                PatternListKind::Glob,
+                &deferred.patterns,
+            )),
+            _ => None,
+        }
+    }
+
+    /// The value the first selector reads in `input`.
+    pub(crate) fn first_value<'v>(&self, input: &'v Value) -> Option<&'v Value> {
+        self.entries.first()?.selector.resolve(input)
     }
 
     /// The selector of the first argument this rule reads as a command line (with `shell`

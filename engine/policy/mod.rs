@@ -11,13 +11,16 @@
 //!   root, path case) they are matched in;
 //! - [`mode`]: whether every element or any element must match;
 //! - `glob`: glob parsing (with error offsets) and glob lists, matched directly when every
-//!   pattern is plain, else by `globset`.
+//!   pattern is plain, else by `globset`;
+//! - `groups`: the rules of a tool that are each one `regex` or `glob` list over the same
+//!   field, matched as one automaton per decision.
 //!
 //! Dependencies run one way: `glob` ← `path` ← `matcher`; `mode` ← `pattern` ← `matcher`.
 
 pub mod commands;
 pub mod decide;
 mod glob;
+mod groups;
 pub mod matcher;
 pub mod mode;
 pub mod parts;

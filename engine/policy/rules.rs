@@ -1,7 +1,8 @@
 //! Rule compilation and evaluation (SPEC §7.1, §7.2): each rule's tool list resolved to
 //! canonical tools, its argument matchers compiled once, and an index from tool to the rules
 //! that can apply to it, already in precedence order, so that deciding a call walks a short
-//! list and stops at the first precedence level that matches.
+//! list and stops at the first precedence level that matches. Rules that are each one
+//! `regex` (or `glob`) list over the same field are matched together ([`super::groups`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::commands::CommandTable;
+use super::groups::ToolRules;
 use super::matcher::{ArgMatcherSpec, CompiledArgMatchers, MatchOutcome, ParseCache, PatternError};
 use super::mode::MatchMode;
 use super::parts::FileTools;
@@ -193,14 +195,7 @@ impl CompiledRule {
         ctx: &MatchContext,
         cache: &mut ParseCache,
     ) -> (bool, Option<MatchOutcome>) {
-        if let Some(modes) = &self.modes
-            && !modes.iter().any(|mode| call.modes.contains(mode))
-        {
-            return (false, None);
-        }
-        if let Some(when) = &self.when
-            && !when_holds(when, call.flags)
-        {
+        if !self.applies(call) {
             return (false, None);
         }
         match &self.matchers {
@@ -221,19 +216,22 @@ impl CompiledRule {
         ctx: &MatchContext,
         cache: &mut ParseCache,
     ) -> bool {
-        if let Some(modes) = &self.modes
-            && !modes.iter().any(|mode| call.modes.contains(mode))
-        {
-            return false;
-        }
-        if let Some(when) = &self.when
-            && !when_holds(when, call.flags)
-        {
-            return false;
-        }
-        self.matchers.as_ref().is_none_or(|matchers| {
-            matchers.holds_with_cache(call.input, ctx, self.match_mode(), cache)
-        })
+        self.applies(call)
+            && self.matchers.as_ref().is_none_or(|matchers| {
+                matchers.holds_with_cache(call.input, ctx, self.match_mode(), cache)
+            })
+    }
+
+    /// Whether the call's modes and flags satisfy the rule's `modes` and `when` (its
+    /// matchers aside).
+    fn applies(&self, call: &CallFacts<'_>) -> bool {
+        self.modes
+            .as_ref()
+            .is_none_or(|modes| modes.iter().any(|mode| call.modes.contains(mode)))
+            && self
+                .when
+                .as_ref()
+                .is_none_or(|when| when_holds(when, call.flags))
     }
 
     /// The precedence key: enforced denies first, then higher priority, then stricter.
@@ -582,13 +580,15 @@ impl PartOutcome {
 }
 
 /// Rules by tool, looked up on every decision: a seeded fast hash (tool names are short).
-type ToolIndex = HashMap<ToolName, Box<[u32]>, foldhash::fast::RandomState>;
+type ToolIndex = HashMap<ToolName, ToolRules, foldhash::fast::RandomState>;
 
 /// Every rule of a snapshot, indexed by tool.
 #[derive(Clone, Debug, Default)]
 pub struct RuleSet {
     rules: Vec<CompiledRule>,
-    // INVARIANT: each list is sorted by `CompiledRule::precedence`, ties in definition order.
+    // INVARIANT: each tool's rules are sorted by `CompiledRule::precedence`, ties in
+    // definition order.
+    /// Per tool, its rules and the groups of those matched together (see [`super::groups`]).
     by_tool: ToolIndex,
     /// Per tool, the selector of the command line its rules read (`shell`, `read_only`):
     /// such calls are decided part by part.
@@ -610,7 +610,8 @@ impl RuleSet {
             .into_iter()
             .map(|(tool, mut list)| {
                 list.sort_by_key(|&i| rules[i as usize].precedence());
-                (tool, list.into_boxed_slice())
+                let indexed = ToolRules::new(list, &rules);
+                (tool, indexed)
             })
             .collect();
         let mut command_lines = HashMap::default();
@@ -660,7 +661,7 @@ impl RuleSet {
     pub fn for_tool<'a>(&'a self, tool: &ToolName) -> impl Iterator<Item = &'a CompiledRule> + 'a {
         self.by_tool
             .get(tool)
-            .map(|list| &list[..])
+            .map(ToolRules::order)
             .unwrap_or(&[])
             .iter()
             .filter_map(|&i| self.rules.get(i as usize))
@@ -702,14 +703,25 @@ impl RuleSet {
     ) -> PartOutcome {
         let mut winner: Option<(bool, std::cmp::Reverse<i32>, std::cmp::Reverse<Decision>)> = None;
         let mut matched = Vec::new();
-        for rule in self.for_tool(call.tool) {
+        let visited = self
+            .by_tool
+            .get(call.tool)
+            .into_iter()
+            .flat_map(|tool| tool.visit(&self.rules, call.input));
+        for (rule, matchers_hold) in visited {
             let level = rule.precedence();
             if winner.is_some_and(|w| w != level) {
                 break;
             }
             // Most rules walked past do not match: decide cheaply, and build the
-            // explanation only for the rules that decide.
-            if rule.holds_with_cache(call, ctx, cache) {
+            // explanation only for the rules that decide. A rule matched with its group
+            // (`matchers_hold`) needs only its modes and `when` checked.
+            let holds = if matchers_hold {
+                rule.applies(call)
+            } else {
+                rule.holds_with_cache(call, ctx, cache)
+            };
+            if holds {
                 let outcome = rule.matchers.as_ref().map(|matchers| {
                     matchers.matches_with_cache(call.input, ctx, rule.match_mode(), cache)
                 });
@@ -758,8 +770,291 @@ fn resolve_selector<'v>(input: &'v Value, selector: &str) -> Option<&'v str> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
     use super::*;
+    use crate::model::contract::SideEffectScope;
+
+    impl RuleSet {
+        /// The same set, every rule walked one by one.
+        fn without_groups(&self) -> Self {
+            let mut set = self.clone();
+            for tool in set.by_tool.values_mut() {
+                *tool = tool.without_groups();
+            }
+            set
+        }
+    }
+
+    /// Regexes of the random rules: some match the random texts, one is too big to build.
+    const REGEXES: &[&str] = &[
+        "^git",
+        "status$",
+        r"rm\s+-rf",
+        "a|b",
+        "^$",
+        r"\bx\b",
+        "(?i)GIT",
+        "[0-9]+",
+        ".",
+        r"\.rs$",
+        r"\w{1000}",
+    ];
+    const GLOBS: &[&str] = &[
+        "git *", "*.rs", "src/**", "*", "?", "[ab]*", "{x,y}*", "", "*..", "**/..",
+    ];
+    const TEXTS: &[&str] = &[
+        "git status",
+        "rm -rf /",
+        "src/a.rs",
+        "x",
+        "",
+        "GIT log",
+        "a/b.rs",
+        "..",
+        "src/..",
+        "b 42",
+    ];
+    const FIELDS: &[&str] = &["cmd", "path", "/opt/x"];
+
+    fn patterns(pool: &'static [&'static str]) -> impl Strategy<Value = Vec<&'static str>> {
+        // The last pool entry (the regex too big to build) is rare.
+        let common = &pool[..pool.len() - 1];
+        prop_oneof![
+            40 => prop::collection::vec(prop::sample::select(common), 1..3),
+            1 => prop::collection::vec(prop::sample::select(pool), 1..3),
+        ]
+    }
+
+    /// A rule's `match`: mostly one `regex` or one `glob` list over one field (what groups
+    /// hold), else shapes that are walked one by one.
+    fn matchers() -> impl Strategy<Value = Option<Value>> {
+        let field = prop::sample::select(FIELDS);
+        prop_oneof![
+            6 => (field.clone(), patterns(REGEXES))
+                .prop_map(|(f, p)| Some(json!({ f: { "regex": p } }))),
+            4 => (field.clone(), patterns(GLOBS))
+                .prop_map(|(f, p)| Some(json!({ f: { "glob": p } }))),
+            1 => (field.clone(), patterns(REGEXES), patterns(GLOBS))
+                .prop_map(|(f, r, g)| Some(json!({ f: { "regex": r, "glob": g } }))),
+            1 => (patterns(REGEXES), patterns(GLOBS))
+                .prop_map(|(r, g)| Some(json!({ "cmd": { "regex": r }, "path": { "glob": g } }))),
+            1 => field.clone().prop_map(|f| Some(json!({ f: { "exists": true } }))),
+            1 => Just(None),
+        ]
+    }
+
+    fn rule() -> impl Strategy<Value = (Value, bool)> {
+        (
+            prop::sample::select(vec![
+                json!(["A"]),
+                json!(["B"]),
+                json!(["A", "B"]),
+                json!("*"),
+            ]),
+            prop::sample::select(vec!["allow", "ask", "deny"]),
+            -1..3i32,
+            matchers(),
+            prop::option::weighted(0.2, Just(json!(["plan"]))),
+            prop::option::weighted(0.2, any::<bool>()),
+            prop::bool::weighted(0.1),
+        )
+            .prop_map(
+                |(tools, decision, priority, matchers, modes, read_only, enforced)| {
+                    let mut rule =
+                        json!({ "name": "r", "decision": decision, "priority": priority });
+                    if tools != json!("*") {
+                        rule["tools"] = tools;
+                    }
+                    if let Some(matchers) = matchers {
+                        rule["match"] = matchers;
+                    }
+                    if let Some(modes) = modes {
+                        rule["modes"] = modes;
+                    }
+                    if let Some(read_only) = read_only {
+                        rule["when"] = json!({ "read_only": read_only });
+                    }
+                    (rule, enforced)
+                },
+            )
+    }
+
+    /// A field's value: mostly a string, else an array, a number or nothing.
+    fn value() -> impl Strategy<Value = Option<Value>> {
+        let text = prop::sample::select(TEXTS).prop_map(|t| json!(t));
+        prop_oneof![
+            6 => text.clone().prop_map(Some),
+            2 => prop::collection::vec(text, 0..3).prop_map(|items| Some(json!(items))),
+            1 => Just(Some(json!(7))),
+            1 => Just(None),
+        ]
+    }
+
+    fn input() -> impl Strategy<Value = Value> {
+        (value(), value(), value()).prop_map(|(cmd, path, x)| {
+            let mut input = json!({});
+            if let Some(cmd) = cmd {
+                input["cmd"] = cmd;
+            }
+            if let Some(path) = path {
+                input["path"] = path;
+            }
+            if let Some(x) = x {
+                input["opt"] = json!({ "x": x });
+            }
+            input
+        })
+    }
+
+    fn compile_set(rules: &[(Value, bool)]) -> RuleSet {
+        let tools = ToolNames::new(vec![ToolName::new("A"), ToolName::new("B")], HashMap::new());
+        let mut modes = IndexMap::new();
+        modes.insert("plan".to_owned(), crate::model::file::Mode::default());
+        let compiled = rules
+            .iter()
+            .enumerate()
+            .map(|(index, (value, enforced))| {
+                let mut value = value.clone();
+                value["name"] = json!(format!("r{index}"));
+                let rule: Rule = serde_json::from_value(value).unwrap();
+                let origin = RuleOrigin {
+                    index,
+                    enforced: *enforced,
+                    location: None,
+                };
+                compile_rule(&rule, origin, &tools, &modes).unwrap()
+            })
+            .collect();
+        RuleSet::new(compiled, Arc::new(CommandTable::default()))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Rules matched with their group decide every call exactly as rules walked one by
+        /// one: the same decision and the same reasons (deciding rules and their details).
+        #[test]
+        fn grouped_rules_decide_as_rules_walked_one_by_one(
+            rules in prop::collection::vec(rule(), 1..40),
+            calls in prop::collection::vec(
+                (prop::sample::select(vec!["A", "B"]), input(), any::<bool>(), any::<bool>()),
+                1..8,
+            ),
+        ) {
+            let grouped = compile_set(&rules);
+            let reference = grouped.without_groups();
+            let ctx = MatchContext::new("/ws");
+            for (tool, input, plan, read_only) in &calls {
+                let tool = ToolName::new(*tool);
+                let modes = if *plan { vec![ModeName::new("plan")] } else { Vec::new() };
+                let flags = ResolvedConcurrency {
+                    concurrent_safe: false,
+                    destructive: false,
+                    read_only: *read_only,
+                    side_effect_scope: SideEffectScope::Workspace,
+                };
+                let call = CallFacts { tool: &tool, input, modes: &modes, flags: &flags };
+                let files = FileTools::default();
+                prop_assert_eq!(
+                    grouped.decide(&call, &ctx, Decision::Ask, &files),
+                    reference.decide(&call, &ctx, Decision::Ask, &files),
+                    "tool {} input {}", tool.as_str(), input
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_group_member_too_big_to_build_fails_closed_on_its_own() {
+        let set = compile_set(&[
+            (
+                json!({"name": "r", "tools": ["A"], "match": {"cmd": {"regex": "^git"}}, "decision": "allow"}),
+                false,
+            ),
+            (
+                json!({"name": "r", "tools": ["A"], "match": {"cmd": {"regex": ["^rm", r"\w{1000}"]}}, "decision": "ask", "priority": -1}),
+                false,
+            ),
+            (
+                json!({"name": "r", "tools": ["A"], "match": {"cmd": {"regex": "^ls"}}, "decision": "deny", "priority": -2}),
+                false,
+            ),
+        ]);
+        let tool = ToolName::new("A");
+        assert_eq!(set.by_tool[&tool].group_sizes(), [3]);
+        let flags = ResolvedConcurrency {
+            concurrent_safe: false,
+            destructive: false,
+            read_only: false,
+            side_effect_scope: SideEffectScope::Workspace,
+        };
+        let decide = |input: Value| {
+            let call = CallFacts {
+                tool: &tool,
+                input: &input,
+                modes: &[],
+                flags: &flags,
+            };
+            let decision = set.decide(
+                &call,
+                &MatchContext::new("/ws"),
+                Decision::Allow,
+                &FileTools::default(),
+            );
+            let names: Vec<String> = decision.rules().map(|rule| rule.name.to_string()).collect();
+            (decision.decision, names)
+        };
+        // The other members are matched together; the one whose patterns cannot be built
+        // holds for every call (an ask rule fails closed), even without the field.
+        assert_eq!(
+            decide(json!({"cmd": "git status"})),
+            (Decision::Allow, vec!["r0".to_owned()])
+        );
+        assert_eq!(
+            decide(json!({"cmd": "ls"})),
+            (Decision::Ask, vec!["r1".to_owned()])
+        );
+        assert_eq!(decide(json!({})), (Decision::Ask, vec!["r1".to_owned()]));
+    }
+
+    #[test]
+    fn rules_with_one_pattern_list_on_one_field_are_grouped() {
+        let set = compile_set(&[
+            (
+                json!({"name": "r", "tools": ["A"], "match": {"cmd": {"regex": "^a"}}, "decision": "allow"}),
+                false,
+            ),
+            (
+                json!({"name": "r", "tools": ["A"], "match": {"cmd": {"regex": ["^b", "c"]}}, "decision": "deny"}),
+                false,
+            ),
+            (
+                json!({"name": "r", "tools": ["A"], "match": {"cmd": {"glob": "x*"}}, "decision": "deny"}),
+                false,
+            ),
+            (
+                json!({"name": "r", "tools": ["A"], "match": {"cmd": {"glob": "*y"}}, "decision": "ask"}),
+                false,
+            ),
+            (
+                json!({"name": "r", "tools": ["A"], "match": {"path": {"regex": "^a"}}, "decision": "ask"}),
+                false,
+            ),
+            (
+                json!({"name": "r", "tools": ["A"], "match": {"cmd": {"regex": "^a", "glob": "*"}}, "decision": "ask"}),
+                false,
+            ),
+        ]);
+        let tool = &set.by_tool[&ToolName::new("A")];
+        assert_eq!(
+            tool.group_sizes(),
+            [2, 2],
+            "regex and glob over `cmd`; the rest walked"
+        );
+    }
 
     #[test]
     fn tools_are_covered_once_in_order_of_first_mention() {
