@@ -324,12 +324,7 @@ fn judge_files(
             Err(why) => {
                 outcome.add_analysis(
                     &command.text,
-                    format!(
-                        "`{}` {} `{}`, whose value is only known when it runs ({why})",
-                        command.text,
-                        access.verb(),
-                        word.raw
-                    ),
+                    format!("`{}` {} `{}`: {why}", command.text, access.verb(), word.raw),
                 );
                 continue;
             }
@@ -395,14 +390,19 @@ fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Ve
                 | super::shell::Expansion::RuntimeArguments
         )
     {
-        return Err(expansion.to_string());
+        return Err(format!(
+            "its {expansion} is only known when it runs, so the file cannot be judged"
+        ));
     }
     let mut values = Vec::new();
     for raw in expand_braces(&word.raw)? {
         let mut nested = Vec::new();
         let parts = split_word(&raw, &mut nested).map_err(|e| e.message)?;
         if !nested.is_empty() {
-            return Err("command substitution".to_owned());
+            return Err(
+                "its command substitution is only known when it runs, so the file cannot be judged"
+                    .to_owned(),
+            );
         }
         let tilde_at = unquoted_expansions(&parts).tilde;
         let mut value = String::new();
@@ -426,15 +426,20 @@ fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Ve
                 }
                 Part::Text { text, .. } => value.push_str(&escape_glob(text)),
                 Part::Expansion { start, .. } => {
-                    let name = parameter_name(&raw[*start..])
-                        .ok_or_else(|| format!("`{raw}` is expanded at run time"))?;
+                    let name = parameter_name(&raw[*start..]).ok_or_else(|| {
+                        format!("`{raw}` is expanded when it runs, so the file cannot be judged")
+                    })?;
                     match name {
                         "HOME" => value.push_str(home.ok_or("the home folder is not known")?),
                         // With several candidate folders, `$PWD` is each of them: a relative
                         // value stands for it.
                         "PWD" if folders.len() == 1 => value.push_str(&folders[0]),
                         "PWD" => value.push('.'),
-                        other => return Err(format!("`${other}` is only known when it runs")),
+                        other => {
+                            return Err(format!(
+                                "`${other}` is only known when it runs, so the file cannot be judged"
+                            ));
+                        }
                     }
                 }
             }

@@ -485,3 +485,37 @@ proptest! {
         prop_assert_eq!(decide(&engine, &line, &[]).0, "deny", "{}", line);
     }
 }
+
+/// `toolgate plan` shows the reason behind each part of a compound line, and why a part asks.
+#[test]
+fn plan_shows_each_part() {
+    let ws = workspace();
+    let batch = ws.root.join("batch.yaml");
+    std::fs::write(
+        &batch,
+        r#"calls:
+  - { id: pipe, tool: Bash, input: { command: "git diff | head -50" } }
+  - { id: mixed, tool: Bash, input: { command: "git status && rm -rf build" } }
+  - { id: secret, tool: Bash, input: { command: "cd src && cat ../.env" } }
+  - { id: unknown, tool: Bash, input: { command: "cat $NOTES" } }
+  - { id: broken, tool: Bash, input: { command: "echo 'unterminated" } }
+"#,
+    )
+    .unwrap();
+    let root = ws.root.to_string_lossy().into_owned();
+    let run = |format: &str| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .current_dir(&ws.root)
+            .env("NO_COLOR", "1")
+            .args(["--color", "never", "-p", "policies", "--workspace", &root])
+            .args(["plan", "batch.yaml", "--format", format])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .replace(&root, "<ws>")
+    };
+    insta::assert_snapshot!("plan_parts_human", run("human"));
+    insta::assert_snapshot!("plan_parts_json", run("json"));
+}
