@@ -645,7 +645,9 @@ fn expand_glob(path: &str) -> Result<Vec<String>, String> {
             let matcher = glob.compile_matcher();
             for base in &bases {
                 let folder = if base.is_empty() { "/" } else { base.as_str() };
-                let Ok(entries) = std::fs::read_dir(folder) else { continue };
+                let Ok(entries) = std::fs::read_dir(folder) else {
+                    continue;
+                };
                 for entry in entries.flatten() {
                     read += 1;
                     if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
@@ -712,11 +714,17 @@ mod tests {
         let expand = |glob: String| expand_glob(&glob).expect("a small folder");
         assert_eq!(expand(format!("{root}/.en?")), [format!("{root}/.env")]);
         assert_eq!(expand(format!("{root}/.e[n]v")), [format!("{root}/.env")]);
-        assert_eq!(expand(format!("{root}/nothing*")), [format!("{root}/nothing*")]);
+        assert_eq!(
+            expand(format!("{root}/nothing*")),
+            [format!("{root}/nothing*")]
+        );
         assert_eq!(expand(format!("{root}/a\\*")), [format!("{root}/a*")]);
         for i in 0..=MAX_EXPANSIONS {
             std::fs::write(dir.path().join(format!("f{i}")), "").expect("write");
         }
-        assert!(expand_glob(&format!("{root}/f*")).is_err(), "too many to judge");
+        assert!(
+            expand_glob(&format!("{root}/f*")).is_err(),
+            "too many to judge"
+        );
     }
 }
