@@ -13,8 +13,8 @@
 //!
 //! What a group cannot answer stays with each rule's own matcher: an array value (whose
 //! semantics depend on the rule's mode), and members whose automaton cannot be built. A
-//! group's automaton is built on first use; one that exceeds a size limit is split in
-//! halves, down to single rules, and a rule whose own patterns exceed it fails closed on its
+//! group's automata (one per run of up to a thousand members) are built on first use; one
+//! that exceeds a size limit is split in halves, down to single rules, and a rule whose own patterns exceed it fails closed on its
 //! own path, as it did before groups. An automaton within the limits has every subset of its
 //! patterns within them, so the group never answers for a rule whose own matcher would fail
 //! closed.
@@ -24,7 +24,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::OnceLock;
 
 use globset::GlobSet;
-use regex::RegexSet;
+use regex::{RegexSet, RegexSetBuilder};
 use serde_json::Value;
 
 use super::glob::build_parsed_glob_set;
@@ -33,6 +33,16 @@ use super::rules::CompiledRule;
 
 /// The fewest rules that make a group: one rule gains nothing from a union.
 const MIN_MEMBERS: usize = 2;
+
+/// The most rules one automaton covers. A lazy DFA over thousands of unanchored patterns
+/// has states too large for its cache, and gives up for a much slower engine; automata over
+/// a thousand stay fast, and most are ruled out by one quick search (`is_match`).
+/// (Four in unit tests, so that the property test's groups span several automata.)
+const PART_MEMBERS: u32 = if cfg!(test) { 4 } else { 1024 };
+
+/// The cache each regex automaton of a group may fill (its states hold every pattern's
+/// progress); the default is sized for one regex.
+const PART_DFA_CACHE: usize = 16 << 20;
 
 /// The rules of one tool, in precedence order, with its groups.
 #[derive(Clone, Debug)]
@@ -86,7 +96,11 @@ impl Automaton {
     /// means the same; `None` when it exceeds a size limit (the patterns already parse).
     fn build(kind: PatternListKind, patterns: &[String]) -> Option<Self> {
         match kind {
-            PatternListKind::Regex => RegexSet::new(patterns).ok().map(Self::Regex),
+            PatternListKind::Regex => RegexSetBuilder::new(patterns)
+                .dfa_size_limit(PART_DFA_CACHE)
+                .build()
+                .ok()
+                .map(Self::Regex),
             PatternListKind::Glob => build_parsed_glob_set(patterns, false, false)
                 .ok()
                 .map(Self::Glob),
@@ -96,7 +110,12 @@ impl Automaton {
     /// Adds the indexes of the patterns that match `text` to `found`.
     fn matches_into(&self, text: &str, found: &mut Vec<usize>) {
         match self {
-            Self::Regex(set) => found.extend(set.matches(text).iter()),
+            // Most texts match none of a part's patterns: ask the quick question first.
+            Self::Regex(set) => {
+                if set.is_match(text) {
+                    found.extend(set.matches(text).iter());
+                }
+            }
             Self::Glob(set) => found.extend(set.matches(text)),
         }
     }
@@ -283,8 +302,8 @@ impl Group {
         }
     }
 
-    /// Builds the automata over the members' patterns, halving a run of members whose
-    /// automaton exceeds a size limit.
+    /// Builds the automata over the members' patterns, in runs of at most
+    /// [`PART_MEMBERS`], halving a run whose automaton exceeds a size limit.
     fn build(&self, tool: &ToolRules, rules: &[CompiledRule]) -> Union {
         let lists: Vec<&[String]> = self
             .members
@@ -298,7 +317,11 @@ impl Group {
             })
             .collect();
         let mut union = Union::default();
-        self.build_run(&lists, 0..lists.len() as u32, &mut union);
+        let members = lists.len() as u32;
+        for start in (0..members).step_by(PART_MEMBERS as usize) {
+            let end = members.min(start + PART_MEMBERS);
+            self.build_run(&lists, start..end, &mut union);
+        }
         union
     }
 
