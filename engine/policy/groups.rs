@@ -50,7 +50,8 @@ pub(crate) struct ToolRules {
     // INVARIANT: sorted by precedence, ties in definition order (see `RuleSet::new`).
     /// Every rule that can apply to the tool (indexes into the set's rules).
     order: Box<[u32]>,
-    /// Positions in `order` of the rules visited one by one (in no group), ascending.
+    /// Positions in `order` of the rules visited one by one (in no group), ascending; empty
+    /// when the tool has no group (every rule is then walked from `order`).
     walked: Box<[u32]>,
     /// The groups, by the position of their first member.
     groups: Box<[Group]>,
@@ -148,15 +149,19 @@ impl ToolRules {
             })
             .collect();
         groups.sort_by_key(|group| group.members[0]);
-        let mut grouped = vec![false; order.len()];
-        for group in &groups {
-            for &position in &group.members {
-                grouped[position as usize] = true;
+        let walked = if groups.is_empty() {
+            Box::default()
+        } else {
+            let mut grouped = vec![false; order.len()];
+            for group in &groups {
+                for &position in &group.members {
+                    grouped[position as usize] = true;
+                }
             }
-        }
-        let walked = (0..order.len() as u32)
-            .filter(|&position| !grouped[position as usize])
-            .collect();
+            (0..order.len() as u32)
+                .filter(|&position| !grouped[position as usize])
+                .collect()
+        };
         Self {
             order: order.into_boxed_slice(),
             walked,
@@ -170,7 +175,7 @@ impl ToolRules {
     pub(crate) fn without_groups(&self) -> Self {
         Self {
             order: self.order.clone(),
-            walked: (0..self.order.len() as u32).collect(),
+            walked: Box::default(),
             groups: Box::default(),
         }
     }
@@ -198,15 +203,27 @@ impl ToolRules {
         rules: &'a [CompiledRule],
         input: &'a Value,
     ) -> impl Iterator<Item = (&'a CompiledRule, bool)> + 'a {
-        let visit = Visit {
-            tool: self,
-            rules,
-            input,
-            next_walked: 0,
-            next_group: 0,
-            pending: BinaryHeap::new(),
-        };
-        visit.map(move |(position, known)| (self.rule(rules, position), known))
+        // Most tools have no group: their rules are walked as they are.
+        let plain = self.groups.is_empty().then(|| {
+            self.order
+                .iter()
+                .map(move |&index| (&rules[index as usize], false))
+        });
+        let merged = (!self.groups.is_empty()).then(|| {
+            let visit = Visit {
+                tool: self,
+                rules,
+                input,
+                next_walked: 0,
+                next_group: 0,
+                pending: BinaryHeap::new(),
+            };
+            visit.map(move |(position, known)| (self.rule(rules, position), known))
+        });
+        plain
+            .into_iter()
+            .flatten()
+            .chain(merged.into_iter().flatten())
     }
 
     /// The rule at `position` in precedence order.
