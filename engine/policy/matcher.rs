@@ -625,7 +625,7 @@ fn regex_error_position(pattern: &str) -> Option<(Option<usize>, String)> {
 }
 
 /// JSON equality with numbers compared by value.
-fn json_eq(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
             x == y || matches!((x.as_f64(), y.as_f64()), (Some(x), Some(y)) if x == y)

@@ -16,6 +16,7 @@ pub mod layer;
 pub mod merge;
 pub mod provenance;
 pub mod reload;
+mod rule_mistakes;
 pub mod semantic;
 
 use std::path::{Path, PathBuf};

@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::Sources;
 use super::layer::LayerSpec;
 use super::provenance::{Origin, Provenance};
+use super::rule_mistakes::{self, CoveredTool, Place};
 use crate::diagnostics::{Code, Diagnostic, Location, Severity};
 use crate::load::spans::{NodeSpan, join_pointer};
 use crate::model::contract::{TimeoutSpec, ToolContract};
@@ -913,7 +914,7 @@ fn bad_type_name(schema: &Value, path: &str) -> Option<String> {
 }
 
 /// The candidate closest to `name`, if one is close enough to be a likely typo.
-fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(super) fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     candidates
         .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
         .filter(|(score, _)| *score > 0.8)
@@ -1101,21 +1102,39 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
                 })?;
             }
             check_examples(input, &compiled, names, &mut examples);
+            let covered: Vec<CoveredTool<'_>> = compiled
+                .tools
+                .iter()
+                .map(|tool| {
+                    let schema = typed
+                        .tools
+                        .get(tool.as_str())
+                        .and_then(|contract| contract.input_schema.as_ref());
+                    (tool.as_str(), schema)
+                })
+                .collect();
+            let mistakes = rule_mistakes::against_schemas(rule, *index, &covered);
             // The automata built for the examples are released like any other rule's: built
             // again if the rule is ever consulted (unless `check` asked for all of them).
             if !build_all && let Some(matchers) = &mut compiled.matchers {
                 matchers.release();
             }
-            Ok::<_, Vec<RuleError>>((compiled, examples))
+            Ok::<_, Vec<RuleError>>((compiled, examples, mistakes))
         })
         .collect();
     let mut compiled: Vec<CompiledRule> = Vec::with_capacity(enabled.len());
     let mut example_problems = Vec::new();
     for ((index, rule), result) in enabled.iter().zip(results) {
+        for finding in rule_mistakes::vacuous_matchers(rule, *index) {
+            report_finding(checker, finding);
+        }
         match result {
-            Ok((rule, examples)) => {
+            Ok((rule, examples, mistakes)) => {
                 compiled.push(rule);
                 example_problems.extend(examples);
+                for finding in mistakes {
+                    report_finding(checker, finding);
+                }
             }
             Err(errors) => {
                 let pointer = format!("/rules/{index}");
@@ -1135,6 +1154,15 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
     }
     tracing::debug!("rules indexed and linted");
     set
+}
+
+/// Places a finding of [`rule_mistakes`] at the file, line and column it points at.
+fn report_finding(checker: &mut Checker<'_>, finding: rule_mistakes::Finding) {
+    let location = match &finding.place {
+        Place::Value(pointer) => checker.at(pointer),
+        Place::Key(pointer) => checker.at_key(pointer),
+    };
+    checker.push(finding.diagnostic, location);
 }
 
 /// Where the rule at `index` of the effective rule list comes from.
