@@ -39,11 +39,12 @@ pub(super) enum Place {
     Key(String),
 }
 
-/// A diagnostic and the place it is about.
+/// A diagnostic, the place it is about, and related places with their labels.
 #[derive(Debug)]
 pub(super) struct Finding {
     pub diagnostic: Diagnostic,
     pub place: Place,
+    pub related: Vec<(String, Place)>,
 }
 
 /// A tool a rule covers: its name and its input schema, if it has one.
@@ -66,6 +67,7 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
             )
             .with_help("name the argument conditions the rule is meant to require, or remove `match` if the rule is meant for every call of its tools"),
             place: Place::Value(base),
+            related: Vec::new(),
         });
         return findings;
     }
@@ -83,6 +85,7 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
                     )
                     .with_help(format!("list at least one pattern, or remove `{kind}`")),
                     place: Place::Value(format!("{at}/{kind}")),
+                    related: Vec::new(),
                 });
             }
         }
@@ -94,6 +97,7 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
                 )
                 .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `path` or `shell`), or remove the selector"),
                 place: Place::Value(at),
+                related: Vec::new(),
             });
         }
     }
@@ -127,7 +131,12 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
     if let Some(exists) = exists {
         conditions.push(Condition::Exists(*exists));
     }
-    let patterns = [("glob", glob), ("regex", regex), ("path", path), ("shell", shell)];
+    let patterns = [
+        ("glob", glob),
+        ("regex", regex),
+        ("path", path),
+        ("shell", shell),
+    ];
     for (kind, list) in patterns {
         if let Some(list) = list {
             conditions.push(Condition::Patterns(kind, OneOrMany::as_slice(list)));
@@ -160,26 +169,57 @@ pub(super) fn against_schemas(
         let fields: Vec<(&str, Field<'_>)> = tools
             .iter()
             .map(|&(tool, schema)| {
-                let field = schema.map_or(Field::Open, |schema| {
-                    lookup(schema, &segments)
-                });
+                let field = schema.map_or(Field::NoSchema, |schema| lookup(schema, &segments));
                 (tool, field)
             })
             .collect();
         if let Some(diagnostic) = unknown_field(&rule.name, selector, &segments, &fields) {
+            let lacking = fields
+                .iter()
+                .filter(|(_, field)| !matches!(field, Field::Defined { .. }))
+                .map(|(tool, _)| *tool);
             findings.push(Finding {
                 diagnostic,
                 place: Place::Key(at.clone()),
+                related: schemas_of(lacking, tools),
             });
         }
-        if let Some((diagnostic, kind)) = never_holds(&rule.name, selector, matcher, &fields) {
+        if let Some((diagnostic, kind, tool)) = never_holds(&rule.name, selector, matcher, &fields)
+        {
             findings.push(Finding {
                 diagnostic,
                 place: Place::Value(format!("{at}/{kind}")),
+                related: schemas_of(std::iter::once(tool), tools),
             });
         }
     }
     findings
+}
+
+/// Related places for a finding about these tools' input: each one's input schema, or the
+/// tool itself when it has none (the first few tools).
+fn schemas_of<'a>(
+    names: impl Iterator<Item = &'a str>,
+    tools: &[CoveredTool<'_>],
+) -> Vec<(String, Place)> {
+    const SHOWN: usize = 3;
+    names
+        .take(SHOWN)
+        .map(|name| {
+            let tool = join_pointer("/tools", name);
+            let has_schema = tools
+                .iter()
+                .any(|(covered, schema)| *covered == name && schema.is_some());
+            if has_schema {
+                (
+                    format!("the input schema of `{name}`"),
+                    Place::Key(format!("{tool}/input_schema")),
+                )
+            } else {
+                (format!("`{name}` is defined here"), Place::Key(tool))
+            }
+        })
+        .collect()
 }
 
 /// A selector's path from the input's root: one field name, or a JSON pointer's tokens.
@@ -205,78 +245,69 @@ fn unknown_field(
     if lacking.is_empty() {
         return None;
     }
-    let names = |list: &[&(&str, Field<'_>)]| quoted_list(list.iter().map(|(tool, _)| *tool));
-    let what = if selector.starts_with('/') {
-        format!("`{selector}` is not a place")
+    let tools = quoted_list(lacking.iter().map(|(tool, _)| *tool));
+    let not_defined = if selector.starts_with('/') {
+        format!("`{selector}` names no place in the input of {tools}")
     } else {
-        format!("`{selector}` is not a field")
+        format!("`{selector}` is not an input field of {tools}")
     };
-    if lacking.len() < fields.len() {
-        return Some(
-            Diagnostic::new(
-                Code::SemanticUnknownField,
-                format!(
-                    "{what} in the input of {} (rule `{rule}` covers them too), so the rule never matches their calls",
-                    names(&lacking)
-                ),
-            )
-            .with_severity(Severity::Warning)
-            .with_help("narrow the rule's `tools` to the tools that have the field, or write a rule per tool"),
-        );
-    }
-    // No covered tool defines it: an error when every schema rules it out.
-    let forbidden_everywhere = lacking
-        .iter()
-        .all(|(_, field)| matches!(field, Field::Forbidden { .. }));
-    let suggestion = suggestion(segments, fields);
-    let message = format!(
-        "{what} in the input of {} (rule `{rule}`), so the matcher never sees a value",
-        names(&lacking)
-    );
-    let diagnostic = Diagnostic::new(Code::SemanticUnknownField, message);
-    if forbidden_everywhere {
-        let help = match suggestion {
-            Some(close) => format!("did you mean `{close}`?"),
-            None => {
-                let known = known_names(fields);
-                if known.is_empty() {
-                    "the input schema declares no fields; fix the selector or the schema".to_owned()
-                } else {
-                    format!("the input schema declares {}", quoted_list(known.into_iter()))
-                }
-            }
-        };
-        return Some(diagnostic.with_help(help));
-    }
-    let open: Vec<&str> = lacking
-        .iter()
-        .filter(|(_, field)| matches!(field, Field::Open))
-        .map(|(tool, _)| *tool)
-        .collect();
-    let help = match suggestion {
-        Some(close) => format!(
-            "did you mean `{close}`? (only a warning: nothing in the input schema of {} rules other fields out)",
-            quoted_list(open.into_iter())
-        ),
-        None => format!(
-            "declare the field in the input schema of {} (and set `additionalProperties: false` so that misspelt fields are errors), or fix the selector",
-            quoted_list(open.into_iter())
-        ),
+    let all = |test: fn(&Field<'_>) -> bool| lacking.iter().all(|(_, field)| test(field));
+    let suggestion = suggestion(segments, fields).map(|close| format!("did you mean `{close}`?"));
+    let (message, help, severity) = if lacking.len() < fields.len() {
+        (
+            format!(
+                "{not_defined}: rule `{rule}` covers {} but never matches {} calls",
+                if lacking.len() == 1 { "it" } else { "them" },
+                if lacking.len() == 1 { "its" } else { "their" },
+            ),
+            "narrow the rule's `tools` to the tools that have the field, or write a rule per tool"
+                .to_owned(),
+            Severity::Warning,
+        )
+    } else if all(|field| matches!(field, Field::Forbidden { .. })) {
+        let help = suggestion.unwrap_or_else(|| match known_names(fields).as_slice() {
+            [] => "the input schema declares no fields here; fix the selector or the schema"
+                .to_owned(),
+            known => format!(
+                "the input schema declares {}",
+                quoted_list(known.iter().copied())
+            ),
+        });
+        (
+            format!("{not_defined}, so the matcher of rule `{rule}` never sees a value"),
+            help,
+            Severity::Error,
+        )
+    } else if all(|field| matches!(field, Field::NoSchema)) {
+        let has = if lacking.len() == 1 { "has" } else { "have" };
+        (
+            format!("{tools} {has} no input schema, so `{selector}` in rule `{rule}` cannot be checked"),
+            "declare an `input_schema` (with `additionalProperties: false`) so that a misspelt selector is an error".to_owned(),
+            Severity::Warning,
+        )
+    } else {
+        (
+            format!("{not_defined}: the matcher of rule `{rule}` sees a value only if a call passes a field the schema does not list"),
+            suggestion.unwrap_or_else(|| {
+                "declare the field in the input schema (and set `additionalProperties: false` so that misspelt fields are errors), or fix the selector".to_owned()
+            }),
+            Severity::Warning,
+        )
     };
     Some(
-        diagnostic
-            .with_severity(Severity::Warning)
-            .with_help(help),
+        Diagnostic::new(Code::SemanticUnknownField, message)
+            .with_help(help)
+            .with_severity(severity),
     )
 }
 
-/// A declared name close to the selector's first segment no schema defines.
+/// A declared name close to the segment where the lookup failed.
 fn suggestion<'s>(segments: &[Cow<'_, str>], fields: &[(&str, Field<'s>)]) -> Option<&'s str> {
     fields.iter().find_map(|(_, field)| match field {
-        Field::Forbidden { depth, candidates } => segments
+        Field::Forbidden { depth, candidates } | Field::Open { depth, candidates } => segments
             .get(*depth)
             .and_then(|segment| super::semantic::closest(segment, candidates.iter().copied())),
-        Field::Defined { .. } | Field::Open => None,
+        Field::Defined { .. } | Field::NoSchema => None,
     })
 }
 
@@ -284,7 +315,7 @@ fn suggestion<'s>(segments: &[Cow<'_, str>], fields: &[(&str, Field<'s>)]) -> Op
 fn known_names<'s>(fields: &[(&str, Field<'s>)]) -> Vec<&'s str> {
     let mut known: Vec<&str> = Vec::new();
     for (_, field) in fields {
-        if let Field::Forbidden { candidates, .. } = field {
+        if let Field::Forbidden { candidates, .. } | Field::Open { candidates, .. } = field {
             for name in candidates {
                 if !known.contains(name) {
                     known.push(name);
@@ -313,17 +344,17 @@ fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
 
 /// The `rule_never_matches` diagnostic when the matcher can hold for no covered tool, with
 /// the matcher kind to point at.
-fn never_holds(
+fn never_holds<'a>(
     rule: &str,
     selector: &str,
     matcher: &ArgMatcher,
-    fields: &[(&str, Field<'_>)],
-) -> Option<(Diagnostic, &'static str)> {
+    fields: &[(&'a str, Field<'_>)],
+) -> Option<(Diagnostic, &'static str, &'a str)> {
     let conditions = conditions(matcher);
     let mut first_failure = None;
     for (tool, field) in fields {
         match field {
-            Field::Open => return None,
+            Field::Open { .. } | Field::NoSchema => return None,
             // Never present: only `exists: false` holds.
             Field::Forbidden { .. } => {
                 if conditions
@@ -333,10 +364,7 @@ fn never_holds(
                     return None;
                 }
             }
-            Field::Defined {
-                exact: false,
-                ..
-            } => return None,
+            Field::Defined { exact: false, .. } => return None,
             Field::Defined {
                 schemas,
                 required,
@@ -358,7 +386,7 @@ fn never_holds(
     let (tool, failure) = first_failure?;
     let (message, help, kind) = match failure {
         Failure::Equals(value, allowed) => (
-            format!("rule `{rule}` can never match: `{selector}` never equals `{value}`, the input schema of `{tool}` allows {allowed}"),
+            format!("rule `{rule}` can never match: `{selector}` never equals `{value}`, the input schema of `{tool}` allows only {allowed}"),
             "inputs are validated against the tool's input schema before rules are consulted; match a value the schema allows".to_owned(),
             "equals",
         ),
@@ -376,6 +404,7 @@ fn never_holds(
     Some((
         Diagnostic::new(Code::SemanticRuleNeverMatches, message).with_help(help),
         kind,
+        tool,
     ))
 }
 
@@ -429,8 +458,14 @@ enum Field<'s> {
         depth: usize,
         candidates: Vec<&'s str>,
     },
-    /// The schema neither describes nor forbids it.
-    Open,
+    /// The schema neither describes nor forbids it: at segment `depth`, where `candidates`
+    /// are the names declared.
+    Open {
+        depth: usize,
+        candidates: Vec<&'s str>,
+    },
+    /// The tool has no input schema.
+    NoSchema,
 }
 
 /// A schema node and the root its `$ref`s resolve against.
@@ -445,7 +480,11 @@ const MAX_REFS: usize = 32;
 
 /// What one schema node says about one member.
 enum Member<'s> {
-    Defined { schemas: Vec<Schema<'s>>, required: bool, exact: bool },
+    Defined {
+        schemas: Vec<Schema<'s>>,
+        required: bool,
+        exact: bool,
+    },
     Forbidden,
     Open,
 }
@@ -475,14 +514,15 @@ fn lookup<'s>(root: &'s Value, segments: &[Cow<'_, str>]) -> Field<'s> {
             }
         }
         if next.is_empty() {
-            if open {
-                return Field::Open;
-            }
             let mut candidates = Vec::new();
             for schema in &current {
                 schema.names(&mut candidates, 0);
             }
-            return Field::Forbidden { depth, candidates };
+            return if open {
+                Field::Open { depth, candidates }
+            } else {
+                Field::Forbidden { depth, candidates }
+            };
         }
         exact &= !open;
         required &= step_required;
@@ -721,18 +761,18 @@ impl<'s> Schema<'s> {
         self.may_be("string") || self.may_be("array")
     }
 
-    /// What the node allows, for a message: `one of `a`, `b``, `a boolean`.
+    /// What the node allows, for a message: ``one of `a`, `b` ``, `a boolean`.
     fn describe(self) -> Option<String> {
         let this = self.resolved()?;
         if let Some(Value::Array(allowed)) = this.node.get("enum") {
             let values: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            return Some(format!(
-                "only {}",
-                quoted_list(values.iter().map(String::as_str))
-            ));
+            return Some(match values.as_slice() {
+                [one] => format!("`{one}`"),
+                _ => format!("one of {}", quoted_list(values.iter().map(String::as_str))),
+            });
         }
         if let Some(constant) = this.node.get("const") {
-            return Some(format!("only `{constant}`"));
+            return Some(format!("`{constant}`"));
         }
         let types = this.types()?;
         let named: Vec<String> = types.iter().map(|t| article(t)).collect();
@@ -759,9 +799,7 @@ fn has_type(value: &Value, name: &str) -> bool {
         "string" => value.is_string(),
         "number" => value.is_number(),
         "integer" => {
-            value.is_i64()
-                || value.is_u64()
-                || value.as_f64().is_some_and(|n| n.fract() == 0.0)
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|n| n.fract() == 0.0)
         }
         // An unknown type name is reported by the schema check.
         _ => true,
@@ -797,7 +835,8 @@ mod tests {
             Field::Forbidden { depth, candidates } => {
                 format!("forbidden at {depth} ({})", candidates.join(","))
             }
-            Field::Open => "open".to_owned(),
+            Field::Open { .. } => "open".to_owned(),
+            Field::NoSchema => "no schema".to_owned(),
         }
     }
 
@@ -830,9 +869,17 @@ mod tests {
             (&bash, "comand", "forbidden at 0 (command,timeout)"),
             (&bash, "/command", "defined required=true exact=true"),
             (&bash, "/command/x", "forbidden at 1 ()"),
-            (&nested, "/options/path", "defined required=false exact=true"),
+            (
+                &nested,
+                "/options/path",
+                "defined required=false exact=true",
+            ),
             (&nested, "/options/paht", "forbidden at 1 (path)"),
-            (&nested, "/files/0/name", "defined required=false exact=true"),
+            (
+                &nested,
+                "/files/0/name",
+                "defined required=false exact=true",
+            ),
             (&nested, "/files/x", "forbidden at 1 ()"),
             (&nested, "/pair/0", "defined required=false exact=true"),
             (&nested, "/pair/1", "forbidden at 1 ()"),
@@ -842,10 +889,18 @@ mod tests {
             (&composed, "a", "defined required=false exact=true"),
             (&composed, "c", "forbidden at 0 (a,b)"),
             (&json!(true), "anything", "open"),
-            (&json!({ "$ref": "https://example.com/s.json" }), "x", "open"),
+            (
+                &json!({ "$ref": "https://example.com/s.json" }),
+                "x",
+                "open",
+            ),
         ];
         for (schema, selector, expected) in cases {
-            assert_eq!(field_of(schema, selector), *expected, "{selector} in {schema}");
+            assert_eq!(
+                field_of(schema, selector),
+                *expected,
+                "{selector} in {schema}"
+            );
         }
     }
 
@@ -867,8 +922,11 @@ mod tests {
         let empty_list = rule(json!({ "name": "r", "match": { "command": { "shell": [] } } }));
         let empty_map = rule(json!({ "name": "r", "match": {} }));
         let no_condition = rule(json!({ "name": "r", "match": { "file_path": {} } }));
-        let modifier_only = rule(json!({ "name": "r", "match": { "command": { "allow_redirection": true } } }));
-        let fine = rule(json!({ "name": "r", "match": { "command": { "shell": ["ls"] }, "x": { "exists": false } } }));
+        let modifier_only =
+            rule(json!({ "name": "r", "match": { "command": { "allow_redirection": true } } }));
+        let fine = rule(
+            json!({ "name": "r", "match": { "command": { "shell": ["ls"] }, "x": { "exists": false } } }),
+        );
         let error = |at: &str| {
             (
                 "toolgate::semantic::empty_matcher".to_owned(),
@@ -880,7 +938,10 @@ mod tests {
             codes(&vacuous_matchers(&empty_list, 3)),
             [error("/rules/3/match/command/shell")]
         );
-        assert_eq!(codes(&vacuous_matchers(&empty_map, 0)), [error("/rules/0/match")]);
+        assert_eq!(
+            codes(&vacuous_matchers(&empty_map, 0)),
+            [error("/rules/0/match")]
+        );
         assert_eq!(
             codes(&vacuous_matchers(&no_condition, 0)),
             [error("/rules/0/match/file_path")]
@@ -911,7 +972,10 @@ mod tests {
                 .map(|f| {
                     format!(
                         "{} {} {:?} | {}",
-                        f.diagnostic.code.as_str().trim_start_matches("toolgate::semantic::"),
+                        f.diagnostic
+                            .code
+                            .as_str()
+                            .trim_start_matches("toolgate::semantic::"),
                         f.diagnostic.severity,
                         f.place,
                         f.diagnostic.help.clone().unwrap_or_default()
@@ -923,14 +987,20 @@ mod tests {
             format!("unknown_field {severity} Key(\"/rules/0/match/comand\") | {help}")
         };
         assert_eq!(
-            check(json!({ "comand": { "shell": ["rm *"] } }), &[("Bash", Some(&bash))]),
+            check(
+                json!({ "comand": { "shell": ["rm *"] } }),
+                &[("Bash", Some(&bash))]
+            ),
             [unknown_key("error", "did you mean `command`?")]
         );
         assert_eq!(
-            check(json!({ "comand": { "exists": true } }), &[("Q", Some(&open))])[0]
-                .split(" | ")
-                .next()
-                .unwrap(),
+            check(
+                json!({ "comand": { "exists": true } }),
+                &[("Q", Some(&open))]
+            )[0]
+            .split(" | ")
+            .next()
+            .unwrap(),
             "unknown_field warning Key(\"/rules/0/match/comand\")"
         );
         assert_eq!(
@@ -948,27 +1018,46 @@ mod tests {
         assert_eq!(some.len(), 1);
         assert!(some[0].starts_with("unknown_field warning"), "{some:?}");
         // Defined everywhere: nothing.
-        assert!(check(json!({ "command": { "shell": ["ls"] } }), &[("Bash", Some(&bash))]).is_empty());
+        assert!(
+            check(
+                json!({ "command": { "shell": ["ls"] } }),
+                &[("Bash", Some(&bash))]
+            )
+            .is_empty()
+        );
         // Matchers that can never hold on a defined field.
         let never = |matchers: Value, kind: &str| {
             let found = check(matchers, &[("Bash", Some(&bash)), ("Read", Some(&read))]);
             let wanted = format!("rule_never_matches warning Value(\"/rules/0/match/");
             assert!(
-                found.iter().any(|f| f.starts_with(&wanted) && f.contains(&format!("/{kind}\")"))),
+                found
+                    .iter()
+                    .any(|f| f.starts_with(&wanted) && f.contains(&format!("/{kind}\")"))),
                 "{found:?}"
             );
         };
-        never(json!({ "run_in_background": { "equals": "yes" } }), "equals");
+        never(
+            json!({ "run_in_background": { "equals": "yes" } }),
+            "equals",
+        );
         // On Read calls `command` is absent, so `exists: false` holds there; on Bash alone
         // it never does.
         assert!(
-            check(json!({ "command": { "exists": false } }), &[("Bash", Some(&bash)), ("Read", Some(&read))])
-                .iter()
-                .all(|f| !f.starts_with("rule_never_matches"))
+            check(
+                json!({ "command": { "exists": false } }),
+                &[("Bash", Some(&bash)), ("Read", Some(&read))]
+            )
+            .iter()
+            .all(|f| !f.starts_with("rule_never_matches"))
         );
         assert_eq!(
-            check(json!({ "command": { "exists": false } }), &[("Bash", Some(&bash))]),
-            ["rule_never_matches warning Value(\"/rules/0/match/command/exists\") | a call without a required field fails validation before rules are consulted; remove the condition or the rule"]
+            check(
+                json!({ "command": { "exists": false } }),
+                &[("Bash", Some(&bash))]
+            ),
+            [
+                "rule_never_matches warning Value(\"/rules/0/match/command/exists\") | a call without a required field fails validation before rules are consulted; remove the condition or the rule"
+            ]
         );
         never(json!({ "run_in_background": { "glob": ["t*"] } }), "glob");
         let read_only = |matchers: Value| check(matchers, &[("Read", Some(&read))]);

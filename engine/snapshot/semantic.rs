@@ -914,7 +914,10 @@ fn bad_type_name(schema: &Value, path: &str) -> Option<String> {
 }
 
 /// The candidate closest to `name`, if one is close enough to be a likely typo.
-pub(super) fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(super) fn closest<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
         .filter(|(score, _)| *score > 0.8)
@@ -1158,11 +1161,18 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
 
 /// Places a finding of [`rule_mistakes`] at the file, line and column it points at.
 fn report_finding(checker: &mut Checker<'_>, finding: rule_mistakes::Finding) {
-    let location = match &finding.place {
+    let locate = |place: &Place| match place {
         Place::Value(pointer) => checker.at(pointer),
         Place::Key(pointer) => checker.at_key(pointer),
     };
-    checker.push(finding.diagnostic, location);
+    let mut diagnostic = finding.diagnostic;
+    for (label, place) in &finding.related {
+        if let Some(location) = locate(place) {
+            diagnostic = diagnostic.with_related(label.clone(), location);
+        }
+    }
+    let location = locate(&finding.place);
+    checker.push(diagnostic, location);
 }
 
 /// Where the rule at `index` of the effective rule list comes from.

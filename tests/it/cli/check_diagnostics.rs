@@ -332,6 +332,7 @@ fn invalid_schema() {
 
 #[test]
 fn rule_never_matches() {
+    let (fetch, schema) = ("the input schema of `Fetch`", "input_schema:");
     case(
         "rule_never_matches",
         NO_BUILTIN,
@@ -342,6 +343,92 @@ fn rule_never_matches() {
                 "rule_never_matches",
                 "policy.yaml:11:11",
                 "{ destructive: true }",
+            ),
+            // Matchers the input schema rules out: a value outside the `enum`, `exists: false`
+            // on a required field, a glob on an integer, a string where an integer is.
+            at("rule_never_matches", "schema.yaml:16:25", "POST }").rel(
+                fetch,
+                "schema.yaml:4:5",
+                schema,
+            ),
+            at("rule_never_matches", "schema.yaml:21:22", "false }").rel(
+                fetch,
+                "schema.yaml:4:5",
+                schema,
+            ),
+            at("rule_never_matches", "schema.yaml:26:24", "[\"1*\"]").rel(
+                fetch,
+                "schema.yaml:4:5",
+                schema,
+            ),
+            at("rule_never_matches", "schema.yaml:31:26", "\"3\" }").rel(
+                fetch,
+                "schema.yaml:4:5",
+                schema,
+            ),
+        ],
+    );
+}
+
+#[test]
+fn empty_matcher() {
+    // Each at the empty list or map itself, in YAML and in TOML.
+    case(
+        "empty_matcher",
+        NO_BUILTIN,
+        1,
+        &[
+            at("empty_matcher", "policy.yaml:19:25", "[] }"),
+            at("empty_matcher", "policy.yaml:24:26", "[], glob"),
+            at("empty_matcher", "policy.yaml:28:12", "{}"),
+            at("empty_matcher", "policy.yaml:33:18", "{}"),
+            at(
+                "empty_matcher",
+                "policy.yaml:38:16",
+                "{ allow_redirection: true }",
+            ),
+            at("empty_matcher", "rules.toml:7:33", "[] } }"),
+        ],
+    );
+}
+
+#[test]
+fn unknown_field() {
+    // Errors where every covered schema rules the field out (a misspelling, another tool's
+    // field, a JSON pointer into a closed object); warnings for an open schema, a tool
+    // without a schema, and a rule over several tools of which only some have the field.
+    let (bash, search) = ("the input schema of `Bash`", "the input schema of `Search`");
+    let schema = "input_schema:";
+    case(
+        "unknown_field",
+        NO_BUILTIN,
+        1,
+        &[
+            at("unknown_field", "policy.yaml:26:7", "comand:").rel(bash, "policy.yaml:4:5", schema),
+            at("unknown_field", "policy.yaml:31:7", "file_path:").rel(
+                bash,
+                "policy.yaml:4:5",
+                schema,
+            ),
+            at("unknown_field", "policy.yaml:36:7", "\"/options/paht\":").rel(
+                search,
+                "policy.yaml:16:5",
+                schema,
+            ),
+            at("unknown_field", "policy.yaml:41:7", "qeury:").rel(
+                search,
+                "policy.yaml:16:5",
+                schema,
+            ),
+            at("unknown_field", "policy.yaml:46:7", "target:").rel(
+                "`Legacy` is defined here",
+                "policy.yaml:21:3",
+                "Legacy:",
+            ),
+            at("unknown_field", "policy.yaml:51:7", "file_path:").rel(
+                bash,
+                "policy.yaml:4:5",
+                schema,
             ),
         ],
     );
@@ -454,6 +541,13 @@ fn locked_field() {
         ],
         1,
         &[
+            // The fixture's Bash has no input schema, so the org rule's selector cannot be
+            // checked: a warning.
+            at("unknown_field", "org/org.yaml:11:7", "command").rel(
+                "`Bash` is defined here",
+                "org/org.yaml:3:3",
+                "Bash:",
+            ),
             at("locked_field", "project/project.yaml:4:34", "1h").rel(
                 locked,
                 "org/org.yaml:6:14",
