@@ -606,7 +606,11 @@ impl<'s> Schema<'s> {
                 .and_then(Value::as_array)
                 .is_some_and(|names| names.iter().any(|name| name == segment));
         }
-        if let Some(Value::Object(patterns)) = map.get("patternProperties") {
+        // `patternProperties` only when `properties` does not name it: its patterns are
+        // compiled here, once per lookup.
+        if schemas.is_empty()
+            && let Some(Value::Object(patterns)) = map.get("patternProperties")
+        {
             for (pattern, child) in patterns {
                 match regex::Regex::new(pattern) {
                     Ok(pattern) if pattern.is_match(segment) => schemas.push(this.at(child)),

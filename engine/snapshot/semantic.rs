@@ -25,8 +25,8 @@ use crate::diagnostics::{Code, Diagnostic, Location, Severity};
 use crate::load::spans::{NodeSpan, join_pointer};
 use crate::model::contract::{TimeoutSpec, ToolContract};
 use crate::model::engine_config::MessageKey;
-use crate::model::resolved::{ResolvedContract, ResolvedEngine};
-use crate::model::rule::ExampleCall;
+use crate::model::resolved::{ResolvedConcurrency, ResolvedContract, ResolvedEngine};
+use crate::model::rule::{ExampleCall, RuleWhen};
 use crate::model::template;
 use crate::model::{ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
@@ -1353,10 +1353,9 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     }
     if let (Some(when), Some(engine)) = (&rule.when, engine) {
         let any = rule.tools.iter().any(|tool| {
-            tools.get(tool.as_str()).is_some_and(|contract| {
-                let resolved = ResolvedContract::resolve(contract, engine);
-                when_holds(when, &resolved.concurrency)
-            })
+            tools
+                .get(tool.as_str())
+                .is_some_and(|contract| when_may_hold(when, contract, engine))
         });
         if !any {
             let location = checker.at(&format!("{pointer}/when"));
@@ -1371,10 +1370,11 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
             return;
         }
     }
-    // A rule is shadowed when another rule without conditions of its own covers all of its
-    // tools and modes and always decides first with a different decision. Such a rule applies
-    // to the rule's first tool, so only that tool's rules are candidates (not all rules: that
-    // was quadratic in the number of rules).
+    // A rule is shadowed when another rule without conditions of its own (no `match`, and a
+    // `when` that holds for every call of the rule's tools) covers all of its tools and modes
+    // and always decides first with a different decision. Such a rule applies to the rule's
+    // first tool, so only that tool's rules are candidates (not all rules: that was quadratic
+    // in the number of rules).
     let Some(first_tool) = rule.tools.first() else {
         return;
     };
@@ -1393,8 +1393,16 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         first
             && other.decision != rule.decision
             && other.matchers.is_none()
-            && other.when.is_none()
             && rule.tools.iter().all(|tool| other.tools.contains(tool))
+            && other.when.as_ref().is_none_or(|when| {
+                engine.is_some_and(|engine| {
+                    rule.tools.iter().all(|tool| {
+                        tools
+                            .get(tool.as_str())
+                            .is_some_and(|contract| when_always_holds(when, contract, engine))
+                    })
+                })
+            })
             && match (&other.modes, &rule.modes) {
                 (None, _) => true,
                 (Some(_), None) => false,
@@ -1402,20 +1410,78 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
             }
     });
     if let Some(other) = shadow {
+        let enforced = other.origin.enforced
+            && other.decision == crate::model::Decision::Deny
+            && !rule.origin.enforced;
+        let (what, help) = if enforced {
+            (
+                "an enforced deny".to_owned(),
+                "an enforced deny decides before the rules of every other layer, whatever their priority; remove this rule, or narrow the enforced one",
+            )
+        } else {
+            (
+                format!("{}, priority {}", other.decision, other.priority),
+                "raise this rule's priority, narrow the other rule, or remove this one",
+            )
+        };
         let mut diagnostic = Diagnostic::new(
             Code::SemanticRuleShadowed,
             format!(
-                "rule `{}` never decides: rule `{}` ({}, priority {}) matches every call it could match and takes precedence",
-                rule.name, other.name, other.decision, other.priority
+                "rule `{}` never decides: rule `{}` ({what}) matches every call it could match and takes precedence",
+                rule.name, other.name
             ),
         )
-        .with_help("raise this rule's priority, narrow the other rule, or remove this one");
+        .with_help(help);
         if let Some(location) = checker.at_key(&format!("/rules/{}/name", other.origin.index)) {
             diagnostic = diagnostic.with_related("the shadowing rule", location);
         }
         let location = checker.at_key(&format!("{pointer}/name"));
         checker.push(diagnostic, location);
     }
+}
+
+/// A tool's flags as the rules see them: the contract's, and the contract's with each mode's
+/// patch applied.
+fn flag_variants(contract: &ToolContract, engine: &ResolvedEngine) -> Vec<ResolvedConcurrency> {
+    let base = ResolvedContract::resolve(contract, engine);
+    let patched = contract.modes.iter().flatten().map(|(_, patch)| {
+        let mut resolved = base.clone();
+        resolved.apply(patch, engine);
+        resolved.concurrency
+    });
+    std::iter::once(base.concurrency.clone())
+        .chain(patched)
+        .collect()
+}
+
+/// Whether a `when` can hold for some call of the tool, in some modes. Each flag on its own:
+/// modes combine, so values set by different modes can meet (an over-estimate, which keeps
+/// the "never matches" lint sure).
+fn when_may_hold(when: &RuleWhen, contract: &ToolContract, engine: &ResolvedEngine) -> bool {
+    let variants = flag_variants(contract, engine);
+    let RuleWhen {
+        read_only,
+        destructive,
+        concurrent_safe,
+        side_effect_scope,
+    } = when;
+    read_only.is_none_or(|v| variants.iter().any(|f| f.read_only == v))
+        && destructive.is_none_or(|v| variants.iter().any(|f| f.destructive == v))
+        && concurrent_safe.is_none_or(|v| variants.iter().any(|f| f.concurrent_safe == v))
+        && side_effect_scope.as_ref().is_none_or(|scopes| {
+            variants
+                .iter()
+                .any(|f| scopes.contains(&f.side_effect_scope))
+        })
+}
+
+/// Whether a `when` holds for every call of the tool, whatever the modes: it holds on the
+/// contract's flags and on each mode's patch of them (a mode sets a flag to a value, so any
+/// combination of modes gives each flag a value one of these has).
+fn when_always_holds(when: &RuleWhen, contract: &ToolContract, engine: &ResolvedEngine) -> bool {
+    flag_variants(contract, engine)
+        .iter()
+        .all(|flags| when_holds(when, flags))
 }
 
 /// Every `examples.match` call must match the rule and every `examples.not_match` call must

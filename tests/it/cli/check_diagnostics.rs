@@ -452,7 +452,34 @@ fn rule_shadowed() {
                 "policy.yaml:6:5",
                 "name: lockdown",
             ),
+            // A deny whose `when` holds for every call of the tool, in every mode.
+            at("rule_shadowed", "when.yaml:18:5", "name: allow-nuke").rel(
+                shadowing,
+                "when.yaml:13:5",
+                "name: no-destructive",
+            ),
         ],
+    );
+}
+
+#[test]
+fn rule_shadowed_by_an_enforced_deny() {
+    case(
+        "rule_shadowed_enforced",
+        &[
+            "--no-builtin",
+            "--enforced",
+            "{dir}/org",
+            "-p",
+            "{dir}/project",
+        ],
+        0,
+        &[at(
+            "rule_shadowed",
+            "project/project.yaml:4:5",
+            "name: allow-shell",
+        )
+        .rel("the shadowing rule", "org/org.yaml:5:5", "name: no-shell")],
     );
 }
 
