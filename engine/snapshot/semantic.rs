@@ -6,10 +6,12 @@
 //! `default > max` timeouts, contradictory flags, invalid globs, regexes, shell patterns and
 //! JSON pointers (at the position inside the pattern where it can be told), invalid input or
 //! output schemas, rule examples that do not behave as stated, unknown template placeholders,
-//! unknown lock paths. Warnings (lints): rules that can never match or are fully shadowed,
-//! budgets where one limit makes the other ineffective, batch-exempt tools without a limit of
-//! their own, timeout override fields missing from the input schema, locks outside enforced
-//! layers.
+//! unknown lock paths, and the rule mistakes of [`super::rule_mistakes`] (matchers without a
+//! condition, selectors the input schema does not define). Warnings (lints): rules that can
+//! never match (their tools, flags or `match` against the input schema) or are fully
+//! shadowed, budgets where one limit makes the other ineffective, batch-exempt tools without
+//! a limit of their own, timeout override fields missing from the input schema, locks outside
+//! enforced layers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
