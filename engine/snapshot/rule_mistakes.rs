@@ -1032,11 +1032,11 @@ mod tests {
         // Matchers that can never hold on a defined field.
         let never = |matchers: Value, kind: &str| {
             let found = check(matchers, &[("Bash", Some(&bash)), ("Read", Some(&read))]);
-            let wanted = format!("rule_never_matches warning Value(\"/rules/0/match/");
+            let wanted = "rule_never_matches warning Value(\"/rules/0/match/";
             assert!(
                 found
                     .iter()
-                    .any(|f| f.starts_with(&wanted) && f.contains(&format!("/{kind}\")"))),
+                    .any(|f| f.starts_with(wanted) && f.contains(&format!("/{kind}\")"))),
                 "{found:?}"
             );
         };

@@ -1451,7 +1451,7 @@ fn flag_variants(contract: &ToolContract, engine: &ResolvedEngine) -> Vec<Resolv
         resolved.apply(patch, engine);
         resolved.concurrency
     });
-    std::iter::once(base.concurrency.clone())
+    std::iter::once(base.concurrency)
         .chain(patched)
         .collect()
 }
