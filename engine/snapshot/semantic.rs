@@ -6,7 +6,7 @@
 //! `default > max` timeouts, contradictory flags, invalid globs, regexes, shell patterns and
 //! JSON pointers (at the position inside the pattern where it can be told), invalid input or
 //! output schemas, rule examples that do not behave as stated, unknown template placeholders,
-//! unknown lock paths, and the rule mistakes of [`super::rule_mistakes`] (matchers without a
+//! unknown lock paths, and the rule mistakes of `rule_mistakes.rs` beside it (matchers without a
 //! condition, selectors the input schema does not define). Warnings (lints): rules that can
 //! never match (their tools, flags or `match` against the input schema) or are fully
 //! shadowed, budgets where one limit makes the other ineffective, batch-exempt tools without
@@ -1451,9 +1451,7 @@ fn flag_variants(contract: &ToolContract, engine: &ResolvedEngine) -> Vec<Resolv
         resolved.apply(patch, engine);
         resolved.concurrency
     });
-    std::iter::once(base.concurrency)
-        .chain(patched)
-        .collect()
+    std::iter::once(base.concurrency).chain(patched).collect()
 }
 
 /// Whether a `when` can hold for some call of the tool, in some modes. Each flag on its own:
