@@ -95,7 +95,7 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
                     Code::SemanticEmptyMatcher,
                     format!("the matcher on `{selector}` in rule `{name}` sets no condition, so it holds for every call"),
                 )
-                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `path` or `shell`), or remove the selector"),
+                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `path` or `shell`; `equals: null` reads as no `equals`), or remove the selector"),
                 place: Place::Value(at),
                 related: Vec::new(),
             });
