@@ -522,7 +522,8 @@ impl Code {
                 "toolgate::semantic::rule_never_matches",
                 "a rule can never match",
                 "## What it means\nNo call can satisfy the rule: it names only tools that do \
-                 not exist in the set, requires flags no such tool has, or its `match` can never \
+                 not exist in the set, lists no mode (`modes: []`), requires flags no such tool \
+                 has in any mode, or its `match` can never \
                  hold on a field the tools' input schemas define (`equals` a value of another \
                  type or outside the field's `enum`, `exists: false` on a required field, \
                  `glob`, `regex`, `path` or `shell` on a field that is never a string). Inputs \

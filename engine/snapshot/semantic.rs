@@ -1353,6 +1353,21 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         );
         return;
     }
+    if rule.modes.as_ref().is_some_and(Vec::is_empty) {
+        let location = checker.at(&format!("{pointer}/modes"));
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticRuleNeverMatches,
+                format!(
+                    "rule `{}` can never match: its `modes` list is empty, so it applies in no mode",
+                    rule.name
+                ),
+            )
+            .with_help("list the modes the rule is for, or remove `modes` to apply it in every mode"),
+            location,
+        );
+        return;
+    }
     if let (Some(when), Some(engine)) = (&rule.when, engine) {
         let any = rule.tools.iter().any(|tool| {
             tools

@@ -344,6 +344,7 @@ fn rule_never_matches() {
                 "policy.yaml:11:11",
                 "{ destructive: true }",
             ),
+            at("rule_never_matches", "policy.yaml:15:12", "[]"),
             // Matchers the input schema rules out: a value outside the `enum`, `exists: false`
             // on a required field, a glob on an integer, a string where an integer is.
             at("rule_never_matches", "schema.yaml:16:25", "POST }").rel(
