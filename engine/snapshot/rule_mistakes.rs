@@ -444,9 +444,10 @@ fn fails(condition: &Condition<'_>, schemas: &[Schema<'_>], required: bool) -> O
 /// What an input schema says about the member a selector names.
 #[derive(Debug)]
 enum Field<'s> {
-    /// The schema describes it; the value satisfies one of `schemas`. `required`: every
-    /// step of the way is required. `exact`: no alternative of the schema left the member
-    /// open, so `schemas` tell everything the value can be.
+    /// The schema describes it; the value satisfies at least one of `schemas` (all of them
+    /// when they come from `allOf`: reading them as alternatives only errs towards "may
+    /// hold"). `required`: every step of the way is required. `exact`: no alternative of the
+    /// schema left the member open, so `schemas` tell everything the value can be.
     Defined {
         schemas: Vec<Schema<'s>>,
         required: bool,
