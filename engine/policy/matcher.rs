@@ -38,11 +38,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use super::commands::{Analysed, CommandTable};
 use super::glob::parse_globs;
 use super::mode::MatchMode;
 use super::path::{MatchContext, NormalisedPath, PathCase, PathMatcher, normalise};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
-use super::shell::{Script, ShellParseError, parse_script};
+use super::shell::Role;
 use crate::diagnostics::diagnostic::lowercase_first;
 
 /// The matchers for one argument, as a rule states them (mirrors the rule model).
@@ -63,6 +64,9 @@ pub struct ArgMatcherSpec {
     pub shell: Vec<String>,
     /// Whether an allow rule's `shell` patterns also permit output redirection to files.
     pub allow_redirection: bool,
+    /// The value, read as a command line, only reads (`true`) or does more (`false`), by the
+    /// command table.
+    pub read_only: Option<bool>,
 }
 
 /// The kind of a pattern that failed to compile.
@@ -206,6 +210,7 @@ enum Compiled {
     Regex(Deferred<RegexSet>),
     Path(Box<PathMatcher>),
     Shell(ShellMatcher),
+    ReadOnly(bool),
 }
 
 /// Patterns validated when their rule was compiled, whose automaton is built on first use.
@@ -276,6 +281,7 @@ impl Compiled {
             Self::Regex(_) => MatcherKind::Regex,
             Self::Path(_) => MatcherKind::Path,
             Self::Shell(_) => MatcherKind::Shell,
+            Self::ReadOnly(_) => MatcherKind::ReadOnly,
         }
     }
 }
@@ -379,6 +385,9 @@ impl CompiledArgMatchers {
                     ),
                 }
             }
+            if let Some(read_only) = spec.read_only {
+                matchers.push(Compiled::ReadOnly(read_only));
+            }
             entries.push(Entry {
                 selector,
                 matchers: matchers.into_boxed_slice(),
@@ -412,7 +421,10 @@ impl CompiledArgMatchers {
                     Compiled::Path(path) => {
                         path.build(case).err().map(|m| (PatternKind::Path, None, m))
                     }
-                    Compiled::Exists(_) | Compiled::Equals(_) | Compiled::Shell(_) => None,
+                    Compiled::Exists(_)
+                    | Compiled::Equals(_)
+                    | Compiled::Shell(_)
+                    | Compiled::ReadOnly(_) => None,
                 };
                 if let Some((kind, pattern_index, message)) = failed {
                     errors.push(PatternError {
@@ -442,10 +454,41 @@ impl CompiledArgMatchers {
                     Compiled::Glob(deferred) => deferred.release(),
                     Compiled::Regex(deferred) => deferred.release(),
                     Compiled::Path(path) => path.release(),
-                    Compiled::Exists(_) | Compiled::Equals(_) | Compiled::Shell(_) => {}
+                    Compiled::Exists(_)
+                    | Compiled::Equals(_)
+                    | Compiled::Shell(_)
+                    | Compiled::ReadOnly(_) => {}
                 }
             }
         }
+    }
+
+    /// The selector of the first argument this rule reads as a command line (with `shell`
+    /// or `read_only` matchers).
+    pub fn command_selector(&self) -> Option<&Arc<str>> {
+        self.entries.iter().find_map(|entry| {
+            entry
+                .matchers
+                .iter()
+                .any(|m| matches!(m, Compiled::Shell(_) | Compiled::ReadOnly(_)))
+                .then(|| entry.selector.text())
+        })
+    }
+
+    /// The command line this rule reads with `shell` or `read_only` matchers in `input`: the
+    /// first such selector whose value is a string, with the selector as written.
+    pub fn command_line<'v>(&self, input: &'v Value) -> Option<(&Arc<str>, &'v str)> {
+        self.entries.iter().find_map(|entry| {
+            let reads_commands = entry
+                .matchers
+                .iter()
+                .any(|m| matches!(m, Compiled::Shell(_) | Compiled::ReadOnly(_)));
+            if !reads_commands {
+                return None;
+            }
+            let line = entry.selector.resolve(input)?.as_str()?;
+            Some((entry.selector.text(), line))
+        })
     }
 
     /// Evaluates the matchers against a tool call's input.
@@ -519,27 +562,49 @@ impl CompiledArgMatchers {
 ///
 /// Parsing dominates the cost of a `shell` matcher, and normalising that of a `path`
 /// matcher; judging the result is cheap. A cache lives for one call (it holds that call's
-/// strings) and one [`MatchContext`] (paths are normalised against its workspace root), and
-/// is not shared between threads.
+/// strings), one [`MatchContext`] (paths are normalised against its workspace root) and one
+/// command table (command lines are analysed with it), and is not shared between threads.
 #[derive(Debug, Default)]
 pub struct ParseCache {
     // A call has few distinct strings: a linear search beats hashing here.
-    entries: Vec<(String, Result<Script, ShellParseError>)>,
+    entries: Vec<(String, Analysed)>,
     paths: Vec<(String, Option<NormalisedPath>)>,
+    table: Option<Arc<CommandTable>>,
 }
 
 impl ParseCache {
-    /// The parse of `line`, computed on first use.
-    pub fn parse(&mut self, line: &str) -> &Result<Script, ShellParseError> {
+    /// A cache whose command lines are analysed with `table`.
+    pub fn with_table(table: Arc<CommandTable>) -> Self {
+        Self {
+            table: Some(table),
+            ..Self::default()
+        }
+    }
+
+    /// The command table lines are analysed with.
+    pub fn table(&self) -> &CommandTable {
+        self.table.as_deref().unwrap_or(CommandTable::none())
+    }
+
+    /// The analysed parse of `line` and the table, computed on first use.
+    pub fn analysed(&mut self, line: &str) -> (&Analysed, &CommandTable) {
         let index = match self.entries.iter().position(|(text, _)| text == line) {
             Some(index) => index,
             None => {
-                self.entries.push((line.to_owned(), parse_script(line)));
+                let analysed = Analysed::new(line, self.table());
+                self.entries.push((line.to_owned(), analysed));
                 self.entries.len() - 1
             }
         };
+        let table = self.table.as_deref().unwrap_or(CommandTable::none());
         // INVARIANT: `index` is in bounds: found above or just pushed.
-        &self.entries[index].1
+        (&self.entries[index].1, table)
+    }
+
+    /// Makes `line` read as `analysed` (one part of a line, judged on its own).
+    pub fn seed(&mut self, line: &str, analysed: Analysed) {
+        self.entries.retain(|(text, _)| text != line);
+        self.entries.push((line.to_owned(), analysed));
     }
 
     /// The normalised form of the path `raw` (`None` for an empty path), computed on first
@@ -555,6 +620,31 @@ impl ParseCache {
         // INVARIANT: `index` is in bounds: found above or just pushed.
         self.paths[index].1.as_ref()
     }
+}
+
+/// Whether a line only reads, by the command table: it parses, every command it runs is
+/// known to the table as read-only (wrappers are judged through what they run), no command
+/// hides another, evaluates an expression or writes a file, and every environment
+/// assignment is harmless.
+pub fn line_is_read_only(analysed: &Analysed, table: &CommandTable) -> bool {
+    let Ok(script) = &analysed.script else {
+        return false;
+    };
+    script.unresolved.is_empty()
+        && script.constructs.is_empty()
+        && !script.commands.is_empty()
+        && analysed.commands().all(|(command, facts)| {
+            command
+                .assignments
+                .iter()
+                .all(|assignment| table.harmless_env(&assignment.name))
+                && command.file_writes().next().is_none()
+                && (command.role == Role::TransparentWrapper || facts.read_only)
+                && !command
+                    .words
+                    .iter()
+                    .any(|w| matches!(w.kind, super::shell::WordKind::Opaque(_)))
+        })
 }
 
 /// Parses regexes one by one, for positions (parsing builds no automaton).
@@ -717,7 +807,12 @@ fn check(
             Err(message) => unbuilt(mode, &message),
         },
         Compiled::Shell(matcher) => over_strings(value, mode, |s| {
-            Found::Shell(matcher.evaluate_script(cache.parse(s), mode))
+            let (analysed, table) = cache.analysed(s);
+            Found::Shell(matcher.evaluate_analysed(analysed, table, mode))
+        }),
+        Compiled::ReadOnly(expected) => over_strings(value, mode, |s| {
+            let (analysed, table) = cache.analysed(s);
+            Found::Pattern((line_is_read_only(analysed, table) == *expected).then_some(0))
         }),
     };
     Check {
@@ -766,7 +861,12 @@ fn holds(
             Err(_) => mode == MatchMode::Any,
         },
         Compiled::Shell(matcher) => strings_hold(value, mode, |s| {
-            matcher.evaluate_script(cache.parse(s), mode).holds()
+            let (analysed, table) = cache.analysed(s);
+            matcher.evaluate_analysed(analysed, table, mode).holds()
+        }),
+        Compiled::ReadOnly(expected) => strings_hold(value, mode, |s| {
+            let (analysed, table) = cache.analysed(s);
+            line_is_read_only(analysed, table) == *expected
         }),
     }
 }
@@ -852,6 +952,8 @@ pub enum MatcherKind {
     Path,
     /// `shell`.
     Shell,
+    /// `read_only`.
+    ReadOnly,
 }
 
 impl fmt::Display for MatcherKind {
@@ -863,6 +965,7 @@ impl fmt::Display for MatcherKind {
             Self::Exists => "exists",
             Self::Path => "path",
             Self::Shell => "shell",
+            Self::ReadOnly => "read_only",
         })
     }
 }
@@ -1434,7 +1537,7 @@ mod tests {
             "file_path": {"path": ["**/.env", "**/secrets/**"]},
             "command": {"shell": ["git status", "ls *"]},
         }));
-        let input = json!({"file_path": "./foo/../secrets/key", "command": "ls; curl x | sh"});
+        let input = json!({"file_path": "./foo/../secrets/key", "command": "ls; curl x | grep y"});
         let outcome = matchers.matches(&input, &ctx(), MatchMode::All);
         assert!(!outcome.matched);
         assert_eq!(

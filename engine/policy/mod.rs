@@ -15,10 +15,12 @@
 //!
 //! Dependencies run one way: `glob` ← `path` ← `matcher`; `mode` ← `pattern` ← `matcher`.
 
+pub mod commands;
 pub mod decide;
 mod glob;
 pub mod matcher;
 pub mod mode;
+pub mod parts;
 pub mod path;
 pub mod pattern;
 pub mod rules;

@@ -223,6 +223,13 @@ impl MatchContext {
         &self.workspace_root
     }
 
+    /// The home folder `~` and `$HOME` stand for.
+    pub fn home_dir(&self) -> Option<String> {
+        std::env::var("HOME")
+            .ok()
+            .filter(|home| home.starts_with('/'))
+    }
+
     /// How paths compare.
     pub fn path_case(&self) -> PathCase {
         self.path_case

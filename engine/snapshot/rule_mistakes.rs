@@ -95,7 +95,7 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
                     Code::SemanticEmptyMatcher,
                     format!("the matcher on `{selector}` in rule `{name}` sets no condition, so it holds for every call"),
                 )
-                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `path` or `shell`; `equals: null` reads as no `equals`), or remove the selector"),
+                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `path`, `shell` or `read_only`; `equals: null` reads as no `equals`), or remove the selector"),
                 place: Place::Value(at),
                 related: Vec::new(),
             });
@@ -110,6 +110,8 @@ enum Condition<'a> {
     Exists(bool),
     /// A pattern kind (`glob`, `regex`, `path`, `shell`) and its patterns.
     Patterns(&'static str, &'a [String]),
+    /// `read_only`: the value, read as a command line, only reads (or not).
+    ReadOnly,
 }
 
 /// The conditions a matcher sets (modifiers such as `allow_redirection` are not conditions).
@@ -122,6 +124,7 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
         exists,
         path,
         shell,
+        read_only,
         allow_redirection: _,
     } = matcher;
     let mut conditions = Vec::new();
@@ -130,6 +133,9 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
     }
     if let Some(exists) = exists {
         conditions.push(Condition::Exists(*exists));
+    }
+    if read_only.is_some() {
+        conditions.push(Condition::ReadOnly);
     }
     let patterns = [
         ("glob", glob),
@@ -438,6 +444,10 @@ fn fails(condition: &Condition<'_>, schemas: &[Schema<'_>], required: bool) -> O
             .iter()
             .all(|schema| !schema.may_be_string_or_array())
             .then(|| Failure::NotAString(kind, describe())),
+        Condition::ReadOnly => schemas
+            .iter()
+            .all(|schema| !schema.may_be_string_or_array())
+            .then(|| Failure::NotAString("read_only", describe())),
     }
 }
 
