@@ -79,7 +79,7 @@ impl From<ShellParseError> for PatternSyntaxError {
 }
 
 /// One token of a pattern.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Token {
     /// Unquoted `*`: any number of words.
     Rest,
@@ -88,6 +88,17 @@ enum Token {
     /// One literal word matching this glob (boxed: most tokens are literals, and an inline
     /// matcher would make every token four times its size).
     Glob(Box<GlobMatcher>),
+}
+
+impl fmt::Debug for Token {
+    // A glob shows its pattern, not its automaton (whose state differs between runs).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Rest => f.write_str("Rest"),
+            Self::Literal(value) => f.debug_tuple("Literal").field(value).finish(),
+            Self::Glob(glob) => f.debug_tuple("Glob").field(&glob.glob().glob()).finish(),
+        }
+    }
 }
 
 impl Token {
