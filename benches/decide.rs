@@ -19,9 +19,9 @@ use toolgate::model::file::Mode;
 use toolgate::model::resolved::ResolvedConcurrency;
 use toolgate::model::rule::Rule;
 use toolgate::model::{Decision, ModeName, ToolName};
-use toolgate::policy::rules::{CallFacts, RuleOrigin, RuleSet, ToolNames, compile_rule};
 use toolgate::policy::commands::CommandTable;
 use toolgate::policy::parts::FileTools;
+use toolgate::policy::rules::{CallFacts, RuleOrigin, RuleSet, ToolNames, compile_rule};
 use toolgate::policy::{MatchContext, PathCase};
 use toolgate::snapshot::{LayerOptions, LoadOptions, load};
 
