@@ -510,7 +510,8 @@ impl Code {
                  rule covers does not define. An error when every covered tool's schema rules \
                  the field out (`additionalProperties: false`, or a parent that is never an \
                  object); a warning when a schema leaves other fields open, a tool has no input \
-                 schema, or only some of the covered tools define the field.\n\n## Why\nA \
+                 schema, or only some of the tools the rule names define the field (tools \
+                 reached only through a glob such as `*` may lack it).\n\n## Why\nA \
                  selector that never resolves never sees a value: a deny rule on a misspelt \
                  field never fires, and the call it was written for goes through.\n\n\
                  ## Example\n```yaml\n- name: no-rm\n  tools: [Bash]\n  match:\n    \

@@ -9,7 +9,8 @@
 //!   never resolves, so a deny rule on it never fires. An error when every covered tool's
 //!   schema rules the field out (`additionalProperties: false`, or a parent that is never an
 //!   object); a warning when a schema leaves it open, a tool has no input schema, or only
-//!   some covered tools define it.
+//!   some covered tools define it (then only for the tools the rule names: those a glob such
+//!   as `*` reaches may well lack it).
 //! - **A matcher that can never hold on a field the schema defines** (a `rule_never_matches`
 //!   warning): `equals` a value of the wrong type or outside the field's `enum`, `exists:
 //!   false` on a required field, string patterns on a field that is never a string. Inputs
@@ -47,8 +48,17 @@ pub(super) struct Finding {
     pub related: Vec<(String, Place)>,
 }
 
-/// A tool a rule covers: its name and its input schema, if it has one.
-pub(super) type CoveredTool<'a> = (&'a str, Option<&'a Value>);
+/// A tool a rule covers.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CoveredTool<'a> {
+    /// Its canonical name.
+    pub name: &'a str,
+    /// Its input schema, if it has one.
+    pub input_schema: Option<&'a Value>,
+    /// Whether the rule's `tools` names it (by name or alias) rather than reaching it only
+    /// through a glob such as the default `*`: a tool a glob reaches may well lack the field.
+    pub named: bool,
+}
 
 /// Matchers that hold for every call: an empty `match`, an empty pattern list, a selector
 /// with no condition. `index` is the rule's place in the merged rule list.
@@ -174,20 +184,20 @@ pub(super) fn against_schemas(
         let at = join_pointer(&base, selector);
         let fields: Vec<(&str, Field<'_>)> = tools
             .iter()
-            .map(|&(tool, schema)| {
-                let field = schema.map_or(Field::NoSchema, |schema| lookup(schema, &segments));
-                (tool, field)
+            .map(|tool| {
+                let field = tool
+                    .input_schema
+                    .map_or(Field::NoSchema, |schema| lookup(schema, &segments));
+                (tool.name, field)
             })
             .collect();
-        if let Some(diagnostic) = unknown_field(&rule.name, selector, &segments, &fields) {
-            let lacking = fields
-                .iter()
-                .filter(|(_, field)| !matches!(field, Field::Defined { .. }))
-                .map(|(tool, _)| *tool);
+        if let Some((diagnostic, lacking)) =
+            unknown_field(&rule.name, selector, &segments, &fields, tools)
+        {
             findings.push(Finding {
                 diagnostic,
                 place: Place::Key(at.clone()),
-                related: schemas_of(lacking, tools),
+                related: schemas_of(lacking.into_iter(), tools),
             });
         }
         if let Some((diagnostic, kind, tool)) = never_holds(&rule.name, selector, matcher, &fields)
@@ -215,7 +225,7 @@ fn schemas_of<'a>(
             let tool = join_pointer("/tools", name);
             let has_schema = tools
                 .iter()
-                .any(|(covered, schema)| *covered == name && schema.is_some());
+                .any(|tool| tool.name == name && tool.input_schema.is_some());
             if has_schema {
                 (
                     format!("the input schema of `{name}`"),
@@ -237,21 +247,30 @@ fn selector_segments(selector: &str) -> Option<Vec<Cow<'_, str>>> {
     }
 }
 
-/// The `unknown_field` diagnostic for a selector, if some covered tool does not define it.
-fn unknown_field(
+/// The `unknown_field` diagnostic for a selector, if a covered tool does not define it, and
+/// the tools it names.
+fn unknown_field<'a>(
     rule: &str,
     selector: &str,
     segments: &[Cow<'_, str>],
-    fields: &[(&str, Field<'_>)],
-) -> Option<Diagnostic> {
-    let lacking: Vec<&(&str, Field<'_>)> = fields
+    fields: &[(&'a str, Field<'_>)],
+    tools: &[CoveredTool<'_>],
+) -> Option<(Diagnostic, Vec<&'a str>)> {
+    let mut lacking: Vec<&(&str, Field<'_>)> = fields
         .iter()
         .filter(|(_, field)| !matches!(field, Field::Defined { .. }))
         .collect();
+    let some_define = lacking.len() < fields.len();
+    if some_define {
+        // Only the tools the rule names count: those a glob reaches may lack the field.
+        let named = |name: &str| tools.iter().any(|tool| tool.name == name && tool.named);
+        lacking.retain(|(tool, _)| named(tool));
+    }
     if lacking.is_empty() {
         return None;
     }
-    let tools = quoted_list(lacking.iter().map(|(tool, _)| *tool));
+    let names: Vec<&'a str> = lacking.iter().map(|(tool, _)| *tool).collect();
+    let tools = quoted_list(names.iter().copied());
     let not_defined = if selector.starts_with('/') {
         format!("`{selector}` names no place in the input of {tools}")
     } else {
@@ -259,7 +278,7 @@ fn unknown_field(
     };
     let all = |test: fn(&Field<'_>) -> bool| lacking.iter().all(|(_, field)| test(field));
     let suggestion = suggestion(segments, fields).map(|close| format!("did you mean `{close}`?"));
-    let (message, help, severity) = if lacking.len() < fields.len() {
+    let (message, help, severity) = if some_define {
         (
             format!(
                 "{not_defined}: rule `{rule}` covers {} but never matches {} calls",
@@ -300,11 +319,10 @@ fn unknown_field(
             Severity::Warning,
         )
     };
-    Some(
-        Diagnostic::new(Code::SemanticUnknownField, message)
-            .with_help(help)
-            .with_severity(severity),
-    )
+    let diagnostic = Diagnostic::new(Code::SemanticUnknownField, message)
+        .with_help(help)
+        .with_severity(severity);
+    Some((diagnostic, names))
 }
 
 /// A declared name close to the segment where the lookup failed.
@@ -979,9 +997,17 @@ mod tests {
             "properties": { "file_path": { "type": "string" }, "mode": { "enum": ["text", "bytes"] } }
         });
         let open = json!({ "type": "object", "properties": { "q": { "type": "string" } } });
-        let check = |matchers: Value, tools: &[CoveredTool<'_>]| {
+        let check = |matchers: Value, tools: &[(&str, Option<&Value>)]| {
             let rule = rule(json!({ "name": "r", "match": matchers }));
-            let findings = against_schemas(&rule, 0, tools);
+            let tools: Vec<CoveredTool<'_>> = tools
+                .iter()
+                .map(|&(name, input_schema)| CoveredTool {
+                    name,
+                    input_schema,
+                    named: true,
+                })
+                .collect();
+            let findings = against_schemas(&rule, 0, &tools);
             findings
                 .iter()
                 .map(|f| {

@@ -1111,15 +1111,19 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
                 })?;
             }
             check_examples(input, &compiled, names, &commands, &mut examples);
+            let patterns = rule.tools.as_deref().unwrap_or_default();
             let covered: Vec<CoveredTool<'_>> = compiled
                 .tools
                 .iter()
-                .map(|tool| {
-                    let schema = typed
+                .map(|tool| CoveredTool {
+                    name: tool.as_str(),
+                    input_schema: typed
                         .tools
                         .get(tool.as_str())
-                        .and_then(|contract| contract.input_schema.as_ref());
-                    (tool.as_str(), schema)
+                        .and_then(|contract| contract.input_schema.as_ref()),
+                    named: patterns
+                        .iter()
+                        .any(|pattern| names.canonical_of(pattern) == Some(tool)),
                 })
                 .collect();
             let mistakes = rule_mistakes::against_schemas(rule, *index, &covered);

@@ -397,7 +397,7 @@ fn empty_matcher() {
 fn unknown_field() {
     // Errors where every covered schema rules the field out (a misspelling, another tool's
     // field, a JSON pointer into a closed object); warnings for an open schema, a tool
-    // without a schema, and a rule over several tools of which only some have the field.
+    // without a schema, and a rule naming several tools of which only some have the field.
     let (bash, search) = ("the input schema of `Bash`", "the input schema of `Search`");
     let schema = "input_schema:";
     case(
@@ -429,6 +429,13 @@ fn unknown_field() {
             at("unknown_field", "policy.yaml:51:7", "file_path:").rel(
                 bash,
                 "policy.yaml:4:5",
+                schema,
+            ),
+            // Through `*`: no warning that Bash lacks `file_path` (line 57), but a misspelt
+            // field no tool has is still reported.
+            at("unknown_field", "policy.yaml:62:7", "fle_path:").rel(
+                search,
+                "policy.yaml:16:5",
                 schema,
             ),
         ],
