@@ -735,6 +735,7 @@ pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
 /// What one matcher kind found for one string.
 enum Found {
     Pattern(Option<usize>),
+    ReadOnly { read_only: bool, expected: bool },
     Path(PathVerdict),
     Shell(ShellVerdict),
 }
@@ -745,6 +746,10 @@ impl Found {
     fn holds(&self) -> bool {
         match self {
             Self::Pattern(index) => index.is_some(),
+            Self::ReadOnly {
+                read_only,
+                expected,
+            } => read_only == expected,
             Self::Path(verdict) => verdict.pattern.is_some(),
             Self::Shell(verdict) => verdict.holds(),
         }
@@ -753,6 +758,7 @@ impl Found {
     fn into_detail(self, element: Option<usize>) -> CheckDetail {
         match self {
             Self::Pattern(pattern) => CheckDetail::Pattern { element, pattern },
+            Self::ReadOnly { read_only, .. } => CheckDetail::ReadOnly { element, read_only },
             Self::Path(verdict) => CheckDetail::Path {
                 element,
                 pattern: verdict.pattern,
@@ -812,7 +818,10 @@ fn check(
         }),
         Compiled::ReadOnly(expected) => over_strings(value, mode, |s| {
             let (analysed, table) = cache.analysed(s);
-            Found::Pattern((line_is_read_only(analysed, table) == *expected).then_some(0))
+            Found::ReadOnly {
+                read_only: line_is_read_only(analysed, table),
+                expected: *expected,
+            }
         }),
     };
     Check {
@@ -1070,6 +1079,11 @@ pub enum CheckDetail {
         element: Option<usize>,
         verdict: ShellVerdict,
     },
+    /// `read_only`: whether the command line only reads.
+    ReadOnly {
+        element: Option<usize>,
+        read_only: bool,
+    },
     /// The patterns parse but their automaton cannot be built (a size limit): the matcher
     /// fails closed.
     Unbuilt {
@@ -1126,6 +1140,14 @@ impl fmt::Display for CheckDetail {
             Self::Shell { element, verdict } => {
                 at(f, element)?;
                 write!(f, "{verdict}")
+            }
+            Self::ReadOnly { element, read_only } => {
+                at(f, element)?;
+                f.write_str(if *read_only {
+                    "the command line only reads"
+                } else {
+                    "the command line does more than read"
+                })
             }
             Self::Unbuilt { message } => write!(
                 f,
