@@ -84,10 +84,8 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
     for (selector, matcher) in matchers {
         let at = join_pointer(&base, selector);
         let conditions = conditions(matcher);
-        let mut empty_lists = 0;
         for condition in &conditions {
             if let Condition::Patterns(kind, []) = condition {
-                empty_lists += 1;
                 findings.push(Finding {
                     diagnostic: Diagnostic::new(
                         Code::SemanticEmptyMatcher,
@@ -99,7 +97,8 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
                 });
             }
         }
-        if conditions.is_empty() && empty_lists == 0 {
+        // (An empty pattern list is a condition of its own, reported above.)
+        if conditions.is_empty() {
             findings.push(Finding {
                 diagnostic: Diagnostic::new(
                     Code::SemanticEmptyMatcher,
