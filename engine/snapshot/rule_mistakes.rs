@@ -119,8 +119,9 @@ enum Condition<'a> {
     Exists(bool),
     /// A pattern kind (`glob`, `regex`, `path`, `shell`) and its patterns.
     Patterns(&'static str, &'a [String]),
-    /// `read_only`: the value, read as a command line, only reads (or not).
-    ReadOnly,
+    /// Another condition on string values, without a pattern list (`read_only`: the value,
+    /// read as a command line, only reads).
+    OnStrings(&'static str),
 }
 
 /// The conditions a matcher sets (modifiers such as `allow_redirection` are not conditions).
@@ -143,8 +144,10 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
     if let Some(exists) = exists {
         conditions.push(Condition::Exists(*exists));
     }
-    if read_only.is_some() {
-        conditions.push(Condition::ReadOnly);
+    for (kind, set) in [("read_only", read_only.is_some())] {
+        if set {
+            conditions.push(Condition::OnStrings(kind));
+        }
     }
     let patterns = [
         ("glob", glob),
@@ -457,14 +460,10 @@ fn fails(condition: &Condition<'_>, schemas: &[Schema<'_>], required: bool) -> O
             .then(|| Failure::Equals(value.to_string(), describe())),
         Condition::Exists(false) => required.then_some(Failure::Required),
         Condition::Exists(true) => None,
-        Condition::Patterns(kind, _) => schemas
+        Condition::Patterns(kind, _) | Condition::OnStrings(kind) => schemas
             .iter()
             .all(|schema| !schema.may_be_string_or_array())
             .then(|| Failure::NotAString(kind, describe())),
-        Condition::ReadOnly => schemas
-            .iter()
-            .all(|schema| !schema.may_be_string_or_array())
-            .then(|| Failure::NotAString("read_only", describe())),
     }
 }
 
