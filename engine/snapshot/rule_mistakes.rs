@@ -1099,6 +1099,10 @@ mod tests {
             ]
         );
         never(json!({ "run_in_background": { "glob": ["t*"] } }), "glob");
+        never(
+            json!({ "run_in_background": { "read_only": true } }),
+            "read_only",
+        );
         let read_only = |matchers: Value| check(matchers, &[("Read", Some(&read))]);
         assert_eq!(read_only(json!({ "mode": { "equals": "lines" } })).len(), 1);
         assert!(read_only(json!({ "mode": { "equals": "text" } })).is_empty());
