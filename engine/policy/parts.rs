@@ -109,7 +109,7 @@ pub(super) fn decide_line(
             } else {
                 vec![failure]
             };
-            return combine(parts, false);
+            return combine(parts);
         }
     };
     let home = ctx.home_dir();
@@ -171,7 +171,7 @@ pub(super) fn decide_line(
             "the command line runs nothing".to_owned(),
         ));
     }
-    combine(parts, true)
+    combine(parts)
 }
 
 fn parse_message(err: &super::shell::ShellParseError) -> String {
@@ -182,7 +182,7 @@ fn parse_message(err: &super::shell::ShellParseError) -> String {
 }
 
 /// The strictest part decides; the reasons of the parts that decide come first.
-fn combine(parts: Vec<PartOutcome>, _labelled: bool) -> RuleDecision {
+fn combine(parts: Vec<PartOutcome>) -> RuleDecision {
     let parts: Vec<PartOutcome> = parts.into_iter().filter(|p| !p.neutral).collect();
     let decision = parts
         .iter()
