@@ -22,8 +22,10 @@
 //!   regardless of key order.
 //! - `exists`: `true` holds when the selector resolves (a `null` value is present), `false`
 //!   when it does not.
-//! - `path`: see [`super::path`]. `shell`: see [`super::pattern`].
-//! - `glob`, `regex`, `path` and `shell` apply to strings. For an array value,
+//! - `path`, `workspace` and `policy_files`: conditions on the location a path argument names
+//!   (written and resolved through symlinks), see [`super::path`]. `shell`: see
+//!   [`super::pattern`].
+//! - `glob`, `regex`, `path`, `workspace`, `policy_files` and `shell` apply to strings. For an array value,
 //!   [`MatchMode::Any`] holds if some string element matches and [`MatchMode::All`] only if
 //!   every element is a string that matches; an empty array never matches. Other types
 //!   (and a missing selector) never match these kinds.
@@ -40,10 +42,11 @@ use thiserror::Error;
 
 use super::glob::parse_globs;
 use super::mode::MatchMode;
-use super::path::{MatchContext, NormalisedPath, PathCase, PathMatcher, normalise};
+use super::path::{Location, MatchContext, PathCase, PathMatcher, Side, locate};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::{Script, ShellParseError, parse_script};
 use crate::diagnostics::diagnostic::lowercase_first;
+use crate::model::rule::WorkspaceSide;
 
 /// The matchers for one argument, as a rule states them (mirrors the rule model).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -57,8 +60,12 @@ pub struct ArgMatcherSpec {
     pub equals: Option<Value>,
     /// Whether the argument must be present (`true`) or absent (`false`).
     pub exists: Option<bool>,
-    /// Path globs, matched after normalisation.
+    /// Path globs, matched against the locations the argument names.
     pub path: Vec<String>,
+    /// Whether those locations lie inside or outside the workspace.
+    pub workspace: Option<WorkspaceSide>,
+    /// Whether those locations are (`true`) or are not loaded policy files or folders.
+    pub policy_files: Option<bool>,
     /// Shell token patterns.
     pub shell: Vec<String>,
     /// Whether an allow rule's `shell` patterns also permit output redirection to files.
@@ -204,6 +211,8 @@ enum Compiled {
     Equals(Value),
     Glob(Deferred<GlobList>),
     Regex(Deferred<RegexSet>),
+    Workspace(WorkspaceSide),
+    PolicyFiles(bool),
     Path(Box<PathMatcher>),
     Shell(ShellMatcher),
 }
@@ -274,6 +283,8 @@ impl Compiled {
             Self::Equals(_) => MatcherKind::Equals,
             Self::Glob(_) => MatcherKind::Glob,
             Self::Regex(_) => MatcherKind::Regex,
+            Self::Workspace(_) => MatcherKind::Workspace,
+            Self::PolicyFiles(_) => MatcherKind::PolicyFiles,
             Self::Path(_) => MatcherKind::Path,
             Self::Shell(_) => MatcherKind::Shell,
         }
@@ -283,7 +294,8 @@ impl Compiled {
 #[derive(Debug, Clone)]
 struct Entry {
     selector: Selector,
-    // INVARIANT: cheapest kinds first (exists, equals, glob, regex, path, shell); the order
+    // INVARIANT: cheapest kinds first (exists, equals, glob, regex, workspace, policy_files,
+    // path, shell); the order
     // only affects which failure is reported, never the result.
     // A boxed slice holds exactly its matchers: a `Vec` grown by `push` keeps room for four
     // (~0.5 KB per argument, a third of the heap the rules of a large set hold).
@@ -356,6 +368,12 @@ impl CompiledArgMatchers {
                     })),
                 }
             }
+            if let Some(side) = spec.workspace {
+                matchers.push(Compiled::Workspace(side));
+            }
+            if let Some(expected) = spec.policy_files {
+                matchers.push(Compiled::PolicyFiles(expected));
+            }
             if !spec.path.is_empty() {
                 match PathMatcher::compile(&spec.path) {
                     Ok(matcher) => matchers.push(Compiled::Path(Box::new(matcher))),
@@ -412,7 +430,11 @@ impl CompiledArgMatchers {
                     Compiled::Path(path) => {
                         path.build(case).err().map(|m| (PatternKind::Path, None, m))
                     }
-                    Compiled::Exists(_) | Compiled::Equals(_) | Compiled::Shell(_) => None,
+                    Compiled::Exists(_)
+                    | Compiled::Equals(_)
+                    | Compiled::Workspace(_)
+                    | Compiled::PolicyFiles(_)
+                    | Compiled::Shell(_) => None,
                 };
                 if let Some((kind, pattern_index, message)) = failed {
                     errors.push(PatternError {
@@ -442,7 +464,11 @@ impl CompiledArgMatchers {
                     Compiled::Glob(deferred) => deferred.release(),
                     Compiled::Regex(deferred) => deferred.release(),
                     Compiled::Path(path) => path.release(),
-                    Compiled::Exists(_) | Compiled::Equals(_) | Compiled::Shell(_) => {}
+                    Compiled::Exists(_)
+                    | Compiled::Equals(_)
+                    | Compiled::Workspace(_)
+                    | Compiled::PolicyFiles(_)
+                    | Compiled::Shell(_) => {}
                 }
             }
         }
@@ -514,18 +540,19 @@ impl CompiledArgMatchers {
     }
 }
 
-/// Command lines parsed and paths normalised while evaluating one call's input, keyed by
-/// their text.
+/// Command lines parsed and paths located while evaluating one call's input, keyed by their
+/// text.
 ///
-/// Parsing dominates the cost of a `shell` matcher, and normalising that of a `path`
-/// matcher; judging the result is cheap. A cache lives for one call (it holds that call's
-/// strings) and one [`MatchContext`] (paths are normalised against its workspace root), and
-/// is not shared between threads.
+/// Parsing dominates the cost of a `shell` matcher, and locating (normalising, resolving
+/// symlinks) that of a `path`, `workspace` or `policy_files` matcher; judging the result is
+/// cheap. A cache lives for one call (it holds that call's strings) and one [`MatchContext`]
+/// (paths are located against its workspace root and home), and is not shared between
+/// threads.
 #[derive(Debug, Default)]
 pub struct ParseCache {
     // A call has few distinct strings: a linear search beats hashing here.
     entries: Vec<(String, Result<Script, ShellParseError>)>,
-    paths: Vec<(String, Option<NormalisedPath>)>,
+    paths: Vec<(String, Option<Arc<Location>>)>,
 }
 
 impl ParseCache {
@@ -542,13 +569,13 @@ impl ParseCache {
         &self.entries[index].1
     }
 
-    /// The normalised form of the path `raw` (`None` for an empty path), computed on first
-    /// use.
-    pub fn path(&mut self, raw: &str, ctx: &MatchContext) -> Option<&NormalisedPath> {
+    /// Where the path `raw` leads (`None` for an empty path), computed on first use.
+    pub fn path(&mut self, raw: &str, ctx: &MatchContext) -> Option<&Arc<Location>> {
         let index = match self.paths.iter().position(|(text, _)| text == raw) {
             Some(index) => index,
             None => {
-                self.paths.push((raw.to_owned(), normalise(raw, ctx)));
+                self.paths
+                    .push((raw.to_owned(), locate(raw, ctx).map(Arc::new)));
                 self.paths.len() - 1
             }
         };
@@ -645,17 +672,20 @@ fn json_eq(a: &Value, b: &Value) -> bool {
 /// What one matcher kind found for one string.
 enum Found {
     Pattern(Option<usize>),
-    Path(PathVerdict),
+    Path {
+        holds: bool,
+        condition: PathCondition,
+        side: Side,
+        path: Option<Arc<Location>>,
+    },
     Shell(ShellVerdict),
 }
-
-use super::path::PathVerdict;
 
 impl Found {
     fn holds(&self) -> bool {
         match self {
             Self::Pattern(index) => index.is_some(),
-            Self::Path(verdict) => verdict.pattern.is_some(),
+            Self::Path { holds, .. } => *holds,
             Self::Shell(verdict) => verdict.holds(),
         }
     }
@@ -663,12 +693,39 @@ impl Found {
     fn into_detail(self, element: Option<usize>) -> CheckDetail {
         match self {
             Self::Pattern(pattern) => CheckDetail::Pattern { element, pattern },
-            Self::Path(verdict) => CheckDetail::Path {
+            Self::Path {
+                condition,
+                side,
+                path,
+                ..
+            } => CheckDetail::Path {
                 element,
-                pattern: verdict.pattern,
-                path: verdict.path,
+                condition,
+                side,
+                path,
             },
             Self::Shell(verdict) => CheckDetail::Shell { element, verdict },
+        }
+    }
+
+    /// A `workspace` or `policy_files` condition judged on the location of `raw`.
+    fn place(
+        raw: &str,
+        ctx: &MatchContext,
+        mode: MatchMode,
+        cache: &mut ParseCache,
+        condition: PathCondition,
+        holds_at: impl FnMut(&super::path::NormalisedPath) -> bool,
+    ) -> Self {
+        let path = cache.path(raw, ctx).cloned();
+        let judgement = path
+            .as_deref()
+            .map(|location| location.judge(mode, holds_at));
+        Self::Path {
+            holds: judgement.is_some_and(|j| j.holds),
+            condition,
+            side: judgement.map_or(Side::Written, |j| j.side),
+            path,
         }
     }
 }
@@ -703,16 +760,27 @@ fn check(
             }),
             Err((_, message)) => unbuilt(mode, message),
         },
+        Compiled::Workspace(side) => over_strings(value, mode, |s| {
+            Found::place(s, ctx, mode, cache, PathCondition::Workspace, |place| {
+                place.workspace_side() == *side
+            })
+        }),
+        Compiled::PolicyFiles(expected) => over_strings(value, mode, |s| {
+            Found::place(s, ctx, mode, cache, PathCondition::PolicyFiles, |place| {
+                place.is_policy_file() == *expected
+            })
+        }),
         Compiled::Path(matcher) => match matcher.build(ctx.path_case()) {
             Ok(()) => over_strings(value, mode, |s| {
-                // Shared with the explanation only here, for the rules that decide.
-                let path = cache.path(s, ctx).cloned().map(Arc::new);
-                Found::Path(PathVerdict {
-                    pattern: path
-                        .as_deref()
-                        .and_then(|p| matcher.matches_normalised(p, ctx)),
-                    path,
-                })
+                let verdict = matcher.judge(cache.path(s, ctx).cloned(), ctx, mode);
+                Found::Path {
+                    holds: verdict.holds,
+                    condition: PathCondition::Patterns {
+                        matched: verdict.pattern,
+                    },
+                    side: verdict.side,
+                    path: verdict.path,
+                }
             }),
             Err(message) => unbuilt(mode, &message),
         },
@@ -757,11 +825,29 @@ fn holds(
             Ok(set) => strings_hold(value, mode, |s| set.is_match(s)),
             Err(_) => mode == MatchMode::Any,
         },
+        Compiled::Workspace(side) => strings_hold(value, mode, |s| {
+            cache.path(s, ctx).is_some_and(|location| {
+                location
+                    .judge(mode, |place| place.workspace_side() == *side)
+                    .holds
+            })
+        }),
+        Compiled::PolicyFiles(expected) => strings_hold(value, mode, |s| {
+            cache.path(s, ctx).is_some_and(|location| {
+                location
+                    .judge(mode, |place| place.is_policy_file() == *expected)
+                    .holds
+            })
+        }),
         Compiled::Path(matcher) => match matcher.build(ctx.path_case()) {
             Ok(()) => strings_hold(value, mode, |s| {
-                cache
-                    .path(s, ctx)
-                    .is_some_and(|p| matcher.matches_normalised(p, ctx).is_some())
+                cache.path(s, ctx).is_some_and(|location| {
+                    location
+                        .judge(mode, |place| {
+                            matcher.matches_normalised(place, ctx).is_some()
+                        })
+                        .holds
+                })
             }),
             Err(_) => mode == MatchMode::Any,
         },
@@ -850,6 +936,10 @@ pub enum MatcherKind {
     Exists,
     /// `path`.
     Path,
+    /// `workspace`.
+    Workspace,
+    /// `policy_files`.
+    PolicyFiles,
     /// `shell`.
     Shell,
 }
@@ -862,9 +952,25 @@ impl fmt::Display for MatcherKind {
             Self::Equals => "equals",
             Self::Exists => "exists",
             Self::Path => "path",
+            Self::Workspace => "workspace",
+            Self::PolicyFiles => "policy_files",
             Self::Shell => "shell",
         })
     }
+}
+
+/// Which condition on a path argument a [`CheckDetail::Path`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathCondition {
+    /// `path`: the first pattern the deciding location matched, if any.
+    Patterns {
+        /// Index of the pattern.
+        matched: Option<usize>,
+    },
+    /// `workspace`.
+    Workspace,
+    /// `policy_files`.
+    PolicyFiles,
 }
 
 /// The result of evaluating a rule's argument matchers.
@@ -956,11 +1062,13 @@ pub enum CheckDetail {
         element: Option<usize>,
         pattern: Option<usize>,
     },
-    /// `path`: the first pattern that matched, if any, and the normalised path.
+    /// `path`, `workspace`, `policy_files`: where the argument leads (`None` for an empty
+    /// path), the location that decided, and what was found there.
     Path {
         element: Option<usize>,
-        pattern: Option<usize>,
-        path: Option<Arc<NormalisedPath>>,
+        condition: PathCondition,
+        side: Side,
+        path: Option<Arc<Location>>,
     },
     /// `shell`: the verdict on the command line.
     Shell {
@@ -1004,20 +1112,49 @@ impl fmt::Display for CheckDetail {
             }
             Self::Path {
                 element,
-                pattern,
+                condition,
+                side,
                 path,
             } => {
                 at(f, element)?;
-                match path.as_deref() {
-                    None => f.write_str("an empty path")?,
-                    Some(path) => match path.relative() {
-                        Some(relative) => write!(f, "`{relative}` (`{}`)", path.absolute())?,
-                        None => write!(f, "`{}`", path.absolute())?,
-                    },
+                let Some(location) = path.as_deref() else {
+                    return f.write_str("an empty path");
+                };
+                let Some(place) = location.at(*side) else {
+                    return write!(f, "{location}; failing closed");
+                };
+                write!(f, "{location}")?;
+                match condition {
+                    PathCondition::Patterns { matched: Some(i) } => {
+                        write!(f, " matched pattern #{i}")?;
+                    }
+                    PathCondition::Patterns { matched: None } => {
+                        f.write_str(" matched no pattern")?;
+                    }
+                    PathCondition::Workspace => {
+                        write!(f, " is {} the workspace", place.workspace_side().as_str())?;
+                    }
+                    PathCondition::PolicyFiles if place.is_policy_file() => {
+                        f.write_str(" is a loaded policy file")?;
+                    }
+                    PathCondition::PolicyFiles => f.write_str(" is not a loaded policy file")?,
                 }
-                match pattern {
-                    Some(i) => write!(f, " matched pattern #{i}"),
-                    None => f.write_str(" matched no pattern"),
+                match (location, side) {
+                    (
+                        Location::Known {
+                            resolved: Some(_), ..
+                        },
+                        Side::Written,
+                    ) => f.write_str(" (written location)"),
+                    (
+                        Location::Known {
+                            resolved: Some(_), ..
+                        },
+                        Side::Resolved,
+                    ) => f.write_str(" (resolved location)"),
+                    (Location::Known { resolved: None, .. } | Location::Unknown { .. }, _) => {
+                        Ok(())
+                    }
                 }
             }
             Self::Shell { element, verdict } => {
