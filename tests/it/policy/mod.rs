@@ -1,4 +1,6 @@
-//! Rule matchers: path and argument matching, shell command patterns.
+//! Rule matchers: path and argument matching (paths as locations on a real workspace), shell
+//! command patterns.
 
+mod paths;
 mod security;
 mod shell_props;
