@@ -389,8 +389,20 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
         return unknown(UnknownLocation::TooDeep);
     }
     let written = ctx.place(fold_against(&expanded, root));
-    let resolved = unfolded_absolute(&expanded, root)
-        .and_then(|path| resolve(&path))
+    let resolved = if written.inside && !ctx.workspace.exists {
+        // Nothing exists below a workspace root that does not exist: only the root's own
+        // links can lead elsewhere (no file system access for such a root, as in tests).
+        ctx.workspace
+            .resolved
+            .as_ref()
+            .map(|resolved_root| match written.relative() {
+                Some(relative) => format!("{resolved_root}/{relative}"),
+                None => resolved_root.clone(),
+            })
+    } else {
+        unfolded_absolute(&expanded, root).and_then(|path| resolve(&path))
+    };
+    let resolved = resolved
         .filter(|resolved| *resolved != written.absolute)
         .map(|resolved| ctx.place(resolved));
     Some(Location::Known { written, resolved })
@@ -516,6 +528,8 @@ struct Anchor {
     // or doubled slash); `.` for an empty path.
     written: String,
     resolved: Option<String>,
+    /// Whether something exists there (when the anchor was made).
+    exists: bool,
 }
 
 impl Anchor {
@@ -530,7 +544,12 @@ impl Anchor {
             .then(|| resolve(&written))
             .flatten()
             .filter(|resolved| *resolved != written);
-        Self { written, resolved }
+        let exists = std::fs::metadata(&written).is_ok();
+        Self {
+            written,
+            resolved,
+            exists,
+        }
     }
 
     /// What follows the anchor in `location` (empty for the anchor itself), when `location`
@@ -1347,6 +1366,44 @@ mod tests {
             let path = normalise(raw, &ctx).unwrap();
             assert_eq!(path.is_policy_file(), expected, "path {raw:?}");
         }
+    }
+
+    #[test]
+    fn resolves_symlinks_of_the_deepest_existing_ancestor() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let base_text = base.to_string_lossy().into_owned();
+        std::fs::create_dir_all(base.join("ws/src")).unwrap();
+        std::fs::create_dir_all(base.join("other/deep")).unwrap();
+        std::os::unix::fs::symlink(base.join("other/deep"), base.join("ws/link")).unwrap();
+        std::os::unix::fs::symlink("loop", base.join("ws/loop")).unwrap();
+        let ctx = MatchContext::new(base.join("ws")).with_path_case(PathCase::Sensitive);
+        let resolved = |raw: &str| match locate(raw, &ctx).unwrap() {
+            Location::Known { resolved, .. } => {
+                resolved.map(|r| r.absolute().replace(&base_text, "<base>"))
+            }
+            Location::Unknown { why, .. } => panic!("{raw}: {why}"),
+        };
+        let table: &[(&str, Option<&str>)] = &[
+            ("src/main.rs", None),
+            ("link/new/file.txt", Some("<base>/other/deep/new/file.txt")),
+            // The kernel follows `link` before `..`: so does the resolved location (the
+            // written one is lexical: `ws/x`).
+            ("link/../x", Some("<base>/other/x")),
+            ("loop/x", None),
+            ("missing/../src", None),
+        ];
+        for (raw, expected) in table {
+            assert_eq!(resolved(raw).as_deref(), *expected, "path {raw:?}");
+        }
+        let deep = "a/".repeat(MAX_COMPONENTS);
+        assert!(matches!(
+            locate(&deep, &ctx),
+            Some(Location::Unknown {
+                why: UnknownLocation::TooDeep,
+                ..
+            })
+        ));
     }
 
     #[test]
