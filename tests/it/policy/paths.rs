@@ -370,6 +370,13 @@ fn paths_are_judged_as_locations() {
             "no-shell-startup-writes",
         ),
         (
+            "/dev/null discards",
+            "Write",
+            json!({"file_path": "/dev/null", "content": ""}),
+            Allow,
+            "dev-null-writes",
+        ),
+        (
             "a write outside the workspace",
             "Write",
             json!({"file_path": "{root}/elsewhere/new.txt", "content": ""}),
