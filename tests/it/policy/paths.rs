@@ -433,12 +433,12 @@ fn an_allow_rule_needs_both_locations() {
         "{detail}"
     );
     assert!(holds("src/main.rs").0);
-    let (_, detail) = fixture_detail(&snapshot, "config/settings.txt");
+    let detail = rule_detail(&snapshot, "config/settings.txt");
     assert!(detail.ends_with("(resolved location)"), "{detail}");
 }
 
-/// The detail of the `no-secrets` rule for a path read.
-fn fixture_detail(snapshot: &Arc<Snapshot>, path: &str) -> (Decision, String) {
+/// What the matchers of the rule that decides a read of `path` found.
+fn rule_detail(snapshot: &Arc<Snapshot>, path: &str) -> String {
     let engine = Engine::builder(Arc::clone(snapshot)).build();
     let batch = Batch::new(vec![ToolCall::new(
         "c",
@@ -447,15 +447,13 @@ fn fixture_detail(snapshot: &Arc<Snapshot>, path: &str) -> (Decision, String) {
     )]);
     let plan = engine.plan(&batch, &[]).unwrap();
     let call = plan.calls.into_iter().next().unwrap();
-    let detail = call
-        .reasons
+    call.reasons
         .iter()
         .find_map(|reason| match reason {
             Reason::Rule { detail, .. } => detail.clone(),
             _ => None,
         })
-        .unwrap_or_default();
-    (Decision::Deny, detail)
+        .unwrap_or_default()
 }
 
 /// With no home folder known, a `~` path fails closed: deny and ask rules hold, allow rules
@@ -498,7 +496,7 @@ fn a_tilde_path_fails_closed_without_a_home() {
             "{tool} {input}"
         );
     }
-    let (_, detail) = fixture_detail(&snapshot, "~/notes.txt");
+    let detail = rule_detail(&snapshot, "~/notes.txt");
     assert_eq!(
         detail,
         "`file_path` path: `~/notes.txt`, whose location is unknown (no home folder is known to expand it); failing closed"
