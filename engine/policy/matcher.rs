@@ -1185,7 +1185,9 @@ mod tests {
     }
 
     fn ctx() -> MatchContext {
-        MatchContext::new("/ws").with_path_case(PathCase::Sensitive)
+        MatchContext::new("/ws")
+            .with_policy_locations(["/ws/policies"])
+            .with_path_case(PathCase::Sensitive)
     }
 
     proptest::proptest! {
@@ -1495,6 +1497,60 @@ mod tests {
                 MatchMode::Any,
                 false,
             ),
+            (
+                json!({"f": {"workspace": "inside"}}),
+                json!({"f": "src/../README.md"}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"f": {"workspace": "inside"}}),
+                json!({"f": ["src/a", "../b"]}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"f": {"workspace": "outside"}}),
+                json!({"f": ["src/a", "/etc/passwd"]}),
+                MatchMode::Any,
+                true,
+            ),
+            (
+                json!({"f": {"workspace": "outside"}}),
+                json!({"f": "~/.bashrc"}),
+                MatchMode::Any,
+                true,
+            ),
+            (
+                json!({"f": {"workspace": "inside"}}),
+                json!({"f": "~/notes"}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"f": {"workspace": "inside"}}),
+                json!({"f": ""}),
+                MatchMode::Any,
+                false,
+            ),
+            (
+                json!({"f": {"policy_files": true}}),
+                json!({"f": "policies/rules.yaml"}),
+                MatchMode::Any,
+                true,
+            ),
+            (
+                json!({"f": {"policy_files": true}}),
+                json!({"f": "src/rules.yaml"}),
+                MatchMode::Any,
+                false,
+            ),
+            (
+                json!({"f": {"policy_files": false, "path": ["**"]}}),
+                json!({"f": "src/rules.yaml"}),
+                MatchMode::All,
+                true,
+            ),
             (json!({"f": {}}), json!({}), MatchMode::All, true),
             (
                 json!({"f": {"glob": ["a*"], "regex": ["z$"]}}),
@@ -1586,6 +1642,26 @@ mod tests {
             deny.to_string(),
             "`file_path` path: `secrets/key` (`/ws/secrets/key`) matched pattern #1; \
              `command` shell: `ls` matched pattern #1"
+        );
+        let places = compile(json!({
+            "f": {"workspace": "outside"},
+            "g": {"policy_files": true},
+        }));
+        let outcome = places.matches(
+            &json!({"f": "../x", "g": "./policies/a.yaml"}),
+            &ctx(),
+            MatchMode::Any,
+        );
+        assert_eq!(
+            outcome.to_string(),
+            "`f` workspace: `/x` is outside the workspace; \
+             `g` policy_files: `policies/a.yaml` (`/ws/policies/a.yaml`) is a loaded policy file"
+        );
+        let unknown = places.matches(&json!({"f": "~/x", "g": "p"}), &ctx(), MatchMode::All);
+        assert_eq!(
+            unknown.to_string(),
+            "`f` workspace: `~/x`, whose location is unknown (no home folder is known to expand \
+             it); failing closed"
         );
     }
 }
