@@ -1,5 +1,6 @@
 //! Permission decisions: rule compilation, argument matchers (glob, regex, equals, exists,
-//! path, shell) and the combination of matching rules into a decision with its reasons.
+//! path, workspace, policy_files, shell) and the combination of matching rules into a
+//! decision with its reasons.
 //! Synchronous; pure but for the symlinks a path condition resolves (see [`path`]).
 //!
 //! The argument matchers live here:
