@@ -502,3 +502,67 @@ fn a_tilde_path_fails_closed_without_a_home() {
         "`file_path` path: `~/notes.txt`, whose location is unknown (no home folder is known to expand it); failing closed"
     );
 }
+
+/// On a real workspace with links in and out of it: whatever the path, an allow rule on the
+/// relative pattern `**` holds only when both the written and the resolved location lie
+/// inside the workspace, and a deny rule on it holds whenever either does.
+#[test]
+fn the_relative_pattern_never_reaches_outside_the_workspace() {
+    use proptest::prelude::*;
+    use toolgate::policy::{ArgMatcherSpec, CompiledArgMatchers, MatchMode, Side, locate};
+
+    let fixture = Fixture::new();
+    let snapshot = fixture.snapshot(Some(fixture.home()));
+    let ctx = &snapshot.match_ctx;
+    let specs = [(
+        "file_path".to_owned(),
+        ArgMatcherSpec {
+            path: vec!["**".to_owned()],
+            ..Default::default()
+        },
+    )]
+    .into_iter()
+    .collect();
+    let matchers = CompiledArgMatchers::compile(&specs).unwrap();
+    let workspace = format!("{}/", fixture.workspace().display());
+    let components = prop::sample::select(vec![
+        "..",
+        ".",
+        "",
+        "src",
+        "outside",
+        "config",
+        "settings.txt",
+        "docs",
+        "keys",
+        "loop",
+        "x",
+        "ws",
+        "~",
+        "$HOME",
+    ]);
+    let paths =
+        (prop::bool::ANY, prop::collection::vec(components, 0..7)).prop_map(|(absolute, parts)| {
+            format!("{}{}", if absolute { "/" } else { "" }, parts.join("/"))
+        });
+    let mut runner = proptest::test_runner::TestRunner::default();
+    runner
+        .run(&paths, |raw| {
+            let input = json!({ "file_path": raw });
+            let Some(location) = locate(&raw, ctx) else {
+                return Ok(());
+            };
+            let inside = |side| {
+                location
+                    .at(side)
+                    .is_some_and(|place| place.absolute().starts_with(&workspace))
+            };
+            let (written, resolved) = (inside(Side::Written), inside(Side::Resolved));
+            let allowed = matchers.matches(&input, ctx, MatchMode::All).matched;
+            prop_assert_eq!(allowed, written && resolved, "{} ({})", raw, location);
+            let denied = matchers.matches(&input, ctx, MatchMode::Any).matched;
+            prop_assert_eq!(denied, written || resolved, "{} ({})", raw, location);
+            Ok(())
+        })
+        .unwrap();
+}
