@@ -174,7 +174,7 @@ fn paths_are_judged_as_locations() {
             "Write",
             json!({"file_path": "outside/new.txt", "content": ""}),
             Ask,
-            "writes-outside-workspace-ask",
+            "outside-workspace-writes",
         ),
         (
             "a link loop resolves no further",
@@ -381,7 +381,7 @@ fn paths_are_judged_as_locations() {
             "Write",
             json!({"file_path": "{root}/elsewhere/new.txt", "content": ""}),
             Ask,
-            "writes-outside-workspace-ask",
+            "outside-workspace-writes",
         ),
     ];
     let root = fixture.root.display().to_string();
