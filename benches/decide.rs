@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use divan::{Bencher, black_box};
@@ -18,8 +19,11 @@ use toolgate::model::file::Mode;
 use toolgate::model::resolved::ResolvedConcurrency;
 use toolgate::model::rule::Rule;
 use toolgate::model::{Decision, ModeName, ToolName};
+use toolgate::policy::commands::CommandTable;
+use toolgate::policy::parts::FileTools;
 use toolgate::policy::rules::{CallFacts, RuleOrigin, RuleSet, ToolNames, compile_rule};
 use toolgate::policy::{MatchContext, PathCase};
+use toolgate::snapshot::{LayerOptions, LoadOptions, load};
 
 mod support;
 use support::ALLOCATOR;
@@ -88,7 +92,14 @@ fn rule_set(values: Vec<Value>, tools: &ToolNames) -> RuleSet {
             compile_rule(&rule, origin, tools, &modes).unwrap()
         })
         .collect();
-    RuleSet::new(compiled)
+    RuleSet::new(compiled, builtin_commands())
+}
+
+/// The built-in command table (`policies/commands.yaml`), as a running engine reads lines.
+fn builtin_commands() -> Arc<CommandTable> {
+    let outcome = load(&LoadOptions::new(LayerOptions::default()), 1);
+    let snapshot = outcome.snapshot.expect("the built-in policies load");
+    Arc::clone(snapshot.rules.commands())
 }
 
 struct Fixture {
@@ -142,7 +153,9 @@ impl Fixture {
             modes,
             flags: &self.flags,
         };
-        self.rules.decide(&facts, &self.ctx, Decision::Ask).decision
+        self.rules
+            .decide(&facts, &self.ctx, Decision::Ask, &FileTools::default())
+            .decision
     }
 }
 

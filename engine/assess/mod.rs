@@ -27,6 +27,7 @@ use crate::model::hook::HookEvent;
 use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{CallId, ModeName};
 use crate::policy::decide::{HookVote, Permission, combine};
+use crate::policy::parts::{FileTool, FileTools};
 use crate::policy::rules::CallFacts;
 use crate::snapshot::{Snapshot, Tool};
 use crate::timeout::{ResolvedTimeout, TimeoutParams, resolve};
@@ -280,9 +281,30 @@ impl<'s, 'c> Admitted<'s, 'c> {
             modes,
             flags: &contract.concurrency,
         };
-        let rules = snapshot
-            .rules
-            .decide(&facts, &snapshot.match_ctx, contract.default_permission);
+        let files = if snapshot.rules.reads_command_lines(&tool.name) {
+            file_tools(snapshot, modes)
+        } else {
+            ResolvedFileTools {
+                read: None,
+                write: None,
+            }
+        };
+        let files = FileTools {
+            read: files.read.as_ref().map(|(tool, contract)| FileTool {
+                tool,
+                flags: &contract.concurrency,
+            }),
+            write: files.write.as_ref().map(|(tool, contract)| FileTool {
+                tool,
+                flags: &contract.concurrency,
+            }),
+        };
+        let rules = snapshot.rules.decide(
+            &facts,
+            &snapshot.match_ctx,
+            contract.default_permission,
+            &files,
+        );
         let permission = combine(rules, votes, contract.always_ask);
         let settled = Settled {
             input,
@@ -290,6 +312,25 @@ impl<'s, 'c> Admitted<'s, 'c> {
             permission,
         };
         (resolved, Ok(settled))
+    }
+}
+
+/// The tools whose rules judge the files a command line reads and writes, with their
+/// contracts in these modes.
+struct ResolvedFileTools<'s> {
+    read: Option<(&'s crate::model::ToolName, Cow<'s, Arc<ResolvedContract>>)>,
+    write: Option<(&'s crate::model::ToolName, Cow<'s, Arc<ResolvedContract>>)>,
+}
+
+fn file_tools<'s>(snapshot: &'s Snapshot, modes: &[ModeName]) -> ResolvedFileTools<'s> {
+    let table = snapshot.rules.commands();
+    let resolve = |name: Option<&str>| {
+        let tool = snapshot.lookup(name?)?;
+        Some((&tool.name, tool.contract_for(modes, &snapshot.engine)))
+    };
+    ResolvedFileTools {
+        read: resolve(table.read_tool.as_deref()),
+        write: resolve(table.write_tool.as_deref()),
     }
 }
 

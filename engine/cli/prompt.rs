@@ -130,9 +130,13 @@ pub fn describe(request: &ApprovalRequest) -> String {
                 decision,
                 location,
                 reason,
+                part,
                 ..
             } => format!(
-                "rule `{name}` says {decision}{}{}",
+                "rule `{name}` says {decision}{}{}{}",
+                part.as_deref()
+                    .map(|p| format!(" for `{p}`"))
+                    .unwrap_or_default(),
                 reason
                     .as_deref()
                     .map(|r| format!(": {r}"))
@@ -142,9 +146,17 @@ pub fn describe(request: &ApprovalRequest) -> String {
                     .map(|l| format!(" ({l})"))
                     .unwrap_or_default()
             ),
-            Reason::Default { decision } => {
-                format!("no rule matched; the contract default is {decision}")
-            }
+            Reason::Default {
+                decision,
+                part: None,
+            } => format!("no rule matched; the contract default is {decision}"),
+            Reason::Default {
+                decision,
+                part: Some(part),
+            } => format!("no rule matched `{part}`; the contract default is {decision}"),
+            Reason::Analysis {
+                decision, reason, ..
+            } => format!("{decision}: {reason}"),
             Reason::Hook {
                 name,
                 decision,
@@ -255,9 +267,11 @@ mod tests {
                     reason: Some("removals need a look".into()),
                     location: Some("policies/rules.yaml:12:5".into()),
                     detail: Some("`command` shell: `rm -rf build` matched pattern #0".into()),
+                    part: None,
                 },
                 Reason::Default {
                     decision: Decision::Ask,
+                    part: None,
                 },
             ],
             modes: vec![ModeName::new("plan")],

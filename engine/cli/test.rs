@@ -527,13 +527,37 @@ fn compare(
         });
     }
     if let Some(expected) = rule {
+        // A line decided part by part lists every part's reasons; the parts that decide are
+        // the strictest.
+        let part_decision = |r: &Reason| match r {
+            Reason::Rule {
+                decision,
+                part: Some(_),
+                ..
+            }
+            | Reason::Default {
+                decision,
+                part: Some(_),
+            }
+            | Reason::Analysis {
+                decision,
+                part: Some(_),
+                ..
+            } => Some(*decision),
+            _ => None,
+        };
+        let strictest = actual.reasons.iter().filter_map(part_decision).max();
         let deciding: Vec<String> = actual
             .reasons
             .iter()
+            .filter(|r| part_decision(r).is_none_or(|d| Some(d) == strictest))
             .filter_map(|r| match r {
                 Reason::Rule { name, .. } => Some(name.clone()),
                 Reason::Default { .. } => Some(DEFAULT_RULE.to_owned()),
-                Reason::Hook { .. } | Reason::AlwaysAsk | Reason::Approval { .. } => None,
+                Reason::Hook { .. }
+                | Reason::Analysis { .. }
+                | Reason::AlwaysAsk
+                | Reason::Approval { .. } => None,
             })
             .collect();
         if !deciding.contains(expected) {
@@ -632,7 +656,7 @@ fn why_not(
         modes,
         flags: &contract.concurrency,
     };
-    let (holds, outcome) = rule.evaluate(&facts, &snapshot.match_ctx);
+    let (holds, outcome) = rule.evaluate_in(&facts, &snapshot.match_ctx, snapshot.rules.commands());
     if holds {
         let winners: Vec<String> = actual
             .reasons
@@ -641,6 +665,7 @@ fn why_not(
                 Reason::Rule { name, .. } => Some(format!("`{name}`")),
                 Reason::Default { .. }
                 | Reason::Hook { .. }
+                | Reason::Analysis { .. }
                 | Reason::AlwaysAsk
                 | Reason::Approval { .. } => None,
             })
@@ -681,6 +706,7 @@ fn describe_reason(reason: &Reason, tool: Option<&str>) -> Vec<String> {
             reason,
             location,
             detail,
+            part,
         } => {
             let mut head = format!("rule `{name}` ({decision}, priority {priority}");
             if *enforced {
@@ -693,16 +719,25 @@ fn describe_reason(reason: &Reason, tool: Option<&str>) -> Vec<String> {
             if let Some(reason) = reason {
                 head.push_str(&format!(": {reason}"));
             }
+            if let Some(part) = part {
+                head.push_str(&format!(" for `{part}`"));
+            }
             let mut lines = vec![head];
             if let Some(detail) = detail {
                 lines.push(format!("  {detail}"));
             }
             lines
         }
-        Reason::Default { decision } => vec![format!(
-            "no rule matched: the contract default{} is {decision}",
+        Reason::Default { decision, part } => vec![format!(
+            "no rule matched{}: the contract default{} is {decision}",
+            part.as_deref()
+                .map(|p| format!(" `{p}`"))
+                .unwrap_or_default(),
             tool.map(|t| format!(" of `{t}`")).unwrap_or_default()
         )],
+        Reason::Analysis {
+            decision, reason, ..
+        } => vec![format!("{decision}: {reason}")],
         Reason::Hook {
             name,
             decision,
@@ -877,7 +912,10 @@ mod tests {
         let fields: Vec<Field> = report.tests[1].failures.iter().map(|f| f.field).collect();
         assert_eq!(fields, [Field::Decision, Field::Rule, Field::TimeoutMs]);
         assert_eq!(report.tests[1].failures[0].actual, "allow");
-        assert_eq!(report.tests[1].failures[1].actual, "git-read-only");
+        assert_eq!(
+            report.tests[1].failures[1].actual,
+            "git-read-only, read-only-inspection"
+        );
         assert_eq!(report.tests[1].failures[2].actual, "120000ms");
         assert_eq!(report.exit(), Exit::Problems);
     }

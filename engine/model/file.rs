@@ -36,6 +36,9 @@ pub struct PolicyFile {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     #[schemars(schema_with = "gates_schema")]
     pub gates: IndexMap<String, Gate>,
+    /// The command table: what programs do with their options and operands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commands: Option<super::command::CommandsSection>,
     /// Turn modes, keyed by name.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     #[schemars(schema_with = "modes_schema")]

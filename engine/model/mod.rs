@@ -6,6 +6,7 @@
 //! builder resolves what is still missing from the engine defaults.
 
 pub mod batch;
+pub mod command;
 pub mod contract;
 pub mod engine_config;
 pub mod file;

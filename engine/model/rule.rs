@@ -105,6 +105,12 @@ pub struct ArgMatcher {
     /// With `shell` in an allow rule: commands may redirect output to files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_redirection: Option<bool>,
+    /// `true`: the value, read as a command line, only reads — every command it runs is
+    /// classified read-only by the command table (`commands:`), with no option or word that
+    /// writes, runs code or reaches the network, no file-writing redirection and only
+    /// harmless environment assignments. `false`: it does more than that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
 }
 
 /// Which side of the workspace boundary a location lies on.

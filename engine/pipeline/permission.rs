@@ -108,9 +108,13 @@ fn denial_message(env: &CallEnv<'_>, tool: &Tool, permission: &Permission) -> St
             MessageKey::RuleDenied,
             &[("tool", name), ("rule", rule)],
         ),
-        Some(Reason::Default { .. } | Reason::AlwaysAsk | Reason::Approval { .. }) | None => {
-            message(engine, MessageKey::DefaultDenied, &[("tool", name)])
-        }
+        Some(
+            Reason::Default { .. }
+            | Reason::Analysis { .. }
+            | Reason::AlwaysAsk
+            | Reason::Approval { .. },
+        )
+        | None => message(engine, MessageKey::DefaultDenied, &[("tool", name)]),
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::rules::RuleDecision;
+use super::rules::{RuleDecision, RuleReason};
 use crate::model::Decision;
 
 /// What a PreToolUse hook said about permission.
@@ -47,11 +47,28 @@ pub enum Reason {
         /// What its matchers found.
         #[serde(skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
+        /// The part of the command line it decided, when the line has several.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        part: Option<String>,
     },
     /// No rule matched; the contract's default applied.
     Default {
         /// The default.
         decision: Decision,
+        /// The part of the command line, when the line has several.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        part: Option<String>,
+    },
+    /// What the rules cannot judge, and is asked: a command line that does not parse, a
+    /// command chosen at run time, a file only known when it runs.
+    Analysis {
+        /// The decision.
+        decision: Decision,
+        /// Why.
+        reason: String,
+        /// The part of the command line it is about.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        part: Option<String>,
     },
     /// A hook voted.
     Hook {
@@ -86,6 +103,7 @@ impl Reason {
         match self {
             Reason::Rule { name, .. } => format!("rule:{name}"),
             Reason::Default { .. } => "default".to_owned(),
+            Reason::Analysis { .. } => "analysis".to_owned(),
             Reason::Hook { name, .. } => format!("hook:{name}"),
             Reason::AlwaysAsk => "always_ask".to_owned(),
             Reason::Approval { by, .. } => format!("approval:{by}"),
@@ -120,6 +138,7 @@ impl Permission {
             Reason::Rule { .. }
             | Reason::Hook { .. }
             | Reason::Default { .. }
+            | Reason::Analysis { .. }
             | Reason::AlwaysAsk
             | Reason::Approval { .. } => None,
         })
@@ -154,7 +173,8 @@ impl Permission {
                     matches!(
                         r,
                         Reason::Default {
-                            decision: Decision::Deny
+                            decision: Decision::Deny,
+                            ..
                         }
                     )
                 })
@@ -164,15 +184,11 @@ impl Permission {
 
 /// Combines the rules' decision, the hooks' votes and `always_ask`.
 pub fn combine(rules: RuleDecision, hooks: &[HookVote], always_ask: bool) -> Permission {
-    let mut reasons: Vec<Reason> = if rules.rules.is_empty() {
-        vec![Reason::Default {
-            decision: rules.decision,
-        }]
-    } else {
-        rules
-            .rules
-            .into_iter()
-            .map(|rule| Reason::Rule {
+    let mut reasons: Vec<Reason> = rules
+        .reasons
+        .into_iter()
+        .map(|reason| match reason {
+            RuleReason::Rule(rule) => Reason::Rule {
                 name: rule.name.to_string(),
                 decision: rule.decision,
                 priority: rule.priority,
@@ -180,9 +196,20 @@ pub fn combine(rules: RuleDecision, hooks: &[HookVote], always_ask: bool) -> Per
                 reason: rule.reason,
                 location: rule.location.as_deref().map(str::to_owned),
                 detail: rule.detail,
-            })
-            .collect()
-    };
+                part: rule.part,
+            },
+            RuleReason::Default { decision, part } => Reason::Default { decision, part },
+            RuleReason::Analysis {
+                decision,
+                part,
+                message,
+            } => Reason::Analysis {
+                decision,
+                reason: message,
+                part,
+            },
+        })
+        .collect();
     let mut decision = rules.decision;
     let hook_reason = |vote: &HookVote| Reason::Hook {
         name: vote.hook.to_string(),
@@ -223,7 +250,8 @@ mod tests {
     fn rules(decision: Decision) -> RuleDecision {
         RuleDecision {
             decision,
-            rules: vec![MatchedRule {
+            reasons: vec![RuleReason::Rule(MatchedRule {
+                part: None,
                 name: RuleName::new("r"),
                 decision,
                 priority: 0,
@@ -231,7 +259,7 @@ mod tests {
                 reason: Some("because".into()),
                 location: None,
                 detail: None,
-            }],
+            })],
         }
     }
 
@@ -287,14 +315,18 @@ mod tests {
         assert_eq!(got.denial_reason(), Some("hook says deny"));
         let default = RuleDecision {
             decision: Decision::Deny,
-            rules: vec![],
+            reasons: vec![RuleReason::Default {
+                decision: Decision::Deny,
+                part: None,
+            }],
         };
         let got = combine(default, &[], false);
         assert_eq!(got.denial_reason(), None);
         assert_eq!(
             got.denial_source(),
             Some(&Reason::Default {
-                decision: Decision::Deny
+                decision: Decision::Deny,
+                part: None,
             })
         );
     }

@@ -40,11 +40,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use super::commands::{Analysed, CommandTable};
 use super::glob::parse_globs;
 use super::mode::MatchMode;
 use super::path::{Location, MatchContext, PathCase, PathMatcher, Side, locate};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
-use super::shell::{Script, ShellParseError, parse_script};
+use super::shell::Role;
 use crate::diagnostics::diagnostic::lowercase_first;
 use crate::model::rule::WorkspaceSide;
 
@@ -70,6 +71,9 @@ pub struct ArgMatcherSpec {
     pub shell: Vec<String>,
     /// Whether an allow rule's `shell` patterns also permit output redirection to files.
     pub allow_redirection: bool,
+    /// The value, read as a command line, only reads (`true`) or does more (`false`), by the
+    /// command table.
+    pub read_only: Option<bool>,
 }
 
 /// The kind of a pattern that failed to compile.
@@ -215,6 +219,7 @@ enum Compiled {
     PolicyFiles(bool),
     Path(Box<PathMatcher>),
     Shell(ShellMatcher),
+    ReadOnly(bool),
 }
 
 /// Patterns validated when their rule was compiled, whose automaton is built on first use.
@@ -287,6 +292,7 @@ impl Compiled {
             Self::PolicyFiles(_) => MatcherKind::PolicyFiles,
             Self::Path(_) => MatcherKind::Path,
             Self::Shell(_) => MatcherKind::Shell,
+            Self::ReadOnly(_) => MatcherKind::ReadOnly,
         }
     }
 }
@@ -397,6 +403,9 @@ impl CompiledArgMatchers {
                     ),
                 }
             }
+            if let Some(read_only) = spec.read_only {
+                matchers.push(Compiled::ReadOnly(read_only));
+            }
             entries.push(Entry {
                 selector,
                 matchers: matchers.into_boxed_slice(),
@@ -434,7 +443,8 @@ impl CompiledArgMatchers {
                     | Compiled::Equals(_)
                     | Compiled::Workspace(_)
                     | Compiled::PolicyFiles(_)
-                    | Compiled::Shell(_) => None,
+                    | Compiled::Shell(_)
+                    | Compiled::ReadOnly(_) => None,
                 };
                 if let Some((kind, pattern_index, message)) = failed {
                     errors.push(PatternError {
@@ -468,10 +478,39 @@ impl CompiledArgMatchers {
                     | Compiled::Equals(_)
                     | Compiled::Workspace(_)
                     | Compiled::PolicyFiles(_)
-                    | Compiled::Shell(_) => {}
+                    | Compiled::Shell(_)
+                    | Compiled::ReadOnly(_) => {}
                 }
             }
         }
+    }
+
+    /// The selector of the first argument this rule reads as a command line (with `shell`
+    /// or `read_only` matchers).
+    pub fn command_selector(&self) -> Option<&Arc<str>> {
+        self.entries.iter().find_map(|entry| {
+            entry
+                .matchers
+                .iter()
+                .any(|m| matches!(m, Compiled::Shell(_) | Compiled::ReadOnly(_)))
+                .then(|| entry.selector.text())
+        })
+    }
+
+    /// The command line this rule reads with `shell` or `read_only` matchers in `input`: the
+    /// first such selector whose value is a string, with the selector as written.
+    pub fn command_line<'v>(&self, input: &'v Value) -> Option<(&Arc<str>, &'v str)> {
+        self.entries.iter().find_map(|entry| {
+            let reads_commands = entry
+                .matchers
+                .iter()
+                .any(|m| matches!(m, Compiled::Shell(_) | Compiled::ReadOnly(_)));
+            if !reads_commands {
+                return None;
+            }
+            let line = entry.selector.resolve(input)?.as_str()?;
+            Some((entry.selector.text(), line))
+        })
     }
 
     /// Evaluates the matchers against a tool call's input.
@@ -545,28 +584,50 @@ impl CompiledArgMatchers {
 ///
 /// Parsing dominates the cost of a `shell` matcher, and locating (normalising, resolving
 /// symlinks) that of a `path`, `workspace` or `policy_files` matcher; judging the result is
-/// cheap. A cache lives for one call (it holds that call's strings) and one [`MatchContext`]
-/// (paths are located against its workspace root and home), and is not shared between
-/// threads.
+/// cheap. A cache lives for one call (it holds that call's strings), one [`MatchContext`]
+/// (paths are located against its workspace root and home) and one command table (command
+/// lines are analysed with it), and is not shared between threads.
 #[derive(Debug, Default)]
 pub struct ParseCache {
     // A call has few distinct strings: a linear search beats hashing here.
-    entries: Vec<(String, Result<Script, ShellParseError>)>,
+    entries: Vec<(String, Analysed)>,
     paths: Vec<(String, Option<Arc<Location>>)>,
+    table: Option<Arc<CommandTable>>,
 }
 
 impl ParseCache {
-    /// The parse of `line`, computed on first use.
-    pub fn parse(&mut self, line: &str) -> &Result<Script, ShellParseError> {
+    /// A cache whose command lines are analysed with `table`.
+    pub fn with_table(table: Arc<CommandTable>) -> Self {
+        Self {
+            table: Some(table),
+            ..Self::default()
+        }
+    }
+
+    /// The command table lines are analysed with.
+    pub fn table(&self) -> &CommandTable {
+        self.table.as_deref().unwrap_or(CommandTable::none())
+    }
+
+    /// The analysed parse of `line` and the table, computed on first use.
+    pub fn analysed(&mut self, line: &str) -> (&Analysed, &CommandTable) {
         let index = match self.entries.iter().position(|(text, _)| text == line) {
             Some(index) => index,
             None => {
-                self.entries.push((line.to_owned(), parse_script(line)));
+                let analysed = Analysed::new(line, self.table());
+                self.entries.push((line.to_owned(), analysed));
                 self.entries.len() - 1
             }
         };
+        let table = self.table.as_deref().unwrap_or(CommandTable::none());
         // INVARIANT: `index` is in bounds: found above or just pushed.
-        &self.entries[index].1
+        (&self.entries[index].1, table)
+    }
+
+    /// Makes `line` read as `analysed` (one part of a line, judged on its own).
+    pub fn seed(&mut self, line: &str, analysed: Analysed) {
+        self.entries.retain(|(text, _)| text != line);
+        self.entries.push((line.to_owned(), analysed));
     }
 
     /// Where the path `raw` leads (`None` for an empty path), computed on first use.
@@ -582,6 +643,31 @@ impl ParseCache {
         // INVARIANT: `index` is in bounds: found above or just pushed.
         self.paths[index].1.as_ref()
     }
+}
+
+/// Whether a line only reads, by the command table: it parses, every command it runs is
+/// known to the table as read-only (wrappers are judged through what they run), no command
+/// hides another, evaluates an expression or writes a file, and every environment
+/// assignment is harmless.
+pub fn line_is_read_only(analysed: &Analysed, table: &CommandTable) -> bool {
+    let Ok(script) = &analysed.script else {
+        return false;
+    };
+    script.unresolved.is_empty()
+        && script.constructs.is_empty()
+        && !script.commands.is_empty()
+        && analysed.commands().all(|(command, facts)| {
+            command
+                .assignments
+                .iter()
+                .all(|assignment| table.harmless_env(&assignment.name))
+                && command.file_writes().next().is_none()
+                && (command.role == Role::TransparentWrapper || facts.read_only)
+                && !command
+                    .words
+                    .iter()
+                    .any(|w| matches!(w.kind, super::shell::WordKind::Opaque(_)))
+        })
 }
 
 /// Parses regexes one by one, for positions (parsing builds no automaton).
@@ -785,7 +871,12 @@ fn check(
             Err(message) => unbuilt(mode, &message),
         },
         Compiled::Shell(matcher) => over_strings(value, mode, |s| {
-            Found::Shell(matcher.evaluate_script(cache.parse(s), mode))
+            let (analysed, table) = cache.analysed(s);
+            Found::Shell(matcher.evaluate_analysed(analysed, table, mode))
+        }),
+        Compiled::ReadOnly(expected) => over_strings(value, mode, |s| {
+            let (analysed, table) = cache.analysed(s);
+            Found::Pattern((line_is_read_only(analysed, table) == *expected).then_some(0))
         }),
     };
     Check {
@@ -852,7 +943,12 @@ fn holds(
             Err(_) => mode == MatchMode::Any,
         },
         Compiled::Shell(matcher) => strings_hold(value, mode, |s| {
-            matcher.evaluate_script(cache.parse(s), mode).holds()
+            let (analysed, table) = cache.analysed(s);
+            matcher.evaluate_analysed(analysed, table, mode).holds()
+        }),
+        Compiled::ReadOnly(expected) => strings_hold(value, mode, |s| {
+            let (analysed, table) = cache.analysed(s);
+            line_is_read_only(analysed, table) == *expected
         }),
     }
 }
@@ -942,6 +1038,8 @@ pub enum MatcherKind {
     PolicyFiles,
     /// `shell`.
     Shell,
+    /// `read_only`.
+    ReadOnly,
 }
 
 impl fmt::Display for MatcherKind {
@@ -955,6 +1053,7 @@ impl fmt::Display for MatcherKind {
             Self::Workspace => "workspace",
             Self::PolicyFiles => "policy_files",
             Self::Shell => "shell",
+            Self::ReadOnly => "read_only",
         })
     }
 }
@@ -1627,7 +1726,7 @@ mod tests {
             "file_path": {"path": ["**/.env", "**/secrets/**"]},
             "command": {"shell": ["git status", "ls *"]},
         }));
-        let input = json!({"file_path": "./foo/../secrets/key", "command": "ls; curl x | sh"});
+        let input = json!({"file_path": "./foo/../secrets/key", "command": "ls; curl x | grep y"});
         let outcome = matchers.matches(&input, &ctx(), MatchMode::All);
         assert!(!outcome.matched);
         assert_eq!(

@@ -18,10 +18,12 @@
 //! Dependencies run one way: `glob` ← `path` ← `matcher`; `mode` ← `path`, `pattern` ←
 //! `matcher`.
 
+pub mod commands;
 pub mod decide;
 mod glob;
 pub mod matcher;
 pub mod mode;
+pub mod parts;
 pub mod path;
 pub mod pattern;
 pub mod rules;

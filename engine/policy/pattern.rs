@@ -39,15 +39,18 @@
 //!   dynamic command word, `eval "$x"`, an unknown wrapper option), holds.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use globset::{GlobBuilder, GlobMatcher};
 use thiserror::Error;
 
+use crate::model::command::Effect;
+
+use super::commands::{Analysed, CommandFacts, CommandTable, EffectFrom, PatternWord};
 use super::mode::MatchMode;
 use super::shell::{
     ConstructKind, Expansion, Part, Quoting, Role, Script, ShellParseError, SimpleCommand,
-    UnresolvedReason, Word, WordKind, parse_script, parse_tokens, split_word, tokenize,
-    unquoted_expansions,
+    UnresolvedReason, Word, WordKind, parse_tokens, split_word, tokenize, unquoted_expansions,
 };
 
 /// A pattern that could not be compiled.
@@ -76,7 +79,7 @@ impl From<ShellParseError> for PatternSyntaxError {
 }
 
 /// One token of a pattern.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Token {
     /// Unquoted `*`: any number of words.
     Rest,
@@ -85,6 +88,17 @@ enum Token {
     /// One literal word matching this glob (boxed: most tokens are literals, and an inline
     /// matcher would make every token four times its size).
     Glob(Box<GlobMatcher>),
+}
+
+impl fmt::Debug for Token {
+    // A glob shows its pattern, not its automaton (whose state differs between runs).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Rest => f.write_str("Rest"),
+            Self::Literal(value) => f.debug_tuple("Literal").field(value).finish(),
+            Self::Glob(glob) => f.debug_tuple("Glob").field(&glob.glob().glob()).finish(),
+        }
+    }
 }
 
 impl Token {
@@ -108,11 +122,26 @@ impl Token {
 }
 
 /// A compiled shell pattern.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ShellPattern {
     source: String,
     assignments: Vec<(String, Token)>,
     tokens: Vec<Token>,
+    /// The pattern read with a command table (see [`ShellPattern::shape`]), with the id of
+    /// that table.
+    shape: OnceLock<(u64, Option<CommandFacts>)>,
+}
+
+impl fmt::Debug for ShellPattern {
+    // The cached reading with a command table is left out: it is derived, and tables differ
+    // between loads of the same set.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShellPattern")
+            .field("source", &self.source)
+            .field("assignments", &self.assignments)
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ShellPattern {
@@ -147,6 +176,7 @@ impl ShellPattern {
             source: source.to_owned(),
             assignments: Vec::new(),
             tokens,
+            shape: OnceLock::new(),
         })
     }
 
@@ -230,6 +260,7 @@ impl ShellPattern {
             source: source.to_owned(),
             assignments,
             tokens,
+            shape: OnceLock::new(),
         })
     }
 
@@ -238,9 +269,19 @@ impl ShellPattern {
         &self.source
     }
 
-    /// Whether a simple command matches this pattern in `mode` (see the module docs). File
-    /// redirections are not considered here; [`ShellMatcher`] checks them.
+    /// Whether a simple command matches this pattern in `mode` by its spelling alone (see
+    /// the module docs). File redirections are not considered here; [`ShellMatcher`]
+    /// checks them.
     pub fn matches(&self, command: &SimpleCommand, mode: MatchMode) -> bool {
+        self.matches_spelling(command, mode, None)
+    }
+
+    fn matches_spelling(
+        &self,
+        command: &SimpleCommand,
+        mode: MatchMode,
+        table: Option<&CommandTable>,
+    ) -> bool {
         let words = &command.words;
         if words.first().and_then(Word::literal).is_none() {
             return false;
@@ -248,21 +289,191 @@ impl ShellPattern {
         if mode == MatchMode::All && words.iter().any(|w| matches!(w.kind, WordKind::Opaque(_))) {
             return false;
         }
-        self.assignments_match(command, mode) && self.words_match(words, mode)
+        self.assignments_match(command, mode, table) && self.words_match(words, mode)
     }
 
-    fn assignments_match(&self, command: &SimpleCommand, mode: MatchMode) -> bool {
+    /// Whether a simple command matches this pattern in `mode`, read with the command
+    /// table: by spelling, or by meaning — the same program and subcommand, the pattern's
+    /// options among the command's in any spelling (`-rf` = `-r -f` = `--recursive
+    /// --force`; the program's own options before the subcommand do not count), and the
+    /// operands matched token-wise. In [`MatchMode::All`] it also refuses a command with an
+    /// effect the pattern does not name (see [`ShellPattern::unnamed_effect`]).
+    pub fn matches_in(
+        &self,
+        command: &SimpleCommand,
+        facts: &CommandFacts,
+        table: &CommandTable,
+        mode: MatchMode,
+    ) -> bool {
+        let matched = self.matches_spelling(command, mode, Some(table))
+            || self.matches_meaning(command, facts, table, mode);
+        matched && (mode == MatchMode::Any || self.unnamed_effect(facts, table).is_none())
+    }
+
+    /// The pattern read with `table`: `None` when the table does not know its program.
+    fn shape(&self, table: &CommandTable) -> Option<&CommandFacts> {
+        let (id, shape) = self.shape.get_or_init(|| (table.id(), self.analyse(table)));
+        // Another table (a test reusing a compiled pattern) is not cached.
+        if *id == table.id() {
+            shape.as_ref()
+        } else {
+            None
+        }
+    }
+
+    fn analyse(&self, table: &CommandTable) -> Option<CommandFacts> {
+        // Non-literal tokens are named by their index, so operands map back to tokens.
+        let names: Vec<String> = (0..self.tokens.len()).map(|i| format!("\0{i}")).collect();
+        let words: Vec<PatternWord<'_>> = self
+            .tokens
+            .iter()
+            .zip(&names)
+            .map(|(token, name)| match token {
+                Token::Literal(value) => PatternWord::Literal(value),
+                Token::Rest | Token::Glob(_) => PatternWord::Other(name),
+            })
+            .collect();
+        table.analyse_pattern(&words)
+    }
+
+    /// The pattern's token for a word of its shape.
+    fn token_of<'t>(&'t self, word: &Word, literal: &'t mut Option<Token>) -> &'t Token {
+        match word
+            .raw
+            .strip_prefix("\0")
+            .and_then(|index| index.parse::<usize>().ok())
+            .and_then(|index| self.tokens.get(index))
+        {
+            Some(token) => token,
+            None => literal.insert(Token::Literal(
+                word.literal().unwrap_or_default().to_owned(),
+            )),
+        }
+    }
+
+    fn matches_meaning(
+        &self,
+        command: &SimpleCommand,
+        facts: &CommandFacts,
+        table: &CommandTable,
+        mode: MatchMode,
+    ) -> bool {
+        let Some(shape) = self.shape(table) else {
+            return false;
+        };
+        if facts.program.is_none()
+            || facts.program != shape.program
+            || facts.subcommand != shape.subcommand
+            || !self.assignments_match(command, mode, Some(table))
+        {
+            return false;
+        }
+        if mode == MatchMode::All {
+            // An allow names the command word exactly (`/tmp/x/git` is not `git`).
+            let written = command.words.first().and_then(Word::literal);
+            let named = self.tokens.first().and_then(|t| match t {
+                Token::Literal(value) => Some(value.as_str()),
+                Token::Rest | Token::Glob(_) => None,
+            });
+            if written.is_none() || written != named {
+                return false;
+            }
+            if command
+                .words
+                .iter()
+                .any(|w| matches!(w.kind, WordKind::Opaque(_)))
+            {
+                return false;
+            }
+        }
+        let rest = self.tokens.iter().any(|t| matches!(t, Token::Rest));
+        let mut spare = None;
+        for wanted in &shape.options {
+            let found = facts.options.iter().any(|used| {
+                used.canonical == wanted.canonical
+                    && used.before_subcommand == wanted.before_subcommand
+                    && match (&wanted.value, &used.value) {
+                        (None, _) => true,
+                        (Some(_), None) => false,
+                        (Some(token_word), Some(value)) => self
+                            .token_of(token_word, &mut spare)
+                            .matches_word(value, false, mode),
+                    }
+            });
+            if !found {
+                return false;
+            }
+        }
+        if !rest {
+            let own = |options: &[super::commands::UsedOption]| {
+                options.iter().filter(|o| !o.before_subcommand).count()
+            };
+            if own(&facts.options) != own(&shape.options) {
+                return false;
+            }
+        }
+        let mut operand_tokens: Vec<Token> = Vec::with_capacity(shape.operands.len() + 1);
+        for word in &shape.operands {
+            let mut spare = None;
+            operand_tokens.push(self.token_of(word, &mut spare).clone());
+        }
+        if matches!(self.tokens.last(), Some(Token::Rest))
+            && !matches!(operand_tokens.last(), Some(Token::Rest))
+        {
+            operand_tokens.push(Token::Rest);
+        }
+        tokens_match(&operand_tokens, &facts.operands, mode, false)
+    }
+
+    /// The first effect of the command that this pattern does not grant, for an allow: the
+    /// program's own effects are granted by naming the program (and subcommand); an
+    /// option's only by naming the option; an effect of a word's content (a `sed` script
+    /// with `e`, a variable name with a subscript) only by a pattern without `*`.
+    pub fn unnamed_effect<'f>(
+        &self,
+        facts: &'f CommandFacts,
+        table: &CommandTable,
+    ) -> Option<&'f super::commands::EffectSource> {
+        let exact = !self.tokens.iter().any(|t| matches!(t, Token::Rest));
+        facts.effects.iter().find(|effect| match &effect.from {
+            EffectFrom::Program => false,
+            EffectFrom::Option(canonical) => !self
+                .shape(table)
+                .is_some_and(|shape| shape.options.iter().any(|o| &o.canonical == canonical)),
+            EffectFrom::Content => !exact,
+        })
+    }
+
+    fn assignments_match(
+        &self,
+        command: &SimpleCommand,
+        mode: MatchMode,
+        table: Option<&CommandTable>,
+    ) -> bool {
         let pattern_matches =
             |name: &str, token: &Token, assignment: &super::shell::EnvAssignment| {
                 assignment.name == name && token_matches_one(token, &assignment.value, mode)
             };
         match mode {
             MatchMode::All => {
-                command.assignments.len() == self.assignments.len()
+                // Harmless variables (`RUST_BACKTRACE=1`) do not change the command, unless
+                // the pattern names them.
+                let counted: Vec<_> = command
+                    .assignments
+                    .iter()
+                    .filter(|assignment| {
+                        !table.is_some_and(|table| table.harmless_env(&assignment.name))
+                            || self
+                                .assignments
+                                .iter()
+                                .any(|(name, _)| *name == assignment.name)
+                    })
+                    .collect();
+                counted.len() == self.assignments.len()
                     && self
                         .assignments
                         .iter()
-                        .zip(&command.assignments)
+                        .zip(counted)
                         .all(|((name, token), assignment)| pattern_matches(name, token, assignment))
             }
             MatchMode::Any => self.assignments.iter().all(|(name, token)| {
@@ -274,36 +485,40 @@ impl ShellPattern {
         }
     }
 
-    /// Wildcard matching of tokens against words, where [`Token::Rest`] absorbs any run of
-    /// words. Greedy with backtracking to the last `*`: O(words × tokens), no allocation.
     fn words_match(&self, words: &[Word], mode: MatchMode) -> bool {
-        let tokens = &self.tokens;
-        let (mut t, mut w) = (0, 0);
-        let mut star: Option<(usize, usize)> = None;
-        while w < words.len() {
-            match tokens.get(t) {
-                Some(Token::Rest) => {
-                    star = Some((t + 1, w));
-                    t += 1;
-                }
-                Some(token) if token.matches_word(&words[w], w == 0, mode) => {
-                    t += 1;
-                    w += 1;
-                }
-                _ => match star {
-                    Some((after_star, absorbed_from)) => {
-                        // INVARIANT: in All mode no word is opaque here (checked in
-                        // `matches`), so `*` may absorb every remaining word kind.
-                        t = after_star;
-                        w = absorbed_from + 1;
-                        star = Some((after_star, absorbed_from + 1));
-                    }
-                    None => return false,
-                },
-            }
-        }
-        tokens[t..].iter().all(|token| matches!(token, Token::Rest))
+        tokens_match(&self.tokens, words, mode, true)
     }
+}
+
+/// Wildcard matching of tokens against words, where [`Token::Rest`] absorbs any run of
+/// words. Greedy with backtracking to the last `*`: O(words × tokens), no allocation.
+/// `command` says the first word is a command word (see [`Token::matches_word`]).
+fn tokens_match(tokens: &[Token], words: &[Word], mode: MatchMode, command: bool) -> bool {
+    let (mut t, mut w) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while w < words.len() {
+        match tokens.get(t) {
+            Some(Token::Rest) => {
+                star = Some((t + 1, w));
+                t += 1;
+            }
+            Some(token) if token.matches_word(&words[w], command && w == 0, mode) => {
+                t += 1;
+                w += 1;
+            }
+            _ => match star {
+                Some((after_star, absorbed_from)) => {
+                    // INVARIANT: in All mode no word is opaque here (checked by the callers),
+                    // so `*` may absorb every remaining word kind.
+                    t = after_star;
+                    w = absorbed_from + 1;
+                    star = Some((after_star, absorbed_from + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    tokens[t..].iter().all(|token| matches!(token, Token::Rest))
 }
 
 /// The words of a pattern, with their byte offsets, when it is plain words only: letters,
@@ -525,33 +740,54 @@ impl ShellMatcher {
     /// assert!(!m.evaluate("git diff > out", MatchMode::All).holds());
     /// ```
     pub fn evaluate(&self, line: &str, mode: MatchMode) -> ShellVerdict {
-        self.evaluate_script(&parse_script(line), mode)
+        let table = CommandTable::none();
+        self.evaluate_analysed(&Analysed::new(line, table), table, mode)
     }
 
-    /// Judges an already parsed line (parse once, judge against many matchers).
+    /// Judges an already parsed line by spelling alone (no command table).
     pub fn evaluate_script(
         &self,
         script: &Result<Script, ShellParseError>,
         mode: MatchMode,
     ) -> ShellVerdict {
+        let table = CommandTable::none();
+        self.evaluate_analysed(&Analysed::of(script.clone(), table), table, mode)
+    }
+
+    /// Judges an analysed line (parse once, judge against many matchers) with the command
+    /// table it was analysed with.
+    pub fn evaluate_analysed(
+        &self,
+        analysed: &Analysed,
+        table: &CommandTable,
+        mode: MatchMode,
+    ) -> ShellVerdict {
         match mode {
-            MatchMode::All => self.all(script),
-            MatchMode::Any => self.any(script),
+            MatchMode::All => self.all(analysed, table),
+            MatchMode::Any => self.any(analysed, table),
         }
     }
 
-    fn matching_pattern(&self, command: &SimpleCommand, mode: MatchMode) -> Option<usize> {
-        self.patterns.iter().position(|p| p.matches(command, mode))
+    fn matching_pattern(
+        &self,
+        command: &SimpleCommand,
+        facts: &CommandFacts,
+        table: &CommandTable,
+        mode: MatchMode,
+    ) -> Option<usize> {
+        self.patterns
+            .iter()
+            .position(|p| p.matches_in(command, facts, table, mode))
     }
 
-    fn all(&self, script: &Result<Script, ShellParseError>) -> ShellVerdict {
+    fn all(&self, analysed: &Analysed, table: &CommandTable) -> ShellVerdict {
         let refused = |command: &str, reason: RefusalReason| {
             ShellVerdict::Refused(Refusal {
                 command: command.to_owned(),
                 reason,
             })
         };
-        let script = match script {
+        let script = match &analysed.script {
             Ok(script) => script,
             Err(err) => return refused("", RefusalReason::Unparseable(err.clone())),
         };
@@ -568,7 +804,7 @@ impl ShellMatcher {
             return refused("", RefusalReason::Empty);
         }
         let mut judged = 0;
-        for command in &script.commands {
+        for (command, facts) in analysed.commands() {
             if self.redirection == RedirectionPolicy::Forbidden
                 && let Some(write) = command.file_writes().next()
             {
@@ -602,14 +838,29 @@ impl ShellMatcher {
                     },
                 );
             }
-            if self.matching_pattern(command, MatchMode::All).is_some() {
+            if self
+                .matching_pattern(command, facts, table, MatchMode::All)
+                .is_some()
+            {
                 continue;
             }
-            let reason = match command.assignments.first() {
-                Some(assignment) => RefusalReason::EnvAssignment {
+            // Say why: a pattern that matches the spelling but not the effect, else the
+            // assignment, else no pattern.
+            let unnamed = self.patterns.iter().find_map(|p| {
+                (p.matches_spelling(command, MatchMode::All, Some(table))
+                    || p.matches_meaning(command, facts, table, MatchMode::All))
+                .then(|| p.unnamed_effect(facts, table))
+                .flatten()
+            });
+            let reason = match (unnamed, command.assignments.first()) {
+                (Some(effect), _) => RefusalReason::Effect {
+                    cause: effect.cause.clone(),
+                    effect: effect.effect,
+                },
+                (None, Some(assignment)) => RefusalReason::EnvAssignment {
                     name: assignment.name.clone(),
                 },
-                None => RefusalReason::NoPatternMatched,
+                (None, None) => RefusalReason::NoPatternMatched,
             };
             return refused(&command.text, reason);
         }
@@ -620,13 +871,13 @@ impl ShellMatcher {
         ShellVerdict::Allowed { commands: judged }
     }
 
-    fn any(&self, script: &Result<Script, ShellParseError>) -> ShellVerdict {
-        let script = match script {
+    fn any(&self, analysed: &Analysed, table: &CommandTable) -> ShellVerdict {
+        let script = match &analysed.script {
             Ok(script) => script,
             Err(err) => return ShellVerdict::FailedClosed(FailClosed::Unparseable(err.clone())),
         };
-        for command in &script.commands {
-            if let Some(pattern) = self.matching_pattern(command, MatchMode::Any) {
+        for (command, facts) in analysed.commands() {
+            if let Some(pattern) = self.matching_pattern(command, facts, table, MatchMode::Any) {
                 return ShellVerdict::Matched {
                     command: command.text.clone(),
                     pattern,
@@ -720,6 +971,8 @@ pub enum RefusalReason {
     EnvAssignment { name: String },
     /// The command writes to a file.
     FileWrite { redirection: String },
+    /// An option or word of the command has an effect the pattern does not name.
+    Effect { cause: String, effect: Effect },
     /// A word makes the shell evaluate hidden text.
     OpaqueWord { word: String, expansion: Expansion },
     /// A command cannot be resolved.
@@ -748,6 +1001,10 @@ impl fmt::Display for RefusalReason {
                 )
             }
             Self::FileWrite { redirection } => write!(f, "`{redirection}` writes to a file"),
+            Self::Effect { cause, effect } => write!(
+                f,
+                "`{cause}` {effect}, and no allow pattern names it (a `*` never grants it)"
+            ),
             Self::OpaqueWord { word, expansion } => {
                 write!(
                     f,
@@ -794,6 +1051,7 @@ impl fmt::Display for FailClosed {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::policy::shell::parse_script;
 
     mod plain_words {
         use super::*;

@@ -10,8 +10,10 @@ use globset::{Glob, GlobSetBuilder};
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use super::commands::CommandTable;
 use super::matcher::{ArgMatcherSpec, CompiledArgMatchers, MatchOutcome, ParseCache, PatternError};
 use super::mode::MatchMode;
+use super::parts::FileTools;
 use super::path::MatchContext;
 use crate::model::resolved::ResolvedConcurrency;
 use crate::model::rule::{ArgMatcher, Rule, RuleWhen};
@@ -173,6 +175,16 @@ impl CompiledRule {
         self.evaluate_with_cache(call, ctx, &mut ParseCache::default())
     }
 
+    /// Like [`evaluate`](Self::evaluate), reading command lines with `commands`.
+    pub fn evaluate_in(
+        &self,
+        call: &CallFacts<'_>,
+        ctx: &MatchContext,
+        commands: &Arc<CommandTable>,
+    ) -> (bool, Option<MatchOutcome>) {
+        self.evaluate_with_cache(call, ctx, &mut ParseCache::with_table(Arc::clone(commands)))
+    }
+
     /// Like [`evaluate`](Self::evaluate), reusing the command lines of this call already
     /// parsed by other rules.
     pub fn evaluate_with_cache(
@@ -295,6 +307,7 @@ pub fn matcher_spec(matcher: &ArgMatcher) -> ArgMatcherSpec {
         policy_files: matcher.policy_files,
         shell: list(&matcher.shell),
         allow_redirection: matcher.allow_redirection.unwrap_or(false),
+        read_only: matcher.read_only,
     }
 }
 
@@ -424,6 +437,8 @@ pub fn compile_rule(
 /// A rule that matched a call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MatchedRule {
+    /// The part of a command line it decided (`None`: the whole call).
+    pub part: Option<String>,
     /// Its name.
     pub name: RuleName,
     /// Its decision.
@@ -440,14 +455,132 @@ pub struct MatchedRule {
     pub detail: Option<String>,
 }
 
+/// One reason behind the rules' decision.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RuleReason {
+    /// A rule matched.
+    Rule(MatchedRule),
+    /// No rule matched (the call, or a part of its command line): the contract default.
+    Default {
+        /// The default.
+        decision: Decision,
+        /// The part of the command line, if the decision is about one.
+        part: Option<String>,
+    },
+    /// What the rules cannot judge, and is asked: a command line that does not parse, a
+    /// command chosen at run time, a file only known when it runs.
+    Analysis {
+        /// The decision (ask).
+        decision: Decision,
+        /// The part of the command line, if it is about one.
+        part: Option<String>,
+        /// Why.
+        message: String,
+    },
+}
+
+impl RuleReason {
+    /// The matched rule, if this reason is one.
+    pub fn rule(&self) -> Option<&MatchedRule> {
+        match self {
+            RuleReason::Rule(rule) => Some(rule),
+            RuleReason::Default { .. } | RuleReason::Analysis { .. } => None,
+        }
+    }
+}
+
 /// The decision of the rules for one call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RuleDecision {
     /// allow, ask or deny.
     pub decision: Decision,
-    /// The rules that decided (all matching rules of the winning precedence level); empty
-    /// when no rule matched and the contract default decided.
-    pub rules: Vec<MatchedRule>,
+    /// Why: the rules that decided (all matching rules of the winning precedence level), or
+    /// the default; for a command line, those of every part, the deciding parts first.
+    pub reasons: Vec<RuleReason>,
+}
+
+impl RuleDecision {
+    /// The matched rules among the reasons.
+    pub fn rules(&self) -> impl Iterator<Item = &MatchedRule> {
+        self.reasons.iter().filter_map(RuleReason::rule)
+    }
+}
+
+/// The decision on one part of a call (or the whole call).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PartOutcome {
+    pub decision: Decision,
+    pub reasons: Vec<RuleReason>,
+    /// A rule decided (not the default).
+    pub by_rule: bool,
+    /// The part does not take part in the decision (a wrapper judged through what it runs).
+    pub neutral: bool,
+}
+
+impl PartOutcome {
+    pub(crate) fn neutral() -> Self {
+        Self {
+            decision: Decision::Allow,
+            reasons: Vec::new(),
+            by_rule: false,
+            neutral: true,
+        }
+    }
+
+    pub(crate) fn analysis(part: Option<&str>, message: String) -> Self {
+        Self {
+            decision: Decision::Ask,
+            reasons: vec![RuleReason::Analysis {
+                decision: Decision::Ask,
+                part: part.map(str::to_owned),
+                message,
+            }],
+            by_rule: false,
+            neutral: false,
+        }
+    }
+
+    /// Adds what cannot be known about this part: it asks at least.
+    pub(crate) fn add_analysis(&mut self, part: &str, message: String) {
+        self.raise(Decision::Ask);
+        self.reasons.insert(
+            0,
+            RuleReason::Analysis {
+                decision: Decision::Ask,
+                part: Some(part.to_owned()),
+                message,
+            },
+        );
+    }
+
+    /// Adds the decision on a file the part reads or writes (a deny or an ask by a rule).
+    pub(crate) fn add_file_outcome(&mut self, part: &str, file: PartOutcome, how: String) {
+        self.raise(file.decision);
+        let reasons = file.reasons.into_iter().map(|reason| match reason {
+            RuleReason::Rule(mut rule) => {
+                rule.part = Some(part.to_owned());
+                rule.detail = Some(match rule.detail {
+                    Some(detail) => format!("{how}: {detail}"),
+                    None => how.clone(),
+                });
+                RuleReason::Rule(rule)
+            }
+            other => other,
+        });
+        let reasons: Vec<RuleReason> = reasons.collect();
+        self.reasons.splice(0..0, reasons);
+    }
+
+    fn raise(&mut self, decision: Decision) {
+        if self.neutral {
+            self.neutral = false;
+            self.decision = decision;
+            self.reasons.clear();
+        } else if decision > self.decision {
+            self.decision = decision;
+        }
+        self.by_rule = true;
+    }
 }
 
 /// Rules by tool, looked up on every decision: a seeded fast hash (tool names are short).
@@ -459,11 +592,16 @@ pub struct RuleSet {
     rules: Vec<CompiledRule>,
     // INVARIANT: each list is sorted by `CompiledRule::precedence`, ties in definition order.
     by_tool: ToolIndex,
+    /// Per tool, the selector of the command line its rules read (`shell`, `read_only`):
+    /// such calls are decided part by part.
+    command_lines: HashMap<ToolName, Arc<str>, foldhash::fast::RandomState>,
+    /// The command table the command lines are read with.
+    commands: Arc<CommandTable>,
 }
 
 impl RuleSet {
-    /// Indexes compiled rules.
-    pub fn new(rules: Vec<CompiledRule>) -> Self {
+    /// Indexes compiled rules, reading command lines with `commands`.
+    pub fn new(rules: Vec<CompiledRule>, commands: Arc<CommandTable>) -> Self {
         let mut by_tool: HashMap<ToolName, Vec<u32>> = HashMap::new();
         for (index, rule) in rules.iter().enumerate() {
             for tool in &rule.tools {
@@ -477,7 +615,37 @@ impl RuleSet {
                 (tool, list.into_boxed_slice())
             })
             .collect();
-        Self { rules, by_tool }
+        let mut command_lines = HashMap::default();
+        for rule in &rules {
+            let Some(selector) = rule
+                .matchers
+                .as_ref()
+                .and_then(CompiledArgMatchers::command_selector)
+            else {
+                continue;
+            };
+            for tool in &rule.tools {
+                command_lines
+                    .entry(tool.clone())
+                    .or_insert_with(|| Arc::clone(selector));
+            }
+        }
+        Self {
+            rules,
+            by_tool,
+            command_lines,
+            commands,
+        }
+    }
+
+    /// Whether calls of `tool` are decided part by part (its rules read a command line).
+    pub fn reads_command_lines(&self, tool: &ToolName) -> bool {
+        self.command_lines.contains_key(tool)
+    }
+
+    /// The command table command lines are read with.
+    pub fn commands(&self) -> &Arc<CommandTable> {
+        &self.commands
     }
 
     /// Every rule, in definition order.
@@ -501,17 +669,41 @@ impl RuleSet {
     }
 
     /// Decides a call: the matching rules of the highest precedence level, else `default`.
-    /// Each command line of the call is parsed at most once, however many `shell` matchers
-    /// judge it.
+    /// A call with a command line that the tool's rules read is decided part by part (see
+    /// [`super::parts`]); `files` are the tools that judge the files such a line reads and
+    /// writes. Each command line is parsed once, however many `shell` matchers judge it.
     pub fn decide(
         &self,
         call: &CallFacts<'_>,
         ctx: &MatchContext,
         default: Decision,
+        files: &FileTools<'_>,
     ) -> RuleDecision {
+        if let Some(selector) = self.command_lines.get(call.tool)
+            && let Some(line) = resolve_selector(call.input, selector)
+        {
+            return super::parts::decide_line(self, call, ctx, default, files, line);
+        }
+        let mut cache = ParseCache::with_table(Arc::clone(&self.commands));
+        let whole = self.decide_whole(call, ctx, default, &mut cache, None);
+        RuleDecision {
+            decision: whole.decision,
+            reasons: whole.reasons,
+        }
+    }
+
+    /// Decides a call as one whole (or one part of a command line, already seeded in
+    /// `cache`, named `part`).
+    pub(crate) fn decide_whole(
+        &self,
+        call: &CallFacts<'_>,
+        ctx: &MatchContext,
+        default: Decision,
+        cache: &mut ParseCache,
+        part: Option<&str>,
+    ) -> PartOutcome {
         let mut winner: Option<(bool, std::cmp::Reverse<i32>, std::cmp::Reverse<Decision>)> = None;
         let mut matched = Vec::new();
-        let mut cache = ParseCache::default();
         for rule in self.for_tool(call.tool) {
             let level = rule.precedence();
             if winner.is_some_and(|w| w != level) {
@@ -519,12 +711,13 @@ impl RuleSet {
             }
             // Most rules walked past do not match: decide cheaply, and build the
             // explanation only for the rules that decide.
-            if rule.holds_with_cache(call, ctx, &mut cache) {
+            if rule.holds_with_cache(call, ctx, cache) {
                 let outcome = rule.matchers.as_ref().map(|matchers| {
-                    matchers.matches_with_cache(call.input, ctx, rule.match_mode(), &mut cache)
+                    matchers.matches_with_cache(call.input, ctx, rule.match_mode(), cache)
                 });
                 winner = Some(level);
-                matched.push(MatchedRule {
+                matched.push(RuleReason::Rule(MatchedRule {
+                    part: part.map(str::to_owned),
                     name: rule.name.clone(),
                     decision: rule.decision,
                     priority: rule.priority,
@@ -534,19 +727,35 @@ impl RuleSet {
                     detail: outcome
                         .filter(|o| !o.selectors.is_empty())
                         .map(|o| o.to_string()),
-                });
+                }));
             }
         }
-        match matched.first() {
-            Some(first) => RuleDecision {
+        match matched.first().and_then(RuleReason::rule) {
+            Some(first) => PartOutcome {
                 decision: first.decision,
-                rules: matched,
+                reasons: matched,
+                by_rule: true,
+                neutral: false,
             },
-            None => RuleDecision {
+            None => PartOutcome {
                 decision: default,
-                rules: Vec::new(),
+                reasons: vec![RuleReason::Default {
+                    decision: default,
+                    part: part.map(str::to_owned),
+                }],
+                by_rule: false,
+                neutral: false,
             },
         }
+    }
+}
+
+/// The string a selector (field name or JSON pointer) names in `input`.
+fn resolve_selector<'v>(input: &'v Value, selector: &str) -> Option<&'v str> {
+    if selector.starts_with('/') {
+        input.pointer(selector)?.as_str()
+    } else {
+        input.get(selector)?.as_str()
     }
 }
 

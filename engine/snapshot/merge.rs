@@ -27,6 +27,8 @@ use serde_json::{Map, Value};
 use super::provenance::{FileId, Origin, Provenance};
 use crate::load::spans::join_pointer as child;
 
+/// Sections of a file that merge key by key, all the way down.
+const OBJECT_SECTIONS: [&str; 2] = ["engine", "commands"];
 /// Sections of a file that are maps keyed by name.
 const MAP_SECTIONS: [&str; 3] = ["tools", "gates", "modes"];
 /// Sections of a file that are lists of named items.
@@ -197,7 +199,9 @@ impl Merger {
     /// An empty effective document.
     pub fn new() -> Self {
         let mut doc = Map::new();
-        doc.insert("engine".into(), Value::Object(Map::new()));
+        for section in OBJECT_SECTIONS {
+            doc.insert(section.into(), Value::Object(Map::new()));
+        }
         for section in MAP_SECTIONS {
             doc.insert(section.into(), Value::Object(Map::new()));
         }
@@ -238,18 +242,21 @@ impl Merger {
 
         // INVARIANT: `new` created every section with its type and merging never changes the
         // type of a section, so the `let Some(Value::Object(..))` below always bind.
-        if let (Some(Value::Object(engine)), Some(Value::Object(target))) =
-            (source.remove("engine"), self.doc.get_mut("engine"))
-        {
-            merge_object(
-                target,
-                engine,
-                "/engine",
-                "/engine",
-                &Atomic::None,
-                file,
-                &mut self.provenance,
-            );
+        for section in OBJECT_SECTIONS {
+            if let (Some(Value::Object(settings)), Some(Value::Object(target))) =
+                (source.remove(section), self.doc.get_mut(section))
+            {
+                let pointer = format!("/{section}");
+                merge_object(
+                    target,
+                    settings,
+                    &pointer,
+                    &pointer,
+                    &Atomic::None,
+                    file,
+                    &mut self.provenance,
+                );
+            }
         }
         for section in MAP_SECTIONS {
             let Some(Value::Object(items)) = source.remove(section) else {

@@ -29,6 +29,7 @@ use crate::model::rule::ExampleCall;
 use crate::model::template;
 use crate::model::{ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
+use crate::policy::commands::CommandTable;
 use crate::policy::matcher::PatternKind;
 use crate::policy::rules::{
     CallFacts, CompiledRule, RuleError, RuleOrigin, RuleSet, ToolNames, compile_rule, when_holds,
@@ -1084,6 +1085,9 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
     let case = input.match_ctx.path_case();
     let build_all = input.build_all_matchers;
     let name_keys = RuleNameKeys::find(input.sources);
+    let commands = Arc::new(CommandTable::new(
+        &typed.commands.clone().unwrap_or_default(),
+    ));
     let results: Vec<_> = enabled
         .par_iter()
         .map(|(index, rule)| {
@@ -1100,7 +1104,7 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
                         .collect::<Vec<_>>()
                 })?;
             }
-            check_examples(input, &compiled, names, &mut examples);
+            check_examples(input, &compiled, names, &commands, &mut examples);
             // The automata built for the examples are released like any other rule's: built
             // again if the rule is ever consulted (unless `check` asked for all of them).
             if !build_all && let Some(matchers) = &mut compiled.matchers {
@@ -1129,7 +1133,7 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
         checker.push(diagnostic, location);
     }
     tracing::debug!("rules compiled and examples checked");
-    let set = RuleSet::new(compiled);
+    let set = RuleSet::new(compiled, commands);
     for rule in set.rules() {
         lint_rule(checker, rule, &set);
     }
@@ -1389,6 +1393,7 @@ fn check_examples(
     input: &Input<'_>,
     rule: &CompiledRule,
     names: &ToolNames,
+    commands: &Arc<CommandTable>,
     problems: &mut Vec<(Diagnostic, Option<Location>)>,
 ) {
     let typed = input.typed;
@@ -1449,7 +1454,7 @@ fn check_examples(
             };
             let covered = rule.tools.contains(&tool);
             let (holds, outcome) = if covered {
-                rule.evaluate(&facts, input.match_ctx)
+                rule.evaluate_in(&facts, input.match_ctx, commands)
             } else {
                 (false, None)
             };

@@ -281,9 +281,21 @@ pub enum RedirectEffect {
     /// Duplicates or closes a file descriptor (`2>&1`, `3>&-`).
     DuplicateFd,
     /// Reads input: `<`, here-documents, here-strings.
-    Input,
+    Input {
+        /// Where the input comes from.
+        from: InputFrom,
+    },
     /// Connects to a process substitution (whose commands are entries of their own).
     ProcessSubstitution,
+}
+
+/// Where a command's standard input comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputFrom {
+    /// A file (`< file`, `<&file`).
+    File(Word),
+    /// Text: a here-string or here-document, with its value when it is known statically.
+    Text(Option<String>),
 }
 
 /// A place where a command runs that cannot be determined statically.

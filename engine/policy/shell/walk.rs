@@ -17,9 +17,9 @@ use brush_parser::{ParseError, Token, TokenizerError};
 use super::word::{PARSER_OPTIONS, is_plain, scan_heredoc, scan_text, split_word, word_from_parts};
 use super::wrappers::{self, Analysis, Transparency};
 use super::{
-    Construct, ConstructKind, EnvAssignment, Expansion, MAX_SCRIPT_DEPTH, MAX_SYNTAX_DEPTH, Origin,
-    RedirectEffect, Redirection, Role, Script, ShellParseError, SimpleCommand, Unresolved,
-    UnresolvedReason, Word,
+    Construct, ConstructKind, EnvAssignment, Expansion, InputFrom, MAX_SCRIPT_DEPTH,
+    MAX_SYNTAX_DEPTH, Origin, RedirectEffect, Redirection, Role, Script, ShellParseError,
+    SimpleCommand, Unresolved, UnresolvedReason, Word,
 };
 
 /// Parses `line` and returns every simple command it would run.
@@ -70,6 +70,7 @@ fn walk_source(
         }
     })?;
     let mut walker = Walker {
+        stdin: None,
         script,
         depth,
         origin,
@@ -223,6 +224,9 @@ struct Walker<'s> {
     script: &'s mut Script,
     depth: usize,
     origin: Origin,
+    /// What a pipe feeds the command being walked: `None` when it is not piped into,
+    /// `Some(None)` when the text cannot be known.
+    stdin: Option<Option<String>>,
 }
 
 impl Walker<'_> {
@@ -246,8 +250,20 @@ impl Walker<'_> {
     }
 
     fn pipeline(&mut self, pipeline: &ast::Pipeline, inherited: &[Redirection]) -> Walked {
+        let mut piped = None;
         for command in &pipeline.seq {
-            self.command(command, inherited)?;
+            let before = self.script.commands.len();
+            self.stdin = piped.take();
+            let walked = self.command(command, inherited);
+            self.stdin = None;
+            walked?;
+            piped = Some(match command {
+                Command::Simple(_) => self.script.commands[before..]
+                    .iter()
+                    .find(|c| c.origin == self.origin)
+                    .and_then(printed_text),
+                Command::Compound(..) | Command::Function(_) | Command::ExtendedTest(..) => None,
+            });
         }
         Ok(())
     }
@@ -410,6 +426,7 @@ impl Walker<'_> {
             ));
         }
         let mut inner = Walker {
+            stdin: None,
             script: self.script,
             depth: self.depth + 1,
             origin: Origin::ProcessSubstitution,
@@ -432,7 +449,9 @@ impl Walker<'_> {
                 IoFileRedirectTarget::Filename(word) | IoFileRedirectTarget::Duplicate(word) => {
                     let target = self.word(word)?;
                     match kind {
-                        IoFileRedirectKind::Read => RedirectEffect::Input,
+                        IoFileRedirectKind::Read => RedirectEffect::Input {
+                            from: InputFrom::File(target),
+                        },
                         IoFileRedirectKind::Write
                         | IoFileRedirectKind::Append
                         | IoFileRedirectKind::Clobber
@@ -441,7 +460,9 @@ impl Walker<'_> {
                             if is_fd_operand(&target) {
                                 RedirectEffect::DuplicateFd
                             } else {
-                                RedirectEffect::Input
+                                RedirectEffect::Input {
+                                    from: InputFrom::File(target),
+                                }
                             }
                         }
                         // `>&word` with a non-number word sends stdout and stderr to a file.
@@ -457,16 +478,24 @@ impl Walker<'_> {
             },
             IoRedirect::OutputAndError(word, _) => output_effect(self.word(word)?),
             IoRedirect::HereDocument(_, document) => {
-                if document.requires_expansion {
+                let text = if document.requires_expansion {
                     let mut nested = Vec::new();
                     scan_heredoc(&document.doc.value, &mut nested)?;
+                    let literal = nested.is_empty() && !document.doc.value.contains('$');
                     self.substitutions(nested)?;
+                    literal.then(|| document.doc.value.clone())
+                } else {
+                    Some(document.doc.value.clone())
+                };
+                RedirectEffect::Input {
+                    from: InputFrom::Text(text),
                 }
-                RedirectEffect::Input
             }
             IoRedirect::HereString(_, word) => {
-                self.word(word)?;
-                RedirectEffect::Input
+                let word = self.word(word)?;
+                RedirectEffect::Input {
+                    from: InputFrom::Text(word.literal().map(str::to_owned)),
+                }
             }
         };
         Ok(Redirection {
@@ -590,6 +619,45 @@ impl Walker<'_> {
                 self.script.unresolved.push(Unresolved { text, reason });
                 Ok(())
             }
+            Analysis::ReadsStdin { runner } => {
+                let redirected = command
+                    .redirections
+                    .iter()
+                    .rev()
+                    .find_map(|r| match &r.effect {
+                        RedirectEffect::Input { from } => Some(from),
+                        RedirectEffect::WriteFile { .. }
+                        | RedirectEffect::Discard
+                        | RedirectEffect::DuplicateFd
+                        | RedirectEffect::ProcessSubstitution => None,
+                    });
+                let fed = match redirected {
+                    Some(InputFrom::Text(text)) => Some(text.clone()),
+                    Some(InputFrom::File(_)) => Some(None),
+                    None => self.stdin.clone(),
+                };
+                match fed {
+                    // Nothing is fed to it that the line shows: an ordinary command.
+                    None => {
+                        self.script.commands.push(command);
+                        Ok(())
+                    }
+                    Some(Some(script)) => {
+                        command.role = Role::TransparentWrapper;
+                        self.script.commands.push(command);
+                        self.nested(&script, Origin::ScriptArgument { runner })
+                    }
+                    Some(None) => {
+                        let text = command.text.clone();
+                        self.script.commands.push(command);
+                        self.script.unresolved.push(Unresolved {
+                            text,
+                            reason: UnresolvedReason::DynamicScript { runner },
+                        });
+                        Ok(())
+                    }
+                }
+            }
             Analysis::Script {
                 runner,
                 script,
@@ -619,6 +687,7 @@ impl Walker<'_> {
                     assignments.extend(inner.assignments);
                     let words: Vec<String> = inner.words.iter().map(|w| w.raw.clone()).collect();
                     let mut walker = Walker {
+                        stdin: self.stdin.clone(),
                         script: self.script,
                         depth: self.depth + 1,
                         origin: Origin::Wrapped {
@@ -637,6 +706,28 @@ impl Walker<'_> {
                 Ok(())
             }
         }
+    }
+}
+
+/// The text a command prints, when it is known: `echo` and `printf` of literal words.
+/// This is what a pipe feeds a shell (`echo 'rm -rf /' | sh`).
+fn printed_text(command: &SimpleCommand) -> Option<String> {
+    let words: Option<Vec<&str>> = command.words.iter().map(Word::literal).collect();
+    let words = words?;
+    if command.redirections.iter().any(|r| {
+        matches!(
+            r.effect,
+            RedirectEffect::WriteFile { .. } | RedirectEffect::Discard
+        )
+    }) {
+        return None;
+    }
+    match words.as_slice() {
+        ["echo", args @ ..] if !args.first().is_some_and(|a| a.starts_with('-')) => {
+            Some(args.join(" "))
+        }
+        ["printf", format] if !format.contains(['%', '\\']) => Some((*format).to_owned()),
+        _ => None,
     }
 }
 
@@ -730,7 +821,7 @@ mod tests {
                     RedirectEffect::WriteFile { target } => format!(">{}", target.raw),
                     RedirectEffect::Discard => ">null".to_owned(),
                     RedirectEffect::DuplicateFd => ">&".to_owned(),
-                    RedirectEffect::Input => "<".to_owned(),
+                    RedirectEffect::Input { .. } => "<".to_owned(),
                     RedirectEffect::ProcessSubstitution => "<()".to_owned(),
                 }));
                 parts.join(" ")

@@ -25,6 +25,9 @@ pub(super) enum Analysis {
         script: String,
         transparency: Transparency,
     },
+    /// A shell that reads its script from standard input (`bash`, `sh -s`): the script is
+    /// whatever a here-string, here-document or pipe feeds it.
+    ReadsStdin { runner: String },
     /// Something that cannot be determined.
     Unresolved(UnresolvedReason),
 }
@@ -260,6 +263,26 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
             Transparency::Runner,
         ),
         "find" => find(args),
+        "setsid" => prefix(
+            base,
+            args,
+            &OptionSpec {
+                short_flags: "cfw",
+                long_flags: &["ctty", "fork", "wait"],
+                ..OptionSpec::default()
+            },
+            Transparency::Runner,
+        ),
+        // `busybox APPLET args…` runs the applet; `busybox --list` and the like run nothing.
+        "busybox" => match args.first().and_then(Word::literal) {
+            Some(applet) if !applet.starts_with('-') => Ok(wraps(
+                base,
+                args.to_vec(),
+                Vec::new(),
+                Transparency::Transparent,
+            )),
+            _ => Ok(Analysis::NotAWrapper),
+        },
         "eval" => eval(args),
         "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "yash" | "posh" => {
             shell(base, args)
@@ -563,6 +586,18 @@ fn sudo(args: &[Word]) -> Outcome {
     };
     let scanned = scan_options("sudo", args, &spec)?;
     let (assignments, words) = assignments_then_command(&args[scanned.operands..]);
+    if scanned.has(&["-s", "--shell", "-i", "--login"]) && !words.is_empty() {
+        // The shell runs the operands as a command line (`sudo -s 'rm -rf /'`).
+        let literal: Option<Vec<&str>> = words.iter().map(Word::literal).collect();
+        let script = literal.ok_or_else(|| UnresolvedReason::DynamicScript {
+            runner: "sudo".to_owned(),
+        })?;
+        return Ok(Analysis::Script {
+            runner: "sudo".to_owned(),
+            script: script.join(" "),
+            transparency: Transparency::Runner,
+        });
+    }
     Ok(wraps("sudo", words, assignments, Transparency::Runner))
 }
 
@@ -702,9 +737,21 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
         i += 1;
     }
     if !command_mode {
-        // `bash script.sh` runs a file; `bash` alone reads standard input. Neither can be
-        // seen, so the shell is judged as an ordinary command.
-        return Ok(Analysis::NotAWrapper);
+        // `bash script.sh` runs a file, which cannot be seen: the shell is judged as an
+        // ordinary command. `bash` alone (or `bash -s args…`) reads its script from standard
+        // input, which the walker can often see.
+        let reads_stdin = args.get(i).is_none()
+            || args[..i].iter().any(|w| {
+                w.literal()
+                    .is_some_and(|t| t.starts_with('-') && !t.starts_with("--") && t.contains('s'))
+            });
+        return Ok(if reads_stdin {
+            Analysis::ReadsStdin {
+                runner: runner.to_owned(),
+            }
+        } else {
+            Analysis::NotAWrapper
+        });
     }
     let script = args.get(i).ok_or_else(|| malformed(runner))?;
     let script = script
@@ -780,6 +827,7 @@ mod tests {
         };
         match analysis {
             Analysis::NotAWrapper => "-".to_owned(),
+            Analysis::ReadsStdin { runner } => format!("I:{runner}"),
             Analysis::Wraps {
                 inners,
                 transparency,

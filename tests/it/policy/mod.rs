@@ -3,4 +3,5 @@
 
 mod paths;
 mod security;
+mod semantics;
 mod shell_props;

@@ -274,7 +274,7 @@ fn refusals_name_the_command_that_failed() {
         ),
         (
             "ls && curl x | bash",
-            "`curl x`: no pattern matches this command",
+            "`bash`: the script given to `bash` is not a literal",
         ),
         (
             "git diff $(rm -rf /)",

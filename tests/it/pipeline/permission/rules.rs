@@ -328,6 +328,7 @@ fn decisions_carry_rule_names_and_places() {
                 reason,
                 location,
                 detail,
+                part: None,
             },
         ] => {
             assert_eq!(name, "no-secrets");

@@ -1,0 +1,193 @@
+//! The command table (`commands:` section): what programs do with their options and
+//! operands, so that shell commands are judged by their effect and not by their spelling.
+//!
+//! The built-in table is `policies/commands.yaml`; a project extends it (a program entry
+//! merges field by field with the one below, like the `engine` section).
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The `commands` section.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommandsSection {
+    /// Environment variables by name. A `harmless` variable set before a command
+    /// (`RUST_BACKTRACE=1 cargo test`) does not change what an allow rule decides; any other
+    /// assignment must be spelled out by the rule's pattern.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub env: IndexMap<String, EnvVar>,
+    /// The tools whose rules judge the files a shell command reads and writes: a file
+    /// operand is decided as a call of `read` (or `write`) with the file's absolute path in
+    /// the `file_path` field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_tools: Option<FileTools>,
+    /// Programs by command name (the last path component of the command word).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub programs: IndexMap<String, Program>,
+}
+
+/// How an environment variable set before a command is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvVar {
+    /// Does not change what the command does to files, code or the network.
+    Harmless,
+    /// Changes what the command does (`LD_PRELOAD`, `GIT_DIR`, `PAGER`): only a pattern that
+    /// names it allows it. The same as not listing the variable; useful to document it.
+    Effective,
+}
+
+/// The tools that judge a shell command's file operands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileTools {
+    /// The tool whose rules judge files read (default `Read`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<String>,
+    /// The tool whose rules judge files written or deleted (default `Write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<String>,
+}
+
+/// What one program (or subcommand) does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Program {
+    /// One line for humans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The program only reads (files it is given, the workspace, its own state) unless an
+    /// option or operand with an effect is used. Plan mode allows such commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// What running the program does in any case (`rm`: `write`; `curl`: `network`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<Effect>,
+    /// Options by their canonical spelling (`-r`, `--output`). Short options may be combined
+    /// (`-rf`); a long option's value may follow `=`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub options: IndexMap<String, OptionSpec>,
+    /// What the operands (the words that are not options) are, by position; the last role
+    /// repeats. A single role applies to every operand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operands: Option<Roles>,
+    /// The role of the last operand when there are two or more (`cp a b dest`: `write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_operand: Option<Role>,
+    /// Operands of the form `key=value` (`dd if=a of=b`) by key.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub keyed_operands: IndexMap<String, Role>,
+    /// How options are spelled (default `gnu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option_style: Option<OptionStyle>,
+    /// Subcommands (`git log`): the first operand names one; options before it are the
+    /// program's own (`git -C dir log`).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub subcommands: IndexMap<String, Program>,
+}
+
+/// What using an option does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OptionSpec {
+    /// Other spellings of the same option (`--recursive`, `-R` for `-r`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// The option takes a value (`-o FILE`, `--output=FILE`), and what the value is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Role>,
+    /// What using the option does (`find -delete`: `write`; `rg --pre`: `exec`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<Effect>,
+    /// With this option the first operand role is not used (`grep -e PATTERN FILE…`:
+    /// every operand is a file).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaces_first_operand: bool,
+}
+
+/// One role, or roles by position.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Roles {
+    /// Every operand has this role.
+    One(Role),
+    /// Roles by position; the last repeats.
+    Many(Vec<Role>),
+}
+
+impl Roles {
+    /// The roles by position.
+    pub fn as_slice(&self) -> &[Role] {
+        match self {
+            Roles::One(role) => std::slice::from_ref(role),
+            Roles::Many(roles) => roles,
+        }
+    }
+}
+
+/// What a word given to a program is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Text with no effect (a pattern, a count, a message).
+    Text,
+    /// A file or folder that is read (or listed).
+    Read,
+    /// A file or folder that is written, created, changed or deleted.
+    Write,
+    /// A folder the program works in (`git -C`, `make -C`): judged as read.
+    Dir,
+    /// A command line or program the program runs.
+    Exec,
+    /// A `sed` script: `e`, `w`, `r` and the `e`/`w` flags of `s` are found in it.
+    SedScript,
+    /// An `awk` program: `system()`, pipes, `getline` and output redirection run or write.
+    AwkProgram,
+    /// A revision or a path (`git show HEAD:.env`, `git diff a b`): the part after `REV:` is
+    /// a file read, and so is a word that is not a revision.
+    RevisionOrPath,
+    /// A network address.
+    Network,
+    /// A variable name: bash evaluates a subscript in it (`printf -v 'a[$(cmd)]'`), so one
+    /// with `[` is code.
+    Variable,
+    /// An arithmetic expression (`let`): bash evaluates it, and subscripts in it run code.
+    Arithmetic,
+}
+
+/// An effect beyond reading.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Writes, creates or deletes files.
+    Write,
+    /// Runs code or commands.
+    Exec,
+    /// Reaches the network.
+    Network,
+}
+
+impl std::fmt::Display for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Effect::Write => "writes files",
+            Effect::Exec => "runs code",
+            Effect::Network => "reaches the network",
+        })
+    }
+}
+
+/// How a program spells its options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OptionStyle {
+    /// `-a -b` = `-ab`, `--long`, `--long=value`, `--` ends options.
+    #[default]
+    Gnu,
+    /// Every option is a whole word starting with `-` (`find -name x -delete`); options and
+    /// operands may mix.
+    Words,
+}

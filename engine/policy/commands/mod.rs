@@ -1,0 +1,683 @@
+//! The command table compiled for matching, and what it says one simple command does.
+//!
+//! [`CommandTable`] is built from the `commands:` section (built-in `policies/commands.yaml`
+//! plus the project's additions). [`CommandTable::analyse`] reads one [`SimpleCommand`]
+//! with it into [`CommandFacts`]: the program and subcommand, every option in its canonical
+//! spelling (short clusters split, aliases resolved, values attached), the operands with
+//! their roles, and the effects beyond reading (writes, code, network) with the word that
+//! causes each. The `shell` matcher uses the facts to match options by meaning, to refuse an
+//! allow whose `*` would grant an effect, and the rule set to judge file operands.
+//!
+//! A program the table does not know has no facts beyond its words: its operands are not
+//! judged as files, and only its spelling decides.
+
+mod scripts;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::model::command::{
+    CommandsSection, Effect, EnvVar, OptionSpec, OptionStyle, Program, Role,
+};
+
+use super::shell::{Script, ShellParseError, SimpleCommand, Word, parse_script};
+
+/// Programs a line can hand a script to on standard input (`echo … | sh`).
+pub const SHELLS: [&str; 6] = ["sh", "bash", "zsh", "dash", "ksh", "busybox"];
+
+/// The compiled command table.
+#[derive(Debug, Default)]
+pub struct CommandTable {
+    /// Identifies this table in caches that outlive one call (patterns analysed with it).
+    id: u64,
+    programs: HashMap<String, CompiledProgram>,
+    env: HashMap<String, EnvVar>,
+    /// The tool that judges files read.
+    pub read_tool: Option<String>,
+    /// The tool that judges files written.
+    pub write_tool: Option<String>,
+}
+
+impl PartialEq for CommandTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+#[derive(Debug, Default)]
+struct CompiledProgram {
+    read_only: bool,
+    effects: Vec<Effect>,
+    /// Every spelling (canonical and aliases) → the option.
+    options: HashMap<String, Arc<OptionInfo>>,
+    roles: Vec<Role>,
+    last: Option<Role>,
+    keyed: HashMap<String, Role>,
+    style: OptionStyle,
+    subcommands: HashMap<String, CompiledProgram>,
+}
+
+/// One option of a program, as the table describes it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct OptionInfo {
+    /// Its canonical spelling.
+    pub canonical: String,
+    /// What its value is, when it takes one.
+    pub value: Option<Role>,
+    /// What using it does.
+    pub effects: Vec<Effect>,
+    replaces_first_operand: bool,
+}
+
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl CompiledProgram {
+    fn compile(program: &Program) -> Self {
+        let mut options = HashMap::new();
+        for (canonical, spec) in &program.options {
+            let info = Arc::new(option_info(canonical, spec));
+            for alias in &spec.aliases {
+                options.insert(alias.clone(), Arc::clone(&info));
+            }
+            options.insert(canonical.clone(), info);
+        }
+        Self {
+            read_only: program.read_only.unwrap_or(false),
+            effects: program.effects.clone(),
+            options,
+            roles: program
+                .operands
+                .as_ref()
+                .map(|roles| roles.as_slice().to_vec())
+                .unwrap_or_default(),
+            last: program.last_operand,
+            keyed: program
+                .keyed_operands
+                .iter()
+                .map(|(key, role)| (key.clone(), *role))
+                .collect(),
+            style: program.option_style.unwrap_or_default(),
+            subcommands: program
+                .subcommands
+                .iter()
+                .map(|(name, sub)| (name.clone(), Self::compile(sub)))
+                .collect(),
+        }
+    }
+}
+
+fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
+    OptionInfo {
+        canonical: canonical.to_owned(),
+        value: spec.value,
+        effects: spec.effects.clone(),
+        replaces_first_operand: spec.replaces_first_operand,
+    }
+}
+
+/// An option as used in a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsedOption {
+    /// Its canonical spelling (as written when the table does not know it).
+    pub canonical: String,
+    /// Its value, when it takes one.
+    pub value: Option<Word>,
+    /// What the table says it is (`None`: unknown option).
+    pub info: Option<Arc<OptionInfo>>,
+    /// Whether it is the program's own option, before the subcommand (`git -C dir`).
+    pub before_subcommand: bool,
+}
+
+/// A word of a command the table gives a role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleWord {
+    /// The role.
+    pub role: Role,
+    /// The word (for keyed operands, the value after `key=`).
+    pub word: Word,
+    /// Where it comes from, for messages (`-o FILE`, `if=…`, the operand).
+    pub source: String,
+}
+
+/// One effect beyond reading and the word that causes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectSource {
+    /// The effect.
+    pub effect: Effect,
+    /// The option, operand or program that causes it, as written.
+    pub cause: String,
+    /// Where the effect comes from.
+    pub from: EffectFrom,
+}
+
+/// Where an effect comes from: a pattern that names the program grants the program's own
+/// effects; only a pattern that names an option grants that option's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EffectFrom {
+    /// The program or subcommand itself.
+    Program,
+    /// An option (canonical spelling).
+    Option(String),
+    /// An operand or option value whose content runs or writes (a sed script, a variable
+    /// name with a subscript).
+    Content,
+}
+
+/// What the command table says one simple command does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandFacts {
+    /// The program (command word's last path component), when the table knows it.
+    pub program: Option<String>,
+    /// The subcommand, when the program has subcommands and the command names a known one.
+    pub subcommand: Option<String>,
+    /// Options in canonical spelling, in order.
+    pub options: Vec<UsedOption>,
+    /// Operands (words that are neither options nor option values), in order.
+    pub operands: Vec<Word>,
+    /// Words with a role: files read or written, folders, code, network addresses.
+    pub roles: Vec<RoleWord>,
+    /// Effects beyond reading.
+    pub effects: Vec<EffectSource>,
+    /// The program only reads, as far as the table knows (no effect, known program).
+    pub read_only: bool,
+}
+
+impl CommandTable {
+    /// An empty table (every program unknown).
+    pub fn empty() -> Self {
+        Self {
+            id: next_id(),
+            ..Self::default()
+        }
+    }
+
+    /// The empty table shared by matching that has no table (every program unknown).
+    pub fn none() -> &'static CommandTable {
+        static NONE: std::sync::OnceLock<CommandTable> = std::sync::OnceLock::new();
+        NONE.get_or_init(CommandTable::empty)
+    }
+
+    /// Compiles the `commands:` section.
+    pub fn new(section: &CommandsSection) -> Self {
+        let tools = section.file_tools.as_ref();
+        Self {
+            id: next_id(),
+            programs: section
+                .programs
+                .iter()
+                .map(|(name, program)| (name.clone(), CompiledProgram::compile(program)))
+                .collect(),
+            env: section
+                .env
+                .iter()
+                .map(|(name, kind)| (name.clone(), *kind))
+                .collect(),
+            read_tool: tools.and_then(|t| t.read.clone()),
+            write_tool: tools.and_then(|t| t.write.clone()),
+        }
+    }
+
+    /// A number that identifies this table among the tables of this process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether an environment variable set before a command is harmless.
+    pub fn harmless_env(&self, name: &str) -> bool {
+        self.env.get(name) == Some(&EnvVar::Harmless)
+    }
+
+    /// Whether the table knows the program.
+    pub fn knows(&self, program: &str) -> bool {
+        self.programs.contains_key(program)
+    }
+
+    /// What `command` does, read with the table.
+    pub fn analyse(&self, command: &SimpleCommand) -> CommandFacts {
+        let words: Vec<Option<&str>> = command.words.iter().map(Word::literal).collect();
+        let mut facts = self.analyse_words(&command.words, &words);
+        if command.file_writes().next().is_some() {
+            facts.read_only = false;
+        }
+        facts
+    }
+
+    /// Reads words (the command word first) with the table. `literals[i]` is the literal
+    /// value of `words[i]`, if it has one.
+    fn analyse_words(&self, words: &[Word], literals: &[Option<&str>]) -> CommandFacts {
+        let mut facts = CommandFacts::default();
+        let Some(Some(command_word)) = literals.first() else {
+            return facts;
+        };
+        let name = command_word.rsplit('/').next().unwrap_or(command_word);
+        let Some(mut program) = self.programs.get(name) else {
+            return facts;
+        };
+        facts.program = Some(name.to_owned());
+        let mut has_subcommands = !program.subcommands.is_empty();
+        let mut end_of_options = false;
+        let mut operands: Vec<(usize, &Word)> = Vec::new();
+        let mut i = 1;
+        while i < words.len() {
+            let word = &words[i];
+            let literal = literals[i];
+            i += 1;
+            let Some(value) = literal else {
+                operands.push((operands.len(), word));
+                continue;
+            };
+            let option_like = !end_of_options && value.len() > 1 && value.starts_with('-');
+            if !option_like {
+                if has_subcommands && facts.subcommand.is_none() && operands.is_empty() {
+                    match program.subcommands.get(value) {
+                        Some(sub) => {
+                            facts.subcommand = Some(value.to_owned());
+                            program = sub;
+                        }
+                        None => {
+                            // An unknown subcommand: nothing more is known about it.
+                            facts.subcommand = Some(value.to_owned());
+                            facts.read_only = false;
+                            facts.effects.push(EffectSource {
+                                effect: Effect::Exec,
+                                cause: format!("{name} {value}"),
+                                from: EffectFrom::Program,
+                            });
+                            return facts;
+                        }
+                    }
+                    has_subcommands = false;
+                    continue;
+                }
+                operands.push((operands.len(), word));
+                continue;
+            }
+            let before_subcommand = has_subcommands && facts.subcommand.is_none();
+            if program.style == OptionStyle::Gnu && value == "--" {
+                end_of_options = true;
+                continue;
+            }
+            let mut push =
+                |canonical: String, value: Option<Word>, info: Option<Arc<OptionInfo>>| {
+                    facts.options.push(UsedOption {
+                        canonical,
+                        value,
+                        info,
+                        before_subcommand,
+                    });
+                };
+            let next_word = |i: &mut usize| {
+                let value = words.get(*i).cloned();
+                if value.is_some() {
+                    *i += 1;
+                }
+                value
+            };
+            match program.style {
+                OptionStyle::Words => {
+                    let info = program.options.get(value).cloned();
+                    let option_value = match info.as_ref().and_then(|info| info.value) {
+                        Some(_) => next_word(&mut i),
+                        None => None,
+                    };
+                    let canonical = info
+                        .as_ref()
+                        .map_or_else(|| value.to_owned(), |info| info.canonical.clone());
+                    push(canonical, option_value, info);
+                }
+                OptionStyle::Gnu if value.starts_with("--") => {
+                    let (spelling, inline) = match value.split_once('=') {
+                        Some((spelling, inline)) => (spelling, Some(inline)),
+                        None => (value, None),
+                    };
+                    let info = program.options.get(spelling).cloned();
+                    let option_value = match (inline, info.as_ref().and_then(|info| info.value)) {
+                        (Some(inline), _) => Some(Word::literal_from(inline, inline)),
+                        (None, Some(_)) => next_word(&mut i),
+                        (None, None) => None,
+                    };
+                    let canonical = info
+                        .as_ref()
+                        .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
+                    push(canonical, option_value, info);
+                }
+                OptionStyle::Gnu => {
+                    // A cluster of short options (`-rf`, `-n5`, `-uf`).
+                    let letters: Vec<(usize, char)> = value.char_indices().skip(1).collect();
+                    for (index, &(at, letter)) in letters.iter().enumerate() {
+                        let spelling = format!("-{letter}");
+                        let info = program.options.get(&spelling).cloned();
+                        let canonical = info
+                            .as_ref()
+                            .map_or_else(|| spelling.clone(), |info| info.canonical.clone());
+                        if info.as_ref().is_some_and(|info| info.value.is_some()) {
+                            let rest = &value[at + letter.len_utf8()..];
+                            let option_value = if rest.is_empty() {
+                                next_word(&mut i)
+                            } else {
+                                Some(Word::literal_from(rest, rest))
+                            };
+                            push(canonical, option_value, info);
+                            break;
+                        }
+                        push(canonical, None, info);
+                        if index == 0 && letter.is_ascii_digit() {
+                            // `-5` (a count), not a cluster.
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        facts.read_only = program.read_only;
+        let (program_name, program_effects) = (
+            match &facts.subcommand {
+                Some(sub) => format!("{name} {sub}"),
+                None => name.to_owned(),
+            },
+            &program.effects,
+        );
+        for effect in program_effects {
+            facts.effects.push(EffectSource {
+                effect: *effect,
+                cause: program_name.clone(),
+                from: EffectFrom::Program,
+            });
+        }
+        // Options: their effects, and their values' roles.
+        let mut skip_first = false;
+        let mut option_values: Vec<RoleWord> = Vec::new();
+        for option in &facts.options {
+            let Some(info) = &option.info else { continue };
+            skip_first |= info.replaces_first_operand;
+            for effect in &info.effects {
+                let effect = EffectSource {
+                    effect: *effect,
+                    cause: option.canonical.clone(),
+                    from: EffectFrom::Option(option.canonical.clone()),
+                };
+                if !facts.effects.contains(&effect) {
+                    facts.effects.push(effect);
+                }
+            }
+            if let (Some(role), Some(value)) = (info.value, &option.value) {
+                let role_word = RoleWord {
+                    role,
+                    word: value.clone(),
+                    source: format!("{} {}", option.canonical, value.raw),
+                };
+                // What an option's value does is the option's doing: naming the option
+                // grants it.
+                for mut effect in scripts::content_effects(&role_word) {
+                    effect.from = EffectFrom::Option(option.canonical.clone());
+                    if !facts
+                        .effects
+                        .iter()
+                        .any(|e| e.effect == effect.effect && e.from == effect.from)
+                    {
+                        facts.effects.push(effect);
+                    }
+                }
+                option_values.push(role_word.clone());
+                facts.roles.push(role_word);
+            }
+        }
+        // Operands by position; keyed operands by key.
+        let count = operands.len();
+        let offset = usize::from(skip_first);
+        for (position, word) in operands {
+            let keyed = word
+                .literal()
+                .and_then(|value| value.split_once('='))
+                .and_then(|(key, rest)| Some((*program.keyed.get(key)?, rest)));
+            let role_word = match keyed {
+                Some((role, rest)) => Some(RoleWord {
+                    role,
+                    word: Word::literal_from(rest, rest),
+                    source: word.raw.clone(),
+                }),
+                None => {
+                    let role = if position + 1 == count && count >= 2 && program.last.is_some() {
+                        program.last
+                    } else {
+                        program
+                            .roles
+                            .get(position + offset)
+                            .or(program.roles.last())
+                            .copied()
+                    };
+                    role.map(|role| RoleWord {
+                        role,
+                        word: word.clone(),
+                        source: word.raw.clone(),
+                    })
+                }
+            };
+            facts.operands.push(word.clone());
+            if let Some(role_word) = role_word {
+                facts.roles.push(role_word);
+            }
+        }
+        // Words whose content runs code or writes.
+        let mut content = Vec::new();
+        for role_word in facts.roles.iter().filter(|r| !option_values.contains(r)) {
+            content.extend(scripts::content_effects(role_word));
+        }
+        facts.effects.extend(content);
+        if !facts.effects.is_empty() {
+            facts.read_only = false;
+        }
+        facts
+    }
+
+    /// The canonical form of a pattern's words (see [`CommandTable::analyse`]), when the
+    /// pattern names a program the table knows: `None` otherwise. Words that are `None` are
+    /// the pattern's `*`.
+    pub fn analyse_pattern(&self, tokens: &[PatternWord<'_>]) -> Option<CommandFacts> {
+        let mut words = Vec::with_capacity(tokens.len());
+        let mut literals = Vec::with_capacity(tokens.len());
+        for token in tokens {
+            match token {
+                PatternWord::Literal(value) => {
+                    words.push(Word::literal_from(value, value));
+                    literals.push(Some(*value));
+                }
+                PatternWord::Other(raw) => {
+                    words.push(Word::dynamic(raw, super::shell::Expansion::Glob));
+                    literals.push(None);
+                }
+            }
+        }
+        let facts = self.analyse_words(&words, &literals);
+        facts.program.is_some().then_some(facts)
+    }
+}
+
+/// A parsed command line with what the table says each of its commands does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysed {
+    /// The parse.
+    pub script: Result<Script, ShellParseError>,
+    /// The facts of each command of the script, in the same order (empty when it did not
+    /// parse).
+    pub facts: Vec<CommandFacts>,
+}
+
+impl Analysed {
+    /// Parses and analyses a command line.
+    pub fn new(line: &str, table: &CommandTable) -> Self {
+        Self::of(parse_script(line), table)
+    }
+
+    /// Analyses a parse.
+    pub fn of(script: Result<Script, ShellParseError>, table: &CommandTable) -> Self {
+        let facts = match &script {
+            Ok(script) => script.commands.iter().map(|c| table.analyse(c)).collect(),
+            Err(_) => Vec::new(),
+        };
+        Self { script, facts }
+    }
+
+    /// The commands of the script with their facts.
+    pub fn commands(&self) -> impl Iterator<Item = (&SimpleCommand, &CommandFacts)> {
+        let commands = match &self.script {
+            Ok(script) => &script.commands[..],
+            Err(_) => &[],
+        };
+        commands.iter().zip(&self.facts)
+    }
+}
+
+/// A word of a pattern, for [`CommandTable::analyse_pattern`].
+#[derive(Debug, Clone, Copy)]
+pub enum PatternWord<'a> {
+    /// A literal word.
+    Literal(&'a str),
+    /// `*` or a glob token (its source).
+    Other(&'a str),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::shell::parse_script;
+
+    /// A few programs, spelled as in `policies/commands.yaml` (the shipped table is tested
+    /// through the engine in the integration tests).
+    fn table() -> CommandTable {
+        let section: CommandsSection = serde_json::from_value(serde_json::json!({
+            "programs": {
+                "rm": {"effects": ["write"], "operands": "write", "options": {
+                    "-r": {"aliases": ["-R", "--recursive"]}, "-f": {"aliases": ["--force"]}}},
+                "git": {"options": {"-C": {"value": "dir"}, "-c": {"value": "text", "effects": ["exec"]}},
+                    "subcommands": {
+                        "status": {"read_only": true, "operands": "read"},
+                        "log": {"read_only": true, "operands": "revision_or_path",
+                            "options": {"--output": {"value": "write", "effects": ["write"]}}},
+                        "push": {"effects": ["network"], "options": {
+                            "-f": {"aliases": ["--force"]}, "-u": {"aliases": ["--set-upstream"]}}}}},
+                "sort": {"read_only": true, "operands": "read", "options": {
+                    "-o": {"value": "write", "effects": ["write"], "aliases": ["--output"]}}},
+                "rg": {"read_only": true, "operands": ["text", "read"], "options": {
+                    "--pre": {"value": "exec", "effects": ["exec"]}}},
+                "find": {"read_only": true, "option_style": "words", "operands": "read", "options": {
+                    "-name": {"value": "text"}, "-delete": {"effects": ["write"]}}},
+                "sed": {"read_only": true, "operands": ["sed_script", "read"], "options": {
+                    "-n": {}, "-e": {"value": "sed_script", "replaces_first_operand": true}}},
+                "printf": {"read_only": true, "operands": "text", "options": {"-v": {"value": "variable"}}},
+                "grep": {"read_only": true, "operands": ["text", "read"], "options": {
+                    "-e": {"value": "text", "replaces_first_operand": true}, "-n": {}}},
+                "cp": {"operands": "read", "last_operand": "write"},
+                "dd": {"keyed_operands": {"if": "read", "of": "write"}},
+                "head": {"read_only": true, "operands": "read", "options": {"-c": {"value": "text"}}},
+                "xargs": {"read_only": true, "options": {"-a": {"value": "read"}}}
+            }
+        }))
+        .expect("the test table fits the model");
+        CommandTable::new(&section)
+    }
+
+    fn facts(line: &str) -> CommandFacts {
+        let script = parse_script(line).expect("parses");
+        table().analyse(&script.commands[0])
+    }
+
+    fn canonical(line: &str) -> Vec<String> {
+        facts(line)
+            .options
+            .into_iter()
+            .map(|o| o.canonical)
+            .collect()
+    }
+
+    #[test]
+    fn spellings_of_the_same_options_agree() {
+        for line in [
+            "rm -rf /",
+            "rm -r -f /",
+            "rm -Rf /",
+            "rm --recursive --force /",
+        ] {
+            let mut options = canonical(line);
+            options.sort();
+            assert_eq!(options, ["-f", "-r"], "{line}");
+        }
+        let push = facts("git -C . push -uf origin main");
+        assert_eq!(push.subcommand.as_deref(), Some("push"));
+        let options: Vec<_> = push
+            .options
+            .iter()
+            .map(|o| (o.canonical.as_str(), o.before_subcommand))
+            .collect();
+        assert_eq!(options, [("-C", true), ("-u", false), ("-f", false)]);
+    }
+
+    #[test]
+    fn options_with_effects_are_found() {
+        let effects = |line: &str| -> Vec<Effect> {
+            facts(line).effects.into_iter().map(|e| e.effect).collect()
+        };
+        assert_eq!(effects("git log --output=x"), [Effect::Write]);
+        assert_eq!(effects("sort -ofile a"), [Effect::Write]);
+        assert_eq!(effects("rg --pre sh x"), [Effect::Exec]);
+        assert_eq!(effects("find . -delete"), [Effect::Write]);
+        assert_eq!(effects("sed -n '1e id'"), [Effect::Exec]);
+        assert_eq!(effects("sed -n 'w out'"), [Effect::Write]);
+        assert_eq!(effects("printf -v 'x[$(id)]' 1"), [Effect::Exec]);
+        assert!(effects("sed -n 1,5p file").is_empty());
+        assert!(effects("git status").is_empty());
+        assert!(facts("git -C engine status").read_only);
+        assert!(!facts("git -c core.pager=sh status").read_only);
+    }
+
+    #[test]
+    fn operands_get_their_roles() {
+        let roles = |line: &str| -> Vec<(Role, String)> {
+            facts(line)
+                .roles
+                .into_iter()
+                .map(|r| (r.role, r.word.raw))
+                .collect()
+        };
+        assert_eq!(
+            roles("grep -n foo a b"),
+            [
+                (Role::Text, "foo".into()),
+                (Role::Read, "a".into()),
+                (Role::Read, "b".into())
+            ]
+        );
+        assert_eq!(
+            roles("grep -e foo a"),
+            [(Role::Text, "foo".into()), (Role::Read, "a".into())]
+        );
+        assert_eq!(
+            roles("cp a b dest"),
+            [
+                (Role::Read, "a".into()),
+                (Role::Read, "b".into()),
+                (Role::Write, "dest".into())
+            ]
+        );
+        assert_eq!(
+            roles("dd if=/dev/sda of=x"),
+            [(Role::Read, "/dev/sda".into()), (Role::Write, "x".into())]
+        );
+        assert_eq!(
+            roles("head -c 4096 ~/.aws/credentials"),
+            [
+                (Role::Text, "4096".into()),
+                (Role::Read, "~/.aws/credentials".into())
+            ]
+        );
+        assert_eq!(roles("git log -1 x"), [(Role::RevisionOrPath, "x".into())]);
+        assert_eq!(
+            roles("xargs -a ~/.ssh/id_rsa echo"),
+            [(Role::Read, "~/.ssh/id_rsa".into())]
+        );
+    }
+}

@@ -1,0 +1,224 @@
+//! Effects hidden in the content of a word: `sed` scripts, `awk` programs, variable names
+//! with subscripts, arithmetic, commands given as option values.
+//!
+//! The scanners over-approximate: a script they cannot read is code.
+
+use crate::model::command::{Effect, Role};
+
+use super::{EffectFrom, EffectSource, RoleWord};
+
+/// The effects of a word's content, by its role.
+pub(super) fn content_effects(role_word: &RoleWord) -> Vec<EffectSource> {
+    let effect = |effect: Effect| EffectSource {
+        effect,
+        cause: role_word.source.clone(),
+        from: EffectFrom::Content,
+    };
+    let Some(text) = role_word.word.literal() else {
+        // A script or variable name chosen at run time can do anything.
+        return match role_word.role {
+            Role::SedScript | Role::AwkProgram | Role::Variable | Role::Arithmetic | Role::Exec => {
+                vec![effect(Effect::Exec)]
+            }
+            Role::Text
+            | Role::Read
+            | Role::Write
+            | Role::Dir
+            | Role::RevisionOrPath
+            | Role::Network => Vec::new(),
+        };
+    };
+    match role_word.role {
+        Role::Exec | Role::Arithmetic => vec![effect(Effect::Exec)],
+        Role::Variable if text.contains('[') => vec![effect(Effect::Exec)],
+        Role::SedScript => sed_effects(text).into_iter().map(effect).collect(),
+        Role::AwkProgram => awk_effects(text).into_iter().map(effect).collect(),
+        Role::Variable
+        | Role::Text
+        | Role::Read
+        | Role::Write
+        | Role::Dir
+        | Role::RevisionOrPath
+        | Role::Network => Vec::new(),
+    }
+}
+
+/// The effects of a `sed` script: `e` and the `e` flag of `s` run commands; `w`, `W` and
+/// the `w` flag write files. `r`/`R` read files (not an effect: reading is judged by the
+/// file rules only when the file is an operand, so a script that reads is treated as code).
+pub(crate) fn sed_effects(script: &str) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    let chars: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    let add = |effect: Effect, effects: &mut Vec<Effect>| {
+        if !effects.contains(&effect) {
+            effects.push(effect);
+        }
+    };
+    while i < chars.len() {
+        // Separators and addresses.
+        while i < chars.len() && matches!(chars[i], ' ' | '\t' | '\n' | ';' | '{' | '}' | '!') {
+            i += 1;
+        }
+        i = skip_address(&chars, i);
+        while i < chars.len() && matches!(chars[i], ' ' | '\t' | '!') {
+            i += 1;
+        }
+        let Some(&command) = chars.get(i) else { break };
+        i += 1;
+        match command {
+            's' | 'y' => {
+                let Some(&delimiter) = chars.get(i) else {
+                    add(Effect::Exec, &mut effects);
+                    break;
+                };
+                i += 1;
+                for _ in 0..2 {
+                    i = skip_delimited(&chars, i, delimiter);
+                }
+                if command == 's' {
+                    while let Some(&flag) = chars.get(i) {
+                        match flag {
+                            'e' => add(Effect::Exec, &mut effects),
+                            'w' => {
+                                add(Effect::Write, &mut effects);
+                                i = end_of_line(&chars, i);
+                                break;
+                            }
+                            'g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9' => {}
+                            _ => break,
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            'e' => {
+                add(Effect::Exec, &mut effects);
+                i = end_of_line(&chars, i);
+            }
+            'w' | 'W' => {
+                add(Effect::Write, &mut effects);
+                i = end_of_line(&chars, i);
+            }
+            'r' | 'R' => {
+                add(Effect::Exec, &mut effects);
+                i = end_of_line(&chars, i);
+            }
+            'a' | 'i' | 'c' | ':' | 'b' | 't' | 'T' | 'q' | 'Q' | 'l' | 'L' | 'v' => {
+                i = end_of_command(&chars, i);
+            }
+            'p' | 'P' | 'd' | 'D' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | 'z' | '=' | 'F' => {}
+            '#' => i = end_of_line(&chars, i),
+            _ => {
+                // Not a sed command toolgate knows: fail closed.
+                add(Effect::Exec, &mut effects);
+                break;
+            }
+        }
+    }
+    effects
+}
+
+fn skip_address(chars: &[char], mut i: usize) -> usize {
+    loop {
+        match chars.get(i) {
+            Some('0'..='9' | '$' | ',' | '~' | '+' | ' ') => i += 1,
+            Some('/') => i = skip_delimited(chars, i + 1, '/'),
+            Some('\\') => match chars.get(i + 1) {
+                Some(&delimiter) => i = skip_delimited(chars, i + 2, delimiter),
+                None => return i + 1,
+            },
+            Some('I' | 'M') if i > 0 && chars.get(i - 1) == Some(&'/') => i += 1,
+            _ => return i,
+        }
+    }
+}
+
+/// The index after the next unescaped `delimiter` from `i`.
+fn skip_delimited(chars: &[char], mut i: usize, delimiter: char) -> usize {
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        if c == '\\' {
+            i += 1;
+        } else if c == delimiter {
+            break;
+        }
+    }
+    i
+}
+
+fn end_of_line(chars: &[char], i: usize) -> usize {
+    chars[i.min(chars.len())..]
+        .iter()
+        .position(|&c| c == '\n')
+        .map_or(chars.len(), |at| i + at)
+}
+
+fn end_of_command(chars: &[char], i: usize) -> usize {
+    chars[i.min(chars.len())..]
+        .iter()
+        .position(|&c| matches!(c, '\n' | ';' | '}'))
+        .map_or(chars.len(), |at| i + at)
+}
+
+/// The effects of an `awk` program: `system()`, a pipe to or from a command, and output
+/// redirected to a file. Comparisons (`$3 > 5`) are not writes; `> "file"` and `>> x` are.
+pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    let without_or = program.replace("||", "");
+    if program.contains("system") || without_or.contains('|') || program.contains("ENVIRON") {
+        effects.push(Effect::Exec);
+    }
+    let bytes = program.as_bytes();
+    let writes = bytes.windows(2).enumerate().any(|(at, pair)| {
+        pair == b">>"
+            || (pair[0] == b'>'
+                && bytes[at + 1..]
+                    .iter()
+                    .find(|b| !b.is_ascii_whitespace())
+                    .is_some_and(|b| {
+                        *b == b'"'
+                            || b.is_ascii_alphabetic()
+                                && !program[..at].trim_end().ends_with(['$', ')', ']'])
+                    }))
+    });
+    if writes {
+        effects.push(Effect::Write);
+    }
+    effects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sed_scripts() {
+        for (script, expected) in [
+            ("p", vec![]),
+            ("1,5p", vec![]),
+            ("s/a/b/g", vec![]),
+            ("/start/,/end/d", vec![]),
+            ("s|a|b|", vec![]),
+            ("1e id", vec![Effect::Exec]),
+            ("s/x/id/e", vec![Effect::Exec]),
+            ("w out", vec![Effect::Write]),
+            ("s/a/b/w /tmp/x", vec![Effect::Write]),
+            ("$!N;P;D", vec![]),
+            ("1r /etc/passwd", vec![Effect::Exec]),
+            ("2q", vec![]),
+        ] {
+            assert_eq!(sed_effects(script), expected, "{script}");
+        }
+    }
+
+    #[test]
+    fn awk_programs() {
+        assert!(awk_effects("{print $1}").is_empty());
+        assert!(awk_effects("$3 > 5 {print}").is_empty());
+        assert!(awk_effects("NR>1 || NF {print}").is_empty());
+        assert_eq!(awk_effects("{system(\"id\")}"), [Effect::Exec]);
+        assert_eq!(awk_effects("{print | \"sh\"}"), [Effect::Exec]);
+        assert_eq!(awk_effects("{print > \"out\"}"), [Effect::Write]);
+    }
+}

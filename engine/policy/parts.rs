@@ -1,0 +1,704 @@
+//! Deciding a command line part by part.
+//!
+//! A call whose tool has rules reading a command line (`shell` or `read_only` matchers) is
+//! decided per simple command: each command of the line is decided by the rules as if it
+//! were the whole line, and so are the files it reads and writes. The line is then
+//!
+//! - **denied** when any part is denied,
+//! - **allowed** when every part is allowed (by any allow rule: `git diff | head -50` is
+//!   allowed when one rule allows `git diff *` and another `head *`),
+//! - **asked** otherwise,
+//!
+//! and the decision lists the reasons of each part. What cannot be known is asked with its
+//! own reason, never decided by an unrelated rule: a line that does not parse, a command
+//! chosen at run time, an expression bash evaluates (`(( ))`, `[[ ]]`), a file operand whose
+//! value is only known at run time.
+//!
+//! # Files
+//! The file operands of a command (by the command table's roles), its input redirections
+//! (`< file`) and its output redirections (`>`, `>>`) are decided as calls of the table's
+//! file tools (`Read` and `Write`, with the absolute path in `file_path`), against the same
+//! rules that judge those tools: one definition of a secret and of the workspace. Only what
+//! a rule says counts (a deny or an ask); the file tool's default does not. Words are
+//! expanded as bash would: `~`, `$HOME`, `$PWD`, braces, and globs against the file system
+//! (a glob that matches nothing stays as written, as in bash). `cd DIR` earlier in the line
+//! adds `DIR` to the folders a relative path is taken against (a path is judged in each), and
+//! after a `cd` to a folder that cannot be known, relative paths are asked.
+
+use std::sync::Arc;
+
+use globset::GlobBuilder;
+use serde_json::{Value, json};
+
+use super::commands::{Analysed, CommandFacts};
+use super::matcher::ParseCache;
+use super::path::MatchContext;
+use super::rules::{CallFacts, PartOutcome, RuleDecision, RuleReason, RuleSet};
+use super::shell::{
+    InputFrom, Origin, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
+    Word, WordKind, split_word, unquoted_expansions,
+};
+use crate::model::command::Role;
+use crate::model::resolved::ResolvedConcurrency;
+use crate::model::{Decision, ToolName};
+
+/// How many files one word may expand to before the word is asked instead.
+const MAX_EXPANSIONS: usize = 256;
+/// How many folder entries a glob may read.
+const MAX_GLOB_ENTRIES: usize = 10_000;
+
+/// A tool whose rules judge the files a command line reads or writes.
+#[derive(Clone, Copy, Debug)]
+pub struct FileTool<'a> {
+    /// The tool.
+    pub tool: &'a ToolName,
+    /// Its contract flags in the call's modes.
+    pub flags: &'a ResolvedConcurrency,
+}
+
+/// The file tools of the command table, as far as the policy set defines them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileTools<'a> {
+    /// Judges files read.
+    pub read: Option<FileTool<'a>>,
+    /// Judges files written.
+    pub write: Option<FileTool<'a>>,
+}
+
+/// Whether a file is read or written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+}
+
+impl Access {
+    fn verb(self) -> &'static str {
+        match self {
+            Access::Read => "reads",
+            Access::Write => "writes",
+        }
+    }
+}
+
+/// Decides a call by the parts of its command line (see the module docs).
+pub(super) fn decide_line(
+    set: &RuleSet,
+    call: &CallFacts<'_>,
+    ctx: &MatchContext,
+    default: Decision,
+    files: &FileTools<'_>,
+    line: &str,
+) -> RuleDecision {
+    let table = Arc::clone(set.commands());
+    let analysed = Analysed::new(line, &table);
+    let mut cache = ParseCache::with_table(Arc::clone(&table));
+    let script = match &analysed.script {
+        Ok(script) => script,
+        Err(err) => {
+            // The rules that do not read the line still decide (a regex, plan mode); the
+            // parse failure asks in place of the default.
+            cache.seed(line, Analysed::of(Ok(Script::default()), &table));
+            let whole = set.decide_whole(call, ctx, default, &mut cache, None);
+            let failure = PartOutcome::analysis(
+                None,
+                format!("the command could not be parsed: {}", parse_message(err)),
+            );
+            let parts = if whole.by_rule {
+                vec![whole, failure]
+            } else {
+                vec![failure]
+            };
+            return combine(parts, false);
+        }
+    };
+    let home = ctx.home();
+    let mut folders = Folders::new(ctx.workspace_root());
+    let mut parts = Vec::new();
+    let single = script.commands.len() == 1;
+    for (command, facts) in analysed.commands() {
+        let alone = Analysed {
+            script: Ok(Script {
+                commands: vec![command.clone()],
+                ..Script::default()
+            }),
+            facts: vec![facts.clone()],
+        };
+        cache.seed(line, alone);
+        let label = (!single).then_some(command.text.as_str());
+        let mut outcome = set.decide_whole(call, ctx, default, &mut cache, label);
+        // A wrapper is judged through the command it runs, and a command that hides what it
+        // runs through its unresolved entry (below): only a deny or ask aimed at it counts.
+        let judged_elsewhere = command.role == ShellRole::TransparentWrapper
+            || script.unresolved.iter().any(|u| u.text == command.text);
+        if judged_elsewhere && !(outcome.by_rule && outcome.decision != Decision::Allow) {
+            outcome = PartOutcome::neutral();
+        }
+        judge_files(
+            set,
+            call,
+            ctx,
+            files,
+            command,
+            facts,
+            &folders,
+            home,
+            &mut outcome,
+        );
+        if command.origin == Origin::Line {
+            folders.follow(command, facts, home);
+        }
+        parts.push(outcome);
+    }
+    for unresolved in &script.unresolved {
+        parts.push(PartOutcome::analysis(
+            Some(&unresolved.text),
+            format!("`{}`: {}", unresolved.text, unresolved.reason),
+        ));
+    }
+    for construct in &script.constructs {
+        parts.push(PartOutcome::analysis(
+            Some(&construct.text),
+            format!(
+                "`{}`: {} can run commands hidden in variables",
+                construct.text, construct.kind
+            ),
+        ));
+    }
+    if parts.is_empty() {
+        parts.push(PartOutcome::analysis(
+            None,
+            "the command line runs nothing".to_owned(),
+        ));
+    }
+    combine(parts, true)
+}
+
+fn parse_message(err: &super::shell::ShellParseError) -> String {
+    match err.offset {
+        Some(offset) => format!("{} (at byte {offset})", err.message),
+        None => err.message.clone(),
+    }
+}
+
+/// The strictest part decides; the reasons of the parts that decide come first.
+fn combine(parts: Vec<PartOutcome>, _labelled: bool) -> RuleDecision {
+    let parts: Vec<PartOutcome> = parts.into_iter().filter(|p| !p.neutral).collect();
+    let decision = parts
+        .iter()
+        .map(|p| p.decision)
+        .max()
+        .unwrap_or(Decision::Ask);
+    let mut reasons: Vec<RuleReason> = Vec::new();
+    for part in parts.iter().filter(|p| p.decision == decision) {
+        reasons.extend(part.reasons.iter().cloned());
+    }
+    for part in parts.iter().filter(|p| p.decision != decision) {
+        reasons.extend(part.reasons.iter().cloned());
+    }
+    RuleDecision { decision, reasons }
+}
+
+/// The folders relative paths may be taken against, as `cd` moves through the line.
+struct Folders {
+    candidates: Vec<String>,
+    /// A `cd` went somewhere that cannot be known.
+    lost: Option<String>,
+}
+
+impl Folders {
+    fn new(root: &str) -> Self {
+        Self {
+            candidates: vec![root.to_owned()],
+            lost: None,
+        }
+    }
+
+    fn follow(&mut self, command: &SimpleCommand, facts: &CommandFacts, home: Option<&str>) {
+        if !matches!(facts.program.as_deref(), Some("cd" | "pushd")) {
+            return;
+        }
+        let target = match facts.operands.first() {
+            None => home.map(|h| vec![h.to_owned()]).ok_or(()),
+            Some(word) if word.literal() == Some("-") => Err(()),
+            Some(word) => word_values(word, home, &self.candidates).map_err(|_| ()),
+        };
+        match target {
+            Ok(values) => {
+                let mut next = self.candidates.clone();
+                for value in values {
+                    for folder in self.resolve(&value) {
+                        if !next.contains(&folder) {
+                            next.push(folder);
+                        }
+                    }
+                }
+                self.candidates = next;
+            }
+            Err(()) => self.lost = Some(command.text.clone()),
+        }
+    }
+
+    /// `value` taken against every candidate folder.
+    fn resolve(&self, value: &str) -> Vec<String> {
+        if value.starts_with('/') {
+            return vec![value.to_owned()];
+        }
+        self.candidates
+            .iter()
+            .map(|folder| format!("{}/{value}", folder.trim_end_matches('/')))
+            .collect()
+    }
+}
+
+/// The files a command reads and writes, with where each was named.
+fn file_words<'c>(
+    command: &'c SimpleCommand,
+    facts: &'c CommandFacts,
+) -> Vec<(Access, &'c Word, String)> {
+    let mut found = Vec::new();
+    for role_word in &facts.roles {
+        let access = match role_word.role {
+            Role::Read | Role::Dir | Role::RevisionOrPath => Access::Read,
+            Role::Write => Access::Write,
+            Role::Text
+            | Role::Exec
+            | Role::SedScript
+            | Role::AwkProgram
+            | Role::Network
+            | Role::Variable
+            | Role::Arithmetic => continue,
+        };
+        found.push((access, &role_word.word, role_word.source.clone()));
+    }
+    for redirection in &command.redirections {
+        match &redirection.effect {
+            RedirectEffect::WriteFile { target } => {
+                found.push((Access::Write, target, redirection.text.clone()));
+            }
+            RedirectEffect::Input {
+                from: InputFrom::File(target),
+            } => found.push((Access::Read, target, redirection.text.clone())),
+            RedirectEffect::Input { .. }
+            | RedirectEffect::Discard
+            | RedirectEffect::DuplicateFd
+            | RedirectEffect::ProcessSubstitution => {}
+        }
+    }
+    found
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge_files(
+    set: &RuleSet,
+    call: &CallFacts<'_>,
+    ctx: &MatchContext,
+    files: &FileTools<'_>,
+    command: &SimpleCommand,
+    facts: &CommandFacts,
+    folders: &Folders,
+    home: Option<&str>,
+    outcome: &mut PartOutcome,
+) {
+    let revision_paths = facts.roles.iter().any(|r| r.role == Role::RevisionOrPath);
+    for (access, word, source) in file_words(command, facts) {
+        let Some(tool) = (match access {
+            Access::Read => files.read,
+            Access::Write => files.write,
+        }) else {
+            continue;
+        };
+        // `REV:path` names a file in a revision.
+        let word = match word.literal() {
+            Some(value) if revision_paths && value.contains(':') && !value.starts_with('/') => {
+                let path = value.split_once(':').map_or(value, |(_, path)| path);
+                Word::literal_from(path, path)
+            }
+            _ => word.clone(),
+        };
+        if word.literal().is_some_and(|v| v.is_empty() || v == "-") {
+            continue;
+        }
+        let values = match word_values(&word, home, &folders.candidates) {
+            Ok(values) => values,
+            Err(why) => {
+                outcome.add_analysis(
+                    &command.text,
+                    format!(
+                        "`{}` {} `{}`, whose value is only known when it runs ({why})",
+                        command.text,
+                        access.verb(),
+                        word.raw
+                    ),
+                );
+                continue;
+            }
+        };
+        for value in values {
+            if !value.starts_with('/')
+                && !value.starts_with('~')
+                && let Some(cd) = &folders.lost
+            {
+                outcome.add_analysis(
+                    &command.text,
+                    format!(
+                        "`{}` {} `{value}` in a folder only known when it runs (after `{cd}`)",
+                        command.text,
+                        access.verb()
+                    ),
+                );
+                continue;
+            }
+            for path in folders.resolve(&value) {
+                for path in expand_glob(&path) {
+                    let mut input = json!({ "file_path": path });
+                    if access == Access::Write
+                        && let Value::Object(map) = &mut input
+                    {
+                        map.insert("content".into(), Value::from(""));
+                    }
+                    let pseudo = CallFacts {
+                        tool: tool.tool,
+                        input: &input,
+                        modes: call.modes,
+                        flags: tool.flags,
+                    };
+                    let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
+                    let file = set.decide_whole(&pseudo, ctx, Decision::Allow, &mut cache, None);
+                    if file.by_rule && file.decision != Decision::Allow {
+                        let how = format!(
+                            "`{}` {} `{path}` (judged as `{}` via `{source}`)",
+                            command.text,
+                            access.verb(),
+                            tool.tool
+                        );
+                        outcome.add_file_outcome(&command.text, file, how);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The values a word takes, as bash would expand it: `~`, `$HOME`, `$PWD`, braces; globs are
+/// left for [`expand_glob`] (kept with their unquoted glob characters, quoted ones escaped).
+/// `Err` says why the value cannot be known.
+fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Vec<String>, String> {
+    if let Some(value) = word.literal() {
+        return Ok(vec![escape_glob(value)]);
+    }
+    if let WordKind::Opaque(expansion) | WordKind::Dynamic(expansion) = word.kind
+        && matches!(
+            expansion,
+            super::shell::Expansion::CommandSubstitution
+                | super::shell::Expansion::ProcessSubstitution
+                | super::shell::Expansion::RuntimeArguments
+        )
+    {
+        return Err(expansion.to_string());
+    }
+    let mut values = Vec::new();
+    for raw in expand_braces(&word.raw)? {
+        let mut nested = Vec::new();
+        let parts = split_word(&raw, &mut nested).map_err(|e| e.message)?;
+        if !nested.is_empty() {
+            return Err("command substitution".to_owned());
+        }
+        let tilde_at = unquoted_expansions(&parts).tilde;
+        let mut value = String::new();
+        for (index, part) in parts.iter().enumerate() {
+            match part {
+                Part::Text {
+                    text,
+                    quoting: Quoting::Unquoted,
+                    start,
+                } => {
+                    if index == 0 && tilde_at == Some(*start) {
+                        let rest = &text[1..];
+                        if !(rest.is_empty() || rest.starts_with('/')) {
+                            return Err(format!("`{text}` names another user's home"));
+                        }
+                        value.push_str(home.ok_or("the home folder is not known")?);
+                        value.push_str(rest);
+                    } else {
+                        value.push_str(text);
+                    }
+                }
+                Part::Text { text, .. } => value.push_str(&escape_glob(text)),
+                Part::Expansion { start, .. } => {
+                    let name = parameter_name(&raw[*start..])
+                        .ok_or_else(|| format!("`{raw}` is expanded at run time"))?;
+                    match name {
+                        "HOME" => value.push_str(home.ok_or("the home folder is not known")?),
+                        // With several candidate folders, `$PWD` is each of them: a relative
+                        // value stands for it.
+                        "PWD" if folders.len() == 1 => value.push_str(&folders[0]),
+                        "PWD" => value.push('.'),
+                        other => return Err(format!("`${other}` is only known when it runs")),
+                    }
+                }
+            }
+        }
+        values.push(value);
+    }
+    Ok(values)
+}
+
+/// The name of a plain parameter reference at the start of `text` (`$NAME`, `${NAME}`).
+fn parameter_name(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix('$')?;
+    let (name, _) = match rest.strip_prefix('{') {
+        Some(inner) => {
+            let end = inner.find('}')?;
+            (&inner[..end], ())
+        }
+        None => {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            (&rest[..end], ())
+        }
+    };
+    (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then_some(name)
+}
+
+fn escape_glob(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn unescape_glob(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(next) = chars.next() {
+                out.push(next);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn has_glob(text: &str) -> bool {
+    let mut escaped = false;
+    for c in text.chars() {
+        match (escaped, c) {
+            (true, _) => escaped = false,
+            (false, '\\') => escaped = true,
+            (false, '*' | '?' | '[') => return true,
+            (false, _) => {}
+        }
+    }
+    false
+}
+
+/// Brace expansion (`a{b,c}d`, `{1..3}`), outside quotes; `Err` past [`MAX_EXPANSIONS`].
+fn expand_braces(raw: &str) -> Result<Vec<String>, String> {
+    let mut out = vec![String::new()];
+    let chars: Vec<char> = raw.chars().collect();
+    let mut i = 0;
+    let mut quote: Option<char> = None;
+    while i < chars.len() {
+        let c = chars[i];
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, '\\') => {
+                for value in &mut out {
+                    value.push(c);
+                    if let Some(&next) = chars.get(i + 1) {
+                        value.push(next);
+                    }
+                }
+                i += 2;
+                continue;
+            }
+            (None, '{') => {
+                if let Some((alternatives, end)) = brace_group(&chars, i) {
+                    let mut next = Vec::new();
+                    for prefix in &out {
+                        for alternative in &alternatives {
+                            for expanded in expand_braces(alternative)? {
+                                next.push(format!("{prefix}{expanded}"));
+                            }
+                        }
+                    }
+                    if next.len() > MAX_EXPANSIONS {
+                        return Err("the braces expand to too many words".to_owned());
+                    }
+                    out = next;
+                    i = end + 1;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        for value in &mut out {
+            value.push(c);
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// The alternatives of the brace group starting at `open`, and the index of its `}`.
+fn brace_group(chars: &[char], open: usize) -> Option<(Vec<String>, usize)> {
+    let mut depth = 0;
+    let mut alternatives = vec![String::new()];
+    let mut i = open + 1;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                if alternatives.len() > 1 {
+                    return Some((alternatives, i));
+                }
+                // `{1..3}` and `{a..c}`.
+                let body = alternatives.pop().unwrap_or_default();
+                let (from, to) = body.split_once("..")?;
+                return sequence(from, to).map(|values| (values, i));
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                alternatives.push(String::new());
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(last) = alternatives.last_mut() {
+            last.push(c);
+        }
+        i += 1;
+    }
+    None
+}
+
+fn sequence(from: &str, to: &str) -> Option<Vec<String>> {
+    if let (Ok(a), Ok(b)) = (from.parse::<i64>(), to.parse::<i64>()) {
+        let (low, high) = (a.min(b), a.max(b));
+        if high - low > MAX_EXPANSIONS as i64 {
+            return None;
+        }
+        return Some((low..=high).map(|n| n.to_string()).collect());
+    }
+    let (mut a, mut b) = (from.chars(), to.chars());
+    match (a.next(), a.next(), b.next(), b.next()) {
+        (Some(x), None, Some(y), None) if x.is_ascii_alphabetic() && y.is_ascii_alphabetic() => {
+            let (low, high) = (x.min(y), x.max(y));
+            Some((low..=high).map(String::from).collect())
+        }
+        _ => None,
+    }
+}
+
+/// The files a (possibly glob) path names now, as bash would expand it; the path itself
+/// (unescaped) when it has no glob or matches nothing.
+fn expand_glob(path: &str) -> Vec<String> {
+    if !has_glob(path) {
+        return vec![unescape_glob(path)];
+    }
+    let mut bases = vec![String::new()];
+    let mut read = 0usize;
+    for component in path.split('/').filter(|c| !c.is_empty()) {
+        let mut next = Vec::new();
+        if has_glob(component) {
+            let Ok(glob) = GlobBuilder::new(component)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+            else {
+                return vec![unescape_glob(path)];
+            };
+            let matcher = glob.compile_matcher();
+            for base in &bases {
+                let folder = if base.is_empty() { "/" } else { base.as_str() };
+                let Ok(entries) = std::fs::read_dir(folder) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    read += 1;
+                    if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
+                        // Too much to look at: judge the pattern as written.
+                        return vec![unescape_glob(path)];
+                    }
+                    let name = entry.file_name();
+                    let Some(name) = name.to_str() else { continue };
+                    if matcher.is_match(name) {
+                        next.push(format!("{base}/{name}"));
+                    }
+                }
+            }
+        } else {
+            let plain = unescape_glob(component);
+            next = bases.iter().map(|base| format!("{base}/{plain}")).collect();
+        }
+        bases = next;
+        if bases.is_empty() {
+            return vec![unescape_glob(path)];
+        }
+    }
+    bases
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::shell::parse_script;
+
+    fn values(raw: &str) -> Result<Vec<String>, String> {
+        let script = parse_script(&format!("cat {raw}")).expect("parses");
+        let word = &script.commands.last().expect("a command").words[1];
+        word_values(word, Some("/home/dev"), &["/ws".to_owned()])
+            .map(|v| v.into_iter().map(|s| unescape_glob(&s)).collect())
+    }
+
+    #[test]
+    fn words_expand_as_bash_would() {
+        assert_eq!(values("~/.ssh/id_rsa").unwrap(), ["/home/dev/.ssh/id_rsa"]);
+        assert_eq!(
+            values("$HOME/.ssh/id_rsa").unwrap(),
+            ["/home/dev/.ssh/id_rsa"]
+        );
+        assert_eq!(values("\"${HOME}/x\"").unwrap(), ["/home/dev/x"]);
+        assert_eq!(values("\"$PWD/.env\"").unwrap(), ["/ws/.env"]);
+        assert_eq!(values(".e{n,}v").unwrap(), [".env", ".ev"]);
+        assert_eq!(values("f{1..3}").unwrap(), ["f1", "f2", "f3"]);
+        assert_eq!(values("'~/x'").unwrap(), ["~/x"]);
+        assert!(values("$SECRET_FILE").is_err());
+        assert!(values("$(echo x)").is_err());
+        assert!(values("~root/x").is_err());
+    }
+
+    #[test]
+    fn globs_expand_against_the_file_system() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let root = dir.path().to_string_lossy().into_owned();
+        std::fs::write(dir.path().join(".env"), "x").expect("write");
+        std::fs::write(dir.path().join("a.txt"), "x").expect("write");
+        assert_eq!(
+            expand_glob(&format!("{root}/.en?")),
+            [format!("{root}/.env")]
+        );
+        assert_eq!(
+            expand_glob(&format!("{root}/.e[n]v")),
+            [format!("{root}/.env")]
+        );
+        assert_eq!(
+            expand_glob(&format!("{root}/nothing*")),
+            [format!("{root}/nothing*")]
+        );
+        assert_eq!(expand_glob(&format!("{root}/a\\*")), [format!("{root}/a*")]);
+    }
+}
