@@ -250,7 +250,14 @@ impl Plan<'_> {
                                 call.overflow.map_or("", overflow_name)
                             )
                         });
-                        let why: Vec<String> = call.reasons.iter().map(Reason::label).collect();
+                        let why: Vec<String> = call
+                            .reasons
+                            .iter()
+                            .map(|reason| match reason.part() {
+                                Some(part) => format!("{} (`{part}`)", reason.label()),
+                                None => reason.label(),
+                            })
+                            .collect();
                         out.push_str(&format!(
                             "  {:<10} {:<14} {:<5}  by {}; {timeout}{budget}\n",
                             call.id,
@@ -258,6 +265,11 @@ impl Plan<'_> {
                             call.decision,
                             why.join(", ")
                         ));
+                        for reason in &call.reasons {
+                            if let Reason::Analysis { reason, .. } = reason {
+                                out.push_str(&format!("  {:<10} {:<14} {reason}\n", "", ""));
+                            }
+                        }
                         if !call.hooks.is_empty() {
                             out.push_str(&format!(
                                 "  {:<10} {:<14} hooks asked first: {}\n",

@@ -97,6 +97,9 @@ pub struct OptionSpec {
     /// The option takes a value (`-o FILE`, `--output=FILE`), and what the value is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Role>,
+    /// The option takes a second value (`jq --rawfile NAME FILE`), and what it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_value: Option<Role>,
     /// What using the option does (`find -delete`: `write`; `rg --pre`: `exec`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub effects: Vec<Effect>,

@@ -97,7 +97,18 @@ pub enum Reason {
 }
 
 impl Reason {
-    /// A short label: `rule:<name>`, `default`, `hook:<name>`, `always_ask`,
+    /// The part of a command line this reason is about, when the line was decided part by
+    /// part.
+    pub fn part(&self) -> Option<&str> {
+        match self {
+            Reason::Rule { part, .. }
+            | Reason::Default { part, .. }
+            | Reason::Analysis { part, .. } => part.as_deref(),
+            Reason::Hook { .. } | Reason::AlwaysAsk | Reason::Approval { .. } => None,
+        }
+    }
+
+    /// A short label: `rule:<name>`, `default`, `analysis`, `hook:<name>`, `always_ask`,
     /// `approval:<who>`.
     pub fn label(&self) -> String {
         match self {

@@ -758,6 +758,10 @@ fn json_eq(a: &Value, b: &Value) -> bool {
 /// What one matcher kind found for one string.
 enum Found {
     Pattern(Option<usize>),
+    ReadOnly {
+        read_only: bool,
+        expected: bool,
+    },
     Path {
         holds: bool,
         condition: PathCondition,
@@ -771,6 +775,10 @@ impl Found {
     fn holds(&self) -> bool {
         match self {
             Self::Pattern(index) => index.is_some(),
+            Self::ReadOnly {
+                read_only,
+                expected,
+            } => read_only == expected,
             Self::Path { holds, .. } => *holds,
             Self::Shell(verdict) => verdict.holds(),
         }
@@ -779,6 +787,7 @@ impl Found {
     fn into_detail(self, element: Option<usize>) -> CheckDetail {
         match self {
             Self::Pattern(pattern) => CheckDetail::Pattern { element, pattern },
+            Self::ReadOnly { read_only, .. } => CheckDetail::ReadOnly { element, read_only },
             Self::Path {
                 condition,
                 side,
@@ -876,7 +885,10 @@ fn check(
         }),
         Compiled::ReadOnly(expected) => over_strings(value, mode, |s| {
             let (analysed, table) = cache.analysed(s);
-            Found::Pattern((line_is_read_only(analysed, table) == *expected).then_some(0))
+            Found::ReadOnly {
+                read_only: line_is_read_only(analysed, table),
+                expected: *expected,
+            }
         }),
     };
     Check {
@@ -1174,6 +1186,11 @@ pub enum CheckDetail {
         element: Option<usize>,
         verdict: ShellVerdict,
     },
+    /// `read_only`: whether the command line only reads.
+    ReadOnly {
+        element: Option<usize>,
+        read_only: bool,
+    },
     /// The patterns parse but their automaton cannot be built (a size limit): the matcher
     /// fails closed.
     Unbuilt {
@@ -1259,6 +1276,14 @@ impl fmt::Display for CheckDetail {
             Self::Shell { element, verdict } => {
                 at(f, element)?;
                 write!(f, "{verdict}")
+            }
+            Self::ReadOnly { element, read_only } => {
+                at(f, element)?;
+                f.write_str(if *read_only {
+                    "the command line only reads"
+                } else {
+                    "the command line does more than read"
+                })
             }
             Self::Unbuilt { message } => write!(
                 f,

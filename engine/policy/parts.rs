@@ -109,7 +109,7 @@ pub(super) fn decide_line(
             } else {
                 vec![failure]
             };
-            return combine(parts, false);
+            return combine(parts);
         }
     };
     let home = ctx.home();
@@ -171,7 +171,7 @@ pub(super) fn decide_line(
             "the command line runs nothing".to_owned(),
         ));
     }
-    combine(parts, true)
+    combine(parts)
 }
 
 fn parse_message(err: &super::shell::ShellParseError) -> String {
@@ -182,7 +182,7 @@ fn parse_message(err: &super::shell::ShellParseError) -> String {
 }
 
 /// The strictest part decides; the reasons of the parts that decide come first.
-fn combine(parts: Vec<PartOutcome>, _labelled: bool) -> RuleDecision {
+fn combine(parts: Vec<PartOutcome>) -> RuleDecision {
     let parts: Vec<PartOutcome> = parts.into_iter().filter(|p| !p.neutral).collect();
     let decision = parts
         .iter()
@@ -324,12 +324,7 @@ fn judge_files(
             Err(why) => {
                 outcome.add_analysis(
                     &command.text,
-                    format!(
-                        "`{}` {} `{}`, whose value is only known when it runs ({why})",
-                        command.text,
-                        access.verb(),
-                        word.raw
-                    ),
+                    format!("`{}` {} `{}`: {why}", command.text, access.verb(), word.raw),
                 );
                 continue;
             }
@@ -350,7 +345,17 @@ fn judge_files(
                 continue;
             }
             for path in folders.resolve(&value) {
-                for path in expand_glob(&path) {
+                let paths = match expand_glob(&path) {
+                    Ok(paths) => paths,
+                    Err(why) => {
+                        outcome.add_analysis(
+                            &command.text,
+                            format!("`{}` {} `{}`: {why}", command.text, access.verb(), word.raw),
+                        );
+                        continue;
+                    }
+                };
+                for path in paths {
                     let mut input = json!({ "file_path": path });
                     if access == Access::Write
                         && let Value::Object(map) = &mut input
@@ -395,14 +400,19 @@ fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Ve
                 | super::shell::Expansion::RuntimeArguments
         )
     {
-        return Err(expansion.to_string());
+        return Err(format!(
+            "its {expansion} is only known when it runs, so the file cannot be judged"
+        ));
     }
     let mut values = Vec::new();
     for raw in expand_braces(&word.raw)? {
         let mut nested = Vec::new();
         let parts = split_word(&raw, &mut nested).map_err(|e| e.message)?;
         if !nested.is_empty() {
-            return Err("command substitution".to_owned());
+            return Err(
+                "its command substitution is only known when it runs, so the file cannot be judged"
+                    .to_owned(),
+            );
         }
         let tilde_at = unquoted_expansions(&parts).tilde;
         let mut value = String::new();
@@ -426,15 +436,20 @@ fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Ve
                 }
                 Part::Text { text, .. } => value.push_str(&escape_glob(text)),
                 Part::Expansion { start, .. } => {
-                    let name = parameter_name(&raw[*start..])
-                        .ok_or_else(|| format!("`{raw}` is expanded at run time"))?;
+                    let name = parameter_name(&raw[*start..]).ok_or_else(|| {
+                        format!("`{raw}` is expanded when it runs, so the file cannot be judged")
+                    })?;
                     match name {
                         "HOME" => value.push_str(home.ok_or("the home folder is not known")?),
                         // With several candidate folders, `$PWD` is each of them: a relative
                         // value stands for it.
                         "PWD" if folders.len() == 1 => value.push_str(&folders[0]),
                         "PWD" => value.push('.'),
-                        other => return Err(format!("`${other}` is only known when it runs")),
+                        other => {
+                            return Err(format!(
+                                "`${other}` is only known when it runs, so the file cannot be judged"
+                            ));
+                        }
                     }
                 }
             }
@@ -604,11 +619,17 @@ fn sequence(from: &str, to: &str) -> Option<Vec<String>> {
 }
 
 /// The files a (possibly glob) path names now, as bash would expand it; the path itself
-/// (unescaped) when it has no glob or matches nothing.
-fn expand_glob(path: &str) -> Vec<String> {
+/// (unescaped) when it has no glob or matches nothing. `Err` when the glob reaches more than
+/// can be looked at (it is then asked, never judged by its spelling).
+fn expand_glob(path: &str) -> Result<Vec<String>, String> {
     if !has_glob(path) {
-        return vec![unescape_glob(path)];
+        return Ok(vec![unescape_glob(path)]);
     }
+    let too_many = || {
+        Err(format!(
+            "the glob reaches more than {MAX_EXPANSIONS} files or {MAX_GLOB_ENTRIES} folder entries, so its files cannot all be judged"
+        ))
+    };
     let mut bases = vec![String::new()];
     let mut read = 0usize;
     for component in path.split('/').filter(|c| !c.is_empty()) {
@@ -619,7 +640,7 @@ fn expand_glob(path: &str) -> Vec<String> {
                 .backslash_escape(true)
                 .build()
             else {
-                return vec![unescape_glob(path)];
+                return Err(format!("`{component}` is not a glob toolgate can read"));
             };
             let matcher = glob.compile_matcher();
             for base in &bases {
@@ -630,8 +651,7 @@ fn expand_glob(path: &str) -> Vec<String> {
                 for entry in entries.flatten() {
                     read += 1;
                     if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
-                        // Too much to look at: judge the pattern as written.
-                        return vec![unescape_glob(path)];
+                        return too_many();
                     }
                     let name = entry.file_name();
                     let Some(name) = name.to_str() else { continue };
@@ -644,12 +664,16 @@ fn expand_glob(path: &str) -> Vec<String> {
             let plain = unescape_glob(component);
             next = bases.iter().map(|base| format!("{base}/{plain}")).collect();
         }
+        if next.len() > MAX_EXPANSIONS {
+            return too_many();
+        }
         bases = next;
         if bases.is_empty() {
-            return vec![unescape_glob(path)];
+            // Nothing matches: bash passes the word as written.
+            return Ok(vec![unescape_glob(path)]);
         }
     }
-    bases
+    Ok(bases)
 }
 
 #[cfg(test)]
@@ -687,18 +711,20 @@ mod tests {
         let root = dir.path().to_string_lossy().into_owned();
         std::fs::write(dir.path().join(".env"), "x").expect("write");
         std::fs::write(dir.path().join("a.txt"), "x").expect("write");
+        let expand = |glob: String| expand_glob(&glob).expect("a small folder");
+        assert_eq!(expand(format!("{root}/.en?")), [format!("{root}/.env")]);
+        assert_eq!(expand(format!("{root}/.e[n]v")), [format!("{root}/.env")]);
         assert_eq!(
-            expand_glob(&format!("{root}/.en?")),
-            [format!("{root}/.env")]
-        );
-        assert_eq!(
-            expand_glob(&format!("{root}/.e[n]v")),
-            [format!("{root}/.env")]
-        );
-        assert_eq!(
-            expand_glob(&format!("{root}/nothing*")),
+            expand(format!("{root}/nothing*")),
             [format!("{root}/nothing*")]
         );
-        assert_eq!(expand_glob(&format!("{root}/a\\*")), [format!("{root}/a*")]);
+        assert_eq!(expand(format!("{root}/a\\*")), [format!("{root}/a*")]);
+        for i in 0..=MAX_EXPANSIONS {
+            std::fs::write(dir.path().join(format!("f{i}")), "").expect("write");
+        }
+        assert!(
+            expand_glob(&format!("{root}/f*")).is_err(),
+            "too many to judge"
+        );
     }
 }

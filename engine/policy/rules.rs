@@ -567,7 +567,17 @@ impl PartOutcome {
             }
             other => other,
         });
-        let reasons: Vec<RuleReason> = reasons.collect();
+        // The same rule on two candidate locations of one file is said once.
+        let reasons: Vec<RuleReason> = reasons
+            .filter(|reason| match reason {
+                RuleReason::Rule(rule) => !self.reasons.iter().any(|known| {
+                    known
+                        .rule()
+                        .is_some_and(|k| k.name == rule.name && k.part == rule.part)
+                }),
+                RuleReason::Default { .. } | RuleReason::Analysis { .. } => true,
+            })
+            .collect();
         self.reasons.splice(0..0, reasons);
     }
 

@@ -65,6 +65,8 @@ pub struct OptionInfo {
     pub canonical: String,
     /// What its value is, when it takes one.
     pub value: Option<Role>,
+    /// What its second value is, when it takes two.
+    pub second_value: Option<Role>,
     /// What using it does.
     pub effects: Vec<Effect>,
     replaces_first_operand: bool,
@@ -114,6 +116,7 @@ fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
     OptionInfo {
         canonical: canonical.to_owned(),
         value: spec.value,
+        second_value: spec.second_value,
         effects: spec.effects.clone(),
         replaces_first_operand: spec.replaces_first_operand,
     }
@@ -126,6 +129,8 @@ pub struct UsedOption {
     pub canonical: String,
     /// Its value, when it takes one.
     pub value: Option<Word>,
+    /// Its second value, when it takes two.
+    pub second: Option<Word>,
     /// What the table says it is (`None`: unknown option).
     pub info: Option<Arc<OptionInfo>>,
     /// Whether it is the program's own option, before the subcommand (`git -C dir`).
@@ -301,15 +306,28 @@ impl CommandTable {
                 end_of_options = true;
                 continue;
             }
-            let mut push =
-                |canonical: String, value: Option<Word>, info: Option<Arc<OptionInfo>>| {
-                    facts.options.push(UsedOption {
-                        canonical,
-                        value,
-                        info,
-                        before_subcommand,
-                    });
-                };
+            let second = |info: &Option<Arc<OptionInfo>>, i: &mut usize| {
+                let wanted = info
+                    .as_ref()
+                    .is_some_and(|info| info.second_value.is_some());
+                let value = wanted.then(|| words.get(*i).cloned()).flatten();
+                if value.is_some() {
+                    *i += 1;
+                }
+                value
+            };
+            let mut push = |canonical: String,
+                            value: Option<Word>,
+                            second: Option<Word>,
+                            info: Option<Arc<OptionInfo>>| {
+                facts.options.push(UsedOption {
+                    canonical,
+                    value,
+                    second,
+                    info,
+                    before_subcommand,
+                });
+            };
             let next_word = |i: &mut usize| {
                 let value = words.get(*i).cloned();
                 if value.is_some() {
@@ -327,7 +345,8 @@ impl CommandTable {
                     let canonical = info
                         .as_ref()
                         .map_or_else(|| value.to_owned(), |info| info.canonical.clone());
-                    push(canonical, option_value, info);
+                    let second = second(&info, &mut i);
+                    push(canonical, option_value, second, info);
                 }
                 OptionStyle::Gnu if value.starts_with("--") => {
                     let (spelling, inline) = match value.split_once('=') {
@@ -343,7 +362,8 @@ impl CommandTable {
                     let canonical = info
                         .as_ref()
                         .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
-                    push(canonical, option_value, info);
+                    let second = second(&info, &mut i);
+                    push(canonical, option_value, second, info);
                 }
                 OptionStyle::Gnu => {
                     // A cluster of short options (`-rf`, `-n5`, `-uf`).
@@ -361,10 +381,11 @@ impl CommandTable {
                             } else {
                                 Some(Word::literal_from(rest, rest))
                             };
-                            push(canonical, option_value, info);
+                            let second = second(&info, &mut i);
+                            push(canonical, option_value, second, info);
                             break;
                         }
-                        push(canonical, None, info);
+                        push(canonical, None, None, info);
                         if index == 0 && letter.is_ascii_digit() {
                             // `-5` (a count), not a cluster.
                             break;
@@ -425,6 +446,15 @@ impl CommandTable {
                 option_values.push(role_word.clone());
                 facts.roles.push(role_word);
             }
+            if let (Some(role), Some(value)) = (info.second_value, &option.second) {
+                let role_word = RoleWord {
+                    role,
+                    word: value.clone(),
+                    source: format!("{} … {}", option.canonical, value.raw),
+                };
+                option_values.push(role_word.clone());
+                facts.roles.push(role_word);
+            }
         }
         // Operands by position; keyed operands by key.
         let count = operands.len();
@@ -468,7 +498,9 @@ impl CommandTable {
             content.extend(scripts::content_effects(role_word));
         }
         facts.effects.extend(content);
-        if !facts.effects.is_empty() {
+        // A word the program writes (`uniq in out`, `cp a b`) is judged as a file write, and
+        // the command is not read-only.
+        if !facts.effects.is_empty() || facts.roles.iter().any(|r| r.role == Role::Write) {
             facts.read_only = false;
         }
         facts
