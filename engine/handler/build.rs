@@ -7,16 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::model::ToolName;
-use crate::model::handler::{HandlerSpec, StdinMode as ModelStdin};
+use crate::model::handler::{HandlerSpec, StdinMode};
 
-use super::{CommandHandler, CommandSpec, HttpHandler, HttpSpec, StdinMode};
+use super::{CommandRunner, CommandSpec, HttpRunner, HttpSpec};
 
 /// A tool's handler, compiled once per snapshot.
 pub enum Dispatch {
     /// A subprocess.
-    Command(Arc<CommandHandler>),
+    Command(Arc<CommandRunner>),
     /// An HTTP endpoint.
-    Http(Arc<HttpHandler>),
+    Http(Arc<HttpRunner>),
     /// A native handler registered under this name.
     Native(String),
     /// No handler can run (why, for the model and the logs).
@@ -41,10 +41,7 @@ pub fn build(tool: &ToolName, spec: &HandlerSpec, options: &BuildOptions<'_>) ->
         HandlerSpec::Command(spec) => {
             let command = CommandSpec {
                 argv: spec.argv.clone(),
-                stdin: match spec.stdin {
-                    Some(ModelStdin::Json) => StdinMode::Json,
-                    Some(ModelStdin::None) | None => StdinMode::Null,
-                },
+                stdin: spec.stdin.unwrap_or(StdinMode::None),
                 env_allow: spec.env.clone().unwrap_or_default(),
                 env_set: spec.set_env.clone().unwrap_or_default(),
                 cwd: Some(match &spec.cwd {
@@ -55,7 +52,7 @@ pub fn build(tool: &ToolName, spec: &HandlerSpec, options: &BuildOptions<'_>) ->
                 max_output_bytes: options.max_output_bytes,
                 kill_grace: options.kill_grace,
             };
-            match CommandHandler::new(command) {
+            match CommandRunner::new(command) {
                 Ok(handler) => Dispatch::Command(Arc::new(handler)),
                 Err(error) => Dispatch::Unavailable(format!(
                     "the handler's argv template is invalid: {error}"
@@ -67,7 +64,7 @@ pub fn build(tool: &ToolName, spec: &HandlerSpec, options: &BuildOptions<'_>) ->
             http.headers = spec.headers.clone().unwrap_or_default();
             http.env_allow = spec.env.clone().unwrap_or_default();
             http.max_body_bytes = options.max_output_bytes;
-            match HttpHandler::new(http) {
+            match HttpRunner::new(http) {
                 Ok(handler) => Dispatch::Http(Arc::new(handler)),
                 Err(error) => {
                     Dispatch::Unavailable(format!("the http handler cannot be built: {error}"))

@@ -37,6 +37,8 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 
+use crate::model::handler::StdinMode;
+
 use super::decode::Utf8Decoder;
 use super::process::{ProcessGroup, signal_name};
 use super::template::{ArgvTemplateError, Template, parse_argv, render_argv};
@@ -57,22 +59,13 @@ const SETTLE_AFTER_EXIT: StdDuration = StdDuration::from_millis(100);
 /// Bytes read from a pipe at a time.
 const READ_CHUNK: usize = 16 * 1024;
 
-/// What to feed the command on stdin.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum StdinMode {
-    /// `/dev/null`.
-    #[default]
-    Null,
-    /// The whole input as compact JSON and a newline, then end of file.
-    Json,
-}
-
 /// How to run a command for a call (the lead maps the contract's `handler` onto this).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandSpec {
     /// Program and arguments, each a template (`{{input.field}}`).
     pub argv: Vec<String>,
-    /// What goes to stdin.
+    /// What goes to stdin (`none`: `/dev/null`; `json`: the whole input as compact JSON and
+    /// a newline, then end of file).
     pub stdin: StdinMode,
     /// Names of variables inherited from the engine's environment; all others are cleared.
     pub env_allow: Vec<String>,
@@ -95,7 +88,7 @@ impl CommandSpec {
     pub fn new(argv: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Self {
             argv: argv.into_iter().map(Into::into).collect(),
-            stdin: StdinMode::Null,
+            stdin: StdinMode::None,
             env_allow: Vec::new(),
             env_set: IndexMap::new(),
             cwd: None,
@@ -108,12 +101,12 @@ impl CommandSpec {
 
 /// A command handler with its argv templates parsed once.
 #[derive(Clone, Debug)]
-pub struct CommandHandler {
+pub struct CommandRunner {
     spec: CommandSpec,
     argv: Vec<Template>,
 }
 
-impl CommandHandler {
+impl CommandRunner {
     /// Parses the spec's argv templates.
     pub fn new(spec: CommandSpec) -> Result<Self, ArgvTemplateError> {
         let argv = parse_argv(&spec.argv)?;
@@ -135,7 +128,7 @@ impl CommandHandler {
     }
 }
 
-/// Runs `spec` for one call (parsing its templates first; prefer [`CommandHandler`] to parse
+/// Runs `spec` for one call (parsing its templates first; prefer [`CommandRunner`] to parse
 /// once).
 pub async fn run_command(
     spec: &CommandSpec,
@@ -182,7 +175,7 @@ pub async fn run_captured(
     let args = render_argv(argv, input)
         .map_err(|error| HandlerError::business_with_code(error.to_string(), "template"))?;
     let stdin_bytes = match spec.stdin {
-        StdinMode::Null => None,
+        StdinMode::None => None,
         StdinMode::Json => {
             let mut bytes = serde_json::to_vec(input).map_err(HandlerError::other)?;
             bytes.push(b'\n');

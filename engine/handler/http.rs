@@ -138,14 +138,14 @@ struct RenderedHeaderError(String);
 
 /// An HTTP handler: the parsed spec and a connection-pooling client.
 #[derive(Clone, Debug)]
-pub struct HttpHandler {
+pub struct HttpRunner {
     client: Client,
     url: Url,
     headers: Vec<(HeaderName, Template)>,
     max_body_bytes: u64,
 }
 
-impl HttpHandler {
+impl HttpRunner {
     /// Checks the spec (URL, header names, templates, env allow-list) and builds the client.
     pub fn new(spec: HttpSpec) -> Result<Self, HttpConfigError> {
         let url = Url::parse(&spec.url).map_err(|error| HttpConfigError::BadUrl {
@@ -347,35 +347,35 @@ mod tests {
     #[test]
     fn spec_checks() {
         assert!(
-            HttpHandler::new(spec(
+            HttpRunner::new(spec(
                 &[("Authorization", "Bearer {{env.TOKEN}}")],
                 &["TOKEN"]
             ))
             .is_ok()
         );
         let err =
-            HttpHandler::new(spec(&[("Authorization", "Bearer {{env.TOKEN}}")], &[])).unwrap_err();
+            HttpRunner::new(spec(&[("Authorization", "Bearer {{env.TOKEN}}")], &[])).unwrap_err();
         assert_eq!(
             err.to_string(),
             "header `Authorization` reads `TOKEN`, which is not in `env_allow`"
         );
-        let err = HttpHandler::new(spec(&[("X-Path", "{{input.path}}")], &[])).unwrap_err();
+        let err = HttpRunner::new(spec(&[("X-Path", "{{input.path}}")], &[])).unwrap_err();
         assert!(matches!(
             err,
             HttpConfigError::BadHeaderTemplate { ref error, .. } if error.offset == 0
         ));
-        let err = HttpHandler::new(spec(&[("Bad Name", "x")], &[])).unwrap_err();
+        let err = HttpRunner::new(spec(&[("Bad Name", "x")], &[])).unwrap_err();
         assert!(matches!(err, HttpConfigError::BadHeaderName(_)));
-        let err = HttpHandler::new(spec(&[("X-A", "a\nb")], &[])).unwrap_err();
+        let err = HttpRunner::new(spec(&[("X-A", "a\nb")], &[])).unwrap_err();
         assert!(matches!(err, HttpConfigError::BadHeaderValue(_)));
-        let err = HttpHandler::new(HttpSpec::new("ftp://example.com/")).unwrap_err();
+        let err = HttpRunner::new(HttpSpec::new("ftp://example.com/")).unwrap_err();
         assert!(matches!(err, HttpConfigError::UnsupportedScheme { .. }));
-        let err = HttpHandler::new(HttpSpec::new("not a url")).unwrap_err();
+        let err = HttpRunner::new(HttpSpec::new("not a url")).unwrap_err();
         assert!(matches!(err, HttpConfigError::BadUrl { .. }));
     }
 
     #[test]
     fn https_clients_build_with_the_ring_provider() {
-        assert!(HttpHandler::new(HttpSpec::new("https://example.com/tool")).is_ok());
+        assert!(HttpRunner::new(HttpSpec::new("https://example.com/tool")).is_ok());
     }
 }

@@ -29,10 +29,11 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{CallId, GateName, ModeName, ToolName};
 use crate::timeout::{Deadline, GateError, GatePermit, Gates};
 
+pub use crate::model::handler::StdinMode;
 pub use build::{BuildOptions, Dispatch, build};
-pub use command::{Captured, CommandHandler, CommandSpec, StdinMode, run_captured, run_command};
+pub use command::{Captured, CommandRunner, CommandSpec, run_captured, run_command};
 pub use decode::Utf8Decoder;
-pub use http::{HttpConfigError, HttpHandler, HttpSpec, HttpStatusError};
+pub use http::{HttpConfigError, HttpRunner, HttpSpec, HttpStatusError};
 pub use native::{
     HandlerFuture, Isolated, NativeHandler, NativeRegistry, NativeRegistryError, build_native,
     call_native, poll_native, run_isolated, spawn_native,

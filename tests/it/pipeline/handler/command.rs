@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 use toolgate::handler::{
-    CallContext, CommandHandler, CommandSpec, HandlerError, HandlerOutput, ProgressChunk,
+    CallContext, CommandRunner, CommandSpec, HandlerError, HandlerOutput, ProgressChunk,
     ProgressSink, ProgressStream, StdinMode, run_command,
 };
 
@@ -447,10 +447,10 @@ async fn a_call_cancelled_before_it_starts_spawns_nothing() {
 
 #[tokio::test]
 async fn the_prepared_handler_runs_like_run_command() {
-    let handler = CommandHandler::new(spec(&["echo", "{{input.word}}"])).unwrap();
+    let handler = CommandRunner::new(spec(&["echo", "{{input.word}}"])).unwrap();
     let out = handler.call(&json!({"word": "hi"}), &ctx()).await.unwrap();
     assert_eq!(out.as_text(), Some("hi\n"));
-    let err = CommandHandler::new(spec(&["echo", "{{input.word"])).unwrap_err();
+    let err = CommandRunner::new(spec(&["echo", "{{input.word"])).unwrap_err();
     assert_eq!(err.index, 1);
 }
 

@@ -9,7 +9,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use toolgate::handler::{CallContext, HandlerError, HttpHandler, HttpSpec, HttpStatusError};
+use toolgate::handler::{CallContext, HandlerError, HttpRunner, HttpSpec, HttpStatusError};
 
 /// Guards against a hang: not a timing assertion.
 const HANG_GUARD: Duration = Duration::from_secs(60);
@@ -120,7 +120,7 @@ async fn ok_returns_the_body_and_posts_the_input_as_json() {
         env_allow: vec!["PATH".into()],
         ..HttpSpec::new(url)
     };
-    let handler = HttpHandler::new(spec).unwrap();
+    let handler = HttpRunner::new(spec).unwrap();
     let input = json!({"query": "a b", "n": 1});
     let out = tokio::time::timeout(HANG_GUARD, handler.call(&input, &ctx()))
         .await
@@ -143,7 +143,7 @@ async fn ok_returns_the_body_and_posts_the_input_as_json() {
 #[tokio::test]
 async fn not_found_is_a_business_failure_with_the_body() {
     let (url, _seen) = serve(Some((404, "Not Found", "no such item\n".into()))).await;
-    let handler = HttpHandler::new(HttpSpec::new(url)).unwrap();
+    let handler = HttpRunner::new(HttpSpec::new(url)).unwrap();
     let err = handler.call(&json!({}), &ctx()).await.unwrap_err();
     match err {
         HandlerError::Business { message, code } => {
@@ -157,7 +157,7 @@ async fn not_found_is_a_business_failure_with_the_body() {
 #[tokio::test]
 async fn server_error_is_an_error_with_the_status() {
     let (url, _seen) = serve(Some((500, "Internal Server Error", "boom".into()))).await;
-    let handler = HttpHandler::new(HttpSpec::new(url.clone())).unwrap();
+    let handler = HttpRunner::new(HttpSpec::new(url.clone())).unwrap();
     let err = handler.call(&json!({}), &ctx()).await.unwrap_err();
     let HandlerError::Other(source) = &err else {
         panic!("expected Other, got {err:?}");
@@ -176,7 +176,7 @@ async fn server_error_is_an_error_with_the_status() {
 #[tokio::test]
 async fn a_redirect_is_not_followed() {
     let (url, _seen) = serve(Some((302, "Found", String::new()))).await;
-    let handler = HttpHandler::new(HttpSpec::new(url)).unwrap();
+    let handler = HttpRunner::new(HttpSpec::new(url)).unwrap();
     let err = handler.call(&json!({}), &ctx()).await.unwrap_err();
     assert!(err.to_string().starts_with("HTTP 302 Found from"), "{err}");
 }
@@ -188,7 +188,7 @@ async fn a_body_over_the_cap_fails() {
         max_body_bytes: 1024,
         ..HttpSpec::new(url)
     };
-    let err = HttpHandler::new(spec)
+    let err = HttpRunner::new(spec)
         .unwrap()
         .call(&json!({}), &ctx())
         .await
@@ -202,7 +202,7 @@ async fn a_body_over_the_cap_fails() {
 #[tokio::test]
 async fn cancellation_ends_a_call_waiting_for_a_response() {
     let (url, mut seen) = serve(None).await;
-    let handler = HttpHandler::new(HttpSpec::new(url)).unwrap();
+    let handler = HttpRunner::new(HttpSpec::new(url)).unwrap();
     let ctx = ctx();
     let cancel = ctx.cancel.clone();
     let input = json!({"slow": true});
@@ -232,7 +232,7 @@ async fn an_unset_variable_fails_the_call() {
         env_allow: vec!["TOOLGATE_TEST_UNSET_TOKEN".into()],
         ..HttpSpec::new(url)
     };
-    let err = HttpHandler::new(spec)
+    let err = HttpRunner::new(spec)
         .unwrap()
         .call(&json!({}), &ctx())
         .await
@@ -249,7 +249,7 @@ async fn a_refused_connection_is_an_error_with_its_cause() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/tool", listener.local_addr().unwrap());
     drop(listener);
-    let err = HttpHandler::new(HttpSpec::new(url.clone()))
+    let err = HttpRunner::new(HttpSpec::new(url.clone()))
         .unwrap()
         .call(&json!({}), &ctx())
         .await
