@@ -555,7 +555,7 @@ fn example_failed_override() {
         1,
         &[at(
             "example_failed",
-            "builtin:policies/rules.yaml:17:11",
+            "builtin:policies/rules.yaml:36:11",
             "{ tool: Read, input: { file_path: deploy/secrets/token } }",
         )
         .rel(changed, "secrets.yaml:6:7", "file_path")],

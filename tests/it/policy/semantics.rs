@@ -539,6 +539,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("tree", "tree -o out.txt src", "ask"),
     ("stat", "stat src/main.rs", "allow"),
     ("file", "file src/main.rs", "allow"),
+    ("file", "file -C -m magic", "ask"),
     ("du", "du -sh src", "allow"),
     ("df", "df -h", "allow"),
     ("pwd", "pwd", "allow"),
@@ -593,6 +594,8 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("awk", "awk '{print > \"out.txt\"}' src/main.rs", "ask"),
     ("gawk", "gawk '{print $1}' src/main.rs", "allow"),
     ("gawk", "gawk 'BEGIN{system(\"id\")}'", "ask"),
+    ("gawk", "gawk -l ./evil.so '{print}' src/main.rs", "ask"),
+    ("gawk", "gawk -e '@load \"x\"' src/main.rs", "ask"),
     // What xargs appends is only known when it runs: a command that reads files asks.
     ("xargs", "echo src | xargs ls", "ask"),
     ("xargs", "echo done | xargs echo", "allow"),
