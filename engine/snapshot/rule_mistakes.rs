@@ -104,7 +104,7 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
                     Code::SemanticEmptyMatcher,
                     format!("the matcher on `{selector}` in rule `{name}` sets no condition, so it holds for every call"),
                 )
-                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `path`, `shell` or `read_only`; `equals: null` reads as no `equals`), or remove the selector"),
+                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `path`, `shell`, `read_only`, `workspace` or `policy_files`; `equals: null` reads as no `equals`), or remove the selector"),
                 place: Place::Value(at),
                 related: Vec::new(),
             });
@@ -120,7 +120,8 @@ enum Condition<'a> {
     /// A pattern kind (`glob`, `regex`, `path`, `shell`) and its patterns.
     Patterns(&'static str, &'a [String]),
     /// Another condition on string values, without a pattern list (`read_only`: the value,
-    /// read as a command line, only reads).
+    /// read as a command line, only reads; `workspace`, `policy_files`: where the location it
+    /// names lies).
     OnStrings(&'static str),
 }
 
@@ -135,6 +136,8 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
         path,
         shell,
         read_only,
+        workspace,
+        policy_files,
         allow_redirection: _,
     } = matcher;
     let mut conditions = Vec::new();
@@ -144,7 +147,12 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
     if let Some(exists) = exists {
         conditions.push(Condition::Exists(*exists));
     }
-    for (kind, set) in [("read_only", read_only.is_some())] {
+    let on_strings = [
+        ("read_only", read_only.is_some()),
+        ("workspace", workspace.is_some()),
+        ("policy_files", policy_files.is_some()),
+    ];
+    for (kind, set) in on_strings {
         if set {
             conditions.push(Condition::OnStrings(kind));
         }
