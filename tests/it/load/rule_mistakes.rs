@@ -13,17 +13,20 @@ use toolgate::executor::{Batch, Engine};
 use toolgate::pipeline::ToolCall;
 use toolgate::snapshot::{LayerOptions, LoadOptions, LoadOutcome, load};
 
-/// Loads the built-in layer and one project file holding `rules`.
+/// Loads the built-in layer and one project file holding `rules`, in `policies/` of the
+/// workspace `dir`.
 fn load_rules(dir: &Path, rules: &str) -> LoadOutcome {
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
     std::fs::write(
-        dir.join("rules.yaml"),
+        policies.join("project.yaml"),
         format!("version: 1\nrules:\n{rules}"),
     )
     .unwrap();
     let mut options = LoadOptions::new(LayerOptions {
         no_builtin: false,
         enforced: Vec::new(),
-        policies: vec![dir.to_owned()],
+        policies: vec![policies],
     });
     options.workspace_root = dir.to_owned();
     load(&options, 1)
@@ -37,7 +40,7 @@ fn reported(outcome: &LoadOutcome) -> Vec<String> {
         .filter(|d| {
             d.location
                 .as_ref()
-                .is_some_and(|l| l.source.path().ends_with("rules.yaml"))
+                .is_some_and(|l| l.source.path().ends_with("policies/project.yaml"))
         })
         .map(|d: &Diagnostic| {
             let location = d.location.as_ref().unwrap().display();
