@@ -50,6 +50,8 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
+
+use crate::diagnostics::Format;
 use std::sync::{Arc, OnceLock};
 
 use super::glob::GlobList;
@@ -552,6 +554,14 @@ impl Anchor {
         }
     }
 
+    /// Whether the folder `folder` (absolute, folded) holds `anchor`, in its written or its
+    /// resolved form.
+    fn holds(folder: &str, anchor: &Anchor, case: PathCase) -> bool {
+        std::iter::once(anchor.written.as_str())
+            .chain(anchor.resolved.as_deref())
+            .any(|place| strip_anchor(place, folder, case).is_some_and(|rest| !rest.is_empty()))
+    }
+
     /// What follows the anchor in `location` (empty for the anchor itself), when `location`
     /// is the anchor or lies under it, in its written or its resolved form.
     fn strip<'l>(&self, location: &'l str, case: PathCase) -> Option<&'l str> {
@@ -675,10 +685,15 @@ impl MatchContext {
                     format!("~/{rest}")
                 }
             });
-        let policy_file = self
-            .policy_locations
-            .iter()
-            .any(|location| location.strip(&absolute, case).is_some());
+        // A policy location itself, a file in a policy folder that would be loaded (by its
+        // extension), or a folder that holds a policy location (deleting it deletes them).
+        // Other files in a policy folder are not: `-p .` makes the workspace a policy folder.
+        let policy_file = self.policy_locations.iter().any(|location| {
+            location
+                .strip(&absolute, case)
+                .is_some_and(|rest| rest.is_empty() || Format::from_path(Path::new(rest)).is_some())
+                || Anchor::holds(&absolute, location, case)
+        });
         NormalisedPath {
             inside: in_workspace.is_some(),
             absolute,
@@ -1358,9 +1373,15 @@ mod tests {
             ("/ws/.toolgate/policies/new/x.yaml", true),
             ("/etc/org/policy.yaml", true),
             ("team/a.toml", true),
-            (".toolgate", false),
+            // A folder that holds policies: removing it removes them.
+            (".toolgate", true),
+            (".", true),
+            ("/etc/org", true),
+            // Files a policy folder would not load, and neighbours.
+            (".toolgate/policies/notes.txt", false),
             (".toolgate/policies-old/x", false),
             ("/etc/org/policy.yaml.bak", false),
+            ("src/main.rs", false),
         ];
         for (raw, expected) in table {
             let path = normalise(raw, &ctx).unwrap();

@@ -796,3 +796,35 @@ fn every_program_in_the_command_table_is_judged_by_what_it_does() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A policy folder that is the workspace itself (`-p .`) protects the policy files in it,
+/// not every file of the workspace.
+#[test]
+fn a_workspace_that_is_its_own_policy_folder_loads_and_protects_only_policies() {
+    let ws = workspace();
+    std::fs::rename(
+        ws.root.join("policies/team.yaml"),
+        ws.root.join("team.yaml"),
+    )
+    .unwrap();
+    let mut options = LoadOptions::new(LayerOptions {
+        no_builtin: false,
+        enforced: Vec::new(),
+        policies: vec![ws.root.clone()],
+    });
+    options.workspace_root = ws.root.clone();
+    options.home = Some(home_of(&ws.root));
+    let outcome = load(&options, 1);
+    let snapshot = outcome
+        .snapshot
+        .unwrap_or_else(|| panic!("the set loads: {:#?}", outcome.diagnostics));
+    let engine = Engine::builder(snapshot).build();
+    let (got, _) = decide(&engine, "cat src/main.rs > src/copy.rs", &[]);
+    assert_ne!(got, "deny", "an ordinary file is not a policy file");
+    let (got, reasons) = decide(&engine, "echo '' > team.yaml", &[]);
+    assert_eq!(got, "deny");
+    assert!(
+        reasons.iter().any(|r| r.label() == "rule:no-policy-writes"),
+        "{reasons:?}"
+    );
+}
