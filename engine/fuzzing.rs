@@ -129,7 +129,7 @@ pub fn path(data: &[u8]) {
             }
         }
     }
-    let _ = crate::policy::path::normalise(raw, &ctx);
+    let _ = crate::policy::path::locate(raw, &ctx);
 }
 
 /// The finalizer (SPEC §8.3) on random results and budgets: the first 8 bytes are the

@@ -30,7 +30,7 @@ use crate::policy::decide::{HookVote, Permission, combine};
 use crate::policy::parts::{FileTool, FileTools};
 use crate::policy::rules::CallFacts;
 use crate::snapshot::{Snapshot, Tool};
-use crate::timeout::{ResolvedTimeout, TimeoutParams, resolve};
+use crate::timeout::{ResolvedTimeout, resolve};
 
 /// One tool call as the model gave it.
 #[derive(Clone, Debug, PartialEq)]
@@ -341,16 +341,7 @@ fn resolve_timeout(
     contract: &ResolvedContract,
     input: &Value,
 ) -> Result<Option<ResolvedTimeout>, Rejection> {
-    let timeout = &contract.timeout;
-    let params = TimeoutParams {
-        disabled: timeout.disabled,
-        default: timeout.default,
-        max: timeout.max,
-        override_field: timeout.override_field.clone(),
-        cleanup_grace: timeout.cleanup_grace,
-        engine_default: engine.default_timeout,
-    };
-    resolve(&params, input).map_err(|error| {
+    resolve(&contract.timeout, input).map_err(|error| {
         invalid(
             engine,
             tool,

@@ -71,6 +71,10 @@ pub enum Code {
     SemanticInvalidPointer,
     /// `toolgate::semantic::invalid_schema`
     SemanticInvalidSchema,
+    /// `toolgate::semantic::empty_matcher`
+    SemanticEmptyMatcher,
+    /// `toolgate::semantic::unknown_field`
+    SemanticUnknownField,
     /// `toolgate::semantic::rule_never_matches` (warning)
     SemanticRuleNeverMatches,
     /// `toolgate::semantic::rule_shadowed` (warning)
@@ -166,6 +170,8 @@ impl Code {
         Code::SemanticInvalidShellPattern,
         Code::SemanticInvalidPointer,
         Code::SemanticInvalidSchema,
+        Code::SemanticEmptyMatcher,
+        Code::SemanticUnknownField,
         Code::SemanticRuleNeverMatches,
         Code::SemanticRuleShadowed,
         Code::SemanticBudgetIneffective,
@@ -482,12 +488,48 @@ impl Code {
                  against it; a broken schema would reject every call or none.\n\n## Example\n\
                  ```yaml\ninput_schema: { type: strng }\n```\nWrite `type: string`.",
             ),
+            Code::SemanticEmptyMatcher => error(
+                "toolgate::semantic::empty_matcher",
+                "an argument matcher holds for every call",
+                "## What it means\nA rule's `match` sets no condition on some argument: an empty \
+                 pattern list (`shell: []`, `glob: []`, `regex: []`, `path: []`), an empty \
+                 `match: {}`, or a selector whose matcher gives no condition at all \
+                 (`file_path: {}`, or only `allow_redirection`).\n\n## Why\nA matcher without \
+                 a condition holds for every call, so an allow rule written this way allows \
+                 every call of its tools, whatever the author meant to limit it to.\n\n\
+                 ## Example\n```yaml\n- name: git-only\n  tools: [Bash]\n  match:\n    \
+                 command: { shell: [] }\n  decision: allow\n```\nList the commands \
+                 (`shell: [\"git status\"]`), or remove `match` if the rule is really meant for \
+                 every call.",
+            ),
+            Code::SemanticUnknownField => error(
+                "toolgate::semantic::unknown_field",
+                "a matcher names a field the tool's input schema does not define",
+                "## What it means\nA selector in a rule's `match` (a field name or a JSON \
+                 pointer such as `/options/path`) names a place the input schema of a tool the \
+                 rule covers does not define. An error when every covered tool's schema rules \
+                 the field out (`additionalProperties: false`, or a parent that is never an \
+                 object); a warning when a schema leaves other fields open, a tool has no input \
+                 schema, or only some of the tools the rule names define the field (tools \
+                 reached only through a glob such as `*` may lack it).\n\n## Why\nA \
+                 selector that never resolves never sees a value: a deny rule on a misspelt \
+                 field never fires, and the call it was written for goes through.\n\n\
+                 ## Example\n```yaml\n- name: no-rm\n  tools: [Bash]\n  match:\n    \
+                 comand: { shell: [\"rm *\"] }\n  decision: deny\n```\nWrite `command`. For a \
+                 rule over several tools, narrow `tools` to those that have the field or write \
+                 one rule per tool.",
+            ),
             Code::SemanticRuleNeverMatches => warning(
                 "toolgate::semantic::rule_never_matches",
                 "a rule can never match",
                 "## What it means\nNo call can satisfy the rule: it names only tools that do \
-                 not exist in the set, requires flags no such tool has, or combines matchers \
-                 that exclude each other.\n\n## Why\nA rule that never matches is dead \
+                 not exist in the set, lists no mode (`modes: []`), requires flags no such tool \
+                 has in any mode, or its `match` can never \
+                 hold on a field the tools' input schemas define (`equals` a value of another \
+                 type or outside the field's `enum`, `exists: false` on a required field, \
+                 `glob`, `regex`, `path` or `shell` on a field that is never a string). Inputs \
+                 are validated against the schema before rules are consulted, so such a value \
+                 never reaches the rule.\n\n## Why\nA rule that never matches is dead \
                  policy: its author expected it to do something.\n\n## Example\n```yaml\n\
                  - name: r\n  tools: [Read]\n  when: { destructive: true }\n  decision: ask\n\
                  ```\n`Read` is not destructive. Fix the condition or delete the rule.",
@@ -712,7 +754,7 @@ mod tests {
             assert!(code.as_str().starts_with("toolgate::"), "{code}");
             assert_eq!(code.as_str().parse::<Code>(), Ok(code));
         }
-        assert_eq!(seen.len(), 47);
+        assert_eq!(seen.len(), 49);
         assert!("toolgate::nope".parse::<Code>().is_err());
     }
 

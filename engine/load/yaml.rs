@@ -39,23 +39,37 @@ pub fn parse_yaml(
     source: &Arc<SourceFile>,
     limits: &ParseLimits,
 ) -> Result<(Value, SpanTable), Vec<Diagnostic>> {
-    let text: &str = source.text();
-    let mut builder = Builder::new(source, limits);
-    for next in rlsp_yaml_parser::parse_events(text) {
-        match next {
-            Ok((event, span)) => {
-                builder.on_event(event, span.start as usize, span.end as usize);
-                if builder.fatal {
+    // The parser is guarded against its own panics (an internal assertion tripped by a
+    // carriage return around a byte-order mark, found by fuzzing): a panic is a syntax error
+    // of the file, never a crash of the engine.
+    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let text: &str = source.text();
+        let mut builder = Builder::new(source, limits);
+        for next in rlsp_yaml_parser::parse_events(text) {
+            match next {
+                Ok((event, span)) => {
+                    builder.on_event(event, span.start as usize, span.end as usize);
+                    if builder.fatal {
+                        break;
+                    }
+                }
+                Err(err) => {
+                    builder.scan_error(&err);
                     break;
                 }
             }
-            Err(err) => {
-                builder.scan_error(&err);
-                break;
-            }
         }
-    }
-    builder.finish()
+        builder.finish()
+    }));
+    parsed.unwrap_or_else(|_| {
+        Err(vec![
+            Diagnostic::new(
+                Code::SyntaxYaml,
+                "the YAML parser failed on this file (an internal error of the parser)",
+            )
+            .with_help("look for stray carriage returns or byte-order marks, or save the file as plain UTF-8 with Unix line ends"),
+        ])
+    })
 }
 
 /// A node's tag as the parser resolves it (`!!str` arrives as `tag:yaml.org,2002:str`),
@@ -1108,6 +1122,16 @@ mod tests {
         match parse(text) {
             Ok(_) => Vec::new(),
             Err(errors) => errors.iter().map(|d| d.code).collect(),
+        }
+    }
+
+    #[test]
+    fn a_parser_panic_is_a_syntax_error() {
+        // Tripped a debug assertion of the parser (found by `load::fuzz`).
+        // It must return (an error or a value), not panic: without the guard this panics in
+        // a debug build.
+        if let Err(diagnostics) = parse("\r\u{feff}\r") {
+            assert!(!diagnostics.is_empty());
         }
     }
 

@@ -251,12 +251,15 @@ impl ResolvedConcurrency {
 
 /// A contract's timeout policy, resolved against the engine default (the timeout of one call,
 /// which also reads the call's override field, is `timeout::ResolvedTimeout`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TimeoutPolicy {
     /// `timeout: none`.
     pub disabled: bool,
-    /// Contract default, else engine default (`None` = no timeout).
+    /// The contract's `timeout.default`.
     pub default: Option<Duration>,
+    /// The engine's `default_timeout`, used when the contract sets no default (`None`: no
+    /// timeout).
+    pub engine_default: Option<Duration>,
     /// Cap.
     pub max: Option<Duration>,
     /// Input field for per-call overrides.
@@ -358,7 +361,8 @@ impl ResolvedContract {
             },
             timeout: TimeoutPolicy {
                 disabled: false,
-                default: engine.default_timeout,
+                default: None,
+                engine_default: engine.default_timeout,
                 max: None,
                 override_field: None,
                 cleanup_grace: Duration::default(),

@@ -83,10 +83,21 @@ pub struct ArgMatcher {
     /// The argument is present (`true`) or absent (`false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exists: Option<bool>,
-    /// Path globs, matched after the value is normalised (`.`/`..` resolved, relative to the
-    /// workspace root), so `./a/../.env` cannot dodge `**/.env`.
+    /// Path globs over the location the value names: `~`/`$HOME` expanded, `.`/`..` resolved,
+    /// relative paths taken against the workspace root, symlinks followed (the written and the
+    /// resolved location are both judged). A pattern starting with `/` matches absolute
+    /// locations, one starting with `~/` locations under the home folder, any other pattern
+    /// (`**`, `src/**`, `**/.env`) locations inside the workspace only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<OneOrMany<String>>,
+    /// Whether the location the value names (written or resolved) lies inside the workspace
+    /// (the root itself included) or outside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceSide>,
+    /// Whether the location the value names (written or resolved) is one of the loaded policy
+    /// files or lies inside a loaded policy folder (`true`), or not (`false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_files: Option<bool>,
     /// Token patterns (`git diff *`) matched against every simple command of the value parsed
     /// as a shell command line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,6 +111,26 @@ pub struct ArgMatcher {
     /// harmless environment assignments. `false`: it does more than that.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
+}
+
+/// Which side of the workspace boundary a location lies on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkspaceSide {
+    /// The workspace root or anything under it.
+    Inside,
+    /// Anything else.
+    Outside,
+}
+
+impl WorkspaceSide {
+    /// Its name in policy files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Inside => "inside",
+            Self::Outside => "outside",
+        }
+    }
 }
 
 /// One value or a list of values.

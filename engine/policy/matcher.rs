@@ -22,8 +22,10 @@
 //!   regardless of key order.
 //! - `exists`: `true` holds when the selector resolves (a `null` value is present), `false`
 //!   when it does not.
-//! - `path`: see [`super::path`]. `shell`: see [`super::pattern`].
-//! - `glob`, `regex`, `path` and `shell` apply to strings. For an array value,
+//! - `path`, `workspace` and `policy_files`: conditions on the location a path argument names
+//!   (written and resolved through symlinks), see [`super::path`]. `shell`: see
+//!   [`super::pattern`].
+//! - `glob`, `regex`, `path`, `workspace`, `policy_files` and `shell` apply to strings. For an array value,
 //!   [`MatchMode::Any`] holds if some string element matches and [`MatchMode::All`] only if
 //!   every element is a string that matches; an empty array never matches. Other types
 //!   (and a missing selector) never match these kinds.
@@ -41,10 +43,11 @@ use thiserror::Error;
 use super::commands::{Analysed, CommandTable};
 use super::glob::parse_globs;
 use super::mode::MatchMode;
-use super::path::{MatchContext, NormalisedPath, PathCase, PathMatcher, normalise};
+use super::path::{Location, MatchContext, PathCase, PathMatcher, Side, locate};
 use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::Role;
 use crate::diagnostics::diagnostic::lowercase_first;
+use crate::model::rule::WorkspaceSide;
 
 /// The matchers for one argument, as a rule states them (mirrors the rule model).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -58,8 +61,12 @@ pub struct ArgMatcherSpec {
     pub equals: Option<Value>,
     /// Whether the argument must be present (`true`) or absent (`false`).
     pub exists: Option<bool>,
-    /// Path globs, matched after normalisation.
+    /// Path globs, matched against the locations the argument names.
     pub path: Vec<String>,
+    /// Whether those locations lie inside or outside the workspace.
+    pub workspace: Option<WorkspaceSide>,
+    /// Whether those locations are (`true`) or are not loaded policy files or folders.
+    pub policy_files: Option<bool>,
     /// Shell token patterns.
     pub shell: Vec<String>,
     /// Whether an allow rule's `shell` patterns also permit output redirection to files.
@@ -217,6 +224,8 @@ enum Compiled {
     Equals(Value),
     Glob(Deferred<GlobList>),
     Regex(Deferred<RegexSet>),
+    Workspace(WorkspaceSide),
+    PolicyFiles(bool),
     Path(Box<PathMatcher>),
     Shell(ShellMatcher),
     ReadOnly(bool),
@@ -288,6 +297,8 @@ impl Compiled {
             Self::Equals(_) => MatcherKind::Equals,
             Self::Glob(_) => MatcherKind::Glob,
             Self::Regex(_) => MatcherKind::Regex,
+            Self::Workspace(_) => MatcherKind::Workspace,
+            Self::PolicyFiles(_) => MatcherKind::PolicyFiles,
             Self::Path(_) => MatcherKind::Path,
             Self::Shell(_) => MatcherKind::Shell,
             Self::ReadOnly(_) => MatcherKind::ReadOnly,
@@ -298,7 +309,8 @@ impl Compiled {
 #[derive(Debug, Clone)]
 struct Entry {
     selector: Selector,
-    // INVARIANT: cheapest kinds first (exists, equals, glob, regex, path, shell); the order
+    // INVARIANT: cheapest kinds first (exists, equals, glob, regex, workspace, policy_files,
+    // path, shell); the order
     // only affects which failure is reported, never the result.
     // A boxed slice holds exactly its matchers: a `Vec` grown by `push` keeps room for four
     // (~0.5 KB per argument, a third of the heap the rules of a large set hold).
@@ -371,6 +383,12 @@ impl CompiledArgMatchers {
                     })),
                 }
             }
+            if let Some(side) = spec.workspace {
+                matchers.push(Compiled::Workspace(side));
+            }
+            if let Some(expected) = spec.policy_files {
+                matchers.push(Compiled::PolicyFiles(expected));
+            }
             if !spec.path.is_empty() {
                 match PathMatcher::compile(&spec.path) {
                     Ok(matcher) => matchers.push(Compiled::Path(Box::new(matcher))),
@@ -432,6 +450,8 @@ impl CompiledArgMatchers {
                     }
                     Compiled::Exists(_)
                     | Compiled::Equals(_)
+                    | Compiled::Workspace(_)
+                    | Compiled::PolicyFiles(_)
                     | Compiled::Shell(_)
                     | Compiled::ReadOnly(_) => None,
                 };
@@ -465,6 +485,8 @@ impl CompiledArgMatchers {
                     Compiled::Path(path) => path.release(),
                     Compiled::Exists(_)
                     | Compiled::Equals(_)
+                    | Compiled::Workspace(_)
+                    | Compiled::PolicyFiles(_)
                     | Compiled::Shell(_)
                     | Compiled::ReadOnly(_) => {}
                 }
@@ -593,18 +615,19 @@ impl CompiledArgMatchers {
     }
 }
 
-/// Command lines parsed and paths normalised while evaluating one call's input, keyed by
-/// their text.
+/// Command lines parsed and paths located while evaluating one call's input, keyed by their
+/// text.
 ///
-/// Parsing dominates the cost of a `shell` matcher, and normalising that of a `path`
-/// matcher; judging the result is cheap. A cache lives for one call (it holds that call's
-/// strings), one [`MatchContext`] (paths are normalised against its workspace root) and one
-/// command table (command lines are analysed with it), and is not shared between threads.
+/// Parsing dominates the cost of a `shell` matcher, and locating (normalising, resolving
+/// symlinks) that of a `path`, `workspace` or `policy_files` matcher; judging the result is
+/// cheap. A cache lives for one call (it holds that call's strings), one [`MatchContext`]
+/// (paths are located against its workspace root and home) and one command table (command
+/// lines are analysed with it), and is not shared between threads.
 #[derive(Debug, Default)]
 pub struct ParseCache {
     // A call has few distinct strings: a linear search beats hashing here.
     entries: Vec<(String, Analysed)>,
-    paths: Vec<(String, Option<NormalisedPath>)>,
+    paths: Vec<(String, Option<Arc<Location>>)>,
     table: Option<Arc<CommandTable>>,
 }
 
@@ -643,13 +666,13 @@ impl ParseCache {
         self.entries.push((line.to_owned(), analysed));
     }
 
-    /// The normalised form of the path `raw` (`None` for an empty path), computed on first
-    /// use.
-    pub fn path(&mut self, raw: &str, ctx: &MatchContext) -> Option<&NormalisedPath> {
+    /// Where the path `raw` leads (`None` for an empty path), computed on first use.
+    pub fn path(&mut self, raw: &str, ctx: &MatchContext) -> Option<&Arc<Location>> {
         let index = match self.paths.iter().position(|(text, _)| text == raw) {
             Some(index) => index,
             None => {
-                self.paths.push((raw.to_owned(), normalise(raw, ctx)));
+                self.paths
+                    .push((raw.to_owned(), locate(raw, ctx).map(Arc::new)));
                 self.paths.len() - 1
             }
         };
@@ -751,7 +774,7 @@ fn regex_error_position(pattern: &str) -> Option<(Option<usize>, String)> {
 }
 
 /// JSON equality with numbers compared by value.
-fn json_eq(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
             x == y || matches!((x.as_f64(), y.as_f64()), (Some(x), Some(y)) if x == y)
@@ -771,12 +794,18 @@ fn json_eq(a: &Value, b: &Value) -> bool {
 /// What one matcher kind found for one string.
 enum Found {
     Pattern(Option<usize>),
-    ReadOnly { read_only: bool, expected: bool },
-    Path(PathVerdict),
+    ReadOnly {
+        read_only: bool,
+        expected: bool,
+    },
+    Path {
+        holds: bool,
+        condition: PathCondition,
+        side: Side,
+        path: Option<Arc<Location>>,
+    },
     Shell(ShellVerdict),
 }
-
-use super::path::PathVerdict;
 
 impl Found {
     fn holds(&self) -> bool {
@@ -786,7 +815,7 @@ impl Found {
                 read_only,
                 expected,
             } => read_only == expected,
-            Self::Path(verdict) => verdict.pattern.is_some(),
+            Self::Path { holds, .. } => *holds,
             Self::Shell(verdict) => verdict.holds(),
         }
     }
@@ -795,12 +824,39 @@ impl Found {
         match self {
             Self::Pattern(pattern) => CheckDetail::Pattern { element, pattern },
             Self::ReadOnly { read_only, .. } => CheckDetail::ReadOnly { element, read_only },
-            Self::Path(verdict) => CheckDetail::Path {
+            Self::Path {
+                condition,
+                side,
+                path,
+                ..
+            } => CheckDetail::Path {
                 element,
-                pattern: verdict.pattern,
-                path: verdict.path,
+                condition,
+                side,
+                path,
             },
             Self::Shell(verdict) => CheckDetail::Shell { element, verdict },
+        }
+    }
+
+    /// A `workspace` or `policy_files` condition judged on the location of `raw`.
+    fn place(
+        raw: &str,
+        ctx: &MatchContext,
+        mode: MatchMode,
+        cache: &mut ParseCache,
+        condition: PathCondition,
+        holds_at: impl FnMut(&super::path::NormalisedPath) -> bool,
+    ) -> Self {
+        let path = cache.path(raw, ctx).cloned();
+        let judgement = path
+            .as_deref()
+            .map(|location| location.judge(mode, holds_at));
+        Self::Path {
+            holds: judgement.is_some_and(|j| j.holds),
+            condition,
+            side: judgement.map_or(Side::Written, |j| j.side),
+            path,
         }
     }
 }
@@ -835,16 +891,27 @@ fn check(
             }),
             Err((_, message)) => unbuilt(mode, message),
         },
+        Compiled::Workspace(side) => over_strings(value, mode, |s| {
+            Found::place(s, ctx, mode, cache, PathCondition::Workspace, |place| {
+                place.workspace_side() == *side
+            })
+        }),
+        Compiled::PolicyFiles(expected) => over_strings(value, mode, |s| {
+            Found::place(s, ctx, mode, cache, PathCondition::PolicyFiles, |place| {
+                place.is_policy_file() == *expected
+            })
+        }),
         Compiled::Path(matcher) => match matcher.build(ctx.path_case()) {
             Ok(()) => over_strings(value, mode, |s| {
-                // Shared with the explanation only here, for the rules that decide.
-                let path = cache.path(s, ctx).cloned().map(Arc::new);
-                Found::Path(PathVerdict {
-                    pattern: path
-                        .as_deref()
-                        .and_then(|p| matcher.matches_normalised(p, ctx)),
-                    path,
-                })
+                let verdict = matcher.judge(cache.path(s, ctx).cloned(), ctx, mode);
+                Found::Path {
+                    holds: verdict.holds,
+                    condition: PathCondition::Patterns {
+                        matched: verdict.pattern,
+                    },
+                    side: verdict.side,
+                    path: verdict.path,
+                }
             }),
             Err(message) => unbuilt(mode, &message),
         },
@@ -897,11 +964,29 @@ fn holds(
             Ok(set) => strings_hold(value, mode, |s| set.is_match(s)),
             Err(_) => mode == MatchMode::Any,
         },
+        Compiled::Workspace(side) => strings_hold(value, mode, |s| {
+            cache.path(s, ctx).is_some_and(|location| {
+                location
+                    .judge(mode, |place| place.workspace_side() == *side)
+                    .holds
+            })
+        }),
+        Compiled::PolicyFiles(expected) => strings_hold(value, mode, |s| {
+            cache.path(s, ctx).is_some_and(|location| {
+                location
+                    .judge(mode, |place| place.is_policy_file() == *expected)
+                    .holds
+            })
+        }),
         Compiled::Path(matcher) => match matcher.build(ctx.path_case()) {
             Ok(()) => strings_hold(value, mode, |s| {
-                cache
-                    .path(s, ctx)
-                    .is_some_and(|p| matcher.matches_normalised(p, ctx).is_some())
+                cache.path(s, ctx).is_some_and(|location| {
+                    location
+                        .judge(mode, |place| {
+                            matcher.matches_normalised(place, ctx).is_some()
+                        })
+                        .holds
+                })
             }),
             Err(_) => mode == MatchMode::Any,
         },
@@ -995,6 +1080,10 @@ pub enum MatcherKind {
     Exists,
     /// `path`.
     Path,
+    /// `workspace`.
+    Workspace,
+    /// `policy_files`.
+    PolicyFiles,
     /// `shell`.
     Shell,
     /// `read_only`.
@@ -1009,10 +1098,26 @@ impl fmt::Display for MatcherKind {
             Self::Equals => "equals",
             Self::Exists => "exists",
             Self::Path => "path",
+            Self::Workspace => "workspace",
+            Self::PolicyFiles => "policy_files",
             Self::Shell => "shell",
             Self::ReadOnly => "read_only",
         })
     }
+}
+
+/// Which condition on a path argument a [`CheckDetail::Path`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathCondition {
+    /// `path`: the first pattern the deciding location matched, if any.
+    Patterns {
+        /// Index of the pattern.
+        matched: Option<usize>,
+    },
+    /// `workspace`.
+    Workspace,
+    /// `policy_files`.
+    PolicyFiles,
 }
 
 /// The result of evaluating a rule's argument matchers.
@@ -1104,11 +1209,13 @@ pub enum CheckDetail {
         element: Option<usize>,
         pattern: Option<usize>,
     },
-    /// `path`: the first pattern that matched, if any, and the normalised path.
+    /// `path`, `workspace`, `policy_files`: where the argument leads (`None` for an empty
+    /// path), the location that decided, and what was found there.
     Path {
         element: Option<usize>,
-        pattern: Option<usize>,
-        path: Option<Arc<NormalisedPath>>,
+        condition: PathCondition,
+        side: Side,
+        path: Option<Arc<Location>>,
     },
     /// `shell`: the verdict on the command line.
     Shell {
@@ -1157,20 +1264,49 @@ impl fmt::Display for CheckDetail {
             }
             Self::Path {
                 element,
-                pattern,
+                condition,
+                side,
                 path,
             } => {
                 at(f, element)?;
-                match path.as_deref() {
-                    None => f.write_str("an empty path")?,
-                    Some(path) => match path.relative() {
-                        Some(relative) => write!(f, "`{relative}` (`{}`)", path.absolute())?,
-                        None => write!(f, "`{}`", path.absolute())?,
-                    },
+                let Some(location) = path.as_deref() else {
+                    return f.write_str("an empty path");
+                };
+                let Some(place) = location.at(*side) else {
+                    return write!(f, "{location}; failing closed");
+                };
+                write!(f, "{location}")?;
+                match condition {
+                    PathCondition::Patterns { matched: Some(i) } => {
+                        write!(f, " matched pattern #{i}")?;
+                    }
+                    PathCondition::Patterns { matched: None } => {
+                        f.write_str(" matched no pattern")?;
+                    }
+                    PathCondition::Workspace => {
+                        write!(f, " is {} the workspace", place.workspace_side().as_str())?;
+                    }
+                    PathCondition::PolicyFiles if place.is_policy_file() => {
+                        f.write_str(" is a loaded policy file")?;
+                    }
+                    PathCondition::PolicyFiles => f.write_str(" is not a loaded policy file")?,
                 }
-                match pattern {
-                    Some(i) => write!(f, " matched pattern #{i}"),
-                    None => f.write_str(" matched no pattern"),
+                match (location, side) {
+                    (
+                        Location::Known {
+                            resolved: Some(_), ..
+                        },
+                        Side::Written,
+                    ) => f.write_str(" (written location)"),
+                    (
+                        Location::Known {
+                            resolved: Some(_), ..
+                        },
+                        Side::Resolved,
+                    ) => f.write_str(" (resolved location)"),
+                    (Location::Known { resolved: None, .. } | Location::Unknown { .. }, _) => {
+                        Ok(())
+                    }
                 }
             }
             Self::Shell { element, verdict } => {
@@ -1209,7 +1345,9 @@ mod tests {
     }
 
     fn ctx() -> MatchContext {
-        MatchContext::new("/ws").with_path_case(PathCase::Sensitive)
+        MatchContext::new("/ws")
+            .with_policy_locations(["/ws/policies"])
+            .with_path_case(PathCase::Sensitive)
     }
 
     proptest::proptest! {
@@ -1519,6 +1657,60 @@ mod tests {
                 MatchMode::Any,
                 false,
             ),
+            (
+                json!({"f": {"workspace": "inside"}}),
+                json!({"f": "src/../README.md"}),
+                MatchMode::All,
+                true,
+            ),
+            (
+                json!({"f": {"workspace": "inside"}}),
+                json!({"f": ["src/a", "../b"]}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"f": {"workspace": "outside"}}),
+                json!({"f": ["src/a", "/etc/passwd"]}),
+                MatchMode::Any,
+                true,
+            ),
+            (
+                json!({"f": {"workspace": "outside"}}),
+                json!({"f": "~/.bashrc"}),
+                MatchMode::Any,
+                true,
+            ),
+            (
+                json!({"f": {"workspace": "inside"}}),
+                json!({"f": "~/notes"}),
+                MatchMode::All,
+                false,
+            ),
+            (
+                json!({"f": {"workspace": "inside"}}),
+                json!({"f": ""}),
+                MatchMode::Any,
+                false,
+            ),
+            (
+                json!({"f": {"policy_files": true}}),
+                json!({"f": "policies/rules.yaml"}),
+                MatchMode::Any,
+                true,
+            ),
+            (
+                json!({"f": {"policy_files": true}}),
+                json!({"f": "src/rules.yaml"}),
+                MatchMode::Any,
+                false,
+            ),
+            (
+                json!({"f": {"policy_files": false, "path": ["**"]}}),
+                json!({"f": "src/rules.yaml"}),
+                MatchMode::All,
+                true,
+            ),
             (json!({"f": {}}), json!({}), MatchMode::All, true),
             (
                 json!({"f": {"glob": ["a*"], "regex": ["z$"]}}),
@@ -1610,6 +1802,26 @@ mod tests {
             deny.to_string(),
             "`file_path` path: `secrets/key` (`/ws/secrets/key`) matched pattern #1; \
              `command` shell: `ls` matched pattern #1"
+        );
+        let places = compile(json!({
+            "f": {"workspace": "outside"},
+            "g": {"policy_files": true},
+        }));
+        let outcome = places.matches(
+            &json!({"f": "../x", "g": "./policies/a.yaml"}),
+            &ctx(),
+            MatchMode::Any,
+        );
+        assert_eq!(
+            outcome.to_string(),
+            "`f` workspace: `/x` is outside the workspace; \
+             `g` policy_files: `policies/a.yaml` (`/ws/policies/a.yaml`) is a loaded policy file"
+        );
+        let unknown = places.matches(&json!({"f": "~/x", "g": "p"}), &ctx(), MatchMode::All);
+        assert_eq!(
+            unknown.to_string(),
+            "`f` workspace: `~/x`, whose location is unknown (no home folder is known to expand \
+             it); failing closed"
         );
     }
 }

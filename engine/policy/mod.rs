@@ -1,21 +1,24 @@
 //! Permission decisions: rule compilation, argument matchers (glob, regex, equals, exists,
-//! path, shell) and the combination of matching rules into a decision with its reasons.
-//! Synchronous and pure.
+//! path, workspace, policy_files, shell) and the combination of matching rules into a
+//! decision with its reasons.
+//! Synchronous; pure but for the symlinks a path condition resolves (see [`path`]).
 //!
 //! The argument matchers live here:
 //! - [`matcher`]: a rule's `match` map ([`ArgMatcherSpec`] per selector) compiled into
 //!   [`CompiledArgMatchers`], evaluated against a call's input into a [`MatchOutcome`];
 //! - [`shell`]: command lines parsed and split into every simple command they would run;
 //! - [`pattern`]: the token patterns of the `shell` matcher and its allow/deny semantics;
-//! - [`path`]: lexical path normalisation, path globs and the [`MatchContext`] (workspace
-//!   root, path case) they are matched in;
+//! - [`path`]: path arguments as locations (home expanded, normalised against the workspace,
+//!   resolved through symlinks), path globs, the workspace and policy-file conditions, and the
+//!   [`MatchContext`] (workspace root, home, policy files, path case) they are judged in;
 //! - [`mode`]: whether every element or any element must match;
 //! - `glob`: glob parsing (with error offsets) and glob lists, matched directly when every
 //!   pattern is plain, else by `globset`;
 //! - `groups`: the rules of a tool that are each one `regex` or `glob` list over the same
 //!   field, matched as one automaton per decision.
 //!
-//! Dependencies run one way: `glob` ← `path` ← `matcher`; `mode` ← `pattern` ← `matcher`.
+//! Dependencies run one way: `glob` ← `path` ← `matcher`; `mode` ← `path`, `pattern` ←
+//! `matcher`.
 
 pub mod commands;
 pub mod decide;
@@ -31,10 +34,13 @@ pub mod shell;
 
 pub use matcher::{
     ArgMatcherSpec, Check, CheckDetail, CompiledArgMatchers, MatchOutcome, MatcherKind, ParseCache,
-    PatternError, PatternKind, SelectorOutcome,
+    PathCondition, PatternError, PatternKind, SelectorOutcome,
 };
 pub use mode::MatchMode;
-pub use path::{MatchContext, NormalisedPath, PathCase, PathMatcher, PathVerdict};
+pub use path::{
+    Judgement, Location, MatchContext, NormalisedPath, PathCase, PathMatcher, PathVerdict, Side,
+    UnknownLocation, locate,
+};
 pub use pattern::{
     FailClosed, PatternSyntaxError, RedirectionPolicy, Refusal, RefusalReason, ShellMatcher,
     ShellPattern, ShellVerdict,

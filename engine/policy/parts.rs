@@ -112,7 +112,7 @@ pub(super) fn decide_line(
             return combine(parts);
         }
     };
-    let home = ctx.home_dir();
+    let home = ctx.home();
     let mut folders = Folders::new(ctx.workspace_root());
     let mut parts = Vec::new();
     let single = script.commands.len() == 1;
@@ -142,11 +142,11 @@ pub(super) fn decide_line(
             command,
             facts,
             &folders,
-            home.as_deref(),
+            home,
             &mut outcome,
         );
         if command.origin == Origin::Line {
-            folders.follow(command, facts, home.as_deref());
+            folders.follow(command, facts, home);
         }
         parts.push(outcome);
     }

@@ -1,46 +1,82 @@
-//! The `path` matcher: file-path arguments, normalised, then matched by glob.
+//! The path conditions of argument matchers — `path` globs, `workspace: inside|outside` and
+//! `policy_files` — judged on the *locations* a path argument names, not on its spelling.
 //!
-//! A path argument is normalised before matching (SPEC §7.1), so that `./a/../.env` cannot
-//! dodge a `**/.env` rule:
-//! - repeated slashes are folded and `.` components dropped;
-//! - a relative path is taken against the workspace root of the [`MatchContext`];
-//! - `..` is resolved lexically (it removes the previous component; at `/` it stays at `/`);
-//! - the path is then matched in its absolute form and, when it lies inside the workspace,
-//!   in its workspace-relative form too. A path whose `..` climbs out of the workspace has
-//!   only its absolute form, so a relative pattern such as `src/**` cannot match it.
+//! # From a path argument to its locations
+//! [`locate`] turns a path argument into a [`Location`] (SPEC §7.1):
+//! - `~`, `~/…`, `$HOME` and `${HOME}` at its start expand to the home folder of the
+//!   [`MatchContext`]. With no home folder known, and for `~user/…` (another user's home,
+//!   `~+`, `~-`), the location is [unknown](Location::Unknown);
+//! - a relative path is taken against the workspace root; repeated slashes and `.` are folded
+//!   and `..` is resolved lexically (it removes the previous component; at `/` it stays at
+//!   `/`). This is the *written* location. One whose `..` climbs out of the workspace is
+//!   outside it;
+//! - the written path is then resolved through symlinks: the deepest ancestor that exists is
+//!   canonicalised and the components below it appended. When that leads elsewhere, the
+//!   argument has a *resolved* location too (`config/settings.txt` → `/ws/.env`).
+//!
+//! Each location has up to three forms: absolute (`/ws/app/.env`), workspace-relative
+//! (`.env`, when it lies strictly inside the workspace) and home-relative (`~/.ssh/id_rsa`,
+//! when it lies under the home folder). A pattern is anchored by how it starts: `/…` matches
+//! the absolute form, `~` or `~/…` (also written `$HOME/…`, `${HOME}/…`) the home form, and
+//! any other pattern (`**`, `./**`, `src/**`, `**/.env`) the workspace-relative form only —
+//! so a relative pattern never matches a location outside the workspace, and `/**/.env` is
+//! how to say "a `.env` anywhere".
+//!
+//! # Two locations, one verdict
+//! A rule judges both locations of an argument: a deny or ask rule ([`MatchMode::Any`])
+//! holds when its condition holds for either, an allow rule ([`MatchMode::All`]) only when it
+//! holds for both. A link `notes -> ../.env` is thus denied by a `**/.env`-style rule through
+//! its target and not allowed by a workspace rule, since its target is outside. An unknown
+//! location fails closed: it holds for deny and ask rules and never for allow rules.
 //!
 //! Globs are [`globset`] globs with `literal_separator`: `*` and `?` do not cross `/`, `**`
-//! spans directories (`**/.env` matches `.env`, `sub/.env` and `/abs/workspace/.env`;
-//! `dir/**` matches what is under `dir`, not `dir` itself). Leading `./` and repeated slashes
-//! in patterns are folded like paths. Matching is case-sensitive unless the context says the
-//! file system is not ([`PathCase`]; by default insensitive on macOS and Windows, where
-//! `.ENV` opens `.env`). `~` is not expanded: tools receive it literally.
+//! spans directories (`**/.env` matches `.env` and `sub/.env`; `dir/**` matches what is under
+//! `dir`, not `dir` itself). Leading `./` and repeated slashes in patterns are folded like
+//! paths. Matching is case-sensitive unless the context says the file system is not
+//! ([`PathCase`]; by default insensitive on macOS and Windows, where `.ENV` opens `.env`).
 //!
-//! # Symlinks are not resolved
-//! Normalisation is purely lexical: nothing on disk is read. This keeps matching pure,
-//! deterministic and free of time-of-check/time-of-use races (a check that followed a link
-//! could be raced by replacing the link before the tool opens the file), and lets a policy be
-//! evaluated for paths that do not exist yet. What it means for rule authors: a rule
-//! matches the *name* a tool is given, not the file it reaches. A symlink `notes -> .env`
-//! inside the workspace is read through `notes`, which `**/.env` does not match, and
-//! `link/../x` is judged as `x` although the kernel would resolve `link` first. Deny rules on
-//! paths are a guard against mistakes, not a sandbox: confine a tool that must never reach a
-//! file with operating-system permissions or a sandbox.
+//! # What is read from the file system, and the race that remains
+//! Building a [`MatchContext`] canonicalises the workspace root, the home folder and the
+//! policy locations once. Locating a path argument canonicalises its deepest existing
+//! ancestor: at most one `realpath` per component of the path, and a path of more than
+//! [`MAX_COMPONENTS`] components is not resolved but unknown (fail closed). Link loops end in
+//! an error of the file system, after which the parent is tried. Nothing is opened or read
+//! beyond that. The check and the tool's own opening of the file are still two moments: a link
+//! created or changed between them is not seen (a time-of-check/time-of-use race), and a path
+//! that does not exist yet is judged by its written location and its nearest existing
+//! ancestor. Path rules are a guard against mistakes and confused agents, not a sandbox:
+//! confine a tool that must never reach a file with operating-system permissions or a sandbox.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::path::Path;
+
+use crate::diagnostics::Format;
 use std::sync::{Arc, OnceLock};
 
 use super::glob::GlobList;
-
 use super::glob::{GlobSyntaxError, parse_globs};
+use super::mode::MatchMode;
+use crate::model::rule::WorkspaceSide;
 
-/// A path argument after normalisation: its absolute form, and its workspace-relative form
-/// (a suffix of the absolute one, so both live in one buffer).
+/// A path argument with more components than this is not resolved through symlinks; its
+/// location is unknown, which fails closed. It bounds the `realpath` calls one argument costs
+/// (one per component at most); real paths are far shorter (`PATH_MAX` is 4096 bytes).
+pub const MAX_COMPONENTS: usize = 256;
+
+/// One location of a path argument in its forms: absolute, workspace-relative when inside
+/// the workspace, home-relative when under the home folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NormalisedPath {
     absolute: String,
-    /// Where the relative form starts in `absolute`.
+    /// Where the workspace-relative form starts in `absolute`.
     relative_at: Option<usize>,
+    /// Inside the workspace: under its root, or the root itself.
+    inside: bool,
+    /// The home-relative form, `~` or `~/…`.
+    home: Option<String>,
+    /// One of the loaded policy files, or inside a loaded policy folder.
+    policy_file: bool,
 }
 
 impl NormalisedPath {
@@ -53,10 +89,170 @@ impl NormalisedPath {
     pub fn relative(&self) -> Option<&str> {
         self.relative_at.and_then(|at| self.absolute.get(at..))
     }
+
+    /// The home-relative form (`~/.ssh/id_rsa`), when the path lies under the home folder.
+    pub fn home(&self) -> Option<&str> {
+        self.home.as_deref()
+    }
+
+    /// Which side of the workspace boundary it lies on (the root itself is inside).
+    pub fn workspace_side(&self) -> WorkspaceSide {
+        if self.inside {
+            WorkspaceSide::Inside
+        } else {
+            WorkspaceSide::Outside
+        }
+    }
+
+    /// Whether it is a loaded policy file or lies inside a loaded policy folder.
+    pub fn is_policy_file(&self) -> bool {
+        self.policy_file
+    }
+}
+
+impl fmt::Display for NormalisedPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.relative() {
+            Some(relative) => write!(f, "`{relative}` (`{}`)", self.absolute),
+            None => write!(f, "`{}`", self.absolute),
+        }
+    }
+}
+
+/// Where a path argument leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// Where the argument leads: as written, and through its symlinks when that is elsewhere.
+    Known {
+        /// The written location, lexically normalised.
+        written: NormalisedPath,
+        /// The location after resolving symlinks, when it differs from the written one.
+        resolved: Option<NormalisedPath>,
+    },
+    /// Where the argument leads cannot be told: every path condition fails closed.
+    Unknown {
+        /// The argument as given.
+        raw: String,
+        /// Why.
+        why: UnknownLocation,
+    },
+}
+
+/// Why the location of a path argument cannot be told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnknownLocation {
+    /// A `~` or `$HOME` path, and no home folder is known.
+    NoHome,
+    /// `~user/…`, `~+` or `~-`: a folder this engine does not know.
+    OtherHome,
+    /// More than [`MAX_COMPONENTS`] components.
+    TooDeep,
+}
+
+impl fmt::Display for UnknownLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::NoHome => "no home folder is known to expand it",
+            Self::OtherHome => "it names a home folder this engine does not know",
+            Self::TooDeep => "it has too many components to resolve",
+        })
+    }
+}
+
+/// Which location of a path argument a verdict is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The location as written.
+    Written,
+    /// The location its symlinks lead to.
+    Resolved,
+}
+
+/// Whether a condition holds for a path argument, and the location that decided it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Judgement {
+    /// Whether the condition holds in the rule's mode.
+    pub holds: bool,
+    /// The location that decided: for [`MatchMode::Any`] the one that matched (the written
+    /// one when neither did), for [`MatchMode::All`] the one that failed (the written one
+    /// when both held).
+    pub side: Side,
+}
+
+impl Location {
+    /// The written location, when known.
+    pub fn written(&self) -> Option<&NormalisedPath> {
+        match self {
+            Self::Known { written, .. } => Some(written),
+            Self::Unknown { .. } => None,
+        }
+    }
+
+    /// The location of `side`: the resolved one falls back to the written one when the
+    /// links lead nowhere else.
+    pub fn at(&self, side: Side) -> Option<&NormalisedPath> {
+        match (self, side) {
+            (Self::Known { written, .. }, Side::Written) => Some(written),
+            (Self::Known { written, resolved }, Side::Resolved) => {
+                Some(resolved.as_ref().unwrap_or(written))
+            }
+            (Self::Unknown { .. }, _) => None,
+        }
+    }
+
+    /// Judges a condition on both locations: with [`MatchMode::Any`] it holds when it holds
+    /// for either, with [`MatchMode::All`] only when it holds for both. An unknown location
+    /// holds for `Any` and not for `All` (fail closed).
+    pub fn judge(
+        &self,
+        mode: MatchMode,
+        mut holds_at: impl FnMut(&NormalisedPath) -> bool,
+    ) -> Judgement {
+        let (written, resolved) = match self {
+            Self::Unknown { .. } => {
+                return Judgement {
+                    holds: mode == MatchMode::Any,
+                    side: Side::Written,
+                };
+            }
+            Self::Known { written, resolved } => (written, resolved.as_ref()),
+        };
+        let on_written = holds_at(written);
+        let side = match (mode, on_written) {
+            // Decided by the written location alone.
+            (MatchMode::Any, true) | (MatchMode::All, false) => Side::Written,
+            // The resolved location decides, when there is one.
+            (MatchMode::Any, false) | (MatchMode::All, true) => match resolved.map(&mut holds_at) {
+                Some(on_resolved) if on_resolved != on_written => Side::Resolved,
+                Some(_) | None => Side::Written,
+            },
+        };
+        let holds = match side {
+            Side::Written => on_written,
+            Side::Resolved => !on_written,
+        };
+        Judgement { holds, side }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Known { written, resolved } => {
+                write!(f, "{written}")?;
+                match resolved {
+                    Some(resolved) => write!(f, " → {resolved}"),
+                    None => Ok(()),
+                }
+            }
+            Self::Unknown { raw, why } => write!(f, "`{raw}`, whose location is unknown ({why})"),
+        }
+    }
 }
 
 /// Folds `.`, `..` and repeated slashes of a `/`-separated path, lexically.
-pub(crate) fn lexical(path: &str) -> String {
+#[cfg(test)]
+fn lexical(path: &str) -> String {
     let absolute = path.starts_with('/');
     let mut folded = String::with_capacity(path.len() + 1);
     push_components(&mut folded, path, absolute);
@@ -97,13 +293,8 @@ fn finish_components(mut folded: String, absolute: bool) -> String {
     folded
 }
 
-/// Normalises a path argument against the context's workspace root. `None` for an empty
-/// path, which names no file.
-pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
-    if raw.is_empty() {
-        return None;
-    }
-    let root = ctx.workspace_root();
+/// `raw` folded lexically, taken against `root` when relative (`root` is folded already).
+fn fold_against(raw: &str, root: &str) -> String {
     // `raw` when it is absolute, else `root/raw`, folded in one buffer.
     let mut folded = String::with_capacity(root.len() + raw.len() + 2);
     let absolute = if raw.starts_with('/') {
@@ -111,8 +302,8 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
         true
     } else {
         let absolute = root.starts_with('/');
-        // The root is folded already (the `MatchContext` invariant), and most relative paths
-        // are too (`src/main.rs`): those are appended as they are, without splitting.
+        // Most relative paths are folded already (`src/main.rs`): those are appended as they
+        // are, without splitting.
         match root {
             "/" | "." => {}
             _ if absolute => folded.push_str(root),
@@ -129,20 +320,7 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
         }
         absolute
     };
-    let absolute = finish_components(folded, absolute);
-    let relative_at = if root == "/" {
-        absolute.strip_prefix('/')
-    } else {
-        absolute
-            .strip_prefix(root)
-            .and_then(|rest| rest.strip_prefix('/'))
-    }
-    .filter(|rest| !rest.is_empty())
-    .map(|rest| absolute.len() - rest.len());
-    Some(NormalisedPath {
-        absolute,
-        relative_at,
-    })
+    finish_components(folded, absolute)
 }
 
 /// Whether `path` is relative and has nothing to fold: no empty, `.` or `..` component.
@@ -154,7 +332,135 @@ fn is_folded_relative(path: &str) -> bool {
             .all(|component| !matches!(component, b"" | b"." | b".."))
 }
 
-/// Folds a pattern like a path (leading `./`, repeated slashes), keeping its glob syntax.
+/// The part of a path argument after a leading `~`, `$HOME` or `${HOME}` (empty or starting
+/// with `/`); an error for `~user`, `~+` and `~-`; `None` when it does not start with one.
+fn after_home(raw: &str) -> Option<Result<&str, UnknownLocation>> {
+    for prefix in ["~", "$HOME", "${HOME}"] {
+        if let Some(rest) = raw.strip_prefix(prefix)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            return Some(Ok(rest));
+        }
+    }
+    raw.starts_with('~')
+        .then_some(Err(UnknownLocation::OtherHome))
+}
+
+/// `raw` with a leading `~`, `$HOME` or `${HOME}` expanded (see [`after_home`]).
+fn expand_home<'r>(raw: &'r str, ctx: &MatchContext) -> Result<Cow<'r, str>, UnknownLocation> {
+    match after_home(raw) {
+        None => Ok(Cow::Borrowed(raw)),
+        Some(Err(why)) => Err(why),
+        Some(Ok(rest)) => match &ctx.home {
+            None => Err(UnknownLocation::NoHome),
+            Some(home) => Ok(Cow::Owned(format!("{}{rest}", home.written))),
+        },
+    }
+}
+
+/// Normalises a path argument to its written location: `~` and `$HOME` expanded, taken
+/// against the workspace root, folded lexically. Nothing is read from the file system.
+/// `None` for an empty path (which names no file) and for a path whose location is unknown
+/// (see [`locate`]).
+pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
+    if raw.is_empty() {
+        return None;
+    }
+    let expanded = expand_home(raw, ctx).ok()?;
+    Some(ctx.place(fold_against(&expanded, ctx.workspace_root())))
+}
+
+/// The locations a path argument names: written and resolved through symlinks (see the
+/// module docs). `None` for an empty path, which names no file.
+pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
+    if raw.is_empty() {
+        return None;
+    }
+    let unknown = |why| {
+        Some(Location::Unknown {
+            raw: raw.to_owned(),
+            why,
+        })
+    };
+    let expanded = match expand_home(raw, ctx) {
+        Ok(expanded) => expanded,
+        Err(why) => return unknown(why),
+    };
+    let root = ctx.workspace_root();
+    if count_components(&expanded) + count_components(root) > MAX_COMPONENTS {
+        return unknown(UnknownLocation::TooDeep);
+    }
+    let written = ctx.place(fold_against(&expanded, root));
+    let resolved = if written.inside && !ctx.workspace.exists {
+        // Nothing exists below a workspace root that does not exist: only the root's own
+        // links can lead elsewhere (no file system access for such a root, as in tests).
+        ctx.workspace
+            .resolved
+            .as_ref()
+            .map(|resolved_root| match written.relative() {
+                Some(relative) => format!("{resolved_root}/{relative}"),
+                None => resolved_root.clone(),
+            })
+    } else {
+        unfolded_absolute(&expanded, root).and_then(|path| resolve(&path))
+    };
+    let resolved = resolved
+        .filter(|resolved| *resolved != written.absolute)
+        .map(|resolved| ctx.place(resolved));
+    Some(Location::Known { written, resolved })
+}
+
+fn count_components(path: &str) -> usize {
+    path.split('/').filter(|c| !c.is_empty()).count()
+}
+
+/// `raw` taken against `root` with only empty and `.` components dropped: `..` is kept, for
+/// the file system to resolve after the links before it (`link/..` is the link target's
+/// parent). `None` when the result is not absolute (a relative workspace root).
+fn unfolded_absolute(raw: &str, root: &str) -> Option<String> {
+    let joined = if raw.starts_with('/') {
+        raw.to_owned()
+    } else {
+        format!("{root}/{raw}")
+    };
+    if !joined.starts_with('/') {
+        return None;
+    }
+    let mut out = String::with_capacity(joined.len());
+    for component in joined.split('/').filter(|c| !matches!(*c, "" | ".")) {
+        out.push('/');
+        out.push_str(component);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    Some(out)
+}
+
+/// Where an absolute path leads through its symlinks: its deepest existing ancestor
+/// canonicalised, the components below it appended (and folded lexically: they do not exist,
+/// so no link can redirect them). `None` when nothing can be resolved (not even `/`).
+fn resolve(absolute: &str) -> Option<String> {
+    let components: Vec<&str> = absolute.split('/').filter(|c| !c.is_empty()).collect();
+    // INVARIANT: at most `components.len() + 1` canonicalisations; the caller bounded the
+    // count by `MAX_COMPONENTS`.
+    for existing in (0..=components.len()).rev() {
+        let prefix = format!("/{}", components[..existing].join("/"));
+        let Ok(real) = std::fs::canonicalize(&prefix) else {
+            continue;
+        };
+        let mut out = real.to_string_lossy().into_owned();
+        if out == "/" {
+            out.clear();
+        }
+        push_components(&mut out, &components[existing..].join("/"), true);
+        return Some(finish_components(out, true));
+    }
+    None
+}
+
+/// Folds a pattern like a path (leading `./`, repeated slashes), keeping its glob syntax, and
+/// writes a leading `$HOME` or `${HOME}` as `~`.
 fn fold_pattern(pattern: &str) -> String {
     let mut folded = pattern.to_owned();
     while folded.contains("//") {
@@ -163,7 +469,37 @@ fn fold_pattern(pattern: &str) -> String {
     while let Some(rest) = folded.strip_prefix("./") {
         folded = rest.to_owned();
     }
+    for prefix in ["$HOME", "${HOME}"] {
+        if let Some(rest) = folded.strip_prefix(prefix)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            folded = format!("~{rest}");
+        }
+    }
     folded
+}
+
+/// Which form of a location a pattern is matched against, by how the pattern starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Anchoring {
+    /// `/…`: the absolute form.
+    Absolute,
+    /// `~` or `~/…`: the home-relative form.
+    Home,
+    /// Anything else: the workspace-relative form.
+    Workspace,
+}
+
+impl Anchoring {
+    fn of(folded: &str) -> Self {
+        if folded.starts_with('/') {
+            Self::Absolute
+        } else if folded == "~" || folded.starts_with("~/") {
+            Self::Home
+        } else {
+            Self::Workspace
+        }
+    }
 }
 
 /// Whether path comparison ignores case.
@@ -186,29 +522,120 @@ impl PathCase {
     }
 }
 
-/// What matching needs to know about the environment.
+/// A folder or file the context places locations against, as given (lexically normalised)
+/// and as resolved through symlinks when that differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Anchor {
+    // INVARIANT: lexically normalised (no `.`, `..` after the first component, no trailing
+    // or doubled slash); `.` for an empty path.
+    written: String,
+    resolved: Option<String>,
+    /// Whether something exists there (when the anchor was made).
+    exists: bool,
+}
+
+impl Anchor {
+    /// An anchor at `path`, taken against `root` when relative. Reads the file system once,
+    /// to resolve it.
+    fn new(path: &Path, root: &str) -> Self {
+        let mut written = fold_against(&path.to_string_lossy(), root);
+        if written.is_empty() {
+            written.push('.');
+        }
+        let resolved = (written.starts_with('/') && count_components(&written) <= MAX_COMPONENTS)
+            .then(|| resolve(&written))
+            .flatten()
+            .filter(|resolved| *resolved != written);
+        let exists = std::fs::metadata(&written).is_ok();
+        Self {
+            written,
+            resolved,
+            exists,
+        }
+    }
+
+    /// Whether the folder `folder` (absolute, folded) holds `anchor`, in its written or its
+    /// resolved form.
+    fn holds(folder: &str, anchor: &Anchor, case: PathCase) -> bool {
+        std::iter::once(anchor.written.as_str())
+            .chain(anchor.resolved.as_deref())
+            .any(|place| strip_anchor(place, folder, case).is_some_and(|rest| !rest.is_empty()))
+    }
+
+    /// What follows the anchor in `location` (empty for the anchor itself), when `location`
+    /// is the anchor or lies under it, in its written or its resolved form.
+    fn strip<'l>(&self, location: &'l str, case: PathCase) -> Option<&'l str> {
+        std::iter::once(self.written.as_str())
+            .chain(self.resolved.as_deref())
+            .find_map(|anchor| strip_anchor(location, anchor, case))
+    }
+}
+
+fn strip_anchor<'l>(location: &'l str, anchor: &str, case: PathCase) -> Option<&'l str> {
+    if anchor == "/" {
+        return location.strip_prefix('/');
+    }
+    let head = location.get(..anchor.len())?;
+    let same = match case {
+        PathCase::Sensitive => head == anchor,
+        PathCase::Insensitive => head.eq_ignore_ascii_case(anchor),
+    };
+    if !same {
+        return None;
+    }
+    let rest = &location[anchor.len()..];
+    if rest.is_empty() {
+        Some(rest)
+    } else {
+        rest.strip_prefix('/')
+    }
+}
+
+/// What matching needs to know about the environment: the workspace root, the home folder,
+/// the loaded policy files and folders, and whether paths compare with case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatchContext {
-    // INVARIANT: lexically normalised (no `.`, `..` after the first component, no trailing
-    // or doubled slash).
-    workspace_root: String,
+    workspace: Anchor,
+    home: Option<Anchor>,
+    policy_locations: Vec<Anchor>,
     path_case: PathCase,
 }
 
 impl MatchContext {
     /// A context for a workspace root, which should be absolute (a relative root is used as
-    /// given, and then so are the "absolute" forms of paths). Path case follows
-    /// [`PathCase::native`].
+    /// given, and then so are the "absolute" forms of paths, and nothing is resolved through
+    /// symlinks). No home folder is known (see [`Self::with_home`]) and no policy location
+    /// (see [`Self::with_policy_locations`]). Path case follows [`PathCase::native`]. Reads
+    /// the file system to resolve the root's symlinks.
     pub fn new(workspace_root: impl AsRef<Path>) -> Self {
-        let root = workspace_root.as_ref().to_string_lossy();
-        let mut normalised = lexical(&root);
-        if normalised.is_empty() {
-            normalised.push('.');
-        }
         Self {
-            workspace_root: normalised,
+            workspace: Anchor::new(workspace_root.as_ref(), "."),
+            home: None,
+            policy_locations: Vec::new(),
             path_case: PathCase::native(),
         }
+    }
+
+    /// The same context with a home folder: `~` and `$HOME` in patterns and paths stand for
+    /// it. Without one, a path starting with `~` has an unknown location (fail closed).
+    #[must_use]
+    pub fn with_home(mut self, home: impl AsRef<Path>) -> Self {
+        self.home = Some(Anchor::new(home.as_ref(), &self.workspace.written));
+        self
+    }
+
+    /// The same context with the loaded policy files and folders (absolute; a relative one is
+    /// taken against the workspace root), which `policy_files: true` matches.
+    #[must_use]
+    pub fn with_policy_locations<P: AsRef<Path>>(
+        mut self,
+        locations: impl IntoIterator<Item = P>,
+    ) -> Self {
+        self.policy_locations = locations
+            .into_iter()
+            .map(|location| Anchor::new(location.as_ref(), &self.workspace.written))
+            .collect();
+        self
     }
 
     /// The same context with another path-case behaviour.
@@ -220,19 +647,60 @@ impl MatchContext {
 
     /// The normalised workspace root.
     pub fn workspace_root(&self) -> &str {
-        &self.workspace_root
+        &self.workspace.written
     }
 
-    /// The home folder `~` and `$HOME` stand for.
-    pub fn home_dir(&self) -> Option<String> {
-        std::env::var("HOME")
-            .ok()
-            .filter(|home| home.starts_with('/'))
+    /// The normalised home folder, when known.
+    pub fn home(&self) -> Option<&str> {
+        self.home.as_ref().map(|home| home.written.as_str())
+    }
+
+    /// The normalised policy files and folders.
+    pub fn policy_locations(&self) -> impl Iterator<Item = &str> {
+        self.policy_locations
+            .iter()
+            .map(|location| location.written.as_str())
     }
 
     /// How paths compare.
     pub fn path_case(&self) -> PathCase {
         self.path_case
+    }
+
+    /// The forms of an absolute (folded) location.
+    fn place(&self, absolute: String) -> NormalisedPath {
+        let case = self.path_case;
+        let in_workspace = self.workspace.strip(&absolute, case);
+        let relative_at = in_workspace
+            .filter(|rest| !rest.is_empty())
+            .map(|rest| absolute.len() - rest.len());
+        let home = self
+            .home
+            .as_ref()
+            .and_then(|home| home.strip(&absolute, case))
+            .map(|rest| {
+                if rest.is_empty() {
+                    "~".to_owned()
+                } else {
+                    format!("~/{rest}")
+                }
+            });
+        // A policy location itself, a file in a policy folder that would be loaded (by its
+        // extension), or a folder that holds a policy location (deleting it deletes them).
+        // Other files in a policy folder are not: `-p .` makes the workspace a policy folder.
+        let policy_file = self.policy_locations.iter().any(|location| {
+            location
+                .strip(&absolute, case)
+                .is_some_and(|rest| rest.is_empty() || Format::from_path(Path::new(rest)).is_some())
+                || Anchor::holds(&absolute, location, case)
+        });
+        NormalisedPath {
+            inside: in_workspace.is_some(),
+            absolute,
+            relative_at,
+            home,
+            policy_file,
+        }
     }
 }
 
@@ -245,24 +713,24 @@ impl MatchContext {
 #[derive(Debug, Clone)]
 pub struct PathMatcher {
     folded: Vec<String>,
-    sensitive: OnceLock<Result<FormSets, String>>,
-    insensitive: OnceLock<Result<FormSets, String>>,
+    sensitive: OnceLock<Result<AnchoredSets, String>>,
+    insensitive: OnceLock<Result<AnchoredSets, String>>,
 }
 
-/// The patterns of one case variant as one set, tried against both forms of a path.
-///
-/// A pattern starting with a literal other than `/` cannot match the absolute form (which
-/// starts with `/`), and one starting with `/` cannot match the relative form (which never
-/// does): a form no pattern could match is not tried. One set rather than one per form, so a
-/// pattern starting with a wildcard (which belongs to both) is compiled once.
+/// The patterns of one case variant, one set per anchoring, each tried against its form.
 #[derive(Debug, Clone)]
-struct FormSets {
+struct AnchoredSets {
+    absolute: Option<AnchoredSet>,
+    home: Option<AnchoredSet>,
+    workspace: Option<AnchoredSet>,
+}
+
+/// The patterns of one anchoring.
+#[derive(Debug, Clone)]
+struct AnchoredSet {
     set: GlobList,
-    /// Some pattern may match the relative form: one not starting with `/`.
-    relative: bool,
-    /// Some pattern may match the absolute form: one starting with `/` or with a wildcard,
-    /// class, alternation or escape (which may produce the `/`).
-    absolute: bool,
+    /// Index in the rule's list of each pattern of the set (increasing).
+    indices: Box<[usize]>,
     /// Per pattern, a run of characters every path it matches contains (see
     /// [`required_literal`]); `None` when some pattern has none, or for case-insensitive
     /// sets. A form containing none of them matches no pattern, so the automaton is not run:
@@ -270,12 +738,51 @@ struct FormSets {
     literals: Option<Box<[memchr::memmem::Finder<'static>]>>,
 }
 
-impl FormSets {
+impl AnchoredSets {
     fn build(folded: &[String], case_insensitive: bool) -> Result<Self, String> {
+        let of = |anchoring| {
+            let (indices, patterns): (Vec<usize>, Vec<String>) = folded
+                .iter()
+                .enumerate()
+                .filter(|(_, pattern)| Anchoring::of(pattern) == anchoring)
+                .map(|(index, pattern)| (index, pattern.clone()))
+                .unzip();
+            AnchoredSet::build(patterns, indices, case_insensitive)
+        };
+        Ok(Self {
+            absolute: of(Anchoring::Absolute)?,
+            home: of(Anchoring::Home)?,
+            workspace: of(Anchoring::Workspace)?,
+        })
+    }
+
+    /// The first pattern (by index in the rule's list) one location matches, each pattern
+    /// tried against the form its anchoring names.
+    fn first_match(&self, path: &NormalisedPath) -> Option<usize> {
+        [
+            (&self.absolute, Some(path.absolute())),
+            (&self.home, path.home()),
+            (&self.workspace, path.relative()),
+        ]
+        .into_iter()
+        .filter_map(|(set, form)| set.as_ref()?.first_match(form?))
+        .min()
+    }
+}
+
+impl AnchoredSet {
+    fn build(
+        patterns: Vec<String>,
+        indices: Vec<usize>,
+        case_insensitive: bool,
+    ) -> Result<Option<Self>, String> {
+        if patterns.is_empty() {
+            return Ok(None);
+        }
         let literals = if case_insensitive {
             None
         } else {
-            folded
+            patterns
                 .iter()
                 .map(|pattern| {
                     required_literal(pattern)
@@ -283,46 +790,26 @@ impl FormSets {
                 })
                 .collect::<Option<Box<[_]>>>()
         };
-        Ok(Self {
-            set: GlobList::build(folded, true, case_insensitive)?,
-            relative: folded.iter().any(|p| !p.starts_with('/')),
-            absolute: folded
-                .iter()
-                .any(|p| p.starts_with(['/', '*', '?', '[', '{', '\\'])),
+        Ok(Some(Self {
+            set: GlobList::build(&patterns, true, case_insensitive)?,
+            indices: indices.into(),
             literals,
-        })
+        }))
     }
 
-    /// Whether some pattern may match `form`: false only when `form` lacks the required
-    /// literal of every pattern.
-    fn may_match(&self, form: &str) -> bool {
-        self.literals.as_ref().is_none_or(|literals| {
+    /// The first pattern (by index in the rule's list) `form` matches.
+    fn first_match(&self, form: &str) -> Option<usize> {
+        let may_match = self.literals.as_ref().is_none_or(|literals| {
             literals
                 .iter()
                 .any(|literal| literal.find(form.as_bytes()).is_some())
-        })
-    }
-
-    /// The first pattern (by index in the rule's list) the path matches in either form.
-    fn first_match(&self, path: &NormalisedPath) -> Option<usize> {
-        // The relative form is a suffix of the absolute one: a path whose absolute form lacks
-        // every required literal matches in neither form (the usual case, one search).
-        if !self.may_match(&path.absolute) {
+        });
+        if !may_match {
             return None;
         }
-        let relative = path
-            .relative()
-            .filter(|form| self.relative && self.may_match(form))
-            .and_then(|form| self.set.first_match(form));
-        let absolute = if self.absolute {
-            self.set.first_match(&path.absolute)
-        } else {
-            None
-        };
-        match (relative, absolute) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (found, None) | (None, found) => found,
-        }
+        self.set
+            .first_match(form)
+            .and_then(|index| self.indices.get(index).copied())
     }
 }
 
@@ -396,13 +883,17 @@ fn required_literal(pattern: &str) -> Option<&str> {
     (!best.is_empty()).then_some(best)
 }
 
-/// What a [`PathMatcher`] found.
+/// What a [`PathMatcher`] found for one path argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathVerdict {
-    /// The first pattern (by index) that matched, if any.
+    /// Whether the matcher holds in the rule's mode (see [`Location::judge`]).
+    pub holds: bool,
+    /// The first pattern (by index) the deciding location matched, if any.
     pub pattern: Option<usize>,
-    /// The normalised path (`None` for an empty path), shared with the call's cache.
-    pub path: Option<Arc<NormalisedPath>>,
+    /// The location that decided.
+    pub side: Side,
+    /// Where the argument leads (`None` for an empty path), shared with the call's cache.
+    pub path: Option<Arc<Location>>,
 }
 
 impl PathMatcher {
@@ -412,7 +903,8 @@ impl PathMatcher {
     /// Every pattern that does not compile, with its index and best offset.
     pub fn compile(patterns: &[String]) -> Result<Self, Vec<(usize, GlobSyntaxError)>> {
         // Validate as written, so offsets point into what the author wrote; folding only
-        // removes `./` and doubled slashes and cannot make a valid glob invalid.
+        // removes `./` and doubled slashes and writes `$HOME` as `~`, which cannot make a
+        // valid glob invalid.
         parse_globs(patterns, true, false)?;
         Ok(Self {
             folded: patterns.iter().map(|p| fold_pattern(p)).collect(),
@@ -436,41 +928,68 @@ impl PathMatcher {
     }
 
     /// The sets for `case`, built on first use.
-    fn sets(&self, case: PathCase) -> Result<&FormSets, String> {
+    fn sets(&self, case: PathCase) -> Result<&AnchoredSets, String> {
         let cell = match case {
             PathCase::Sensitive => &self.sensitive,
             PathCase::Insensitive => &self.insensitive,
         };
-        cell.get_or_init(|| FormSets::build(&self.folded, case == PathCase::Insensitive))
+        cell.get_or_init(|| AnchoredSets::build(&self.folded, case == PathCase::Insensitive))
             .as_ref()
             .map_err(Clone::clone)
     }
 
-    /// Normalises `raw` and matches it.
+    /// Locates `raw` and matches it as a deny or ask rule would ([`MatchMode::Any`]: the
+    /// written or the resolved location).
     ///
     /// ```
     /// use toolgate::policy::MatchContext;
     /// use toolgate::policy::path::PathMatcher;
     ///
-    /// let ctx = MatchContext::new("/work/app");
-    /// let m = PathMatcher::compile(&["**/.env".into()]).unwrap();
-    /// assert!(m.matches("./a/../.env", &ctx).pattern.is_some());
-    /// assert!(m.matches("/work/app/.env", &ctx).pattern.is_some());
-    /// assert!(m.matches(".envrc", &ctx).pattern.is_none());
+    /// let ctx = MatchContext::new("/work/app").with_home("/home/dev");
+    /// let m = PathMatcher::compile(&["**/.env".into(), "~/.ssh/**".into()]).unwrap();
+    /// assert_eq!(m.matches("./a/../.env", &ctx).pattern, Some(0));
+    /// assert_eq!(m.matches("/work/app/.env", &ctx).pattern, Some(0));
+    /// assert_eq!(m.matches("/elsewhere/.env", &ctx).pattern, None, "relative patterns stay in the workspace");
+    /// assert_eq!(m.matches("/home/dev/.ssh/id_rsa", &ctx).pattern, Some(1));
+    /// assert_eq!(m.matches("$HOME/.ssh/config", &ctx).pattern, Some(1));
+    /// assert_eq!(m.matches(".envrc", &ctx).pattern, None);
     /// ```
     pub fn matches(&self, raw: &str, ctx: &MatchContext) -> PathVerdict {
-        let path = normalise(raw, ctx).map(Arc::new);
+        self.judge(locate(raw, ctx).map(Arc::new), ctx, MatchMode::Any)
+    }
+
+    /// Judges a located argument in `mode` (see [`Location::judge`]). A matcher whose
+    /// automaton cannot be built matches no location (callers that must fail closed ask
+    /// [`PathMatcher::build`] first).
+    pub fn judge(
+        &self,
+        path: Option<Arc<Location>>,
+        ctx: &MatchContext,
+        mode: MatchMode,
+    ) -> PathVerdict {
+        let Some(location) = path.as_deref() else {
+            return PathVerdict {
+                holds: false,
+                pattern: None,
+                side: Side::Written,
+                path,
+            };
+        };
+        let Judgement { holds, side } =
+            location.judge(mode, |place| self.matches_normalised(place, ctx).is_some());
         PathVerdict {
-            pattern: path
-                .as_deref()
-                .and_then(|p| self.matches_normalised(p, ctx)),
+            holds,
+            pattern: location
+                .at(side)
+                .and_then(|place| self.matches_normalised(place, ctx)),
+            side,
             path,
         }
     }
 
-    /// The first pattern (by index) an already normalised path matches, in its relative or
-    /// its absolute form; `None` also when the automaton cannot be built (see
-    /// [`PathMatcher::build`], which callers that must fail closed ask first).
+    /// The first pattern (by index) one location matches, each pattern against the form its
+    /// anchoring names; `None` also when the automaton cannot be built (see
+    /// [`PathMatcher::build`]).
     pub fn matches_normalised(&self, path: &NormalisedPath, ctx: &MatchContext) -> Option<usize> {
         self.sets(ctx.path_case()).ok()?.first_match(path)
     }
@@ -657,20 +1176,7 @@ mod tests {
             push_components(&mut folded, raw, absolute);
             absolute
         };
-        let absolute = finish_components(folded, absolute);
-        let relative_at = if root == "/" {
-            absolute.strip_prefix('/')
-        } else {
-            absolute
-                .strip_prefix(root)
-                .and_then(|rest| rest.strip_prefix('/'))
-        }
-        .filter(|rest| !rest.is_empty())
-        .map(|rest| absolute.len() - rest.len());
-        Some(NormalisedPath {
-            absolute,
-            relative_at,
-        })
+        Some(ctx.place(finish_components(folded, absolute)))
     }
 
     proptest::proptest! {
@@ -733,7 +1239,6 @@ mod tests {
             (".//.env", Some(0)),
             ("/ws/.env", Some(0)),
             ("sub/.env", Some(0)),
-            ("/elsewhere/.env", Some(0)),
             ("foo/./secrets/x", Some(1)),
             ("secrets/a/b", Some(1)),
             ("docs/a.md", Some(2)),
@@ -742,16 +1247,262 @@ mod tests {
             ("docs/env.txt", None),
             (".ENV", None),
             ("secrets", None),
+            // Relative patterns are anchored at the workspace root.
+            ("/elsewhere/.env", None),
+            ("../ws2/.env", None),
+            ("/elsewhere/secrets/x", None),
         ];
         for (raw, expected) in table {
             assert_eq!(m.matches(raw, &ctx).pattern, *expected, "path {raw:?}");
         }
         let insensitive = MatchContext::new("/ws").with_path_case(PathCase::Insensitive);
         assert_eq!(m.matches(".ENV", &insensitive).pattern, Some(0));
+        assert_eq!(m.matches("/WS/.ENV", &insensitive).pattern, Some(0));
+    }
+
+    /// The anchoring of every pattern, told by how it starts after folding.
+    #[test]
+    fn patterns_are_anchored_by_how_they_start() {
+        let table = [
+            ("/etc/**", Anchoring::Absolute),
+            ("//etc", Anchoring::Absolute),
+            ("/**/.env", Anchoring::Absolute),
+            ("~", Anchoring::Home),
+            ("~/.ssh/**", Anchoring::Home),
+            ("$HOME/.aws/**", Anchoring::Home),
+            ("${HOME}", Anchoring::Home),
+            ("$HOMEDIR/x", Anchoring::Workspace),
+            ("~user/x", Anchoring::Workspace),
+            ("**", Anchoring::Workspace),
+            ("./**", Anchoring::Workspace),
+            ("**/*", Anchoring::Workspace),
+            ("src/**", Anchoring::Workspace),
+            ("{/etc,src}/**", Anchoring::Workspace),
+        ];
+        for (pattern, expected) in table {
+            assert_eq!(Anchoring::of(&fold_pattern(pattern)), expected, "{pattern}");
+        }
+    }
+
+    /// Home expansion in paths, and the locations that stay unknown.
+    #[test]
+    fn expands_the_home_folder() {
+        let ctx = MatchContext::new("/ws/app")
+            .with_home("/home/dev")
+            .with_path_case(PathCase::Sensitive);
+        type Expected<'a> = Result<(&'a str, Option<&'a str>), UnknownLocation>;
+        let table: &[(&str, Expected<'_>)] = &[
+            ("~", Ok(("/home/dev", Some("~")))),
+            ("~/", Ok(("/home/dev", Some("~")))),
+            (
+                "~/.ssh/id_rsa",
+                Ok(("/home/dev/.ssh/id_rsa", Some("~/.ssh/id_rsa"))),
+            ),
+            (
+                "$HOME/.aws/credentials",
+                Ok(("/home/dev/.aws/credentials", Some("~/.aws/credentials"))),
+            ),
+            ("${HOME}/.netrc", Ok(("/home/dev/.netrc", Some("~/.netrc")))),
+            ("~/../../etc/passwd", Ok(("/etc/passwd", None))),
+            (
+                "/home/dev/.bashrc",
+                Ok(("/home/dev/.bashrc", Some("~/.bashrc"))),
+            ),
+            ("/home/developer/x", Ok(("/home/developer/x", None))),
+            ("$HOMEX/y", Ok(("/ws/app/$HOMEX/y", None))),
+            ("a/~/b", Ok(("/ws/app/a/~/b", None))),
+            ("~root/.ssh/id_rsa", Err(UnknownLocation::OtherHome)),
+            ("~+/x", Err(UnknownLocation::OtherHome)),
+        ];
+        for (raw, expected) in table {
+            let actual = match locate(raw, &ctx).unwrap() {
+                Location::Known { written, .. } => Ok((
+                    written.absolute().to_owned(),
+                    written.home().map(str::to_owned),
+                )),
+                Location::Unknown { why, .. } => Err(why),
+            };
+            let expected = expected.map(|(a, h)| (a.to_owned(), h.map(str::to_owned)));
+            assert_eq!(actual, expected, "path {raw:?}");
+        }
+        let homeless = MatchContext::new("/ws/app");
+        for raw in ["~", "~/.ssh/id_rsa", "$HOME/x", "${HOME}"] {
+            assert!(
+                matches!(
+                    locate(raw, &homeless),
+                    Some(Location::Unknown {
+                        why: UnknownLocation::NoHome,
+                        ..
+                    })
+                ),
+                "{raw}"
+            );
+        }
+        assert_eq!(locate("", &ctx), None);
     }
 
     #[test]
-    fn both_cases_match_like_one_fresh_set_over_both_forms() {
+    fn tells_inside_from_outside() {
+        let ctx = MatchContext::new("/ws/app").with_path_case(PathCase::Sensitive);
+        let table = [
+            (".", WorkspaceSide::Inside),
+            ("./src/x", WorkspaceSide::Inside),
+            ("/ws/app", WorkspaceSide::Inside),
+            ("/ws/app/", WorkspaceSide::Inside),
+            ("src/../../app/x", WorkspaceSide::Inside),
+            ("..", WorkspaceSide::Outside),
+            ("../other/.git/config", WorkspaceSide::Outside),
+            ("/ws/application", WorkspaceSide::Outside),
+            ("/etc/passwd", WorkspaceSide::Outside),
+            ("/", WorkspaceSide::Outside),
+        ];
+        for (raw, expected) in table {
+            let path = normalise(raw, &ctx).unwrap();
+            assert_eq!(path.workspace_side(), expected, "path {raw:?}");
+        }
+    }
+
+    #[test]
+    fn policy_locations_cover_their_files_and_folders() {
+        let ctx = MatchContext::new("/ws")
+            .with_policy_locations(["/ws/.toolgate/policies", "/etc/org/policy.yaml", "team"])
+            .with_path_case(PathCase::Sensitive);
+        let table = [
+            (".toolgate/policies", true),
+            (".toolgate/policies/rules.yaml", true),
+            ("/ws/.toolgate/policies/new/x.yaml", true),
+            ("/etc/org/policy.yaml", true),
+            ("team/a.toml", true),
+            // A folder that holds policies: removing it removes them.
+            (".toolgate", true),
+            (".", true),
+            ("/etc/org", true),
+            // Files a policy folder would not load, and neighbours.
+            (".toolgate/policies/notes.txt", false),
+            (".toolgate/policies-old/x", false),
+            ("/etc/org/policy.yaml.bak", false),
+            ("src/main.rs", false),
+        ];
+        for (raw, expected) in table {
+            let path = normalise(raw, &ctx).unwrap();
+            assert_eq!(path.is_policy_file(), expected, "path {raw:?}");
+        }
+    }
+
+    #[test]
+    fn resolves_symlinks_of_the_deepest_existing_ancestor() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let base_text = base.to_string_lossy().into_owned();
+        std::fs::create_dir_all(base.join("ws/src")).unwrap();
+        std::fs::create_dir_all(base.join("other/deep")).unwrap();
+        std::os::unix::fs::symlink(base.join("other/deep"), base.join("ws/link")).unwrap();
+        std::os::unix::fs::symlink("loop", base.join("ws/loop")).unwrap();
+        let ctx = MatchContext::new(base.join("ws")).with_path_case(PathCase::Sensitive);
+        let resolved = |raw: &str| match locate(raw, &ctx).unwrap() {
+            Location::Known { resolved, .. } => {
+                resolved.map(|r| r.absolute().replace(&base_text, "<base>"))
+            }
+            Location::Unknown { why, .. } => panic!("{raw}: {why}"),
+        };
+        let table: &[(&str, Option<&str>)] = &[
+            ("src/main.rs", None),
+            ("link/new/file.txt", Some("<base>/other/deep/new/file.txt")),
+            // The kernel follows `link` before `..`: so does the resolved location (the
+            // written one is lexical: `ws/x`).
+            ("link/../x", Some("<base>/other/x")),
+            ("loop/x", None),
+            ("missing/../src", None),
+        ];
+        for (raw, expected) in table {
+            assert_eq!(resolved(raw).as_deref(), *expected, "path {raw:?}");
+        }
+        let deep = "a/".repeat(MAX_COMPONENTS);
+        assert!(matches!(
+            locate(&deep, &ctx),
+            Some(Location::Unknown {
+                why: UnknownLocation::TooDeep,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn judges_both_locations_by_mode() {
+        let place = |absolute: &str| MatchContext::new("/ws").place(absolute.to_owned());
+        let linked = Location::Known {
+            written: place("/ws/notes"),
+            resolved: Some(place("/ws/.env")),
+        };
+        let plain = Location::Known {
+            written: place("/ws/notes"),
+            resolved: None,
+        };
+        let unknown = Location::Unknown {
+            raw: "~/x".to_owned(),
+            why: UnknownLocation::NoHome,
+        };
+        let is_env = |p: &NormalisedPath| p.absolute().ends_with(".env");
+        let is_notes = |p: &NormalisedPath| p.absolute().ends_with("notes");
+        let table = [
+            (
+                &linked,
+                MatchMode::Any,
+                is_env as fn(&NormalisedPath) -> bool,
+                true,
+                Side::Resolved,
+            ),
+            (&linked, MatchMode::All, is_env, false, Side::Written),
+            (&linked, MatchMode::Any, is_notes, true, Side::Written),
+            (&linked, MatchMode::All, is_notes, false, Side::Resolved),
+            (
+                &linked,
+                MatchMode::All,
+                |_: &NormalisedPath| true,
+                true,
+                Side::Written,
+            ),
+            (&plain, MatchMode::Any, is_env, false, Side::Written),
+            (&plain, MatchMode::All, is_notes, true, Side::Written),
+            (&unknown, MatchMode::Any, is_env, true, Side::Written),
+            (
+                &unknown,
+                MatchMode::All,
+                |_: &NormalisedPath| true,
+                false,
+                Side::Written,
+            ),
+        ];
+        for (location, mode, condition, holds, side) in table {
+            assert_eq!(
+                location.judge(mode, condition),
+                Judgement { holds, side },
+                "{location} {mode:?}"
+            );
+        }
+    }
+
+    /// A reference for one location: each pattern compiled alone by `globset` and tried
+    /// against the form its anchoring names.
+    fn reference_match(
+        patterns: &[String],
+        path: &NormalisedPath,
+        case: PathCase,
+    ) -> Option<usize> {
+        patterns.iter().position(|pattern| {
+            let folded = fold_pattern(pattern);
+            let form = match Anchoring::of(&folded) {
+                Anchoring::Absolute => Some(path.absolute()),
+                Anchoring::Home => path.home(),
+                Anchoring::Workspace => path.relative(),
+            };
+            let set = build_glob_set(&[folded], true, case == PathCase::Insensitive).unwrap();
+            form.is_some_and(|form| set.is_match(form))
+        })
+    }
+
+    #[test]
+    fn both_cases_match_like_each_pattern_on_its_own_form() {
         let patterns: Vec<String> = [
             "/abs/**",
             "**/x",
@@ -767,14 +1518,17 @@ mod tests {
             "/ws",
             "./src/*.rs",
             "//ws//x",
+            "~/x",
+            "$HOME/**",
+            "/**/x",
         ]
         .map(String::from)
         .to_vec();
         let matcher = PathMatcher::compile(&patterns).unwrap();
-        let folded: Vec<String> = patterns.iter().map(|p| fold_pattern(p)).collect();
         for case in [PathCase::Sensitive, PathCase::Insensitive] {
-            let reference = build_glob_set(&folded, true, case == PathCase::Insensitive).unwrap();
-            let ctx = MatchContext::new("/ws").with_path_case(case);
+            let ctx = MatchContext::new("/ws")
+                .with_home("/h")
+                .with_path_case(case);
             for raw in [
                 "x",
                 "src/x",
@@ -789,17 +1543,13 @@ mod tests {
                 "../x",
                 "/elsewhere/src/x",
                 "SRC/A.RS",
+                "~/x",
+                "/h/a/x",
             ] {
                 let path = normalise(raw, &ctx).unwrap();
-                let expected = path
-                    .relative()
-                    .into_iter()
-                    .chain(std::iter::once(path.absolute()))
-                    .filter_map(|form| reference.matches(form).into_iter().min())
-                    .min();
                 assert_eq!(
                     matcher.matches_normalised(&path, &ctx),
-                    expected,
+                    reference_match(&patterns, &path, case),
                     "{raw:?} {case:?}"
                 );
             }
@@ -808,25 +1558,50 @@ mod tests {
 
     proptest::proptest! {
         /// With the literal prefilter on (case-sensitive, every pattern has a literal), the
-        /// matcher finds what a fresh set finds over both forms, whatever the root.
+        /// matcher finds what each pattern alone finds on its form, whatever the root.
         #[test]
-        fn prefiltered_matching_is_matching_both_forms(
-            raw in "(/?(ws|src|\\.env|secrets|a\\.rs|\\.\\.|x)){1,5}",
+        fn prefiltered_matching_is_matching_each_form(
+            raw in "(/?(ws|src|\\.env|secrets|a\\.rs|\\.\\.|x|~)){1,5}",
             root in proptest::sample::select(vec!["/", "/ws", "/ws/src", "ws", "."]),
         ) {
-            let patterns: Vec<String> =
-                ["**/.env", "**/secrets/**", "src/*.rs", "/ws/s*/x", "ws/x"].map(String::from).to_vec();
+            let patterns: Vec<String> = [
+                "**/.env", "**/secrets/**", "src/*.rs", "/ws/s*/x", "ws/x", "~/s*/x", "/**/.env",
+            ]
+            .map(String::from)
+            .to_vec();
             let matcher = PathMatcher::compile(&patterns).unwrap();
-            let reference = build_glob_set(&patterns, true, false).unwrap();
-            let ctx = MatchContext::new(root).with_path_case(PathCase::Sensitive);
+            let ctx = MatchContext::new(root).with_home("/ws/src").with_path_case(PathCase::Sensitive);
             if let Some(path) = normalise(&raw, &ctx) {
-                let expected = path
-                    .relative()
-                    .into_iter()
-                    .chain(std::iter::once(path.absolute()))
-                    .filter_map(|form| reference.matches(form).into_iter().min())
-                    .min();
-                proptest::prop_assert_eq!(matcher.matches_normalised(&path, &ctx), expected);
+                proptest::prop_assert_eq!(
+                    matcher.matches_normalised(&path, &ctx),
+                    reference_match(&patterns, &path, PathCase::Sensitive)
+                );
+            }
+        }
+
+        /// Whatever the path, the relative patterns `**`, `./**` and `**/*` never match a
+        /// location outside the workspace.
+        #[test]
+        fn relative_patterns_never_match_outside_the_workspace(
+            raw in "(/|~/|\\$HOME/)?((\\.\\.|\\.|ws|app|x|~|/)/?){0,8}",
+            root in proptest::sample::select(vec!["/", "/ws", "/ws/app", "/ws/app/x"]),
+        ) {
+            let matcher =
+                PathMatcher::compile(&["**".into(), "./**".into(), "**/*".into()]).unwrap();
+            let ctx = MatchContext::new(root).with_home("/ws").with_path_case(PathCase::Sensitive);
+            if let Some(location) = locate(&raw, &ctx) {
+                for side in [Side::Written, Side::Resolved] {
+                    if let Some(place) = location.at(side)
+                        && matcher.matches_normalised(place, &ctx).is_some()
+                    {
+                        let absolute = place.absolute();
+                        proptest::prop_assert!(
+                            root == "/" || absolute.starts_with(&format!("{root}/")),
+                            "{raw:?} ({absolute}) matched outside {root}"
+                        );
+                        proptest::prop_assert_eq!(place.workspace_side(), WorkspaceSide::Inside);
+                    }
+                }
             }
         }
     }

@@ -301,6 +301,8 @@ pub fn matcher_spec(matcher: &ArgMatcher) -> ArgMatcherSpec {
         equals: matcher.equals.clone(),
         exists: matcher.exists,
         path: list(&matcher.path),
+        workspace: matcher.workspace,
+        policy_files: matcher.policy_files,
         shell: list(&matcher.shell),
         allow_redirection: matcher.allow_redirection.unwrap_or(false),
         read_only: matcher.read_only,

@@ -307,7 +307,11 @@ fn summary(snapshot: &Snapshot, tool: &Tool) -> Value {
         json!("none")
     } else {
         json!({
-            "default_ms": resolved.timeout.default.map(|d| d.as_millis()),
+            "default_ms": resolved
+                .timeout
+                .default
+                .or(resolved.timeout.engine_default)
+                .map(|d| d.as_millis()),
             "max_ms": resolved.timeout.max.map(|d| d.as_millis()),
             "cleanup_grace_ms": resolved.timeout.cleanup_grace.as_millis(),
             "override_field": resolved.timeout.override_field,

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::EffectiveDocument;
-use super::layer::{DiscoveryErrorKind, FoundFile, LayerOptions, LayerSpec, discover};
+use super::layer::{DiscoveryErrorKind, FoundFile, LayerOptions, LayerSpec, Root, discover};
 use super::merge::{FileInput, MergeIssue, Merger};
 use super::provenance::{FileId, Origin, Provenance};
 use super::semantic;
@@ -39,6 +39,9 @@ pub struct LoadOptions {
     pub layers: LayerOptions,
     /// The workspace root: relative paths in path rules and handlers are taken against it.
     pub workspace_root: PathBuf,
+    /// The home folder `~` and `$HOME` stand for in path rules; `None` when unknown (a `~`
+    /// path then fails closed).
+    pub home: Option<PathBuf>,
     /// Limits on file size.
     pub read_limits: ReadLimits,
     /// Limits on nesting and aliases.
@@ -50,11 +53,15 @@ pub struct LoadOptions {
 }
 
 impl LoadOptions {
-    /// The built-in layers plus `policies`, with the current directory as workspace root.
+    /// The built-in layers plus `policies`, with the current directory as workspace root and
+    /// the `HOME` environment variable as home folder.
     pub fn new(layers: LayerOptions) -> Self {
         Self {
             layers,
             workspace_root: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            home: std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .map(PathBuf::from),
             read_limits: ReadLimits::DEFAULT,
             parse_limits: ParseLimits::DEFAULT,
             build_all_matchers: false,
@@ -147,7 +154,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     };
 
     phase("typed");
-    let match_ctx = MatchContext::new(&options.workspace_root);
+    let match_ctx = match_context(options, &layers);
     let checked = semantic::check(semantic::Input {
         sources: &sources,
         layers: &layers,
@@ -212,6 +219,20 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     };
     phase("snapshot built");
     finish(Some(Arc::new(snapshot)), diagnostics)
+}
+
+/// The context path rules are judged in: the workspace root, the home folder, and the roots
+/// of the layers read from disk (policy files and folders, which `policy_files` matches).
+fn match_context(options: &LoadOptions, layers: &[LayerSpec]) -> MatchContext {
+    let policy_roots = layers.iter().filter_map(|layer| match &layer.root {
+        Root::Path(path) => Some(std::path::absolute(path).unwrap_or_else(|_| path.clone())),
+        Root::Embedded(_) => None,
+    });
+    let ctx = MatchContext::new(&options.workspace_root).with_policy_locations(policy_roots);
+    match &options.home {
+        Some(home) => ctx.with_home(home),
+        None => ctx,
+    }
 }
 
 fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> LoadOutcome {

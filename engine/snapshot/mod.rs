@@ -16,6 +16,7 @@ pub mod layer;
 pub mod merge;
 pub mod provenance;
 pub mod reload;
+mod rule_mistakes;
 pub mod semantic;
 
 use std::path::{Path, PathBuf};
@@ -261,7 +262,7 @@ pub struct Snapshot {
     pub warnings: Vec<crate::diagnostics::Diagnostic>,
     /// The workspace root.
     pub workspace_root: PathBuf,
-    /// Matching context (workspace root, path case) for rules.
+    /// Matching context (workspace root, home, policy files, path case) for rules.
     pub match_ctx: MatchContext,
 }
 

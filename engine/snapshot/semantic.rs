@@ -6,10 +6,12 @@
 //! `default > max` timeouts, contradictory flags, invalid globs, regexes, shell patterns and
 //! JSON pointers (at the position inside the pattern where it can be told), invalid input or
 //! output schemas, rule examples that do not behave as stated, unknown template placeholders,
-//! unknown lock paths. Warnings (lints): rules that can never match or are fully shadowed,
-//! budgets where one limit makes the other ineffective, batch-exempt tools without a limit of
-//! their own, timeout override fields missing from the input schema, locks outside enforced
-//! layers.
+//! unknown lock paths, and the rule mistakes of `rule_mistakes.rs` beside it (matchers without a
+//! condition, selectors the input schema does not define). Warnings (lints): rules that can
+//! never match (their tools, flags or `match` against the input schema) or are fully
+//! shadowed, budgets where one limit makes the other ineffective, batch-exempt tools without
+//! a limit of their own, timeout override fields missing from the input schema, locks outside
+//! enforced layers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
@@ -20,12 +22,13 @@ use serde_json::Value;
 use super::Sources;
 use super::layer::LayerSpec;
 use super::provenance::{Origin, Provenance};
+use super::rule_mistakes::{self, CoveredTool, Place};
 use crate::diagnostics::{Code, Diagnostic, Location, Severity};
 use crate::load::spans::{NodeSpan, join_pointer};
 use crate::model::contract::{TimeoutSpec, ToolContract};
 use crate::model::engine_config::MessageKey;
-use crate::model::resolved::{ResolvedContract, ResolvedEngine};
-use crate::model::rule::ExampleCall;
+use crate::model::resolved::{ResolvedConcurrency, ResolvedContract, ResolvedEngine};
+use crate::model::rule::{ExampleCall, RuleWhen};
 use crate::model::template;
 use crate::model::{ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
@@ -914,7 +917,10 @@ fn bad_type_name(schema: &Value, path: &str) -> Option<String> {
 }
 
 /// The candidate closest to `name`, if one is close enough to be a likely typo.
-fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(super) fn closest<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
         .filter(|(score, _)| *score > 0.8)
@@ -1105,21 +1111,43 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
                 })?;
             }
             check_examples(input, &compiled, names, &commands, &mut examples);
+            let patterns = rule.tools.as_deref().unwrap_or_default();
+            let covered: Vec<CoveredTool<'_>> = compiled
+                .tools
+                .iter()
+                .map(|tool| CoveredTool {
+                    name: tool.as_str(),
+                    input_schema: typed
+                        .tools
+                        .get(tool.as_str())
+                        .and_then(|contract| contract.input_schema.as_ref()),
+                    named: patterns
+                        .iter()
+                        .any(|pattern| names.canonical_of(pattern) == Some(tool)),
+                })
+                .collect();
+            let mistakes = rule_mistakes::against_schemas(rule, *index, &covered);
             // The automata built for the examples are released like any other rule's: built
             // again if the rule is ever consulted (unless `check` asked for all of them).
             if !build_all && let Some(matchers) = &mut compiled.matchers {
                 matchers.release();
             }
-            Ok::<_, Vec<RuleError>>((compiled, examples))
+            Ok::<_, Vec<RuleError>>((compiled, examples, mistakes))
         })
         .collect();
     let mut compiled: Vec<CompiledRule> = Vec::with_capacity(enabled.len());
     let mut example_problems = Vec::new();
     for ((index, rule), result) in enabled.iter().zip(results) {
+        for finding in rule_mistakes::vacuous_matchers(rule, *index) {
+            report_finding(checker, finding);
+        }
         match result {
-            Ok((rule, examples)) => {
+            Ok((rule, examples, mistakes)) => {
                 compiled.push(rule);
                 example_problems.extend(examples);
+                for finding in mistakes {
+                    report_finding(checker, finding);
+                }
             }
             Err(errors) => {
                 let pointer = format!("/rules/{index}");
@@ -1139,6 +1167,22 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
     }
     tracing::debug!("rules indexed and linted");
     set
+}
+
+/// Places a finding of [`rule_mistakes`] at the file, line and column it points at.
+fn report_finding(checker: &mut Checker<'_>, finding: rule_mistakes::Finding) {
+    let locate = |place: &Place| match place {
+        Place::Value(pointer) => checker.at(pointer),
+        Place::Key(pointer) => checker.at_key(pointer),
+    };
+    let mut diagnostic = finding.diagnostic;
+    for (label, place) in &finding.related {
+        if let Some(location) = locate(place) {
+            diagnostic = diagnostic.with_related(label.clone(), location);
+        }
+    }
+    let location = locate(&finding.place);
+    checker.push(diagnostic, location);
 }
 
 /// Where the rule at `index` of the effective rule list comes from.
@@ -1317,12 +1361,26 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         );
         return;
     }
+    if rule.modes.as_ref().is_some_and(Vec::is_empty) {
+        let location = checker.at(&format!("{pointer}/modes"));
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticRuleNeverMatches,
+                format!(
+                    "rule `{}` can never match: its `modes` list is empty, so it applies in no mode",
+                    rule.name
+                ),
+            )
+            .with_help("list the modes the rule is for, or remove `modes` to apply it in every mode"),
+            location,
+        );
+        return;
+    }
     if let (Some(when), Some(engine)) = (&rule.when, engine) {
         let any = rule.tools.iter().any(|tool| {
-            tools.get(tool.as_str()).is_some_and(|contract| {
-                let resolved = ResolvedContract::resolve(contract, engine);
-                when_holds(when, &resolved.concurrency)
-            })
+            tools
+                .get(tool.as_str())
+                .is_some_and(|contract| when_may_hold(when, contract, engine))
         });
         if !any {
             let location = checker.at(&format!("{pointer}/when"));
@@ -1337,10 +1395,11 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
             return;
         }
     }
-    // A rule is shadowed when another rule without conditions of its own covers all of its
-    // tools and modes and always decides first with a different decision. Such a rule applies
-    // to the rule's first tool, so only that tool's rules are candidates (not all rules: that
-    // was quadratic in the number of rules).
+    // A rule is shadowed when another rule without conditions of its own (no `match`, and a
+    // `when` that holds for every call of the rule's tools) covers all of its tools and modes
+    // and always decides first with a different decision. Such a rule applies to the rule's
+    // first tool, so only that tool's rules are candidates (not all rules: that was quadratic
+    // in the number of rules).
     let Some(first_tool) = rule.tools.first() else {
         return;
     };
@@ -1359,8 +1418,16 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         first
             && other.decision != rule.decision
             && other.matchers.is_none()
-            && other.when.is_none()
             && rule.tools.iter().all(|tool| other.tools.contains(tool))
+            && other.when.as_ref().is_none_or(|when| {
+                engine.is_some_and(|engine| {
+                    rule.tools.iter().all(|tool| {
+                        tools
+                            .get(tool.as_str())
+                            .is_some_and(|contract| when_always_holds(when, contract, engine))
+                    })
+                })
+            })
             && match (&other.modes, &rule.modes) {
                 (None, _) => true,
                 (Some(_), None) => false,
@@ -1368,20 +1435,76 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
             }
     });
     if let Some(other) = shadow {
+        let enforced = other.origin.enforced
+            && other.decision == crate::model::Decision::Deny
+            && !rule.origin.enforced;
+        let (what, help) = if enforced {
+            (
+                "an enforced deny".to_owned(),
+                "an enforced deny decides before the rules of every other layer, whatever their priority; remove this rule, or narrow the enforced one",
+            )
+        } else {
+            (
+                format!("{}, priority {}", other.decision, other.priority),
+                "raise this rule's priority, narrow the other rule, or remove this one",
+            )
+        };
         let mut diagnostic = Diagnostic::new(
             Code::SemanticRuleShadowed,
             format!(
-                "rule `{}` never decides: rule `{}` ({}, priority {}) matches every call it could match and takes precedence",
-                rule.name, other.name, other.decision, other.priority
+                "rule `{}` never decides: rule `{}` ({what}) matches every call it could match and takes precedence",
+                rule.name, other.name
             ),
         )
-        .with_help("raise this rule's priority, narrow the other rule, or remove this one");
+        .with_help(help);
         if let Some(location) = checker.at_key(&format!("/rules/{}/name", other.origin.index)) {
             diagnostic = diagnostic.with_related("the shadowing rule", location);
         }
         let location = checker.at_key(&format!("{pointer}/name"));
         checker.push(diagnostic, location);
     }
+}
+
+/// A tool's flags as the rules see them: the contract's, and the contract's with each mode's
+/// patch applied.
+fn flag_variants(contract: &ToolContract, engine: &ResolvedEngine) -> Vec<ResolvedConcurrency> {
+    let base = ResolvedContract::resolve(contract, engine);
+    let patched = contract.modes.iter().flatten().map(|(_, patch)| {
+        let mut resolved = base.clone();
+        resolved.apply(patch, engine);
+        resolved.concurrency
+    });
+    std::iter::once(base.concurrency).chain(patched).collect()
+}
+
+/// Whether a `when` can hold for some call of the tool, in some modes. Each flag on its own:
+/// modes combine, so values set by different modes can meet (an over-estimate, which keeps
+/// the "never matches" lint sure).
+fn when_may_hold(when: &RuleWhen, contract: &ToolContract, engine: &ResolvedEngine) -> bool {
+    let variants = flag_variants(contract, engine);
+    let RuleWhen {
+        read_only,
+        destructive,
+        concurrent_safe,
+        side_effect_scope,
+    } = when;
+    read_only.is_none_or(|v| variants.iter().any(|f| f.read_only == v))
+        && destructive.is_none_or(|v| variants.iter().any(|f| f.destructive == v))
+        && concurrent_safe.is_none_or(|v| variants.iter().any(|f| f.concurrent_safe == v))
+        && side_effect_scope.as_ref().is_none_or(|scopes| {
+            variants
+                .iter()
+                .any(|f| scopes.contains(&f.side_effect_scope))
+        })
+}
+
+/// Whether a `when` holds for every call of the tool, whatever the modes: it holds on the
+/// contract's flags and on each mode's patch of them (a mode sets a flag to a value, so any
+/// combination of modes gives each flag a value one of these has).
+fn when_always_holds(when: &RuleWhen, contract: &ToolContract, engine: &ResolvedEngine) -> bool {
+    flag_variants(contract, engine)
+        .iter()
+        .all(|flags| when_holds(when, flags))
 }
 
 /// Every `examples.match` call must match the rule and every `examples.not_match` call must

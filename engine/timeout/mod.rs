@@ -9,17 +9,17 @@
 //!
 //! ```
 //! use toolgate::model::{Duration, GateName};
-//! use toolgate::timeout::{resolve, Deadline, Gates, TimeoutParams};
+//! use toolgate::timeout::{resolve, Deadline, Gates, TimeoutPolicy};
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let params = TimeoutParams {
+//! let params = TimeoutPolicy {
 //!     default: Some(Duration::from_millis(120_000)),
 //!     max: Some(Duration::from_millis(600_000)),
 //!     override_field: Some("timeout".into()),
 //!     cleanup_grace: Duration::from_millis(6_000),
-//!     ..TimeoutParams::default()
+//!     ..TimeoutPolicy::default()
 //! };
 //! let resolved = resolve(&params, &serde_json::json!({ "timeout": 900_000 }))?
 //!     .expect("a timeout applies");
@@ -43,6 +43,6 @@ mod resolve;
 pub use deadline::{Deadline, PauseGuard};
 pub use gate::{GateConfigError, GateError, GatePermit, Gates};
 pub use resolve::{
-    MAX_OVERRIDE_MS, OverrideError, OverrideProblem, ResolvedTimeout, TimeoutParams, TimeoutSource,
+    MAX_OVERRIDE_MS, OverrideError, OverrideProblem, ResolvedTimeout, TimeoutPolicy, TimeoutSource,
     resolve,
 };

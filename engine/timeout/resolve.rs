@@ -16,7 +16,7 @@ use std::time::Duration as StdDuration;
 
 use serde_json::Value;
 
-use crate::model::Duration;
+pub use crate::model::resolved::TimeoutPolicy;
 
 /// The largest override a call may request: 365 days, in milliseconds.
 ///
@@ -26,28 +26,6 @@ use crate::model::Duration;
 /// range tokio's timer handles without clamping (about two years). Values between a
 /// contract's `max` and this bound are capped at `max`, as SPEC §5.1 asks.
 pub const MAX_OVERRIDE_MS: u64 = 365 * 24 * 60 * 60 * 1000;
-
-/// The timeout policy of one call, as the pipeline reads it from the contract and engine
-/// config (the lead maps the typed model onto this).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TimeoutParams {
-    /// `timeout: none` on the contract: the call never times out.
-    pub disabled: bool,
-    /// The contract's `timeout.default`.
-    pub default: Option<Duration>,
-    /// The contract's `timeout.max`: requested times above it are capped.
-    pub max: Option<Duration>,
-    /// The input field a call may set to request its own timeout, in milliseconds.
-    ///
-    /// A plain name (`timeout`, `timeout_ms`) is a top-level property of the input; a value
-    /// starting with `/` is a JSON pointer (`/options/timeout_ms`).
-    pub override_field: Option<String>,
-    /// After the deadline, how long the handler may take to clean up before it is killed
-    /// (never added to the time the model is told about).
-    pub cleanup_grace: Duration,
-    /// The engine's `default_timeout`; `None` stands for `none` (no timeout).
-    pub engine_default: Option<Duration>,
-}
 
 /// Where the requested time of a resolved timeout came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -115,7 +93,7 @@ pub enum OverrideProblem {
 /// An override field that is absent or `null` falls through to the defaults (models often
 /// send `null` for an optional field they do not mean to set).
 pub fn resolve(
-    params: &TimeoutParams,
+    params: &TimeoutPolicy,
     input: &Value,
 ) -> Result<Option<ResolvedTimeout>, OverrideError> {
     if params.disabled {
@@ -214,26 +192,28 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::model::Duration;
 
     fn ms(value: u64) -> Duration {
         Duration::from_millis(value)
     }
 
-    fn params() -> TimeoutParams {
-        TimeoutParams {
+    fn params() -> TimeoutPolicy {
+        TimeoutPolicy {
             disabled: false,
             default: Some(ms(120_000)),
             max: Some(ms(600_000)),
             override_field: Some("timeout".into()),
             cleanup_grace: ms(6_000),
             engine_default: Some(ms(300_000)),
+            cancellation_message: None,
         }
     }
 
     /// (case, params, input, expected (budget ms, total ms, source, capped) or None)
     type Row = (
         &'static str,
-        TimeoutParams,
+        TimeoutPolicy,
         Value,
         Option<(u64, u64, TimeoutSource, bool)>,
     );
@@ -244,7 +224,7 @@ mod tests {
         let table: Vec<Row> = vec![
             (
                 "none disables even with an override",
-                TimeoutParams {
+                TimeoutPolicy {
                     disabled: true,
                     ..params()
                 },
@@ -289,7 +269,7 @@ mod tests {
             ),
             (
                 "no override field: the input value is ignored",
-                TimeoutParams {
+                TimeoutPolicy {
                     override_field: None,
                     ..params()
                 },
@@ -298,7 +278,7 @@ mod tests {
             ),
             (
                 "no contract default: engine default",
-                TimeoutParams {
+                TimeoutPolicy {
                     default: None,
                     ..params()
                 },
@@ -307,7 +287,7 @@ mod tests {
             ),
             (
                 "engine default is capped too",
-                TimeoutParams {
+                TimeoutPolicy {
                     default: None,
                     max: Some(ms(60_000)),
                     ..params()
@@ -317,7 +297,7 @@ mod tests {
             ),
             (
                 "engine default none: no timeout",
-                TimeoutParams {
+                TimeoutPolicy {
                     default: None,
                     engine_default: None,
                     ..params()
@@ -327,7 +307,7 @@ mod tests {
             ),
             (
                 "engine default none but an override is given",
-                TimeoutParams {
+                TimeoutPolicy {
                     default: None,
                     engine_default: None,
                     ..params()
@@ -337,7 +317,7 @@ mod tests {
             ),
             (
                 "no max: no cap",
-                TimeoutParams {
+                TimeoutPolicy {
                     max: None,
                     ..params()
                 },
@@ -346,7 +326,7 @@ mod tests {
             ),
             (
                 "zero default is raised to 1 ms",
-                TimeoutParams {
+                TimeoutPolicy {
                     default: Some(ms(0)),
                     cleanup_grace: ms(0),
                     ..params()
@@ -356,7 +336,7 @@ mod tests {
             ),
             (
                 "zero max caps and is raised to 1 ms",
-                TimeoutParams {
+                TimeoutPolicy {
                     max: Some(ms(0)),
                     ..params()
                 },
@@ -365,7 +345,7 @@ mod tests {
             ),
             (
                 "pointer override field",
-                TimeoutParams {
+                TimeoutPolicy {
                     override_field: Some("/options/timeout_ms".into()),
                     ..params()
                 },
@@ -374,7 +354,7 @@ mod tests {
             ),
             (
                 "largest accepted override, no max",
-                TimeoutParams {
+                TimeoutPolicy {
                     max: None,
                     cleanup_grace: ms(0),
                     ..params()
@@ -440,7 +420,7 @@ mod tests {
 
     #[test]
     fn field_names_are_escaped_into_pointers() {
-        let params = TimeoutParams {
+        let params = TimeoutPolicy {
             override_field: Some("a~b".into()),
             ..params()
         };

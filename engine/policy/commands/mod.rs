@@ -56,6 +56,9 @@ struct CompiledProgram {
     keyed: HashMap<String, Role>,
     style: OptionStyle,
     subcommands: HashMap<String, CompiledProgram>,
+    /// Some option writes, runs code or reaches the network: a word that expands at run time
+    /// to an option could be one of them.
+    risky_options: bool,
 }
 
 /// One option of a program, as the table describes it.
@@ -103,6 +106,11 @@ impl CompiledProgram {
                 .map(|(key, role)| (key.clone(), *role))
                 .collect(),
             style: program.option_style.unwrap_or_default(),
+            risky_options: program.options.values().any(|spec| {
+                !spec.effects.is_empty()
+                    || matches!(spec.value, Some(Role::Write | Role::Exec))
+                    || matches!(spec.second_value, Some(Role::Write | Role::Exec))
+            }),
             subcommands: program
                 .subcommands
                 .iter()
@@ -272,6 +280,25 @@ impl CommandTable {
             let literal = literals[i];
             i += 1;
             let Some(value) = literal else {
+                if !end_of_options {
+                    if let Some(option) = dynamic_option(program, word) {
+                        facts.options.push(UsedOption {
+                            before_subcommand: has_subcommands && facts.subcommand.is_none(),
+                            ..option
+                        });
+                        continue;
+                    }
+                    if program.risky_options && may_expand_to_option(word) {
+                        facts.effects.push(EffectSource {
+                            effect: Effect::Exec,
+                            cause: format!(
+                                "{} (it may expand to an option that writes or runs code)",
+                                word.raw
+                            ),
+                            from: EffectFrom::Content,
+                        });
+                    }
+                }
                 operands.push((operands.len(), word));
                 continue;
             };
@@ -527,6 +554,50 @@ impl CommandTable {
         let facts = self.analyse_words(&words, &literals);
         facts.program.is_some().then_some(facts)
     }
+}
+
+/// An option written with a value expanded at run time (`--output=~/x`, `-o$FILE`): its
+/// name is literal, so it is read like a literal option whose value is dynamic.
+fn dynamic_option(program: &CompiledProgram, word: &Word) -> Option<UsedOption> {
+    let raw = word.raw.as_str();
+    let (spelling, rest) = if raw.starts_with("--") {
+        raw.split_once('=')?
+    } else if program.style == OptionStyle::Gnu && raw.starts_with('-') {
+        let letter = raw[1..].chars().next()?;
+        (
+            raw.get(..1 + letter.len_utf8())?,
+            raw.get(1 + letter.len_utf8()..)?,
+        )
+    } else {
+        return None;
+    };
+    if !spelling[1..]
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return None;
+    }
+    let info = program.options.get(spelling).cloned();
+    let canonical = info
+        .as_ref()
+        .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
+    let value = Word::dynamic(rest, super::shell::Expansion::Parameter);
+    Some(UsedOption {
+        canonical,
+        value: Some(value),
+        second: None,
+        info,
+        before_subcommand: false,
+    })
+}
+
+/// Whether a word expanded at run time could become an option (`$OPT`, `"$X"`, `$(…)`,
+/// `*`), rather than text that starts with a literal non-dash.
+fn may_expand_to_option(word: &Word) -> bool {
+    !word
+        .raw
+        .trim_start_matches(['"', '\''])
+        .starts_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '_' | '~'))
 }
 
 /// A parsed command line with what the table says each of its commands does.

@@ -166,7 +166,12 @@ fn end_of_command(chars: &[char], i: usize) -> usize {
 pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
     let mut effects = Vec::new();
     let without_or = program.replace("||", "");
-    if program.contains("system") || without_or.contains('|') || program.contains("ENVIRON") {
+    if program.contains("system")
+        || without_or.contains('|')
+        || program.contains("ENVIRON")
+        || program.contains("@load")
+        || program.contains("@include")
+    {
         effects.push(Effect::Exec);
     }
     let bytes = program.as_bytes();
@@ -220,5 +225,6 @@ mod tests {
         assert_eq!(awk_effects("{system(\"id\")}"), [Effect::Exec]);
         assert_eq!(awk_effects("{print | \"sh\"}"), [Effect::Exec]);
         assert_eq!(awk_effects("{print > \"out\"}"), [Effect::Write]);
+        assert_eq!(awk_effects("@load \"x\"; {print}"), [Effect::Exec]);
     }
 }

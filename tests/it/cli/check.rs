@@ -49,7 +49,7 @@ fn warnings_exit_0_unless_denied() {
     let run = check_fixture("rule_shadowed", &[]);
     assert_eq!(run.code, 0);
     assert!(
-        run.stdout.contains("2 warnings\npolicy set OK: "),
+        run.stdout.contains("3 warnings\npolicy set OK: "),
         "{}",
         run.stdout
     );

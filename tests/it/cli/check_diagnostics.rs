@@ -332,6 +332,7 @@ fn invalid_schema() {
 
 #[test]
 fn rule_never_matches() {
+    let (fetch, schema) = ("the input schema of `Fetch`", "input_schema:");
     case(
         "rule_never_matches",
         NO_BUILTIN,
@@ -342,6 +343,100 @@ fn rule_never_matches() {
                 "rule_never_matches",
                 "policy.yaml:11:11",
                 "{ destructive: true }",
+            ),
+            at("rule_never_matches", "policy.yaml:15:12", "[]"),
+            // Matchers the input schema rules out: a value outside the `enum`, `exists: false`
+            // on a required field, a glob on an integer, a string where an integer is.
+            at("rule_never_matches", "schema.yaml:16:25", "POST }").rel(
+                fetch,
+                "schema.yaml:4:5",
+                schema,
+            ),
+            at("rule_never_matches", "schema.yaml:21:22", "false }").rel(
+                fetch,
+                "schema.yaml:4:5",
+                schema,
+            ),
+            at("rule_never_matches", "schema.yaml:26:24", "[\"1*\"]").rel(
+                fetch,
+                "schema.yaml:4:5",
+                schema,
+            ),
+            at("rule_never_matches", "schema.yaml:31:26", "\"3\" }").rel(
+                fetch,
+                "schema.yaml:4:5",
+                schema,
+            ),
+        ],
+    );
+}
+
+#[test]
+fn empty_matcher() {
+    // Each at the empty list or map itself, in YAML and in TOML.
+    case(
+        "empty_matcher",
+        NO_BUILTIN,
+        1,
+        &[
+            at("empty_matcher", "policy.yaml:19:25", "[] }"),
+            at("empty_matcher", "policy.yaml:24:26", "[], glob"),
+            at("empty_matcher", "policy.yaml:28:12", "{}"),
+            at("empty_matcher", "policy.yaml:33:18", "{}"),
+            at(
+                "empty_matcher",
+                "policy.yaml:38:16",
+                "{ allow_redirection: true }",
+            ),
+            at("empty_matcher", "rules.toml:7:33", "[] } }"),
+        ],
+    );
+}
+
+#[test]
+fn unknown_field() {
+    // Errors where every covered schema rules the field out (a misspelling, another tool's
+    // field, a JSON pointer into a closed object); warnings for an open schema, a tool
+    // without a schema, and a rule naming several tools of which only some have the field.
+    let (bash, search) = ("the input schema of `Bash`", "the input schema of `Search`");
+    let schema = "input_schema:";
+    case(
+        "unknown_field",
+        NO_BUILTIN,
+        1,
+        &[
+            at("unknown_field", "policy.yaml:26:7", "comand:").rel(bash, "policy.yaml:4:5", schema),
+            at("unknown_field", "policy.yaml:31:7", "file_path:").rel(
+                bash,
+                "policy.yaml:4:5",
+                schema,
+            ),
+            at("unknown_field", "policy.yaml:36:7", "\"/options/paht\":").rel(
+                search,
+                "policy.yaml:16:5",
+                schema,
+            ),
+            at("unknown_field", "policy.yaml:41:7", "qeury:").rel(
+                search,
+                "policy.yaml:16:5",
+                schema,
+            ),
+            at("unknown_field", "policy.yaml:46:7", "target:").rel(
+                "`Legacy` is defined here",
+                "policy.yaml:21:3",
+                "Legacy:",
+            ),
+            at("unknown_field", "policy.yaml:51:7", "file_path:").rel(
+                bash,
+                "policy.yaml:4:5",
+                schema,
+            ),
+            // Through `*`: no warning that Bash lacks `file_path` (line 57), but a misspelt
+            // field no tool has is still reported.
+            at("unknown_field", "policy.yaml:62:7", "fle_path:").rel(
+                search,
+                "policy.yaml:16:5",
+                schema,
             ),
         ],
     );
@@ -365,7 +460,34 @@ fn rule_shadowed() {
                 "policy.yaml:6:5",
                 "name: lockdown",
             ),
+            // A deny whose `when` holds for every call of the tool, in every mode.
+            at("rule_shadowed", "when.yaml:18:5", "name: allow-nuke").rel(
+                shadowing,
+                "when.yaml:13:5",
+                "name: no-destructive",
+            ),
         ],
+    );
+}
+
+#[test]
+fn rule_shadowed_by_an_enforced_deny() {
+    case(
+        "rule_shadowed_enforced",
+        &[
+            "--no-builtin",
+            "--enforced",
+            "{dir}/org",
+            "-p",
+            "{dir}/project",
+        ],
+        0,
+        &[at(
+            "rule_shadowed",
+            "project/project.yaml:4:5",
+            "name: allow-shell",
+        )
+        .rel("the shadowing rule", "org/org.yaml:5:5", "name: no-shell")],
     );
 }
 
@@ -427,13 +549,21 @@ fn example_failed() {
 #[test]
 fn example_failed_override() {
     let changed = "the rule's `match` is changed here";
+    // The failing example's line in the built-in rules, wherever edits have moved it.
+    let line = include_str!("../../../policies/rules.yaml")
+        .lines()
+        .position(|l| l.contains("file_path: deploy/secrets/token"))
+        .expect("the built-in example")
+        + 1;
+    let location: &'static str =
+        Box::leak(format!("builtin:policies/rules.yaml:{line}:11").into_boxed_str());
     case(
         "example_failed_override",
         &["-p", "{dir}"],
         1,
         &[at(
             "example_failed",
-            "builtin:policies/rules.yaml:17:11",
+            location,
             "{ tool: Read, input: { file_path: deploy/secrets/token } }",
         )
         .rel(changed, "secrets.yaml:6:7", "file_path")],
@@ -454,6 +584,13 @@ fn locked_field() {
         ],
         1,
         &[
+            // The fixture's Bash has no input schema, so the org rule's selector cannot be
+            // checked: a warning.
+            at("unknown_field", "org/org.yaml:11:7", "command").rel(
+                "`Bash` is defined here",
+                "org/org.yaml:3:3",
+                "Bash:",
+            ),
             at("locked_field", "project/project.yaml:4:34", "1h").rel(
                 locked,
                 "org/org.yaml:6:14",

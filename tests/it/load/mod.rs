@@ -6,4 +6,5 @@ mod file_names;
 mod fuzz;
 mod layers_override;
 mod policies_equivalence;
+mod rule_mistakes;
 mod schemas;

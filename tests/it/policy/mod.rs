@@ -1,5 +1,7 @@
-//! Rule matchers: path and argument matching, shell command patterns.
+//! Rule matchers: path and argument matching (paths as locations on a real workspace), shell
+//! command patterns.
 
+mod paths;
 mod security;
 mod semantics;
 mod shell_props;

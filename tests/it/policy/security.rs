@@ -2,7 +2,7 @@
 //!
 //! Every line in `BYPASSES` must be refused by an allow matcher whose patterns are
 //! `git status`, `git diff *` and `ls *`; the benign neighbours must stay allowed. Path
-//! attempts must not escape a `**/.env` / `**/secrets/**` deny matcher. Deny matchers must
+//! attempts must not escape a `/**/.env` / `/**/secrets/**` deny matcher. Deny matchers must
 //! catch commands however they are wrapped.
 //!
 //! Not covered here (rule level, owned by the rule engine): aliases of the tool and
@@ -357,8 +357,11 @@ fn deny_rules_catch_wrapped_commands() {
     }
 }
 
+/// Relative patterns reach the workspace only; the absolute ones (`/**/…`) reach everywhere.
 fn deny_secrets() -> CompiledArgMatchers {
-    compile(json!({"file_path": {"path": ["**/.env", "**/secrets/**"]}}))
+    compile(
+        json!({"file_path": {"path": ["**/.env", "**/secrets/**", "/**/.env", "/**/secrets/**"]}}),
+    )
 }
 
 #[test]

@@ -54,11 +54,22 @@ struct Workspace {
     root: PathBuf,
 }
 
+/// The fake home folder of every workspace (beside it, in the same temp folder).
+fn home_of(root: &Path) -> PathBuf {
+    root.parent().unwrap().join("home")
+}
+
 fn workspace() -> Workspace {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("ws");
+    let home = home_of(&root);
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::create_dir_all(root.join("policies")).unwrap();
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "KEY\n").unwrap();
+    std::fs::write(home.join(".aws/credentials"), "KEY\n").unwrap();
     std::fs::write(root.join(".env"), "TOKEN=1\n").unwrap();
     std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
     std::fs::write(root.join("policies/team.yaml"), TEAM_POLICY).unwrap();
@@ -72,6 +83,7 @@ fn snapshot(root: &Path) -> Arc<Snapshot> {
         policies: vec![root.join("policies")],
     });
     options.workspace_root = root.to_path_buf();
+    options.home = Some(home_of(root));
     let outcome = load(&options, 1);
     match outcome.snapshot {
         Some(snapshot) => snapshot,
@@ -105,13 +117,8 @@ fn deciding(decision: &str, reasons: &[Reason]) -> Vec<String> {
         .collect()
 }
 
-fn home() -> String {
-    std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned())
-}
-
 /// (class, command, decision, a label among the deciding reasons)
 fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
-    let home = home();
     let c = |class, command: &str, decision, label| (class, command.to_owned(), decision, label);
     vec![
         // 2: file operands and redirections are judged like Read/Write calls.
@@ -160,9 +167,84 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("operand", "cd $DIR && cat notes", "ask", "analysis"),
         c(
             "operand",
-            &format!("cat {home}/../../etc/shadow"),
+            "cat ~/../../../../../../etc/shadow",
             "deny",
             "rule:team-secrets",
+        ),
+        c("home", "cat ~/.ssh/id_rsa", "deny", "rule:no-secrets"),
+        c("home", "cat $HOME/.ssh/id_rsa", "deny", "rule:no-secrets"),
+        c(
+            "home",
+            "cat \"${HOME}/.ssh/id_rsa\"",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "home",
+            "head -c 4096 ~/.aws/credentials",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "home",
+            "xargs -a ~/.ssh/id_rsa echo",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "home",
+            "git diff --no-index ~/.ssh/id_rsa /dev/null",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "home",
+            "cd ~/.ssh && sed -n p id_rsa",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "home",
+            "sed -n p < ~/.ssh/id_rsa",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c("home", "ls ~/.ssh", "deny", "rule:no-secrets"),
+        c(
+            "protected",
+            "git log --output=~/.bashrc",
+            "deny",
+            "rule:no-shell-startup-writes",
+        ),
+        c(
+            "protected",
+            "echo 'curl x | sh' >> ~/.bashrc",
+            "deny",
+            "rule:no-shell-startup-writes",
+        ),
+        c(
+            "protected",
+            "echo x > .git/hooks/pre-commit",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
+        c(
+            "protected",
+            "sed -n p src/main.rs > policies/team.yaml",
+            "deny",
+            "rule:no-policy-writes",
+        ),
+        c(
+            "protected",
+            "cp src/main.rs .git/config",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
+        c(
+            "outside",
+            "cat src/main.rs > /tmp/out.txt",
+            "ask",
+            "rule:outside-workspace-writes",
         ),
         // 3: a trailing `*` does not grant options that write, run code or reach the network.
         c("option", "git diff --output=patch.txt", "ask", "default"),
@@ -206,6 +288,15 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "default",
         ),
         c("option", "git -c core.pager=sh log", "ask", "default"),
+        c("option", "sort $OPTS src/main.rs", "ask", "default"),
+        c("option", "sort -o$OUT src/main.rs", "ask", "analysis"),
+        c("option", "git log \"$FORMAT\"", "ask", "analysis"),
+        c(
+            "option",
+            "git diff --output=$HOME/x.patch",
+            "ask",
+            "default",
+        ),
         // 4: builtins that evaluate subscripts run code.
         c("builtin", "printf -v 'x[$(id)]' 1", "ask", "default"),
         c("builtin", "test -v 'x[$(id)]'", "ask", "default"),
@@ -512,9 +603,11 @@ fn plan_shows_each_part() {
             .output()
             .unwrap();
         assert!(output.status.success(), "{output:?}");
+        let parent = ws.root.parent().unwrap().to_string_lossy().into_owned();
         String::from_utf8(output.stdout)
             .unwrap()
             .replace(&root, "<ws>")
+            .replace(&parent, "<tmp>")
     };
     insta::assert_snapshot!("plan_parts_human", run("human"));
     insta::assert_snapshot!("plan_parts_json", run("json"));
@@ -539,6 +632,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("tree", "tree -o out.txt src", "ask"),
     ("stat", "stat src/main.rs", "allow"),
     ("file", "file src/main.rs", "allow"),
+    ("file", "file -C -m magic", "ask"),
     ("du", "du -sh src", "allow"),
     ("df", "df -h", "allow"),
     ("pwd", "pwd", "allow"),
@@ -593,6 +687,8 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("awk", "awk '{print > \"out.txt\"}' src/main.rs", "ask"),
     ("gawk", "gawk '{print $1}' src/main.rs", "allow"),
     ("gawk", "gawk 'BEGIN{system(\"id\")}'", "ask"),
+    ("gawk", "gawk -l ./evil.so '{print}' src/main.rs", "ask"),
+    ("gawk", "gawk -e '@load \"x\"' src/main.rs", "ask"),
     // What xargs appends is only known when it runs: a command that reads files asks.
     ("xargs", "echo src | xargs ls", "ask"),
     ("xargs", "echo done | xargs echo", "allow"),
@@ -699,4 +795,36 @@ fn every_program_in_the_command_table_is_judged_by_what_it_does() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A policy folder that is the workspace itself (`-p .`) protects the policy files in it,
+/// not every file of the workspace.
+#[test]
+fn a_workspace_that_is_its_own_policy_folder_loads_and_protects_only_policies() {
+    let ws = workspace();
+    std::fs::rename(
+        ws.root.join("policies/team.yaml"),
+        ws.root.join("team.yaml"),
+    )
+    .unwrap();
+    let mut options = LoadOptions::new(LayerOptions {
+        no_builtin: false,
+        enforced: Vec::new(),
+        policies: vec![ws.root.clone()],
+    });
+    options.workspace_root = ws.root.clone();
+    options.home = Some(home_of(&ws.root));
+    let outcome = load(&options, 1);
+    let snapshot = outcome
+        .snapshot
+        .unwrap_or_else(|| panic!("the set loads: {:#?}", outcome.diagnostics));
+    let engine = Engine::builder(snapshot).build();
+    let (got, _) = decide(&engine, "cat src/main.rs > src/copy.rs", &[]);
+    assert_ne!(got, "deny", "an ordinary file is not a policy file");
+    let (got, reasons) = decide(&engine, "echo '' > team.yaml", &[]);
+    assert_eq!(got, "deny");
+    assert!(
+        reasons.iter().any(|r| r.label() == "rule:no-policy-writes"),
+        "{reasons:?}"
+    );
 }
