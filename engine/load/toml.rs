@@ -20,6 +20,13 @@ use super::ParseLimits;
 use super::spans::{NodeId, NodeSpan, SpanTable, SpanTableBuilder};
 use crate::diagnostics::{Code, Diagnostic, SourceFile, Span, fold_whitespace, lowercase_first};
 
+/// The longest string a TOML policy file may hold, as for YAML: 1 MiB.
+pub const MAX_STRING_BYTES: usize = 1024 * 1024;
+
+/// The most items one TOML list may hold. Converting a list costs a node and a span per
+/// item; no policy needs a longer one.
+pub const MAX_COLLECTION_ITEMS: usize = 100_000;
+
 /// Parses a TOML source into a JSON value and the span of every node.
 pub fn parse_toml(
     source: &Arc<SourceFile>,
@@ -106,6 +113,21 @@ impl Converter<'_> {
             return Value::Null;
         }
         match value.get_ref() {
+            DeValue::String(text) if text.len() > MAX_STRING_BYTES => {
+                self.errors.push(
+                    Diagnostic::new(
+                        Code::SyntaxLimit,
+                        format!(
+                            "a string of {} bytes is longer than the {} MiB a policy string may hold",
+                            text.len(),
+                            MAX_STRING_BYTES / (1024 * 1024)
+                        ),
+                    )
+                    .at(self.source, span)
+                    .with_help("shorten it, or split it up"),
+                );
+                Value::Null
+            }
             DeValue::String(text) => Value::String(text.to_string()),
             DeValue::Boolean(b) => Value::Bool(*b),
             DeValue::Datetime(datetime) => Value::String(datetime.to_string()),
@@ -146,6 +168,20 @@ impl Converter<'_> {
                         Value::Null
                     }
                 }
+            }
+            DeValue::Array(items) if items.len() > MAX_COLLECTION_ITEMS => {
+                self.errors.push(
+                    Diagnostic::new(
+                        Code::SyntaxLimit,
+                        format!(
+                            "a list of {} items is longer than the {MAX_COLLECTION_ITEMS} a policy list may hold",
+                            items.len()
+                        ),
+                    )
+                    .at(self.source, span)
+                    .with_help("shorten it, or split it up"),
+                );
+                Value::Null
             }
             DeValue::Array(items) => {
                 let mut array = Vec::with_capacity(items.len());
@@ -364,6 +400,19 @@ mod tests {
     fn parse(text: &str) -> Result<(Value, SpanTable), Vec<Diagnostic>> {
         let source = SourceFile::in_memory("t.toml", text, Format::Toml);
         parse_toml(&source, &ParseLimits::default())
+    }
+
+    #[test]
+    fn long_strings_and_lists_are_refused_with_their_place() {
+        let long = format!("a = \"{}\"\nb = 1\n", "x".repeat(MAX_STRING_BYTES + 1));
+        let errors = parse(&long).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].code, Code::SyntaxLimit);
+        assert!(errors[0].message.contains("1 MiB"), "{}", errors[0].message);
+        let items = vec!["1"; MAX_COLLECTION_ITEMS + 1].join(",");
+        let errors = parse(&format!("a = [{items}]\n")).unwrap_err();
+        assert_eq!(errors[0].code, Code::SyntaxLimit);
+        assert!(parse(&format!("a = \"{}\"\n", "x".repeat(1000))).is_ok());
     }
 
     #[test]

@@ -46,10 +46,54 @@ pub struct LoadOptions {
     pub read_limits: ReadLimits,
     /// Limits on nesting and aliases.
     pub parse_limits: ParseLimits,
+    /// Limits on the whole set: files, bytes, tools, rules.
+    pub set_limits: SetLimits,
     /// Build every rule's glob and regex automata during the load, reporting any that cannot
     /// be built. Off by default: automata are built when first needed (rules with `examples`
     /// are always built, to check them); `toolgate check` turns it on.
     pub build_all_matchers: bool,
+}
+
+/// Limits on a whole policy set. Every file has its own size limit; these bound what many
+/// files, or one file of many small entries, can cost (a file of 700 000 empty tools took
+/// seconds and gigabytes before). A set over a limit does not load; its diagnostic says
+/// which limit and by how much.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetLimits {
+    /// Policy files across all layers.
+    pub max_files: usize,
+    /// Bytes of policy files across all layers.
+    pub max_bytes: u64,
+    /// Tool contracts across all files (before merging).
+    pub max_tools: usize,
+    /// Rules across all files (before merging).
+    pub max_rules: usize,
+}
+
+impl SetLimits {
+    /// The defaults: 2 000 files, 64 MiB, 50 000 tools and 100 000 rules — ten times the
+    /// largest sets the benchmarks load.
+    pub const DEFAULT: SetLimits = SetLimits {
+        max_files: 2_000,
+        max_bytes: 64 * 1024 * 1024,
+        max_tools: 50_000,
+        max_rules: 100_000,
+    };
+}
+
+impl Default for SetLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// The diagnostic for a set over one of its limits.
+fn set_limit(what: &str, found: u64, limit: u64) -> Diagnostic {
+    Diagnostic::new(
+        Code::SyntaxLimit,
+        format!("the policy set has {found} {what}, more than the {limit} a set may have"),
+    )
+    .with_help("split the policies into fewer, smaller sets, or raise `LoadOptions::set_limits` in the program that embeds toolgate")
 }
 
 impl LoadOptions {
@@ -64,6 +108,7 @@ impl LoadOptions {
                 .map(PathBuf::from),
             read_limits: ReadLimits::DEFAULT,
             parse_limits: ParseLimits::DEFAULT,
+            set_limits: SetLimits::DEFAULT,
             build_all_matchers: false,
         }
     }
@@ -263,15 +308,55 @@ fn read_and_merge(
     let mut sources = Sources::default();
     let mut merger = Merger::new();
     let mut duplicates = Duplicates::default();
+    let limits = &options.set_limits;
+    if found_files.len() > limits.max_files {
+        diagnostics.push(set_limit(
+            "files",
+            found_files.len() as u64,
+            limits.max_files as u64,
+        ));
+        return (sources, merger);
+    }
+    let bytes: u64 = found_files
+        .iter()
+        .map(|(_, file)| match file {
+            FoundFile::Embedded(embedded) => embedded.text.len() as u64,
+            FoundFile::Disk(path) => std::fs::metadata(path).map_or(0, |meta| meta.len()),
+        })
+        .sum();
+    if bytes > limits.max_bytes {
+        diagnostics.push(set_limit("bytes of files", bytes, limits.max_bytes));
+        return (sources, merger);
+    }
     let read: Vec<_> = found_files
         .par_iter()
         .map(|(_, file)| read_one(file.clone(), options))
         .collect();
+    let (mut tools, mut rules) = (0usize, 0usize);
     for ((layer_index, _), (document, found)) in found_files.iter().zip(read) {
         diagnostics.extend(found);
         let Some(document) = document else {
             continue;
         };
+        let count = |section: &str| match document.value.get(section) {
+            Some(Value::Object(map)) => map.len(),
+            Some(Value::Array(items)) => items.len(),
+            _ => 0,
+        };
+        tools += count("tools");
+        rules += count("rules");
+        if tools > limits.max_tools || rules > limits.max_rules {
+            let (what, found, limit) = if tools > limits.max_tools {
+                ("tool contracts", tools, limits.max_tools)
+            } else {
+                ("rules", rules, limits.max_rules)
+            };
+            diagnostics.push(
+                set_limit(what, found as u64, limit as u64)
+                    .at(&document.source, document.source.span(0, 0)),
+            );
+            return (sources, merger);
+        }
         let id = FileId(sources.files.len() as u32);
         sources.files.push(LoadedFile {
             id,

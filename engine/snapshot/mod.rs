@@ -25,7 +25,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use serde_json::Value;
 
-pub use build::{LoadOptions, LoadOutcome, load};
+pub use build::{LoadOptions, LoadOutcome, SetLimits, load};
 pub use layer::{LayerKind, LayerOptions, LayerSpec};
 pub use provenance::{FileId, Origin, Provenance};
 

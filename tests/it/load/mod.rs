@@ -8,3 +8,4 @@ mod layers_override;
 mod policies_equivalence;
 mod rule_mistakes;
 mod schemas;
+mod set_limits;
