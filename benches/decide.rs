@@ -43,7 +43,7 @@ const DECIDED: usize = 500;
 
 /// The 200-character compound command of the shell matcher bench.
 const LINE: &str = "git status && git diff --stat HEAD~3..HEAD -- src/ && ls -la src/policy | ls; \
-nice git diff \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs";
+nice ls \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs docs/ tests/";
 
 fn tool(i: usize) -> String {
     format!("mcp__server{}__tool_{i:04}", i % 17)

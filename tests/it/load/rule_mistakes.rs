@@ -124,7 +124,7 @@ fn an_empty_pattern_list_in_an_allow_rule_fails_the_load_instead_of_allowing_eve
         "  - name: git-only\n    tools: [Bash]\n    match:\n      command: { shell: [\"git status\"] }\n    decision: allow\n",
     );
     assert_eq!(reported(&outcome), Vec::<String>::new());
-    assert_eq!(bash_decision(outcome, "rm -rf /"), "ask");
+    assert_eq!(bash_decision(outcome, "rm -rf build"), "ask");
 }
 
 #[test]
