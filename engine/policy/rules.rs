@@ -2,7 +2,7 @@
 //! canonical tools, its argument matchers compiled once, and an index from tool to the rules
 //! that can apply to it, already in precedence order, so that deciding a call walks a short
 //! list and stops at the first precedence level that matches. Rules that are each one
-//! `regex` (or `glob`) list over the same field are matched together ([`super::groups`]).
+//! `regex` (or `glob`) list over the same field are matched together (module `groups`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
