@@ -8,9 +8,10 @@
 use divan::{Bencher, black_box};
 use indexmap::IndexMap;
 use serde_json::json;
+use toolgate::model::rule::ArgMatcher;
 use toolgate::policy::{
-    ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode, PathCase, PathMatcher,
-    RedirectionPolicy, ShellMatcher, parse_script,
+    CompiledArgMatchers, MatchContext, MatchMode, PathCase, PathMatcher, RedirectionPolicy,
+    ShellMatcher, parse_script,
 };
 
 mod support;
@@ -89,7 +90,7 @@ fn path_match(bencher: Bencher) {
 /// A whole rule's matchers (a path and a shell matcher) against a tool input.
 #[divan::bench]
 fn rule_matchers(bencher: Bencher) {
-    let specs: IndexMap<String, ArgMatcherSpec> = serde_json::from_value(json!({
+    let specs: IndexMap<String, ArgMatcher> = serde_json::from_value(json!({
         "command": { "shell": ["git status", "git diff *", "ls *"] },
         "/options/cwd": { "path": ["**"] },
     }))

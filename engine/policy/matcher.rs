@@ -1,7 +1,7 @@
 //! Argument matchers of permission rules, compiled once and evaluated without parsing.
 //!
 //! A rule's `match` maps a selector — a top-level field name (`command`) or a JSON pointer
-//! (`/options/path`, starting with `/`) — to one [`ArgMatcherSpec`]. [`CompiledArgMatchers`]
+//! (`/options/path`, starting with `/`) — to one [`ArgMatcher`]. [`CompiledArgMatchers`]
 //! holds the compiled form: every glob, regex, path glob and shell pattern is compiled by
 //! [`CompiledArgMatchers::compile`], which reports every bad pattern at once
 //! ([`PatternError`], with the byte offset inside the pattern where it can be told).
@@ -36,7 +36,7 @@ use std::sync::{Arc, OnceLock};
 use super::glob::GlobList;
 use indexmap::IndexMap;
 use regex::RegexSet;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
 
@@ -48,33 +48,7 @@ use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::Role;
 use crate::diagnostics::diagnostic::lowercase_first;
 use crate::model::rule::WorkspaceSide;
-
-/// The matchers for one argument, as a rule states them (mirrors the rule model).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ArgMatcherSpec {
-    /// Globs over the string value (`*` crosses `/`).
-    pub glob: Vec<String>,
-    /// Regexes, unanchored.
-    pub regex: Vec<String>,
-    /// A JSON value the argument must equal.
-    pub equals: Option<Value>,
-    /// Whether the argument must be present (`true`) or absent (`false`).
-    pub exists: Option<bool>,
-    /// Path globs, matched against the locations the argument names.
-    pub path: Vec<String>,
-    /// Whether those locations lie inside or outside the workspace.
-    pub workspace: Option<WorkspaceSide>,
-    /// Whether those locations are (`true`) or are not loaded policy files or folders.
-    pub policy_files: Option<bool>,
-    /// Shell token patterns.
-    pub shell: Vec<String>,
-    /// Whether an allow rule's `shell` patterns also permit output redirection to files.
-    pub allow_redirection: bool,
-    /// The value, read as a command line, only reads (`true`) or does more (`false`), by the
-    /// command table.
-    pub read_only: Option<bool>,
-}
+use crate::model::rule::{ArgMatcher, OneOrMany};
 
 /// The kind of a pattern that failed to compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -332,16 +306,17 @@ impl CompiledArgMatchers {
     /// ```
     /// use indexmap::IndexMap;
     /// use serde_json::json;
-    /// use toolgate::policy::{ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode};
+    /// use toolgate::model::rule::{ArgMatcher, OneOrMany};
+    /// use toolgate::policy::{CompiledArgMatchers, MatchContext, MatchMode};
     ///
     /// let mut spec = IndexMap::new();
-    /// spec.insert("command".to_owned(), ArgMatcherSpec { shell: vec!["git status".into()], ..Default::default() });
+    /// spec.insert("command".to_owned(), ArgMatcher { shell: Some(OneOrMany::One("git status".into())), ..Default::default() });
     /// let matchers = CompiledArgMatchers::compile(&spec).unwrap();
     /// let ctx = MatchContext::new("/work");
     /// assert!(matchers.matches(&json!({"command": "git status"}), &ctx, MatchMode::All).matched);
     /// assert!(!matchers.matches(&json!({"command": "git status; rm -rf /"}), &ctx, MatchMode::All).matched);
     /// ```
-    pub fn compile(specs: &IndexMap<String, ArgMatcherSpec>) -> Result<Self, Vec<PatternError>> {
+    pub fn compile(specs: &IndexMap<String, ArgMatcher>) -> Result<Self, Vec<PatternError>> {
         let mut entries = Vec::with_capacity(specs.len());
         let mut errors = Vec::new();
         for (selector_text, spec) in specs {
@@ -366,18 +341,24 @@ impl CompiledArgMatchers {
             if let Some(value) = &spec.equals {
                 matchers.push(Compiled::Equals(value.clone()));
             }
-            if !spec.glob.is_empty() {
-                match parse_globs(&spec.glob, false, false) {
-                    Ok(_) => matchers.push(Compiled::Glob(Deferred::new(&spec.glob))),
+            let (glob, regex, path, shell) = (
+                spec.glob.as_ref().map_or(&[][..], OneOrMany::as_slice),
+                spec.regex.as_ref().map_or(&[][..], OneOrMany::as_slice),
+                spec.path.as_ref().map_or(&[][..], OneOrMany::as_slice),
+                spec.shell.as_ref().map_or(&[][..], OneOrMany::as_slice),
+            );
+            if !glob.is_empty() {
+                match parse_globs(glob, false, false) {
+                    Ok(_) => matchers.push(Compiled::Glob(Deferred::new(glob))),
                     Err(bad) => errors.extend(
                         bad.into_iter()
                             .map(|(i, e)| error(PatternKind::Glob, Some(i), e.offset, e.message)),
                     ),
                 }
             }
-            if !spec.regex.is_empty() {
-                match parse_regexes(&spec.regex) {
-                    Ok(()) => matchers.push(Compiled::Regex(Deferred::new(&spec.regex))),
+            if !regex.is_empty() {
+                match parse_regexes(regex) {
+                    Ok(()) => matchers.push(Compiled::Regex(Deferred::new(regex))),
                     Err(bad) => errors.extend(bad.into_iter().map(|(i, offset, message)| {
                         error(PatternKind::Regex, Some(i), offset, message)
                     })),
@@ -389,8 +370,8 @@ impl CompiledArgMatchers {
             if let Some(expected) = spec.policy_files {
                 matchers.push(Compiled::PolicyFiles(expected));
             }
-            if !spec.path.is_empty() {
-                match PathMatcher::compile(&spec.path) {
+            if !path.is_empty() {
+                match PathMatcher::compile(path) {
                     Ok(matcher) => matchers.push(Compiled::Path(Box::new(matcher))),
                     Err(bad) => errors.extend(
                         bad.into_iter()
@@ -398,13 +379,13 @@ impl CompiledArgMatchers {
                     ),
                 }
             }
-            if !spec.shell.is_empty() {
-                let redirection = if spec.allow_redirection {
+            if !shell.is_empty() {
+                let redirection = if spec.allow_redirection == Some(true) {
                     RedirectionPolicy::Allowed
                 } else {
                     RedirectionPolicy::Forbidden
                 };
-                match ShellMatcher::compile(&spec.shell, redirection) {
+                match ShellMatcher::compile(shell, redirection) {
                     Ok(matcher) => matchers.push(Compiled::Shell(matcher)),
                     Err(bad) => errors.extend(
                         bad.into_iter()
@@ -1336,7 +1317,7 @@ mod tests {
 
     use super::*;
 
-    fn specs(entries: Value) -> IndexMap<String, ArgMatcherSpec> {
+    fn specs(entries: Value) -> IndexMap<String, ArgMatcher> {
         serde_json::from_value(entries).unwrap()
     }
 

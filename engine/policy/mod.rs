@@ -4,7 +4,7 @@
 //! Synchronous; pure but for the symlinks a path condition resolves (see [`path`]).
 //!
 //! The argument matchers live here:
-//! - [`matcher`]: a rule's `match` map ([`ArgMatcherSpec`] per selector) compiled into
+//! - [`matcher`]: a rule's `match` map (a model `ArgMatcher` per selector) compiled into
 //!   [`CompiledArgMatchers`], evaluated against a call's input into a [`MatchOutcome`];
 //! - [`shell`]: command lines parsed and split into every simple command they would run;
 //! - [`pattern`]: the token patterns of the `shell` matcher and its allow/deny semantics;
@@ -33,8 +33,8 @@ pub mod rules;
 pub mod shell;
 
 pub use matcher::{
-    ArgMatcherSpec, Check, CheckDetail, CompiledArgMatchers, MatchOutcome, MatcherKind, ParseCache,
-    PathCondition, PatternError, PatternKind, SelectorOutcome,
+    Check, CheckDetail, CompiledArgMatchers, MatchOutcome, MatcherKind, ParseCache, PathCondition,
+    PatternError, PatternKind, SelectorOutcome,
 };
 pub use mode::MatchMode;
 pub use path::{

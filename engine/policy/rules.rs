@@ -13,12 +13,12 @@ use serde_json::Value;
 
 use super::commands::CommandTable;
 use super::groups::ToolRules;
-use super::matcher::{ArgMatcherSpec, CompiledArgMatchers, MatchOutcome, ParseCache, PatternError};
+use super::matcher::{CompiledArgMatchers, MatchOutcome, ParseCache, PatternError};
 use super::mode::MatchMode;
 use super::parts::FileTools;
 use super::path::MatchContext;
 use crate::model::resolved::ResolvedConcurrency;
-use crate::model::rule::{ArgMatcher, Rule, RuleWhen};
+use crate::model::rule::{Rule, RuleWhen};
 use crate::model::{Decision, ModeName, RuleName, ToolName};
 
 /// What the rule compiler needs to know about the tools of the policy set.
@@ -288,27 +288,6 @@ pub enum RuleError {
     Pattern(PatternError),
 }
 
-/// Converts the model's matcher into the matcher compiler's spec.
-pub fn matcher_spec(matcher: &ArgMatcher) -> ArgMatcherSpec {
-    let list = |v: &Option<crate::model::rule::OneOrMany<String>>| {
-        v.as_ref()
-            .map(|v| v.as_slice().to_vec())
-            .unwrap_or_default()
-    };
-    ArgMatcherSpec {
-        glob: list(&matcher.glob),
-        regex: list(&matcher.regex),
-        equals: matcher.equals.clone(),
-        exists: matcher.exists,
-        path: list(&matcher.path),
-        workspace: matcher.workspace,
-        policy_files: matcher.policy_files,
-        shell: list(&matcher.shell),
-        allow_redirection: matcher.allow_redirection.unwrap_or(false),
-        read_only: matcher.read_only,
-    }
-}
-
 fn is_glob(pattern: &str) -> bool {
     pattern.contains(['*', '?', '[', '{'])
 }
@@ -401,19 +380,13 @@ pub fn compile_rule(
     }
     let matchers = match &rule.matchers {
         None => None,
-        Some(map) => {
-            let specs: IndexMap<String, ArgMatcherSpec> = map
-                .iter()
-                .map(|(selector, matcher)| (selector.clone(), matcher_spec(matcher)))
-                .collect();
-            match CompiledArgMatchers::compile(&specs) {
-                Ok(compiled) => Some(compiled),
-                Err(bad) => {
-                    errors.extend(bad.into_iter().map(RuleError::Pattern));
-                    None
-                }
+        Some(map) => match CompiledArgMatchers::compile(map) {
+            Ok(compiled) => Some(compiled),
+            Err(bad) => {
+                errors.extend(bad.into_iter().map(RuleError::Pattern));
+                None
             }
-        }
+        },
     };
     match decision {
         Some(decision) if errors.is_empty() => Ok(CompiledRule {

@@ -509,15 +509,16 @@ fn a_tilde_path_fails_closed_without_a_home() {
 #[test]
 fn the_relative_pattern_never_reaches_outside_the_workspace() {
     use proptest::prelude::*;
-    use toolgate::policy::{ArgMatcherSpec, CompiledArgMatchers, MatchMode, Side, locate};
+    use toolgate::model::rule::{ArgMatcher, OneOrMany};
+    use toolgate::policy::{CompiledArgMatchers, MatchMode, Side, locate};
 
     let fixture = Fixture::new();
     let snapshot = fixture.snapshot(Some(fixture.home()));
     let ctx = &snapshot.match_ctx;
     let specs = [(
         "file_path".to_owned(),
-        ArgMatcherSpec {
-            path: vec!["**".to_owned()],
+        ArgMatcher {
+            path: Some(OneOrMany::One("**".to_owned())),
             ..Default::default()
         },
     )]

@@ -13,12 +13,13 @@
 
 use indexmap::IndexMap;
 use serde_json::{Value, json};
-use toolgate::policy::{ArgMatcherSpec, CompiledArgMatchers, MatchContext, MatchMode, PathCase};
+use toolgate::model::rule::ArgMatcher;
+use toolgate::policy::{CompiledArgMatchers, MatchContext, MatchMode, PathCase};
 
 const WORKSPACE: &str = "/abs/workspace";
 
 fn compile(specs: Value) -> CompiledArgMatchers {
-    let specs: IndexMap<String, ArgMatcherSpec> = serde_json::from_value(specs).unwrap();
+    let specs: IndexMap<String, ArgMatcher> = serde_json::from_value(specs).unwrap();
     CompiledArgMatchers::compile(&specs).unwrap()
 }
 
