@@ -291,6 +291,14 @@ struct Entry {
     matchers: Box<[Compiled]>,
 }
 
+impl Entry {
+    fn reads_command_line(&self) -> bool {
+        self.matchers
+            .iter()
+            .any(|m| matches!(m, Compiled::Shell(_) | Compiled::ReadOnly(_)))
+    }
+}
+
 /// The compiled argument matchers of one rule.
 #[derive(Debug, Clone)]
 pub struct CompiledArgMatchers {
@@ -502,32 +510,19 @@ impl CompiledArgMatchers {
         self.entries.first()?.selector.resolve(input)
     }
 
-    /// The selector of the first argument this rule reads as a command line (with `shell`
-    /// or `read_only` matchers).
-    pub fn command_selector(&self) -> Option<&Arc<str>> {
-        self.entries.iter().find_map(|entry| {
-            entry
-                .matchers
-                .iter()
-                .any(|m| matches!(m, Compiled::Shell(_) | Compiled::ReadOnly(_)))
-                .then(|| entry.selector.text())
-        })
+    /// Whether this rule reads an argument as a command line (`shell` or `read_only`
+    /// matchers).
+    pub fn reads_command_line(&self) -> bool {
+        self.entries.iter().any(Entry::reads_command_line)
     }
 
     /// The command line this rule reads with `shell` or `read_only` matchers in `input`: the
-    /// first such selector whose value is a string, with the selector as written.
-    pub fn command_line<'v>(&self, input: &'v Value) -> Option<(&Arc<str>, &'v str)> {
-        self.entries.iter().find_map(|entry| {
-            let reads_commands = entry
-                .matchers
-                .iter()
-                .any(|m| matches!(m, Compiled::Shell(_) | Compiled::ReadOnly(_)));
-            if !reads_commands {
-                return None;
-            }
-            let line = entry.selector.resolve(input)?.as_str()?;
-            Some((entry.selector.text(), line))
-        })
+    /// first such argument whose value is a string.
+    pub fn command_line<'v>(&self, input: &'v Value) -> Option<&'v str> {
+        self.entries
+            .iter()
+            .filter(|entry| entry.reads_command_line())
+            .find_map(|entry| entry.selector.resolve(input)?.as_str())
     }
 
     /// Evaluates the matchers against a tool call's input.

@@ -575,9 +575,9 @@ pub struct RuleSet {
     // definition order.
     /// Per tool, its rules and the groups of those matched together (see [`super::groups`]).
     by_tool: ToolIndex,
-    /// Per tool, the selector of the command line its rules read (`shell`, `read_only`):
-    /// such calls are decided part by part.
-    command_lines: HashMap<ToolName, Arc<str>, foldhash::fast::RandomState>,
+    /// Per tool, the first rule that reads an argument as a command line (`shell`,
+    /// `read_only`): such calls are decided part by part, by the line that rule reads.
+    command_lines: HashMap<ToolName, u32, foldhash::fast::RandomState>,
     /// The command table the command lines are read with.
     commands: Arc<CommandTable>,
 }
@@ -600,18 +600,15 @@ impl RuleSet {
             })
             .collect();
         let mut command_lines = HashMap::default();
-        for rule in &rules {
-            let Some(selector) = rule
+        for (index, rule) in rules.iter().enumerate() {
+            if rule
                 .matchers
                 .as_ref()
-                .and_then(CompiledArgMatchers::command_selector)
-            else {
-                continue;
-            };
-            for tool in &rule.tools {
-                command_lines
-                    .entry(tool.clone())
-                    .or_insert_with(|| Arc::clone(selector));
+                .is_some_and(CompiledArgMatchers::reads_command_line)
+            {
+                for tool in &rule.tools {
+                    command_lines.entry(tool.clone()).or_insert(index as u32);
+                }
             }
         }
         Self {
@@ -663,8 +660,11 @@ impl RuleSet {
         default: Decision,
         files: &FileTools<'_>,
     ) -> RuleDecision {
-        if let Some(selector) = self.command_lines.get(call.tool)
-            && let Some(line) = resolve_selector(call.input, selector)
+        if let Some(&index) = self.command_lines.get(call.tool)
+            && let Some(line) = self
+                .rules
+                .get(index as usize)
+                .and_then(|rule| rule.matchers.as_ref()?.command_line(call.input))
         {
             return super::parts::decide_line(self, call, ctx, default, files, line);
         }
@@ -742,15 +742,6 @@ impl RuleSet {
                 neutral: false,
             },
         }
-    }
-}
-
-/// The string a selector (field name or JSON pointer) names in `input`.
-fn resolve_selector<'v>(input: &'v Value, selector: &str) -> Option<&'v str> {
-    if selector.starts_with('/') {
-        input.pointer(selector)?.as_str()
-    } else {
-        input.get(selector)?.as_str()
     }
 }
 

@@ -333,16 +333,6 @@ impl CommandTable {
                 end_of_options = true;
                 continue;
             }
-            let second = |info: &Option<Arc<OptionInfo>>, i: &mut usize| {
-                let wanted = info
-                    .as_ref()
-                    .is_some_and(|info| info.second_value.is_some());
-                let value = wanted.then(|| words.get(*i).cloned()).flatten();
-                if value.is_some() {
-                    *i += 1;
-                }
-                value
-            };
             let mut push = |canonical: String,
                             value: Option<Word>,
                             second: Option<Word>,
@@ -361,6 +351,12 @@ impl CommandTable {
                     *i += 1;
                 }
                 value
+            };
+            let second = |info: &Option<Arc<OptionInfo>>, i: &mut usize| {
+                let wanted = info
+                    .as_ref()
+                    .is_some_and(|info| info.second_value.is_some());
+                if wanted { next_word(i) } else { None }
             };
             match program.style {
                 OptionStyle::Words => {
