@@ -60,6 +60,11 @@ fn home_of(root: &Path) -> PathBuf {
 }
 
 fn workspace() -> Workspace {
+    workspace_with(TEAM_POLICY)
+}
+
+/// A workspace with `policies/team.yaml` holding `policy`, beside a fake home.
+fn workspace_with(policy: &str) -> Workspace {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap().join("ws");
     let home = home_of(&root);
@@ -72,15 +77,20 @@ fn workspace() -> Workspace {
     std::fs::write(home.join(".aws/credentials"), "KEY\n").unwrap();
     std::fs::write(root.join(".env"), "TOKEN=1\n").unwrap();
     std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
-    std::fs::write(root.join("policies/team.yaml"), TEAM_POLICY).unwrap();
+    std::fs::write(root.join("policies/team.yaml"), policy).unwrap();
     Workspace { _dir: dir, root }
 }
 
 fn snapshot(root: &Path) -> Arc<Snapshot> {
+    snapshot_of(root, root.join("policies"))
+}
+
+/// The built-in policies and `policies`, in the workspace `root` with its fake home.
+fn snapshot_of(root: &Path, policies: PathBuf) -> Arc<Snapshot> {
     let mut options = LoadOptions::new(LayerOptions {
         no_builtin: false,
         enforced: Vec::new(),
-        policies: vec![root.join("policies")],
+        policies: vec![policies],
     });
     options.workspace_root = root.to_path_buf();
     options.home = Some(home_of(root));
@@ -776,14 +786,8 @@ fn every_program_in_the_command_table_is_judged_by_what_it_does() {
             "no case for `{program}`"
         );
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::create_dir_all(root.join("policies")).unwrap();
-    std::fs::write(root.join(".env"), "TOKEN=1\n").unwrap();
-    std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
-    std::fs::write(root.join("policies/empty.yaml"), "version: 1\n").unwrap();
-    let engine = Engine::builder(snapshot(&root)).build();
+    let ws = workspace_with("version: 1\n");
+    let engine = Engine::builder(snapshot(&ws.root)).build();
     let mut failures = Vec::new();
     for (program, command, expected) in PROGRAM_CASES {
         let (got, reasons) = decide(&engine, command, &[]);
@@ -807,17 +811,7 @@ fn a_workspace_that_is_its_own_policy_folder_loads_and_protects_only_policies() 
         ws.root.join("team.yaml"),
     )
     .unwrap();
-    let mut options = LoadOptions::new(LayerOptions {
-        no_builtin: false,
-        enforced: Vec::new(),
-        policies: vec![ws.root.clone()],
-    });
-    options.workspace_root = ws.root.clone();
-    options.home = Some(home_of(&ws.root));
-    let outcome = load(&options, 1);
-    let snapshot = outcome
-        .snapshot
-        .unwrap_or_else(|| panic!("the set loads: {:#?}", outcome.diagnostics));
+    let snapshot = snapshot_of(&ws.root, ws.root.clone());
     let engine = Engine::builder(snapshot).build();
     let (got, _) = decide(&engine, "cat src/main.rs > src/copy.rs", &[]);
     assert_ne!(got, "deny", "an ordinary file is not a policy file");
