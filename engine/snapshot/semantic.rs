@@ -23,7 +23,7 @@ use super::Sources;
 use super::layer::{LayerKind, LayerSpec};
 use super::provenance::{Origin, Provenance};
 use super::rule_mistakes::{self, CoveredTool, Place};
-use crate::diagnostics::{Code, Diagnostic, Location, Severity};
+use crate::diagnostics::{Code, Diagnostic, Location, Severity, closest};
 use crate::load::spans::{NodeSpan, join_pointer};
 use crate::model::contract::{TimeoutSpec, ToolContract};
 use crate::model::engine_config::MessageKey;
@@ -929,27 +929,9 @@ fn bad_type_name(schema: &Value, path: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The candidate closest to `name`, if one is close enough to be a likely typo.
-pub(super) fn closest<'a>(
-    name: &str,
-    candidates: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
-    candidates
-        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, candidate)| candidate)
-}
-
 fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) -> Diagnostic {
     let known: Vec<&String> = known.collect();
-    let suggestion = known
-        .iter()
-        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, candidate)| candidate.to_string());
-    let help = match suggestion {
+    let help = match closest(name, known.iter().map(|k| k.as_str())) {
         Some(candidate) => format!("did you mean `{candidate}`?"),
         None if known.is_empty() => format!("no {what} is declared; declare it under `{what}s`"),
         None => format!(
