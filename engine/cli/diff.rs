@@ -1,22 +1,30 @@
-//! `toolgate diff BASE HEAD`: the semantic diff of two policy sets, each change with its risk.
+//! `toolgate diff BASE HEAD`: the review of a policy change — every change rated by its effect
+//! on decisions, and the calls decided differently (the rules' examples, the policy tests given
+//! with `--tests`, a decision log given with `--replay`, and probes built from the changed
+//! rules' patterns). The review itself is [`crate::review`]; this file loads the two sets.
 //!
 //! Without `--git`, BASE and HEAD are policy roots (directories or files), each loaded as the
 //! last layer on top of the other roots given with `--policies`/`--enforced` and the built-in
-//! layer. With `--git`, BASE and HEAD are git revisions, and the `--policies` and
-//! `--enforced` roots are read as they are at each revision — the review of a policy pull
-//! request is `toolgate -p .toolgate/policies diff --git origin/main HEAD`.
+//! layer. With `--git`, BASE and HEAD are git revisions (`--git BASE..HEAD` works too), and the
+//! `--policies` and `--enforced` roots are read as they are at each revision; without HEAD
+//! (`--git origin/main`, `--git origin/main..`) they are read from the work tree — the review
+//! of a policy pull request is `toolgate -p .toolgate/policies diff --git origin/main..HEAD`.
 //!
-//! Formats: `human`, `markdown` (a table for a pull-request comment), `json`, `github`
-//! (workflow annotations at the changed line of HEAD, warnings for high-risk changes).
+//! Formats: `human`, `markdown` (a pull-request comment), `json` (`toolgate schema diff`),
+//! `github` (workflow annotations at the changed line of HEAD).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::diagnostics::Diagnostic;
-use crate::diagnostics::render::github::{escape_data, escape_property};
-use crate::review::{Change, ChangeKind, Risk, Subject, diff};
+use crate::review::decisions::{
+    CorpusCall, Origin, changed_modes, decision_diff, examples, known_tools, probes,
+};
+use crate::review::report::{LocatedChange, Review};
+use crate::review::{Change, ChangeKind, Subject, diff};
 use crate::snapshot::{Snapshot, load};
 
 use super::GlobalOptions;
@@ -24,9 +32,9 @@ use super::GlobalOptions;
 /// Output formats of `diff`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DiffFormat {
-    /// One line per change.
+    /// One block per change, then the changed calls.
     Human,
-    /// A Markdown table.
+    /// A pull-request comment.
     Markdown,
     /// JSON.
     Json,
@@ -34,20 +42,15 @@ pub enum DiffFormat {
     Github,
 }
 
-/// A change located in HEAD (or BASE, for removals).
-#[derive(Clone, Debug, PartialEq)]
-pub struct LocatedChange {
-    /// The change.
-    pub change: Change,
-    /// `file:line:column` where HEAD (or BASE) sets it.
-    pub location: Option<(String, u32, u32)>,
-}
-
-/// The diff of two sets.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DiffReport {
-    /// The changes, in a stable order.
-    pub changes: Vec<LocatedChange>,
+/// What to compare and which calls to decide.
+#[derive(Clone, Debug, Default)]
+pub struct DiffOptions {
+    /// BASE and HEAD are git revisions.
+    pub git: bool,
+    /// Policy test files or folders whose calls are decided under both sets.
+    pub tests: Vec<PathBuf>,
+    /// A decision log (JSON Lines) whose calls are decided under both sets.
+    pub replay: Option<PathBuf>,
 }
 
 /// Why there is no diff.
@@ -62,6 +65,8 @@ pub enum DiffError {
     },
     /// A git revision cannot be read.
     Git(String),
+    /// A test file or the decision log cannot be read (exit 2).
+    Corpus(Vec<Diagnostic>),
     /// BASE or HEAD (without `--git`) names no file or folder (exit 2).
     MissingRoot {
         /// `base` or `head`.
@@ -84,23 +89,37 @@ impl DiffError {
     }
 }
 
-/// Loads both sets and diffs them.
+/// Loads both sets and reviews the change.
 pub fn run(
     global: &GlobalOptions,
     base: &str,
-    head: &str,
-    git: bool,
-) -> Result<DiffReport, DiffError> {
-    if git {
+    head: Option<&str>,
+    options: &DiffOptions,
+) -> Result<Review, DiffError> {
+    let (base, head) = match (options.git, head, base.split_once("..")) {
+        (true, None, Some((b, h))) => (b, (!h.is_empty()).then_some(h)),
+        _ => (base, head),
+    };
+    if options.git {
         let base_dir = checkout(global, base)?;
-        let head_dir = checkout(global, head)?;
+        let head_dir = match head {
+            Some(head) => Some(checkout(global, head)?),
+            None => None,
+        };
         let base_set = load_side(&rooted(global, base_dir.path()), "base")?;
-        let head_set = load_side(&rooted(global, head_dir.path()), "head")?;
-        let mut found = report(&base_set, &head_set);
+        let head_set = match &head_dir {
+            Some(dir) => load_side(&rooted(global, dir.path()), "head")?,
+            // The work tree: the roots as they are on disk.
+            None => load_side(global, "head")?,
+        };
+        let mut found = review(&base_set, &head_set, options)?;
         // Show the paths as they are in the repository, not in the temporary checkouts.
+        let dirs: Vec<&Path> = std::iter::once(base_dir.path())
+            .chain(head_dir.as_ref().map(|d| d.path()))
+            .collect();
         for change in &mut found.changes {
-            if let Some((file, _, _)) = &mut change.location {
-                for dir in [base_dir.path(), head_dir.path()] {
+            if let Some(file) = &mut change.file {
+                for dir in &dirs {
                     let prefix = format!("{}/", dir.display());
                     if let Some(rest) = file.strip_prefix(&prefix) {
                         *file = match rest.strip_prefix("abs/") {
@@ -113,6 +132,12 @@ pub fn run(
         }
         return Ok(found);
     }
+    let Some(head) = head else {
+        return Err(DiffError::MissingRoot {
+            side: "head",
+            root: String::new(),
+        });
+    };
     for (side, root) in [("base", base), ("head", head)] {
         if !Path::new(root).exists() {
             return Err(DiffError::MissingRoot {
@@ -132,33 +157,96 @@ pub fn run(
             load_side(&with(head), "head")?,
         )
     };
-    Ok(report(&base_set, &head_set))
+    review(&base_set, &head_set, options)
 }
 
-/// Diffs two loaded snapshots, locating each change in the set that has it.
-pub fn report(base: &Snapshot, head: &Snapshot) -> DiffReport {
+/// Reviews two loaded sets: the changes located, and the decision diff over the rules'
+/// examples, the given tests and log, and the probes of the changed rules.
+pub fn review(base: &Snapshot, head: &Snapshot, options: &DiffOptions) -> Result<Review, DiffError> {
     let (base_doc, head_doc) = (base.effective.value(), head.effective.value());
-    let changes = diff(&base_doc, &head_doc)
+    let changes = diff(&base_doc, &head_doc);
+    let mut corpus = examples(&base_doc);
+    corpus.extend(examples(&head_doc));
+    corpus.extend(test_calls(&options.tests, base, head)?);
+    let mut skipped = 0;
+    if let Some(log) = &options.replay {
+        let text = std::fs::read_to_string(log).map_err(|error| {
+            DiffError::Corpus(vec![Diagnostic::new(
+                crate::diagnostics::Code::IoNotFound,
+                format!("cannot read the decision log `{}`: {error}", log.display()),
+            )])
+        })?;
+        let replayed = crate::review::replay::read_log(&text);
+        skipped = replayed.skipped;
+        corpus.extend(replayed.calls);
+    }
+    corpus.extend(probes(&changes, &base_doc, &head_doc));
+    let corpus = known_tools(corpus, base, head);
+    let decisions = decision_diff(base, head, corpus, &changed_modes(&changes));
+    let located = locate(changes, base, head, &base_doc, &head_doc);
+    let mut review = Review::new(located, decisions);
+    review.replay_skipped = skipped;
+    Ok(review)
+}
+
+/// The calls of the policy test files, read against HEAD (or BASE, for tests that name what
+/// HEAD removed).
+fn test_calls(paths: &[PathBuf], base: &Snapshot, head: &Snapshot) -> Result<Vec<CorpusCall>, DiffError> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let found = super::test::discover(paths).map_err(DiffError::Corpus)?;
+    let mut calls = Vec::new();
+    for path in &found {
+        let file = super::test::load_test_file(path, head)
+            .or_else(|_| super::test::load_test_file(path, base))
+            .map_err(DiffError::Corpus)?;
+        for (test, _) in &file.tests {
+            calls.push(CorpusCall {
+                tool: test.call.tool.clone(),
+                input: test.call.input.clone(),
+                modes: test.modes.clone().unwrap_or_default(),
+                origin: Origin::Test {
+                    name: test.name.clone(),
+                },
+            });
+        }
+    }
+    Ok(calls)
+}
+
+/// Locates each change in the set that has it.
+fn locate(
+    changes: Vec<Change>,
+    base: &Snapshot,
+    head: &Snapshot,
+    base_doc: &Value,
+    head_doc: &Value,
+) -> Vec<LocatedChange> {
+    changes
         .into_iter()
         .map(|change| {
             let (side, doc) = if change.kind == ChangeKind::Removed {
-                (base, &base_doc)
+                (base, base_doc)
             } else {
-                (head, &head_doc)
+                (head, head_doc)
             };
             let location = pointer_of(doc, &change)
-                .and_then(|pointer| side.sources.locate_key(&side.provenance, &pointer))
-                .map(|l| (l.source.path().to_string(), l.span.line, l.span.column));
-            LocatedChange { change, location }
+                .and_then(|pointer| side.sources.locate_key(&side.provenance, &pointer));
+            LocatedChange {
+                file: location.as_ref().map(|l| l.source.path().to_string()),
+                line: location.as_ref().map(|l| l.span.line),
+                column: location.as_ref().map(|l| l.span.column),
+                change,
+            }
         })
-        .collect();
-    DiffReport { changes }
+        .collect()
 }
 
 fn load_side(
     global: &GlobalOptions,
     side: &'static str,
-) -> Result<std::sync::Arc<Snapshot>, DiffError> {
+) -> Result<Arc<Snapshot>, DiffError> {
     let outcome = load(&global.load_options(), 1);
     outcome.snapshot.ok_or(DiffError::Invalid {
         side,
@@ -287,6 +375,8 @@ fn pointer_of(effective: &Value, change: &Change) -> Option<String> {
         Subject::Tool => join_pointer("/tools", &change.name),
         Subject::Gate => join_pointer("/gates", &change.name),
         Subject::Mode => join_pointer("/modes", &change.name),
+        Subject::Commands => "/commands".to_owned(),
+        Subject::Review => "/review".to_owned(),
         Subject::Rule | Subject::Hook => {
             let section = if change.subject == Subject::Rule {
                 "rules"
@@ -311,113 +401,13 @@ fn pointer_of(effective: &Value, change: &Change) -> Option<String> {
     })
 }
 
-fn risk_name(risk: Risk) -> &'static str {
-    match risk {
-        Risk::Low => "low",
-        Risk::Medium => "medium",
-        Risk::High => "high",
-    }
-}
 
-impl DiffReport {
-    /// Whether any change is high risk.
-    pub fn has_high_risk(&self) -> bool {
-        self.changes.iter().any(|c| c.change.risk == Risk::High)
-    }
-
-    /// Renders the report.
-    pub fn render(&self, format: DiffFormat) -> String {
-        let at = |c: &LocatedChange| {
-            c.location
-                .as_ref()
-                .map(|(f, l, col)| format!("{f}:{l}:{col}"))
-        };
-        match format {
-            DiffFormat::Human => {
-                if self.changes.is_empty() {
-                    return "no change in effect\n".into();
-                }
-                let mut out = String::new();
-                for c in &self.changes {
-                    let place = at(c).map(|p| format!("  ({p})")).unwrap_or_default();
-                    out.push_str(&format!(
-                        "{:<6} {}{place}\n",
-                        risk_name(c.change.risk),
-                        c.change.describe()
-                    ));
-                }
-                let high = self
-                    .changes
-                    .iter()
-                    .filter(|c| c.change.risk == Risk::High)
-                    .count();
-                out.push_str(&format!(
-                    "{}, {high} high risk\n",
-                    super::count(self.changes.len(), "change", "changes")
-                ));
-                out
-            }
-            DiffFormat::Markdown => {
-                if self.changes.is_empty() {
-                    return "No change in effect.\n".into();
-                }
-                let mut out = String::from("| risk | change | where |\n| --- | --- | --- |\n");
-                for c in &self.changes {
-                    let text = c.change.describe().replace('|', "\\|");
-                    out.push_str(&format!(
-                        "| {} | {text} | {} |\n",
-                        risk_name(c.change.risk),
-                        at(c).unwrap_or_default()
-                    ));
-                }
-                out
-            }
-            DiffFormat::Json => {
-                let changes: Vec<Value> = self
-                    .changes
-                    .iter()
-                    .map(|c| {
-                        let mut value = serde_json::to_value(&c.change).unwrap_or(Value::Null);
-                        if let (Value::Object(map), Some((file, line, column))) =
-                            (&mut value, &c.location)
-                        {
-                            map.insert("file".into(), json!(file));
-                            map.insert("line".into(), json!(line));
-                            map.insert("column".into(), json!(column));
-                        }
-                        value
-                    })
-                    .collect();
-                format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&json!({"changes": changes})).unwrap_or_default()
-                )
-            }
-            DiffFormat::Github => {
-                let mut out = String::new();
-                for c in &self.changes {
-                    let level = if c.change.risk == Risk::High {
-                        "warning"
-                    } else {
-                        "notice"
-                    };
-                    let title = escape_property(&format!(
-                        "toolgate diff: {} risk",
-                        risk_name(c.change.risk)
-                    ));
-                    let place = match &c.location {
-                        Some((file, line, column)) => {
-                            format!(" file={},line={line},col={column},", escape_property(file))
-                        }
-                        None => " ".to_owned(),
-                    };
-                    out.push_str(&format!(
-                        "::{level}{place}title={title}::{}\n",
-                        escape_data(&c.change.describe())
-                    ));
-                }
-                out
-            }
-        }
+/// Renders a review in a format.
+pub fn render(review: &Review, format: DiffFormat) -> String {
+    match format {
+        DiffFormat::Human => review.render_human(),
+        DiffFormat::Markdown => review.render_markdown(),
+        DiffFormat::Json => review.render_json(),
+        DiffFormat::Github => review.render_github(),
     }
 }

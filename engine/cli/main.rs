@@ -115,23 +115,33 @@ enum Command {
         #[arg(long)]
         fail_on_error: bool,
     },
-    /// The semantic diff of two policy sets, each change with a risk level. BASE and HEAD are
-    /// policy roots loaded as the last layer; with --git they are git revisions at which the
-    /// --policies/--enforced roots are read.
+    /// Review a policy change: every change rated by its effect on decisions, and the calls
+    /// decided differently. BASE and HEAD are policy roots loaded as the last layer; with --git
+    /// they are git revisions (`BASE..HEAD` works too; without HEAD, the work tree) at which
+    /// the --policies/--enforced roots are read.
     Diff {
-        /// The old set (a root, or a revision with --git).
+        /// The old set (a root, or a revision or `BASE..HEAD` with --git).
         base: String,
-        /// The new set (a root, or a revision with --git).
-        head: String,
+        /// The new set (a root, or a revision with --git; absent with --git: the work tree).
+        head: Option<String>,
         /// BASE and HEAD are git revisions.
         #[arg(long)]
         git: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = DiffFormatArg::Human)]
         format: DiffFormatArg,
-        /// Exit 1 when any change is high risk (loosens what may run, or changes what runs).
-        #[arg(long)]
+        /// Exit 1 when the review reaches this risk (a call that moves toward allow is high).
+        #[arg(long, value_enum, value_name = "RISK")]
+        fail_on: Option<RiskArg>,
+        /// The same as `--fail-on high`.
+        #[arg(long, hide = true)]
         fail_on_high_risk: bool,
+        /// Policy test files or folders whose calls are also decided under both sets.
+        #[arg(long, value_name = "PATH", num_args = 1..)]
+        tests: Vec<PathBuf>,
+        /// A decision log (JSON Lines) whose calls are replayed under both sets.
+        #[arg(long, value_name = "LOG")]
+        replay: Option<PathBuf>,
     },
     /// Check the policy set, then re-check on every change of its files.
     Watch {
@@ -167,7 +177,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
         format: ExplainFormat,
     },
-    /// Print a JSON Schema (`policy`, `batch`, `policy-test`); without NAME, list them.
+    /// Print a JSON Schema (`policy`, `batch`, `policy-test`, `diff`); without NAME, list them.
     Schema {
         /// Schema name.
         name: Option<String>,
@@ -203,6 +213,13 @@ enum DiffFormatArg {
     Markdown,
     Json,
     Github,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum RiskArg {
+    High,
+    Medium,
+    Low,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -359,20 +376,34 @@ fn main() -> ExitCode {
             head,
             git,
             format,
+            fail_on,
             fail_on_high_risk,
-        } => match cli::diff::run(&global, &base, &head, git) {
-            Ok(report) => {
+            tests,
+            replay,
+        } => match cli::diff::run(
+            &global,
+            &base,
+            head.as_deref(),
+            &cli::diff::DiffOptions { git, tests, replay },
+        ) {
+            Ok(review) => {
                 let format = match format {
                     DiffFormatArg::Human => cli::diff::DiffFormat::Human,
                     DiffFormatArg::Markdown => cli::diff::DiffFormat::Markdown,
                     DiffFormatArg::Json => cli::diff::DiffFormat::Json,
                     DiffFormatArg::Github => cli::diff::DiffFormat::Github,
                 };
-                print(&report.render(format));
-                if fail_on_high_risk && report.has_high_risk() {
-                    Exit::Problems
-                } else {
-                    Exit::Success
+                print(&cli::diff::render(&review, format));
+                let level = match fail_on {
+                    Some(RiskArg::High) => Some(toolgate::review::Risk::High),
+                    Some(RiskArg::Medium) => Some(toolgate::review::Risk::Medium),
+                    Some(RiskArg::Low) => Some(toolgate::review::Risk::Low),
+                    None if fail_on_high_risk => Some(toolgate::review::Risk::High),
+                    None => None,
+                };
+                match level {
+                    Some(level) if review.reaches(level) => Exit::Problems,
+                    Some(_) | None => Exit::Success,
                 }
             }
             Err(error) => {
@@ -389,6 +420,19 @@ fn main() -> ExitCode {
                         ));
                     }
                     cli::diff::DiffError::Git(message) => eprint(&format!("error: {message}\n")),
+                    cli::diff::DiffError::Corpus(diagnostics) => eprint(&render_human(
+                        &diagnostics,
+                        &HumanOptions {
+                            color,
+                            ..HumanOptions::default()
+                        },
+                    )),
+                    cli::diff::DiffError::MissingRoot { root, .. } if root.is_empty() => {
+                        eprint(
+                            "error: HEAD is missing\n  help: pass BASE and HEAD policy roots, or \
+                             a git revision with `--git` (the work tree is HEAD then)\n",
+                        );
+                    }
                     cli::diff::DiffError::MissingRoot { side, root } => {
                         let arg = side.to_uppercase();
                         eprint(&format!(

@@ -2,10 +2,12 @@
 
 use serde_json::Value;
 
-/// The schemas by short name: `policy`, `batch`, `policy-test`.
+/// The schemas by short name: `policy`, `batch`, `policy-test`, and `diff` (the report of
+/// `toolgate diff --format json`).
 pub fn schemas() -> Vec<(&'static str, &'static str, Value)> {
     crate::model::schema::all()
         .into_iter()
+        .chain([("diff.schema.json", crate::review::report::schema())])
         .map(|(file, schema)| (file.trim_end_matches(".schema.json"), file, schema))
         .collect()
 }

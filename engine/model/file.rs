@@ -39,6 +39,9 @@ pub struct PolicyFile {
     /// The command table: what programs do with their options and operands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commands: Option<super::command::CommandsSection>,
+    /// How `toolgate diff` rates a change by its effect on decisions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<super::review::ReviewSection>,
     /// Turn modes, keyed by name.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     #[schemars(schema_with = "modes_schema")]

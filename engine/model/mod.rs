@@ -14,6 +14,7 @@ pub mod handler;
 pub mod hook;
 pub mod ids;
 pub mod resolved;
+pub mod review;
 pub mod rule;
 pub mod schema;
 pub mod template;

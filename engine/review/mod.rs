@@ -1,4 +1,5 @@
-//! Semantic diff of two policy sets, with a risk level per change.
+//! Review of a policy change: the semantic diff of two policy sets, each change rated by its
+//! effect on decisions, and the decision diff that shows which calls decide differently.
 //!
 //! The diff compares effective documents (what the merged layers say, not how the files are
 //! written), so moving a rule between files or reformatting is no change, while a layer that
@@ -7,16 +8,28 @@
 //!
 //! Tools, gates and modes are compared by name, rules and hooks by `name`; within an item,
 //! leaf fields are compared by dotted path, with JSON Schemas, `match`, `examples` and lists
-//! compared as whole values.
+//! compared as whole values. Each change gets an [`Effect`] ([`effect`], deciding "can
+//! widen" from the patterns with [`contain`]) and the risk the `review:` section gives that
+//! effect. [`decisions`] evaluates a corpus of calls under both sets with the function
+//! `toolgate plan` decides with.
+
+pub mod contain;
+pub mod decisions;
+pub mod effect;
+pub mod report;
+pub mod replay;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use crate::model::review::{Effect, ReviewSection, Risk};
+
 /// What changed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     /// Something new.
@@ -27,20 +40,8 @@ pub enum ChangeKind {
     Changed,
 }
 
-/// How much a change deserves a reviewer's attention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Risk {
-    /// Tightens policy or changes nothing about what may run.
-    Low,
-    /// Changes how or when things run.
-    Medium,
-    /// Loosens what may run, or changes what runs.
-    High,
-}
-
 /// The kind of item a change is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Subject {
     /// The `engine` section.
@@ -55,10 +56,14 @@ pub enum Subject {
     Gate,
     /// A mode.
     Mode,
+    /// The `commands` section (the command table).
+    Commands,
+    /// The `review` section (this classification's own table).
+    Review,
 }
 
 /// One change in effect.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Change {
     /// Added, removed or changed.
     pub kind: ChangeKind,
@@ -75,7 +80,11 @@ pub struct Change {
     /// The value after.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<Value>,
-    /// Risk level.
+    /// What the change can do to decisions.
+    pub effect: Effect,
+    /// The effect, named for a reviewer (`deny rule `x` no longer applies to tool `Read``).
+    pub reason: String,
+    /// Risk level: the `review:` section's risk of the effect.
     pub risk: Risk,
 }
 
@@ -89,6 +98,8 @@ impl Change {
             Subject::Hook => format!("hook `{}`", self.name),
             Subject::Gate => format!("gate `{}`", self.name),
             Subject::Mode => format!("mode `{}`", self.name),
+            Subject::Commands => "command table".to_owned(),
+            Subject::Review => "review table".to_owned(),
         };
         // One line per change: a string with line breaks or other control characters is
         // shown quoted and escaped, like JSON.
@@ -141,22 +152,38 @@ fn list<'a>(doc: &'a Value, key: &str) -> Items<'a> {
 ///
 /// Only the values that end up in a [`Change`] are copied: a reload diffs two whole policy
 /// sets, and cloning them cost more than comparing them.
+///
+/// Risks come from BASE's `review:` section: a change cannot rate itself.
 pub fn diff(before: &Value, after: &Value) -> Vec<Change> {
+    let table: ReviewSection = before
+        .get("review")
+        .and_then(|section| serde_json::from_value(section.clone()).ok())
+        .unwrap_or_default();
+    let samples = example_strings(before, after);
+    let context = Context {
+        table: &table,
+        samples: &samples,
+    };
     let mut changes = Vec::new();
     let empty = Map::new();
-    fields(
-        Subject::Engine,
-        "",
-        object(before, "engine").unwrap_or(&empty),
-        object(after, "engine").unwrap_or(&empty),
-        &mut changes,
-    );
+    for (subject, key) in [
+        (Subject::Engine, "engine"),
+        (Subject::Commands, "commands"),
+        (Subject::Review, "review"),
+    ] {
+        let (b, a) = (
+            object(before, key).unwrap_or(&empty),
+            object(after, key).unwrap_or(&empty),
+        );
+        fields(&context, subject, "", b, a, &mut changes);
+    }
     for (subject, key) in [
         (Subject::Tool, "tools"),
         (Subject::Gate, "gates"),
         (Subject::Mode, "modes"),
     ] {
         items(
+            &context,
             subject,
             &section(before, key),
             &section(after, key),
@@ -164,25 +191,78 @@ pub fn diff(before: &Value, after: &Value) -> Vec<Change> {
         );
     }
     for (subject, key) in [(Subject::Rule, "rules"), (Subject::Hook, "hooks")] {
-        items(subject, &list(before, key), &list(after, key), &mut changes);
+        items(
+            &context,
+            subject,
+            &list(before, key),
+            &list(after, key),
+            &mut changes,
+        );
     }
     changes
 }
 
-fn items(subject: Subject, before: &Items<'_>, after: &Items<'_>, out: &mut Vec<Change>) {
+/// What classifying a change needs besides the change.
+struct Context<'a> {
+    table: &'a ReviewSection,
+    samples: &'a [String],
+}
+
+/// Every string in the rules' example inputs of both sets: what regular expressions are
+/// compared on.
+fn example_strings(before: &Value, after: &Value) -> Vec<String> {
+    fn collect(value: &Value, out: &mut BTreeSet<String>) {
+        match value {
+            Value::String(s) => {
+                out.insert(s.clone());
+            }
+            Value::Array(items) => items.iter().for_each(|i| collect(i, out)),
+            Value::Object(map) => map.values().for_each(|v| collect(v, out)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    let mut found = BTreeSet::new();
+    for doc in [before, after] {
+        for rule in doc.get("rules").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(examples) = rule.get("examples") {
+                collect(examples, &mut found);
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+fn items(
+    context: &Context<'_>,
+    subject: Subject,
+    before: &Items<'_>,
+    after: &Items<'_>,
+    out: &mut Vec<Change>,
+) {
     let empty = Map::new();
+    let whole = |kind: ChangeKind, name: &str, value: &Value| {
+        let classified = effect::item(subject, kind, name, value);
+        let (before, after) = match kind {
+            ChangeKind::Removed => (Some(value.clone()), None),
+            ChangeKind::Added | ChangeKind::Changed => (None, Some(value.clone())),
+        };
+        Change {
+            kind,
+            subject,
+            name: name.to_owned(),
+            field: None,
+            before,
+            after,
+            risk: context.table.risk(classified.effect),
+            effect: classified.effect,
+            reason: classified.reason,
+        }
+    };
     for (&name, &value) in before {
         match after.get(name) {
-            None => out.push(Change {
-                kind: ChangeKind::Removed,
-                subject,
-                name: name.to_owned(),
-                field: None,
-                before: Some(value.clone()),
-                after: None,
-                risk: item_risk(subject, ChangeKind::Removed, value),
-            }),
+            None => out.push(whole(ChangeKind::Removed, name, value)),
             Some(&new) if new != value => fields(
+                context,
                 subject,
                 name,
                 value.as_object().unwrap_or(&empty),
@@ -194,15 +274,7 @@ fn items(subject: Subject, before: &Items<'_>, after: &Items<'_>, out: &mut Vec<
     }
     for (&name, &value) in after {
         if !before.contains_key(name) {
-            out.push(Change {
-                kind: ChangeKind::Added,
-                subject,
-                name: name.to_owned(),
-                field: None,
-                before: None,
-                after: Some(value.clone()),
-                risk: item_risk(subject, ChangeKind::Added, value),
-            });
+            out.push(whole(ChangeKind::Added, name, value));
         }
     }
 }
@@ -243,12 +315,14 @@ fn leaves(map: &Map<String, Value>) -> BTreeMap<String, &Value> {
 }
 
 fn fields(
+    context: &Context<'_>,
     subject: Subject,
     name: &str,
     before: &Map<String, Value>,
     after: &Map<String, Value>,
     out: &mut Vec<Change>,
 ) {
+    let (item_before, item_after) = (Value::Object(before.clone()), Value::Object(after.clone()));
     let (old, new) = (leaves(before), leaves(after));
     let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     for path in paths {
@@ -256,6 +330,17 @@ fn fields(
         if b == a {
             continue;
         }
+        let classified = effect::field(&effect::FieldChange {
+            subject,
+            name,
+            path,
+            before: b,
+            after: a,
+            item_before: &item_before,
+            item_after: &item_after,
+            limit_factor: context.table.limit_factor(),
+            samples: context.samples,
+        });
         out.push(Change {
             kind: ChangeKind::Changed,
             subject,
@@ -263,88 +348,10 @@ fn fields(
             field: Some(path.clone()),
             before: b.cloned(),
             after: a.cloned(),
-            risk: field_risk(subject, path, b, a),
+            risk: context.table.risk(classified.effect),
+            effect: classified.effect,
+            reason: classified.reason,
         });
-    }
-}
-
-fn decision_rank(value: Option<&Value>) -> Option<u8> {
-    match value.and_then(Value::as_str) {
-        Some("allow") => Some(0),
-        Some("ask") => Some(1),
-        Some("deny") => Some(2),
-        _ => None,
-    }
-}
-
-fn item_risk(subject: Subject, kind: ChangeKind, value: &Value) -> Risk {
-    match (subject, kind) {
-        (Subject::Rule, _) => {
-            let decision = decision_rank(value.get("decision"));
-            let loosens = match kind {
-                ChangeKind::Added => decision == Some(0),
-                ChangeKind::Removed | ChangeKind::Changed => decision == Some(2),
-            };
-            if loosens {
-                Risk::High
-            } else if decision == Some(1) {
-                Risk::Medium
-            } else {
-                Risk::Low
-            }
-        }
-        (Subject::Hook, ChangeKind::Removed)
-            if value.get("on_error").and_then(Value::as_str) == Some("fail_closed") =>
-        {
-            Risk::High
-        }
-        (Subject::Tool | Subject::Hook, _) => Risk::Medium,
-        (Subject::Engine | Subject::Gate | Subject::Mode, _) => Risk::Low,
-    }
-}
-
-fn field_risk(subject: Subject, path: &str, before: Option<&Value>, after: Option<&Value>) -> Risk {
-    let loosened = |b: Option<&Value>, a: Option<&Value>| match (decision_rank(b), decision_rank(a))
-    {
-        (Some(b), Some(a)) => a < b,
-        _ => false,
-    };
-    let turned_off = before.and_then(Value::as_bool) == Some(true)
-        && after.and_then(Value::as_bool) != Some(true);
-    match (subject, path) {
-        (Subject::Rule, "decision")
-        | (Subject::Tool, "permission.default")
-        | (Subject::Engine, "default_permission") => {
-            if loosened(before, after) {
-                Risk::High
-            } else {
-                Risk::Low
-            }
-        }
-        (Subject::Rule, "disabled") => {
-            if after.and_then(Value::as_bool) == Some(true) {
-                Risk::High
-            } else {
-                Risk::Medium
-            }
-        }
-        (Subject::Rule, "match" | "tools" | "modes" | "when" | "priority") => Risk::Medium,
-        (Subject::Tool, "permission.always_ask") if turned_off => Risk::High,
-        (Subject::Tool, p) if p.starts_with("handler") => Risk::High,
-        (Subject::Tool, "concurrency.destructive") if turned_off => Risk::Medium,
-        (Subject::Tool, p)
-            if p.starts_with("concurrency")
-                || p.starts_with("timeout")
-                || p.starts_with("admission") =>
-        {
-            Risk::Medium
-        }
-        (Subject::Engine, "approval_expiry") if after.and_then(Value::as_str) == Some("allow") => {
-            Risk::High
-        }
-        (Subject::Hook, "disabled" | "command" | "on_error") => Risk::High,
-        (Subject::Hook, _) => Risk::Medium,
-        _ => Risk::Low,
     }
 }
 
@@ -353,17 +360,33 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A document with the review table of `policies/review.yaml`.
+    fn with_table(mut doc: Value) -> Value {
+        doc["review"] = json!({"risks": {
+            "widens": "high", "may_widen": "high", "narrows": "low",
+            "concurrent_side_effects": "high", "timeout_removed": "high", "limit_raised": "high",
+            "hook_can_allow": "high", "runs_differently": "high", "schedule": "medium",
+            "review_changed": "high", "cosmetic": "low"
+        }});
+        doc
+    }
+
+    fn changes(before: Value, after: Value) -> Vec<Change> {
+        let (before, after) = (with_table(before), with_table(after));
+        diff(&before, &after)
+    }
+
     #[test]
     fn identical_documents_have_no_changes() {
         let doc = json!({"engine": {"max_concurrency": 10}, "tools": {"A": {"timeout": {"max": "1m"}}}, "rules": []});
-        assert!(diff(&doc, &doc).is_empty());
+        assert!(changes(doc.clone(), doc).is_empty());
     }
 
     #[test]
     fn tools_added_removed_and_fields_changed() {
         let before = json!({"tools": {"A": {"timeout": {"max": "1m"}, "permission": {"default": "ask"}}, "Gone": {}}});
         let after = json!({"tools": {"A": {"timeout": {"max": "2m"}, "permission": {"default": "allow"}}, "New": {}}});
-        let changes = diff(&before, &after);
+        let changes = changes(before, after);
         let described: Vec<String> = changes.iter().map(Change::describe).collect();
         assert_eq!(
             described,
@@ -375,14 +398,26 @@ mod tests {
             ]
         );
         assert_eq!(changes[0].risk, Risk::High);
+        assert_eq!(changes[0].reason, "tool `A`: default permission `ask` → `allow`");
         assert_eq!(changes[1].risk, Risk::Medium);
+    }
+
+    #[test]
+    fn a_limit_raised_past_the_factor_or_removed_is_high() {
+        let before = json!({"tools": {"A": {"timeout": {"max": "1m"}}}});
+        let raised = json!({"tools": {"A": {"timeout": {"max": "10m"}}}});
+        let removed = json!({"tools": {"A": {"timeout": "none"}}});
+        let found = changes(before.clone(), raised);
+        assert_eq!((found[0].effect, found[0].risk), (Effect::LimitRaised, Risk::High));
+        let found = changes(before, removed);
+        assert!(found.iter().any(|c| c.effect == Effect::TimeoutRemoved), "{found:?}");
     }
 
     #[test]
     fn rules_are_compared_by_name_not_position() {
         let before = json!({"rules": [{"name": "a", "decision": "deny"}, {"name": "b", "decision": "allow"}]});
         let after = json!({"rules": [{"name": "b", "decision": "allow"}, {"name": "a", "decision": "allow"}]});
-        let changes = diff(&before, &after);
+        let changes = changes(before, after);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].describe(), "rule `a`: decision deny → allow");
         assert_eq!(changes[0].risk, Risk::High);
@@ -392,15 +427,81 @@ mod tests {
     fn an_added_allow_rule_is_high_risk_and_an_added_deny_low() {
         let before = json!({"rules": []});
         let after = json!({"rules": [{"name": "x", "decision": "allow"}, {"name": "y", "decision": "deny"}]});
-        let risks: Vec<Risk> = diff(&before, &after).iter().map(|c| c.risk).collect();
+        let risks: Vec<Risk> = changes(before, after).iter().map(|c| c.risk).collect();
         assert_eq!(risks, [Risk::High, Risk::Low]);
+    }
+
+    #[test]
+    fn rules_are_rated_by_what_they_do_to_decisions() {
+        let deny = json!({"name": "d", "decision": "deny", "tools": ["Read", "Write"],
+            "match": {"file_path": {"path": ["**/.env*"]}}});
+        let allow = json!({"name": "a", "decision": "allow", "tools": ["Bash"],
+            "match": {"command": {"shell": ["npm test", "npm run lint"]}}});
+        let base = json!({"rules": [deny.clone(), allow.clone()]});
+        let with = |rule: &Value, field: &str, value: Value| {
+            let mut rule = rule.clone();
+            rule[field] = value;
+            rule
+        };
+        let cases = [
+            (with(&deny, "modes", json!(["plan"])), allow.clone(), Risk::High,
+                "deny rule `d` no longer applies outside modes `plan`"),
+            (with(&deny, "tools", json!(["Write"])), allow.clone(), Risk::High,
+                "deny rule `d` no longer applies to tool `Read`"),
+            (with(&deny, "match", json!({"file_path": {"path": ["**/.env"]}})), allow.clone(), Risk::High,
+                "deny rule `d` no longer matches calls it matched, e.g. `file_path` = `a/.envx`"),
+            (with(&deny, "priority", json!(-1)), allow.clone(), Risk::High,
+                "deny rule `d`: priority `0` → `-1`: rules of higher priority now decide first"),
+            (deny.clone(), with(&allow, "match", json!({"command": {"shell": ["npm *"]}})), Risk::High,
+                "allow rule `a` now matches calls it did not match, e.g. `command` = `npm x`"),
+            (deny.clone(), with(&allow, "match", json!({"command": {"shell": ["npm test", "npm run lint"], "allow_redirection": true}})), Risk::High,
+                "allow rule `a` now lets commands in `command` redirect output to files"),
+            // The narrowing counterparts.
+            (with(&deny, "tools", json!(["Read", "Write", "Edit"])), allow.clone(), Risk::Low,
+                "deny rule `d`: tools `Read`, `Write` → `Read`, `Write`, `Edit`"),
+            (with(&deny, "match", json!({"file_path": {"path": ["**/.env*", "**/*.key"]}})), allow.clone(), Risk::Low,
+                "deny rule `d` matches at least what it did (its `match` changed)"),
+            (deny.clone(), with(&allow, "match", json!({"command": {"shell": ["npm test"]}})), Risk::Low,
+                "allow rule `a` matches at most what it did (its `match` changed)"),
+            (deny.clone(), with(&allow, "modes", json!(["plan"])), Risk::Low,
+                "allow rule `a` applies in fewer modes"),
+        ];
+        for (d, a, risk, reason) in cases {
+            let found = changes(base.clone(), json!({"rules": [d, a]}));
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!((found[0].risk, found[0].reason.as_str()), (risk, reason));
+        }
+    }
+
+    #[test]
+    fn a_concurrent_tool_with_side_effects_is_high_and_a_read_only_one_medium() {
+        let before = json!({"tools": {"Bash": {"concurrency": {"concurrent_safe": false}},
+            "Read": {"concurrency": {"concurrent_safe": false, "read_only": true}}}});
+        let after = json!({"tools": {"Bash": {"concurrency": {"concurrent_safe": true}},
+            "Read": {"concurrency": {"concurrent_safe": true, "read_only": true}}}});
+        let found = changes(before, after);
+        assert_eq!(found[0].effect, Effect::ConcurrentSideEffects);
+        assert_eq!(found[0].risk, Risk::High);
+        assert_eq!(found[1].risk, Risk::Medium);
+    }
+
+    #[test]
+    fn the_table_of_base_rates_and_a_change_to_it_is_high() {
+        let mut before = with_table(json!({"rules": []}));
+        before["review"]["risks"]["widens"] = json!("low");
+        let mut after = before.clone();
+        after["rules"] = json!([{"name": "x", "decision": "allow"}]);
+        after["review"]["risks"]["widens"] = json!("high");
+        let found = diff(&before, &after);
+        let risks: Vec<(Effect, Risk)> = found.iter().map(|c| (c.effect, c.risk)).collect();
+        assert_eq!(risks, [(Effect::ReviewChanged, Risk::High), (Effect::Widens, Risk::Low)]);
     }
 
     #[test]
     fn multi_line_values_are_described_on_one_line() {
         let before = json!({"engine": {"messages": {"cut_marker": "\n...\n"}}});
         let after = json!({"engine": {"messages": {"cut_marker": "[cut]"}}});
-        let changes = diff(&before, &after);
+        let changes = changes(before, after);
         assert_eq!(
             changes[0].describe(),
             r#"engine: messages.cut_marker "\n...\n" → [cut]"#
@@ -412,7 +513,7 @@ mod tests {
         let before =
             json!({"tools": {"A": {"input_schema": {"type": "object", "required": ["a"]}}}});
         let after = json!({"tools": {"A": {"input_schema": {"type": "object"}}}});
-        let changes = diff(&before, &after);
+        let changes = changes(before, after);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].field.as_deref(), Some("input_schema"));
     }

@@ -1,7 +1,8 @@
 //! Layers and their roots (SPEC §2.3): which files make up a policy set, in which order.
 //!
-//! Order, lowest first: `defaults` (the engine defaults in `policies/engine.yaml`, always
-//! loaded so that every engine value has a default in data), `builtin` (the rest of
+//! Order, lowest first: `defaults` (the engine defaults in `policies/engine.yaml` and the
+//! review table in `policies/review.yaml`, always loaded so that every engine value has a
+//! default in data), `builtin` (the rest of
 //! `policies/`, dropped by `--no-builtin`), each `--enforced` root, then each `--policies`
 //! root in the order given. Every root is its own layer. Within a directory root, files load
 //! in lexicographic order of their relative paths; hidden entries (`.git`, editor swap files)
@@ -48,7 +49,7 @@ macro_rules! embed {
 }
 
 /// The engine defaults.
-pub const DEFAULTS: &[EmbeddedFile] = embed!["policies/engine.yaml"];
+pub const DEFAULTS: &[EmbeddedFile] = embed!["policies/engine.yaml", "policies/review.yaml"];
 
 /// The built-in policies other than the engine defaults. A test checks that this list is
 /// exactly the files of `policies/`.
