@@ -96,7 +96,7 @@ pub struct DecisionChange {
     /// Its input.
     pub input: Value,
     /// The active modes.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub modes: Vec<String>,
     /// Where the call comes from (every origin, when several gave the same call).
     pub origins: Vec<Origin>,
@@ -304,8 +304,15 @@ fn probe_strings(matcher: &Value) -> Vec<String> {
     for pattern in list("glob").iter().chain(&list("path")) {
         out.extend(samples(pattern).into_iter().take(2));
     }
+    let redirects = matcher.get("allow_redirection") == Some(&Value::Bool(true));
     for pattern in list("shell") {
-        out.extend(shell_samples(&pattern));
+        for line in shell_samples(&pattern) {
+            // What `allow_redirection` lets through: the same command writing a file.
+            if redirects {
+                out.push(format!("{line} > out.txt"));
+            }
+            out.push(line);
+        }
     }
     if let Some(Value::String(s)) = matcher.get("equals") {
         out.push(s.clone());

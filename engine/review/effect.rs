@@ -439,17 +439,11 @@ fn limit(c: &FieldChange<'_>, what: &str) -> Classified {
         (Some(b), Some(a)) if b > 0.0 && a > b * c.limit_factor => classified(
             Effect::LimitRaised,
             format!(
-                "{what}: `{}` raised from `{}` to `{}` (more than {}×)",
-                c.path,
-                show(c.before),
-                show(c.after),
-                c.limit_factor
+                "{what}: `{}` raised more than {}×",
+                c.path, c.limit_factor
             ),
         ),
-        _ => classified(
-            Effect::Schedule,
-            format!("{what}: `{}` `{}` → `{}`", c.path, show(c.before), show(c.after)),
-        ),
+        _ => classified(Effect::Schedule, format!("{what}: `{}` changed", c.path)),
     }
 }
 

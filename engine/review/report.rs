@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::decisions::{DecisionChange, DecisionDiff};
+use super::decisions::{DecisionChange, DecisionDiff, Outcome};
 use super::{Change, ChangeKind, Risk};
 use crate::diagnostics::render::github::{escape_data, escape_property};
 
@@ -51,7 +51,7 @@ pub struct Review {
     /// The calls decided differently.
     pub decisions: DecisionDiff,
     /// Lines of the replayed decision log that could not be replayed.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub replay_skipped: usize,
 }
 
@@ -90,23 +90,26 @@ impl Review {
         self.verdict.is_some_and(|v| v >= level)
     }
 
-    /// The one-line verdict.
+    /// The one-line verdict: `high risk: 3 changes (…); 2 of 140 calls decided differently,
+    /// 2 toward allow`.
     pub fn verdict_line(&self) -> String {
-        let Some(verdict) = self.verdict else {
-            return "no change in effect".to_owned();
-        };
+        match self.verdict {
+            None => "no change in effect".to_owned(),
+            Some(verdict) => format!("{} risk: {}", verdict.as_str(), self.summary()),
+        }
+    }
+
+    fn summary(&self) -> String {
         let RiskCounts { high, medium, low } = self.counts;
         let mut line = format!(
-            "{} risk: {} ({high} high, {medium} medium, {low} low)",
-            verdict.as_str(),
+            "{} ({high} high, {medium} medium, {low} low)",
             count(self.changes.len(), "change", "changes"),
         );
         let changed = self.decisions.changes.len();
         if changed > 0 {
             line.push_str(&format!(
-                "; {} of {} decided differently, {} toward allow",
-                count(changed, "call", "calls"),
-                self.decisions.evaluated,
+                "; {changed} of {} decided differently, {} toward allow",
+                count(self.decisions.evaluated, "call", "calls"),
                 self.decisions.loosened()
             ));
         }
@@ -145,8 +148,8 @@ impl Review {
                     d.tool,
                     d.input,
                     modes(d),
-                    outcome(&d.before, false),
-                    outcome(&d.after, false),
+                    outcome(&d.before, &d.after, false),
+                    outcome(&d.after, &d.before, false),
                     origins(d)
                 ));
             }
@@ -163,7 +166,7 @@ impl Review {
         let Some(verdict) = self.verdict else {
             return "**toolgate diff**: no change in effect.\n".into();
         };
-        let mut out = format!("**toolgate diff: {} risk**: {}\n\n", verdict.as_str(), self.verdict_line());
+        let mut out = format!("**toolgate diff: {} risk** — {}\n\n", verdict.as_str(), self.summary());
         let RiskCounts { high, medium, low } = self.counts;
         out.push_str(&format!(
             "| risk | changes |\n| --- | --- |\n| high | {high} |\n| medium | {medium} |\n| low | {low} |\n"
@@ -198,8 +201,8 @@ impl Review {
         if !self.decisions.changes.is_empty() {
             out.push_str(&format!(
                 "\n### Decisions\n\n{} of {} decided differently: {}\n\n",
-                count(self.decisions.changes.len(), "call", "calls"),
-                self.decisions.evaluated,
+                self.decisions.changes.len(),
+                count(self.decisions.evaluated, "call", "calls"),
                 self.directions()
                     .split(", ")
                     .map(|d| format!("`{d}`"))
@@ -212,8 +215,8 @@ impl Review {
                     "| {} | {} | {} | {} | {} |\n",
                     cell(&format!("`{}`", d.direction)),
                     cell(&format!("`{} {}`{}", d.tool, d.input, modes(d))),
-                    cell(&outcome(&d.before, true)),
-                    cell(&outcome(&d.after, true)),
+                    cell(&outcome(&d.before, &d.after, true)),
+                    cell(&outcome(&d.after, &d.before, true)),
                     cell(&origins(d)),
                 ));
             }
@@ -309,16 +312,23 @@ fn origins(d: &DecisionChange) -> String {
         .join(", ")
 }
 
-fn outcome(o: &super::decisions::Outcome, code: bool) -> String {
+/// An outcome: its decision and rule, and its timeout and group where they differ from the
+/// other side's.
+fn outcome(o: &Outcome, other: &Outcome, code: bool) -> String {
     let quote = |s: &str| if code { format!("`{s}`") } else { s.to_owned() };
     let mut text = o.decision.clone();
     if let Some(rule) = &o.rule {
         text.push_str(&format!(" by {}", quote(rule)));
     }
-    if let Some(ms) = o.timeout_ms {
-        text.push_str(&format!(", timeout {ms}ms"));
+    if o.timeout_ms != other.timeout_ms {
+        match o.timeout_ms {
+            Some(ms) => text.push_str(&format!(", timeout {ms}ms")),
+            None => text.push_str(", no timeout"),
+        }
     }
-    text.push_str(&format!(", {}", o.group));
+    if o.group != other.group {
+        text.push_str(&format!(", {}", o.group));
+    }
     text
 }
 
@@ -338,6 +348,10 @@ fn values(change: &Change, code: bool) -> Option<String> {
     let show = |v: &Option<Value>| match v {
         None => "(unset)".to_owned(),
         Some(value) if field == "match" => readable_match(value, code),
+        Some(value) if field == "examples" => {
+            let n = |key: &str| value.get(key).and_then(Value::as_array).map_or(0, Vec::len);
+            format!("{} to match, {} not to match", n("match"), n("not_match"))
+        }
         Some(value) => span(&compact(value), code),
     };
     Some(format!(

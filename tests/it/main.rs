@@ -12,5 +12,6 @@ mod load;
 mod pipeline;
 mod policy;
 mod reload;
+mod review;
 mod serve;
 mod support;

@@ -109,3 +109,136 @@ fn a_missing_policies_root_is_a_usage_error_too() {
         toolgate(&["-p", "tests/fixtures/diff/nowhere", "diff", BASE, HEAD]);
     assert_eq!(code, 2, "{stdout}{stderr}");
 }
+
+#[test]
+fn fail_on_takes_a_level() {
+    for (level, code) in [("high", 1), ("medium", 1), ("low", 1)] {
+        let (got, _, _) = toolgate(&["diff", BASE, HEAD, "--fail-on", level]);
+        assert_eq!(got, code, "--fail-on {level}");
+    }
+    let (code, _, _) = toolgate(&["diff", BASE, BASE, "--fail-on", "low"]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_tightening_change_passes_fail_on_high_but_not_fail_on_low() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let head = dir.path().join("policy.yaml");
+    let base = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(HEAD).join("policy.yaml"))
+        .expect("the head fixture");
+    std::fs::write(&head, base.replace("max_concurrency: 4", "max_concurrency: 3")).expect("written");
+    let head = head.to_str().expect("utf-8");
+    let (code, stdout, _) = toolgate(&["diff", HEAD, head, "--fail-on", "high"]);
+    assert_eq!(code, 0, "{stdout}");
+    let (code, _, _) = toolgate(&["diff", HEAD, head, "--fail-on", "medium"]);
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn the_json_report_follows_its_published_schema() {
+    let (_, schema, _) = toolgate(&["schema", "diff"]);
+    let schema: serde_json::Value = serde_json::from_str(&schema).expect("a schema");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let (_, report, _) = toolgate(&["diff", BASE, HEAD, "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&report).expect("json");
+    let errors: Vec<String> = validator.iter_errors(&report).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(
+        report["decisions"]["directions"],
+        serde_json::json!([
+            {"direction": "ask → allow", "count": 1},
+            {"direction": "deny → ask", "count": 1}
+        ])
+    );
+}
+
+#[test]
+fn test_cases_and_a_replayed_log_join_the_decision_diff() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    std::fs::write(
+        dir.path().join("deploy.test.yaml"),
+        "version: 1\ntests:\n  - name: lint runs\n    call: { tool: Lint, input: {} }\n    expect: { decision: allow }\n",
+    )
+    .expect("written");
+    std::fs::write(
+        dir.path().join("decisions.jsonl"),
+        concat!(
+            r#"{"version":1,"tool":"Lint","input":{"fix":true},"decision":"allow"}"#,
+            "\nnot a record\n"
+        ),
+    )
+    .expect("written");
+    let tests = dir.path().join("deploy.test.yaml");
+    let log = dir.path().join("decisions.jsonl");
+    let (code, stdout, stderr) = toolgate(&[
+        "diff",
+        BASE,
+        HEAD,
+        "--format",
+        "json",
+        "--tests",
+        tests.to_str().expect("utf-8"),
+        "--replay",
+        log.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(report["replay_skipped"], 1);
+    let origins: Vec<String> = report["decisions"]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .flat_map(|c| c["origins"].as_array().cloned().unwrap_or_default())
+        .map(|o| o["kind"].as_str().unwrap_or("").to_owned())
+        .collect();
+    // `Lint` is gone from HEAD: the tested and the logged call can no longer run.
+    assert!(origins.contains(&"test".to_owned()), "{stdout}");
+    assert!(origins.contains(&"replay".to_owned()), "{stdout}");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+#[test]
+fn git_ranges_and_the_work_tree_are_compared() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let policies = dir.path().join("policies");
+    std::fs::create_dir_all(&policies).expect("created");
+    let copy = |from: &str| {
+        std::fs::copy(root.join(from).join("policy.yaml"), policies.join("policy.yaml")).expect("copied");
+    };
+    copy(BASE);
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "base"]);
+    copy(HEAD);
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .current_dir(dir.path())
+            .args(["--no-builtin", "-p", "policies", "diff", "--fail-on", "high"])
+            .args(args)
+            .output()
+            .expect("the binary runs");
+        (output.status.code().unwrap_or(-1), String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    // The work tree is HEAD when no HEAD revision is given.
+    let (code, stdout) = run(&["--git", "HEAD"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("allow rule `staging-ok` added"), "{stdout}");
+    let (code, _) = run(&["--git", "HEAD.."]);
+    assert_eq!(code, 1);
+    git(dir.path(), &["commit", "-qam", "head"]);
+    let (code, stdout) = run(&["--git", "HEAD~1..HEAD"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("(policies/policy.yaml:17:5)"), "{stdout}");
+    let (code, stdout) = run(&["--git", "HEAD..HEAD"]);
+    assert_eq!((code, stdout.as_str()), (0, "no change in effect\n"));
+}
