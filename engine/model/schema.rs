@@ -17,7 +17,17 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("policy.schema.json", policy_file()),
         ("batch.schema.json", batch_file()),
         ("policy-test.schema.json", policy_test_file()),
+        ("decision-log.schema.json", decision_log()),
     ]
+}
+
+/// The JSON Schema of one decision log record (one line of the JSON Lines file).
+pub fn decision_log() -> Value {
+    generate::<super::decision_log::DecisionRecord>(
+        "decision-log.schema.json",
+        "toolgate decision log record",
+        "One line of the toolgate decision log (JSON Lines): a permission decision with the rule behind it. A stable format: fields are only added; `version` changes if one changes meaning.",
+    )
 }
 
 /// The JSON Schema of a batch file.
