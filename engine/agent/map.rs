@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::model::agent::{AgentSpec, Each, ToolMapping};
+use crate::model::agent::{AgentSpec, ToolMapping};
 use crate::snapshot::Snapshot;
 
 /// What the tool map makes of an agent's call.
@@ -110,9 +110,11 @@ fn unknown_reason(agent: &str, tool: &str, why: &str) -> String {
 /// The items a call splits into, each with its label; one unlabelled item when the mapping
 /// does not split.
 fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Value)>, String> {
-    match &mapping.each {
-        None => Ok(vec![(None, input.clone())]),
-        Some(Each::Items(source)) => {
+    let Some(each) = &mapping.each else {
+        return Ok(vec![(None, input.clone())]);
+    };
+    match (&each.items, &each.patch, &each.urls) {
+        (Some(source), None, None) => {
             let Some(Value::Array(elements)) = get(input, source) else {
                 return Err(format!(
                     "the input has no list `{source}` to judge item by item"
@@ -142,7 +144,7 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
                 })
                 .collect())
         }
-        Some(Each::Patch(source)) => {
+        (None, Some(source), None) => {
             let Some(Value::String(patch)) = get(input, source) else {
                 return Err(format!("the input has no patch text in `{source}`"));
             };
@@ -165,7 +167,7 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
                 })
                 .collect())
         }
-        Some(Each::Urls(source)) => {
+        (None, None, Some(source)) => {
             let text = get(input, source)
                 .and_then(Value::as_str)
                 .unwrap_or_default();
@@ -182,6 +184,9 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
                 })
                 .collect())
         }
+        _ => Err(
+            "the mapping's `each` must name exactly one of `items`, `patch` and `urls`".to_owned(),
+        ),
     }
 }
 

@@ -449,7 +449,7 @@ mod tests {
         log.append(&big).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let logged: DecisionRecord = serde_json::from_str(text.trim_end()).unwrap();
-        assert_eq!(logged.input["omitted_bytes"], json!(5015));
+        assert_eq!(logged.input["omitted_bytes"], json!(5014));
         assert!(text.len() <= 2048);
         for _ in 0..10 {
             log.append(&big).unwrap();

@@ -75,22 +75,26 @@ pub struct ToolMapping {
     pub disabled: Option<bool>,
 }
 
-/// How a call is split into several toolgate calls. The field names inside `input` then
-/// refer to each item's fields.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Each {
+/// How a call is split into several toolgate calls: exactly one of `items`, `patch` or
+/// `urls`. The field names inside `input` then refer to each item's fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("minProperties" = 1, "maxProperties" = 1))]
+pub struct Each {
     /// One call per element of this array field (a field name or JSON pointer); an item is
     /// the agent's input with the element's fields (an object element) over it, or with the
     /// element as `item` (any other element).
-    Items(String),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<String>,
     /// One call per file the patch in this field touches (Codex's `apply_patch` format:
     /// `*** Add File:`, `*** Update File:` with `*** Move to:`, `*** Delete File:`). Items
     /// have `path`, `kind` (`add`, `update`, `delete`, `move`), `removed` (the lines taken
     /// out) and `added` (the lines put in); a move is two items, its old and its new path.
-    Patch(String),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
     /// One call per `http://` or `https://` URL in this text field (a prompt that names the
     /// pages to fetch); items have `url` and the agent's fields. No URL: one call without
     /// `url`.
-    Urls(String),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urls: Option<String>,
 }

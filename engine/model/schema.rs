@@ -26,7 +26,7 @@ pub fn decision_log() -> Value {
     generate::<super::decision_log::DecisionRecord>(
         "decision-log.schema.json",
         "toolgate decision log record",
-        "One line of the toolgate decision log (JSON Lines): a permission decision with the rule behind it. A stable format: fields are only added; `version` changes if one changes meaning.",
+        "One line of the toolgate decision log (JSON Lines): a decision and the rule behind it.",
     )
 }
 
