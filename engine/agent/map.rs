@@ -103,7 +103,7 @@ pub fn map_call<'a>(
 
 fn unknown_reason(agent: &str, tool: &str, why: &str) -> String {
     format!(
-        "toolgate does not judge `{tool}` ({why} under `agents.{agent}.tools`); the agent's own permission rules decide"
+        "`{tool}` is left to the agent's own permission rules: {why} under `agents.{agent}.tools`"
     )
 }
 

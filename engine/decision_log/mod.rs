@@ -243,13 +243,30 @@ impl Redactor {
             Value::String(text) => {
                 for pattern in &self.patterns {
                     if pattern.is_match(text) {
-                        *text = pattern.replace_all(text, MASK).into_owned();
+                        *text = mask(pattern, text);
                     }
                 }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
     }
+}
+
+/// `text` with every match of `pattern` masked: only its `secret` group when the pattern
+/// names one (`token=(?P<secret>…)` keeps the word `token`), else the whole match.
+fn mask(pattern: &Regex, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for captures in pattern.captures_iter(text) {
+        let Some(span) = captures.name("secret").or_else(|| captures.get(0)) else {
+            continue;
+        };
+        out.push_str(&text[last..span.start()]);
+        out.push_str(MASK);
+        last = span.end();
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// An append-only JSON Lines decision log.
@@ -397,7 +414,10 @@ mod tests {
     fn config() -> DecisionLogConfig {
         DecisionLogConfig {
             redact_fields: Some(vec!["password".into(), "/headers/x-key".into()]),
-            secret_patterns: Some(vec!["sk-[A-Za-z0-9]{8,}".into()]),
+            secret_patterns: Some(vec![
+                "sk-[A-Za-z0-9]{8,}".into(),
+                "(?i)token=(?P<secret>\\S+)".into(),
+            ]),
             ..DecisionLogConfig::default()
         }
     }
@@ -406,14 +426,14 @@ mod tests {
     fn named_fields_pointers_and_secret_text_are_masked() {
         let redactor = Redactor::new(&config()).unwrap();
         let input = json!({
-            "command": "curl -H 'Authorization: sk-abcdefgh1234' https://x",
+            "command": "curl -H 'Authorization: sk-abcdefgh1234' https://x?token=abc",
             "nested": {"password": "hunter2", "keep": "plain"},
             "headers": {"x-key": "v", "other": "w"},
         });
         assert_eq!(
             redactor.redact(&input),
             json!({
-                "command": "curl -H 'Authorization: [redacted]' https://x",
+                "command": "curl -H 'Authorization: [redacted]' https://x?token=[redacted]",
                 "nested": {"password": "[redacted]", "keep": "plain"},
                 "headers": {"x-key": "[redacted]", "other": "w"},
             })
