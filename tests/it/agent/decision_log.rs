@@ -226,3 +226,61 @@ fn two_processes_writing_at_once_never_mix_their_lines() {
         );
     }
 }
+
+#[test]
+fn run_logs_every_decided_call_with_who_decided() {
+    let project = Project::standard();
+    std::fs::write(
+        project.path().join(".toolgate/policies/log.yaml"),
+        "version: 1\nengine:\n  decision_log:\n    path: decisions.jsonl\n",
+    )
+    .unwrap();
+    std::fs::write(
+        project.path().join("batch.yaml"),
+        "calls:\n  - { id: a, tool: Bash, input: { command: npm test } }\n  - { id: b, tool: Read, input: { file_path: .env } }\n  - { id: c, tool: WebSearch, input: { query: serde derive } }\n  - { id: d, tool: Nope, input: {} }\n  - { id: e, tool: WebFetch, input: { url: \"https://example.com\", prompt: p } }\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args([
+            "run",
+            "batch.yaml",
+            "--approve",
+            "deny",
+            "--format",
+            "jsonl",
+        ])
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let records = records(&project.path().join("decisions.jsonl"));
+    let validator = validator();
+    let summary: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            assert!(validator.is_valid(r), "{r:#}");
+            json!([
+                r["event"],
+                r["tool"],
+                r["decision"],
+                r["decided_by"],
+                r["rule"]
+            ])
+        })
+        .collect();
+    // The unknown tool was never decided: no record.
+    assert_eq!(
+        summary,
+        [
+            json!(["run", "Bash", "allow", "rule", "npm-scripts"]),
+            json!(["run", "Read", "deny", "rule", "no-secrets"]),
+            json!(["run", "WebSearch", "allow", "default", null]),
+            // Asked, and refused by the approver (`--approve deny`).
+            json!(["run", "WebFetch", "deny", "person", null]),
+        ]
+    );
+}
