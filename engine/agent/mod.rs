@@ -483,7 +483,7 @@ async fn decide_one(
             call,
             input.into_owned(),
             &cancel,
-            |hook, error| eprintln_hook_failure(hook, error),
+            eprintln_hook_failure,
         )
         .await
         {

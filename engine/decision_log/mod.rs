@@ -346,7 +346,7 @@ impl DecisionLog {
                 "sha256": hex(&Sha256::digest(input.as_bytes())),
             });
             record.reason = record.reason.take().map(|reason| {
-                let cut = reason.floor_char_boundary(1024);
+                let cut = crate::diagnostics::source::floor_char_boundary(&reason, 1024);
                 reason[..cut].to_owned()
             });
             line = serde_json::to_string(&*record).unwrap_or_default();
