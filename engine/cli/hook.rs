@@ -88,9 +88,7 @@ pub fn hook(global: &GlobalOptions, args: &HookArgs, stdin: impl Read) -> Reply 
         ),
     };
     let mut reply = agent::reply(protocol, payload.event(), &verdict, &args.options);
-    if let Some(record) = record(args, &payload, &verdict, Some(&snapshot), started) {
-        log(args, Some(&snapshot), &record, &mut reply);
-    }
+    log(args, &payload, &verdict, Some(&snapshot), started, &mut reply);
     reply
 }
 
@@ -122,9 +120,7 @@ fn policies_failed(
         },
     );
     reply.stderr = Some(format!("{}{rendered}", reply.stderr.unwrap_or_default()));
-    if let Some(record) = record(args, payload, &verdict, None, started) {
-        log(args, None, &record, &mut reply);
-    }
+    log(args, payload, &verdict, None, started, &mut reply);
     reply
 }
 
@@ -183,9 +179,17 @@ fn record(
     Some(record)
 }
 
-/// Appends the record to the log the settings or `--decision-log` name; a log that cannot be
+/// Appends the decision's record to the log the settings or `--decision-log` name, if any
+/// (the record, with its hash of the policy files, is only made then); a log that cannot be
 /// written is reported on stderr (the answer stands).
-fn log(args: &HookArgs, snapshot: Option<&Snapshot>, record: &DecisionRecord, reply: &mut Reply) {
+fn log(
+    args: &HookArgs,
+    payload: &HookPayload,
+    verdict: &Verdict,
+    snapshot: Option<&Snapshot>,
+    started: Instant,
+    reply: &mut Reply,
+) {
     let log = match snapshot {
         Some(snapshot) => DecisionLog::from_settings(
             &snapshot.engine,
@@ -199,7 +203,10 @@ fn log(args: &HookArgs, snapshot: Option<&Snapshot>, record: &DecisionRecord, re
         },
     };
     let result = match log {
-        Ok(Some(log)) => log.append(record),
+        Ok(Some(log)) => match record(args, payload, verdict, snapshot, started) {
+            Some(record) => log.append(&record),
+            None => Ok(()),
+        },
         Ok(None) => Ok(()),
         Err(error) => Err(error),
     };
