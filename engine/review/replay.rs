@@ -1,6 +1,7 @@
 //! Reading a decision log (JSON Lines, one record per decided call) back as calls to replay
-//! under two policy sets. Only `tool` and `input` are read, so records of older or newer
-//! versions replay too; a line that is not such a record is counted and skipped. A record
+//! under two policy sets. Only `tool`, `toolgate_tools` and `input` are read, so records of
+//! older or newer versions replay too; a record whose call one toolgate tool decided replays
+//! as a call of that tool, any other as the tool the caller named; a line that is not such a record is counted and skipped. A record
 //! whose input was cut when it was logged (`{"truncated": …}`) is skipped as well: its real
 //! input is unknown.
 
@@ -26,7 +27,11 @@ pub fn read_log(text: &str) -> Replayed {
         }
         let record: Option<Value> = serde_json::from_str(line).ok();
         let call = record.as_ref().and_then(|record| {
-            let tool = record.get("tool")?.as_str()?;
+            let named = record.get("tool")?.as_str()?;
+            let tool = match record.get("toolgate_tools").and_then(Value::as_array) {
+                Some(tools) if tools.len() == 1 => tools[0].as_str().unwrap_or(named),
+                Some(_) | None => named,
+            };
             let input = record.get("input")?;
             if !input.is_object() || is_cut(input) {
                 return None;
@@ -65,7 +70,7 @@ mod tests {
             "not json\n",
             r#"{"tool":"Bash"}"#,
             "\n",
-            r#"{"tool":"Bash","input":{"command":"ls"}}"#,
+            r#"{"tool":"run_shell_command","toolgate_tools":["Bash"],"input":{"command":"ls"}}"#,
             "\n",
         );
         let replayed = read_log(log);

@@ -251,6 +251,9 @@ fn check_and_explain_agree_across_formats() {
         for rule in report["rules"].as_array_mut().unwrap() {
             rule.as_object_mut().unwrap().remove("location");
         }
+        for mapped in report["agent_tools"].as_array_mut().unwrap() {
+            mapped.as_object_mut().unwrap().remove("location");
+        }
         outputs.push((check.stdout, report));
     }
     assert_eq!(outputs[0], outputs[1]);
