@@ -162,7 +162,11 @@ pub fn run(
 
 /// Reviews two loaded sets: the changes located, and the decision diff over the rules'
 /// examples, the given tests and log, and the probes of the changed rules.
-pub fn review(base: &Snapshot, head: &Snapshot, options: &DiffOptions) -> Result<Review, DiffError> {
+pub fn review(
+    base: &Snapshot,
+    head: &Snapshot,
+    options: &DiffOptions,
+) -> Result<Review, DiffError> {
     let (base_doc, head_doc) = (base.effective.value(), head.effective.value());
     let changes = diff(&base_doc, &head_doc);
     let mut corpus = examples(&base_doc);
@@ -191,7 +195,11 @@ pub fn review(base: &Snapshot, head: &Snapshot, options: &DiffOptions) -> Result
 
 /// The calls of the policy test files, read against HEAD (or BASE, for tests that name what
 /// HEAD removed).
-fn test_calls(paths: &[PathBuf], base: &Snapshot, head: &Snapshot) -> Result<Vec<CorpusCall>, DiffError> {
+fn test_calls(
+    paths: &[PathBuf],
+    base: &Snapshot,
+    head: &Snapshot,
+) -> Result<Vec<CorpusCall>, DiffError> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
@@ -243,10 +251,7 @@ fn locate(
         .collect()
 }
 
-fn load_side(
-    global: &GlobalOptions,
-    side: &'static str,
-) -> Result<Arc<Snapshot>, DiffError> {
+fn load_side(global: &GlobalOptions, side: &'static str) -> Result<Arc<Snapshot>, DiffError> {
     let outcome = load(&global.load_options(), 1);
     outcome.snapshot.ok_or(DiffError::Invalid {
         side,
@@ -400,7 +405,6 @@ fn pointer_of(effective: &Value, change: &Change) -> Option<String> {
         None => item,
     })
 }
-
 
 /// Renders a review in a format.
 pub fn render(review: &Review, format: DiffFormat) -> String {

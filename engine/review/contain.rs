@@ -41,10 +41,11 @@ impl Containment {
     fn and(self, other: Containment) -> Containment {
         match (self, other) {
             (beyond @ (Containment::Beyond { .. } | Containment::Redirection { .. }), _)
-            | (_, beyond @ (Containment::Beyond { .. } | Containment::Redirection { .. })) => beyond,
-            (unknown @ Containment::Unknown { .. }, _) | (_, unknown @ Containment::Unknown { .. }) => {
-                unknown
+            | (_, beyond @ (Containment::Beyond { .. } | Containment::Redirection { .. })) => {
+                beyond
             }
+            (unknown @ Containment::Unknown { .. }, _)
+            | (_, unknown @ Containment::Unknown { .. }) => unknown,
             (Containment::Within, Containment::Within) => Containment::Within,
         }
     }
@@ -310,7 +311,10 @@ pub fn glob_within(inner: &str, outer: &str, separator: bool) -> GlobAnswer {
             return GlobAnswer::Within;
         }
     }
-    match (glob_matcher(inner, separator), glob_matcher(outer, separator)) {
+    match (
+        glob_matcher(inner, separator),
+        glob_matcher(outer, separator),
+    ) {
         (Some(i), Some(o)) => samples(inner)
             .into_iter()
             .find(|s| i.is_match(s) && !o.is_match(s))
@@ -363,7 +367,9 @@ fn list_within(
                 };
             }
             None => {
-                unknown.get_or_insert(format!("`{i}` cannot be compared with `{field}`'s patterns"));
+                unknown.get_or_insert(format!(
+                    "`{i}` cannot be compared with `{field}`'s patterns"
+                ));
             }
         }
     }
@@ -569,7 +575,12 @@ fn argument_within(
 
 /// Regular expressions: the same set is contained; otherwise a sample string matched by an
 /// inner expression and by no outer one is a witness.
-fn regex_within(field: &str, inner: &[String], outer: &[String], samples: &[String]) -> Containment {
+fn regex_within(
+    field: &str,
+    inner: &[String],
+    outer: &[String],
+    samples: &[String],
+) -> Containment {
     let set = |list: &[String]| {
         let mut sorted = list.to_vec();
         sorted.sort();
@@ -595,7 +606,11 @@ fn regex_within(field: &str, inner: &[String], outer: &[String], samples: &[Stri
 
 /// Whether every call the `inner` rule `match` (absent: every call) matches is matched by
 /// the `outer` one.
-pub fn match_within(inner: Option<&Value>, outer: Option<&Value>, samples: &[String]) -> Containment {
+pub fn match_within(
+    inner: Option<&Value>,
+    outer: Option<&Value>,
+    samples: &[String],
+) -> Containment {
     let empty = Map::new();
     let outer = match outer.and_then(Value::as_object) {
         None => return Containment::Within,
@@ -621,8 +636,7 @@ pub fn match_within(inner: Option<&Value>, outer: Option<&Value>, samples: &[Str
     }
     // Redirection widens an argument the outer rule does not constrain either.
     for (field, given) in inner {
-        if !outer.contains_key(field)
-            && given.get("allow_redirection") == Some(&Value::Bool(true))
+        if !outer.contains_key(field) && given.get("allow_redirection") == Some(&Value::Bool(true))
         {
             answer = answer.and(Containment::Redirection {
                 field: field.clone(),
@@ -654,22 +668,41 @@ mod tests {
             ("a/{b,c}.rs", "a/*.rs", true),
             ("npm", "*", false),
         ] {
-            assert_eq!(glob_within(inner, outer, separator), GlobAnswer::Within, "{inner} ⊆ {outer}");
+            assert_eq!(
+                glob_within(inner, outer, separator),
+                GlobAnswer::Within,
+                "{inner} ⊆ {outer}"
+            );
         }
         assert_eq!(
             glob_within("**/.env*", "**/.env", true),
             GlobAnswer::Beyond("a/.envx".into())
         );
-        assert_eq!(glob_within("**", "src/**", true), GlobAnswer::Beyond("a".into()));
-        assert_eq!(glob_within("src/*/x", "src/*", true), GlobAnswer::Beyond("src/x/x".into()));
+        assert_eq!(
+            glob_within("**", "src/**", true),
+            GlobAnswer::Beyond("a".into())
+        );
+        assert_eq!(
+            glob_within("src/*/x", "src/*", true),
+            GlobAnswer::Beyond("src/x/x".into())
+        );
     }
 
     #[test]
     fn shell_patterns_are_compared_word_by_word() {
         assert_eq!(shell_within("npm test", "npm *"), GlobAnswer::Within);
-        assert_eq!(shell_within("git diff --stat *", "git diff *"), GlobAnswer::Within);
-        assert_eq!(shell_within("npm *", "npm test"), GlobAnswer::Beyond("npm x".into()));
-        assert_eq!(shell_within("rm -r *", "sleep *"), GlobAnswer::Beyond("rm -r x".into()));
+        assert_eq!(
+            shell_within("git diff --stat *", "git diff *"),
+            GlobAnswer::Within
+        );
+        assert_eq!(
+            shell_within("npm *", "npm test"),
+            GlobAnswer::Beyond("npm x".into())
+        );
+        assert_eq!(
+            shell_within("rm -r *", "sleep *"),
+            GlobAnswer::Beyond("rm -r x".into())
+        );
         assert_eq!(shell_within("echo 'a b'", "echo *"), GlobAnswer::Unknown);
     }
 
@@ -684,7 +717,10 @@ mod tests {
     fn matches_are_compared_argument_by_argument() {
         let narrow = json!({"command": {"shell": ["npm test"]}});
         let wide = json!({"command": {"shell": ["npm *"]}});
-        assert_eq!(match_within(Some(&narrow), Some(&wide), &[]), Containment::Within);
+        assert_eq!(
+            match_within(Some(&narrow), Some(&wide), &[]),
+            Containment::Within
+        );
         assert!(matches!(
             match_within(Some(&wide), Some(&narrow), &[]),
             Containment::Beyond { witness: Some(w), .. } if w == "npm x"
@@ -710,7 +746,13 @@ mod tests {
     fn glob_pattern() -> impl Strategy<Value = String> {
         proptest::collection::vec(
             prop_oneof![
-                Just("a"), Just("b"), Just("/"), Just("*"), Just("**"), Just("?"), Just("."),
+                Just("a"),
+                Just("b"),
+                Just("/"),
+                Just("*"),
+                Just("**"),
+                Just("?"),
+                Just("."),
                 Just("{a,b}")
             ],
             1..6,
@@ -719,8 +761,11 @@ mod tests {
     }
 
     fn text() -> impl Strategy<Value = String> {
-        proptest::collection::vec(prop_oneof![Just("a"), Just("b"), Just("/"), Just(".")], 0..7)
-            .prop_map(|parts| parts.concat())
+        proptest::collection::vec(
+            prop_oneof![Just("a"), Just("b"), Just("/"), Just(".")],
+            0..7,
+        )
+        .prop_map(|parts| parts.concat())
     }
 
     proptest! {

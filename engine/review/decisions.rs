@@ -169,7 +169,10 @@ pub fn examples(effective: &Value) -> Vec<CorpusCall> {
 pub fn call_of(value: &Value, origin: Origin) -> Option<CorpusCall> {
     Some(CorpusCall {
         tool: value.get("tool")?.as_str()?.to_owned(),
-        input: value.get("input").cloned().unwrap_or(Value::Object(Map::new())),
+        input: value
+            .get("input")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new())),
         modes: value
             .get("modes")
             .and_then(Value::as_array)
@@ -240,7 +243,10 @@ pub fn probes(changes: &[Change], before: &Value, after: &Value) -> Vec<CorpusCa
                     .find(|e| e.pointer(&format!("/input/{field}")).is_some())
                     .map(|e| {
                         (
-                            e.get("tool").and_then(Value::as_str).unwrap_or("").to_owned(),
+                            e.get("tool")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned(),
                             e.get("input").cloned().unwrap_or(Value::Null),
                         )
                     })
@@ -255,8 +261,8 @@ pub fn probes(changes: &[Change], before: &Value, after: &Value) -> Vec<CorpusCa
                 if strings.is_empty() {
                     continue;
                 }
-                let (example_tool, base) = template(field)
-                    .unwrap_or_else(|| (String::new(), Value::Object(Map::new())));
+                let (example_tool, base) =
+                    template(field).unwrap_or_else(|| (String::new(), Value::Object(Map::new())));
                 let mut targets = tools.clone();
                 if targets.is_empty() && !example_tool.is_empty() {
                     targets.push(example_tool);
@@ -388,7 +394,13 @@ fn decide_all(snapshot: &Snapshot, corpus: &[CorpusCall]) -> Vec<Outcome> {
         let batch = Batch::new(
             indexes
                 .iter()
-                .map(|&i| ToolCall::new(format!("c{i}"), corpus[i].tool.clone(), corpus[i].input.clone()))
+                .map(|&i| {
+                    ToolCall::new(
+                        format!("c{i}"),
+                        corpus[i].tool.clone(),
+                        corpus[i].input.clone(),
+                    )
+                })
                 .collect(),
         );
         let planned = plan(snapshot, &batch, &modes);
@@ -499,7 +511,9 @@ pub fn decision_diff(
     changes.sort_by_key(|c| (!c.loosens, c.direction == "same"));
     let mut counts: BTreeMap<&str, (bool, usize)> = BTreeMap::new();
     for change in &changes {
-        let entry = counts.entry(change.direction.as_str()).or_insert((change.loosens, 0));
+        let entry = counts
+            .entry(change.direction.as_str())
+            .or_insert((change.loosens, 0));
         entry.1 += 1;
     }
     let mut directions: Vec<(bool, DirectionCount)> = counts
@@ -514,7 +528,8 @@ pub fn decision_diff(
             )
         })
         .collect();
-    directions.sort_by_key(|(loosens, d)| (!loosens, d.direction == "same", std::cmp::Reverse(d.count)));
+    directions
+        .sort_by_key(|(loosens, d)| (!loosens, d.direction == "same", std::cmp::Reverse(d.count)));
     DecisionDiff {
         evaluated: seen.len(),
         directions: directions.into_iter().map(|(_, d)| d).collect(),

@@ -75,9 +75,10 @@ fn codes(items: &[String]) -> String {
 pub fn item(subject: Subject, kind: ChangeKind, name: &str, value: &Value) -> Classified {
     let disabled = value.get("disabled") == Some(&Value::Bool(true));
     match (subject, kind) {
-        (Subject::Rule, _) if disabled => {
-            classified(Effect::Cosmetic, format!("disabled rule `{name}` {}", verb(kind)))
-        }
+        (Subject::Rule, _) if disabled => classified(
+            Effect::Cosmetic,
+            format!("disabled rule `{name}` {}", verb(kind)),
+        ),
         (Subject::Rule, ChangeKind::Added) => {
             let label = rule_label(value, name);
             match decision(value.get("decision")) {
@@ -128,12 +129,14 @@ pub fn item(subject: Subject, kind: ChangeKind, name: &str, value: &Value) -> Cl
         (Subject::Tool, ChangeKind::Removed | ChangeKind::Changed) => {
             classified(Effect::Narrows, format!("tool `{name}` removed"))
         }
-        (Subject::Gate | Subject::Mode, _) => {
-            classified(Effect::Schedule, format!("{} `{name}` {}", subject_word(subject), verb(kind)))
-        }
-        (Subject::Engine | Subject::Commands | Subject::Review, _) => {
-            classified(Effect::Schedule, format!("{} {}", subject_word(subject), verb(kind)))
-        }
+        (Subject::Gate | Subject::Mode, _) => classified(
+            Effect::Schedule,
+            format!("{} `{name}` {}", subject_word(subject), verb(kind)),
+        ),
+        (Subject::Engine | Subject::Commands | Subject::Review, _) => classified(
+            Effect::Schedule,
+            format!("{} {}", subject_word(subject), verb(kind)),
+        ),
     }
 }
 
@@ -278,7 +281,10 @@ fn rule_field(c: &FieldChange<'_>) -> Classified {
             match (back, added, removed) {
                 (true, _, true) | (false, true, _) => classified(
                     Effect::Narrows,
-                    format!("{label}: condition `{condition}` {}", if removed { "dropped" } else { "added" }),
+                    format!(
+                        "{label}: condition `{condition}` {}",
+                        if removed { "dropped" } else { "added" }
+                    ),
                 ),
                 (false, _, true) => classified(
                     Effect::Widens,
@@ -297,10 +303,7 @@ fn rule_field(c: &FieldChange<'_>) -> Classified {
         "reason" | "examples" | "name" => {
             classified(Effect::Cosmetic, format!("{label}: `{}` changed", c.path))
         }
-        _ => classified(
-            Effect::MayWiden,
-            format!("{label}: `{}` changed", c.path),
-        ),
+        _ => classified(Effect::MayWiden, format!("{label}: `{}` changed", c.path)),
     }
 }
 
@@ -330,7 +333,10 @@ fn rule_tools(c: &FieldChange<'_>, label: &str, back: bool) -> Classified {
         _ => format!("tools {}", codes(&uncovered)),
     };
     if back {
-        classified(Effect::Widens, format!("{label} no longer applies to {tools}"))
+        classified(
+            Effect::Widens,
+            format!("{label} no longer applies to {tools}"),
+        )
     } else {
         classified(Effect::Widens, format!("{label} now applies to {tools}"))
     }
@@ -378,7 +384,11 @@ fn rule_match(c: &FieldChange<'_>, label: &str, back: bool) -> Classified {
             Effect::Narrows,
             format!(
                 "{label} {} (its `match` changed)",
-                if back { "matches at least what it did" } else { "matches at most what it did" }
+                if back {
+                    "matches at least what it did"
+                } else {
+                    "matches at most what it did"
+                }
             ),
         ),
         Containment::Beyond { field, witness } => {
@@ -396,10 +406,9 @@ fn rule_match(c: &FieldChange<'_>, label: &str, back: bool) -> Classified {
             Effect::Widens,
             format!("{label} now lets commands in `{field}` redirect output to files"),
         ),
-        Containment::Unknown { why } => classified(
-            Effect::MayWiden,
-            format!("{label} may widen: {why}"),
-        ),
+        Containment::Unknown { why } => {
+            classified(Effect::MayWiden, format!("{label} may widen: {why}"))
+        }
     }
 }
 
@@ -438,10 +447,7 @@ fn limit(c: &FieldChange<'_>, what: &str) -> Classified {
     match (magnitude(c.before), magnitude(c.after)) {
         (Some(b), Some(a)) if b > 0.0 && a > b * c.limit_factor => classified(
             Effect::LimitRaised,
-            format!(
-                "{what}: `{}` raised more than {}×",
-                c.path, c.limit_factor
-            ),
+            format!("{what}: `{}` raised more than {}×", c.path, c.limit_factor),
         ),
         _ => classified(Effect::Schedule, format!("{what}: `{}` changed", c.path)),
     }
@@ -468,7 +474,11 @@ fn tool_field(c: &FieldChange<'_>) -> Classified {
             ),
             _ => classified(
                 Effect::Narrows,
-                format!("{what}: default permission `{}` → `{}`", show(c.before), show(c.after)),
+                format!(
+                    "{what}: default permission `{}` → `{}`",
+                    show(c.before),
+                    show(c.after)
+                ),
             ),
         },
         "permission.always_ask" if turned_off => classified(
@@ -476,30 +486,42 @@ fn tool_field(c: &FieldChange<'_>) -> Classified {
             format!("{what}: `always_ask` dropped: its calls may run without approval"),
         ),
         "locked" => {
-            let (b, a) = (list(c.before).unwrap_or_default(), list(c.after).unwrap_or_default());
+            let (b, a) = (
+                list(c.before).unwrap_or_default(),
+                list(c.after).unwrap_or_default(),
+            );
             let unlocked: Vec<String> = b.into_iter().filter(|f| !a.contains(f)).collect();
             if unlocked.is_empty() {
                 classified(Effect::Narrows, format!("{what}: more fields locked"))
             } else {
                 classified(
                     Effect::Widens,
-                    format!("{what}: {} no longer locked: later layers may loosen them", codes(&unlocked)),
+                    format!(
+                        "{what}: {} no longer locked: later layers may loosen them",
+                        codes(&unlocked)
+                    ),
                 )
             }
         }
         "concurrency.concurrent_safe" if turned_on => {
-            let read_only = c.item_after.pointer("/concurrency/read_only") == Some(&Value::Bool(true));
+            let read_only =
+                c.item_after.pointer("/concurrency/read_only") == Some(&Value::Bool(true));
             let scope = c
                 .item_after
                 .pointer("/concurrency/side_effect_scope")
                 .and_then(Value::as_str)
                 .unwrap_or("workspace");
             if read_only || scope == "none" {
-                classified(Effect::Schedule, format!("{what}: may now run concurrently"))
+                classified(
+                    Effect::Schedule,
+                    format!("{what}: may now run concurrently"),
+                )
             } else {
                 classified(
                     Effect::ConcurrentSideEffects,
-                    format!("{what} (side effects on the `{scope}`) may now run concurrently with other calls"),
+                    format!(
+                        "{what} (side effects on the `{scope}`) may now run concurrently with other calls"
+                    ),
                 )
             }
         }
@@ -513,12 +535,18 @@ fn tool_field(c: &FieldChange<'_>) -> Classified {
         ),
         p if p.starts_with("handler") => classified(
             Effect::RunsDifferently,
-            format!("{what}: `{}` changed: what runs for its calls changed", c.path),
+            format!(
+                "{what}: `{}` changed: what runs for its calls changed",
+                c.path
+            ),
         ),
         p if p.starts_with("timeout") || p.starts_with("budget") || p.starts_with("admission") => {
             limit(c, &what)
         }
-        p if p.starts_with("concurrency") || p.starts_with("turn_control") || p.starts_with("on_failure") => {
+        p if p.starts_with("concurrency")
+            || p.starts_with("turn_control")
+            || p.starts_with("on_failure") =>
+        {
             classified(Effect::Schedule, format!("{what}: `{}` changed", c.path))
         }
         "aliases" => classified(
@@ -542,7 +570,11 @@ fn engine_field(c: &FieldChange<'_>) -> Classified {
             ),
             _ => classified(
                 Effect::Narrows,
-                format!("engine: default permission `{}` → `{}`", show(c.before), show(c.after)),
+                format!(
+                    "engine: default permission `{}` → `{}`",
+                    show(c.before),
+                    show(c.after)
+                ),
             ),
         },
         "approval_expiry" if c.after.and_then(Value::as_str) == Some("allow") => classified(
@@ -570,7 +602,10 @@ fn hook_field(c: &FieldChange<'_>) -> Classified {
         "event" => hook_added(c.name, c.item_after),
         "tools" | "modes" => classified(
             Effect::MayWiden,
-            format!("{what}: `{}` changed: it may no longer see some calls", c.path),
+            format!(
+                "{what}: `{}` changed: it may no longer see some calls",
+                c.path
+            ),
         ),
         "command" | "env" => classified(
             Effect::RunsDifferently,
@@ -586,12 +621,19 @@ fn commands_field(c: &FieldChange<'_>) -> Classified {
     if loosened {
         classified(
             Effect::Widens,
-            format!("command table: `{}` now `{}`: rules may allow more command lines", c.path, show(c.after)),
+            format!(
+                "command table: `{}` now `{}`: rules may allow more command lines",
+                c.path,
+                show(c.after)
+            ),
         )
     } else {
         classified(
             Effect::MayWiden,
-            format!("command table: `{}` changed: shell rules may judge command lines differently", c.path),
+            format!(
+                "command table: `{}` changed: shell rules may judge command lines differently",
+                c.path
+            ),
         )
     }
 }

@@ -16,8 +16,8 @@
 pub mod contain;
 pub mod decisions;
 pub mod effect;
-pub mod report;
 pub mod replay;
+pub mod report;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -223,7 +223,12 @@ fn example_strings(before: &Value, after: &Value) -> Vec<String> {
     }
     let mut found = BTreeSet::new();
     for doc in [before, after] {
-        for rule in doc.get("rules").and_then(Value::as_array).into_iter().flatten() {
+        for rule in doc
+            .get("rules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let Some(examples) = rule.get("examples") {
                 collect(examples, &mut found);
             }
@@ -398,7 +403,10 @@ mod tests {
             ]
         );
         assert_eq!(changes[0].risk, Risk::High);
-        assert_eq!(changes[0].reason, "tool `A`: default permission `ask` → `allow`");
+        assert_eq!(
+            changes[0].reason,
+            "tool `A`: default permission `ask` → `allow`"
+        );
         assert_eq!(changes[1].risk, Risk::Medium);
     }
 
@@ -408,9 +416,15 @@ mod tests {
         let raised = json!({"tools": {"A": {"timeout": {"max": "10m"}}}});
         let removed = json!({"tools": {"A": {"timeout": "none"}}});
         let found = changes(before.clone(), raised);
-        assert_eq!((found[0].effect, found[0].risk), (Effect::LimitRaised, Risk::High));
+        assert_eq!(
+            (found[0].effect, found[0].risk),
+            (Effect::LimitRaised, Risk::High)
+        );
         let found = changes(before, removed);
-        assert!(found.iter().any(|c| c.effect == Effect::TimeoutRemoved), "{found:?}");
+        assert!(
+            found.iter().any(|c| c.effect == Effect::TimeoutRemoved),
+            "{found:?}"
+        );
     }
 
     #[test]
@@ -444,27 +458,75 @@ mod tests {
             rule
         };
         let cases = [
-            (with(&deny, "modes", json!(["plan"])), allow.clone(), Risk::High,
-                "deny rule `d` no longer applies outside modes `plan`"),
-            (with(&deny, "tools", json!(["Write"])), allow.clone(), Risk::High,
-                "deny rule `d` no longer applies to tool `Read`"),
-            (with(&deny, "match", json!({"file_path": {"path": ["**/.env"]}})), allow.clone(), Risk::High,
-                "deny rule `d` no longer matches calls it matched, e.g. `file_path` = `a/.envx`"),
-            (with(&deny, "priority", json!(-1)), allow.clone(), Risk::High,
-                "deny rule `d`: priority `0` → `-1`: rules of higher priority now decide first"),
-            (deny.clone(), with(&allow, "match", json!({"command": {"shell": ["npm *"]}})), Risk::High,
-                "allow rule `a` now matches calls it did not match, e.g. `command` = `npm x`"),
-            (deny.clone(), with(&allow, "match", json!({"command": {"shell": ["npm test", "npm run lint"], "allow_redirection": true}})), Risk::High,
-                "allow rule `a` now lets commands in `command` redirect output to files"),
+            (
+                with(&deny, "modes", json!(["plan"])),
+                allow.clone(),
+                Risk::High,
+                "deny rule `d` no longer applies outside modes `plan`",
+            ),
+            (
+                with(&deny, "tools", json!(["Write"])),
+                allow.clone(),
+                Risk::High,
+                "deny rule `d` no longer applies to tool `Read`",
+            ),
+            (
+                with(&deny, "match", json!({"file_path": {"path": ["**/.env"]}})),
+                allow.clone(),
+                Risk::High,
+                "deny rule `d` no longer matches calls it matched, e.g. `file_path` = `a/.envx`",
+            ),
+            (
+                with(&deny, "priority", json!(-1)),
+                allow.clone(),
+                Risk::High,
+                "deny rule `d`: priority `0` → `-1`: rules of higher priority now decide first",
+            ),
+            (
+                deny.clone(),
+                with(&allow, "match", json!({"command": {"shell": ["npm *"]}})),
+                Risk::High,
+                "allow rule `a` now matches calls it did not match, e.g. `command` = `npm x`",
+            ),
+            (
+                deny.clone(),
+                with(
+                    &allow,
+                    "match",
+                    json!({"command": {"shell": ["npm test", "npm run lint"], "allow_redirection": true}}),
+                ),
+                Risk::High,
+                "allow rule `a` now lets commands in `command` redirect output to files",
+            ),
             // The narrowing counterparts.
-            (with(&deny, "tools", json!(["Read", "Write", "Edit"])), allow.clone(), Risk::Low,
-                "deny rule `d`: tools `Read`, `Write` → `Read`, `Write`, `Edit`"),
-            (with(&deny, "match", json!({"file_path": {"path": ["**/.env*", "**/*.key"]}})), allow.clone(), Risk::Low,
-                "deny rule `d` matches at least what it did (its `match` changed)"),
-            (deny.clone(), with(&allow, "match", json!({"command": {"shell": ["npm test"]}})), Risk::Low,
-                "allow rule `a` matches at most what it did (its `match` changed)"),
-            (deny.clone(), with(&allow, "modes", json!(["plan"])), Risk::Low,
-                "allow rule `a` applies in fewer modes"),
+            (
+                with(&deny, "tools", json!(["Read", "Write", "Edit"])),
+                allow.clone(),
+                Risk::Low,
+                "deny rule `d`: tools `Read`, `Write` → `Read`, `Write`, `Edit`",
+            ),
+            (
+                with(
+                    &deny,
+                    "match",
+                    json!({"file_path": {"path": ["**/.env*", "**/*.key"]}}),
+                ),
+                allow.clone(),
+                Risk::Low,
+                "deny rule `d` matches at least what it did (its `match` changed)",
+            ),
+            (
+                deny.clone(),
+                with(&allow, "match", json!({"command": {"shell": ["npm test"]}})),
+                Risk::Low,
+                "allow rule `a` matches at most what it did (its `match` changed)",
+            ),
+            (
+                deny.clone(),
+                with(&allow, "modes", json!(["plan"])),
+                Risk::Low,
+                "allow rule `a` applies in fewer modes",
+            ),
         ];
         for (d, a, risk, reason) in cases {
             let found = changes(base.clone(), json!({"rules": [d, a]}));
@@ -494,7 +556,13 @@ mod tests {
         after["review"]["risks"]["widens"] = json!("high");
         let found = diff(&before, &after);
         let risks: Vec<(Effect, Risk)> = found.iter().map(|c| (c.effect, c.risk)).collect();
-        assert_eq!(risks, [(Effect::ReviewChanged, Risk::High), (Effect::Widens, Risk::Low)]);
+        assert_eq!(
+            risks,
+            [
+                (Effect::ReviewChanged, Risk::High),
+                (Effect::Widens, Risk::Low)
+            ]
+        );
     }
 
     #[test]

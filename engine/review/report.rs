@@ -134,7 +134,11 @@ impl Review {
         let mut out = String::new();
         for c in &self.changes {
             let place = location(c).map(|p| format!("  ({p})")).unwrap_or_default();
-            out.push_str(&format!("{:<6} {}{place}\n", c.change.risk.as_str(), c.change.reason));
+            out.push_str(&format!(
+                "{:<6} {}{place}\n",
+                c.change.risk.as_str(),
+                c.change.reason
+            ));
             if let Some(values) = values(&c.change, false) {
                 out.push_str(&format!("       {values}\n"));
             }
@@ -153,7 +157,13 @@ impl Review {
                     origins(d)
                 ));
             }
-            if let Some(rest) = self.decisions.changes.len().checked_sub(SHOWN_DECISIONS).filter(|n| *n > 0) {
+            if let Some(rest) = self
+                .decisions
+                .changes
+                .len()
+                .checked_sub(SHOWN_DECISIONS)
+                .filter(|n| *n > 0)
+            {
                 out.push_str(&format!("  … and {rest} more\n"));
             }
         }
@@ -166,7 +176,11 @@ impl Review {
         let Some(verdict) = self.verdict else {
             return "**toolgate diff**: no change in effect.\n".into();
         };
-        let mut out = format!("**toolgate diff: {} risk** — {}\n\n", verdict.as_str(), self.summary());
+        let mut out = format!(
+            "**toolgate diff: {} risk** — {}\n\n",
+            verdict.as_str(),
+            self.summary()
+        );
         let RiskCounts { high, medium, low } = self.counts;
         out.push_str(&format!(
             "| risk | changes |\n| --- | --- |\n| high | {high} |\n| medium | {medium} |\n| low | {low} |\n"
@@ -183,9 +197,10 @@ impl Review {
                 out.push_str(&format!("| {} | {text} | {at} |\n", c.change.risk.as_str()));
             }
             for c in &self.changes {
-                let (Some(item), ChangeKind::Added | ChangeKind::Removed) =
-                    (c.change.after.as_ref().or(c.change.before.as_ref()), c.change.kind)
-                else {
+                let (Some(item), ChangeKind::Added | ChangeKind::Removed) = (
+                    c.change.after.as_ref().or(c.change.before.as_ref()),
+                    c.change.kind,
+                ) else {
                     continue;
                 };
                 if c.change.field.is_some() {
@@ -209,7 +224,9 @@ impl Review {
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            out.push_str("| change | call | before | after | from |\n| --- | --- | --- | --- | --- |\n");
+            out.push_str(
+                "| change | call | before | after | from |\n| --- | --- | --- | --- | --- |\n",
+            );
             for d in self.decisions.changes.iter().take(SHOWN_DECISIONS) {
                 out.push_str(&format!(
                     "| {} | {} | {} | {} | {} |\n",
@@ -220,8 +237,16 @@ impl Review {
                     cell(&origins(d)),
                 ));
             }
-            if let Some(rest) = self.decisions.changes.len().checked_sub(SHOWN_DECISIONS).filter(|n| *n > 0) {
-                out.push_str(&format!("\n… and {rest} more (`--format json` lists them all).\n"));
+            if let Some(rest) = self
+                .decisions
+                .changes
+                .len()
+                .checked_sub(SHOWN_DECISIONS)
+                .filter(|n| *n > 0)
+            {
+                out.push_str(&format!(
+                    "\n… and {rest} more (`--format json` lists them all).\n"
+                ));
             }
         }
         if self.replay_skipped > 0 {
@@ -235,7 +260,10 @@ impl Review {
 
     /// The JSON form (`toolgate schema diff`).
     pub fn render_json(&self) -> String {
-        format!("{}\n", serde_json::to_string_pretty(self).unwrap_or_default())
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(self).unwrap_or_default()
+        )
     }
 
     /// GitHub workflow annotations: one per change at its line in HEAD (errors for high
@@ -259,7 +287,10 @@ impl Review {
             if let Some(values) = values(&c.change, false) {
                 message.push_str(&format!(" ({values})"));
             }
-            out.push_str(&format!("::{level}{place}title={title}::{}\n", escape_data(&message)));
+            out.push_str(&format!(
+                "::{level}{place}title={title}::{}\n",
+                escape_data(&message)
+            ));
         }
         let loosened = self.decisions.loosened();
         if loosened > 0 {
@@ -338,7 +369,9 @@ fn cell(text: &str) -> String {
 }
 
 fn html(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// `field: before → after` for a changed value, values readable (a `match` as its patterns);
@@ -396,7 +429,9 @@ pub fn readable_match(value: &Value, code: bool) -> String {
                     .iter()
                     .map(|(kind, patterns)| {
                         let patterns: Vec<String> = match patterns {
-                            Value::Array(items) => items.iter().map(|p| span(&compact(p), code)).collect(),
+                            Value::Array(items) => {
+                                items.iter().map(|p| span(&compact(p), code)).collect()
+                            }
                             other => vec![span(&compact(other), code)],
                         };
                         format!("{kind} {}", patterns.join(", "))

@@ -124,9 +124,17 @@ fn fail_on_takes_a_level() {
 fn a_tightening_change_passes_fail_on_high_but_not_fail_on_low() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let head = dir.path().join("policy.yaml");
-    let base = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(HEAD).join("policy.yaml"))
-        .expect("the head fixture");
-    std::fs::write(&head, base.replace("max_concurrency: 4", "max_concurrency: 3")).expect("written");
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(HEAD)
+            .join("policy.yaml"),
+    )
+    .expect("the head fixture");
+    std::fs::write(
+        &head,
+        base.replace("max_concurrency: 4", "max_concurrency: 3"),
+    )
+    .expect("written");
     let head = head.to_str().expect("utf-8");
     let (code, stdout, _) = toolgate(&["diff", HEAD, head, "--fail-on", "high"]);
     assert_eq!(code, 0, "{stdout}");
@@ -141,7 +149,10 @@ fn the_json_report_follows_its_published_schema() {
     let validator = jsonschema::validator_for(&schema).expect("a valid schema");
     let (_, report, _) = toolgate(&["diff", BASE, HEAD, "--format", "json"]);
     let report: serde_json::Value = serde_json::from_str(&report).expect("json");
-    let errors: Vec<String> = validator.iter_errors(&report).map(|e| e.to_string()).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(&report)
+        .map(|e| e.to_string())
+        .collect();
     assert!(errors.is_empty(), "{errors:#?}");
     assert_eq!(
         report["decisions"]["directions"],
@@ -213,7 +224,11 @@ fn git_ranges_and_the_work_tree_are_compared() {
     let policies = dir.path().join("policies");
     std::fs::create_dir_all(&policies).expect("created");
     let copy = |from: &str| {
-        std::fs::copy(root.join(from).join("policy.yaml"), policies.join("policy.yaml")).expect("copied");
+        std::fs::copy(
+            root.join(from).join("policy.yaml"),
+            policies.join("policy.yaml"),
+        )
+        .expect("copied");
     };
     copy(BASE);
     git(dir.path(), &["init", "-q"]);
@@ -223,11 +238,21 @@ fn git_ranges_and_the_work_tree_are_compared() {
     let run = |args: &[&str]| {
         let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
             .current_dir(dir.path())
-            .args(["--no-builtin", "-p", "policies", "diff", "--fail-on", "high"])
+            .args([
+                "--no-builtin",
+                "-p",
+                "policies",
+                "diff",
+                "--fail-on",
+                "high",
+            ])
             .args(args)
             .output()
             .expect("the binary runs");
-        (output.status.code().unwrap_or(-1), String::from_utf8_lossy(&output.stdout).into_owned())
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
     };
     // The work tree is HEAD when no HEAD revision is given.
     let (code, stdout) = run(&["--git", "HEAD"]);

@@ -8,8 +8,14 @@ fn schemas_match_the_model() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
     let update = std::env::var_os("TOOLGATE_UPDATE_SCHEMAS").is_some();
     let mut stale = Vec::new();
-    let report = ("diff.schema.json", toolgate::review::report::generated_schema());
-    for (name, schema) in toolgate::model::schema::generated().into_iter().chain([report]) {
+    let report = (
+        "diff.schema.json",
+        toolgate::review::report::generated_schema(),
+    );
+    for (name, schema) in toolgate::model::schema::generated()
+        .into_iter()
+        .chain([report])
+    {
         let path = dir.join(name);
         let expected = format!("{}\n", serde_json::to_string_pretty(&schema).unwrap());
         let actual = std::fs::read_to_string(&path).unwrap_or_default();

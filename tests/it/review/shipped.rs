@@ -56,9 +56,7 @@ impl Pair {
         let path = self.path("head").join("rules.yaml");
         let text = std::fs::read_to_string(&path).unwrap();
         let start = text.find(&format!("  - name: {rule}\n")).unwrap();
-        let end = text[start..]
-            .find("\n\n")
-            .map_or(text.len(), |e| start + e);
+        let end = text[start..].find("\n\n").map_or(text.len(), |e| start + e);
         let examples = start + text[start..end].find("    examples:").unwrap();
         let edited = format!("{}{}", &text[..examples], &text[end..]);
         std::fs::write(&path, edited).unwrap();
@@ -131,7 +129,10 @@ fn decisions(review: &Review) -> Vec<String> {
 
 fn assert_shows(review: &Review, call: &str) {
     let found = decisions(review);
-    assert!(found.iter().any(|d| d == call), "`{call}` not in {found:#?}");
+    assert!(
+        found.iter().any(|d| d == call),
+        "`{call}` not in {found:#?}"
+    );
 }
 
 const SERVER_KEY: &str = r#"Read {"file_path":"certs/server.key"} deny → allow"#;
@@ -267,7 +268,10 @@ fn a_concurrent_bash_is_high_and_shows_its_group_change() {
         .iter()
         .find(|d| d.tool == "Bash")
         .expect("a Bash call changes group");
-    assert_eq!((change.before.group.as_str(), change.after.group.as_str()), ("alone", "shared"));
+    assert_eq!(
+        (change.before.group.as_str(), change.after.group.as_str()),
+        ("alone", "shared")
+    );
 }
 
 #[test]
@@ -275,16 +279,31 @@ fn narrowing_counterparts_are_low_or_medium() {
     let git = r#"command: { shell: ["git status", "git status *", "git diff *", "git log *", "git show *", "git branch", "git rev-parse *"] }"#;
     let cases: [(&str, &str, &str); 5] = [
         // A deny rule matching more.
-        ("rules.yaml", "          - \"/**/.env.*\"\n", "          - \"/**/.env.*\"\n          - \"/**/*.p12\"\n"),
+        (
+            "rules.yaml",
+            "          - \"/**/.env.*\"\n",
+            "          - \"/**/.env.*\"\n          - \"/**/*.p12\"\n",
+        ),
         // A deny rule ranked higher.
-        ("rules.yaml", "    decision: deny\n    priority: 100\n    reason: secrets are off limits\n    examples:\n      match:\n        - { tool: Read, input: { file_path: app/.env } }",
-            "    decision: deny\n    priority: 200\n    reason: secrets are off limits\n    examples:\n      match:\n        - { tool: Read, input: { file_path: app/.env } }"),
+        (
+            "rules.yaml",
+            "    decision: deny\n    priority: 100\n    reason: secrets are off limits\n    examples:\n      match:\n        - { tool: Read, input: { file_path: app/.env } }",
+            "    decision: deny\n    priority: 200\n    reason: secrets are off limits\n    examples:\n      match:\n        - { tool: Read, input: { file_path: app/.env } }",
+        ),
         // An allow rule matching less.
-        ("rules.yaml", git, r#"command: { shell: ["git status", "git status *", "git diff *", "git log *", "git show *", "git rev-parse *"] }"#),
+        (
+            "rules.yaml",
+            git,
+            r#"command: { shell: ["git status", "git status *", "git diff *", "git log *", "git show *", "git rev-parse *"] }"#,
+        ),
         // A shorter timeout cap.
         ("tools/bash.yaml", "      max: 10m", "      max: 5m"),
         // A deny rule applying to one more tool.
-        ("rules.yaml", "  - name: no-secrets-search\n    tools: [Grep, Glob]", "  - name: no-secrets-search\n    tools: [Grep, Glob, Read]"),
+        (
+            "rules.yaml",
+            "  - name: no-secrets-search\n    tools: [Grep, Glob]",
+            "  - name: no-secrets-search\n    tools: [Grep, Glob, Read]",
+        ),
     ];
     for (file, from, to) in cases {
         let pair = Pair::new();
