@@ -30,7 +30,7 @@ fn a_policy_file_with_a_non_utf8_name_is_loaded() {
     let check = toolgate(&["--no-builtin", "--enforced", org, "-p", policies, "check"]);
     assert_eq!(check.code, 0, "{}", check.transcript());
     assert!(
-        check.stdout.contains("3 files"),
+        check.stdout.contains("4 files"),
         "the file is counted: {}",
         check.transcript()
     );

@@ -191,7 +191,7 @@ fn no_builtin_drops_the_shipped_contracts_but_not_the_engine_defaults() {
     let without = toolgate(&["--no-builtin", "check"]);
     assert_eq!(
         without.transcript(),
-        "exit: 0\n--- stdout\npolicy set OK: 1 file, 0 tools, 0 rules\n--- stderr\n"
+        "exit: 0\n--- stdout\npolicy set OK: 2 files, 0 tools, 0 rules\n--- stderr\n"
     );
 
     let bash = toolgate(&["--no-builtin", "explain", "Bash"]);

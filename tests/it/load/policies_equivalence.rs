@@ -131,14 +131,16 @@ fn shipped_policies_load_to_the_same_snapshot_from_yaml_and_toml() {
     let (yaml, yaml_diagnostics) = load_root(yaml_dir.path());
     let (toml, toml_diagnostics) = load_root(toml_dir.path());
 
-    // Every file of the root is loaded (plus the always-loaded engine defaults).
-    assert_eq!(yaml.sources.files.len(), count + 1);
-    assert_eq!(toml.sources.files.len(), count + 1);
+    // Every file of the root is loaded (plus the always-loaded engine defaults and review
+    // table).
+    let defaults = toolgate::snapshot::layer::DEFAULTS.len();
+    assert_eq!(yaml.sources.files.len(), count + defaults);
+    assert_eq!(toml.sources.files.len(), count + defaults);
     assert!(
         toml.sources
             .files
             .iter()
-            .skip(1)
+            .skip(defaults)
             .all(|f| f.source.path().ends_with(".toml"))
     );
 

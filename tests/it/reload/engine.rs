@@ -266,8 +266,8 @@ async fn the_diff_reports_tools_rules_and_values_with_before_and_after() {
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(
         files.len(),
-        2,
-        "the engine defaults and policy.yaml: {files:?}"
+        3,
+        "the engine defaults, the review table and policy.yaml: {files:?}"
     );
     assert!(files.iter().any(|f| f.ends_with("policy.yaml")));
     let described: Vec<String> = changes.iter().map(|c| c.describe()).collect();
@@ -312,7 +312,9 @@ async fn the_diff_reports_tools_rules_and_values_with_before_and_after() {
     );
     assert_eq!(reloaded.1.changes[1]["kind"], "changed");
     assert_eq!(reloaded.1.changes[1]["field"], "timeout.max");
-    assert_eq!(reloaded.1.changes[1]["risk"], "medium");
+    // 1m → 5m raises the cap past the review table's factor of 2.
+    assert_eq!(reloaded.1.changes[1]["risk"], "high");
+    assert_eq!(reloaded.1.changes[1]["effect"], "limit_raised");
 
     // A reload that changes nothing is a new generation with no change in effect.
     let ReloadOutcome::Reloaded { changes, .. } = reload(&rig).await else {
