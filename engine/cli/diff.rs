@@ -381,6 +381,7 @@ fn pointer_of(effective: &Value, change: &Change) -> Option<String> {
         Subject::Gate => join_pointer("/gates", &change.name),
         Subject::Mode => join_pointer("/modes", &change.name),
         Subject::Commands => "/commands".to_owned(),
+        Subject::Agents => "/agents".to_owned(),
         Subject::Review => "/review".to_owned(),
         Subject::Rule | Subject::Hook => {
             let section = if change.subject == Subject::Rule {

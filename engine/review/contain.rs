@@ -768,7 +768,42 @@ mod tests {
         .prop_map(|parts| parts.concat())
     }
 
+    fn shell_pattern() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("git"),
+                Just("npm"),
+                Just("*"),
+                Just("-r"),
+                Just("t*"),
+                Just("test")
+            ],
+            1..5,
+        )
+        .prop_map(|words| words.join(" "))
+    }
+
     proptest! {
+        // INVARIANT: when the checker says shell pattern A ⊆ B, every command line sampled
+        // from A matches B; a witness matches A and not B.
+        #[test]
+        fn a_shell_pattern_said_to_be_within_another_admits_nothing_more(
+            inner in shell_pattern(),
+            outer in shell_pattern(),
+        ) {
+            match shell_within(&inner, &outer) {
+                GlobAnswer::Within => {
+                    for line in shell_samples(&inner) {
+                        prop_assert!(shell_matches(&line, &outer), "{line}: {inner} ⊆ {outer}");
+                    }
+                }
+                GlobAnswer::Beyond(witness) => {
+                    prop_assert!(shell_matches(&witness, &inner) && !shell_matches(&witness, &outer));
+                }
+                GlobAnswer::Unknown => {}
+            }
+        }
+
         // INVARIANT: when the checker says A ⊆ B, every string A matches is matched by B.
         #[test]
         fn a_glob_said_to_be_within_another_matches_nothing_the_other_does_not(

@@ -8,7 +8,7 @@
 //! replayed decision log), and probes: calls built from the strings a changed rule's patterns
 //! newly admit or no longer catch.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -537,22 +537,15 @@ pub fn decision_diff(
     }
 }
 
-/// Removes calls whose tool no set knows and that no test or log asked about: probes built
-/// for tools a set does not declare.
+/// Removes probes built for tools neither set knows (a rule's `tools` may name tools that
+/// only another layer declares); calls from tests and logs are kept, unknown or not.
 pub fn known_tools(corpus: Vec<CorpusCall>, base: &Snapshot, head: &Snapshot) -> Vec<CorpusCall> {
-    let mut known: HashSet<&str> = HashSet::new();
-    for snapshot in [base, head] {
-        for name in snapshot.tools.keys() {
-            known.insert(name.as_str());
-        }
-    }
     corpus
         .into_iter()
         .filter(|call| {
             !matches!(call.origin, Origin::Probe { .. })
                 || base.lookup(&call.tool).is_some()
                 || head.lookup(&call.tool).is_some()
-                || known.contains(call.tool.as_str())
         })
         .collect()
 }

@@ -133,7 +133,7 @@ pub fn item(subject: Subject, kind: ChangeKind, name: &str, value: &Value) -> Cl
             Effect::Schedule,
             format!("{} `{name}` {}", subject_word(subject), verb(kind)),
         ),
-        (Subject::Engine | Subject::Commands | Subject::Review, _) => classified(
+        (Subject::Engine | Subject::Commands | Subject::Agents | Subject::Review, _) => classified(
             Effect::Schedule,
             format!("{} {}", subject_word(subject), verb(kind)),
         ),
@@ -169,6 +169,7 @@ fn subject_word(subject: Subject) -> &'static str {
         Subject::Gate => "gate",
         Subject::Mode => "mode",
         Subject::Commands => "command table",
+        Subject::Agents => "agent tool maps",
         Subject::Review => "review table",
     }
 }
@@ -210,6 +211,13 @@ pub fn field(change: &FieldChange<'_>) -> Classified {
             ),
         ),
         Subject::Commands => commands_field(change),
+        Subject::Agents => classified(
+            Effect::MayWiden,
+            format!(
+                "agent tool maps: `{}` changed: an agent's calls may be judged as another tool",
+                change.path
+            ),
+        ),
         Subject::Gate | Subject::Mode => classified(
             Effect::Schedule,
             format!(

@@ -58,6 +58,8 @@ pub enum Subject {
     Mode,
     /// The `commands` section (the command table).
     Commands,
+    /// The `agents` section (the agents' tool maps).
+    Agents,
     /// The `review` section (this classification's own table).
     Review,
 }
@@ -99,6 +101,7 @@ impl Change {
             Subject::Gate => format!("gate `{}`", self.name),
             Subject::Mode => format!("mode `{}`", self.name),
             Subject::Commands => "command table".to_owned(),
+            Subject::Agents => "agent tool maps".to_owned(),
             Subject::Review => "review table".to_owned(),
         };
         // One line per change: a string with line breaks or other control characters is
@@ -169,6 +172,7 @@ pub fn diff(before: &Value, after: &Value) -> Vec<Change> {
     for (subject, key) in [
         (Subject::Engine, "engine"),
         (Subject::Commands, "commands"),
+        (Subject::Agents, "agents"),
         (Subject::Review, "review"),
     ] {
         let (b, a) = (
