@@ -136,8 +136,9 @@ enum Command {
         /// The same as `--fail-on high`.
         #[arg(long, hide = true)]
         fail_on_high_risk: bool,
-        /// Policy test files or folders whose calls are also decided under both sets.
-        #[arg(long, value_name = "PATH", num_args = 1..)]
+        /// A policy test file or folder whose calls are also decided under both sets
+        /// (repeatable).
+        #[arg(long, value_name = "PATH")]
         tests: Vec<PathBuf>,
         /// A decision log (JSON Lines) whose calls are replayed under both sets.
         #[arg(long, value_name = "LOG")]
