@@ -88,9 +88,14 @@ pub fn hook(global: &GlobalOptions, args: &HookArgs, stdin: impl Read) -> Reply 
         ),
     };
     let mut reply = agent::reply(protocol, payload.event(), &verdict, &args.options);
-    if let Some(record) = record(args, &payload, &verdict, Some(&snapshot), started) {
-        log(args, Some(&snapshot), &record, &mut reply);
-    }
+    log(
+        args,
+        &payload,
+        &verdict,
+        Some(&snapshot),
+        started,
+        &mut reply,
+    );
     reply
 }
 
@@ -122,9 +127,7 @@ fn policies_failed(
         },
     );
     reply.stderr = Some(format!("{}{rendered}", reply.stderr.unwrap_or_default()));
-    if let Some(record) = record(args, payload, &verdict, None, started) {
-        log(args, None, &record, &mut reply);
-    }
+    log(args, payload, &verdict, None, started, &mut reply);
     reply
 }
 
@@ -183,9 +186,17 @@ fn record(
     Some(record)
 }
 
-/// Appends the record to the log the settings or `--decision-log` name; a log that cannot be
-/// written is reported on stderr (the answer stands).
-fn log(args: &HookArgs, snapshot: Option<&Snapshot>, record: &DecisionRecord, reply: &mut Reply) {
+/// Appends the decision's record to the log the settings or `--decision-log` name (nothing
+/// is built when there is no log); a log that cannot be written is reported on stderr (the
+/// answer stands).
+fn log(
+    args: &HookArgs,
+    payload: &HookPayload,
+    verdict: &Verdict,
+    snapshot: Option<&Snapshot>,
+    started: Instant,
+    reply: &mut Reply,
+) {
     let log = match snapshot {
         Some(snapshot) => DecisionLog::from_settings(
             &snapshot.engine,
@@ -199,7 +210,10 @@ fn log(args: &HookArgs, snapshot: Option<&Snapshot>, record: &DecisionRecord, re
         },
     };
     let result = match log {
-        Ok(Some(log)) => log.append(record),
+        Ok(Some(log)) => match record(args, payload, verdict, snapshot, started) {
+            Some(record) => log.append(&record),
+            None => Ok(()),
+        },
         Ok(None) => Ok(()),
         Err(error) => Err(error),
     };
