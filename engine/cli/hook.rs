@@ -88,14 +88,7 @@ pub fn hook(global: &GlobalOptions, args: &HookArgs, stdin: impl Read) -> Reply 
         ),
     };
     let mut reply = agent::reply(protocol, payload.event(), &verdict, &args.options);
-    log(
-        args,
-        &payload,
-        &verdict,
-        Some(&snapshot),
-        started,
-        &mut reply,
-    );
+    log(args, &payload, &verdict, Some(&snapshot), started, &mut reply);
     reply
 }
 
@@ -186,9 +179,9 @@ fn record(
     Some(record)
 }
 
-/// Appends the decision's record to the log the settings or `--decision-log` name (nothing
-/// is built when there is no log); a log that cannot be written is reported on stderr (the
-/// answer stands).
+/// Appends the decision's record to the log the settings or `--decision-log` name, if any
+/// (the record, with its hash of the policy files, is only made then); a log that cannot be
+/// written is reported on stderr (the answer stands).
 fn log(
     args: &HookArgs,
     payload: &HookPayload,
