@@ -88,7 +88,14 @@ pub fn hook(global: &GlobalOptions, args: &HookArgs, stdin: impl Read) -> Reply 
         ),
     };
     let mut reply = agent::reply(protocol, payload.event(), &verdict, &args.options);
-    log(args, &payload, &verdict, Some(&snapshot), started, &mut reply);
+    log(
+        args,
+        &payload,
+        &verdict,
+        Some(&snapshot),
+        started,
+        &mut reply,
+    );
     reply
 }
 
