@@ -373,13 +373,17 @@ impl DecisionLog {
             }
         }
         let mut options = OpenOptions::new();
-        options.append(true).create(true);
+        options.append(true).create(true).read(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt as _;
-            options.mode(0o600);
+            // A symlink planted at the log's path must not redirect the appends.
+            options
+                .mode(0o600)
+                .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits());
         }
         let mut file = options.open(&self.path)?;
+        refuse_foreign(&mut file)?;
         // INVARIANT: one `write` per record: with O_APPEND the kernel writes a regular file's
         // bytes of one call at the end as a whole, so lines of concurrent writers never mix.
         let written = file.write(line)?;
@@ -389,6 +393,21 @@ impl DecisionLog {
         }
         Ok(())
     }
+}
+
+/// Refuses to append to a file that is not a decision log: a path set by mistake (or by a
+/// hostile policy) must not turn a shell profile or a source file into a log.
+fn refuse_foreign(file: &mut std::fs::File) -> std::io::Result<()> {
+    use std::io::Read as _;
+    let mut first = [0_u8; 1];
+    let read = (&*file).read(&mut first)?;
+    if read == 1 && first[0] != b'{' {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the file exists and is not a decision log (its first line is not a JSON record)",
+        ));
+    }
+    Ok(())
 }
 
 fn resolve_path(configured: &str, workspace_root: &Path) -> PathBuf {
@@ -477,6 +496,33 @@ mod tests {
         let current = std::fs::metadata(&path).unwrap().len();
         assert!(current <= 3000, "{current}");
         assert!(dir.path().join("log/decisions.jsonl.1").exists());
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_file_that_is_not_a_log_is_never_appended_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join(".bashrc");
+        std::fs::write(&profile, "export PATH=$HOME/bin:$PATH\n").unwrap();
+        let log = DecisionLog::new(&profile, &DecisionLogConfig::default()).unwrap();
+        let record = DecisionRecord::new(
+            "Bash",
+            json!({"command": "$(touch x)"}),
+            LoggedDecision::Allow,
+            DecidedBy::Rule,
+        );
+        let error = log.append(&record).unwrap_err().to_string();
+        assert!(error.contains("not a decision log"), "{error}");
+        assert_eq!(
+            std::fs::read_to_string(&profile).unwrap(),
+            "export PATH=$HOME/bin:$PATH\n"
+        );
+        // Nor through a symlink.
+        let link = dir.path().join("decisions.jsonl");
+        std::os::unix::fs::symlink(dir.path().join("elsewhere.jsonl"), &link).unwrap();
+        let log = DecisionLog::new(&link, &DecisionLogConfig::default()).unwrap();
+        assert!(log.append(&record).is_err());
+        assert!(!dir.path().join("elsewhere.jsonl").exists());
     }
 
     #[test]
