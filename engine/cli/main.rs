@@ -272,7 +272,7 @@ fn main() -> ExitCode {
         enforced: cli.global.enforced,
         no_builtin: cli.global.no_builtin,
         workspace: cli.global.workspace,
-        project_root: None,
+        ..GlobalOptions::default()
     };
     // Inside a project (a folder holding `.toolgate/policies`, found from the current
     // directory upwards), its policies and root are the defaults. `init` and `schema` load

@@ -557,6 +557,7 @@ fn compare(
                 Reason::Hook { .. }
                 | Reason::Analysis { .. }
                 | Reason::AlwaysAsk
+                | Reason::Untrusted { .. }
                 | Reason::Approval { .. } => None,
             })
             .collect();
@@ -667,6 +668,7 @@ fn why_not(
                 | Reason::Hook { .. }
                 | Reason::Analysis { .. }
                 | Reason::AlwaysAsk
+                | Reason::Untrusted { .. }
                 | Reason::Approval { .. } => None,
             })
             .collect();
@@ -750,6 +752,7 @@ fn describe_reason(reason: &Reason, tool: Option<&str>) -> Vec<String> {
                 .unwrap_or_default()
         )],
         Reason::AlwaysAsk => vec!["the contract says always_ask".to_owned()],
+        Reason::Untrusted { reason, .. } => vec![reason.clone()],
         Reason::Approval {
             by,
             decision,

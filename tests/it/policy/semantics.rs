@@ -121,7 +121,10 @@ fn deciding(decision: &str, reasons: &[Reason]) -> Vec<String> {
             Reason::Rule { decision: d, .. }
             | Reason::Default { decision: d, .. }
             | Reason::Analysis { decision: d, .. } => d.to_string() == decision,
-            Reason::Hook { .. } | Reason::AlwaysAsk | Reason::Approval { .. } => true,
+            Reason::Hook { .. }
+            | Reason::AlwaysAsk
+            | Reason::Untrusted { .. }
+            | Reason::Approval { .. } => true,
         })
         .map(Reason::label)
         .collect()
