@@ -167,6 +167,20 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
         format: ExplainFormat,
     },
+    /// Trust the project around DIR (default: the current directory): record a digest of
+    /// its `.toolgate/policies` in the user's trust store. Until trusted, a project found
+    /// from the current directory may only tighten: its allow rules, hooks, tool contracts
+    /// and settings are ignored. Any change to its policy files needs trust again.
+    Trust {
+        /// A folder of the project (default: the current directory).
+        dir: Option<PathBuf>,
+        /// List the trusted projects and whether their policies changed since.
+        #[arg(long, conflicts_with_all = ["revoke", "dir"])]
+        list: bool,
+        /// Forget the project instead.
+        #[arg(long)]
+        revoke: bool,
+    },
     /// Print a JSON Schema (`policy`, `batch`, `policy-test`); without NAME, list them.
     Schema {
         /// Schema name.
@@ -469,6 +483,25 @@ fn main() -> ExitCode {
                 error.exit()
             }
         },
+        Command::Trust { dir, list, revoke } => {
+            let action = match (list, revoke) {
+                (true, _) => cli::trust::TrustAction::List,
+                (false, true) => cli::trust::TrustAction::Revoke(dir),
+                (false, false) => cli::trust::TrustAction::Trust(dir),
+            };
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            match cli::trust::trust(&global, &cwd, &action) {
+                Ok(text) => {
+                    print(&text);
+                    Exit::Success
+                }
+                Err(error) => {
+                    eprint(&format!("error: {error}
+"));
+                    Exit::Usage
+                }
+            }
+        }
         Command::Schema { name } => match name {
             None => {
                 print(&cli::schema::list());
@@ -492,6 +525,15 @@ fn main() -> ExitCode {
             Ok(report) => {
                 for path in &report.written {
                     print(&format!("wrote {}\n", path.display()));
+                }
+                // The user just wrote these policies: their project is trusted (a failure to
+                // record it only means `toolgate trust` is needed later).
+                match cli::trust::trust_after_init(&global, &dir) {
+                    Some(Ok(text)) => print(&text),
+                    Some(Err(error)) => eprint(&format!(
+                        "warning: {error}\n  help: run `toolgate trust` in the project to let its policies loosen decisions\n"
+                    )),
+                    None => {}
                 }
                 // `.toolgate` in some folder makes that folder a project: its commands find the
                 // policies and tests without flags.

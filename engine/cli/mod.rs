@@ -18,6 +18,7 @@ pub mod run;
 pub mod schema;
 pub mod signals;
 pub mod test;
+pub mod trust;
 pub mod watch;
 
 use std::path::{Path, PathBuf};

@@ -83,6 +83,7 @@ fn load_root(root: &Path) -> (Arc<Snapshot>, Vec<(String, String)>) {
         no_builtin: true,
         enforced: Vec::new(),
         policies: vec![root.to_owned()],
+        ..Default::default()
     });
     options.workspace_root = PathBuf::from("/workspace");
     let outcome = load(&options, 1);

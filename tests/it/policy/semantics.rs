@@ -91,6 +91,7 @@ fn snapshot_of(root: &Path, policies: PathBuf) -> Arc<Snapshot> {
         no_builtin: false,
         enforced: Vec::new(),
         policies: vec![policies],
+        ..Default::default()
     });
     options.workspace_root = root.to_path_buf();
     options.home = Some(home_of(root));
