@@ -14,3 +14,4 @@ mod policy;
 mod reload;
 mod serve;
 mod support;
+mod trust;
