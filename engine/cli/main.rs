@@ -167,6 +167,25 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
         format: ExplainFormat,
     },
+    /// Write a toolgate policy file from an agent's own permission rules: Claude Code
+    /// `settings.json` files, Codex `.rules` files or Gemini CLI policy `.toml` files. Every
+    /// rule names its origin; what cannot be translated exactly is written as a comment and
+    /// reported on stderr.
+    Import {
+        /// Whose files.
+        #[arg(value_enum)]
+        agent: AgentArg,
+        /// The files, lowest precedence first.
+        #[arg(value_name = "PATH", required = true)]
+        paths: Vec<PathBuf>,
+        /// Write the policy to FILE instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Write organisation rules (Claude Code managed settings, Gemini CLI admin
+        /// policies) to FILE, to be loaded with `--enforced`.
+        #[arg(long, value_name = "FILE")]
+        enforced_output: Option<PathBuf>,
+    },
     /// Trust the project around DIR (default: the current directory): record a digest of
     /// its `.toolgate/policies` in the user's trust store. Until trusted, a project found
     /// from the current directory may only tighten: its allow rules, hooks, tool contracts
@@ -229,6 +248,13 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     toolgate::model::Duration::parse(text)
         .map(|d| d.0)
         .map_err(|e| e.to_string())
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum AgentArg {
+    Claude,
+    Codex,
+    Gemini,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -483,6 +509,33 @@ fn main() -> ExitCode {
                 error.exit()
             }
         },
+        Command::Import {
+            agent,
+            paths,
+            output,
+            enforced_output,
+        } => {
+            let agent = match agent {
+                AgentArg::Claude => toolgate::import::Agent::Claude,
+                AgentArg::Codex => toolgate::import::Agent::Codex,
+                AgentArg::Gemini => toolgate::import::Agent::Gemini,
+            };
+            let options = cli::import::ImportOptions {
+                output,
+                enforced_output,
+            };
+            match cli::import::run(agent, &paths, &options) {
+                Ok(report) => {
+                    eprint(&report.stderr);
+                    print(&report.stdout);
+                    Exit::Success
+                }
+                Err(error) => {
+                    eprint(&format!("error: {error}\n"));
+                    Exit::Usage
+                }
+            }
+        }
         Command::Trust { dir, list, revoke } => {
             let action = match (list, revoke) {
                 (true, _) => cli::trust::TrustAction::List,
