@@ -92,7 +92,12 @@ pub fn translate(sources: &[(PathBuf, String)]) -> Result<Translation, ImportErr
             file: file.clone(),
             line: err.line(),
             column: err.column(),
-            message: format!("not valid JSON: {err}"),
+            message: {
+                // The position is given as line and column already.
+                let text = err.to_string();
+                let text = text.rsplit_once(" at line ").map_or(text.as_str(), |(m, _)| m);
+                format!("not valid JSON: {text}")
+            },
         })?;
         let scope = Scope::of(path);
         let root = project_root(path, scope);

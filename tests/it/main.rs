@@ -8,6 +8,7 @@
 mod budget;
 mod cli;
 mod docs;
+mod import;
 mod load;
 mod pipeline;
 mod policy;
