@@ -770,7 +770,7 @@ mod tests {
             assert!(code.as_str().starts_with("toolgate::"), "{code}");
             assert_eq!(code.as_str().parse::<Code>(), Ok(code));
         }
-        assert_eq!(seen.len(), 49);
+        assert_eq!(seen.len(), 50);
         assert!("toolgate::nope".parse::<Code>().is_err());
     }
 
