@@ -549,8 +549,10 @@ fn main() -> ExitCode {
                     Exit::Success
                 }
                 Err(error) => {
-                    eprint(&format!("error: {error}
-"));
+                    eprint(&format!(
+                        "error: {error}
+"
+                    ));
                     Exit::Usage
                 }
             }

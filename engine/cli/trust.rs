@@ -123,5 +123,9 @@ pub fn trust_after_init(
     if !only_init {
         return None;
     }
-    Some(trust(global, &root, &TrustAction::Trust(Some(root.clone()))))
+    Some(trust(
+        global,
+        &root,
+        &TrustAction::Trust(Some(root.clone())),
+    ))
 }

@@ -95,7 +95,9 @@ pub fn translate(sources: &[(PathBuf, String)]) -> Result<Translation, ImportErr
             message: {
                 // The position is given as line and column already.
                 let text = err.to_string();
-                let text = text.rsplit_once(" at line ").map_or(text.as_str(), |(m, _)| m);
+                let text = text
+                    .rsplit_once(" at line ")
+                    .map_or(text.as_str(), |(m, _)| m);
                 format!("not valid JSON: {text}")
             },
         })?;
@@ -157,9 +159,12 @@ pub fn translate(sources: &[(PathBuf, String)]) -> Result<Translation, ImportErr
                         let place = format!("permissions.additionalDirectories[{index}]");
                         let from = origin(&file, &place, &item.to_string());
                         match item.as_str() {
-                            Some(dir) => {
-                                directories.push((scope, resolve_dir(dir, &root), dir.to_owned(), from))
-                            }
+                            Some(dir) => directories.push((
+                                scope,
+                                resolve_dir(dir, &root),
+                                dir.to_owned(),
+                                from,
+                            )),
                             None => out.skip(from, "not a string"),
                         }
                     }
@@ -333,12 +338,17 @@ fn rule(
         if specifier.is_some() {
             return Err("MCP rules take no specifier".into());
         }
-        return Ok(vec![mcp_rule(server, &new)?]);
+        return Ok(vec![mcp_rule(server, new)?]);
     }
-    let specifier = specifier.map(str::trim).filter(|s| !s.is_empty() && *s != "*");
+    let specifier = specifier
+        .map(str::trim)
+        .filter(|s| !s.is_empty() && *s != "*");
     let Some(specifier) = specifier else {
         let tools = tool(name).ok_or_else(|| format!("toolgate has no tool for `{name}`"))?;
-        return Ok(vec![new(name, tools.iter().map(|t| (*t).to_owned()).collect())]);
+        return Ok(vec![new(
+            name,
+            tools.iter().map(|t| (*t).to_owned()).collect(),
+        )]);
     };
     match name {
         "Bash" => {
@@ -397,7 +407,10 @@ fn rule(
 /// written as a one-character class (`[m]cp__server__tool`): a glob may name a tool no
 /// contract declares yet (the agent's MCP tools are not toolgate contracts), a plain name may
 /// not.
-fn mcp_rule(server_and_tool: &str, new: impl Fn(&str, Vec<String>) -> Rule) -> Result<Rule, String> {
+fn mcp_rule(
+    server_and_tool: &str,
+    new: impl Fn(&str, Vec<String>) -> Rule,
+) -> Result<Rule, String> {
     let (server, tool) = match server_and_tool.split_once("__") {
         Some((server, tool)) => (server, Some(tool)),
         None => (server_and_tool, None),
@@ -450,13 +463,16 @@ fn bash_patterns(specifier: &str) -> Result<(Vec<String>, Vec<String>), String> 
                 ));
             }
             // A glob token: quote everything but the stars.
-            let parts: Vec<String> = word.split('*').map(|part| {
-                if part.is_empty() {
-                    String::new()
-                } else {
-                    shell_word(part)
-                }
-            }).collect();
+            let parts: Vec<String> = word
+                .split('*')
+                .map(|part| {
+                    if part.is_empty() {
+                        String::new()
+                    } else {
+                        shell_word(part)
+                    }
+                })
+                .collect();
             tokens.push(parts.join("*"));
         } else {
             tokens.push(shell_word(word));

@@ -62,12 +62,14 @@ pub fn translate(sources: &[(PathBuf, String)]) -> Result<Translation, ImportErr
     let mut out = Translation::default();
     for (path, text) in sources {
         let file = path.display().to_string();
-        let calls = Parser::new(text).file().map_err(|(at, message)| ImportError::Syntax {
-            file: file.clone(),
-            line: at.line,
-            column: at.column,
-            message,
-        })?;
+        let calls = Parser::new(text)
+            .file()
+            .map_err(|(at, message)| ImportError::Syntax {
+                file: file.clone(),
+                line: at.line,
+                column: at.column,
+                message,
+            })?;
         for call in calls {
             let from = Origin {
                 file: file.clone(),
@@ -159,10 +161,7 @@ fn prefix_rule(call: &Call, from: Origin) -> Result<Rule, Failure> {
                 }
             }
             other => {
-                return Err((
-                    *at,
-                    format!("`prefix_rule` has no argument `{other}`"),
-                ));
+                return Err((*at, format!("`prefix_rule` has no argument `{other}`")));
             }
         }
     }
@@ -184,7 +183,12 @@ fn prefix_rule(call: &Call, from: Origin) -> Result<Rule, Failure> {
                     _ => Err((*at, "an alternative is a string".to_owned())),
                 })
                 .collect::<Result<_, _>>()?,
-            _ => return Err((*at, "a pattern word is a string or a list of strings".into())),
+            _ => {
+                return Err((
+                    *at,
+                    "a pattern word is a string or a list of strings".into(),
+                ));
+            }
         };
         if alternatives.is_empty() {
             return Err((*at, "a list of alternatives is empty".into()));
@@ -210,7 +214,10 @@ fn prefix_rule(call: &Call, from: Origin) -> Result<Rule, Failure> {
         .iter()
         .flat_map(|words| prefix_patterns(words))
         .collect();
-    let hint = combinations.first().map(|w| w.join(" ")).unwrap_or_default();
+    let hint = combinations
+        .first()
+        .map(|w| w.join(" "))
+        .unwrap_or_default();
     let mut rule = Rule::new(hint, vec!["Bash".into()], decision, from);
     rule.matchers = vec![("command".into(), json!({ "shell": patterns }))];
     rule.priority = match decision {
@@ -332,10 +339,17 @@ impl<'a> Parser<'a> {
     fn call(&mut self) -> Result<Call, Failure> {
         let at = self.pos();
         let start = self.offset;
-        let Some(name) = self.identifier().filter(|n| !n.starts_with(|c: char| c.is_ascii_digit()))
+        let Some(name) = self
+            .identifier()
+            .filter(|n| !n.starts_with(|c: char| c.is_ascii_digit()))
         else {
-            let found = self.peek().map_or("the end of the file".to_owned(), |c| format!("`{c}`"));
-            return Err((at, format!("expected a call such as `prefix_rule(...)`, found {found}")));
+            let found = self
+                .peek()
+                .map_or("the end of the file".to_owned(), |c| format!("`{c}`"));
+            return Err((
+                at,
+                format!("expected a call such as `prefix_rule(...)`, found {found}"),
+            ));
         };
         self.expect('(')?;
         let mut positional = Vec::new();
@@ -372,7 +386,10 @@ impl<'a> Parser<'a> {
                 }
                 None if keywords.is_empty() => positional.push((value, arg_at)),
                 None => {
-                    return Err((arg_at, "a positional argument after a keyword argument".into()));
+                    return Err((
+                        arg_at,
+                        "a positional argument after a keyword argument".into(),
+                    ));
                 }
             }
             self.skip(false);
@@ -428,7 +445,12 @@ impl<'a> Parser<'a> {
                 }
             }
             Some('"' | '\'') => self.string(false),
-            Some('r') if matches!(self.text[self.offset + 1..].chars().next(), Some('"' | '\'')) => {
+            Some('r')
+                if matches!(
+                    self.text[self.offset + 1..].chars().next(),
+                    Some('"' | '\'')
+                ) =>
+            {
                 self.bump();
                 self.string(true)
             }
@@ -451,7 +473,9 @@ impl<'a> Parser<'a> {
                     "None" => Ok(Expr::None),
                     other => Err((
                         at,
-                        format!("`{other}`: only literal values (strings, lists, True, False, None, integers) are supported"),
+                        format!(
+                            "`{other}`: only literal values (strings, lists, True, False, None, integers) are supported"
+                        ),
                     )),
                 }
             }
@@ -525,11 +549,31 @@ mod tests {
     #[test]
     fn errors_point_at_their_line_and_column() {
         for (text, line, column, message) in [
-            ("prefix_rule(pattern = x)", 1, 23, "`x`: only literal values"),
-            ("prefix_rule(\n  pattern = [\"a\",\n", 3, 1, "unexpected end of the file"),
-            ("prefix_rule(pattern = ['a'] decision = 'allow')", 1, 29, "expected `,` or `)`"),
+            (
+                "prefix_rule(pattern = x)",
+                1,
+                23,
+                "`x`: only literal values",
+            ),
+            (
+                "prefix_rule(\n  pattern = [\"a\",\n",
+                3,
+                1,
+                "unexpected end of the file",
+            ),
+            (
+                "prefix_rule(pattern = ['a'] decision = 'allow')",
+                1,
+                29,
+                "expected `,` or `)`",
+            ),
             ("x = 1", 1, 3, "expected `(`"),
-            ("prefix_rule(pattern = [\"a\\q\"])", 1, 27, "unsupported escape"),
+            (
+                "prefix_rule(pattern = [\"a\\q\"])",
+                1,
+                27,
+                "unsupported escape",
+            ),
         ] {
             let (at, got) = Parser::new(text).file().unwrap_err();
             assert_eq!((at.line, at.column), (line, column), "{text}: {got}");

@@ -189,7 +189,11 @@ fn rule_lines(text: &str) -> Vec<usize> {
         .enumerate()
         .filter(|(_, line)| {
             let line = line.trim();
-            line.starts_with("[[") && line.trim_start_matches('[').trim_start().starts_with("rule")
+            line.starts_with("[[")
+                && line
+                    .trim_start_matches('[')
+                    .trim_start()
+                    .starts_with("rule")
                 && line
                     .trim_start_matches('[')
                     .trim_start()
@@ -228,7 +232,7 @@ fn tool_pattern(name: Option<&str>, mcp: Option<&str>) -> Result<String, String>
             let rest = &name["mcp_".len()..];
             match rest.split_once('_') {
                 _ if rest == "*" => Ok("mcp__*".into()),
-                Some((server, tool)) if tool == "*" => Ok(format!("mcp__{server}__*")),
+                Some((server, "*")) => Ok(format!("mcp__{server}__*")),
                 Some((server, tool)) => {
                     if server.contains('*') || tool.contains('*') {
                         Ok(format!("mcp__{server}__{tool}"))
@@ -302,13 +306,16 @@ fn translate_rule(
     }
     if !prefixes.is_empty() || regex.is_some() {
         if tools != ["Bash"] {
-            return Err("`commandPrefix` and `commandRegex` apply to `run_shell_command` only".into());
+            return Err(
+                "`commandPrefix` and `commandRegex` apply to `run_shell_command` only".into(),
+            );
         }
         let redirection = fields.get("allowRedirection") == Some(&Value::Bool(true));
         if !prefixes.is_empty() {
             let mut patterns = Vec::new();
             for prefix in &prefixes {
-                let words = split_words(prefix).ok_or("an unterminated quote in `commandPrefix`")?;
+                let words =
+                    split_words(prefix).ok_or("an unterminated quote in `commandPrefix`")?;
                 if words.iter().any(|(w, q)| {
                     !q && w.contains(['&', '|', ';', '<', '>', '(', ')', '$', '`', '*'])
                 }) {
@@ -405,7 +412,10 @@ mod tests {
 
     #[test]
     fn tool_names_and_mcp_servers_map_to_tool_patterns() {
-        assert_eq!(tool_pattern(Some("run_shell_command"), None).unwrap(), "Bash");
+        assert_eq!(
+            tool_pattern(Some("run_shell_command"), None).unwrap(),
+            "Bash"
+        );
         assert_eq!(tool_pattern(Some("*"), None).unwrap(), "*");
         assert_eq!(tool_pattern(None, Some("jira")).unwrap(), "mcp__jira__*");
         assert_eq!(
@@ -417,12 +427,18 @@ mod tests {
             tool_pattern(Some("mcp_jira_search"), None).unwrap(),
             "[m]cp__jira__search"
         );
-        assert_eq!(tool_pattern(Some("mcp_jira_*"), None).unwrap(), "mcp__jira__*");
+        assert_eq!(
+            tool_pattern(Some("mcp_jira_*"), None).unwrap(),
+            "mcp__jira__*"
+        );
         assert!(tool_pattern(Some("list_directory"), None).is_err());
     }
 
     #[test]
     fn rule_headers_are_found_by_line() {
-        assert_eq!(rule_lines("# x\n[[rule]]\na = 1\n\n[[ rule ]]\n[rules]\n"), [2, 5]);
+        assert_eq!(
+            rule_lines("# x\n[[rule]]\na = 1\n\n[[ rule ]]\n[rules]\n"),
+            [2, 5]
+        );
     }
 }

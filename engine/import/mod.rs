@@ -336,7 +336,12 @@ fn comment(text: &str) -> String {
     text.replace(['\n', '\r'], " ")
 }
 
-fn render(agent: Agent, paths: &[PathBuf], translation: &Translation, enforced: bool) -> RenderedFile {
+fn render(
+    agent: Agent,
+    paths: &[PathBuf],
+    translation: &Translation,
+    enforced: bool,
+) -> RenderedFile {
     let mut out = String::new();
     let mut examples = BTreeMap::new();
     let line = |out: &String| out.matches('\n').count() + 1;
@@ -433,11 +438,7 @@ fn render(agent: Agent, paths: &[PathBuf], translation: &Translation, enforced: 
             }
         }
     }
-    let skipped: Vec<&Note> = translation
-        .skipped
-        .iter()
-        .filter(|_| !enforced)
-        .collect();
+    let skipped: Vec<&Note> = translation.skipped.iter().filter(|_| !enforced).collect();
     if !skipped.is_empty() {
         out.push_str("# Not imported:\n");
         for note in skipped {
@@ -510,7 +511,7 @@ fn verify(rendered: &Rendered) -> Result<Vec<(usize, usize, String)>, ImportErro
         )));
     }
     // Highest example first, so that removing one keeps the others' indices.
-    failed.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+    failed.sort_by_key(|&(rule, example, _)| std::cmp::Reverse((rule, example)));
     Ok(failed)
 }
 

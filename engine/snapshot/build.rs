@@ -21,8 +21,7 @@ use serde_json::Value;
 
 use super::EffectiveDocument;
 use super::layer::{
-    DiscoveryErrorKind, FoundFile, LayerKind, LayerOptions, LayerSpec, ProjectLayer, Root,
-    discover,
+    DiscoveryErrorKind, FoundFile, LayerKind, LayerOptions, LayerSpec, ProjectLayer, Root, discover,
 };
 use super::merge::{FileInput, MergeIssue, Merger};
 use super::provenance::{FileId, Origin, Provenance};
@@ -449,9 +448,8 @@ fn merge_project(
             Some(Ok(store)) => store.is_trusted(&project.root, &digest),
             Some(Err(error)) => {
                 diagnostics.push(
-                    Diagnostic::new(Code::TrustUntrustedProject, error.to_string()).with_help(
-                        "fix or remove the file; until then no project is trusted",
-                    ),
+                    Diagnostic::new(Code::TrustUntrustedProject, error.to_string())
+                        .with_help("fix or remove the file; until then no project is trusted"),
                 );
                 false
             }

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::load::{ReadLimits, read_source};
 use super::layer::{FoundFile, Root, discover};
+use crate::load::{ReadLimits, read_source};
 
 /// The environment variable naming the configuration folder (tests point it at a temporary
 /// folder).
@@ -48,10 +48,7 @@ pub fn config_dir() -> Option<PathBuf> {
 /// The digest of a project's policy files: SHA-256 over each file the project layer loads,
 /// in load order, as its path relative to the policy root and its text. Written
 /// `sha256:<hex>`.
-pub fn digest<'a>(
-    policies: &Path,
-    files: impl IntoIterator<Item = (&'a Path, &'a str)>,
-) -> String {
+pub fn digest<'a>(policies: &Path, files: impl IntoIterator<Item = (&'a Path, &'a str)>) -> String {
     let mut hasher = Sha256::new();
     for (path, text) in files {
         let relative = path.strip_prefix(policies).unwrap_or(path);
@@ -201,7 +198,9 @@ impl TrustStore {
 
     /// Every trusted project, by root.
     pub fn entries(&self) -> impl Iterator<Item = (&str, &TrustEntry)> {
-        self.projects.iter().map(|(root, entry)| (root.as_str(), entry))
+        self.projects
+            .iter()
+            .map(|(root, entry)| (root.as_str(), entry))
     }
 
     /// Records `root` as trusted with `digest`, replacing an older entry.
@@ -344,15 +343,27 @@ mod tests {
     #[test]
     fn the_digest_changes_with_any_name_or_content() {
         let root = Path::new("/p");
-        let a = digest(root, [(Path::new("/p/a.yaml"), "x"), (Path::new("/p/b.yaml"), "y")]);
+        let a = digest(
+            root,
+            [(Path::new("/p/a.yaml"), "x"), (Path::new("/p/b.yaml"), "y")],
+        );
         assert!(a.starts_with("sha256:"));
         assert_eq!(
             a,
-            digest(root, [(Path::new("/p/a.yaml"), "x"), (Path::new("/p/b.yaml"), "y")])
+            digest(
+                root,
+                [(Path::new("/p/a.yaml"), "x"), (Path::new("/p/b.yaml"), "y")]
+            )
         );
         for other in [
-            digest(root, [(Path::new("/p/a.yaml"), "x"), (Path::new("/p/b.yaml"), "z")]),
-            digest(root, [(Path::new("/p/a.yaml"), "x"), (Path::new("/p/c.yaml"), "y")]),
+            digest(
+                root,
+                [(Path::new("/p/a.yaml"), "x"), (Path::new("/p/b.yaml"), "z")],
+            ),
+            digest(
+                root,
+                [(Path::new("/p/a.yaml"), "x"), (Path::new("/p/c.yaml"), "y")],
+            ),
             digest(root, [(Path::new("/p/a.yaml"), "xy")]),
             digest(root, [(Path::new("/p/a.yaml"), "x")]),
         ] {

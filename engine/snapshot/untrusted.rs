@@ -121,7 +121,10 @@ impl Trusted {
         }
         Self {
             rule_names: rules.iter().filter_map(|rule| name(rule)).collect(),
-            hook_names: items("hooks").iter().filter_map(|hook| name(hook)).collect(),
+            hook_names: items("hooks")
+                .iter()
+                .filter_map(|hook| name(hook))
+                .collect(),
             tool_names,
             mode_names: keys("modes"),
             lowest_deny,
@@ -170,7 +173,9 @@ pub fn restrict(document: &Value, trusted: &Trusted) -> Restricted {
                 out.insert(section.clone(), Value::Array(kept));
             }
             "modes" => {
-                let Value::Object(modes) = value else { continue };
+                let Value::Object(modes) = value else {
+                    continue;
+                };
                 let mut kept = Map::new();
                 for (mode, spec) in modes {
                     if trusted.mode_names.contains(mode) {
@@ -185,7 +190,9 @@ pub fn restrict(document: &Value, trusted: &Trusted) -> Restricted {
                 out.insert(section.clone(), Value::Object(kept));
             }
             "tools" => {
-                let Value::Object(tools) = value else { continue };
+                let Value::Object(tools) = value else {
+                    continue;
+                };
                 for tool in tools.keys() {
                     let what = if trusted.tool_names.contains(tool) {
                         format!("changes to the contract of tool `{tool}`")
@@ -238,7 +245,9 @@ pub fn restrict(document: &Value, trusted: &Trusted) -> Restricted {
 fn keep_rule(rule: &Value, trusted: &Trusted) -> Result<Value, String> {
     let name = rule.get("name").and_then(Value::as_str).unwrap_or("?");
     if trusted.rule_names.contains(name) {
-        return Err(format!("rule `{name}`, which changes a rule of a lower layer"));
+        return Err(format!(
+            "rule `{name}`, which changes a rule of a lower layer"
+        ));
     }
     if rule.get("disabled") == Some(&Value::Bool(true)) {
         return Err(format!("disabled rule `{name}`"));
@@ -262,9 +271,9 @@ fn keep_rule(rule: &Value, trusted: &Trusted) -> Result<Value, String> {
         "ask" => {
             let covers_deny_default = trusted.deny_default_engine
                 || (!trusted.deny_default_tools.is_empty()
-                    && tools.iter().any(|tool| {
-                        is_glob(tool) || trusted.deny_default_tools.contains(*tool)
-                    }));
+                    && tools
+                        .iter()
+                        .any(|tool| is_glob(tool) || trusted.deny_default_tools.contains(*tool)));
             if covers_deny_default {
                 return Err(format!(
                     "ask rule `{name}`, which could turn a tool's default deny into an ask"
@@ -357,8 +366,14 @@ mod tests {
                 ("/commands", "the `commands` table"),
                 ("/modes/plan", "mode `plan` redefined"),
                 ("/rules/0", "allow rule `rm-all`"),
-                ("/rules/4", "rule `no-rm`, which changes a rule of a lower layer"),
-                ("/rules/5", "rule `git`, which changes a rule of a lower layer"),
+                (
+                    "/rules/4",
+                    "rule `no-rm`, which changes a rule of a lower layer"
+                ),
+                (
+                    "/rules/5",
+                    "rule `git`, which changes a rule of a lower layer"
+                ),
                 (
                     "/rules/6",
                     "deny rule `mine`, which names tool `Mine` the trusted layers do not define"

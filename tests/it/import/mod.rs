@@ -191,7 +191,12 @@ fn claude_settings_import_check_and_decide_as_claude_code_documents() {
             ("Bash", bash("npm run lint src"), none, Allow),
             // Every part of a compound command must be allowed; a denied part denies.
             ("Bash", bash("npm run test && npm run build"), none, Ask),
-            ("Bash", bash("npm run test && curl https://example.com"), none, Deny),
+            (
+                "Bash",
+                bash("npm run test && curl https://example.com"),
+                none,
+                Deny,
+            ),
             // Ask beats allow; no rule: Bash asks.
             ("Bash", bash("git push origin main"), none, Ask),
             ("Bash", bash("npm run build"), none, Ask),
@@ -202,19 +207,49 @@ fn claude_settings_import_check_and_decide_as_claude_code_documents() {
             // `Read(./.env)`, `Read(//etc/shadow)`, `Read(secrets/)`, `Read(~/notes/**)`.
             ("Read", json!({ "file_path": ".env" }), none, Deny),
             ("Read", json!({ "file_path": "/etc/shadow" }), none, Deny),
-            ("Read", json!({ "file_path": "deploy/secrets/token" }), none, Deny),
-            ("Read", json!({ "file_path": "~/notes/todo.md" }), none, Allow),
+            (
+                "Read",
+                json!({ "file_path": "deploy/secrets/token" }),
+                none,
+                Deny,
+            ),
+            (
+                "Read",
+                json!({ "file_path": "~/notes/todo.md" }),
+                none,
+                Allow,
+            ),
             ("Read", json!({ "file_path": "src/main.rs" }), none, Allow),
-            ("Grep", json!({ "pattern": "x", "path": "deploy/secrets" }), none, Deny),
+            (
+                "Grep",
+                json!({ "pattern": "x", "path": "deploy/secrets" }),
+                none,
+                Deny,
+            ),
             // `Edit(/src/**)` and acceptEdits allow; `Edit(./package.json)` asks;
             // `Edit(/config/production/**)` denies.
             ("Edit", edit("src/lib.rs"), none, Allow),
             ("Edit", edit("README.md"), none, Allow),
             ("Edit", edit("package.json"), none, Ask),
-            ("Write", json!({ "file_path": "config/production/db.yml", "content": "x" }), none, Deny),
+            (
+                "Write",
+                json!({ "file_path": "config/production/db.yml", "content": "x" }),
+                none,
+                Deny,
+            ),
             // `WebFetch(domain:example.com)`; other domains ask; `WebSearch` is denied.
-            ("WebFetch", json!({ "url": "https://example.com/docs", "prompt": "p" }), none, Allow),
-            ("WebFetch", json!({ "url": "https://example.org/", "prompt": "p" }), none, Ask),
+            (
+                "WebFetch",
+                json!({ "url": "https://example.com/docs", "prompt": "p" }),
+                none,
+                Allow,
+            ),
+            (
+                "WebFetch",
+                json!({ "url": "https://example.org/", "prompt": "p" }),
+                none,
+                Ask,
+            ),
             ("WebSearch", json!({ "query": "toolgate" }), none, Deny),
             ("Glob", json!({ "pattern": "**/*.rs" }), none, Allow),
         ],
@@ -282,13 +317,33 @@ fn gemini_policies_import_check_and_decide_as_gemini_cli_documents() {
             ("Bash", bash("make all"), none, Allow),
             // Modes: `plan` denies the shell; `autoEdit` allows writes.
             ("Bash", bash("git status"), &["plan"], Deny),
-            ("Write", json!({ "file_path": "a.txt", "content": "x" }), none, Ask),
-            ("Write", json!({ "file_path": "a.txt", "content": "x" }), &["autoEdit"], Allow),
+            (
+                "Write",
+                json!({ "file_path": "a.txt", "content": "x" }),
+                none,
+                Ask,
+            ),
+            (
+                "Write",
+                json!({ "file_path": "a.txt", "content": "x" }),
+                &["autoEdit"],
+                Allow,
+            ),
             ("Edit", edit("a.txt"), &["autoEdit"], Ask),
             ("Read", json!({ "file_path": "src/main.rs" }), none, Allow),
             // `interactive = false` → toolgate's `automation` mode.
-            ("WebFetch", json!({ "url": "https://example.com/", "prompt": "p" }), &["automation"], Deny),
-            ("WebFetch", json!({ "url": "https://example.com/", "prompt": "p" }), none, Ask),
+            (
+                "WebFetch",
+                json!({ "url": "https://example.com/", "prompt": "p" }),
+                &["automation"],
+                Deny,
+            ),
+            (
+                "WebFetch",
+                json!({ "url": "https://example.com/", "prompt": "p" }),
+                none,
+                Ask,
+            ),
             ("WebSearch", json!({ "query": "toolgate" }), none, Allow),
         ],
     );

@@ -183,9 +183,8 @@ fn trusting_a_project_keeps_the_other_entries_of_the_store() {
     let one = Clone::new();
     let two = Clone::new();
     // Both projects share one configuration folder.
-    let run = |clone: &Clone, args: &[&str]| {
-        toolgate_with_config(&clone.project, &one.config, args)
-    };
+    let run =
+        |clone: &Clone, args: &[&str]| toolgate_with_config(&clone.project, &one.config, args);
     assert_eq!(run(&one, &["trust"]).code, 0);
     assert_eq!(run(&two, &["trust"]).code, 0);
     let list = run(&one, &["trust", "--list"]);
