@@ -289,6 +289,7 @@ fn keep_rule(rule: &Value, trusted: &Trusted) -> Result<Value, String> {
             }
             Ok(rule)
         }
+        "" => Err(format!("rule `{name}` without a decision")),
         _ => Err(format!("{decision} rule `{name}`")),
     }
 }
