@@ -14,8 +14,9 @@
 //! written into the output as comments and returned as [`Note`]s for stderr. The output is
 //! then loaded with the built-in policies, exactly as `toolgate check` would: an imported
 //! example that toolgate judges differently from the source agent is moved out of the rule
-//! into a comment (and reported), and any other problem is an error, so what `import` prints
-//! always passes `check`.
+//! into a comment, a rule toolgate refuses (a regex or glob it cannot compile) is listed as
+//! not imported, both reported; any other problem is an error, so what `import` prints always
+//! passes `check`.
 //!
 //! Rules from an organisation's files (Claude Code managed settings, Gemini CLI admin
 //! policies) go to a second file, meant for `--enforced`.
@@ -30,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::diagnostics::{Code, Diagnostic};
+use crate::diagnostics::Code;
 use crate::snapshot::{LayerOptions, LoadOptions, load};
 
 /// The agent whose files are imported.
@@ -239,8 +240,8 @@ fn finish(
     // rounds suffice (each round removes every failing example it found).
     for _ in 0..4 {
         let rendered = render_all(agent, paths, &translation);
-        let failed = verify(&rendered)?;
-        if failed.is_empty() {
+        let problems = verify(&rendered)?;
+        if problems.is_empty() {
             let mut notes: Vec<Note> = Vec::new();
             for rule in &translation.rules {
                 notes.extend(rule.inexact.iter().map(|why| Note {
@@ -256,7 +257,15 @@ fn finish(
                 notes,
             });
         }
-        for (rule, example, why) in failed {
+        let mut rejected = Vec::new();
+        for problem in problems {
+            let (rule, example, why) = match problem {
+                Problem::Example { rule, example, why } => (rule, example, why),
+                Problem::Rule { rule, why } => {
+                    rejected.push((rule, why));
+                    continue;
+                }
+            };
             let Some(rule) = translation.rules.get_mut(rule) else {
                 continue;
             };
@@ -272,9 +281,21 @@ fn finish(
                 ));
             }
         }
+        // A rule toolgate refuses (a regex or glob it cannot compile) is not imported.
+        rejected.sort_by_key(|(rule, _)| std::cmp::Reverse(*rule));
+        rejected.dedup_by_key(|(rule, _)| *rule);
+        for (index, why) in rejected {
+            if index < translation.rules.len() {
+                let rule = translation.rules.remove(index);
+                translation.skip(
+                    rule.origin,
+                    format!("toolgate refuses the translation: {why}"),
+                );
+            }
+        }
     }
     Err(ImportError::Invalid(
-        "examples kept failing after they were removed".into(),
+        "problems kept being found after the rules and examples behind them were removed".into(),
     ))
 }
 
@@ -312,6 +333,8 @@ struct RenderedFile {
     text: String,
     /// line → (rule index in the translation, example index in the rule).
     examples: BTreeMap<usize, (usize, usize)>,
+    /// (first line, last line, rule index in the translation) of every rule.
+    rules: Vec<(usize, usize, usize)>,
 }
 
 struct Rendered {
@@ -344,6 +367,7 @@ fn render(
 ) -> RenderedFile {
     let mut out = String::new();
     let mut examples = BTreeMap::new();
+    let mut lines = Vec::new();
     let line = |out: &String| out.matches('\n').count() + 1;
     let kind = if enforced {
         "enforced (organisation) "
@@ -389,6 +413,7 @@ fn render(
         out.push_str("rules:\n");
     }
     for (index, rule) in rules {
+        let first = line(&out);
         let _ = writeln!(
             out,
             "  # from {} {}: {}",
@@ -437,6 +462,7 @@ fn render(
                 }
             }
         }
+        lines.push((first, line(&out) - 1, index));
     }
     let skipped: Vec<&Note> = translation.skipped.iter().filter(|_| !enforced).collect();
     if !skipped.is_empty() {
@@ -453,12 +479,25 @@ fn render(
     RenderedFile {
         text: out,
         examples,
+        rules: lines,
     }
 }
 
-/// Loads the rendered files with the built-in policies, as `toolgate check` does. Returns the
-/// examples that failed (rule index, example index, why); any other error fails the import.
-fn verify(rendered: &Rendered) -> Result<Vec<(usize, usize, String)>, ImportError> {
+/// What the load of the rendered files found wrong with one rule.
+enum Problem {
+    /// An example toolgate judges differently from the source agent.
+    Example {
+        rule: usize,
+        example: usize,
+        why: String,
+    },
+    /// A rule toolgate refuses (a pattern it cannot compile).
+    Rule { rule: usize, why: String },
+}
+
+/// Loads the rendered files with the built-in policies, as `toolgate check` does, and
+/// returns the problems found in imported rules; a problem outside any rule fails the import.
+fn verify(rendered: &Rendered) -> Result<Vec<Problem>, ImportError> {
     let dir = tempfile::tempdir().map_err(|err| ImportError::Invalid(err.to_string()))?;
     let write = |name: &str, text: &str| -> Result<PathBuf, ImportError> {
         let path = dir.path().join(name);
@@ -477,42 +516,55 @@ fn verify(rendered: &Rendered) -> Result<Vec<(usize, usize, String)>, ImportErro
     });
     options.build_all_matchers = true;
     let outcome = load(&options, 1);
-    let mut failed = Vec::new();
-    let mut other: Option<&Diagnostic> = None;
+    let mut problems = Vec::new();
     for diagnostic in outcome.diagnostics.iter().filter(|d| d.is_error()) {
-        let at = diagnostic.location.as_ref().and_then(|location| {
+        let located = diagnostic.location.as_ref().and_then(|location| {
             let file = if Path::new(&**location.source.path()) == policy {
                 &rendered.policy
             } else {
                 rendered.enforced.as_ref()?
             };
-            file.examples.get(&(location.span.line as usize)).copied()
+            Some((file, location.span.line as usize))
         });
-        match (diagnostic.code, at) {
-            (Code::SemanticExampleFailed, Some((rule, example))) => {
-                let why = diagnostic
-                    .message
-                    .split_once(": ")
-                    .map_or(diagnostic.message.as_str(), |(_, why)| why);
-                failed.push((rule, example, why.to_owned()));
+        let why = diagnostic
+            .message
+            .split_once(": ")
+            .map_or(diagnostic.message.as_str(), |(_, why)| why)
+            .to_owned();
+        let example = located.and_then(|(file, line)| file.examples.get(&line).copied());
+        let rule = located.and_then(|(file, line)| {
+            file.rules
+                .iter()
+                .find(|(first, last, _)| (*first..=*last).contains(&line))
+                .map(|(_, _, rule)| *rule)
+        });
+        match (diagnostic.code, example, rule) {
+            (Code::SemanticExampleFailed, Some((rule, example)), _) => {
+                problems.push(Problem::Example { rule, example, why })
             }
-            _ => other = other.or(Some(diagnostic)),
+            (_, _, Some(rule)) => problems.push(Problem::Rule {
+                rule,
+                why: diagnostic.message.clone(),
+            }),
+            _ => {
+                let place = diagnostic
+                    .location
+                    .as_ref()
+                    .map(|l| format!(" (line {})", l.span.line))
+                    .unwrap_or_default();
+                return Err(ImportError::Invalid(format!(
+                    "{}{place}",
+                    diagnostic.message
+                )));
+            }
         }
     }
-    if let Some(diagnostic) = other {
-        let place = diagnostic
-            .location
-            .as_ref()
-            .map(|l| format!(" (line {})", l.span.line))
-            .unwrap_or_default();
-        return Err(ImportError::Invalid(format!(
-            "{}{place}",
-            diagnostic.message
-        )));
-    }
     // Highest example first, so that removing one keeps the others' indices.
-    failed.sort_by_key(|&(rule, example, _)| std::cmp::Reverse((rule, example)));
-    Ok(failed)
+    problems.sort_by_key(|problem| match problem {
+        Problem::Example { rule, example, .. } => std::cmp::Reverse((*rule, *example)),
+        Problem::Rule { rule, .. } => std::cmp::Reverse((*rule, usize::MAX)),
+    });
+    Ok(problems)
 }
 
 /// Splits a command line into words, shell style (quotes and backslashes), keeping whether

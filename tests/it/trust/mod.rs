@@ -110,7 +110,9 @@ fn a_cloned_project_only_tightens_until_trusted_and_again_after_any_change() {
     let plan = clone.run(&["plan", "../batch.yaml"]);
     insta::assert_snapshot!("untrusted_plan", clone.transcript(&plan));
     // A kept rule still points at its own text, though the ignored rule before it is gone.
-    let json = clone.run(&["plan", "../batch.yaml", "--format", "json"]).json();
+    let json = clone
+        .run(&["plan", "../batch.yaml", "--format", "json"])
+        .json();
     let reasons = json["calls"][1]["reasons"].to_string();
     assert!(
         reasons.contains("/.toolgate/policies/project.yaml:11:5"),
