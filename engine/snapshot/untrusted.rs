@@ -386,4 +386,17 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn no_ask_rule_is_kept_when_the_engine_default_denies() {
+        let doc = json!({"engine": {"default_permission": "deny"}, "tools": {"Bash": {}}});
+        let trusted = Trusted::from_merged(doc.as_object().unwrap());
+        let file = json!({"version": 1, "rules": [
+            {"name": "ask-bash", "tools": ["Bash"], "decision": "ask"},
+            {"name": "deny-bash", "tools": ["Bash"], "decision": "deny"},
+        ]});
+        let restricted = restrict(&file, &trusted);
+        assert_eq!(restricted.kept_rules, [1]);
+        assert_eq!(restricted.ignored.len(), 1);
+    }
 }
