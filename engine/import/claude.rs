@@ -12,7 +12,7 @@
 //! project > user), as in Claude Code.
 //!
 //! Tool names map onto toolgate's built-in tools with a small table of this module
-//! ([`tool`]); `Edit(...)` rules cover toolgate's `Write` and `Edit`, `Read(...)` rules
+//! (`tool`); `Edit(...)` rules cover toolgate's `Write` and `Edit`, `Read(...)` rules
 //! `Read` (by `file_path`) and, for deny and ask, `Grep` and `Glob` (by `path`), as Claude
 //! Code applies them to its search tools too.
 

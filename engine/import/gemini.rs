@@ -13,7 +13,7 @@
 //! anything else (`~/.gemini/policies`) is user. Note that a rule above priority 100
 //! outranks toolgate's own built-in rules, as it outranks Gemini CLI's defaults.
 //!
-//! Tool names map onto toolgate's tools with a small table of this module ([`tool`]).
+//! Tool names map onto toolgate's tools with a small table of this module (`tool`).
 
 use std::path::{Path, PathBuf};
 
