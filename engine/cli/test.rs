@@ -25,7 +25,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::assess::{self, Resolved};
-use crate::diagnostics::{Code, Diagnostic, Location, SourceFile};
+use crate::diagnostics::{Code, Diagnostic, Location, SourceFile, closest};
 use crate::executor::Batch;
 use crate::executor::plan::{PlannedCall, plan};
 use crate::load::{ReadLimits, SchemaChecker, parse_document, read_source};
@@ -375,7 +375,7 @@ pub fn parse_test_file(
             && rule != DEFAULT_RULE
             && !rule_names.contains(&rule.as_str())
         {
-            let help = match closest(rule, &rule_names) {
+            let help = match closest(rule, rule_names.iter().copied()) {
                 Some(near) => format!("did you mean `{near}`?"),
                 None => format!(
                     "name a rule of the policy set, or `{DEFAULT_RULE}` to expect that no rule matches"
@@ -417,15 +417,6 @@ fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
         }
     }
     pointer
-}
-
-fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (strsim::jaro_winkler(name, c), *c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
 }
 
 /// Runs the tests of checked files.

@@ -306,9 +306,12 @@ impl Code {
                 "toolgate::syntax::limit",
                 "the document exceeds a structural limit",
                 "## What it means\nThe document nests deeper than the nesting limit (128 \
-                 levels), or its aliases expand to more nodes than the alias budget allows.\n\n\
+                 levels), its aliases expand to more nodes than the alias budget allows, or a \
+                 line of YAML is longer than 256 KiB.\n\n\
                  ## Why\nThese limits stop a hostile or broken file (a \"billion laughs\" alias \
-                 bomb, thousands of nested brackets) from exhausting memory or the stack.\n\n\
+                 bomb, thousands of nested brackets) from exhausting memory or the stack, and \
+                 a megabyte-long line of YAML from taking seconds to parse (the parser's time on \
+                 a flow collection grows with the square of its line's length).\n\n\
                  ## Example\n```yaml\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, \
                  *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n# ...\n```\n\
                  Write the data out, or flatten it.",

@@ -21,9 +21,11 @@ pub mod codes;
 pub mod diagnostic;
 pub mod render;
 pub mod source;
+pub mod suggest;
 
 pub use codes::{Code, Severity};
 pub use diagnostic::{
     Diagnostic, Diagnostics, Location, Related, fold_whitespace, lowercase_first,
 };
 pub use source::{Format, LineCursor, SourceFile, Span};
+pub use suggest::closest;

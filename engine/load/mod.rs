@@ -51,13 +51,19 @@ pub struct ParseLimits {
     /// Maximum number of nodes YAML aliases may expand to across a document ("billion
     /// laughs" guard).
     pub max_alias_nodes: usize,
+    /// Maximum length of one line of YAML, in bytes. The YAML parser's time on a flow
+    /// collection (`[a, b, ...]`, `{a: 1, ...}`) grows with the square of its line's length
+    /// (seconds for a megabyte on one line); the limit bounds it (a 256 KiB line parses in
+    /// well under a second) and says how to write the file instead.
+    pub max_line_bytes: usize,
 }
 
 impl ParseLimits {
-    /// The defaults: 128 levels, 100 000 alias-expanded nodes.
+    /// The defaults: 128 levels, 100 000 alias-expanded nodes, lines of 256 KiB.
     pub const DEFAULT: ParseLimits = ParseLimits {
         max_depth: 128,
         max_alias_nodes: 100_000,
+        max_line_bytes: 256 * 1024,
     };
 }
 

@@ -24,7 +24,7 @@ use super::ParsedDocument;
 use super::spans::{SpanTable, join_pointer};
 use crate::diagnostics::source::floor_char_boundary;
 use crate::diagnostics::{
-    Code, Diagnostic, Format, SourceFile, Span, fold_whitespace, lowercase_first,
+    Code, Diagnostic, Format, SourceFile, Span, closest, fold_whitespace, lowercase_first,
 };
 use crate::model::units::{Duration, Size};
 
@@ -781,22 +781,6 @@ fn unknown_key(pointer: &str, key: &str, allowed: &[String]) -> Issue {
     }
 }
 
-/// The candidate closest to `input`, if it is close enough to be a likely typo.
-fn closest<'c>(input: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
-    let lowered = input.to_lowercase();
-    candidates
-        .filter_map(|candidate| {
-            if candidate == input {
-                return None;
-            }
-            let distance = strsim::damerau_levenshtein(&lowered, &candidate.to_lowercase());
-            let budget = (input.chars().count().min(candidate.chars().count()) / 3).max(1);
-            (distance <= budget).then_some((distance, candidate))
-        })
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate)
-}
-
 /// `a`, `b` and `c` as a backticked list, eliding after [`MAX_LISTED`].
 fn list(items: &[&str]) -> String {
     let mut shown: Vec<String> = items
@@ -983,14 +967,6 @@ mod tests {
                 )
             })
             .collect()
-    }
-
-    #[test]
-    fn closest_finds_typos_only() {
-        let keys = ["timeout", "handler", "aliases"];
-        assert_eq!(closest("timout", keys.iter().copied()), Some("timeout"));
-        assert_eq!(closest("Handler", keys.iter().copied()), Some("handler"));
-        assert_eq!(closest("budget", keys.iter().copied()), None);
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub fn parse_yaml(
     // The parser is guarded against its own panics (an internal assertion tripped by a
     // carriage return around a byte-order mark, found by fuzzing): a panic is a syntax error
     // of the file, never a crash of the engine.
+    if let Some(long) = line_over(source.text(), limits.max_line_bytes) {
+        return Err(vec![long_line(source, long, limits.max_line_bytes)]);
+    }
     let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let text: &str = source.text();
         let mut builder = Builder::new(source, limits);
@@ -70,6 +73,34 @@ pub fn parse_yaml(
             .with_help("look for stray carriage returns or byte-order marks, or save the file as plain UTF-8 with Unix line ends"),
         ])
     })
+}
+
+/// The first line of `text` longer than `max` bytes, as its byte range.
+fn line_over(text: &str, max: usize) -> Option<std::ops::Range<usize>> {
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()).chain([text.len()]) {
+        if end - start > max {
+            return Some(start..end);
+        }
+        start = end + 1;
+    }
+    None
+}
+
+fn long_line(source: &Arc<SourceFile>, line: std::ops::Range<usize>, max: usize) -> Diagnostic {
+    let kib = |bytes: usize| bytes.div_ceil(1024);
+    // Point at the line's first characters: the whole line is what is too long.
+    let shown = line.start..line.end.min(line.start + 40);
+    Diagnostic::new(
+        Code::SyntaxLimit,
+        format!(
+            "this line is {} KiB long, over the {} KiB a line of YAML may have",
+            kib(line.len()),
+            kib(max)
+        ),
+    )
+    .at(source, source.span_of(shown.start, shown.end))
+    .with_help("break it up: write a long list or mapping one item per line (block style), and a long text as a block scalar (`|`)")
 }
 
 /// A node's tag as the parser resolves it (`!!str` arrives as `tag:yaml.org,2002:str`),
@@ -1123,6 +1154,45 @@ mod tests {
             Ok(_) => Vec::new(),
             Err(errors) => errors.iter().map(|d| d.code).collect(),
         }
+    }
+
+    /// A line longer than the limit is refused before the parser sees it (the parser's time
+    /// on a one-line flow collection grows with the square of the line), at its line; the
+    /// same data written one item per line parses.
+    #[test]
+    fn a_line_over_the_limit_is_refused_at_its_line() {
+        let limits = ParseLimits::default();
+        let items: Vec<String> = (0..limits.max_line_bytes / 8)
+            .map(|i| format!("item{i}"))
+            .collect();
+        let flow = format!("version: 1\nitems: [{}]\n", items.join(", "));
+        let source = SourceFile::in_memory("t.yaml", flow, Format::Yaml);
+        let errors = parse_yaml(&source, &limits).expect_err("refused");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].code, Code::SyntaxLimit);
+        let location = errors[0].location.as_ref().expect("a location");
+        assert_eq!(location.display(), "t.yaml:2:1");
+        assert!(
+            errors[0].message.contains("over the 256 KiB"),
+            "{}",
+            errors[0].message
+        );
+
+        let block = format!(
+            "version: 1\nitems:\n{}",
+            items
+                .iter()
+                .map(|i| format!("  - {i}\n"))
+                .collect::<String>()
+        );
+        assert_eq!(
+            value(&block)["items"].as_array().map(Vec::len),
+            Some(items.len())
+        );
+        // A line exactly at the limit parses; a byte more is refused (the last line too).
+        let at_limit = format!("a: {}", "x".repeat(limits.max_line_bytes - 3));
+        assert_eq!(codes(&at_limit), []);
+        assert_eq!(codes(&format!("{at_limit}x")), [Code::SyntaxLimit]);
     }
 
     #[test]

@@ -1,5 +1,8 @@
-//! JSON Schemas generated from the model. `schemas/` holds their rendered form for editors; a
-//! test regenerates them and fails when the files are stale.
+//! JSON Schemas generated from the model. `schemas/` holds their rendered form, for editors and
+//! for the loader: a test regenerates them and fails when the files are stale, so the text
+//! compiled into the binary is what the model generates, and a process reads that text rather
+//! than generating the schemas again (generating the policy schema was about a tenth of a
+//! `toolgate plan` process's work).
 
 use schemars::generate::SchemaSettings;
 use schemars::transform::{Transform, transform_subschemas};
@@ -11,7 +14,7 @@ use super::file::PolicyFile;
 /// Base URL of the published schemas (their `$id`).
 pub const SCHEMA_BASE_URL: &str = "https://toolgate.dev/schemas/";
 
-/// The schemas toolgate publishes, by file name in `schemas/`.
+/// The schemas toolgate publishes, by file name in `schemas/`, as published.
 pub fn all() -> Vec<(&'static str, Value)> {
     vec![
         ("policy.schema.json", policy_file()),
@@ -20,8 +23,47 @@ pub fn all() -> Vec<(&'static str, Value)> {
     ]
 }
 
+/// The schemas as the model generates them now, by file name in `schemas/`: what the
+/// published files must equal.
+pub fn generated() -> Vec<(&'static str, Value)> {
+    vec![
+        ("policy.schema.json", generate_policy_file()),
+        ("batch.schema.json", generate_batch_file()),
+        ("policy-test.schema.json", generate_policy_test_file()),
+    ]
+}
+
 /// The JSON Schema of a batch file.
 pub fn batch_file() -> Value {
+    published(
+        include_str!("../../schemas/batch.schema.json"),
+        generate_batch_file,
+    )
+}
+
+/// The JSON Schema of a policy test file.
+pub fn policy_test_file() -> Value {
+    published(
+        include_str!("../../schemas/policy-test.schema.json"),
+        generate_policy_test_file,
+    )
+}
+
+/// The JSON Schema of a policy file.
+pub fn policy_file() -> Value {
+    published(
+        include_str!("../../schemas/policy.schema.json"),
+        generate_policy_file,
+    )
+}
+
+/// A published schema's text, parsed; generated instead should the text not parse (it
+/// always does: the drift test compares it with the generated schema).
+fn published(text: &str, generate: fn() -> Value) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| generate())
+}
+
+fn generate_batch_file() -> Value {
     generate::<super::batch::BatchFile>(
         "batch.schema.json",
         "toolgate batch",
@@ -29,8 +71,7 @@ pub fn batch_file() -> Value {
     )
 }
 
-/// The JSON Schema of a policy test file.
-pub fn policy_test_file() -> Value {
+fn generate_policy_test_file() -> Value {
     generate::<super::batch::PolicyTestFile>(
         "policy-test.schema.json",
         "toolgate policy tests",
@@ -38,8 +79,7 @@ pub fn policy_test_file() -> Value {
     )
 }
 
-/// The JSON Schema of a policy file.
-pub fn policy_file() -> Value {
+fn generate_policy_file() -> Value {
     generate::<PolicyFile>(
         "policy.schema.json",
         "toolgate policy file",

@@ -289,7 +289,8 @@ impl ShellPattern {
         if mode == MatchMode::All && words.iter().any(|w| matches!(w.kind, WordKind::Opaque(_))) {
             return false;
         }
-        self.assignments_match(command, mode, table) && self.words_match(words, mode)
+        // The words first: they usually differ at the command word, which is cheap to see.
+        self.words_match(words, mode) && self.assignments_match(command, mode, table)
     }
 
     /// Whether a simple command matches this pattern in `mode`, read with the command

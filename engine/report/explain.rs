@@ -116,17 +116,8 @@ pub enum ExplainError {
 pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, ExplainError> {
     let Some(found) = snapshot.lookup(tool) else {
         let known: Vec<String> = snapshot.tools.keys().map(|t| t.to_string()).collect();
-        let suggestion = known
-            .iter()
-            .map(|k| {
-                (
-                    strsim::jaro_winkler(&tool.to_lowercase(), &k.to_lowercase()),
-                    k,
-                )
-            })
-            .filter(|(score, _)| *score > 0.8)
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, k)| k.clone());
+        let suggestion = crate::diagnostics::closest(tool, known.iter().map(String::as_str))
+            .map(str::to_owned);
         return Err(ExplainError::UnknownTool {
             name: tool.to_owned(),
             suggestion,

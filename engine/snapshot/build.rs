@@ -53,8 +53,8 @@ pub struct LoadOptions {
     /// Limits on the whole set: files, bytes, tools, rules.
     pub set_limits: SetLimits,
     /// Build every rule's glob and regex automata during the load, reporting any that cannot
-    /// be built. Off by default: automata are built when first needed (rules with `examples`
-    /// are always built, to check them); `toolgate check` turns it on.
+    /// be built. Off by default: automata are built when first needed (rules whose
+    /// `examples` the load checks are built to check them); `toolgate check` turns it on.
     pub build_all_matchers: bool,
     /// The user's configuration folder, whose trust store says whether a found project
     /// layer ([`super::layer::LayerKind::Project`]) is trusted; `None`: no project is.

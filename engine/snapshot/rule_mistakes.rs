@@ -26,7 +26,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::diagnostics::{Code, Diagnostic, Severity, closest};
 use crate::load::spans::{join_pointer, pointer_segments};
 use crate::model::rule::{ArgMatcher, OneOrMany, Rule};
 use crate::policy::matcher::json_eq;
@@ -340,7 +340,7 @@ fn suggestion<'s>(segments: &[Cow<'_, str>], fields: &[(&str, Field<'s>)]) -> Op
     fields.iter().find_map(|(_, field)| match field {
         Field::Forbidden { depth, candidates } | Field::Open { depth, candidates } => segments
             .get(*depth)
-            .and_then(|segment| super::semantic::closest(segment, candidates.iter().copied())),
+            .and_then(|segment| closest(segment, candidates.iter().copied())),
         Field::Defined { .. } | Field::NoSchema => None,
     })
 }

@@ -20,10 +20,10 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::Sources;
-use super::layer::LayerSpec;
+use super::layer::{LayerKind, LayerSpec};
 use super::provenance::{Origin, Provenance};
 use super::rule_mistakes::{self, CoveredTool, Place};
-use crate::diagnostics::{Code, Diagnostic, Location, Severity};
+use crate::diagnostics::{Code, Diagnostic, Location, Severity, closest};
 use crate::load::spans::{NodeSpan, join_pointer};
 use crate::model::contract::{TimeoutSpec, ToolContract};
 use crate::model::engine_config::MessageKey;
@@ -90,6 +90,19 @@ impl Input<'_> {
     /// The location of the key of the member at an effective pointer.
     fn at_key(&self, pointer: &str) -> Option<Location> {
         self.sources.locate_key(self.provenance, pointer)
+    }
+
+    /// Whether every value at and below an effective pointer comes from the layers shipped in
+    /// the binary (the engine defaults and the built-in layer); `true` when nothing is there.
+    fn shipped(&self, pointer: &str) -> bool {
+        let shipped = |origin: &Origin| {
+            self.layer_of_origin(origin)
+                .is_some_and(|layer| matches!(layer.kind, LayerKind::Defaults | LayerKind::Builtin))
+        };
+        self.provenance
+            .nearest(pointer)
+            .is_none_or(|(_, o)| shipped(o))
+            && self.provenance.subtree(pointer).all(|(_, o)| shipped(o))
     }
 
     /// The layer of the file that set the value at an effective pointer.
@@ -916,27 +929,9 @@ fn bad_type_name(schema: &Value, path: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The candidate closest to `name`, if one is close enough to be a likely typo.
-pub(super) fn closest<'a>(
-    name: &str,
-    candidates: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
-    candidates
-        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, candidate)| candidate)
-}
-
 fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) -> Diagnostic {
     let known: Vec<&String> = known.collect();
-    let suggestion = known
-        .iter()
-        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, candidate)| candidate.to_string());
-    let help = match suggestion {
+    let help = match closest(name, known.iter().map(|k| k.as_str())) {
         Some(candidate) => format!("did you mean `{candidate}`?"),
         None if known.is_empty() => format!("no {what} is declared; declare it under `{what}s`"),
         None => format!(
@@ -1094,14 +1089,22 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
     let commands = Arc::new(CommandTable::new(
         &typed.commands.clone().unwrap_or_default(),
     ));
+    // A rule as shipped, read with the shipped command table, has its examples checked by
+    // toolgate's own tests, in a workspace whose files they were written for; checking them
+    // on every load cost about a tenth of a one-call `toolgate plan` process. A rule a
+    // policy file wrote or changed has its examples checked (the command table changes
+    // what a `shell` pattern means, so changing it rechecks every rule).
+    let commands_shipped = input.shipped("/commands");
     let results: Vec<_> = enabled
         .par_iter()
         .map(|(index, rule)| {
             let origin = rule_origin(input, &name_keys, *index);
             let mut compiled = compile_rule(rule, origin, names, &typed.modes)?;
             let mut examples = Vec::new();
+            let check = rule.examples.is_some()
+                && !(commands_shipped && input.shipped(&format!("/rules/{index}")));
             if let Some(matchers) = &mut compiled.matchers
-                && (build_all || rule.examples.is_some())
+                && (build_all || check)
             {
                 matchers.build(case).map_err(|errors| {
                     errors
@@ -1110,7 +1113,9 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
                         .collect::<Vec<_>>()
                 })?;
             }
-            check_examples(input, &compiled, names, &commands, &mut examples);
+            if check {
+                check_examples(input, &compiled, names, &commands, &mut examples);
+            }
             let patterns = rule.tools.as_deref().unwrap_or_default();
             let covered: Vec<CoveredTool<'_>> = compiled
                 .tools

@@ -9,3 +9,4 @@ mod policies_equivalence;
 mod rule_mistakes;
 mod schemas;
 mod set_limits;
+mod shipped_examples;

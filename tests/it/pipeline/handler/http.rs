@@ -261,3 +261,55 @@ async fn a_refused_connection_is_an_error_with_its_cause() {
         "the cause chain is kept"
     );
 }
+
+/// Issue 19, defect 11: a server error with a 50 MB body (under the engine's output cap)
+/// reaches the model as the status and the start of the body, cut at the engine's error limit
+/// with a marker that says how much was left out, and the result says it was cut. (A body
+/// over the cap is refused unread: `a_body_over_the_cap_fails`.)
+#[tokio::test]
+async fn a_huge_server_error_body_is_cut_with_a_marker_and_marked_truncated() {
+    use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+    use toolgate::{Batch, CallStatus, Engine, ToolCall, Turn};
+
+    let body = format!("stack trace {}", "x".repeat(50 * 1024 * 1024));
+    let (url, _seen) = serve(Some((500, "Internal Server Error", body))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\ntools:\n  Remote:\n    input_schema: {{ type: object }}\n    permission: {{ default: allow }}\n    handler: {{ kind: http, url: \"{url}\" }}\n"
+        ),
+    )
+    .unwrap();
+    let mut options = LoadOptions::new(LayerOptions {
+        no_builtin: true,
+        policies: vec![policy],
+        ..LayerOptions::default()
+    });
+    options.workspace_root = dir.path().to_path_buf();
+    let outcome = load(&options, 1);
+    let snapshot = outcome
+        .snapshot
+        .unwrap_or_else(|| panic!("{:#?}", outcome.diagnostics));
+    let max_chars = snapshot.engine.max_error_chars;
+    let engine = Engine::builder(snapshot).build();
+    let batch = Batch::new(vec![ToolCall::new("c1", "Remote", json!({}))]);
+    let outcome = tokio::time::timeout(HANG_GUARD, engine.execute_batch(batch, &Turn::default()))
+        .await
+        .expect("no hang")
+        .unwrap();
+
+    let result = &outcome.results[0];
+    assert_eq!(result.status, CallStatus::Error);
+    let text = result.model_text();
+    assert!(text.contains("HTTP 500 Internal Server Error"), "{text}");
+    assert!(text.contains("stack trace x"), "{text}");
+    assert!(text.ends_with(" more characters]"), "{text}");
+    assert!(
+        text.chars().count() <= max_chars,
+        "{} chars over the limit of {max_chars}",
+        text.chars().count()
+    );
+    assert!(result.metadata.truncated);
+}
