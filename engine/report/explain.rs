@@ -116,8 +116,8 @@ pub enum ExplainError {
 pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, ExplainError> {
     let Some(found) = snapshot.lookup(tool) else {
         let known: Vec<String> = snapshot.tools.keys().map(|t| t.to_string()).collect();
-        let suggestion = crate::diagnostics::closest(tool, known.iter().map(String::as_str))
-            .map(str::to_owned);
+        let suggestion =
+            crate::diagnostics::closest(tool, known.iter().map(String::as_str)).map(str::to_owned);
         return Err(ExplainError::UnknownTool {
             name: tool.to_owned(),
             suggestion,
