@@ -97,8 +97,10 @@
 //!   [`Severity`], [`Location`], [`SourceFile`], [`render_human`], [`HumanOptions`],
 //!   [`render_json`], [`render_sarif`], [`render_github`], [`OutputFormat`].
 //!
-//! Two modules are public as well: [`events`] (the payload of every event kind) and
-//! [`serve`] (the JSON-RPC server behind `toolgate serve`, for programs that host it).
+//! Four modules are public as well: [`events`] (the payload of every event kind),
+//! [`serve`] (the JSON-RPC server behind `toolgate serve`, for programs that host it),
+//! [`agent`] (deciding a coding agent's hook call, as `toolgate hook` does) and
+//! [`decision_log`] (the JSON Lines record of every decision).
 
 // No unsafe code in the library (the package lint is `deny` only so that a bench can count
 // allocations with a wrapping allocator).
@@ -109,6 +111,7 @@
 // and `serve` (the JSON-RPC server). The modules marked `#[doc(hidden)]` stay reachable for
 // the integration tests and benches, which still reach into internals; they are not a stable
 // API and are to become crate-private as those tests move into unit tests.
+pub mod agent;
 #[doc(hidden)]
 pub mod approval;
 #[doc(hidden)]
@@ -121,6 +124,7 @@ pub mod budget;
 /// `engine/cli/main.rs`, not a stable API.
 #[doc(hidden)]
 pub mod cli;
+pub mod decision_log;
 #[doc(hidden)]
 pub mod diagnostics;
 pub mod events;

@@ -200,7 +200,36 @@ enum Command {
         #[arg(long)]
         revoke: bool,
     },
-    /// Print a JSON Schema (`policy`, `batch`, `policy-test`); without NAME, list them.
+    /// Decide a coding agent's tool call from its hook: reads the agent's hook JSON on stdin
+    /// and answers in its protocol on stdout (see docs/agents.md). The project is found from
+    /// the payload's `cwd`. Never fails open: an unreadable payload exits 2 (blocks), a policy
+    /// that does not load answers deny (or `--on-error ask`).
+    Hook {
+        /// The agent: a name under `agents:` (built in: `claude`, `codex`, `gemini`).
+        agent: String,
+        /// The answer for a tool the policy does not know: `defer` to the agent's own rules,
+        /// or `ask`, `deny`, `allow`.
+        #[arg(long, value_enum, default_value_t = UnknownArg::Defer)]
+        unknown: UnknownArg,
+        /// The answer when the policies do not load.
+        #[arg(long, value_enum, default_value_t = OnErrorArg::Deny)]
+        on_error: OnErrorArg,
+        /// Codex's PreToolUse hooks cannot ask: `deny` such calls, or `defer` them to Codex's
+        /// own approval settings.
+        #[arg(long, value_enum, default_value_t = CodexAskArg::Deny)]
+        codex_ask: CodexAskArg,
+        /// The hook protocol, instead of the agent map's `protocol`.
+        #[arg(long, value_enum)]
+        protocol: Option<ProtocolArg>,
+        /// Append every decision to this JSON Lines file (default: `engine.decision_log.path`).
+        #[arg(long, value_name = "PATH")]
+        decision_log: Option<PathBuf>,
+        /// Most bytes read from stdin; a larger payload is refused.
+        #[arg(long, default_value_t = cli::hook::DEFAULT_MAX_INPUT)]
+        max_input: u64,
+    },
+    /// Print a JSON Schema (`policy`, `batch`, `policy-test`, `decision-log`); without NAME,
+    /// list them.
     Schema {
         /// Schema name.
         name: Option<String>,
@@ -252,6 +281,33 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum AgentArg {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum UnknownArg {
+    Defer,
+    Ask,
+    Deny,
+    Allow,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum OnErrorArg {
+    Deny,
+    Ask,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum CodexAskArg {
+    Deny,
+    Defer,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ProtocolArg {
     Claude,
     Codex,
     Gemini,
@@ -314,6 +370,53 @@ fn main() -> ExitCode {
         workspace: cli.global.workspace,
         ..GlobalOptions::default()
     };
+    // `hook` finds its project from the agent's payload, not from where it runs.
+    if let Command::Hook {
+        agent,
+        unknown,
+        on_error,
+        codex_ask,
+        protocol,
+        decision_log,
+        max_input,
+    } = cli.command
+    {
+        use toolgate::agent::{Fallback, HookOptions};
+        let args = cli::hook::HookArgs {
+            agent,
+            options: HookOptions {
+                unknown: match unknown {
+                    UnknownArg::Defer => Fallback::Defer,
+                    UnknownArg::Ask => Fallback::Ask,
+                    UnknownArg::Deny => Fallback::Deny,
+                    UnknownArg::Allow => Fallback::Allow,
+                },
+                on_error: match on_error {
+                    OnErrorArg::Deny => toolgate::Decision::Deny,
+                    OnErrorArg::Ask => toolgate::Decision::Ask,
+                },
+                ask_unsupported: match codex_ask {
+                    CodexAskArg::Deny => Fallback::Deny,
+                    CodexAskArg::Defer => Fallback::Defer,
+                },
+            },
+            protocol: protocol.map(|p| match p {
+                ProtocolArg::Claude => toolgate::model::agent::AgentProtocol::Claude,
+                ProtocolArg::Codex => toolgate::model::agent::AgentProtocol::Codex,
+                ProtocolArg::Gemini => toolgate::model::agent::AgentProtocol::Gemini,
+            }),
+            decision_log,
+            max_input,
+        };
+        let reply = cli::hook::hook(&global, &args, std::io::stdin().lock());
+        if let Some(text) = &reply.stderr {
+            eprint(text);
+        }
+        if let Some(text) = &reply.stdout {
+            print(text);
+        }
+        return ExitCode::from(u8::try_from(reply.exit).unwrap_or(2));
+    }
     // Inside a project (a folder holding `.toolgate/policies`, found from the current
     // directory upwards), its policies and root are the defaults. `init` and `schema` load
     // nothing.
@@ -576,6 +679,8 @@ fn main() -> ExitCode {
                 }
             },
         },
+        // Answered above, before the project defaults of the current directory applied.
+        Command::Hook { .. } => Exit::Usage,
         Command::Init { dir, force } => match cli::init::init(&dir, force) {
             Ok(report) => {
                 for path in &report.written {

@@ -11,6 +11,7 @@ mod batch_json;
 pub mod check;
 pub mod diff;
 pub mod explain;
+pub mod hook;
 pub mod import;
 pub mod init;
 pub mod plan;

@@ -97,6 +97,36 @@ pub struct EngineConfig {
     /// documents the placeholders it may use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Messages>,
+
+    /// The decision log: one JSON line per decision `toolgate hook` (and an embedding
+    /// program's `DecisionLog`) makes. Off until a `path` is set (or `--decision-log` given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_log: Option<DecisionLogConfig>,
+}
+
+/// Where decisions are logged and what is masked in them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionLogConfig {
+    /// The JSON Lines file, relative to the workspace root (may start with `~`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// When an append would make the file larger than this, it is renamed to `<path>.1`
+    /// (replacing the previous one) and a new file is started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<Size>,
+    /// Largest record, in bytes: a record whose input would make it larger logs the input's
+    /// size and SHA-256 instead of the input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_record: Option<Size>,
+    /// Input fields whose value is always masked: a field name (at any depth) or a JSON
+    /// pointer from the input's root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redact_fields: Option<Vec<String>>,
+    /// Regular expressions of secret-looking text (tokens, keys, passwords in URLs): every
+    /// match inside a string of the input is masked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_patterns: Option<Vec<String>>,
 }
 
 /// The batch budget: a size, or `none` (also any value ≤ 0) to disable the finalizer.

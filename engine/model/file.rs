@@ -43,6 +43,10 @@ pub struct PolicyFile {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     #[schemars(schema_with = "modes_schema")]
     pub modes: IndexMap<String, Mode>,
+    /// Agent tool maps, keyed by the agent name `toolgate hook <agent>` is run with: how the
+    /// agent's tool names and input fields map onto toolgate tools.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub agents: super::agent::AgentsSection,
 }
 
 /// Tool names: a letter or `_`, then letters, digits, `_`, `-`, `.`.

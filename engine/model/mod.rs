@@ -5,9 +5,11 @@
 //! identify rules and hooks) because layers override each other field by field; the snapshot
 //! builder resolves what is still missing from the engine defaults.
 
+pub mod agent;
 pub mod batch;
 pub mod command;
 pub mod contract;
+pub mod decision_log;
 pub mod engine_config;
 pub mod file;
 pub mod handler;

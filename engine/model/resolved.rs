@@ -53,6 +53,8 @@ pub struct ResolvedEngine {
     pub max_error_chars: usize,
     /// Every model-facing message template.
     pub messages: ResolvedMessages,
+    /// The decision log settings as merged (off without a `path`).
+    pub decision_log: crate::model::engine_config::DecisionLogConfig,
 }
 
 /// Artifact store settings.
@@ -200,6 +202,7 @@ impl ResolvedEngine {
                     .map(|key| messages.get(*key).unwrap_or_default().to_owned())
                     .collect(),
             },
+            decision_log: config.decision_log.clone().unwrap_or_default(),
         })
     }
 }

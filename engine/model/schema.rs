@@ -20,6 +20,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("policy.schema.json", policy_file()),
         ("batch.schema.json", batch_file()),
         ("policy-test.schema.json", policy_test_file()),
+        ("decision-log.schema.json", decision_log()),
     ]
 }
 
@@ -30,7 +31,24 @@ pub fn generated() -> Vec<(&'static str, Value)> {
         ("policy.schema.json", generate_policy_file()),
         ("batch.schema.json", generate_batch_file()),
         ("policy-test.schema.json", generate_policy_test_file()),
+        ("decision-log.schema.json", generate_decision_log()),
     ]
+}
+
+/// The JSON Schema of one decision log record (one line of the JSON Lines file).
+pub fn decision_log() -> Value {
+    published(
+        include_str!("../../schemas/decision-log.schema.json"),
+        generate_decision_log,
+    )
+}
+
+fn generate_decision_log() -> Value {
+    generate::<super::decision_log::DecisionRecord>(
+        "decision-log.schema.json",
+        "toolgate decision log record",
+        "One line of the toolgate decision log (JSON Lines): a decision and the rule behind it.",
+    )
 }
 
 /// The JSON Schema of a batch file.

@@ -43,7 +43,7 @@ async fn run(
     state: &mut CallState<'_>,
     tool: &Tool,
     event: HookEvent,
-    event_fields: impl Fn(&mut serde_json::Map<String, Value>),
+    event_fields: impl Fn(&mut serde_json::Map<String, Value>) + Sync,
 ) {
     let snapshot = &env.prepared.snapshot;
     let hooks: Vec<&SnapshotHook> =
@@ -55,37 +55,71 @@ async fn run(
         // The input as parsed and rewritten by `PreToolUse` hooks, when the call got that
         // far (kept whenever the snapshot has hooks).
         let input = state.input.clone().unwrap_or(Value::Null);
-        let cancel = state.cancel;
-        for hook in hooks {
-            let mut payload = hooks::call_payload(
-                event,
-                hook,
-                &CallInfo {
-                    batch_id: env.batch_id.as_str(),
-                    call_id: state.call.id.as_str(),
-                    tool: tool.name.as_str(),
-                    input: &input,
-                    modes: env.modes,
-                    workspace: &snapshot.workspace_root,
-                },
-            );
-            event_fields(&mut payload);
-            match hooks::run(snapshot, hook, payload.into(), cancel).await {
-                Ran::Answered(mut answer) => {
-                    if let Some(context) = answer.context() {
-                        state.hook_context.push(context);
-                    }
-                }
-                Ran::Blocked(stderr) if !stderr.is_empty() => state.hook_context.push(stderr),
-                Ran::Blocked(_) => {}
-                Ran::Failed(error) => {
-                    let error = hook_error(&snapshot.engine, &error);
-                    report(env, Some(&state.call.id), hook, event, &error);
-                }
-            }
-        }
+        let call = super::pre_hooks::Call {
+            batch_id: env.batch_id.as_str(),
+            call_id: state.call.id.as_str(),
+            modes: env.modes,
+        };
+        let call_id = state.call.id.clone();
+        let context = collect_context(
+            snapshot,
+            tool,
+            &hooks,
+            event,
+            &call,
+            &input,
+            &event_fields,
+            state.cancel,
+            |hook, error| report(env, Some(&call_id), hook, event, error),
+        )
+        .await;
+        state.hook_context.extend(context);
     })
     .await;
+}
+
+/// Runs `hooks` for a `Post*` event of a call and collects the context they add (an exit-2
+/// block's stderr is context too). A hook run that fails is handed to `failed` with its error
+/// text and otherwise ignored. Used by the pipeline and by `toolgate hook`.
+#[allow(clippy::too_many_arguments)]
+pub async fn collect_context(
+    snapshot: &crate::snapshot::Snapshot,
+    tool: &Tool,
+    hooks: &[&SnapshotHook],
+    event: HookEvent,
+    call: &super::pre_hooks::Call<'_>,
+    input: &Value,
+    event_fields: &(dyn Fn(&mut serde_json::Map<String, Value>) + Sync),
+    cancel: &tokio_util::sync::CancellationToken,
+    mut failed: impl FnMut(&SnapshotHook, &str),
+) -> Vec<String> {
+    let mut context = Vec::new();
+    for &hook in hooks {
+        let mut payload = hooks::call_payload(
+            event,
+            hook,
+            &CallInfo {
+                batch_id: call.batch_id,
+                call_id: call.call_id,
+                tool: tool.name.as_str(),
+                input,
+                modes: call.modes,
+                workspace: &snapshot.workspace_root,
+            },
+        );
+        event_fields(&mut payload);
+        match hooks::run(snapshot, hook, payload.into(), cancel).await {
+            Ran::Answered(mut answer) => {
+                if let Some(text) = answer.context() {
+                    context.push(text);
+                }
+            }
+            Ran::Blocked(stderr) if !stderr.is_empty() => context.push(stderr),
+            Ran::Blocked(_) => {}
+            Ran::Failed(error) => failed(hook, &hook_error(&snapshot.engine, &error)),
+        }
+    }
+    context
 }
 
 /// Reports a hook that failed (`HookFailed`).

@@ -48,59 +48,112 @@ async fn run(
     state: &mut CallState<'_>,
     tool: &Tool,
     hooks: &[&SnapshotHook],
-    mut input: Value,
+    input: Value,
 ) -> Result<Value, Failure> {
     let snapshot = &env.prepared.snapshot;
+    let call = Call {
+        batch_id: env.batch_id.as_str(),
+        call_id: state.call.id.as_str(),
+        modes: env.modes,
+    };
+    let call_id = state.call.id.clone();
+    let ran = collect(
+        snapshot,
+        tool,
+        hooks,
+        &call,
+        input,
+        state.cancel,
+        |hook, error| {
+            super::post_hooks::report(env, Some(&call_id), hook, HookEvent::PreToolUse, error);
+        },
+    )
+    .await
+    .map_err(rejected)?;
+    state.hook_context.extend(ran.context);
+    state.hook_votes.extend(ran.votes);
+    Ok(ran.input)
+}
+
+/// The call the `PreToolUse` hooks are asked about.
+pub struct Call<'a> {
+    /// Its batch.
+    pub batch_id: &'a str,
+    /// Its id.
+    pub call_id: &'a str,
+    /// The active modes.
+    pub modes: &'a [crate::model::ModeName],
+}
+
+/// What the `PreToolUse` hooks of one call said.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// The input to continue with (as the hooks rewrote it, checked again).
+    pub input: Value,
+    /// Their permission votes, in order.
+    pub votes: Vec<HookVote>,
+    /// Context they added.
+    pub context: Vec<String>,
+}
+
+/// Runs `hooks` one after another on the call, each seeing the input as rewritten by the
+/// ones before (a rewrite is checked again, by the same [`assess::check_input`] the first
+/// check used), and collects their votes and context. A hook run that fails is handed to
+/// `failed` with its error text; a `fail_closed` hook's failure is a deny vote. Used by the
+/// pipeline and by `toolgate hook`, which decides an agent's call the same way.
+pub async fn collect(
+    snapshot: &crate::snapshot::Snapshot,
+    tool: &Tool,
+    hooks: &[&SnapshotHook],
+    call: &Call<'_>,
+    mut input: Value,
+    cancel: &tokio_util::sync::CancellationToken,
+    mut failed: impl FnMut(&SnapshotHook, &str),
+) -> Result<Collected, assess::Rejection> {
+    let mut collected = Collected::default();
     for &hook in hooks {
         let payload = hooks::call_payload(
             HookEvent::PreToolUse,
             hook,
             &CallInfo {
-                batch_id: env.batch_id.as_str(),
-                call_id: state.call.id.as_str(),
+                batch_id: call.batch_id,
+                call_id: call.call_id,
                 tool: tool.name.as_str(),
                 input: &input,
-                modes: env.modes,
+                modes: call.modes,
                 workspace: &snapshot.workspace_root,
             },
         );
         let name: Arc<str> = Arc::from(hook.spec.name.as_str());
-        match hooks::run(snapshot, hook, payload.into(), state.cancel).await {
+        match hooks::run(snapshot, hook, payload.into(), cancel).await {
             Ran::Answered(mut answer) => {
                 if let Some(context) = answer.context() {
-                    state.hook_context.push(context);
+                    collected.context.push(context);
                 }
                 if let Some(updated) = answer.updated_input {
                     // The rewritten input is what is approved and what runs: checked again.
-                    input = assess::check_input(&snapshot.engine, tool, Cow::Owned(updated))
-                        .map_err(rejected)?
+                    input = assess::check_input(&snapshot.engine, tool, Cow::Owned(updated))?
                         .into_owned();
                 }
                 if let Some(decision) = answer.decision {
-                    state.hook_votes.push(HookVote {
+                    collected.votes.push(HookVote {
                         hook: name,
                         decision,
                         reason: answer.reason,
                     });
                 }
             }
-            Ran::Blocked(stderr) => state.hook_votes.push(HookVote {
+            Ran::Blocked(stderr) => collected.votes.push(HookVote {
                 hook: name,
                 decision: Decision::Deny,
                 reason: hooks::blocked_reason(stderr),
             }),
             Ran::Failed(error) => {
                 let error = hook_error(&snapshot.engine, &error);
-                super::post_hooks::report(
-                    env,
-                    Some(&state.call.id),
-                    hook,
-                    HookEvent::PreToolUse,
-                    &error,
-                );
+                failed(hook, &error);
                 if hooks::fails_closed(hook) {
                     let reason = format!("hook `{}` failed: {error}", hook.spec.name);
-                    state.hook_votes.push(HookVote {
+                    collected.votes.push(HookVote {
                         hook: name,
                         decision: Decision::Deny,
                         reason: Some(reason),
@@ -109,5 +162,6 @@ async fn run(
             }
         }
     }
-    Ok(input)
+    collected.input = input;
+    Ok(collected)
 }

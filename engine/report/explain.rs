@@ -79,8 +79,31 @@ pub struct ExplainReport {
     pub rules: Vec<ExplainRule>,
     /// Summary of the resolved behaviour.
     pub summary: Value,
+    /// The agents' tools that map onto this tool (`agents:`), for `toolgate hook`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agent_tools: Vec<ExplainAgentTool>,
     /// The layers of the set, lowest first: where the files shown above come from.
     pub layers: Vec<ExplainLayer>,
+}
+
+/// An agent's tool that maps onto the explained tool.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExplainAgentTool {
+    /// The agent (`toolgate hook <agent>`).
+    pub agent: String,
+    /// The agent's tool name.
+    pub tool: String,
+    /// The input fields, each with the agent's field (or JSON pointer) it is taken from.
+    pub input: Value,
+    /// Fixed input values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set: Option<Value>,
+    /// How a call is split (`items`, `patch` or `urls`, with the field), if it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub each: Option<String>,
+    /// `file:line:column` of the mapping.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// One layer of the set.
@@ -156,6 +179,7 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
         fields,
         rules,
         summary: summary(snapshot, found),
+        agent_tools: agent_tools(snapshot, found.name.as_str()),
         layers: snapshot
             .layers
             .iter()
@@ -167,6 +191,43 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
             })
             .collect(),
     })
+}
+
+/// The agents' tools whose mapping targets `tool` (by name or alias), in definition order.
+fn agent_tools(snapshot: &Snapshot, tool: &str) -> Vec<ExplainAgentTool> {
+    let mut out = Vec::new();
+    for (agent, spec) in &snapshot.agents {
+        for (name, mapping) in &spec.tools {
+            let targets = mapping
+                .tool
+                .as_deref()
+                .and_then(|target| snapshot.lookup(target))
+                .is_some_and(|target| target.name.as_str() == tool);
+            if !targets || mapping.disabled == Some(true) {
+                continue;
+            }
+            let each = mapping.each.as_ref().and_then(|each| {
+                [
+                    ("items", &each.items),
+                    ("patch", &each.patch),
+                    ("urls", &each.urls),
+                ]
+                .into_iter()
+                .find_map(|(kind, field)| field.as_ref().map(|f| format!("{kind} `{f}`")))
+            });
+            let pointer = join_pointer(&join_pointer("/agents", agent), "tools");
+            out.push(ExplainAgentTool {
+                agent: agent.clone(),
+                tool: name.clone(),
+                input: serde_json::to_value(&mapping.input).unwrap_or(Value::Null),
+                set: (!mapping.set.is_empty())
+                    .then(|| serde_json::to_value(&mapping.set).unwrap_or(Value::Null)),
+                each,
+                location: snapshot.origin_of(&join_pointer(&pointer, name)),
+            });
+        }
+    }
+    out
 }
 
 /// Contract fields, each leaf with its origin. JSON Schemas and lists are shown whole.
@@ -436,6 +497,38 @@ impl ExplainReport {
                 line.push_str(" (when its matchers hold)");
             }
             if let Some(location) = &rule.location {
+                line.push_str(&format!("  {location}"));
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        if !self.agent_tools.is_empty() {
+            out.push_str("\nagent tools decided as this tool (`toolgate hook`):\n");
+        }
+        for mapped in &self.agent_tools {
+            let fields: Vec<String> = mapped
+                .input
+                .as_object()
+                .map(|map| {
+                    map.iter()
+                        .map(|(field, source)| match source.as_str() {
+                            Some(source) if source == field => field.clone(),
+                            Some(source) => format!("{field} ← {source}"),
+                            None => field.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut line = format!(
+                "  {:<8} {:<20} {}",
+                mapped.agent,
+                mapped.tool,
+                fields.join(", ")
+            );
+            if let Some(each) = &mapped.each {
+                line.push_str(&format!(" (one call per {each})"));
+            }
+            if let Some(location) = &mapped.location {
                 line.push_str(&format!("  {location}"));
             }
             out.push_str(line.trim_end());

@@ -266,6 +266,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
             .into_iter()
             .map(|(name, mode)| (ModeName::new(name), mode))
             .collect(),
+        agents: typed.agents,
         warnings,
         workspace_root: options.workspace_root.clone(),
         match_ctx,

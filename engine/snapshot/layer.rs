@@ -77,6 +77,7 @@ pub const DEFAULTS: &[EmbeddedFile] = embed!["policies/engine.yaml"];
 /// The built-in policies other than the engine defaults. A test checks that this list is
 /// exactly the files of `policies/`.
 pub const BUILTIN: &[EmbeddedFile] = embed![
+    "policies/agents.yaml",
     "policies/commands.yaml",
     "policies/modes.yaml",
     "policies/rules.yaml",

@@ -260,6 +260,8 @@ pub struct Snapshot {
     pub gates: IndexMap<GateName, Gate>,
     /// Declared modes.
     pub modes: IndexMap<ModeName, Mode>,
+    /// Agent tool maps by agent name (`toolgate hook <agent>`).
+    pub agents: crate::model::agent::AgentsSection,
     /// Warnings of the load that built it.
     pub warnings: Vec<crate::diagnostics::Diagnostic>,
     /// The workspace root.

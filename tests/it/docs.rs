@@ -16,6 +16,11 @@
 //! - `json`: one JSON document. `json rpc`: a JSON-RPC session, one message per line,
 //!   optionally prefixed with `→ ` (client to server) or `← ` (server to client); each line
 //!   must be a JSON-RPC 2.0 object.
+//! - `json hooks`: an agent's hook configuration (Claude Code or Gemini CLI `settings.json`,
+//!   Codex `hooks.json`); every `command` in it is checked as a shell command, and one of
+//!   them must run `toolgate hook`.
+//! - `json decision-log`: decision log records, one per line; each must fit
+//!   `toolgate schema decision-log`.
 //! - `toml config`: a TOML file for another tool (an editor); it must parse as TOML.
 //! - `yaml workflow`: a CI workflow; every `run:` line is checked as a shell command.
 //! - `sh`: shell commands; `console`: a transcript whose commands start with `$ `. Every
@@ -381,6 +386,22 @@ fn check_command(place: &str, line: &str, helps: &Helps) {
     }
 }
 
+/// Every string under a `command` key, at any depth.
+fn collect_commands(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map {
+                match (key.as_str(), item) {
+                    ("command", Value::String(command)) => out.push(command.clone()),
+                    _ => collect_commands(item, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| collect_commands(item, out)),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+}
+
 /// The relative link targets of a page: `[text](target)` and `[label]: target`.
 fn relative_links(text: &str) -> Vec<(usize, String)> {
     let mut links = Vec::new();
@@ -539,6 +560,39 @@ fn every_example_checks() {
                         value["jsonrpc"],
                         "2.0",
                         "{}: not a JSON-RPC 2.0 message:\n{line}",
+                        block.place()
+                    );
+                }
+            }
+            ("json", "hooks") => {
+                let value: Value = serde_json::from_str(&block.text).unwrap_or_else(|err| {
+                    panic!("{}: not JSON ({err}):\n{}", block.place(), block.text)
+                });
+                let mut commands = Vec::new();
+                collect_commands(&value, &mut commands);
+                assert!(
+                    commands.iter().any(|c| c.starts_with("toolgate hook ")),
+                    "{}: a hook configuration that never runs `toolgate hook`",
+                    block.place()
+                );
+                for command in commands {
+                    check_command(&block.place(), &command, &helps);
+                }
+            }
+            ("json", "decision-log") => {
+                let validator = jsonschema::validator_for(&toolgate::decision_log::schema())
+                    .expect("the decision log schema compiles");
+                for line in block.text.lines().filter(|l| !l.trim().is_empty()) {
+                    let record: Value = serde_json::from_str(line).unwrap_or_else(|err| {
+                        panic!("{}: not JSON ({err}):\n{line}", block.place())
+                    });
+                    let errors: Vec<String> = validator
+                        .iter_errors(&record)
+                        .map(|e| e.to_string())
+                        .collect();
+                    assert!(
+                        errors.is_empty(),
+                        "{}: not a decision log record: {errors:?}",
                         block.place()
                     );
                 }

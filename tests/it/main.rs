@@ -5,6 +5,7 @@
 // Test code panics on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent;
 mod budget;
 mod cli;
 mod docs;

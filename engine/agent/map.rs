@@ -1,0 +1,483 @@
+//! From an agent's tool call to toolgate calls, by the agent's tool map (`agents:` section):
+//! the toolgate tool, its input fields taken from the agent's input, and the splitting of a
+//! call into one toolgate call per edit, per file of a patch, or per URL. Pure.
+
+use serde_json::{Map, Value};
+
+use crate::model::agent::{AgentSpec, ToolMapping};
+use crate::snapshot::Snapshot;
+
+/// What the tool map makes of an agent's call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mapped<'a> {
+    /// The policy has no toolgate tool for it: the agent's own rules decide.
+    Unknown {
+        /// Why, for the agent.
+        reason: String,
+    },
+    /// Its mapping cannot be applied (a patch that names no file, an empty list to split):
+    /// nothing can be judged, so it is refused.
+    Invalid {
+        /// Why.
+        reason: String,
+    },
+    /// One or more toolgate calls.
+    Calls {
+        /// The mapping used (`None`: an MCP tool of the same name).
+        mapping: Option<&'a ToolMapping>,
+        /// The calls, in order.
+        calls: Vec<MappedCall>,
+    },
+}
+
+/// One toolgate call made from an agent's call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MappedCall {
+    /// The toolgate tool (name or alias).
+    pub tool: String,
+    /// Its input.
+    pub input: Value,
+    /// What part of the agent's call it is (a file of a patch, a URL), when it was split.
+    pub label: Option<String>,
+}
+
+/// Maps an agent's call. `mcp_name` is the `mcp__<server>__<tool>` name of an MCP tool when
+/// the agent names it otherwise (Gemini CLI's `mcp_context`).
+pub fn map_call<'a>(
+    snapshot: &Snapshot,
+    agent: &str,
+    spec: &'a AgentSpec,
+    tool: &str,
+    input: &Value,
+    mcp_name: Option<&str>,
+) -> Mapped<'a> {
+    match spec.tools.get(tool) {
+        Some(mapping) if mapping.disabled != Some(true) => {
+            let Some(target) = mapping.tool.as_deref() else {
+                return Mapped::Unknown {
+                    reason: unknown_reason(agent, tool, "its mapping names no toolgate tool"),
+                };
+            };
+            if snapshot.lookup(target).is_none() {
+                return Mapped::Unknown {
+                    reason: unknown_reason(
+                        agent,
+                        tool,
+                        &format!("it maps onto `{target}`, which the policy does not define"),
+                    ),
+                };
+            }
+            match split(mapping, input) {
+                Ok(items) => Mapped::Calls {
+                    mapping: Some(mapping),
+                    calls: items
+                        .into_iter()
+                        .map(|(label, item)| MappedCall {
+                            tool: target.to_owned(),
+                            input: fields(mapping, &item),
+                            label,
+                        })
+                        .collect(),
+                },
+                Err(reason) => Mapped::Invalid { reason },
+            }
+        }
+        Some(_) | None => {
+            let name = mcp_name.unwrap_or(tool);
+            if name.starts_with("mcp__") && snapshot.lookup(name).is_some() {
+                return Mapped::Calls {
+                    mapping: None,
+                    calls: vec![MappedCall {
+                        tool: name.to_owned(),
+                        input: input.clone(),
+                        label: None,
+                    }],
+                };
+            }
+            Mapped::Unknown {
+                reason: unknown_reason(agent, tool, "the policy has no mapping for it"),
+            }
+        }
+    }
+}
+
+fn unknown_reason(agent: &str, tool: &str, why: &str) -> String {
+    format!(
+        "`{tool}` is left to the agent's own permission rules: {why} under `agents.{agent}.tools`"
+    )
+}
+
+/// The items a call splits into, each with its label; one unlabelled item when the mapping
+/// does not split.
+fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Value)>, String> {
+    let Some(each) = &mapping.each else {
+        return Ok(vec![(None, input.clone())]);
+    };
+    match (&each.items, &each.patch, &each.urls) {
+        (Some(source), None, None) => {
+            let Some(Value::Array(elements)) = get(input, source) else {
+                return Err(format!(
+                    "the input has no list `{source}` to judge item by item"
+                ));
+            };
+            if elements.is_empty() {
+                return Err(format!("the list `{source}` is empty: nothing to judge"));
+            }
+            Ok(elements
+                .iter()
+                .enumerate()
+                .map(|(index, element)| {
+                    let mut item = input.as_object().cloned().unwrap_or_default();
+                    match element {
+                        Value::Object(fields) => {
+                            item.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())))
+                        }
+                        other => {
+                            item.insert("item".into(), other.clone());
+                        }
+                    }
+                    let label = match element {
+                        Value::String(text) => text.clone(),
+                        _ => format!("{source}[{index}]"),
+                    };
+                    (Some(label), Value::Object(item))
+                })
+                .collect())
+        }
+        (None, Some(source), None) => {
+            let Some(Value::String(patch)) = get(input, source) else {
+                return Err(format!("the input has no patch text in `{source}`"));
+            };
+            let files = patch_files(patch);
+            if files.is_empty() {
+                return Err(
+                    "the patch names no file (`*** Add File:`, `*** Update File:`, `*** Delete File:`): nothing toolgate can judge"
+                        .to_owned(),
+                );
+            }
+            Ok(files
+                .into_iter()
+                .map(|file| {
+                    let mut item = input.as_object().cloned().unwrap_or_default();
+                    item.insert("path".into(), Value::from(file.path.clone()));
+                    item.insert("kind".into(), Value::from(file.kind.as_str()));
+                    item.insert("removed".into(), Value::from(file.removed));
+                    item.insert("added".into(), Value::from(file.added));
+                    (Some(file.path), Value::Object(item))
+                })
+                .collect())
+        }
+        (None, None, Some(source)) => {
+            let text = get(input, source)
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let urls = urls(text);
+            if urls.is_empty() {
+                return Ok(vec![(None, input.clone())]);
+            }
+            Ok(urls
+                .into_iter()
+                .map(|url| {
+                    let mut item = input.as_object().cloned().unwrap_or_default();
+                    item.insert("url".into(), Value::from(url.clone()));
+                    (Some(url), Value::Object(item))
+                })
+                .collect())
+        }
+        _ => Err(
+            "the mapping's `each` must name exactly one of `items`, `patch` and `urls`".to_owned(),
+        ),
+    }
+}
+
+/// The toolgate input of one item: the `set` fields, then every `input` field the item has.
+fn fields(mapping: &ToolMapping, item: &Value) -> Value {
+    let mut out = Map::new();
+    for (field, value) in &mapping.set {
+        out.insert(field.clone(), value.clone());
+    }
+    for (field, source) in &mapping.input {
+        if let Some(value) = get(item, source) {
+            out.insert(field.clone(), value.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// A field of the input by name, or a value by JSON pointer.
+fn get<'v>(input: &'v Value, source: &str) -> Option<&'v Value> {
+    if source.starts_with('/') {
+        input.pointer(source)
+    } else {
+        input.get(source)
+    }
+}
+
+/// The agent's input with a toolgate hook's rewrite of `rewritten` carried back through the
+/// mapping: each mapped field takes the rewritten value (or is removed when the rewrite
+/// dropped it). `None` when the mapping splits calls or takes fields by pointer, so a
+/// rewrite cannot be carried back.
+pub fn carry_back(
+    mapping: Option<&ToolMapping>,
+    agent_input: &Value,
+    rewritten: &Value,
+) -> Option<Value> {
+    let Some(mapping) = mapping else {
+        // An MCP tool of the same name: the input is the agent's own.
+        return Some(rewritten.clone());
+    };
+    if mapping.each.is_some() || mapping.input.values().any(|s| s.starts_with('/')) {
+        return None;
+    }
+    let mut out = agent_input.as_object().cloned().unwrap_or_default();
+    for (field, source) in &mapping.input {
+        match rewritten.get(field) {
+            Some(value) => {
+                out.insert(source.clone(), value.clone());
+            }
+            None => {
+                out.shift_remove(source);
+            }
+        }
+    }
+    Some(Value::Object(out))
+}
+
+/// What a patch does to one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PatchFile {
+    /// The file.
+    pub path: String,
+    /// What happens to it.
+    pub kind: PatchKind,
+    /// The lines taken out (`-` lines of an update), joined with `\n`.
+    pub removed: String,
+    /// The lines put in (an added file's lines, `+` lines of an update), joined with `\n`.
+    pub added: String,
+}
+
+/// What a patch does to a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchKind {
+    /// Creates it.
+    Add,
+    /// Changes it in place.
+    Update,
+    /// Removes it.
+    Delete,
+    /// Moves it (the old and the new path are each one item).
+    Move,
+}
+
+impl PatchKind {
+    /// `add`, `update`, `delete`, `move`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PatchKind::Add => "add",
+            PatchKind::Update => "update",
+            PatchKind::Delete => "delete",
+            PatchKind::Move => "move",
+        }
+    }
+}
+
+/// The files a patch in Codex's `apply_patch` format touches, in order. Lines outside a file
+/// section are ignored; a section header without a path is skipped.
+pub fn patch_files(patch: &str) -> Vec<PatchFile> {
+    let mut files: Vec<PatchFile> = Vec::new();
+    let mut removed: Vec<&str> = Vec::new();
+    let mut added: Vec<&str> = Vec::new();
+    let mut current: Option<PatchFile> = None;
+    let mut move_target: Option<String> = None;
+    for line in patch.lines() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let header = |prefix: &str| {
+            line.strip_prefix(prefix)
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+        };
+        let started = header("*** Add File:")
+            .map(|p| (p, PatchKind::Add))
+            .or_else(|| header("*** Update File:").map(|p| (p, PatchKind::Update)))
+            .or_else(|| header("*** Delete File:").map(|p| (p, PatchKind::Delete)));
+        if let Some((path, kind)) = started {
+            finish(
+                &mut current,
+                &mut move_target,
+                &mut removed,
+                &mut added,
+                &mut files,
+            );
+            current = Some(PatchFile {
+                path,
+                kind,
+                removed: String::new(),
+                added: String::new(),
+            });
+            continue;
+        }
+        if let Some(target) = header("*** Move to:") {
+            move_target = Some(target);
+            continue;
+        }
+        if line.starts_with("*** End Patch") {
+            finish(
+                &mut current,
+                &mut move_target,
+                &mut removed,
+                &mut added,
+                &mut files,
+            );
+            continue;
+        }
+        let Some(file) = &current else { continue };
+        match file.kind {
+            PatchKind::Add => {
+                if let Some(text) = line.strip_prefix('+') {
+                    added.push(text);
+                }
+            }
+            PatchKind::Update | PatchKind::Move => {
+                if let Some(text) = line.strip_prefix('+') {
+                    added.push(text);
+                } else if let Some(text) = line.strip_prefix('-') {
+                    removed.push(text);
+                }
+            }
+            PatchKind::Delete => {}
+        }
+    }
+    finish(
+        &mut current,
+        &mut move_target,
+        &mut removed,
+        &mut added,
+        &mut files,
+    );
+    files
+}
+
+/// Ends the current file section: pushes it (a moved update as two items, the old and the
+/// new path).
+fn finish(
+    current: &mut Option<PatchFile>,
+    move_target: &mut Option<String>,
+    removed: &mut Vec<&str>,
+    added: &mut Vec<&str>,
+    files: &mut Vec<PatchFile>,
+) {
+    if let Some(mut file) = current.take() {
+        file.removed = removed.join("\n");
+        file.added = added.join("\n");
+        match move_target.take() {
+            Some(target) => {
+                file.kind = PatchKind::Move;
+                let new = PatchFile {
+                    path: target,
+                    kind: PatchKind::Move,
+                    removed: String::new(),
+                    added: file.added.clone(),
+                };
+                files.push(file);
+                files.push(new);
+            }
+            None => files.push(file),
+        }
+    }
+    removed.clear();
+    added.clear();
+}
+
+/// The `http://` and `https://` URLs in a text, in order, without repeats; trailing
+/// punctuation of the sentence around them is not part of them.
+pub fn urls(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(start) = ["http://", "https://"]
+        .iter()
+        .filter_map(|scheme| rest.find(scheme))
+        .min()
+    {
+        let tail = &rest[start..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '\'' | '`'))
+            .unwrap_or(tail.len());
+        let url = tail[..end].trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '}']);
+        if url.len() > "https://".len() - 1 && !found.iter().any(|f| f == url) {
+            found.push(url.to_owned());
+        }
+        rest = &tail[end.max(1)..];
+    }
+    found
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_patch_names_every_file_it_touches_with_its_lines() {
+        let patch = "*** Begin Patch\n*** Add File: docs/new.md\n+hello\n+world\n*** Update File: src/lib.rs\n*** Move to: src/core.rs\n@@ fn main\n-old\n+new\n context\n*** Delete File: .env\n*** End Patch\n";
+        let files = patch_files(patch);
+        let summary: Vec<(&str, &str, &str, &str)> = files
+            .iter()
+            .map(|f| {
+                (
+                    f.path.as_str(),
+                    f.kind.as_str(),
+                    f.removed.as_str(),
+                    f.added.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("docs/new.md", "add", "", "hello\nworld"),
+                ("src/lib.rs", "move", "old", "new"),
+                ("src/core.rs", "move", "", "new"),
+                (".env", "delete", "", ""),
+            ]
+        );
+    }
+
+    #[test]
+    fn text_without_file_headers_is_no_patch() {
+        assert!(patch_files("rm -rf /").is_empty());
+        assert!(patch_files("*** Begin Patch\n*** Update File:\n*** End Patch").is_empty());
+    }
+
+    #[test]
+    fn urls_are_found_without_the_punctuation_around_them() {
+        assert_eq!(
+            urls(
+                "Summarise https://example.com/a?b=1, and (http://x.org/y). Again https://example.com/a?b=1"
+            ),
+            ["https://example.com/a?b=1", "http://x.org/y"]
+        );
+        assert!(urls("no links here").is_empty());
+    }
+
+    #[test]
+    fn a_rewrite_is_carried_back_field_by_field() {
+        let mapping = ToolMapping {
+            tool: Some("Bash".into()),
+            input: [
+                ("command".to_owned(), "command".to_owned()),
+                ("run_in_background".to_owned(), "is_background".to_owned()),
+            ]
+            .into_iter()
+            .collect(),
+            ..ToolMapping::default()
+        };
+        let agent = json!({"command": "ls", "is_background": true, "description": "list"});
+        let rewritten = json!({"command": "ls -la"});
+        assert_eq!(
+            carry_back(Some(&mapping), &agent, &rewritten),
+            Some(json!({"command": "ls -la", "description": "list"}))
+        );
+    }
+}

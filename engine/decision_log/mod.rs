@@ -1,0 +1,492 @@
+//! The decision log: one JSON line per permission decision, appended to a file that several
+//! processes may write at once (every `toolgate hook` run is its own process).
+//!
+//! ```text
+//! decision (agent call → toolgate calls → Permission) ─ DecisionRecord::new ─→ redact input
+//!          ─ DecisionLog::append ─→ one write(2) of one line with O_APPEND (rotated by size)
+//! ```
+//!
+//! The record ([`DecisionRecord`]) is a stable format: its JSON Schema is
+//! `toolgate schema decision-log`, and review tooling replays logged calls against a changed
+//! policy. Fields are only ever added; `version` changes if one changes meaning.
+//!
+//! Concurrent writers never interleave a line: each record is serialised first, then written
+//! with a single `write` on a file opened with `O_APPEND`, which the kernel appends as a
+//! whole for a regular file. Records are bounded (`max_record`): an input that would make a
+//! record larger is logged as its size and digest. Rotation renames the file to `<path>.1`
+//! when an append would pass `max_size`; two processes rotating at once may each rename
+//! once, so the older of two rotated files can be lost — the log is a record, not a ledger.
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::model::Decision;
+use crate::model::engine_config::DecisionLogConfig;
+use crate::model::resolved::ResolvedEngine;
+use crate::policy::decide::{Permission, Reason};
+use crate::snapshot::Snapshot;
+
+pub use crate::model::decision_log::{
+    DecidedBy, DecisionRecord, LoggedDecision, MASK, RECORD_VERSION,
+};
+
+/// Who decided a permission, and the reason that decided it.
+pub fn decided_by(permission: &Permission) -> (DecidedBy, Option<&Reason>) {
+    let deciding = deciding_reason(permission);
+    let by = match deciding {
+        Some(Reason::Rule { .. }) => DecidedBy::Rule,
+        // An untrusted project's notice never decides; it only annotates a decision.
+        Some(Reason::Default { .. } | Reason::Untrusted { .. }) | None => DecidedBy::Default,
+        Some(Reason::Analysis { .. }) => DecidedBy::Analysis,
+        Some(Reason::Hook { .. }) => DecidedBy::Hook,
+        Some(Reason::AlwaysAsk) => DecidedBy::AlwaysAsk,
+        Some(Reason::Approval { by, .. }) => match by.as_str() {
+            "expiry" => DecidedBy::Expiry,
+            other if other.starts_with("hook:") => DecidedBy::Hook,
+            "no_client" => DecidedBy::Default,
+            _ => DecidedBy::Person,
+        },
+    };
+    (by, deciding)
+}
+
+/// The reason that decided a permission: the last approval if there was one, else the first
+/// reason whose decision is the permission's.
+pub fn deciding_reason(permission: &Permission) -> Option<&Reason> {
+    if let Some(approval @ Reason::Approval { .. }) = permission.reasons.last() {
+        return Some(approval);
+    }
+    permission
+        .reasons
+        .iter()
+        .find(|reason| reason_decision(reason) == Some(permission.decision))
+        .or_else(|| permission.reasons.first())
+}
+
+/// The decision a reason stands for (`always_ask`: ask).
+pub fn reason_decision(reason: &Reason) -> Option<Decision> {
+    match reason {
+        Reason::Rule { decision, .. }
+        | Reason::Default { decision, .. }
+        | Reason::Analysis { decision, .. }
+        | Reason::Hook { decision, .. }
+        | Reason::Approval { decision, .. } => Some(*decision),
+        Reason::AlwaysAsk => Some(Decision::Ask),
+        Reason::Untrusted { .. } => None,
+    }
+}
+
+/// `file:line` of a `file:line:column` location.
+pub fn file_and_line(location: &str) -> &str {
+    match location.rsplit_once(':') {
+        Some((rest, column))
+            if column.bytes().all(|b| b.is_ascii_digit()) && rest.contains(':') =>
+        {
+            rest
+        }
+        _ => location,
+    }
+}
+
+impl DecisionRecord {
+    /// A record stamped now with a fresh id; the caller fills in the rest.
+    pub fn new(
+        tool: impl Into<String>,
+        input: Value,
+        decision: LoggedDecision,
+        by: DecidedBy,
+    ) -> Self {
+        Self {
+            version: RECORD_VERSION,
+            id: uuid::Uuid::new_v4().to_string(),
+            time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            agent: None,
+            session_id: None,
+            event: None,
+            tool: tool.into(),
+            toolgate_tools: Vec::new(),
+            input,
+            decision,
+            decided_by: by,
+            rule: None,
+            location: None,
+            reason: None,
+            generation: 0,
+            policy_hash: None,
+            elapsed_us: 0,
+        }
+    }
+
+    /// Sets the rule (and its `file:line`) behind a permission, and who decided.
+    pub fn with_permission(mut self, permission: &Permission) -> Self {
+        let (by, reason) = decided_by(permission);
+        self.decided_by = by;
+        if let Some(Reason::Rule { name, location, .. }) = reason {
+            self.rule = Some(name.clone());
+            self.location = location.as_deref().map(|l| file_and_line(l).to_owned());
+        }
+        self
+    }
+
+    /// Sets the snapshot's generation and content hash.
+    pub fn with_snapshot(mut self, snapshot: &Snapshot) -> Self {
+        self.generation = snapshot.generation;
+        self.policy_hash = Some(policy_hash(snapshot));
+        self
+    }
+}
+
+/// SHA-256 (hex) of a snapshot's files: each file's path and text, in load order.
+pub fn policy_hash(snapshot: &Snapshot) -> String {
+    let mut hasher = Sha256::new();
+    for file in &snapshot.sources.files {
+        let path = file.source.path();
+        let text = file.source.text();
+        hasher.update((path.len() as u64).to_le_bytes());
+        hasher.update(path.as_bytes());
+        hasher.update((text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
+    hex(&hasher.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+}
+
+/// Why the decision log cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DecisionLogError {
+    /// A secret pattern is not a valid regular expression.
+    #[error("decision log secret pattern `{pattern}` is invalid: {error}")]
+    Pattern {
+        /// The pattern.
+        pattern: String,
+        /// Why.
+        error: String,
+    },
+    /// The record could not be written.
+    #[error("cannot write the decision log `{path}`: {error}")]
+    Io {
+        /// The log file.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
+/// What is masked in a logged input.
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    /// Field names masked at any depth.
+    names: Vec<String>,
+    /// JSON pointers masked from the input's root.
+    pointers: Vec<String>,
+    /// Secret-looking text inside strings.
+    patterns: Vec<Regex>,
+}
+
+impl Redactor {
+    /// From the settings' `redact_fields` and `secret_patterns`.
+    pub fn new(config: &DecisionLogConfig) -> Result<Self, DecisionLogError> {
+        let mut redactor = Redactor::default();
+        for field in config.redact_fields.iter().flatten() {
+            if field.starts_with('/') {
+                redactor.pointers.push(field.clone());
+            } else {
+                redactor.names.push(field.clone());
+            }
+        }
+        for pattern in config.secret_patterns.iter().flatten() {
+            let regex = Regex::new(pattern).map_err(|error| DecisionLogError::Pattern {
+                pattern: pattern.clone(),
+                error: error.to_string(),
+            })?;
+            redactor.patterns.push(regex);
+        }
+        Ok(redactor)
+    }
+
+    /// The input with the named fields masked and secret-looking text replaced.
+    pub fn redact(&self, input: &Value) -> Value {
+        let mut value = input.clone();
+        for pointer in &self.pointers {
+            if let Some(found) = value.pointer_mut(pointer) {
+                *found = Value::from(MASK);
+            }
+        }
+        self.walk(&mut value);
+        value
+    }
+
+    fn walk(&self, value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map.iter_mut() {
+                    if self.names.iter().any(|name| name == key) {
+                        *item = Value::from(MASK);
+                    } else {
+                        self.walk(item);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| self.walk(item)),
+            Value::String(text) => {
+                for pattern in &self.patterns {
+                    if pattern.is_match(text) {
+                        *text = mask(pattern, text);
+                    }
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+}
+
+/// `text` with every match of `pattern` masked: only its `secret` group when the pattern
+/// names one (`token=(?P<secret>…)` keeps the word `token`), else the whole match.
+fn mask(pattern: &Regex, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for captures in pattern.captures_iter(text) {
+        let Some(span) = captures.name("secret").or_else(|| captures.get(0)) else {
+            continue;
+        };
+        out.push_str(&text[last..span.start()]);
+        out.push_str(MASK);
+        last = span.end();
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// An append-only JSON Lines decision log.
+#[derive(Clone, Debug)]
+pub struct DecisionLog {
+    path: PathBuf,
+    max_size: u64,
+    max_record: u64,
+    redactor: Redactor,
+}
+
+/// The default record bound when the settings give none.
+const DEFAULT_MAX_RECORD: u64 = 64 * 1024;
+
+impl DecisionLog {
+    /// A log at `path` with the settings' rotation size, record bound and masks.
+    pub fn new(
+        path: impl Into<PathBuf>,
+        config: &DecisionLogConfig,
+    ) -> Result<Self, DecisionLogError> {
+        Ok(Self {
+            path: path.into(),
+            max_size: config.max_size.map_or(u64::MAX, |s| s.0),
+            max_record: config
+                .max_record
+                .map_or(DEFAULT_MAX_RECORD, |s| s.0.max(1024)),
+            redactor: Redactor::new(config)?,
+        })
+    }
+
+    /// The log the engine settings describe (`decision_log.path`, relative to the
+    /// workspace root, `~` expanded), or at `path` when given; `None` when neither names one.
+    pub fn from_settings(
+        engine: &ResolvedEngine,
+        workspace_root: &Path,
+        path: Option<&Path>,
+    ) -> Result<Option<Self>, DecisionLogError> {
+        let config = &engine.decision_log;
+        let path = match (path, config.path.as_deref()) {
+            (Some(path), _) => path.to_owned(),
+            (None, Some(configured)) => resolve_path(configured, workspace_root),
+            (None, None) => return Ok(None),
+        };
+        Self::new(path, config).map(Some)
+    }
+
+    /// The log file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The masks this log applies.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// Masks the record's input, bounds its size, and appends it as one line with one write.
+    pub fn append(&self, record: &DecisionRecord) -> Result<(), DecisionLogError> {
+        let mut record = record.clone();
+        record.input = self.redactor.redact(&record.input);
+        let line = self.line(&mut record);
+        self.write(line.as_bytes())
+            .map_err(|error| DecisionLogError::Io {
+                path: self.path.display().to_string(),
+                error,
+            })
+    }
+
+    /// The record as one line (with its `\n`), its input replaced by size and digest when the
+    /// line would pass `max_record`.
+    fn line(&self, record: &mut DecisionRecord) -> String {
+        let mut line = serde_json::to_string(&*record).unwrap_or_default();
+        if line.len() as u64 + 1 > self.max_record {
+            let input = serde_json::to_string(&record.input).unwrap_or_default();
+            record.input = serde_json::json!({
+                "omitted_bytes": input.len(),
+                "sha256": hex(&Sha256::digest(input.as_bytes())),
+            });
+            record.reason = record.reason.take().map(|reason| {
+                let cut = crate::diagnostics::source::floor_char_boundary(&reason, 1024);
+                reason[..cut].to_owned()
+            });
+            line = serde_json::to_string(&*record).unwrap_or_default();
+        }
+        line.push('\n');
+        line
+    }
+
+    fn write(&self, line: &[u8]) -> std::io::Result<()> {
+        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        if let Ok(meta) = std::fs::metadata(&self.path)
+            && meta.len() > 0
+            && meta.len().saturating_add(line.len() as u64) > self.max_size
+        {
+            let mut rotated = self.path.clone().into_os_string();
+            rotated.push(".1");
+            match std::fs::rename(&self.path, &rotated) {
+                Ok(()) => {}
+                // Another process rotated it first.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(0o600);
+        }
+        let mut file = options.open(&self.path)?;
+        // INVARIANT: one `write` per record: with O_APPEND the kernel writes a regular file's
+        // bytes of one call at the end as a whole, so lines of concurrent writers never mix.
+        let written = file.write(line)?;
+        if written != line.len() {
+            // Only a full disk or a signal cuts a regular file's write short; finish the line.
+            file.write_all(&line[written..])?;
+        }
+        Ok(())
+    }
+}
+
+fn resolve_path(configured: &str, workspace_root: &Path) -> PathBuf {
+    if let Some(rest) = configured.strip_prefix("~/")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(rest);
+    }
+    workspace_root.join(configured)
+}
+
+/// The JSON Schema of a record.
+pub fn schema() -> Value {
+    crate::model::schema::decision_log()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config() -> DecisionLogConfig {
+        DecisionLogConfig {
+            redact_fields: Some(vec!["password".into(), "/headers/x-key".into()]),
+            secret_patterns: Some(vec![
+                "sk-[A-Za-z0-9]{8,}".into(),
+                "(?i)token=(?P<secret>\\S+)".into(),
+            ]),
+            ..DecisionLogConfig::default()
+        }
+    }
+
+    #[test]
+    fn named_fields_pointers_and_secret_text_are_masked() {
+        let redactor = Redactor::new(&config()).unwrap();
+        let input = json!({
+            "command": "curl -H 'Authorization: sk-abcdefgh1234' https://x?token=abc",
+            "nested": {"password": "hunter2", "keep": "plain"},
+            "headers": {"x-key": "v", "other": "w"},
+        });
+        assert_eq!(
+            redactor.redact(&input),
+            json!({
+                "command": "curl -H 'Authorization: [redacted]' https://x?token=[redacted]",
+                "nested": {"password": "[redacted]", "keep": "plain"},
+                "headers": {"x-key": "[redacted]", "other": "w"},
+            })
+        );
+    }
+
+    #[test]
+    fn an_invalid_pattern_is_an_error_naming_it() {
+        let config = DecisionLogConfig {
+            secret_patterns: Some(vec!["(".into()]),
+            ..DecisionLogConfig::default()
+        };
+        let error = Redactor::new(&config).unwrap_err().to_string();
+        assert!(error.contains("`(`"), "{error}");
+    }
+
+    #[test]
+    fn a_large_input_is_logged_as_size_and_digest_and_the_file_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log/decisions.jsonl");
+        let config = DecisionLogConfig {
+            max_size: Some(crate::model::Size(3000)),
+            max_record: Some(crate::model::Size(2048)),
+            ..DecisionLogConfig::default()
+        };
+        let log = DecisionLog::new(&path, &config).unwrap();
+        let big = DecisionRecord::new(
+            "Write",
+            json!({"content": "x".repeat(5000)}),
+            LoggedDecision::Ask,
+            DecidedBy::Default,
+        );
+        log.append(&big).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let logged: DecisionRecord = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(logged.input["omitted_bytes"], json!(5014));
+        assert!(text.len() <= 2048);
+        for _ in 0..10 {
+            log.append(&big).unwrap();
+        }
+        let current = std::fs::metadata(&path).unwrap().len();
+        assert!(current <= 3000, "{current}");
+        assert!(dir.path().join("log/decisions.jsonl.1").exists());
+    }
+
+    #[test]
+    fn file_and_line_drops_only_the_column() {
+        assert_eq!(
+            file_and_line("policies/rules.yaml:12:5"),
+            "policies/rules.yaml:12"
+        );
+        assert_eq!(file_and_line("rules.yaml:12"), "rules.yaml:12");
+    }
+}

@@ -1,0 +1,100 @@
+//! The agent tool maps (`agents:` section): how each coding agent's tool names and input
+//! fields map onto toolgate tools, so that `toolgate hook <agent>` decides an agent's tool
+//! call with the rules written for toolgate's tools.
+//!
+//! The built-in maps are `policies/agents.yaml`; a project adds or changes a mapping without
+//! code (an agent entry merges key by key with the one below, like the `commands` section).
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The `agents` section: agents by the name `toolgate hook <agent>` is run with.
+pub type AgentsSection = IndexMap<String, AgentSpec>;
+
+/// One agent: the hook protocol it speaks and how its tools map onto toolgate tools.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// One line for humans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The JSON protocol of the agent's hooks: `claude` (Claude Code and the agents that reuse
+    /// its format), `codex` (Claude's format as OpenAI Codex reads it) or `gemini` (Gemini
+    /// CLI's `BeforeTool`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<AgentProtocol>,
+    /// The agent's permission modes (as its hooks send them in `permission_mode`) that turn
+    /// on a toolgate mode: `plan: plan` decides calls made in the agent's plan mode with the
+    /// rules of toolgate's `plan` mode.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub modes: IndexMap<String, String>,
+    /// The agent's tools by the name its hooks send, each mapped onto a toolgate tool. A tool
+    /// not listed here is unknown to the policy (but `mcp__<server>__<tool>` names map onto
+    /// the toolgate tool of the same name when the policy has one).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub tools: IndexMap<String, ToolMapping>,
+}
+
+/// The JSON protocol an agent's hooks speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentProtocol {
+    /// Claude Code's `PreToolUse`, `PermissionRequest` and `PostToolUse` hooks.
+    Claude,
+    /// Claude's format as OpenAI Codex reads it: no `ask` and no bare `allow` in
+    /// `PreToolUse`.
+    Codex,
+    /// Gemini CLI's `BeforeTool` and `AfterTool` hooks.
+    Gemini,
+}
+
+/// How one of the agent's tools becomes toolgate calls.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolMapping {
+    /// The toolgate tool (name or alias) that decides the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The toolgate tool's input fields, each taken from a field of the agent's input: a
+    /// field name, or a JSON pointer (`/edits/0/new_string`). A field the agent did not send
+    /// is left out; fields not listed are not judged.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub input: IndexMap<String, String>,
+    /// Input fields with a fixed value.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub set: IndexMap<String, Value>,
+    /// Splits the call into one toolgate call per item; the strictest decision of the items
+    /// is the answer (deny if any is denied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub each: Option<Each>,
+    /// Leaves the tool unmapped (unknown to the policy), e.g. to switch off a built-in
+    /// mapping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+}
+
+/// How a call is split into several toolgate calls: exactly one of `items`, `patch` or
+/// `urls`. The field names inside `input` then refer to each item's fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("minProperties" = 1, "maxProperties" = 1))]
+pub struct Each {
+    /// One call per element of this array field (a field name or JSON pointer); an item is
+    /// the agent's input with the element's fields (an object element) over it, or with the
+    /// element as `item` (any other element).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<String>,
+    /// One call per file the patch in this field touches (Codex's `apply_patch` format:
+    /// `*** Add File:`, `*** Update File:` with `*** Move to:`, `*** Delete File:`). Items
+    /// have `path`, `kind` (`add`, `update`, `delete`, `move`), `removed` (the lines taken
+    /// out) and `added` (the lines put in); a move is two items, its old and its new path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    /// One call per `http://` or `https://` URL in this text field (a prompt that names the
+    /// pages to fetch); items have `url` and the agent's fields. No URL: one call without
+    /// `url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urls: Option<String>,
+}

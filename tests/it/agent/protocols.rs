@@ -1,0 +1,231 @@
+//! Per agent and event: the exact answer and exit code for everyday, asked and denied calls,
+//! compound command lines, split calls (MultiEdit, patches, URLs), unknown tools, rewrites by
+//! a toolgate hook, and a policy that does not load.
+
+use insta::assert_snapshot;
+
+use super::{Project, hooks_layer, run_hook};
+
+/// Runs every fixture of `agent` listed in `cases` against the standard project (with the
+/// hooks layer) and snapshots each transcript under `<agent>__<case>`.
+fn answers(agent: &str, cases: &[&str]) {
+    let project = Project::standard();
+    let hooks = hooks_layer();
+    for case in cases {
+        let run = project.hook(
+            agent,
+            &format!("{agent}/{case}.json"),
+            &["--enforced", &hooks],
+            &[],
+        );
+        assert_snapshot!(format!("{agent}__{case}"), project.transcript(&run));
+    }
+}
+
+#[test]
+fn claude_code_pre_tool_use_permission_request_and_post_tool_use() {
+    answers(
+        "claude",
+        &[
+            "pre_tool_use_bash_allowed",
+            "pre_tool_use_bash_ask",
+            "pre_tool_use_rm_rf",
+            "pre_tool_use_compound",
+            "pre_tool_use_read_env",
+            "pre_tool_use_read_source",
+            "pre_tool_use_multi_edit",
+            "pre_tool_use_unknown_tool",
+            "pre_tool_use_mcp",
+            "pre_tool_use_plan_mode",
+            "pre_tool_use_npm_install",
+            "permission_request_bash",
+            "permission_request_denied",
+            "permission_request_ask",
+            "post_tool_use_bash",
+        ],
+    );
+}
+
+#[test]
+fn codex_pre_tool_use_and_permission_request() {
+    answers(
+        "codex",
+        &[
+            "pre_tool_use_bash_allowed",
+            "pre_tool_use_bash_ask",
+            "pre_tool_use_rm_rf",
+            "pre_tool_use_apply_patch_denied",
+            "pre_tool_use_apply_patch",
+            "pre_tool_use_npm_install",
+            "permission_request_bash",
+            "permission_request_denied",
+        ],
+    );
+}
+
+#[test]
+fn gemini_cli_before_tool_and_after_tool() {
+    answers(
+        "gemini",
+        &[
+            "before_tool_shell_allowed",
+            "before_tool_shell_ask",
+            "before_tool_rm_rf",
+            "before_tool_read_env",
+            "before_tool_read_many",
+            "before_tool_web_fetch",
+            "before_tool_mcp",
+            "before_tool_unknown",
+            "before_tool_npm_install",
+            "after_tool_shell",
+        ],
+    );
+}
+
+#[test]
+fn a_policy_that_does_not_load_denies_with_its_first_diagnostic() {
+    let project = Project::with("broken.yaml");
+    for (agent, fixture) in [
+        ("claude", "claude/pre_tool_use_bash_allowed.json"),
+        ("codex", "codex/pre_tool_use_bash_allowed.json"),
+        ("gemini", "gemini/before_tool_shell_allowed.json"),
+    ] {
+        let run = project.hook(agent, fixture, &[], &[]);
+        assert_snapshot!(format!("broken_policy__{agent}"), project.transcript(&run));
+    }
+    // `--on-error ask` asks instead (Codex cannot ask in PreToolUse: it still denies).
+    let run = project.hook(
+        "claude",
+        "claude/pre_tool_use_bash_allowed.json",
+        &[],
+        &["--on-error", "ask"],
+    );
+    assert_eq!(run.code, 0);
+    assert_eq!(
+        run.json()["hookSpecificOutput"]["permissionDecision"],
+        "ask"
+    );
+}
+
+#[test]
+fn an_unknown_tool_answer_is_configurable() {
+    let project = Project::standard();
+    let deny = project.hook(
+        "claude",
+        "claude/pre_tool_use_unknown_tool.json",
+        &[],
+        &["--unknown", "deny"],
+    );
+    assert_eq!(
+        deny.json()["hookSpecificOutput"]["permissionDecision"],
+        "deny"
+    );
+    let ask = project.hook(
+        "gemini",
+        "gemini/before_tool_unknown.json",
+        &[],
+        &["--unknown", "ask"],
+    );
+    assert_eq!(ask.json()["decision"], "ask");
+}
+
+#[test]
+fn codex_asks_can_be_deferred_to_codex() {
+    let project = Project::standard();
+    let run = project.hook(
+        "codex",
+        "codex/pre_tool_use_bash_ask.json",
+        &[],
+        &["--codex-ask", "defer"],
+    );
+    assert_snapshot!("codex__ask_deferred", project.transcript(&run));
+}
+
+#[test]
+fn payloads_that_cannot_be_read_block_with_exit_2() {
+    for (name, payload) in [
+        ("not_json", &b"{\"hook_event_name\": \"PreToolUse\", "[..]),
+        (
+            "no_tool",
+            &b"{\"hook_event_name\": \"PreToolUse\", \"cwd\": \"/\"}"[..],
+        ),
+    ] {
+        for agent in ["claude", "codex", "gemini"] {
+            let run = run_hook(agent, payload, &[], &[]);
+            assert_eq!(run.code, 2, "{agent} {name}: {}", run.transcript());
+            assert!(
+                run.stdout.is_empty(),
+                "{agent} {name}: {}",
+                run.transcript()
+            );
+            assert!(run.stderr.starts_with("toolgate: "), "{}", run.stderr);
+        }
+    }
+    let big = vec![b' '; 2048];
+    let run = run_hook("claude", &big, &[], &["--max-input", "1024"]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr.contains("larger than 1024 bytes"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn an_agent_without_a_tool_map_is_refused() {
+    let project = Project::standard();
+    let run = project.hook("cursor", "claude/pre_tool_use_bash_allowed.json", &[], &[]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr.contains("no agent `cursor` under `agents:`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_project_adds_an_agent_without_code() {
+    // Qwen Code reuses Claude Code's hook format with Gemini-style tool names.
+    let project = Project::standard();
+    std::fs::write(
+        project.path().join(".toolgate/policies/qwen.yaml"),
+        "version: 1\nagents:\n  qwen:\n    protocol: claude\n    tools:\n      run_shell_command:\n        tool: Bash\n        input: { command: command }\n",
+    )
+    .unwrap();
+    let payload = project
+        .payload("claude/pre_tool_use_bash_allowed.json")
+        .replace("\"Bash\"", "\"run_shell_command\"");
+    let run = run_hook("qwen", payload.as_bytes(), &[], &[]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert_eq!(
+        run.json()["hookSpecificOutput"]["permissionDecision"],
+        "allow"
+    );
+}
+
+#[test]
+fn nothing_but_the_answer_reaches_stdout_even_with_logging_on() {
+    let project = Project::standard();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["hook", "gemini"])
+        .env("TOOLGATE_LOG", "debug")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(
+                project
+                    .payload("gemini/before_tool_shell_ask.json")
+                    .as_bytes(),
+            )?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(answer["decision"], "ask");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(!output.stderr.is_empty(), "debug logs go to stderr");
+}
