@@ -399,6 +399,7 @@ fn engine_batch_end_to_end(bencher: Bencher) {
             no_builtin: true,
             enforced: Vec::new(),
             policies: vec![path],
+            ..Default::default()
         }),
         1,
     )

@@ -224,6 +224,7 @@ fn options(dir: &Path) -> LoadOptions {
         no_builtin: false,
         enforced: Vec::new(),
         policies: vec![dir.to_owned()],
+        ..Default::default()
     });
     options.workspace_root = "/workspace".into();
     options
@@ -467,6 +468,7 @@ fn growth() {
                 no_builtin: true,
                 enforced: Vec::new(),
                 policies: vec![dir.path().to_owned()],
+                ..Default::default()
             });
             options.workspace_root = "/workspace".into();
             let ms = if broken {

@@ -137,6 +137,8 @@ pub mod fuzzing;
 pub mod handler;
 mod hooks;
 #[doc(hidden)]
+pub mod import;
+#[doc(hidden)]
 pub mod load;
 #[doc(hidden)]
 pub mod model;

@@ -597,7 +597,9 @@ pub fn reason_text(permission: &Permission, tool: &str) -> String {
     // Each text once, in order, with the parts it was given for.
     let mut texts: Vec<(String, Vec<&str>)> = Vec::new();
     for reason in &permission.reasons {
-        if reason_decision(reason) != Some(permission.decision) {
+        // An untrusted project's notice says how to trust it, whatever was decided.
+        let notice = matches!(reason, Reason::Untrusted { .. });
+        if !notice && reason_decision(reason) != Some(permission.decision) {
             continue;
         }
         let text = match reason {
@@ -625,6 +627,7 @@ pub fn reason_text(permission: &Permission, tool: &str) -> String {
                 None => format!("hook `{name}`"),
             },
             Reason::AlwaysAsk => format!("`{tool}` always asks (permission.always_ask)"),
+            Reason::Untrusted { reason, .. } => reason.clone(),
             Reason::Approval { by, reason, .. } => match reason {
                 Some(why) => format!("approval by {by}: {why}"),
                 None => format!("approval by {by}"),

@@ -26,7 +26,7 @@ use crate::model::engine_config::MessageKey;
 use crate::model::hook::HookEvent;
 use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{CallId, ModeName};
-use crate::policy::decide::{HookVote, Permission, combine};
+use crate::policy::decide::{HookVote, Permission, Reason, combine};
 use crate::policy::parts::{FileTool, FileTools};
 use crate::policy::rules::CallFacts;
 use crate::snapshot::{Snapshot, Tool};
@@ -305,7 +305,18 @@ impl<'s, 'c> Admitted<'s, 'c> {
             contract.default_permission,
             &files,
         );
-        let permission = combine(rules, votes, contract.always_ask);
+        let mut permission = combine(rules, votes, contract.always_ask);
+        // What an untrusted project could have allowed was ignored: a decision other than
+        // allow says so, and how to trust the project.
+        if let Some(untrusted) = &snapshot.untrusted
+            && !untrusted.ignored.is_empty()
+            && permission.decision != crate::model::Decision::Allow
+        {
+            permission.reasons.push(Reason::Untrusted {
+                project: untrusted.root.display().to_string(),
+                reason: untrusted.notice(),
+            });
+        }
         let settled = Settled {
             input,
             timeout,

@@ -178,6 +178,39 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
         format: ExplainFormat,
     },
+    /// Write a toolgate policy file from an agent's own permission rules: Claude Code
+    /// `settings.json` files, Codex `.rules` files or Gemini CLI policy `.toml` files. Every
+    /// rule names its origin; what cannot be translated exactly is written as a comment and
+    /// reported on stderr.
+    Import {
+        /// Whose files.
+        #[arg(value_enum)]
+        agent: AgentArg,
+        /// The files, lowest precedence first.
+        #[arg(value_name = "PATH", required = true)]
+        paths: Vec<PathBuf>,
+        /// Write the policy to FILE instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Write organisation rules (Claude Code managed settings, Gemini CLI admin
+        /// policies) to FILE, to be loaded with `--enforced`.
+        #[arg(long, value_name = "FILE")]
+        enforced_output: Option<PathBuf>,
+    },
+    /// Trust the project around DIR (default: the current directory): record a digest of
+    /// its `.toolgate/policies` in the user's trust store. Until trusted, a project found
+    /// from the current directory may only tighten: its allow rules, hooks, tool contracts
+    /// and settings are ignored. Any change to its policy files needs trust again.
+    Trust {
+        /// A folder of the project (default: the current directory).
+        dir: Option<PathBuf>,
+        /// List the trusted projects and whether their policies changed since.
+        #[arg(long, conflicts_with_all = ["revoke", "dir"])]
+        list: bool,
+        /// Forget the project instead.
+        #[arg(long)]
+        revoke: bool,
+    },
     /// Decide a coding agent's tool call from its hook: reads the agent's hook JSON on stdin
     /// and answers in its protocol on stdout (see docs/agents.md). The project is found from
     /// the payload's `cwd`. Never fails open: an unreadable payload exits 2 (blocks), a policy
@@ -265,6 +298,13 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+enum AgentArg {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 enum UnknownArg {
     Defer,
     Ask,
@@ -346,7 +386,7 @@ fn main() -> ExitCode {
         enforced: cli.global.enforced,
         no_builtin: cli.global.no_builtin,
         workspace: cli.global.workspace,
-        project_root: None,
+        ..GlobalOptions::default()
     };
     // `hook` finds its project from the agent's payload, not from where it runs.
     if let Command::Hook {
@@ -617,6 +657,54 @@ fn main() -> ExitCode {
                 error.exit()
             }
         },
+        Command::Import {
+            agent,
+            paths,
+            output,
+            enforced_output,
+        } => {
+            let agent = match agent {
+                AgentArg::Claude => toolgate::import::Agent::Claude,
+                AgentArg::Codex => toolgate::import::Agent::Codex,
+                AgentArg::Gemini => toolgate::import::Agent::Gemini,
+            };
+            let options = cli::import::ImportOptions {
+                output,
+                enforced_output,
+            };
+            match cli::import::run(agent, &paths, &options) {
+                Ok(report) => {
+                    eprint(&report.stderr);
+                    print(&report.stdout);
+                    Exit::Success
+                }
+                Err(error) => {
+                    eprint(&format!("error: {error}\n"));
+                    Exit::Usage
+                }
+            }
+        }
+        Command::Trust { dir, list, revoke } => {
+            let action = match (list, revoke) {
+                (true, _) => cli::trust::TrustAction::List,
+                (false, true) => cli::trust::TrustAction::Revoke(dir),
+                (false, false) => cli::trust::TrustAction::Trust(dir),
+            };
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            match cli::trust::trust(&global, &cwd, &action) {
+                Ok(text) => {
+                    print(&text);
+                    Exit::Success
+                }
+                Err(error) => {
+                    eprint(&format!(
+                        "error: {error}
+"
+                    ));
+                    Exit::Usage
+                }
+            }
+        }
         Command::Schema { name } => match name {
             None => {
                 print(&cli::schema::list());
@@ -642,6 +730,15 @@ fn main() -> ExitCode {
             Ok(report) => {
                 for path in &report.written {
                     print(&format!("wrote {}\n", path.display()));
+                }
+                // The user just wrote these policies: their project is trusted (a failure to
+                // record it only means `toolgate trust` is needed later).
+                match cli::trust::trust_after_init(&global, &dir) {
+                    Some(Ok(text)) => print(&text),
+                    Some(Err(error)) => eprint(&format!(
+                        "warning: {error}\n  help: run `toolgate trust` in the project to let its policies loosen decisions\n"
+                    )),
+                    None => {}
                 }
                 // `.toolgate` in some folder makes that folder a project: its commands find the
                 // policies and tests without flags.

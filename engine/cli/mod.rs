@@ -12,6 +12,7 @@ pub mod check;
 pub mod diff;
 pub mod explain;
 pub mod hook;
+pub mod import;
 pub mod init;
 pub mod plan;
 pub mod prompt;
@@ -19,11 +20,12 @@ pub mod run;
 pub mod schema;
 pub mod signals;
 pub mod test;
+pub mod trust;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
 
-use crate::snapshot::{LayerOptions, LoadOptions};
+use crate::snapshot::{LayerOptions, LoadOptions, ProjectLayer};
 
 /// Options every command shares: which policy roots make up the set.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -41,6 +43,16 @@ pub struct GlobalOptions {
     /// The project root found by [`find_project_root`], if any: `toolgate test` looks for
     /// its tests under it.
     pub project_root: Option<PathBuf>,
+    /// The project's policy folder when it was found rather than named with `--policies`
+    /// (it is then also the last of `policies`): its layer is trusted only once the user
+    /// trusts the project (`toolgate trust`).
+    pub found_project: Option<PathBuf>,
+    /// The user's own policy folder (`~/.config/toolgate/policies`), loaded when no
+    /// `--policies` is given and the folder exists.
+    pub user_policies: Option<PathBuf>,
+    /// The user's configuration folder (trust store, user policies); see
+    /// [`crate::snapshot::trust::config_dir`].
+    pub config_dir: Option<PathBuf>,
 }
 
 /// The folder `toolgate init` writes, and whose parent is the project root.
@@ -59,17 +71,31 @@ pub fn find_project_root(start: &Path) -> Option<PathBuf> {
 }
 
 impl GlobalOptions {
-    /// Fills in what the project around `cwd` gives when the flags do not say: with no
-    /// `--policies`, the project's `.toolgate/policies` is the policy root; with no
-    /// `--workspace`, the project root is the workspace (so path rules and relative handler
-    /// paths are taken against it wherever the command runs). Outside a project nothing
-    /// changes.
+    /// Fills in what the user's configuration and the project around `cwd` give when the
+    /// flags do not say. With no `--policies`: the user's own policies
+    /// (`~/.config/toolgate/policies`, when it exists) form the user layer, and the
+    /// project's `.toolgate/policies` is the policy root — subject to trust, as it was found
+    /// rather than named. With no `--workspace`, the project root is the workspace (so path
+    /// rules and relative handler paths are taken against it wherever the command runs).
     pub fn with_project_defaults(mut self, cwd: &Path) -> Self {
+        if self.config_dir.is_none() {
+            self.config_dir = crate::snapshot::trust::config_dir();
+        }
+        let explicit = !self.policies.is_empty();
+        if !explicit && self.user_policies.is_none() {
+            self.user_policies = self
+                .config_dir
+                .as_ref()
+                .map(|dir| dir.join(crate::snapshot::trust::USER_POLICIES))
+                .filter(|dir| dir.is_dir());
+        }
         let Some(root) = find_project_root(cwd) else {
             return self;
         };
-        if self.policies.is_empty() {
-            self.policies.push(root.join(PROJECT_DIR).join("policies"));
+        if !explicit {
+            let policies = root.join(PROJECT_DIR).join("policies");
+            self.policies.push(policies.clone());
+            self.found_project = Some(policies);
         }
         if self.workspace.is_none() {
             self.workspace = Some(root.clone());
@@ -78,13 +104,28 @@ impl GlobalOptions {
         self
     }
 
-    /// The load options these flags describe.
+    /// The load options these flags describe. A found project's policy folder is the
+    /// project layer (subject to trust) as long as it is still the last policy root.
     pub fn load_options(&self) -> LoadOptions {
+        let mut policies = self.policies.clone();
+        let project = match (&self.found_project, &self.project_root) {
+            (Some(found), Some(root)) if policies.last() == Some(found) => {
+                policies.pop();
+                Some(ProjectLayer {
+                    root: root.clone(),
+                    policies: found.clone(),
+                })
+            }
+            _ => None,
+        };
         let mut options = LoadOptions::new(LayerOptions {
             no_builtin: self.no_builtin,
             enforced: self.enforced.clone(),
-            policies: self.policies.clone(),
+            user: self.user_policies.clone(),
+            policies,
+            project,
         });
+        options.config_dir = self.config_dir.clone();
         if let Some(workspace) = &self.workspace {
             options.workspace_root =
                 std::path::absolute(workspace).unwrap_or_else(|_| workspace.clone());

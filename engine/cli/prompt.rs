@@ -169,6 +169,7 @@ pub fn describe(request: &ApprovalRequest) -> String {
                     .unwrap_or_default()
             ),
             Reason::AlwaysAsk => "the contract says always_ask".to_owned(),
+            Reason::Untrusted { reason, .. } => reason.clone(),
             Reason::Approval {
                 by,
                 decision,

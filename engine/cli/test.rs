@@ -548,6 +548,7 @@ fn compare(
                 Reason::Hook { .. }
                 | Reason::Analysis { .. }
                 | Reason::AlwaysAsk
+                | Reason::Untrusted { .. }
                 | Reason::Approval { .. } => None,
             })
             .collect();
@@ -658,6 +659,7 @@ fn why_not(
                 | Reason::Hook { .. }
                 | Reason::Analysis { .. }
                 | Reason::AlwaysAsk
+                | Reason::Untrusted { .. }
                 | Reason::Approval { .. } => None,
             })
             .collect();
@@ -741,6 +743,7 @@ fn describe_reason(reason: &Reason, tool: Option<&str>) -> Vec<String> {
                 .unwrap_or_default()
         )],
         Reason::AlwaysAsk => vec!["the contract says always_ask".to_owned()],
+        Reason::Untrusted { reason, .. } => vec![reason.clone()],
         Reason::Approval {
             by,
             decision,

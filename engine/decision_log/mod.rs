@@ -40,7 +40,8 @@ pub fn decided_by(permission: &Permission) -> (DecidedBy, Option<&Reason>) {
     let deciding = deciding_reason(permission);
     let by = match deciding {
         Some(Reason::Rule { .. }) => DecidedBy::Rule,
-        Some(Reason::Default { .. }) | None => DecidedBy::Default,
+        // An untrusted project's notice never decides; it only annotates a decision.
+        Some(Reason::Default { .. } | Reason::Untrusted { .. }) | None => DecidedBy::Default,
         Some(Reason::Analysis { .. }) => DecidedBy::Analysis,
         Some(Reason::Hook { .. }) => DecidedBy::Hook,
         Some(Reason::AlwaysAsk) => DecidedBy::AlwaysAsk,
@@ -76,6 +77,7 @@ pub fn reason_decision(reason: &Reason) -> Option<Decision> {
         | Reason::Hook { decision, .. }
         | Reason::Approval { decision, .. } => Some(*decision),
         Reason::AlwaysAsk => Some(Decision::Ask),
+        Reason::Untrusted { .. } => None,
     }
 }
 

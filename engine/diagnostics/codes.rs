@@ -109,6 +109,8 @@ pub enum Code {
     BatchEmpty,
     /// `toolgate::test::failed`
     TestFailed,
+    /// `toolgate::trust::untrusted_project` (warning)
+    TrustUntrustedProject,
 }
 
 /// The documentation of one code.
@@ -189,6 +191,7 @@ impl Code {
         Code::BatchUnknownMode,
         Code::BatchEmpty,
         Code::TestFailed,
+        Code::TrustUntrustedProject,
     ];
 
     /// The stable string, e.g. `toolgate::schema::type`.
@@ -686,6 +689,19 @@ impl Code {
                  { tool: Bash, input: { command: \"rm -rf /\" } }\n  expect: { decision: \
                  deny }\n```\nfails if a rule now allows it.",
             ),
+            Code::TrustUntrustedProject => warning(
+                "toolgate::trust::untrusted_project",
+                "a project's policies are not trusted, so what could loosen them is ignored",
+                "## What it means\nThe project's `.toolgate/policies` was found from the \
+                 current directory, and the user has not trusted it (or its files changed \
+                 since). Its deny and ask rules apply; its allow rules, hooks, tool \
+                 contracts, `commands` table, engine settings and changes to other layers' \
+                 rules are ignored. Each ignored entry is shown.\n\n## Why\nA cloned \
+                 repository must not allow what the user's or organisation's layers deny, nor \
+                 run its hooks, before someone has read it.\n\n## Example\nA repository \
+                 ships a rule allowing `rm -rf *`. Review `.toolgate/policies`, then run \
+                 `toolgate trust .`.",
+            ),
         }
     }
 }
@@ -757,7 +773,7 @@ mod tests {
             assert!(code.as_str().starts_with("toolgate::"), "{code}");
             assert_eq!(code.as_str().parse::<Code>(), Ok(code));
         }
-        assert_eq!(seen.len(), 49);
+        assert_eq!(seen.len(), 50);
         assert!("toolgate::nope".parse::<Code>().is_err());
     }
 
@@ -790,6 +806,7 @@ mod tests {
                 "toolgate::semantic::exempt_unbounded",
                 "toolgate::semantic::untrusted_hint",
                 "toolgate::semantic::missing_executable",
+                "toolgate::trust::untrusted_project",
             ]
         );
     }

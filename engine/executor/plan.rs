@@ -266,7 +266,9 @@ impl Plan<'_> {
                             why.join(", ")
                         ));
                         for reason in &call.reasons {
-                            if let Reason::Analysis { reason, .. } = reason {
+                            if let Reason::Analysis { reason, .. }
+                            | Reason::Untrusted { reason, .. } = reason
+                            {
                                 out.push_str(&format!("  {:<10} {:<14} {reason}\n", "", ""));
                             }
                         }

@@ -302,6 +302,37 @@ impl SpanTable {
         Some(current)
     }
 
+    /// A copy in which the items of the sequence at `list` answer to new indices: the item
+    /// that was at `kept[j]` is item `j`, and an item not in `kept` answers to no pointer.
+    /// For a document whose list was filtered after it was parsed (the rules an untrusted
+    /// layer keeps), so that the kept items still point at their own text.
+    pub fn renumbered(&self, list: &str, kept: &[usize]) -> SpanTable {
+        let mut table = SpanTable {
+            nodes: self.nodes.clone(),
+            arena: self.arena.clone(),
+            index: OnceLock::new(),
+            source: Arc::clone(&self.source),
+        };
+        let Some(list) = self.scan(list) else {
+            return table;
+        };
+        for node in table.nodes.iter_mut().filter(|n| n.parent as usize == list) {
+            let Ok(old) = node.segment(&self.arena).parse::<usize>() else {
+                continue;
+            };
+            let start = table.arena.len();
+            // Writing to a `String` cannot fail. A `-` never starts an index, so a dropped
+            // item's segment matches no pointer.
+            let _ = match kept.iter().position(|&k| k == old) {
+                Some(new) => write!(table.arena, "{new}"),
+                None => write!(table.arena, "-{old}"),
+            };
+            node.seg_start = u32::try_from(start).unwrap_or(u32::MAX);
+            node.seg_end = u32::try_from(table.arena.len()).unwrap_or(u32::MAX);
+        }
+        table
+    }
+
     /// The spans of the root node.
     pub fn root(&self) -> Option<NodeSpan> {
         self.root_index()

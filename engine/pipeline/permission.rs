@@ -112,6 +112,7 @@ fn denial_message(env: &CallEnv<'_>, tool: &Tool, permission: &Permission) -> St
             Reason::Default { .. }
             | Reason::Analysis { .. }
             | Reason::AlwaysAsk
+            | Reason::Untrusted { .. }
             | Reason::Approval { .. },
         )
         | None => message(engine, MessageKey::DefaultDenied, &[("tool", name)]),

@@ -82,6 +82,14 @@ pub enum Reason {
     },
     /// The contract says `always_ask`.
     AlwaysAsk,
+    /// The project's policies are not trusted, so what in them could loosen this decision
+    /// was ignored; says how to trust them. Added to every decision other than allow.
+    Untrusted {
+        /// The project root.
+        project: String,
+        /// The sentence for humans, with the command that trusts the project.
+        reason: String,
+    },
     /// An ask was answered: by the approver (`approver`), a `PermissionRequest` hook
     /// (`hook:<name>`), the approval timeout (`expiry`) or the lack of an approver
     /// (`no_client`). Always the last reason of a call that asked.
@@ -104,12 +112,15 @@ impl Reason {
             Reason::Rule { part, .. }
             | Reason::Default { part, .. }
             | Reason::Analysis { part, .. } => part.as_deref(),
-            Reason::Hook { .. } | Reason::AlwaysAsk | Reason::Approval { .. } => None,
+            Reason::Hook { .. }
+            | Reason::AlwaysAsk
+            | Reason::Untrusted { .. }
+            | Reason::Approval { .. } => None,
         }
     }
 
     /// A short label: `rule:<name>`, `default`, `analysis`, `hook:<name>`, `always_ask`,
-    /// `approval:<who>`.
+    /// `untrusted`, `approval:<who>`.
     pub fn label(&self) -> String {
         match self {
             Reason::Rule { name, .. } => format!("rule:{name}"),
@@ -117,6 +128,7 @@ impl Reason {
             Reason::Analysis { .. } => "analysis".to_owned(),
             Reason::Hook { name, .. } => format!("hook:{name}"),
             Reason::AlwaysAsk => "always_ask".to_owned(),
+            Reason::Untrusted { .. } => "untrusted".to_owned(),
             Reason::Approval { by, .. } => format!("approval:{by}"),
         }
     }
@@ -151,6 +163,7 @@ impl Permission {
             | Reason::Default { .. }
             | Reason::Analysis { .. }
             | Reason::AlwaysAsk
+            | Reason::Untrusted { .. }
             | Reason::Approval { .. } => None,
         })
     }

@@ -82,6 +82,8 @@ pub struct ExplainReport {
     /// The agents' tools that map onto this tool (`agents:`), for `toolgate hook`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub agent_tools: Vec<ExplainAgentTool>,
+    /// The layers of the set, lowest first: where the files shown above come from.
+    pub layers: Vec<ExplainLayer>,
 }
 
 /// An agent's tool that maps onto the explained tool.
@@ -102,6 +104,19 @@ pub struct ExplainAgentTool {
     /// `file:line:column` of the mapping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+}
+
+/// One layer of the set.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExplainLayer {
+    /// `defaults`, `builtin`, `enforced`, `user`, `policies` or `project`.
+    pub kind: String,
+    /// Its name for humans: `builtin`, `enforced org/`, `user ~/.config/toolgate/policies`,
+    /// a path, `project …`.
+    pub name: String,
+    /// Whether it may loosen policy and run code (only a found project that the user has
+    /// not trusted may not).
+    pub trusted: bool,
 }
 
 /// Why `explain` could not explain.
@@ -165,6 +180,16 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
         rules,
         summary: summary(snapshot, found),
         agent_tools: agent_tools(snapshot, found.name.as_str()),
+        layers: snapshot
+            .layers
+            .iter()
+            .map(|layer| ExplainLayer {
+                kind: layer.kind.as_str().to_owned(),
+                name: layer.name(),
+                trusted: !(layer.kind == crate::snapshot::LayerKind::Project
+                    && snapshot.untrusted.is_some()),
+            })
+            .collect(),
     })
 }
 
@@ -389,7 +414,16 @@ fn summary(snapshot: &Snapshot, tool: &Tool) -> Value {
 impl ExplainReport {
     /// The human rendering: a table of fields with their origins, then the rules.
     pub fn render_human(&self) -> String {
-        let mut out = format!("tool `{}` (generation {})\n\n", self.tool, self.generation);
+        let mut out = format!("tool `{}` (generation {})\n", self.tool, self.generation);
+        let layers: Vec<String> = self
+            .layers
+            .iter()
+            .map(|layer| match layer.trusted {
+                true => layer.name.clone(),
+                false => format!("{} (not trusted: it may only tighten)", layer.name),
+            })
+            .collect();
+        out.push_str(&format!("layers: {}\n\n", layers.join(", ")));
         let value_text = |value: &Value| match value {
             Value::String(s) => s.clone(),
             Value::Object(map) if map.contains_key("type") || map.contains_key("properties") => {

@@ -346,7 +346,8 @@ fn deciding(planned: &PlannedCall<'_>) -> Option<String> {
             | Reason::Analysis { decision: d, .. }
             | Reason::Hook { decision: d, .. } => *d == decision,
             Reason::AlwaysAsk => decision == Decision::Ask,
-            Reason::Approval { .. } => false,
+            // A notice that an untrusted project's rules were left out: it decides nothing.
+            Reason::Untrusted { .. } | Reason::Approval { .. } => false,
         })
         .or(planned.reasons.first())
         .map(|reason| match reason {
@@ -355,6 +356,7 @@ fn deciding(planned: &PlannedCall<'_>) -> Option<String> {
             | Reason::Analysis { .. }
             | Reason::Hook { .. }
             | Reason::AlwaysAsk
+            | Reason::Untrusted { .. }
             | Reason::Approval { .. } => reason.label(),
         })
 }

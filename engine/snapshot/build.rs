@@ -20,10 +20,14 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::EffectiveDocument;
-use super::layer::{DiscoveryErrorKind, FoundFile, LayerOptions, LayerSpec, Root, discover};
+use super::layer::{
+    DiscoveryErrorKind, FoundFile, LayerKind, LayerOptions, LayerSpec, ProjectLayer, Root, discover,
+};
 use super::merge::{FileInput, MergeIssue, Merger};
 use super::provenance::{FileId, Origin, Provenance};
 use super::semantic;
+use super::trust::{self, TrustStore};
+use super::untrusted::{self, Trusted, UntrustedProject};
 use super::{LoadedFile, Snapshot, Sources, Tool};
 use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 use crate::load::spans::join_pointer;
@@ -52,6 +56,9 @@ pub struct LoadOptions {
     /// be built. Off by default: automata are built when first needed (rules whose
     /// `examples` the load checks are built to check them); `toolgate check` turns it on.
     pub build_all_matchers: bool,
+    /// The user's configuration folder, whose trust store says whether a found project
+    /// layer ([`super::layer::LayerKind::Project`]) is trusted; `None`: no project is.
+    pub config_dir: Option<PathBuf>,
 }
 
 /// Limits on a whole policy set. Every file has its own size limit; these bound what many
@@ -110,6 +117,7 @@ impl LoadOptions {
             parse_limits: ParseLimits::DEFAULT,
             set_limits: SetLimits::DEFAULT,
             build_all_matchers: false,
+            config_dir: None,
         }
     }
 }
@@ -149,7 +157,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         );
     };
     let layers = options.layers.layers();
-    let (sources, merger) = read_and_merge(&layers, options, &mut diagnostics);
+    let (sources, merger, untrusted) = read_and_merge(&layers, options, &mut diagnostics);
     let (mut effective, provenance) = merger.finish();
     phase("read, parsed, schema-checked and merged");
 
@@ -262,6 +270,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         warnings,
         workspace_root: options.workspace_root.clone(),
         match_ctx,
+        untrusted: untrusted.map(Arc::new),
     };
     phase("snapshot built");
     finish(Some(Arc::new(snapshot)), diagnostics)
@@ -291,12 +300,14 @@ fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> 
 
 /// Reads, parses and schema-checks every file of every layer, and merges those that passed
 /// in load order (checking each root for duplicate definitions on the way). Files are
-/// independent until the merge, so they are read in parallel.
+/// independent until the merge, so they are read in parallel. The files of a found project
+/// layer are merged last, whole when the user trusts the project, else cut down to what only
+/// tightens (see [`super::untrusted`]); what was cut is returned.
 fn read_and_merge(
     layers: &[LayerSpec],
     options: &LoadOptions,
     diagnostics: &mut Vec<Diagnostic>,
-) -> (Sources, Merger) {
+) -> (Sources, Merger, Option<UntrustedProject>) {
     let mut found_files: Vec<(usize, FoundFile)> = Vec::new();
     for (layer_index, layer) in layers.iter().enumerate() {
         let (found, errors) = discover(&layer.root);
@@ -316,7 +327,7 @@ fn read_and_merge(
             found_files.len() as u64,
             limits.max_files as u64,
         ));
-        return (sources, merger);
+        return (sources, merger, None);
     }
     let bytes: u64 = found_files
         .iter()
@@ -327,16 +338,22 @@ fn read_and_merge(
         .sum();
     if bytes > limits.max_bytes {
         diagnostics.push(set_limit("bytes of files", bytes, limits.max_bytes));
-        return (sources, merger);
+        return (sources, merger, None);
     }
     let read: Vec<_> = found_files
         .par_iter()
         .map(|(_, file)| read_one(file.clone(), options))
         .collect();
     let (mut tools, mut rules) = (0usize, 0usize);
+    let mut project_files = Vec::new();
+    let mut project_complete = true;
     for ((layer_index, _), (document, found)) in found_files.iter().zip(read) {
+        let in_project = layers
+            .get(*layer_index)
+            .is_some_and(|layer| layer.kind == LayerKind::Project);
         diagnostics.extend(found);
         let Some(document) = document else {
+            project_complete &= !in_project;
             continue;
         };
         let count = |section: &str| match document.value.get(section) {
@@ -356,7 +373,16 @@ fn read_and_merge(
                 set_limit(what, found as u64, limit as u64)
                     .at(&document.source, document.source.span(0, 0)),
             );
-            return (sources, merger);
+            return (sources, merger, None);
+        }
+        let is_project = layers
+            .get(*layer_index)
+            .is_some_and(|layer| layer.kind == LayerKind::Project);
+        if is_project {
+            // INVARIANT: the project layer is the last layer, so every trusted file is merged
+            // before its files are.
+            project_files.push((*layer_index, document));
+            continue;
         }
         let id = FileId(sources.files.len() as u32);
         sources.files.push(LoadedFile {
@@ -378,13 +404,130 @@ fn read_and_merge(
             diagnostics.push(merge_issue(&sources, issue));
         }
     }
+    let untrusted = match &options.layers.project {
+        Some(project) => merge_project(
+            project,
+            project_files,
+            project_complete,
+            options,
+            (&mut sources, &mut merger, &mut duplicates),
+            diagnostics,
+        ),
+        None => None,
+    };
     if let Err(message) = policy_checker() {
         diagnostics.push(Diagnostic::new(
             Code::SchemaInvalid,
             format!("the built-in policy schema does not compile: {message}"),
         ));
     }
-    (sources, merger)
+    (sources, merger, untrusted)
+}
+
+/// Merges the files of the found project layer: whole when the trust store holds the digest
+/// of exactly these files, else each cut down to what only tightens, with a warning listing
+/// what was left out. Returns what was left out when the project is not trusted.
+fn merge_project(
+    project: &ProjectLayer,
+    files: Vec<(usize, crate::load::ParsedDocument)>,
+    complete: bool,
+    options: &LoadOptions,
+    (sources, merger, duplicates): (&mut Sources, &mut Merger, &mut Duplicates),
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<UntrustedProject> {
+    let digest = trust::digest(
+        &project.policies,
+        files.iter().map(|(_, document)| {
+            (
+                std::path::Path::new(&**document.source.path()),
+                &**document.source.text(),
+            )
+        }),
+    );
+    let trusted = complete
+        && match options.config_dir.as_deref().map(TrustStore::open) {
+            Some(Ok(store)) => store.is_trusted(&project.root, &digest),
+            Some(Err(error)) => {
+                diagnostics.push(
+                    Diagnostic::new(Code::TrustUntrustedProject, error.to_string())
+                        .with_help("fix or remove the file; until then no project is trusted"),
+                );
+                false
+            }
+            None => false,
+        };
+    let trusted_state = (!trusted).then(|| Trusted::from_merged(merger.document()));
+    let mut ignored = Vec::new();
+    for (layer_index, document) in files {
+        let id = FileId(sources.files.len() as u32);
+        sources.files.push(LoadedFile {
+            id,
+            layer: layer_index,
+            source: document.source,
+            spans: document.spans,
+        });
+        duplicates.check(sources, id, layer_index, &document.value, diagnostics);
+        let value = match &trusted_state {
+            None => document.value,
+            Some(state) => {
+                let restricted = untrusted::restrict(&document.value, state);
+                for item in &restricted.ignored {
+                    let place = sources.locate_in(id, &item.pointer, true);
+                    ignored.push((place, item.what.clone()));
+                }
+                if let Some(file) = sources.files.get_mut(id.0 as usize) {
+                    file.spans = file.spans.renumbered("/rules", &restricted.kept_rules);
+                }
+                restricted.document
+            }
+        };
+        let issues = merger.add_file(FileInput {
+            file: id,
+            layer: layer_index,
+            enforced: false,
+            document: value,
+        });
+        for issue in issues {
+            diagnostics.push(merge_issue(sources, issue));
+        }
+    }
+    if trusted {
+        return None;
+    }
+    let untrusted = UntrustedProject {
+        root: project.root.clone(),
+        ignored: ignored
+            .iter()
+            .map(|(place, what)| match place {
+                Some(location) => format!("{}: {what}", location.display()),
+                None => what.clone(),
+            })
+            .collect(),
+    };
+    if !ignored.is_empty() {
+        let mut diagnostic = Diagnostic::new(
+            Code::TrustUntrustedProject,
+            format!(
+                "project `{}` is not trusted: {} {} of its policies that could loosen them or run code {} ignored",
+                project.root.display(),
+                ignored.len(),
+                if ignored.len() == 1 { "entry" } else { "entries" },
+                if ignored.len() == 1 { "is" } else { "are" },
+            ),
+        )
+        .with_help(format!(
+            "review `{}`, then run `toolgate trust {}`; until then its deny and ask rules apply and nothing else",
+            project.policies.display(),
+            project.root.display()
+        ));
+        for (place, what) in ignored {
+            if let Some(location) = place {
+                diagnostic = diagnostic.with_related(format!("ignored: {what}"), location);
+            }
+        }
+        diagnostics.push(diagnostic);
+    }
+    Some(untrusted)
 }
 
 /// The diagnostic for a root or entry that could not be listed.

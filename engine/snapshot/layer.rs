@@ -2,9 +2,11 @@
 //!
 //! Order, lowest first: `defaults` (the engine defaults in `policies/engine.yaml` and the
 //! review table in `policies/review.yaml`, always loaded so that every engine value has a
-//! default in data), `builtin` (the rest of
-//! `policies/`, dropped by `--no-builtin`), each `--enforced` root, then each `--policies`
-//! root in the order given. Every root is its own layer. Within a directory root, files load
+//! default in data), `builtin` (the rest of `policies/`, dropped by `--no-builtin`), each
+//! `--enforced` root, the user's own policies (when the command line names no `--policies`),
+//! each `--policies` root in the order given, then the project's `.toolgate/policies` found
+//! from the current directory. Every root is its own layer. Only the found project layer is
+//! subject to trust (see [`super::trust`]). Within a directory root, files load
 //! in lexicographic order of their relative paths; hidden entries (`.git`, editor swap files)
 //! and policy test files (`*.test.yaml`, `*.test.toml`) are skipped.
 
@@ -19,8 +21,14 @@ pub enum LayerKind {
     Builtin,
     /// An organisation layer whose deny rules always win and whose locks bind later layers.
     Enforced,
-    /// A `--policies` root.
+    /// The user's own policies (`~/.config/toolgate/policies`): trusted by where it lives.
+    User,
+    /// A `--policies` root: named on the command line, so trusted.
     Policies,
+    /// A project's `.toolgate/policies` found from the current directory rather than named
+    /// on the command line: it may loosen policy or run code only once the user trusts the
+    /// project (`toolgate trust`); until then it may only tighten.
+    Project,
 }
 
 impl LayerKind {
@@ -28,7 +36,23 @@ impl LayerKind {
     pub fn is_enforced(self) -> bool {
         match self {
             LayerKind::Enforced => true,
-            LayerKind::Defaults | LayerKind::Builtin | LayerKind::Policies => false,
+            LayerKind::Defaults
+            | LayerKind::Builtin
+            | LayerKind::User
+            | LayerKind::Policies
+            | LayerKind::Project => false,
+        }
+    }
+
+    /// A word for humans: `defaults`, `builtin`, `enforced`, `user`, `policies`, `project`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LayerKind::Defaults => "defaults",
+            LayerKind::Builtin => "builtin",
+            LayerKind::Enforced => "enforced",
+            LayerKind::User => "user",
+            LayerKind::Policies => "policies",
+            LayerKind::Project => "project",
         }
     }
 }
@@ -91,8 +115,13 @@ impl LayerSpec {
             (LayerKind::Defaults, _) => "defaults".into(),
             (LayerKind::Builtin, _) => "builtin".into(),
             (LayerKind::Enforced, Root::Path(path)) => format!("enforced {}", path.display()),
+            (LayerKind::User, Root::Path(path)) => format!("user {}", path.display()),
             (LayerKind::Policies, Root::Path(path)) => path.display().to_string(),
-            (LayerKind::Enforced | LayerKind::Policies, Root::Embedded(_)) => "embedded".into(),
+            (LayerKind::Project, Root::Path(path)) => format!("project {}", path.display()),
+            (
+                LayerKind::Enforced | LayerKind::User | LayerKind::Policies | LayerKind::Project,
+                Root::Embedded(_),
+            ) => "embedded".into(),
         }
     }
 }
@@ -104,8 +133,22 @@ pub struct LayerOptions {
     pub no_builtin: bool,
     /// Enforced roots, lowest first.
     pub enforced: Vec<PathBuf>,
+    /// The user's own policy folder, loaded after the enforced roots.
+    pub user: Option<PathBuf>,
     /// Policy roots, lowest first.
     pub policies: Vec<PathBuf>,
+    /// The project found from the current directory, loaded last; subject to trust.
+    pub project: Option<ProjectLayer>,
+}
+
+/// A project's policy layer found from the current directory (not named on the command
+/// line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectLayer {
+    /// The project root (the folder holding `.toolgate`): what the trust store records.
+    pub root: PathBuf,
+    /// Its policy folder (`.toolgate/policies`).
+    pub policies: PathBuf,
 }
 
 impl LayerOptions {
@@ -127,10 +170,22 @@ impl LayerOptions {
                 root: Root::Path(path.clone()),
             });
         }
+        if let Some(path) = &self.user {
+            layers.push(LayerSpec {
+                kind: LayerKind::User,
+                root: Root::Path(path.clone()),
+            });
+        }
         for path in &self.policies {
             layers.push(LayerSpec {
                 kind: LayerKind::Policies,
                 root: Root::Path(path.clone()),
+            });
+        }
+        if let Some(project) = &self.project {
+            layers.push(LayerSpec {
+                kind: LayerKind::Project,
+                root: Root::Path(project.policies.clone()),
             });
         }
         layers
@@ -404,11 +459,16 @@ mod tests {
     }
 
     #[test]
-    fn layers_are_ordered_defaults_builtin_enforced_policies() {
+    fn layers_are_ordered_defaults_builtin_enforced_user_policies_project() {
         let options = LayerOptions {
             no_builtin: false,
             enforced: vec!["org".into()],
+            user: Some("user".into()),
             policies: vec!["project".into(), "local".into()],
+            project: Some(ProjectLayer {
+                root: "found".into(),
+                policies: "found/.toolgate/policies".into(),
+            }),
         };
         let kinds: Vec<_> = options.layers().iter().map(|l| l.kind).collect();
         assert_eq!(
@@ -417,8 +477,10 @@ mod tests {
                 LayerKind::Defaults,
                 LayerKind::Builtin,
                 LayerKind::Enforced,
+                LayerKind::User,
                 LayerKind::Policies,
-                LayerKind::Policies
+                LayerKind::Policies,
+                LayerKind::Project
             ]
         );
         let no_builtin = LayerOptions {

@@ -217,6 +217,11 @@ impl Merger {
         }
     }
 
+    /// The effective document so far: what the files merged until now make.
+    pub fn document(&self) -> &Map<String, Value> {
+        &self.doc
+    }
+
     /// Merges one file over what is there, and reports what its layer was not allowed to do.
     pub fn add_file(&mut self, input: FileInput) -> Vec<MergeIssue> {
         let mut issues = Vec::new();

@@ -18,6 +18,8 @@ pub mod provenance;
 pub mod reload;
 mod rule_mistakes;
 pub mod semantic;
+pub mod trust;
+pub mod untrusted;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,7 +28,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 pub use build::{LoadOptions, LoadOutcome, SetLimits, load};
-pub use layer::{LayerKind, LayerOptions, LayerSpec};
+pub use layer::{LayerKind, LayerOptions, LayerSpec, ProjectLayer};
 pub use provenance::{FileId, Origin, Provenance};
 
 use crate::diagnostics::SourceFile;
@@ -266,6 +268,8 @@ pub struct Snapshot {
     pub workspace_root: PathBuf,
     /// Matching context (workspace root, home, policy files, path case) for rules.
     pub match_ctx: MatchContext,
+    /// The found project layer, when the user does not trust it: what was left out of it.
+    pub untrusted: Option<Arc<untrusted::UntrustedProject>>,
 }
 
 impl Snapshot {

@@ -1742,6 +1742,7 @@ mod tests {
             no_builtin: true,
             enforced: Vec::new(),
             policies: vec![dir.path().to_owned()],
+            ..LayerOptions::default()
         });
         let first = load(&options, 1).snapshot.unwrap();
         let second = load(&options, 2).snapshot.unwrap();

@@ -240,6 +240,14 @@ fn run_logs_every_decided_call_with_who_decided() {
         "calls:\n  - { id: a, tool: Bash, input: { command: npm test } }\n  - { id: b, tool: Read, input: { file_path: .env } }\n  - { id: c, tool: WebSearch, input: { query: serde derive } }\n  - { id: d, tool: Nope, input: {} }\n  - { id: e, tool: WebFetch, input: { url: \"https://example.com\", prompt: p } }\n",
     )
     .unwrap();
+    // The log is named by the project's engine settings, which apply once it is trusted.
+    let trust = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("trust")
+        .current_dir(project.path())
+        .env("TOOLGATE_CONFIG_DIR", super::config())
+        .output()
+        .unwrap();
+    assert!(trust.status.success());
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args([
             "run",
@@ -250,6 +258,7 @@ fn run_logs_every_decided_call_with_who_decided() {
             "jsonl",
         ])
         .current_dir(project.path())
+        .env("TOOLGATE_CONFIG_DIR", super::config())
         .output()
         .unwrap();
     assert!(

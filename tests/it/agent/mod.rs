@@ -60,15 +60,36 @@ impl Project {
     }
 }
 
+/// The configuration folder (trust store) of these tests, shared by all of them.
+pub fn config() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
 /// Runs `toolgate [args…] hook <agent> [hook_args…]` with `stdin`, from the system's temporary
-/// folder.
+/// folder. The project the payload's `cwd` names is trusted first, as it is now: a user who
+/// installs the hook trusts the projects the agent works in (`toolgate trust`; the trust
+/// tests cover untrusted projects).
 pub fn run_hook(agent: &str, stdin: &[u8], args: &[&str], hook_args: &[&str]) -> Run {
+    let cwd = serde_json::from_slice::<serde_json::Value>(stdin)
+        .ok()
+        .and_then(|payload| payload.get("cwd")?.as_str().map(PathBuf::from))
+        .filter(|cwd| cwd.join(".toolgate/policies").is_dir());
+    if let Some(cwd) = cwd {
+        // A project whose files cannot be read stays untrusted; its hook run shows that.
+        let _ = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .arg("trust")
+            .arg(&cwd)
+            .env("TOOLGATE_CONFIG_DIR", config())
+            .output();
+    }
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(args)
         .arg("hook")
         .arg(agent)
         .args(hook_args)
         .current_dir(std::env::temp_dir())
+        .env("TOOLGATE_CONFIG_DIR", config())
         .env("NO_COLOR", "1")
         .env("COLUMNS", "100")
         .env_remove("TOOLGATE_LOG")

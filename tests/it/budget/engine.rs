@@ -37,6 +37,7 @@ fn snapshot(workspace: &Path, overlay: &str) -> Arc<Snapshot> {
         no_builtin: true,
         enforced: Vec::new(),
         policies: vec![fixture(), overlay_path],
+        ..Default::default()
     });
     options.workspace_root = workspace.to_owned();
     let outcome = load(&options, 1);

@@ -3,12 +3,27 @@
 
 use std::path::Path;
 
-use crate::support::check::{Run, toolgate_in};
+use crate::support::check::{Run, toolgate_with_config};
 
-/// A fresh `toolgate init` project with a `src/deep` subfolder and a batch file.
+/// The configuration folder of the tests below (inside the project's temporary folder).
+fn config(dir: &Path) -> std::path::PathBuf {
+    dir.join(".config-for-test")
+}
+
+/// Runs `toolgate ARGS` in `dir` with the project's test configuration folder.
+fn toolgate_in(dir: &Path, args: &[&str]) -> Run {
+    let mut project = dir;
+    while !project.join(".toolgate").is_dir() && project.parent().is_some() {
+        project = project.parent().unwrap();
+    }
+    toolgate_with_config(dir, &config(project), args)
+}
+
+/// A fresh `toolgate init` project (which `init` trusts) with a `src/deep` subfolder and a
+/// batch file.
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let init = toolgate_in(dir.path(), &["init"]);
+    let init = toolgate_with_config(dir.path(), &config(dir.path()), &["init"]);
     assert_eq!(init.code, 0, "{}", init.transcript());
     assert!(
         init.stdout

@@ -27,6 +27,7 @@ fn load_rules(dir: &Path, rules: &str) -> LoadOutcome {
         no_builtin: false,
         enforced: Vec::new(),
         policies: vec![policies],
+        ..Default::default()
     });
     options.workspace_root = dir.to_owned();
     load(&options, 1)

@@ -12,6 +12,7 @@ fn options(dir: &Path, limits: SetLimits) -> LoadOptions {
         no_builtin: true,
         enforced: Vec::new(),
         policies: vec![dir.to_path_buf()],
+        ..Default::default()
     });
     options.workspace_root = dir.to_path_buf();
     options.set_limits = limits;

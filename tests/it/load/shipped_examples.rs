@@ -15,6 +15,7 @@ fn options(workspace: &Path, policies: Vec<PathBuf>, no_builtin: bool) -> LoadOp
         no_builtin,
         enforced: Vec::new(),
         policies,
+        ..Default::default()
     });
     options.workspace_root = workspace.to_path_buf();
     options.home = Some(PathBuf::from("/home/dev"));

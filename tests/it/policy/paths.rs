@@ -94,6 +94,7 @@ impl Fixture {
             no_builtin: false,
             enforced: Vec::new(),
             policies: vec![self.workspace().join(".toolgate/policies")],
+            ..Default::default()
         });
         options.workspace_root = self.workspace();
         options.home = home;

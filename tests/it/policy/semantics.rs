@@ -91,6 +91,7 @@ fn snapshot_of(root: &Path, policies: PathBuf) -> Arc<Snapshot> {
         no_builtin: false,
         enforced: Vec::new(),
         policies: vec![policies],
+        ..Default::default()
     });
     options.workspace_root = root.to_path_buf();
     options.home = Some(home_of(root));
@@ -121,7 +122,10 @@ fn deciding(decision: &str, reasons: &[Reason]) -> Vec<String> {
             Reason::Rule { decision: d, .. }
             | Reason::Default { decision: d, .. }
             | Reason::Analysis { decision: d, .. } => d.to_string() == decision,
-            Reason::Hook { .. } | Reason::AlwaysAsk | Reason::Approval { .. } => true,
+            Reason::Hook { .. }
+            | Reason::AlwaysAsk
+            | Reason::Untrusted { .. }
+            | Reason::Approval { .. } => true,
         })
         .map(Reason::label)
         .collect()

@@ -62,13 +62,25 @@ pub fn toolgate(args: &[&str]) -> Run {
     toolgate_in(Path::new(ROOT), args)
 }
 
-/// Runs `toolgate ARGS` from `dir`, without colours, with a fixed terminal width.
+/// A configuration folder that does not exist: no user layer, no trusted project, whatever
+/// the machine's own `~/.config/toolgate` holds.
+pub const NO_CONFIG: &str = "/nonexistent/toolgate-config";
+
+/// Runs `toolgate ARGS` from `dir`, without colours, with a fixed terminal width and no
+/// user configuration ([`NO_CONFIG`]).
 pub fn toolgate_in(dir: &Path, args: &[&str]) -> Run {
+    toolgate_with_config(dir, Path::new(NO_CONFIG), args)
+}
+
+/// Like [`toolgate_in`], with `config` as the user's configuration folder (trust store and
+/// user policies).
+pub fn toolgate_with_config(dir: &Path, config: &Path, args: &[&str]) -> Run {
     let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .env("COLUMNS", "100")
+        .env("TOOLGATE_CONFIG_DIR", config)
         .env_remove("RUST_LOG")
         .output()
         .expect("the toolgate binary runs");

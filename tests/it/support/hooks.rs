@@ -59,6 +59,7 @@ pub fn fixture(hooks: &str) -> Fixture {
         no_builtin: true,
         enforced: Vec::new(),
         policies: vec![policies.join("tools.yaml"), policies.join(hooks)],
+        ..Default::default()
     });
     options.workspace_root = dir.path().to_owned();
     let outcome = load(&options, 1);

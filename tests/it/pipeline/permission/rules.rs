@@ -34,6 +34,7 @@ fn snapshot() -> Arc<Snapshot> {
         no_builtin: true,
         enforced: vec![PathBuf::from(ROOT).join("org")],
         policies: vec![PathBuf::from(ROOT).join("project")],
+        ..Default::default()
     });
     options.workspace_root = PathBuf::from("/ws");
     let outcome = load(&options, 1);
@@ -737,6 +738,7 @@ rules:
         no_builtin: true,
         enforced: Vec::new(),
         policies: vec![dir.path().to_owned()],
+        ..Default::default()
     });
     let snapshot = load(&options, 1)
         .snapshot
