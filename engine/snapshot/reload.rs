@@ -35,8 +35,9 @@ use crate::review::{Change, diff};
 /// How long the policy files must stay unchanged before a change is loaded.
 pub const DEFAULT_SETTLE: Duration = Duration::from_secs(1);
 
-/// How many settle windows a watcher waits for files that keep changing before it loads
-/// them anyway (a file rewritten every few hundred milliseconds would otherwise never load).
+/// How many settle windows a watcher waits for files that keep changing before it gives up
+/// on this change, leaving the generation in force (the next change starts a new wait).
+/// Loading them anyway could install a save caught half-written.
 const MAX_SETTLE_ROUNDS: usize = 30;
 
 /// What the files of a set look like on disk: per file its path, size, modification time
@@ -177,9 +178,9 @@ impl Reloader {
     }
 
     /// Blocks until the files have stayed the same (size, modification time and content)
-    /// for a whole settle window, at least `debounce` long; gives up after
-    /// `MAX_SETTLE_ROUNDS` windows of a file that never stops changing.
-    pub fn wait_until_settled(&self, debounce: Duration) {
+    /// for a whole settle window, at least `debounce` long, and says so; `false` after
+    /// `MAX_SETTLE_ROUNDS` windows of files that never stop changing.
+    pub fn wait_until_settled(&self, debounce: Duration) -> bool {
         let window = self
             .settle
             .lock()
@@ -190,10 +191,11 @@ impl Reloader {
             std::thread::sleep(window);
             let after = self.fingerprint();
             if after == before {
-                return;
+                return true;
             }
             before = after;
         }
+        false
     }
 
     /// The generation in force, if any set has loaded.
@@ -350,8 +352,16 @@ impl Reloader {
                     && event.paths.iter().any(|path| is_relevant(path, &filter))
             });
             if relevant {
-                reloader.wait_until_settled(debounce);
-                report(reloader.reload());
+                if reloader.wait_until_settled(debounce) {
+                    report(reloader.reload());
+                } else {
+                    // A save caught mid-write must never be installed: the generation in
+                    // force stays; the writer's next change starts a new wait.
+                    tracing::warn!(
+                        "the policy files kept changing for {MAX_SETTLE_ROUNDS} settle windows; \
+                         the generation in force stays until they stop"
+                    );
+                }
             }
         })
         .map_err(|error| notify::Error::generic(&error.to_string()))?;
@@ -389,5 +399,52 @@ pub struct WatchHandle {
 impl std::fmt::Debug for WatchHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("WatchHandle")
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::events::NullSink;
+    use crate::snapshot::LayerOptions;
+
+    /// Files that never stop changing are not declared settled (the watcher then loads
+    /// nothing); before, the wait gave up and the set was loaded as it was, which installed
+    /// a save caught between its two halves (the `serve` soak, issue 19 defect 6).
+    #[test]
+    fn files_that_never_stop_changing_are_not_settled() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = dir.path().join("p.yaml");
+        std::fs::write(&policy, "version: 1\n").unwrap();
+        let options = LoadOptions::new(LayerOptions {
+            no_builtin: true,
+            policies: vec![policy.clone()],
+            ..LayerOptions::default()
+        });
+        let reloader = Reloader::new(options, None, Box::new(|_| {}), Arc::new(NullSink));
+        reloader.set_settle(Duration::from_millis(20));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (stop, policy) = (Arc::clone(&stop), policy.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    n += 1;
+                    std::fs::write(&policy, format!("version: 1\n# {n}\n")).unwrap();
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+        };
+        let settled = reloader.wait_until_settled(Duration::from_millis(20));
+        stop.store(true, Ordering::SeqCst);
+        writer.join().unwrap();
+        assert!(
+            !settled,
+            "a file rewritten every millisecond was declared settled"
+        );
+        assert!(reloader.wait_until_settled(Duration::from_millis(20)));
     }
 }
