@@ -53,14 +53,9 @@ pub fn reply(
 }
 
 fn pre_tool_use(flavour: Flavour, verdict: &Verdict, options: &HookOptions) -> Reply {
-    let (decision, reason, updated) = match &verdict.answer {
-        Answer::Decided {
-            decision,
-            reason,
-            updated_input,
-        } => (*decision, reason.as_str(), updated_input.as_ref()),
-        Answer::Defer { reason } => return note(reason),
-        Answer::Context { .. } => return Reply::default(),
+    let (decision, reason, updated) = match decided(verdict) {
+        Ok(decided) => decided,
+        Err(reply) => return reply,
     };
     match (flavour, decision) {
         (Flavour::Codex, Decision::Allow) if updated.is_none() => {
@@ -96,14 +91,9 @@ fn pre_tool_use_json(decision: &str, reason: &str, updated: Option<&Value>) -> R
 }
 
 fn permission_request(flavour: Flavour, verdict: &Verdict) -> Reply {
-    let (decision, reason, updated) = match &verdict.answer {
-        Answer::Decided {
-            decision,
-            reason,
-            updated_input,
-        } => (*decision, reason.as_str(), updated_input.as_ref()),
-        Answer::Defer { reason } => return note(reason),
-        Answer::Context { .. } => return Reply::default(),
+    let (decision, reason, updated) = match decided(verdict) {
+        Ok(decided) => decided,
+        Err(reply) => return reply,
     };
     let mut behaviour = Map::new();
     match decision {
@@ -146,6 +136,20 @@ pub(super) fn json_reply(value: Value) -> Reply {
 }
 
 /// No answer (the agent's own rules go on), with why on stderr.
+/// A decided verdict's decision, reason and rewritten input; the reply for one that is not
+/// (deferred: a note; context only: nothing).
+pub(super) fn decided(verdict: &Verdict) -> Result<(Decision, &str, Option<&Value>), Reply> {
+    match &verdict.answer {
+        Answer::Decided {
+            decision,
+            reason,
+            updated_input,
+        } => Ok((*decision, reason.as_str(), updated_input.as_ref())),
+        Answer::Defer { reason } => Err(note(reason)),
+        Answer::Context { .. } => Err(Reply::default()),
+    }
+}
+
 pub(super) fn note(reason: &str) -> Reply {
     Reply {
         stdout: None,

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, json};
 
-use super::claude::{json_reply, note};
+use super::claude::{decided, json_reply, note};
 use super::{AgentEvent, Answer, Reply, Verdict};
 use crate::model::Decision;
 
@@ -40,14 +40,9 @@ pub fn reply(event: AgentEvent, verdict: &Verdict) -> Reply {
 }
 
 fn before_tool(verdict: &Verdict) -> Reply {
-    let (decision, reason, updated) = match &verdict.answer {
-        Answer::Decided {
-            decision,
-            reason,
-            updated_input,
-        } => (*decision, reason.as_str(), updated_input.as_ref()),
-        Answer::Defer { reason } => return note(reason),
-        Answer::Context { .. } => return Reply::default(),
+    let (decision, reason, updated) = match decided(verdict) {
+        Ok(decided) => decided,
+        Err(reply) => return reply,
     };
     let mut answer = Map::new();
     answer.insert("decision".into(), json!(decision.to_string()));
