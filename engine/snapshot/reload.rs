@@ -186,16 +186,7 @@ impl Reloader {
             .lock()
             .map_or(DEFAULT_SETTLE, |settle| *settle)
             .max(debounce);
-        let mut before = self.fingerprint();
-        for _ in 0..MAX_SETTLE_ROUNDS {
-            std::thread::sleep(window);
-            let after = self.fingerprint();
-            if after == before {
-                return true;
-            }
-            before = after;
-        }
-        false
+        settle(window, std::thread::sleep, || self.fingerprint())
     }
 
     /// The generation in force, if any set has loaded.
@@ -402,11 +393,28 @@ impl std::fmt::Debug for WatchHandle {
     }
 }
 
+/// Waits `window` at a time until two observations in a row are equal (`true`), or gives
+/// up after [`MAX_SETTLE_ROUNDS`] windows (`false`).
+fn settle<F: PartialEq>(
+    window: Duration,
+    mut wait: impl FnMut(Duration),
+    mut observe: impl FnMut() -> F,
+) -> bool {
+    let mut before = observe();
+    for _ in 0..MAX_SETTLE_ROUNDS {
+        wait(window);
+        let after = observe();
+        if after == before {
+            return true;
+        }
+        before = after;
+    }
+    false
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
-
     use super::*;
     use crate::events::NullSink;
     use crate::snapshot::LayerOptions;
@@ -426,25 +434,22 @@ mod tests {
         });
         let reloader = Reloader::new(options, None, Box::new(|_| {}), Arc::new(NullSink));
         reloader.set_settle(Duration::from_millis(20));
-        let stop = Arc::new(AtomicBool::new(false));
-        let writer = {
-            let (stop, policy) = (Arc::clone(&stop), policy.clone());
-            std::thread::spawn(move || {
-                let mut n = 0u64;
-                while !stop.load(Ordering::SeqCst) {
-                    n += 1;
-                    std::fs::write(&policy, format!("version: 1\n# {n}\n")).unwrap();
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            })
-        };
-        let settled = reloader.wait_until_settled(Duration::from_millis(20));
-        stop.store(true, Ordering::SeqCst);
-        writer.join().unwrap();
+        // The file changes during every window: the writer runs in place of the wait, so
+        // the test does not depend on how threads are scheduled.
+        let mut n = 0u64;
+        let settled = settle(
+            Duration::from_millis(1),
+            |_| {
+                n += 1;
+                std::fs::write(&policy, format!("version: 1\n# {n}\n")).unwrap();
+            },
+            || reloader.fingerprint(),
+        );
         assert!(
             !settled,
-            "a file rewritten every millisecond was declared settled"
+            "a file rewritten during every settle window was declared settled"
         );
+        assert_eq!(n, MAX_SETTLE_ROUNDS as u64);
         assert!(reloader.wait_until_settled(Duration::from_millis(20)));
     }
 }
