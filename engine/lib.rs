@@ -141,6 +141,8 @@ pub mod import;
 #[doc(hidden)]
 pub mod load;
 #[doc(hidden)]
+pub mod mcp;
+#[doc(hidden)]
 pub mod model;
 #[doc(hidden)]
 pub mod pipeline;

@@ -148,6 +148,8 @@ pub async fn run(
         }
     };
     listener.abort();
+    // The MCP servers the batch started end with it.
+    engine.shutdown().await;
     drop(engine);
     while let Some(event) = receiver.recv().await {
         print_event(&mut view, options, &event, out);

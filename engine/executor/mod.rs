@@ -138,6 +138,8 @@ pub struct BatchOutcome {
 
 struct Inner {
     current: ArcSwap<Prepared>,
+    /// The MCP servers, kept across snapshot installs while their entries do not change.
+    mcp: crate::mcp::Pool,
     natives: NativeRegistry,
     sink: Arc<dyn EventSink>,
     store: Option<Arc<dyn ArtifactStore>>,
@@ -201,9 +203,11 @@ impl EngineBuilder {
         let session = self
             .session
             .unwrap_or_else(|| SessionId::new(format!("s{}", uuid::Uuid::new_v4().simple())));
+        let mcp = crate::mcp::Pool::new();
         Engine {
             inner: Arc::new(Inner {
-                current: ArcSwap::from_pointee(prepare_snapshot(self.snapshot)),
+                current: ArcSwap::from_pointee(prepare_snapshot(self.snapshot, &mcp)),
+                mcp,
                 natives: self.natives,
                 sink: self.sink,
                 store: self.store,
@@ -214,7 +218,7 @@ impl EngineBuilder {
 }
 
 /// Derives what executing needs from a snapshot: gates, budget texts, compiled handlers.
-fn prepare_snapshot(snapshot: Arc<Snapshot>) -> Prepared {
+fn prepare_snapshot(snapshot: Arc<Snapshot>, mcp: &crate::mcp::Pool) -> Prepared {
     // Gate permits were validated at load time (at least 1); a gate that still cannot be
     // built leaves the set empty, and calls naming it fail with "unknown gate".
     let gates = Gates::new(
@@ -225,10 +229,13 @@ fn prepare_snapshot(snapshot: Arc<Snapshot>) -> Prepared {
     )
     .unwrap_or_else(|_| Gates::empty());
     let templates = Templates::from_engine(&snapshot.engine);
+    let servers =
+        crate::handler::mcp::servers(&snapshot.mcp_servers, &snapshot.workspace_root, mcp);
     let options = BuildOptions {
         max_output_bytes: snapshot.engine.max_handler_output,
         kill_grace: snapshot.engine.kill_grace.0,
         workspace: &snapshot.workspace_root,
+        mcp: &servers,
     };
     let dispatch = snapshot
         .tools
@@ -268,7 +275,14 @@ impl Engine {
     pub fn install(&self, snapshot: Arc<Snapshot>) {
         self.inner
             .current
-            .store(Arc::new(prepare_snapshot(snapshot)));
+            .store(Arc::new(prepare_snapshot(snapshot, &self.inner.mcp)));
+    }
+
+    /// Shuts down the MCP servers the engine started (closing their connections; a stdio
+    /// server gets its input closed, then SIGTERM, then SIGKILL). Calls after this fail with
+    /// "was shut down" until a snapshot that changes their entries is installed.
+    pub async fn shutdown(&self) {
+        self.inner.mcp.shutdown().await;
     }
 
     /// The session artifacts are written under.

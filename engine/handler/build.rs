@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::model::ToolName;
 use crate::model::handler::{HandlerSpec, StdinMode};
 
-use super::{CommandRunner, CommandSpec, HttpRunner, HttpSpec};
+use super::{CommandRunner, CommandSpec, HttpRunner, HttpSpec, McpRunner};
 
 /// A tool's handler, compiled once per snapshot.
 pub enum Dispatch {
@@ -17,6 +17,8 @@ pub enum Dispatch {
     Command(Arc<CommandRunner>),
     /// An HTTP endpoint.
     Http(Arc<HttpRunner>),
+    /// A tool of an MCP server.
+    Mcp(Arc<McpRunner>),
     /// A native handler registered under this name.
     Native(String),
     /// No handler can run (why, for the model and the logs).
@@ -24,7 +26,7 @@ pub enum Dispatch {
 }
 
 /// What every built handler shares: the engine's limits and the workspace.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct BuildOptions<'a> {
     /// Most output bytes a handler may produce (`engine.max_handler_output`).
     pub max_output_bytes: u64,
@@ -32,6 +34,8 @@ pub struct BuildOptions<'a> {
     pub kill_grace: Duration,
     /// The workspace root: commands run there (or in their `cwd` below it).
     pub workspace: &'a Path,
+    /// The snapshot's MCP servers (see [`super::mcp::servers`]).
+    pub mcp: &'a super::mcp::Servers,
 }
 
 /// Compiles a tool's handler. Errors here were reported at load time; a handler that still
@@ -71,9 +75,17 @@ pub fn build(tool: &ToolName, spec: &HandlerSpec, options: &BuildOptions<'_>) ->
                 }
             }
         }
-        HandlerSpec::Mcp(_) => Dispatch::Unavailable(
-            "mcp handlers are not supported by this version of toolgate".into(),
-        ),
+        HandlerSpec::Mcp(spec) => match options.mcp.get(&spec.server) {
+            Some(Ok(server)) => Dispatch::Mcp(Arc::new(McpRunner::new(
+                Arc::clone(server),
+                spec.tool.clone().unwrap_or_else(|| tool.to_string()),
+            ))),
+            Some(Err(why)) => Dispatch::Unavailable(why.clone()),
+            None => Dispatch::Unavailable(format!(
+                "mcp server `{}` is not declared under `mcp_servers`",
+                spec.server
+            )),
+        },
         HandlerSpec::Native(spec) => {
             Dispatch::Native(spec.name.clone().unwrap_or_else(|| tool.to_string()))
         }

@@ -322,7 +322,7 @@ pub fn parse_header_value(
 
 /// reqwest is built without a default crypto provider (the default one needs a C and cmake
 /// build); install `ring` unless the embedding program installed a provider already.
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Losing a race against another thread installing one is fine: any provider works.
         let _ = rustls::crypto::ring::default_provider().install_default();

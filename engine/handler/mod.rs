@@ -15,6 +15,7 @@ pub mod build;
 pub mod command;
 mod decode;
 pub mod http;
+pub mod mcp;
 pub mod native;
 mod process;
 pub mod template;
@@ -34,6 +35,7 @@ pub use build::{BuildOptions, Dispatch, build};
 pub use command::{Captured, CommandRunner, CommandSpec, run_captured, run_command};
 pub use decode::Utf8Decoder;
 pub use http::{HttpConfigError, HttpRunner, HttpSpec, HttpStatusError};
+pub use mcp::McpRunner;
 pub use native::{
     HandlerFuture, Isolated, NativeHandler, NativeRegistry, NativeRegistryError, build_native,
     call_native, poll_native, run_isolated, spawn_native,

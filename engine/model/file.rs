@@ -50,6 +50,10 @@ pub struct PolicyFile {
     /// agent's tool names and input fields map onto toolgate tools.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub agents: super::agent::AgentsSection,
+    /// MCP servers, keyed by the name `handler: { kind: mcp, server: NAME }` uses.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    #[schemars(schema_with = "mcp_servers_schema")]
+    pub mcp_servers: super::mcp::McpServersSection,
 }
 
 /// Tool names: a letter or `_`, then letters, digits, `_`, `-`, `.`.
@@ -81,6 +85,14 @@ fn tools_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 fn gates_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     keyed_map::<Gate>(generator, "Admission gates, keyed by name.", NAME_PATTERN)
+}
+
+fn mcp_servers_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    keyed_map::<super::mcp::McpServer>(
+        generator,
+        "MCP servers, keyed by the name `handler: { kind: mcp, server: NAME }` uses.",
+        NAME_PATTERN,
+    )
 }
 
 fn modes_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {

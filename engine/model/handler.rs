@@ -71,16 +71,12 @@ pub struct HttpHandler {
     pub env: Option<Vec<String>>,
 }
 
-/// An MCP tool handler.
+/// An MCP tool handler: a tool of a server declared under `mcp_servers`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpHandler {
-    /// Command that starts the server (stdio transport).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<Vec<String>>,
-    /// URL of the server (HTTP transport).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
+    /// The server's name under `mcp_servers`.
+    pub server: String,
     /// The tool's name on the server (default: the contract's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,

@@ -15,6 +15,7 @@ pub mod file;
 pub mod handler;
 pub mod hook;
 pub mod ids;
+pub mod mcp;
 pub mod resolved;
 pub mod review;
 pub mod rule;

@@ -233,6 +233,12 @@ fn dispatch(
                 handler.call(&input, &ctx).await
             })))
         }
+        Some(Dispatch::Mcp(handler)) => {
+            let handler = Arc::clone(handler);
+            Ok(Dispatched::Task(Isolated::spawn(async move {
+                handler.call(&input, &ctx).await
+            })))
+        }
         Some(Dispatch::Native(name)) => match env.natives.get_ref(name) {
             Some(handler) => build_native(handler, input, ctx).map(Dispatched::Native),
             None => Err(HandlerError::other(NoHandler(message(

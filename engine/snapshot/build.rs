@@ -267,6 +267,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
             .map(|(name, mode)| (ModeName::new(name), mode))
             .collect(),
         agents: typed.agents,
+        mcp_servers: typed.mcp_servers,
         warnings,
         workspace_root: options.workspace_root.clone(),
         match_ctx,

@@ -28,7 +28,7 @@ use super::provenance::{FileId, Origin, Provenance};
 use crate::load::spans::join_pointer as child;
 
 /// Sections of a file that merge key by key, all the way down.
-const OBJECT_SECTIONS: [&str; 4] = ["engine", "commands", "agents", "review"];
+const OBJECT_SECTIONS: [&str; 5] = ["engine", "commands", "agents", "review", "mcp_servers"];
 /// Sections of a file that are maps keyed by name.
 const MAP_SECTIONS: [&str; 3] = ["tools", "gates", "modes"];
 /// Sections of a file that are lists of named items.

@@ -262,6 +262,8 @@ pub struct Snapshot {
     pub modes: IndexMap<ModeName, Mode>,
     /// Agent tool maps by agent name (`toolgate hook <agent>`).
     pub agents: crate::model::agent::AgentsSection,
+    /// MCP servers by name (started by the engine on first use).
+    pub mcp_servers: crate::model::mcp::McpServersSection,
     /// Warnings of the load that built it.
     pub warnings: Vec<crate::diagnostics::Diagnostic>,
     /// The workspace root.

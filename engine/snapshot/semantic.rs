@@ -218,6 +218,7 @@ pub fn check(input: Input<'_>) -> Output {
                 .chain(std::iter::once("*")),
         );
     }
+    check_mcp_servers(&mut checker);
     let rules = check_rules(&mut checker, &names);
     step("rules");
     let hooks = check_hooks(&mut checker, &names);
@@ -611,7 +612,7 @@ fn check_mode_timeouts(checker: &mut Checker<'_>, name: &str, contract: &ToolCon
 /// string), reading only input fields the input schema declares, and only environment
 /// variables the handler lists. The handler would otherwise fail every call at run time.
 fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
-    use crate::handler::template::{Source, TemplateErrorKind, parse_argv, parse_template};
+    use crate::handler::template::{Source, TemplateErrorKind, parse_argv};
     use crate::model::handler::HandlerSpec;
 
     let base = join_pointer("/tools", name);
@@ -690,54 +691,181 @@ fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &Too
             }
         }
         Some(HandlerSpec::Http(http)) => {
-            let allowed = http.env.as_deref().unwrap_or_default();
-            for (header, value) in http.headers.iter().flatten() {
-                let pointer = join_pointer(&format!("{base}/handler/headers"), header);
-                let template = match parse_template(value) {
-                    Ok(template) => template,
-                    Err(error) => {
-                        let location = checker.inside_len(&pointer, error.offset, error.len);
-                        checker.push(
-                            Diagnostic::new(
-                                Code::SemanticInvalidTemplate,
-                                format!("invalid template in header `{header}` of `{name}`: {error}"),
-                            )
-                            .with_help("header values may use `{{env.NAME}}`; write `{{{{` for a literal `{{`"),
-                            location,
-                        );
-                        continue;
-                    }
+            check_header_templates(
+                checker,
+                &format!("{base}/handler/headers"),
+                http.headers.as_ref(),
+                http.env.as_deref().unwrap_or_default(),
+                &format!("`{name}`"),
+                "handler.env",
+            );
+        }
+        Some(HandlerSpec::Mcp(mcp)) => {
+            let servers = &checker.input.typed.mcp_servers;
+            if !servers.contains_key(&mcp.server) {
+                let help = match closest(&mcp.server, servers.keys().map(String::as_str)) {
+                    Some(candidate) => format!("did you mean `{candidate}`?"),
+                    None if servers.is_empty() => "no MCP server is declared; declare it under `mcp_servers`, like `mcp_servers: { NAME: { command: [PROGRAM, ARG] } }`".to_owned(),
+                    None => format!(
+                        "declared MCP servers: {}",
+                        servers.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                    ),
                 };
-                for placeholder in template.placeholders() {
-                    let (message, help) = match &placeholder.source {
-                        Source::Input { .. } => (
-                            format!(
-                                "header `{header}` of `{name}` reads the input with `{{{{{}}}}}`",
-                                placeholder.expr
-                            ),
-                            "the input is sent as the request body; header values may only use `{{env.NAME}}`".to_owned(),
+                let location = checker.at(&format!("{base}/handler/server"));
+                checker.push(
+                    Diagnostic::new(
+                        Code::SemanticUnknownReference,
+                        format!(
+                            "unknown MCP server `{}` in the handler of `{name}`",
+                            mcp.server
                         ),
-                        Source::Env { name: variable } if !allowed.contains(variable) => (
-                            format!(
-                                "header `{header}` of `{name}` reads environment variable `{variable}`, which the handler's `env` does not list"
-                            ),
-                            format!("add `{variable}` to `handler.env`"),
-                        ),
-                        Source::Env { .. } => continue,
-                    };
-                    let location = checker.inside_len(
-                        &pointer,
-                        placeholder.span.start,
-                        placeholder.span.len(),
-                    );
-                    checker.push(
-                        Diagnostic::new(Code::SemanticInvalidTemplate, message).with_help(help),
-                        location,
-                    );
-                }
+                    )
+                    .with_help(help),
+                    location,
+                );
             }
         }
-        Some(HandlerSpec::Mcp(_) | HandlerSpec::Native(_)) | None => {}
+        Some(HandlerSpec::Native(_)) | None => {}
+    }
+}
+
+/// Header templates (of an HTTP handler or an MCP server): well-formed, never reading the
+/// input, and reading only the environment variables `allowed` lists (`env_field` says
+/// where that list is written).
+fn check_header_templates(
+    checker: &mut Checker<'_>,
+    base: &str,
+    headers: Option<&indexmap::IndexMap<String, String>>,
+    allowed: &[String],
+    owner: &str,
+    env_field: &str,
+) {
+    use crate::handler::template::{Source, parse_template};
+
+    for (header, value) in headers.into_iter().flatten() {
+        let pointer = join_pointer(base, header);
+        let template = match parse_template(value) {
+            Ok(template) => template,
+            Err(error) => {
+                let location = checker.inside_len(&pointer, error.offset, error.len);
+                checker.push(
+                    Diagnostic::new(
+                        Code::SemanticInvalidTemplate,
+                        format!("invalid template in header `{header}` of {owner}: {error}"),
+                    )
+                    .with_help(
+                        "header values may use `{{env.NAME}}`; write `{{{{` for a literal `{{`",
+                    ),
+                    location,
+                );
+                continue;
+            }
+        };
+        for placeholder in template.placeholders() {
+            let (message, help) = match &placeholder.source {
+                Source::Input { .. } => (
+                    format!(
+                        "header `{header}` of {owner} reads the input with `{{{{{}}}}}`",
+                        placeholder.expr
+                    ),
+                    "header values may only use `{{env.NAME}}`".to_owned(),
+                ),
+                Source::Env { name: variable } if !allowed.contains(variable) => (
+                    format!(
+                        "header `{header}` of {owner} reads environment variable `{variable}`, which `{env_field}` does not list"
+                    ),
+                    format!("add `{variable}` to `{env_field}`"),
+                ),
+                Source::Env { .. } => continue,
+            };
+            let location =
+                checker.inside_len(&pointer, placeholder.span.start, placeholder.span.len());
+            checker.push(
+                Diagnostic::new(Code::SemanticInvalidTemplate, message).with_help(help),
+                location,
+            );
+        }
+    }
+}
+
+/// Each `mcp_servers` entry is either a stdio `command` or an HTTP `url`, with only the
+/// fields of its kind, and its header templates read only the variables it lists.
+fn check_mcp_servers(checker: &mut Checker<'_>) {
+    let servers = &checker.input.typed.mcp_servers;
+    for (name, server) in servers {
+        let base = join_pointer("/mcp_servers", name);
+        let misplaced: &[(&str, bool)] = match (&server.command, &server.url) {
+            (Some(_), Some(_)) => {
+                let location = checker.at(&format!("{base}/url"));
+                checker.push(
+                    Diagnostic::new(
+                        Code::SemanticContradiction,
+                        format!("MCP server `{name}` has both a `command` and a `url`"),
+                    )
+                    .with_help("a server is either started by toolgate (`command`, stdio) or reached over streamable HTTP (`url`); remove one"),
+                    location,
+                );
+                continue;
+            }
+            (None, None) => {
+                let location = checker.at_key(&base);
+                checker.push(
+                    Diagnostic::new(
+                        Code::SemanticContradiction,
+                        format!("MCP server `{name}` has neither a `command` nor a `url`"),
+                    )
+                    .with_help("add `command: [PROGRAM, ARG]` for a stdio server or `url: \"https://…/mcp\"` for a streamable HTTP server"),
+                    location,
+                );
+                continue;
+            }
+            (Some(_), None) => &[("headers", server.headers.is_some())],
+            (None, Some(_)) => &[
+                ("set_env", server.set_env.is_some()),
+                ("cwd", server.cwd.is_some()),
+            ],
+        };
+        for (field, present) in misplaced {
+            if *present {
+                let kind = if server.url.is_some() {
+                    "an HTTP"
+                } else {
+                    "a stdio"
+                };
+                let location = checker.at_key(&format!("{base}/{field}"));
+                checker.push(
+                    Diagnostic::new(
+                        Code::SemanticContradiction,
+                        format!("`{field}` has no effect on {kind} MCP server (`{name}`)"),
+                    )
+                    .with_help("`set_env` and `cwd` apply to a `command`, `headers` to a `url`; remove the field"),
+                    location,
+                );
+            }
+        }
+        if let Some(url) = &server.url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            let location = checker.at(&format!("{base}/url"));
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticContradiction,
+                    format!("the `url` of MCP server `{name}` is not an http or https URL"),
+                )
+                .with_help(
+                    "write the server's streamable HTTP endpoint, like `http://127.0.0.1:8931/mcp`",
+                ),
+                location,
+            );
+        }
+        check_header_templates(
+            checker,
+            &format!("{base}/headers"),
+            server.headers.as_ref(),
+            server.env.as_deref().unwrap_or_default(),
+            &format!("MCP server `{name}`"),
+            &format!("mcp_servers.{name}.env"),
+        );
     }
 }
 

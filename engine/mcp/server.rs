@@ -1,0 +1,416 @@
+//! One supervised MCP server: started on first use, restarted with backoff after it dies or
+//! fails to start, and shut down with the last handle or explicitly.
+//!
+//! Supervision is lazy: a dead server is noticed by the next call, which starts it again once
+//! the backoff of the failures in a row has passed; until then calls fail at once with
+//! [`McpError::Down`], which names the server and the last failure. Starts are serialised:
+//! calls arriving while the server starts wait for that one start.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, JsonObject, ServerResult, Tool,
+};
+use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::client::{Client, ProgressFn, ProgressRoutes};
+use crate::model::mcp::McpServer;
+
+/// How to reach a server, with everything read from the environment already filled in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process speaking MCP on its standard input and output.
+    Stdio {
+        /// Program and arguments.
+        argv: Vec<String>,
+        /// Environment variables passed through (all others are cleared).
+        env_allow: Vec<String>,
+        /// Environment variables set.
+        env_set: Vec<(String, String)>,
+        /// Working directory.
+        cwd: PathBuf,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Request headers, rendered.
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// A server to supervise: its name, transport and entry (for timeouts and backoff).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// The name under `mcp_servers`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// The entry as written (start timeout, restart policy, annotations).
+    pub entry: McpServer,
+}
+
+/// Why an MCP request did not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The server could not be started.
+    #[error("mcp server `{server}` could not be started: {reason}")]
+    Start {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The server is down and waits for its backoff (or is never restarted).
+    #[error("mcp server `{server}` is down ({reason}); {retry}")]
+    Down {
+        /// The server.
+        server: String,
+        /// The last failure.
+        reason: String,
+        /// When it is tried again, in words.
+        retry: String,
+    },
+    /// The request failed on the wire or the server answered with an error.
+    #[error("mcp server `{server}`: {source}")]
+    Request {
+        /// The server.
+        server: String,
+        /// The SDK's error.
+        #[source]
+        source: ServiceError,
+    },
+    /// The call was cancelled; the server was told with `notifications/cancelled`.
+    #[error("cancelled")]
+    Cancelled,
+    /// The engine shut the server down.
+    #[error("mcp server `{0}` was shut down")]
+    ShutDown(String),
+}
+
+struct Connection {
+    service: RunningService<RoleClient, Client>,
+    progress: Arc<ProgressRoutes>,
+}
+
+enum State {
+    /// Not started yet, or shut down after being idle.
+    Idle,
+    Running(Arc<Connection>),
+    Down {
+        failures: u32,
+        reason: String,
+        /// `None`: never restarted.
+        retry_at: Option<Instant>,
+    },
+    ShutDown,
+}
+
+/// A supervised server. Cheap to share; the connection is closed when the last handle goes
+/// (or at [`Server::shutdown`]).
+pub struct Server {
+    spec: ServerSpec,
+    state: tokio::sync::Mutex<State>,
+    tools_changed: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.spec.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server that starts on first use.
+    pub fn new(spec: ServerSpec) -> Self {
+        Self {
+            spec,
+            state: tokio::sync::Mutex::new(State::Idle),
+            tools_changed: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Its spec.
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
+    /// How many `notifications/tools/list_changed` it has sent.
+    pub fn tools_changed(&self) -> u64 {
+        self.tools_changed
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Calls tool `name` with `arguments`. Progress notifications go to `progress`; when
+    /// `cancel` fires first, the server is sent `notifications/cancelled` for the request and
+    /// the call ends with [`McpError::Cancelled`].
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        progress: ProgressFn,
+        cancel: &CancellationToken,
+    ) -> Result<CallToolResult, McpError> {
+        let connection = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(McpError::Cancelled),
+            connection = self.connection() => connection?,
+        };
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        let peer = connection.service.peer();
+        let handle = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .map_err(|source| self.request_error(source))?;
+        let id = handle.id.clone();
+        let _route = connection
+            .progress
+            .route(handle.progress_token.clone(), progress);
+        let response = tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                // The SDK sends the notification itself for requests whose future is
+                // dropped; this request was sent through a handle, so say it here.
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(
+                        Some(id),
+                        Some("cancelled by toolgate (timeout or interrupt)".to_owned()),
+                    ))
+                    .await;
+                return Err(McpError::Cancelled);
+            }
+            response = handle.await_response() => response,
+        };
+        match response.map_err(|source| self.request_error(source))? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            _ => Err(self.request_error(ServiceError::UnexpectedResponse)),
+        }
+    }
+
+    /// The tools the server lists (every page).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, McpError> {
+        let connection = self.connection().await?;
+        connection
+            .service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|source| self.request_error(source))
+    }
+
+    /// Closes the connection (a child process gets its standard input closed, then SIGTERM,
+    /// then SIGKILL); later calls fail with [`McpError::ShutDown`].
+    pub async fn shutdown(&self) {
+        let previous = std::mem::replace(&mut *self.state.lock().await, State::ShutDown);
+        if let State::Running(connection) = previous
+            && let Ok(connection) = Arc::try_unwrap(connection)
+        {
+            let mut service = connection.service;
+            let _ = service.close_with_timeout(SHUTDOWN_WAIT).await;
+        }
+    }
+
+    fn request_error(&self, source: ServiceError) -> McpError {
+        McpError::Request {
+            server: self.spec.name.clone(),
+            source,
+        }
+    }
+
+    /// The live connection: the running one, or a new one when the server is idle or its
+    /// backoff has passed.
+    async fn connection(&self) -> Result<Arc<Connection>, McpError> {
+        let mut state = self.state.lock().await;
+        let failures = match &*state {
+            State::Running(connection) if !connection.service.is_closed() => {
+                return Ok(Arc::clone(connection));
+            }
+            State::Running(_) => {
+                // It died since the last call: start it again now; only a failed start
+                // waits for a backoff.
+                tracing::warn!(server = %self.spec.name, "mcp server connection closed");
+                0
+            }
+            State::Idle => 0,
+            State::Down {
+                failures,
+                retry_at: Some(at),
+                ..
+            } if Instant::now() >= *at => *failures,
+            State::Down { .. } => return Err(self.down(&state)),
+            State::ShutDown => return Err(McpError::ShutDown(self.spec.name.clone())),
+        };
+        match self.start().await {
+            Ok(connection) => {
+                let connection = Arc::new(connection);
+                *state = State::Running(Arc::clone(&connection));
+                Ok(connection)
+            }
+            Err(reason) => {
+                self.fail(&mut state, failures + 1, reason.clone());
+                Err(McpError::Start {
+                    server: self.spec.name.clone(),
+                    reason,
+                })
+            }
+        }
+    }
+
+    fn fail(&self, state: &mut State, failures: u32, reason: String) {
+        let retry_at = self
+            .spec
+            .entry
+            .backoff_after(failures)
+            .map(|wait| Instant::now() + wait);
+        tracing::warn!(server = %self.spec.name, failures, %reason, "mcp server failed");
+        *state = State::Down {
+            failures,
+            reason,
+            retry_at,
+        };
+    }
+
+    fn down(&self, state: &State) -> McpError {
+        let State::Down {
+            reason, retry_at, ..
+        } = state
+        else {
+            return McpError::ShutDown(self.spec.name.clone());
+        };
+        let retry = match retry_at {
+            Some(at) => format!(
+                "it is started again by the first call after {}",
+                humantime::format_duration(round_up(at.saturating_duration_since(Instant::now())))
+            ),
+            None => {
+                "its restart policy is `never`: reload the policy set to start it again".to_owned()
+            }
+        };
+        McpError::Down {
+            server: self.spec.name.clone(),
+            reason: reason.clone(),
+            retry,
+        }
+    }
+
+    /// Starts the server and runs the `initialize` handshake within the start timeout.
+    async fn start(&self) -> Result<Connection, String> {
+        let progress = Arc::new(ProgressRoutes::default());
+        let client = Client {
+            progress: Arc::clone(&progress),
+            tools_changed: Arc::clone(&self.tools_changed),
+        };
+        let timeout = self.spec.entry.start_timeout();
+        let started = async {
+            match &self.spec.transport {
+                Transport::Stdio {
+                    argv,
+                    env_allow,
+                    env_set,
+                    cwd,
+                } => {
+                    let transport = spawn(argv, env_allow, env_set, cwd)?;
+                    client
+                        .serve(transport)
+                        .await
+                        .map_err(|error| error.to_string())
+                }
+                Transport::Http { url, headers } => {
+                    let mut map = std::collections::HashMap::new();
+                    for (name, value) in headers {
+                        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                            .map_err(|_| format!("`{name}` is not a valid header name"))?;
+                        let value =
+                            reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                                format!("header `{name}` has a value a header cannot carry")
+                            })?;
+                        map.insert(name, value);
+                    }
+                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(map);
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    client
+                        .serve(transport)
+                        .await
+                        .map_err(|error| error.to_string())
+                }
+            }
+        };
+        let service = match tokio::time::timeout(timeout, started).await {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(format!(
+                    "it did not answer `initialize` within {} (`start_timeout`)",
+                    humantime::format_duration(timeout)
+                ));
+            }
+        };
+        tracing::debug!(server = %self.spec.name, "mcp server started");
+        Ok(Connection { service, progress })
+    }
+}
+
+/// How long a shut-down server may take to exit after its input is closed.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+
+/// Durations shown to users in whole seconds (at least one).
+fn round_up(duration: Duration) -> Duration {
+    Duration::from_secs(duration.as_secs() + u64::from(duration.subsec_nanos() > 0))
+        .max(Duration::from_secs(1))
+}
+
+/// Spawns a stdio server: a cleared environment plus the allowed and set variables, its own
+/// process group (a terminal's Ctrl-C goes to toolgate, which shuts it down), standard error
+/// passed on to the log.
+fn spawn(
+    argv: &[String],
+    env_allow: &[String],
+    env_set: &[(String, String)],
+    cwd: &PathBuf,
+) -> Result<TokioChildProcess, String> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| "its `command` is empty".to_owned())?;
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).current_dir(cwd).env_clear();
+    for name in env_allow {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    for (name, value) in env_set {
+        command.env(name, value);
+    }
+    #[cfg(unix)]
+    command.process_group(0);
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|error| format!("cannot start `{program}`: {error}"))?;
+    if let Some(stderr) = stderr {
+        let program = program.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(server = %program, "{line}");
+            }
+        });
+    }
+    Ok(transport)
+}
