@@ -280,7 +280,7 @@ impl Engine {
 
     /// Shuts down the MCP servers the engine started (closing their connections; a stdio
     /// server gets its input closed, then SIGTERM, then SIGKILL). Calls after this fail with
-    /// "was shut down" until a snapshot that changes their entries is installed.
+    /// "was shut down" until a snapshot is installed again.
     pub async fn shutdown(&self) {
         self.inner.mcp.shutdown().await;
     }

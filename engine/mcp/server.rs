@@ -177,6 +177,7 @@ impl Server {
             )
             .await
             .map_err(|source| self.request_error(source))?;
+        // Clone before the handle is consumed by `await_response`.
         let id = handle.id.clone();
         let _route = connection
             .progress
@@ -196,9 +197,30 @@ impl Server {
             }
             response = handle.await_response() => response,
         };
-        match response.map_err(|source| self.request_error(source))? {
+        let response = match response {
+            Ok(response) => response,
+            Err(error) => {
+                if matches!(error, ServiceError::TransportClosed) {
+                    self.forget(&connection).await;
+                }
+                return Err(self.request_error(error));
+            }
+        };
+        match response {
             ServerResult::CallToolResult(result) => Ok(result),
             _ => Err(self.request_error(ServiceError::UnexpectedResponse)),
+        }
+    }
+
+    /// Forgets a connection that closed under a call, so that the next call starts the
+    /// server again even before the SDK's service loop has wound down.
+    async fn forget(&self, connection: &Arc<Connection>) {
+        let mut state = self.state.lock().await;
+        if let State::Running(current) = &*state
+            && Arc::ptr_eq(current, connection)
+        {
+            tracing::warn!(server = %self.spec.name, "mcp server connection closed");
+            *state = State::Idle;
         }
     }
 
@@ -237,7 +259,10 @@ impl Server {
     async fn connection(&self) -> Result<Arc<Connection>, McpError> {
         let mut state = self.state.lock().await;
         let failures = match &*state {
-            State::Running(connection) if !connection.service.is_closed() => {
+            State::Running(connection)
+                if !connection.service.is_closed()
+                    && !connection.service.peer().is_transport_closed() =>
+            {
                 return Ok(Arc::clone(connection));
             }
             State::Running(_) => {

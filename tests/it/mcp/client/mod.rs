@@ -1,0 +1,6 @@
+//! toolgate as an MCP client: `mcp_servers` and `handler: { kind: mcp }` against real
+//! servers (the test server of `support::mcp_server`, the npm reference servers, the
+//! conformance suite's client scenarios).
+
+mod harness;
+mod test_server;

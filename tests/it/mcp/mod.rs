@@ -1,0 +1,3 @@
+//! MCP (issue 21): toolgate's MCP client behind `handler: { kind: mcp }` (`client`).
+
+mod client;
