@@ -3,4 +3,5 @@
 //! conformance suite's client scenarios).
 
 mod harness;
+mod reference;
 mod test_server;
