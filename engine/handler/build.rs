@@ -82,7 +82,7 @@ pub fn build(tool: &ToolName, spec: &HandlerSpec, options: &BuildOptions<'_>) ->
             ))),
             Some(Err(why)) => Dispatch::Unavailable(why.clone()),
             None => Dispatch::Unavailable(format!(
-                "mcp server `{}` is not declared under `mcp_servers`",
+                "MCP server `{}` is not declared under `mcp_servers`",
                 spec.server
             )),
         },

@@ -70,7 +70,7 @@ pub fn spec(name: &str, entry: &McpServer, workspace: &Path) -> Result<ServerSpe
         // Reported at load time; a snapshot with either cannot be built.
         (Some(_), Some(_)) | (None, None) => {
             return Err(format!(
-                "mcp server `{name}` needs exactly one of `command` and `url`"
+                "MCP server `{name}` needs exactly one of `command` and `url`"
             ));
         }
     };

@@ -63,7 +63,7 @@ pub struct ServerSpec {
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
     /// The server could not be started.
-    #[error("mcp server `{server}` could not be started: {reason}")]
+    #[error("MCP server `{server}` could not be started: {reason}")]
     Start {
         /// The server.
         server: String,
@@ -71,7 +71,7 @@ pub enum McpError {
         reason: String,
     },
     /// The server is down and waits for its backoff (or is never restarted).
-    #[error("mcp server `{server}` is down ({reason}); {retry}")]
+    #[error("MCP server `{server}` is down ({reason}); {retry}")]
     Down {
         /// The server.
         server: String,
@@ -81,7 +81,7 @@ pub enum McpError {
         retry: String,
     },
     /// The request failed on the wire or the server answered with an error.
-    #[error("mcp server `{server}`: {source}")]
+    #[error("MCP server `{server}`: {source}")]
     Request {
         /// The server.
         server: String,
@@ -93,7 +93,7 @@ pub enum McpError {
     #[error("cancelled")]
     Cancelled,
     /// The engine shut the server down.
-    #[error("mcp server `{0}` was shut down")]
+    #[error("MCP server `{0}` was shut down")]
     ShutDown(String),
 }
 

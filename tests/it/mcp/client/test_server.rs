@@ -174,7 +174,7 @@ async fn a_dead_server_is_restarted_and_one_that_cannot_start_waits_for_its_back
     assert!(
         crashed.results[0]
             .model_text()
-            .contains("mcp server `test`"),
+            .contains("MCP server `test`"),
         "{}",
         crashed.results[0].model_text()
     );
@@ -185,14 +185,14 @@ async fn a_dead_server_is_restarted_and_one_that_cannot_start_waits_for_its_back
     let text = first.results[0].model_text();
     assert!(
         text.contains(
-            "mcp server `missing` could not be started: cannot start `/nonexistent/mcp-server`"
+            "MCP server `missing` could not be started: cannot start `/nonexistent/mcp-server`"
         ),
         "{text}"
     );
     let second = call(&engine, "Missing", json!({})).await;
     let text = second.results[0].model_text();
     assert!(
-        text.contains("mcp server `missing` is down (cannot start `/nonexistent/mcp-server`")
+        text.contains("MCP server `missing` is down (cannot start `/nonexistent/mcp-server`")
             && text.contains("it is started again by the first call after 10m"),
         "{text}"
     );
@@ -249,7 +249,7 @@ async fn calls_after_shutdown_fail_naming_the_server() {
     assert!(
         after.results[0]
             .model_text()
-            .contains("mcp server `test` was shut down"),
+            .contains("MCP server `test` was shut down"),
         "{}",
         after.results[0].model_text()
     );
