@@ -197,6 +197,11 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         enforced_output: Option<PathBuf>,
     },
+    /// MCP: import a server's tools as contracts.
+    Mcp {
+        #[command(subcommand)]
+        command: cli::mcp::McpCommand,
+    },
     /// Trust the project around DIR (default: the current directory): record a digest of
     /// its `.toolgate/policies` in the user's trust store. Until trusted, a project found
     /// from the current directory may only tighten: its allow rules, hooks, tool contracts
@@ -684,6 +689,28 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Mcp { command } => match command {
+            cli::mcp::McpCommand::Import(args) => with_runtime(|runtime| {
+                let options = cli::mcp_import::ImportOptions {
+                    output: args.output,
+                };
+                match runtime.block_on(cli::mcp_import::run(&global, &args.server, &options)) {
+                    Ok(report) => {
+                        eprint(&report.stderr);
+                        print(&report.stdout);
+                        Exit::Success
+                    }
+                    Err(cli::mcp_import::McpImportError::Invalid(diagnostics)) => {
+                        report_diagnostics(&diagnostics, ExplainFormat::Human, color);
+                        Exit::Problems
+                    }
+                    Err(error) => {
+                        eprint(&format!("error: {error}\n"));
+                        Exit::Usage
+                    }
+                }
+            }),
+        },
         Command::Trust { dir, list, revoke } => {
             let action = match (list, revoke) {
                 (true, _) => cli::trust::TrustAction::List,

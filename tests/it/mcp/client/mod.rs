@@ -4,5 +4,6 @@
 
 mod diagnostics;
 mod harness;
+mod import;
 mod reference;
 mod test_server;

@@ -1,0 +1,262 @@
+//! `toolgate mcp import SERVER`: connects to a server declared under `mcp_servers` and writes
+//! a reviewable policy file with a contract for every tool it lists, ready for a pull request.
+//!
+//! Each contract is named `mcp__<server>__<tool>` (the name coding agents give MCP tools, so
+//! their hooks find it), runs the tool through `handler: { kind: mcp }`, and takes the input
+//! schema the server declares (and its output schema, when it declares one). The server's
+//! annotations are claims, not facts: they are written as comments with the contract flags
+//! they suggest, for the reviewer to adopt or not. One `ask` rule covers every imported tool,
+//! so nothing runs unattended until someone decides otherwise.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use rmcp::model::Tool;
+use serde_json::Value;
+
+use super::GlobalOptions;
+use crate::diagnostics::{Diagnostic, closest};
+use crate::snapshot::load;
+
+/// What `mcp import` writes where.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// The policy file (`-o`); standard output when absent.
+    pub output: Option<PathBuf>,
+}
+
+/// Why the import failed.
+#[derive(Debug, thiserror::Error)]
+pub enum McpImportError {
+    /// The policy set does not load.
+    #[error("the policy set does not load")]
+    Invalid(Vec<Diagnostic>),
+    /// No such server.
+    #[error("no MCP server `{name}` under `mcp_servers`{hint}")]
+    UnknownServer {
+        /// The name given.
+        name: String,
+        /// `; did you mean …` or the declared names.
+        hint: String,
+    },
+    /// The server could not be reached or listed.
+    #[error(transparent)]
+    Server(#[from] crate::mcp::McpError),
+    /// Its entry cannot be used.
+    #[error("{0}")]
+    Entry(String),
+    /// Writing failed.
+    #[error("cannot write `{path}`: {reason}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What the command prints.
+#[derive(Clone, Debug, Default)]
+pub struct ImportReport {
+    /// For standard output: the policy file, unless written to a file.
+    pub stdout: String,
+    /// For standard error: what was written.
+    pub stderr: String,
+}
+
+/// Loads the policy set, lists the tools of `server` and writes their contracts.
+pub async fn run(
+    global: &GlobalOptions,
+    server: &str,
+    options: &ImportOptions,
+) -> Result<ImportReport, McpImportError> {
+    let outcome = load(&global.load_options(), 1);
+    let Some(snapshot) = outcome.snapshot else {
+        return Err(McpImportError::Invalid(outcome.diagnostics));
+    };
+    let Some(entry) = snapshot.mcp_servers.get(server) else {
+        let declared = snapshot.mcp_servers.keys().map(String::as_str);
+        let hint = match closest(server, declared.clone()) {
+            Some(candidate) => format!("; did you mean `{candidate}`?"),
+            None if snapshot.mcp_servers.is_empty() => {
+                "; declare it first, like `mcp_servers: { NAME: { command: [PROGRAM, ARG] } }`"
+                    .to_owned()
+            }
+            None => format!(
+                " (declared: {})",
+                declared
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        return Err(McpImportError::UnknownServer {
+            name: server.to_owned(),
+            hint,
+        });
+    };
+    let spec = crate::handler::mcp::spec(server, entry, &snapshot.workspace_root)
+        .map_err(McpImportError::Entry)?;
+    let connection = crate::mcp::Server::new(spec);
+    let listed = connection.list_tools().await;
+    connection.shutdown().await;
+    let tools = listed?;
+    let policy = contracts(server, &tools);
+    let mut report = ImportReport::default();
+    match &options.output {
+        Some(path) => {
+            std::fs::write(path, &policy).map_err(|error| McpImportError::Write {
+                path: path.clone(),
+                reason: error.to_string(),
+            })?;
+            report.stderr = format!(
+                "wrote {} contracts for MCP server `{server}` to {}\n",
+                tools.len(),
+                path.display()
+            );
+        }
+        None => report.stdout = policy,
+    }
+    Ok(report)
+}
+
+/// The contract name of a server's tool: `mcp__<server>__<tool>`, with every character a
+/// tool name cannot hold replaced by `_`.
+pub fn contract_name(server: &str, tool: &str) -> String {
+    let clean: String = tool
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("mcp__{server}__{clean}")
+}
+
+/// The policy file for `tools` of `server` (see the module docs).
+pub fn contracts(server: &str, tools: &[Tool]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Contracts for the {count} tools of MCP server `{server}`, written by\n\
+         # `toolgate mcp import {server}` from the server's tool list. Review before merging:\n\
+         # annotations are the server's own claims, shown as comments with the contract flags\n\
+         # they suggest; the rule at the end makes every tool ask until you decide.\n\
+         version: 1\n\
+         tools:",
+        count = tools.len()
+    );
+    let mut tools: Vec<&Tool> = tools.iter().collect();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    for tool in tools {
+        let _ = writeln!(out, "  {}:", contract_name(server, &tool.name));
+        if let Some(description) = &tool.description {
+            let _ = writeln!(out, "    description: {}", quoted(description));
+        }
+        let handler = format!(
+            "{{ kind: mcp, server: {server}, tool: {} }}",
+            quoted(&tool.name)
+        );
+        let _ = writeln!(out, "    handler: {handler}");
+        let _ = writeln!(
+            out,
+            "    input_schema: {}",
+            flow(&Value::Object((*tool.input_schema).clone()), 4)
+        );
+        if let Some(schema) = &tool.output_schema {
+            let _ = writeln!(
+                out,
+                "    output_schema: {}",
+                flow(&Value::Object((**schema).clone()), 4)
+            );
+        }
+        for line in annotation_comments(tool) {
+            let _ = writeln!(out, "    # {line}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "rules:\n  - name: mcp-{server}-review\n    tools: [\"mcp__{server}__*\"]\n    decision: ask\n    reason: tools of MCP server `{server}` ask before they run until their contracts are reviewed"
+    );
+    out
+}
+
+/// The annotations of a tool and the contract flags they suggest, as comment lines.
+fn annotation_comments(tool: &Tool) -> Vec<String> {
+    let Some(annotations) = &tool.annotations else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    let mut claims = Vec::new();
+    let mut concurrency = Vec::new();
+    if let Some(read_only) = annotations.read_only_hint {
+        claims.push(format!("readOnlyHint: {read_only}"));
+        concurrency.push(format!("read_only: {read_only}"));
+    }
+    if let Some(destructive) = annotations.destructive_hint {
+        claims.push(format!("destructiveHint: {destructive}"));
+        concurrency.push(format!("destructive: {destructive}"));
+    }
+    if let Some(idempotent) = annotations.idempotent_hint {
+        claims.push(format!("idempotentHint: {idempotent}"));
+    }
+    if let Some(open_world) = annotations.open_world_hint {
+        claims.push(format!("openWorldHint: {open_world}"));
+        match (open_world, annotations.read_only_hint) {
+            (true, _) => concurrency.push("side_effect_scope: external".to_owned()),
+            (false, Some(true)) => concurrency.push("side_effect_scope: none".to_owned()),
+            (false, _) => {}
+        }
+    }
+    if claims.is_empty() {
+        return lines;
+    }
+    lines.push(format!("the server claims: {}", claims.join(", ")));
+    if !concurrency.is_empty() {
+        lines.push(format!(
+            "suggested: concurrency: {{ {} }}",
+            concurrency.join(", ")
+        ));
+    }
+    lines
+}
+
+/// A YAML double-quoted scalar (JSON's string syntax is a subset).
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// A JSON value as a YAML flow collection, pretty-printed and indented below its key.
+fn flow(value: &Value, indent: usize) -> String {
+    let pretty = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    let pad = " ".repeat(indent + 2);
+    pretty
+        .lines()
+        .enumerate()
+        .map(|(index, line)| {
+            if index == 0 {
+                line.to_owned()
+            } else {
+                format!("{pad}{line}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_keep_what_a_tool_name_may_hold() {
+        assert_eq!(
+            contract_name("github", "list_issues"),
+            "mcp__github__list_issues"
+        );
+        assert_eq!(contract_name("fs", "read file/v2"), "mcp__fs__read_file_v2");
+    }
+}

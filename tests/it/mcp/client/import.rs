@@ -1,0 +1,48 @@
+//! `toolgate mcp import SERVER`: the contract file written from the test server's tool list,
+//! and that it loads and asks before anything runs.
+
+use serde_json::json;
+use toolgate::events::CallStatus;
+
+use super::harness::{Workspace, call};
+use crate::support::check::toolgate;
+use crate::support::mcp_server;
+
+#[tokio::test]
+async fn import_writes_a_reviewable_contract_per_tool_that_asks_before_running() {
+    let workspace = Workspace::new("");
+    let server = mcp_server::yaml_entry(&workspace.path("cancel.log"));
+    workspace.write(&format!("version: 1\nmcp_servers:\n  test: {server}\n"));
+    let policies = workspace.path("policies");
+    let run = toolgate(&[
+        "--no-builtin",
+        "-p",
+        policies.to_str().unwrap(),
+        "mcp",
+        "import",
+        "test",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!("mcp_import_test_server", run.stdout);
+
+    std::fs::write(workspace.path("policies/test-tools.yaml"), &run.stdout).unwrap();
+    let (engine, _sink) = workspace.engine();
+    let asked = call(&engine, "mcp__test__echo", json!({"text": "hi"})).await;
+    // No approver: an `ask` is denied, and says why.
+    assert_eq!(asked.results[0].status, CallStatus::Denied);
+    engine.shutdown().await;
+
+    let unknown = toolgate(&[
+        "--no-builtin",
+        "-p",
+        policies.to_str().unwrap(),
+        "mcp",
+        "import",
+        "tset",
+    ]);
+    assert_eq!(unknown.code, 2);
+    assert_eq!(
+        unknown.stderr,
+        "error: no MCP server `tset` under `mcp_servers`; did you mean `test`?\n"
+    );
+}
