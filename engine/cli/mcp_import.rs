@@ -101,7 +101,7 @@ pub async fn run(
     let listed = connection.list_tools().await;
     connection.shutdown().await;
     let tools = listed?;
-    let policy = contracts(server, &tools);
+    let policy = contracts(server, &tools, entry.trusts_annotations());
     let mut report = ImportReport::default();
     match &options.output {
         Some(path) => {
@@ -136,8 +136,10 @@ pub fn contract_name(server: &str, tool: &str) -> String {
     format!("mcp__{server}__{clean}")
 }
 
-/// The policy file for `tools` of `server` (see the module docs).
-pub fn contracts(server: &str, tools: &[Tool]) -> String {
+/// The policy file for `tools` of `server` (see the module docs). With `trust` (the server's
+/// `trust_annotations: true`), the flags the annotations suggest are written as contract
+/// values instead of comments.
+pub fn contracts(server: &str, tools: &[Tool], trust: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -173,8 +175,20 @@ pub fn contracts(server: &str, tools: &[Tool]) -> String {
                 flow(&Value::Object((**schema).clone()), 4)
             );
         }
-        for line in annotation_comments(tool) {
-            let _ = writeln!(out, "    # {line}");
+        if let Some((claims, suggested)) = annotations(tool) {
+            let _ = writeln!(out, "    # the server claims: {claims}");
+            match suggested {
+                Some(flags) if trust => {
+                    let _ = writeln!(
+                        out,
+                        "    # from the annotations (`trust_annotations: true`):\n    concurrency: {{ {flags} }}"
+                    );
+                }
+                Some(flags) => {
+                    let _ = writeln!(out, "    # suggested: concurrency: {{ {flags} }}");
+                }
+                None => {}
+            }
         }
     }
     let _ = writeln!(
@@ -184,21 +198,18 @@ pub fn contracts(server: &str, tools: &[Tool]) -> String {
     out
 }
 
-/// The annotations of a tool and the contract flags they suggest, as comment lines.
-fn annotation_comments(tool: &Tool) -> Vec<String> {
-    let Some(annotations) = &tool.annotations else {
-        return Vec::new();
-    };
-    let mut lines = Vec::new();
+/// The annotations of a tool in words, and the concurrency flags they suggest (if any).
+fn annotations(tool: &Tool) -> Option<(String, Option<String>)> {
+    let annotations = tool.annotations.as_ref()?;
     let mut claims = Vec::new();
-    let mut concurrency = Vec::new();
+    let mut flags = Vec::new();
     if let Some(read_only) = annotations.read_only_hint {
         claims.push(format!("readOnlyHint: {read_only}"));
-        concurrency.push(format!("read_only: {read_only}"));
+        flags.push(format!("read_only: {read_only}"));
     }
     if let Some(destructive) = annotations.destructive_hint {
         claims.push(format!("destructiveHint: {destructive}"));
-        concurrency.push(format!("destructive: {destructive}"));
+        flags.push(format!("destructive: {destructive}"));
     }
     if let Some(idempotent) = annotations.idempotent_hint {
         claims.push(format!("idempotentHint: {idempotent}"));
@@ -206,22 +217,18 @@ fn annotation_comments(tool: &Tool) -> Vec<String> {
     if let Some(open_world) = annotations.open_world_hint {
         claims.push(format!("openWorldHint: {open_world}"));
         match (open_world, annotations.read_only_hint) {
-            (true, _) => concurrency.push("side_effect_scope: external".to_owned()),
-            (false, Some(true)) => concurrency.push("side_effect_scope: none".to_owned()),
+            (true, _) => flags.push("side_effect_scope: external".to_owned()),
+            (false, Some(true)) => flags.push("side_effect_scope: none".to_owned()),
             (false, _) => {}
         }
     }
     if claims.is_empty() {
-        return lines;
+        return None;
     }
-    lines.push(format!("the server claims: {}", claims.join(", ")));
-    if !concurrency.is_empty() {
-        lines.push(format!(
-            "suggested: concurrency: {{ {} }}",
-            concurrency.join(", ")
-        ));
-    }
-    lines
+    Some((
+        claims.join(", "),
+        (!flags.is_empty()).then(|| flags.join(", ")),
+    ))
 }
 
 /// A YAML double-quoted scalar (JSON's string syntax is a subset).

@@ -225,6 +225,7 @@ pub fn restrict(document: &Value, trusted: &Trusted) -> Restricted {
                     "engine" => "engine settings".to_owned(),
                     "commands" => "the `commands` table".to_owned(),
                     "gates" => "gates".to_owned(),
+                    "mcp_servers" => "MCP servers (they run programs)".to_owned(),
                     other => format!("the `{other}` section"),
                 };
                 ignored.push(Ignored {
@@ -398,5 +399,20 @@ mod tests {
         let restricted = restrict(&file, &trusted);
         assert_eq!(restricted.kept_rules, [1]);
         assert_eq!(restricted.ignored.len(), 1);
+    }
+
+    #[test]
+    fn an_untrusted_project_declares_no_mcp_server() {
+        let trusted = Trusted::from_merged(json!({}).as_object().unwrap());
+        let file = json!({"version": 1, "mcp_servers": {"evil": {"command": ["sh", "-c", "x"]}}});
+        let restricted = restrict(&file, &trusted);
+        assert_eq!(restricted.document.get("mcp_servers"), None);
+        assert_eq!(
+            restricted.ignored,
+            [Ignored {
+                pointer: "/mcp_servers".to_owned(),
+                what: "MCP servers (they run programs)".to_owned()
+            }]
+        );
     }
 }

@@ -12,7 +12,13 @@ use crate::support::mcp_server;
 async fn import_writes_a_reviewable_contract_per_tool_that_asks_before_running() {
     let workspace = Workspace::new("");
     let server = mcp_server::yaml_entry(&workspace.path("cancel.log"));
-    workspace.write(&format!("version: 1\nmcp_servers:\n  test: {server}\n"));
+    let trusted = format!(
+        "{}, trust_annotations: true }}",
+        server.trim_end_matches('}').trim_end()
+    );
+    workspace.write(&format!(
+        "version: 1\nmcp_servers:\n  test: {server}\n  trusted: {trusted}\n"
+    ));
     let policies = workspace.path("policies");
     let run = toolgate(&[
         "--no-builtin",
@@ -26,6 +32,31 @@ async fn import_writes_a_reviewable_contract_per_tool_that_asks_before_running()
     insta::assert_snapshot!("mcp_import_test_server", run.stdout);
 
     std::fs::write(workspace.path("policies/test-tools.yaml"), &run.stdout).unwrap();
+
+    // A server whose annotations are trusted gets the flags they suggest as contract values.
+    let trusting = toolgate(&[
+        "--no-builtin",
+        "-p",
+        policies.to_str().unwrap(),
+        "mcp",
+        "import",
+        "trusted",
+    ]);
+    assert_eq!(trusting.code, 0, "{}", trusting.stderr);
+    assert!(trusting.stdout.contains(
+        "  mcp__trusted__echo:\n    description: \"Returns its text\"\n    handler: { kind: mcp, server: trusted, tool: \"echo\" }\n"
+    ));
+    assert!(trusting.stdout.contains(
+        "    # from the annotations (`trust_annotations: true`):\n    concurrency: { read_only: true, side_effect_scope: none }\n"
+    ));
+    std::fs::write(
+        workspace.path("policies/trusted-tools.yaml"),
+        &trusting.stdout,
+    )
+    .unwrap();
+    let snapshot = workspace.snapshot(1);
+    let echo = snapshot.lookup("mcp__trusted__echo").unwrap();
+    assert!(echo.resolved.concurrency.read_only);
     let (engine, _sink) = workspace.engine();
     let asked = call(&engine, "mcp__test__echo", json!({"text": "hi"})).await;
     // No approver: an `ask` is denied, and says why.
