@@ -33,7 +33,7 @@ use crate::model::ModeName;
 use crate::model::batch::{Expectation, GroupExpectation, PolicyTest, PolicyTestFile};
 use crate::pipeline::ToolCall;
 use crate::policy::decide::Reason;
-use crate::policy::rules::CallFacts;
+use crate::policy::rule::CallFacts;
 use crate::snapshot::{Snapshot, load};
 
 use super::{Exit, GlobalOptions};

@@ -39,7 +39,8 @@ use crate::model::hook::Hook;
 use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{GateName, ModeName, ToolContract, ToolName};
 use crate::policy::MatchContext;
-use crate::policy::rules::{RuleSet, ToolNames};
+use crate::policy::rule::ToolNames;
+use crate::policy::rules::RuleSet;
 
 /// A file that is part of a snapshot.
 #[derive(Clone, Debug)]

@@ -34,9 +34,10 @@ use crate::model::{ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
 use crate::policy::commands::CommandTable;
 use crate::policy::matcher::PatternKind;
-use crate::policy::rules::{
-    CallFacts, CompiledRule, RuleError, RuleOrigin, RuleSet, ToolNames, compile_rule, when_holds,
+use crate::policy::rule::{
+    CallFacts, CompiledRule, RuleError, RuleOrigin, ToolNames, compile_rule, when_holds,
 };
+use crate::policy::rules::RuleSet;
 
 /// What the semantic stage looks at.
 pub struct Input<'a> {
@@ -1658,7 +1659,7 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
             );
         }
         let patterns = hook.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
-        let (tools, errors) = crate::policy::rules::resolve_tools(&patterns, names);
+        let (tools, errors) = crate::policy::rule::resolve_tools(&patterns, names);
         for error in errors {
             match error {
                 RuleError::UnknownTool { index, name } => {
