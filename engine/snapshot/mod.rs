@@ -286,6 +286,13 @@ impl Snapshot {
             .map(|location| location.display())
     }
 
+    /// Whether every value at and below an effective pointer comes from the layers shipped in
+    /// the binary (the engine defaults and the built-in layer).
+    pub fn shipped(&self, pointer: &str) -> bool {
+        self.sources
+            .shipped(&self.layers, &self.provenance, pointer)
+    }
+
     /// The workspace root.
     pub fn workspace_root(&self) -> &Path {
         &self.workspace_root
