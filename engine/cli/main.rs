@@ -733,6 +733,33 @@ fn main() -> ExitCode {
             }
         }
         Command::Mcp { command } => match command {
+            cli::mcp::McpCommand::Check(args) => with_runtime(|runtime| {
+                match runtime.block_on(cli::mcp_check::run(&global, args.server.as_deref())) {
+                    Ok(diagnostics) => {
+                        if diagnostics.is_empty() {
+                            eprint("no problems found\n");
+                        } else {
+                            report_diagnostics(&diagnostics, ExplainFormat::Human, color);
+                        }
+                        if diagnostics
+                            .iter()
+                            .any(toolgate::diagnostics::Diagnostic::is_error)
+                        {
+                            Exit::Problems
+                        } else {
+                            Exit::Success
+                        }
+                    }
+                    Err(cli::mcp_check::McpCheckError::Invalid(diagnostics)) => {
+                        report_diagnostics(&diagnostics, ExplainFormat::Human, color);
+                        Exit::Problems
+                    }
+                    Err(error) => {
+                        eprint(&format!("error: {error}\n"));
+                        Exit::Usage
+                    }
+                }
+            }),
             cli::mcp::McpCommand::Import(args) => with_runtime(|runtime| {
                 let options = cli::mcp_import::ImportOptions {
                     output: args.output,

@@ -10,6 +10,17 @@ pub enum McpCommand {
     /// with a contract for every tool it lists (its input schema, its annotations as
     /// commented suggestions, and an `ask` rule over all of them).
     Import(ImportArgs),
+    /// Connect to the declared servers (or one) and compare their tool lists with the
+    /// contracts that call them: a tool the server does not list is an error, a contract flag
+    /// that contradicts the server's annotation a warning. (`toolgate check` never connects.)
+    Check(CheckArgs),
+}
+
+/// `toolgate mcp check [SERVER]`.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Only this server (default: every declared one).
+    pub server: Option<String>,
 }
 
 /// `toolgate mcp import SERVER [-o FILE]`.

@@ -15,6 +15,7 @@ pub mod hook;
 pub mod import;
 pub mod init;
 pub mod mcp;
+pub mod mcp_check;
 pub mod mcp_import;
 pub mod plan;
 pub mod prompt;
