@@ -78,7 +78,7 @@ fn client() {
     if std::env::var_os(CLIENT_ENV).is_none() {
         return;
     }
-    let url = std::env::args().last().unwrap();
+    let url = std::env::args().next_back().unwrap();
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let workspace = Workspace::new(&format!(
         r#"version: 1
