@@ -691,7 +691,8 @@ fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &Too
                 http.headers.as_ref(),
                 http.env.as_deref().unwrap_or_default(),
                 &format!("`{name}`"),
-                "handler.env",
+                ("the handler's `env`", "handler.env"),
+                "the input is sent as the request body; header values may only use `{{env.NAME}}`",
             );
         }
         Some(HandlerSpec::Mcp(mcp)) => {
@@ -732,7 +733,8 @@ fn check_header_templates(
     headers: Option<&indexmap::IndexMap<String, String>>,
     allowed: &[String],
     owner: &str,
-    env_field: &str,
+    (env_words, env_field): (&str, &str),
+    input_help: &str,
 ) {
     use crate::handler::template::{Source, parse_template};
 
@@ -762,11 +764,11 @@ fn check_header_templates(
                         "header `{header}` of {owner} reads the input with `{{{{{}}}}}`",
                         placeholder.expr
                     ),
-                    "header values may only use `{{env.NAME}}`".to_owned(),
+                    input_help.to_owned(),
                 ),
                 Source::Env { name: variable } if !allowed.contains(variable) => (
                     format!(
-                        "header `{header}` of {owner} reads environment variable `{variable}`, which `{env_field}` does not list"
+                        "header `{header}` of {owner} reads environment variable `{variable}`, which {env_words} does not list"
                     ),
                     format!("add `{variable}` to `{env_field}`"),
                 ),
@@ -858,7 +860,11 @@ fn check_mcp_servers(checker: &mut Checker<'_>) {
             server.headers.as_ref(),
             server.env.as_deref().unwrap_or_default(),
             &format!("MCP server `{name}`"),
-            &format!("mcp_servers.{name}.env"),
+            (
+                &format!("`mcp_servers.{name}.env`"),
+                &format!("mcp_servers.{name}.env"),
+            ),
+            "header values may only use `{{env.NAME}}`",
         );
     }
 }
