@@ -127,9 +127,13 @@ impl McpHost {
             .find(|mode| !snapshot.modes.contains_key(*mode))
         {
             let declared: Vec<String> = snapshot.modes.keys().map(|m| format!("`{m}`")).collect();
+            let declared = if declared.is_empty() {
+                "no modes are declared".to_owned()
+            } else {
+                format!("declared modes: {}", declared.join(", "))
+            };
             return Err(McpServeError::Usage(format!(
-                "mode `{mode}` is not declared (declared modes: {})",
-                declared.join(", ")
+                "mode `{mode}` is not declared ({declared})"
             )));
         }
         let routes: Routes = Arc::default();

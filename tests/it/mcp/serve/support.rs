@@ -115,8 +115,6 @@ pub struct Session {
     /// The workspace (and, for reload tests, the policies) live as long as the session.
     pub dir: tempfile::TempDir,
     pub root: PathBuf,
-    /// The HTTP server process, if any.
-    pub server: Option<Child>,
 }
 
 fn client(answer: Option<ElicitationAction>) -> (TestClient, mpsc::UnboundedReceiver<Seen>) {
@@ -136,7 +134,6 @@ pub async fn stdio(answer: Option<ElicitationAction>) -> Session {
         seen,
         dir,
         root,
-        server: None,
     }
 }
 
@@ -144,7 +141,6 @@ pub async fn stdio(answer: Option<ElicitationAction>) -> Session {
 pub struct HttpServer {
     pub child: Child,
     pub url: String,
-    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Drop for HttpServer {
@@ -184,15 +180,19 @@ pub fn http_server(workspace: &Path, root: &Path, args: &[&str], env: &[(&str, &
             collected.lock().unwrap()
         )
     });
-    HttpServer {
-        child,
-        url,
-        stderr: collected,
+    HttpServer { child, url }
+}
+
+/// reqwest (under rmcp's HTTP client) needs a process-wide TLS provider even for plain HTTP.
+pub fn tls() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 
 /// Starts `mcp serve --http` on a scratch copy of the fixtures and connects to it.
 pub async fn http(answer: Option<ElicitationAction>) -> (Session, HttpServer) {
+    tls();
     let (dir, root) = scratch();
     let server = http_server(dir.path(), &root, &[], &[]);
     let transport = StreamableHttpClientTransport::from_uri(server.url.as_str());
@@ -204,7 +204,6 @@ pub async fn http(answer: Option<ElicitationAction>) -> (Session, HttpServer) {
             seen,
             dir,
             root,
-            server: None,
         },
         server,
     )
@@ -218,14 +217,33 @@ pub fn args(value: Value) -> serde_json::Map<String, Value> {
     }
 }
 
+/// Calls a tool and returns its result.
+pub async fn call_on<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
+    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args(arguments));
+    tokio::time::timeout(WAIT, client.call_tool(params))
+        .await
+        .expect("the call answered in time")
+        .unwrap()
+}
+
+/// One more client (without elicitation) of an HTTP server.
+pub async fn connect_http(url: &str) -> RunningService<RoleClient, TestClient> {
+    tls();
+    let (handler, _seen) = client(None);
+    handler
+        .serve(StreamableHttpClientTransport::from_uri(url))
+        .await
+        .unwrap()
+}
+
 impl Session {
     /// Calls a tool and returns its result.
     pub async fn call(&self, tool: &str, arguments: Value) -> CallToolResult {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args(arguments));
-        tokio::time::timeout(WAIT, self.client.call_tool(params))
-            .await
-            .expect("the call answered in time")
-            .unwrap()
+        call_on(&self.client, tool, arguments).await
     }
 
     /// The names of the listed tools.
@@ -248,11 +266,6 @@ impl Session {
                 return seen;
             }
         }
-    }
-
-    /// Whether a workspace file exists.
-    pub fn exists(&self, name: &str) -> bool {
-        self.dir.path().join(name).exists()
     }
 
     /// A path in the workspace, as a string.
