@@ -3,6 +3,7 @@
 
 mod cli;
 mod http;
+mod node;
 mod scenarios;
 mod stdio;
 mod support;
