@@ -2,6 +2,7 @@
 //! HTTP, the official TypeScript SDK client, and the official conformance suite.
 
 mod cli;
+mod conformance;
 mod http;
 mod node;
 mod scenarios;
