@@ -104,7 +104,11 @@ pub fn run(global: &GlobalOptions, args: &McpServeArgs, err: &mut dyn std::io::W
             watch: !args.no_watch,
             debounce: args.debounce,
         },
-        modes: args.modes.iter().map(|m| ModeName::new(m.as_str())).collect(),
+        modes: args
+            .modes
+            .iter()
+            .map(|m| ModeName::new(m.as_str()))
+            .collect(),
     };
     let mut received = 0;
     let served = runtime.block_on(async {

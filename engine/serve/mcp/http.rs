@@ -166,8 +166,12 @@ where
     check_bind(&options.addr, options.allow_remote)?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
-        .map_err(|error| McpServeError::Io(format!("cannot listen on `{}`: {error}", options.addr)))?;
-    let addr = listener.local_addr().map_err(|e| McpServeError::Io(e.to_string()))?;
+        .map_err(|error| {
+            McpServeError::Io(format!("cannot listen on `{}`: {error}", options.addr))
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| McpServeError::Io(e.to_string()))?;
     bound(addr);
     let cancel = CancellationToken::new();
     let mcp = service(&host, &options, cancel.clone());

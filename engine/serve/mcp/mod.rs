@@ -251,7 +251,9 @@ fn progress_sink(
             return;
         };
         let Some(batch) = &event.batch_id else { return };
-        let Ok(mut routes) = routes.lock() else { return };
+        let Ok(mut routes) = routes.lock() else {
+            return;
+        };
         let Some(route) = routes.get_mut(batch.as_str()) else {
             return;
         };
@@ -364,9 +366,11 @@ impl Gateway {
         };
         match shared.engine.execute_batch(batch, &turn).await {
             Ok(outcome) => result::call_result(&outcome),
-            Err(error) => rmcp::model::CallToolResult::error(vec![
-                rmcp::model::ContentBlock::text(error.to_string()),
-            ]),
+            Err(error) => {
+                rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+                    error.to_string(),
+                )])
+            }
         }
     }
 }

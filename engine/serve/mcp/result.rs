@@ -50,9 +50,10 @@ pub fn call_result(outcome: &BatchOutcome) -> CallToolResult {
 /// let it run, naming the rules, default or flag that asked. `None` for any other result.
 pub fn how_to_allow(result: &CallResult) -> Option<String> {
     let permission = result.permission.as_ref()?;
-    let unanswered = permission.reasons.iter().any(|reason| {
-        matches!(reason, Reason::Approval { by, .. } if by == "no_client")
-    });
+    let unanswered = permission
+        .reasons
+        .iter()
+        .any(|reason| matches!(reason, Reason::Approval { by, .. } if by == "no_client"));
     if result.status != CallStatus::Denied || !unanswered {
         return None;
     }

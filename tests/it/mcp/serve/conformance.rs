@@ -24,7 +24,9 @@ fn node22(test: &str) -> Option<Command> {
         .args(["-y", "-p", "node@22", "--", "node", "--version"])
         .output();
     if !probe.is_ok_and(|out| out.status.success()) {
-        eprintln!("skipped {test}: `npx -p node@22` does not run (the suite needs Node 22 or later)");
+        eprintln!(
+            "skipped {test}: `npx -p node@22` does not run (the suite needs Node 22 or later)"
+        );
         return None;
     }
     let mut command = Command::new("npx");
@@ -35,7 +37,9 @@ fn node22(test: &str) -> Option<Command> {
 #[test]
 fn the_conformance_suite_passes_the_gateway_scenarios() {
     let test = "the_conformance_suite_passes_the_gateway_scenarios";
-    let Some(modules) = packages(test) else { return };
+    let Some(modules) = packages(test) else {
+        return;
+    };
     if node22(test).is_none() {
         return;
     }

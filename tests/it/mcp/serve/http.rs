@@ -3,10 +3,10 @@
 
 use std::process::Stdio;
 
+use rmcp::ServiceExt;
 use rmcp::model::ElicitationAction;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::ServiceExt;
 use serde_json::json;
 
 use super::scenarios;
@@ -18,7 +18,10 @@ async fn lists_and_runs_the_policy_tools() {
     scenarios::lists_the_policy_tools(&session).await;
     scenarios::decides_and_runs_calls(&session).await;
     let text = scenarios::denies_asks_without_elicitation(&session).await;
-    assert!(text.contains("did not declare the elicitation capability"), "{text}");
+    assert!(
+        text.contains("did not declare the elicitation capability"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,9 +108,15 @@ async fn a_foreign_host_or_origin_is_refused() {
     let (local, _, _) = post_status(&server.url, &[("origin", "http://localhost:3000")]).await;
     assert_eq!(local, 200);
     let (origin, _, body) = post_status(&server.url, &[("origin", "http://evil.example")]).await;
-    assert_eq!((origin, body.as_str()), (403, "Forbidden: Origin header is not allowed"));
+    assert_eq!(
+        (origin, body.as_str()),
+        (403, "Forbidden: Origin header is not allowed")
+    );
     let (host, _, body) = post_status(&server.url, &[("host", "evil.example")]).await;
-    assert_eq!((host, body.as_str()), (403, "Forbidden: Host header is not allowed"));
+    assert_eq!(
+        (host, body.as_str()),
+        (403, "Forbidden: Host header is not allowed")
+    );
     let other_path = server.url.replace("/mcp", "/other");
     let (missing, _, _) = post_status(&other_path, &[]).await;
     assert_eq!(missing, 404);
@@ -126,7 +135,10 @@ async fn a_bearer_token_is_required_when_configured() {
     assert_eq!((status, challenge.as_str()), (401, "Bearer"));
     let (status, challenge, _) =
         post_status(&server.url, &[("authorization", "Bearer wrong")]).await;
-    assert_eq!((status, challenge.as_str()), (401, "Bearer error=\"invalid_token\""));
+    assert_eq!(
+        (status, challenge.as_str()),
+        (401, "Bearer error=\"invalid_token\"")
+    );
     let (status, _, _) =
         post_status(&server.url, &[("authorization", "Bearer s3cret-token")]).await;
     assert_eq!(status, 200);
@@ -161,7 +173,12 @@ fn a_non_loopback_address_is_refused_unless_allowed() {
     insta::assert_snapshot!(
         "token_variable_unset",
         refused(
-            &["--http", "127.0.0.1:0", "--token-env", "TOOLGATE_TEST_UNSET_TOKEN"],
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--token-env",
+                "TOOLGATE_TEST_UNSET_TOKEN"
+            ],
             &[]
         )
     );

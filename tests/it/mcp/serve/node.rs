@@ -40,11 +40,23 @@ fn check(steps: &serde_json::Map<String, Value>) {
     );
     assert_eq!(
         steps["list"]["tools"],
-        json!(["Echo", "Deploy", "Slow", "Ticker", "Hold", "HoldShared", "Release", "Big"])
+        json!([
+            "Echo",
+            "Deploy",
+            "Slow",
+            "Ticker",
+            "Hold",
+            "HoldShared",
+            "Release",
+            "Big"
+        ])
     );
     let result = |step: &str| (steps[step]["isError"].clone(), steps[step]["text"].clone());
     assert_eq!(result("allow"), (json!(false), json!("v1:from node")));
-    assert_eq!(result("deny"), (json!(true), json!("production is off limits")));
+    assert_eq!(
+        result("deny"),
+        (json!(true), json!("production is off limits"))
+    );
     assert_eq!(result("ask"), (json!(false), json!("deployed staging")));
     let elicited = steps["elicited"]["messages"][0].as_str().unwrap();
     assert!(elicited.contains("`Deploy`"), "{elicited}");
@@ -55,10 +67,15 @@ fn check(steps: &serde_json::Map<String, Value>) {
     let (denied, text) = result("ask-without-elicitation");
     assert_eq!(denied, json!(true));
     assert!(
-        text.as_str().unwrap().contains("did not declare the elicitation capability"),
+        text.as_str()
+            .unwrap()
+            .contains("did not declare the elicitation capability"),
         "{text}"
     );
-    assert_eq!(steps["reloaded"]["tools"].as_array().unwrap().last(), Some(&json!("FromNode")));
+    assert_eq!(
+        steps["reloaded"]["tools"].as_array().unwrap().last(),
+        Some(&json!("FromNode"))
+    );
     assert_eq!(result("added"), (json!(false), json!("added")));
 }
 

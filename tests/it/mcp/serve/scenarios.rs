@@ -11,7 +11,16 @@ use super::support::{Seen, Session, args, is_error, text, wait_for_file};
 pub async fn lists_the_policy_tools(session: &Session) {
     assert_eq!(
         session.tool_names().await,
-        ["Echo", "Deploy", "Slow", "Ticker", "Hold", "HoldShared", "Release", "Big"]
+        [
+            "Echo",
+            "Deploy",
+            "Slow",
+            "Ticker",
+            "Hold",
+            "HoldShared",
+            "Release",
+            "Big"
+        ]
     );
     let tools = session.client.list_all_tools().await.unwrap();
     let echo = &tools[0];
@@ -40,7 +49,11 @@ pub async fn decides_and_runs_calls(session: &Session) {
 
     let invalid = session.call("Echo", json!({"words": "hi"})).await;
     assert!(is_error(&invalid));
-    assert!(text(&invalid).contains("InputValidationError"), "{}", text(&invalid));
+    assert!(
+        text(&invalid).contains("InputValidationError"),
+        "{}",
+        text(&invalid)
+    );
 
     let slow = session.call("Slow", json!({})).await;
     assert!(is_error(&slow));
@@ -108,7 +121,10 @@ pub async fn reports_progress(session: &mut Session) {
     assert_eq!(progress.progress_token, token);
     assert!(progress.progress >= 1.0);
     assert!(
-        progress.message.as_deref().is_some_and(|m| m.contains("tick 1")),
+        progress
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("tick 1")),
         "{progress:?}"
     );
     let response = handle.await_response().await.unwrap();
@@ -147,7 +163,8 @@ pub async fn serialises_alone_calls_across_requests(session: &Session) {
 /// call that must run alone starts (without the cancellation it would wait a minute).
 pub async fn cancels_calls(session: &Session) {
     let flag = session.path("cancelled.flag");
-    let params = CallToolRequestParams::new("HoldShared").with_arguments(args(json!({"flag": flag})));
+    let params =
+        CallToolRequestParams::new("HoldShared").with_arguments(args(json!({"flag": flag})));
     let handle = session
         .client
         .send_cancellable_request(
@@ -157,7 +174,10 @@ pub async fn cancels_calls(session: &Session) {
         .await
         .unwrap();
     wait_for_file(&format!("{flag}.started")).await;
-    handle.cancel(Some("the user pressed escape".into())).await.unwrap();
+    handle
+        .cancel(Some("the user pressed escape".into()))
+        .await
+        .unwrap();
     let other = session.path("after-cancel.flag");
     std::fs::write(&other, "").unwrap();
     let alone = session.call("Hold", json!({"flag": other})).await;
@@ -174,7 +194,9 @@ pub async fn announces_tool_list_changes(session: &mut Session) {
     );
     assert_ne!(policy, added);
     std::fs::write(&file, added).unwrap();
-    session.next_seen(|seen| matches!(seen, Seen::ListChanged)).await;
+    session
+        .next_seen(|seen| matches!(seen, Seen::ListChanged))
+        .await;
     let names = session.tool_names().await;
     assert_eq!(names.last().map(String::as_str), Some("Added"));
     let result = session.call("Added", json!({})).await;

@@ -151,8 +151,17 @@ impl Drop for HttpServer {
 }
 
 /// Starts `mcp serve --http 127.0.0.1:0 ARGS…` and waits for the address it prints.
-pub fn http_server(workspace: &Path, root: &Path, args: &[&str], env: &[(&str, &str)]) -> HttpServer {
-    let mut command = command(workspace, root, &["--http", "127.0.0.1:0", "--debounce", "20ms"]);
+pub fn http_server(
+    workspace: &Path,
+    root: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> HttpServer {
+    let mut command = command(
+        workspace,
+        root,
+        &["--http", "127.0.0.1:0", "--debounce", "20ms"],
+    );
     command
         .args(args)
         .envs(env.iter().copied())
@@ -293,7 +302,10 @@ pub fn is_error(result: &CallToolResult) -> bool {
 pub async fn wait_for_file(path: &str) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while !Path::new(path).exists() {
-        assert!(tokio::time::Instant::now() < deadline, "`{path}` never appeared");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "`{path}` never appeared"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
