@@ -73,7 +73,7 @@ pub async fn decides_and_runs_calls(session: &Session) {
 }
 
 /// An ask the user accepts, then one they decline, through elicitation.
-pub async fn asks_through_elicitation(session: &mut Session, accepting: bool) {
+pub async fn asks_through_elicitation(session: &mut Session, accepting: bool) -> String {
     let result = session.call("Deploy", json!({"target": "staging"})).await;
     let Seen::Elicited(message) = session
         .next_seen(|seen| matches!(seen, Seen::Elicited(_)))
@@ -91,6 +91,7 @@ pub async fn asks_through_elicitation(session: &mut Session, accepting: bool) {
         assert!(is_error(&result));
         assert_eq!(text(&result), "Permission to use Deploy was not granted");
     }
+    message
 }
 
 /// An ask without elicitation: denied, saying what would allow it.

@@ -16,7 +16,8 @@ async fn lists_and_runs_the_policy_tools() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ask_is_an_elicitation_the_user_accepts() {
     let mut session = stdio(Some(ElicitationAction::Accept)).await;
-    scenarios::asks_through_elicitation(&mut session, true).await;
+    let message = scenarios::asks_through_elicitation(&mut session, true).await;
+    insta::assert_snapshot!(message);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -30,6 +31,14 @@ async fn an_ask_without_elicitation_is_denied_with_what_would_allow_it() {
     let session = stdio(None).await;
     let text = scenarios::denies_asks_without_elicitation(&session).await;
     insta::assert_snapshot!(text);
+    // An ask by a rule names the rule and where it is defined.
+    let asked = session
+        .call("Echo", serde_json::json!({"text": "secret"}))
+        .await;
+    assert!(super::support::is_error(&asked));
+    let text = super::support::text(&asked)
+        .replace(&session.dir.path().display().to_string(), "<scratch>");
+    insta::assert_snapshot!("asked_by_a_rule", text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
