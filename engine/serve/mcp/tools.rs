@@ -86,3 +86,43 @@ fn annotations(flags: Option<&crate::model::contract::ConcurrencySpec>) -> Optio
     }
     any.then_some(hints)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::contract::ConcurrencySpec;
+
+    #[test]
+    fn only_the_flags_a_contract_sets_become_hints() {
+        assert_eq!(annotations(None), None);
+        assert_eq!(annotations(Some(&ConcurrencySpec::default())), None);
+        let flags = ConcurrencySpec {
+            read_only: Some(false),
+            destructive: Some(true),
+            side_effect_scope: Some(SideEffectScope::External),
+            ..ConcurrencySpec::default()
+        };
+        let hints = annotations(Some(&flags)).unwrap();
+        assert_eq!(hints.read_only_hint, Some(false));
+        assert_eq!(hints.destructive_hint, Some(true));
+        assert_eq!(hints.open_world_hint, Some(true));
+        assert_eq!(hints.idempotent_hint, None);
+        let local = ConcurrencySpec {
+            side_effect_scope: Some(SideEffectScope::Workspace),
+            ..ConcurrencySpec::default()
+        };
+        let hints = annotations(Some(&local)).unwrap();
+        assert_eq!(hints.open_world_hint, Some(false));
+        assert_eq!(hints.read_only_hint, None);
+    }
+
+    #[test]
+    fn a_contract_without_an_object_schema_accepts_any_object() {
+        let any = Value::Object(input_schema(None));
+        assert_eq!(any, json!({"type": "object"}));
+        let given = json!({"type": "object", "required": ["a"]});
+        assert_eq!(Value::Object(input_schema(Some(&given))), given);
+    }
+}
