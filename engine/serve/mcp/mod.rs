@@ -209,24 +209,28 @@ impl McpHost {
         S: std::future::Future<Output = ()> + Send,
     {
         let cancel = CancellationToken::new();
+        // Cancelling the service ends the session and, with it, every call in flight.
+        let _cancel_on_return = cancel.clone().drop_guard();
+        let mut stop = std::pin::pin!(stop);
         let serving = self
             .gateway()
             .serve_with_ct((reader, writer), cancel.clone());
         let result = tokio::select! {
             running = serving => match running {
                 Ok(running) => {
-                    let guard = cancel.clone().drop_guard();
                     tokio::select! {
                         _ = running.waiting() => {}
-                        () = stop => cancel.cancel(),
+                        () = &mut stop => cancel.cancel(),
                     }
-                    drop(guard);
                     Ok(())
                 }
                 // The client left (or spoke nonsense) before the handshake ended.
-                Err(error) => Err(McpServeError::Io(format!("the MCP session did not start: {error}"))),
+                Err(error) => Err(McpServeError::Io(format!(
+                    "the MCP session did not start: {error}"
+                ))),
             },
-            () = cancel.cancelled() => Ok(()),
+            // A signal before the handshake ended.
+            () = &mut stop => Ok(()),
         };
         self.shutdown().await;
         result

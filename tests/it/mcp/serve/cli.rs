@@ -30,3 +30,13 @@ fn a_broken_policy_set_is_reported_before_serving() {
 fn an_undeclared_mode_is_refused() {
     insta::assert_snapshot!(start("policies", &["--mode", "yolo"]));
 }
+
+#[test]
+fn sigterm_stops_the_server_with_its_exit_code() {
+    let (dir, root) = super::support::scratch();
+    let mut server = super::support::http_server(dir.path(), &root, &[], &[]);
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = server.child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+}
