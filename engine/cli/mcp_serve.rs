@@ -3,6 +3,7 @@
 //! signal arrives (exit 128 + its number).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -11,7 +12,7 @@ use crate::diagnostics::render::{HumanOptions, render_human};
 use crate::model::ModeName;
 use crate::serve::ServeOptions;
 use crate::serve::mcp::http::HttpOptions;
-use crate::serve::mcp::{McpHost, McpServeError, McpServeOptions};
+use crate::serve::mcp::{McpHost, McpServeError, McpServeOptions, Notices};
 
 /// The flags of `toolgate mcp serve`.
 #[derive(Args, Debug, Clone)]
@@ -127,7 +128,12 @@ pub fn run(global: &GlobalOptions, args: &McpServeArgs, err: &mut dyn std::io::W
         };
         let mut termination = super::signals::Termination::listen()
             .map_err(|error| McpServeError::Io(error.to_string()))?;
-        let host = McpHost::start(options).await?;
+        // Reload notices come from the watcher's thread: they go straight to stderr.
+        let notices: Notices = Arc::new(|line: String| {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
+        });
+        let host = McpHost::start(options, notices).await?;
         if let Some(warning) = &host.watch_error {
             let _ = writeln!(err, "warning: {warning}");
         }

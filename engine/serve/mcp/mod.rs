@@ -75,6 +75,42 @@ pub enum McpServeError {
     Io(String),
 }
 
+/// Receives one line for each reload: installed, or rejected with its diagnostics (the CLI
+/// writes them to stderr; standard output belongs to the protocol).
+pub type Notices = Arc<dyn Fn(String) + Send + Sync>;
+
+/// The line a reload event makes, if any.
+pub fn reload_notice(kind: &EventKind) -> Option<String> {
+    if let EventKind::PolicyReloaded(reloaded) = kind {
+        let changes = reloaded.changes.len();
+        let noun = if changes == 1 { "change" } else { "changes" };
+        return Some(format!(
+            "policies reloaded: generation {} ({changes} {noun})",
+            reloaded.generation
+        ));
+    }
+    let EventKind::PolicyReloadFailed(failed) = kind else {
+        return None;
+    };
+    let mut text = format!(
+        "warning: the changed policies do not load; generation {} stays in force",
+        failed.generation
+    );
+    for diagnostic in &failed.diagnostics {
+        let field = |key: &str| diagnostic[key].as_str().unwrap_or_default().to_owned();
+        let at = match (diagnostic["line"].as_u64(), diagnostic["column"].as_u64()) {
+            (Some(line), Some(column)) => format!("{}:{line}:{column}: ", field("file")),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "\n  {at}{}: {}",
+            field("severity"),
+            field("message")
+        ));
+    }
+    Some(text)
+}
+
 /// Where one batch's progress goes.
 struct Route {
     peer: Peer<RoleServer>,
@@ -115,7 +151,7 @@ pub struct McpHost {
 impl McpHost {
     /// Loads the policy set (an error, with its diagnostics, before any MCP traffic), builds
     /// the engine and starts watching.
-    pub async fn start(options: McpServeOptions) -> Result<Self, McpServeError> {
+    pub async fn start(options: McpServeOptions, notices: Notices) -> Result<Self, McpServeError> {
         let load_options = options.serve.load.clone();
         let loaded = load(&load_options, 1);
         let Some(snapshot) = loaded.snapshot else {
@@ -138,7 +174,8 @@ impl McpHost {
         }
         let routes: Routes = Arc::default();
         let (progress, forward) = mpsc::unbounded_channel();
-        let sink: Arc<dyn EventSink> = Arc::new(progress_sink(Arc::clone(&routes), progress));
+        let sink: Arc<dyn EventSink> =
+            Arc::new(progress_sink(Arc::clone(&routes), progress, notices));
         let store = Arc::new(artifact_store_for(&snapshot));
         let engine = Engine::builder(Arc::clone(&snapshot))
             .sink(Arc::clone(&sink))
@@ -245,13 +282,17 @@ impl McpHost {
 }
 
 /// The event sink: `ToolCallProgress` events of batches that have a progress route go to
-/// the forwarder, in order.
+/// the forwarder, in order; reload events become notices.
 fn progress_sink(
     routes: Routes,
     forward: mpsc::UnboundedSender<(Peer<RoleServer>, ProgressNotificationParam)>,
+    notices: Notices,
 ) -> impl Fn(Event) + Send + Sync {
     move |event: Event| {
         let EventKind::ToolCallProgress(progress) = &event.kind else {
+            if let Some(notice) = reload_notice(&event.kind) {
+                notices(notice);
+            }
             return;
         };
         let Some(batch) = &event.batch_id else { return };

@@ -42,8 +42,26 @@ async fn progress_cancellation_and_serialisation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_that_adds_a_tool_announces_the_new_list() {
-    let (mut session, _server) = http(None).await;
+    let (mut session, server) = http(None).await;
+    // A change that does not load is reported on stderr and changes nothing.
+    let file = session.root.join("tools.yaml");
+    let good = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        good.replace("description: Pretends", "descripton: Pretends"),
+    )
+    .unwrap();
+    let stderr = server.stderr_with("unknown key `descripton`").await;
+    assert!(
+        stderr.contains("generation 1 stays in force\n  ")
+            && stderr.contains("tools.yaml:19:5: error: unknown key `descripton`"),
+        "{stderr}"
+    );
+    assert_eq!(session.tool_names().await.len(), 8);
+    std::fs::write(&file, &good).unwrap();
+    server.stderr_with("policies reloaded: generation 2").await;
     scenarios::announces_tool_list_changes(&mut session).await;
+    server.stderr_with("policies reloaded: generation 3").await;
 }
 
 /// Two clients of one server share its lock: a call that must run alone in one session

@@ -141,6 +141,8 @@ pub async fn stdio(answer: Option<ElicitationAction>) -> Session {
 pub struct HttpServer {
     pub child: Child,
     pub url: String,
+    /// Everything it wrote on stderr so far.
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Drop for HttpServer {
@@ -179,8 +181,9 @@ pub fn http_server(
             if let Some(url) = line.strip_prefix("toolgate mcp serve: listening on ") {
                 let _ = sender.send(url.to_owned());
             }
-            log.lock().unwrap().push_str(&line);
-            log.lock().unwrap().push('\n');
+            let mut log = log.lock().unwrap();
+            log.push_str(&line);
+            log.push('\n');
         }
     });
     let url = receiver.recv_timeout(WAIT).unwrap_or_else(|_| {
@@ -189,7 +192,11 @@ pub fn http_server(
             collected.lock().unwrap()
         )
     });
-    HttpServer { child, url }
+    HttpServer {
+        child,
+        url,
+        stderr: collected,
+    }
 }
 
 /// reqwest (under rmcp's HTTP client) needs a process-wide TLS provider even for plain HTTP.
@@ -307,5 +314,23 @@ pub async fn wait_for_file(path: &str) {
             "`{path}` never appeared"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+impl HttpServer {
+    /// Waits until stderr holds `text`, and returns it all.
+    pub async fn stderr_with(&self, text: &str) -> String {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let seen = self.stderr.lock().unwrap().clone();
+            if seen.contains(text) {
+                return seen;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "stderr never said `{text}`:\n{seen}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
