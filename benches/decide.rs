@@ -24,7 +24,8 @@ use toolgate::model::rule::Rule;
 use toolgate::model::{Decision, ModeName, ToolName};
 use toolgate::policy::commands::CommandTable;
 use toolgate::policy::parts::FileTools;
-use toolgate::policy::rules::{CallFacts, RuleOrigin, RuleSet, ToolNames, compile_rule};
+use toolgate::policy::rule::{CallFacts, RuleOrigin, ToolNames, compile_rule};
+use toolgate::policy::rules::RuleSet;
 use toolgate::policy::{MatchContext, PathCase};
 use toolgate::snapshot::{LayerOptions, LoadOptions, load};
 

@@ -321,7 +321,7 @@ pub async fn decide(
     let toolgate_tools = distinct_tools(snapshot, &calls);
     let call_id = payload.tool_use_id.as_deref().unwrap_or("call");
     let batch_id = payload.session_id.as_deref().unwrap_or("hook");
-    let call = pre_hooks::Call {
+    let call = crate::hooks::CallScope {
         batch_id,
         call_id,
         modes: &modes,
@@ -450,7 +450,7 @@ struct Part {
 async fn decide_one(
     snapshot: &Snapshot,
     modes: &[ModeName],
-    call: &pre_hooks::Call<'_>,
+    call: &crate::hooks::CallScope<'_>,
     mapped: &MappedCall,
 ) -> Part {
     let refused = |reason: String| Part {
@@ -525,7 +525,7 @@ fn eprintln_hook_failure(hook: &SnapshotHook, error: &str) {
 async fn after(
     snapshot: &Snapshot,
     calls: &[MappedCall],
-    call: &pre_hooks::Call<'_>,
+    call: &crate::hooks::CallScope<'_>,
     payload: &HookPayload,
 ) -> Option<String> {
     let response = match &payload.tool_response {

@@ -28,7 +28,7 @@ use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{CallId, ModeName};
 use crate::policy::decide::{HookVote, Permission, Reason, combine};
 use crate::policy::parts::{FileTool, FileTools};
-use crate::policy::rules::CallFacts;
+use crate::policy::rule::CallFacts;
 use crate::snapshot::{Snapshot, Tool};
 use crate::timeout::{ResolvedTimeout, resolve};
 

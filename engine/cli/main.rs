@@ -179,9 +179,17 @@ enum Command {
         /// (default: the project's `.toolgate/tests`).
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
-        format: ExplainFormat,
+        /// Output format (`junit`: JUnit XML for CI test reports).
+        #[arg(long, value_enum, default_value_t = TestFormat::Human)]
+        format: TestFormat,
+        /// Also report the rules no test case and no rule example exercises, and those that
+        /// never decide a tested call.
+        #[arg(long)]
+        coverage: bool,
+        /// Fail (exit 1) when fewer than this percentage of the rules are exercised; implies
+        /// `--coverage`.
+        #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
+        min_coverage: Option<f64>,
     },
     /// Write a toolgate policy file from an agent's own permission rules: Claude Code
     /// `settings.json` files, Codex `.rules` files or Gemini CLI policy `.toml` files. Every
@@ -275,6 +283,13 @@ enum ExplainFormat {
     Json,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum TestFormat {
+    Human,
+    Json,
+    Junit,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum DiffFormatArg {
     Human,
@@ -300,6 +315,18 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     toolgate::model::Duration::parse(text)
         .map(|d| d.0)
         .map_err(|e| e.to_string())
+}
+
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number; give a percentage such as `80`"))?;
+    if (0.0..=100.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` is not between 0 and 100"))
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -650,19 +677,35 @@ fn main() -> ExitCode {
             }
         }),
         Command::Mcp { command } => cli::mcp::run(&global, command, &mut std::io::stderr()),
-        Command::Test { paths, format } => match cli::test::test(&global, &paths) {
-            Ok(report) => {
-                match format {
-                    ExplainFormat::Human => print(&report.render_human(color)),
-                    ExplainFormat::Json => print_json(&report),
+        Command::Test {
+            paths,
+            format,
+            coverage,
+            min_coverage,
+        } => {
+            let options = cli::test::CoverageOptions {
+                report: coverage,
+                min: min_coverage,
+            };
+            match cli::test::test(&global, &paths, options) {
+                Ok(report) => {
+                    match format {
+                        TestFormat::Human => print(&report.render_human(color)),
+                        TestFormat::Json => print_json(&report),
+                        TestFormat::Junit => print(&report.render_junit()),
+                    }
+                    report.exit()
                 }
-                report.exit()
+                Err(error) => {
+                    let format = match format {
+                        TestFormat::Human => ExplainFormat::Human,
+                        TestFormat::Json | TestFormat::Junit => ExplainFormat::Json,
+                    };
+                    report_diagnostics(error.diagnostics(), format, color);
+                    error.exit()
+                }
             }
-            Err(error) => {
-                report_diagnostics(error.diagnostics(), format, color);
-                error.exit()
-            }
-        },
+        }
         Command::Import {
             agent,
             paths,

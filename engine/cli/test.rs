@@ -16,6 +16,10 @@
 //! `expect.rule` holds when that rule is among the rules that decided; `default` expects
 //! that no rule matched (the contract default decided). `expect.timeout_ms: 0` expects no
 //! timeout.
+//!
+//! `--coverage` adds which rules no test case and no rule example exercises, and which never
+//! decide a tested call ([`crate::review::coverage`]); `--min-coverage N` fails the run below
+//! N %. Reports: human, JSON, or JUnit XML (one suite per test file, one for the coverage).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -33,7 +37,9 @@ use crate::model::ModeName;
 use crate::model::batch::{Expectation, GroupExpectation, PolicyTest, PolicyTestFile};
 use crate::pipeline::ToolCall;
 use crate::policy::decide::Reason;
-use crate::policy::rules::CallFacts;
+use crate::policy::rule::CallFacts;
+use crate::review::coverage::{Coverage, CoveredRule, coverage};
+use crate::review::decisions::{CorpusCall, Origin};
 use crate::snapshot::{Snapshot, load};
 
 use super::{Exit, GlobalOptions};
@@ -186,10 +192,29 @@ pub struct TestReport {
     pub files: Vec<String>,
     /// Every test, in file order.
     pub tests: Vec<TestOutcome>,
+    /// The rule coverage, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
+    /// The coverage the run must reach, in percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_coverage: Option<f64>,
+}
+
+/// What `toolgate test` reports besides the tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CoverageOptions {
+    /// Report the rule coverage.
+    pub report: bool,
+    /// Fail below this coverage, in percent (implies `report`).
+    pub min: Option<f64>,
 }
 
 /// Loads the policies and the test files, and runs the tests.
-pub fn test(global: &GlobalOptions, paths: &[PathBuf]) -> Result<TestReport, TestError> {
+pub fn test(
+    global: &GlobalOptions,
+    paths: &[PathBuf],
+    options: CoverageOptions,
+) -> Result<TestReport, TestError> {
     let outcome = load(&global.load_options(), 1);
     let Some(snapshot) = outcome.snapshot else {
         return Err(TestError::Policies(outcome.diagnostics));
@@ -216,7 +241,24 @@ pub fn test(global: &GlobalOptions, paths: &[PathBuf]) -> Result<TestReport, Tes
     if !problems.is_empty() {
         return Err(TestError::Files(problems));
     }
-    Ok(run_tests(&snapshot, &files))
+    let mut report = run_tests(&snapshot, &files);
+    if options.report || options.min.is_some() {
+        let tested: Vec<CorpusCall> = report
+            .tests
+            .iter()
+            .map(|test| CorpusCall {
+                tool: test.tool.clone(),
+                input: test.input.clone(),
+                modes: test.modes.clone(),
+                origin: Origin::Test {
+                    name: test.name.clone(),
+                },
+            })
+            .collect();
+        report.coverage = Some(coverage(&snapshot, &tested));
+        report.min_coverage = options.min;
+    }
+    Ok(report)
 }
 
 /// Whether a file name is a policy test file's.
@@ -433,6 +475,8 @@ pub fn run_tests(snapshot: &Snapshot, files: &[TestFile]) -> TestReport {
         failed: tests.len() - passed,
         files: files.iter().map(|f| f.source.path().to_string()).collect(),
         tests,
+        coverage: None,
+        min_coverage: None,
     }
 }
 
@@ -753,12 +797,20 @@ fn describe_reason(reason: &Reason, tool: Option<&str>) -> Vec<String> {
 }
 
 impl TestReport {
-    /// The exit code: 1 when a test failed.
+    /// The exit code: 1 when a test failed or the coverage is below the minimum.
     pub fn exit(&self) -> Exit {
-        if self.failed == 0 {
+        if self.failed == 0 && !self.below_min_coverage() {
             Exit::Success
         } else {
             Exit::Problems
+        }
+    }
+
+    /// Whether the coverage misses the minimum asked for.
+    fn below_min_coverage(&self) -> bool {
+        match (&self.coverage, self.min_coverage) {
+            (Some(coverage), Some(min)) => !coverage.reaches(min),
+            _ => false,
         }
     }
 
@@ -791,43 +843,8 @@ impl TestReport {
             if test.passed {
                 continue;
             }
-            let modes = if test.modes.is_empty() {
-                String::new()
-            } else {
-                format!(" in modes {}", test.modes.join(", "))
-            };
-            out.push_str(&format!(
-                "       call: {} {}{modes}\n",
-                test.tool,
-                serde_json::to_string(&test.input).unwrap_or_default()
-            ));
-            for failure in &test.failures {
-                out.push_str(&format!(
-                    "       {}: expected `{}`, got `{}`\n",
-                    failure.field.as_str(),
-                    failure.expected,
-                    failure.actual
-                ));
-                if let Some(note) = &failure.note {
-                    out.push_str(&format!("         {note}\n"));
-                }
-            }
-            if !test.actual.reasons.is_empty() {
-                out.push_str("       decided by:\n");
-                let tool = test.actual.canonical_tool.as_deref();
-                for reason in &test.actual.reasons {
-                    for line in describe_reason(reason, tool) {
-                        out.push_str(&format!("         {line}\n"));
-                    }
-                }
-            }
-            if !test.actual.hooks.is_empty() {
-                let hooks: Vec<String> =
-                    test.actual.hooks.iter().map(|h| format!("`{h}`")).collect();
-                out.push_str(&format!(
-                    "       not run here: hooks {} may change the decision at run time\n",
-                    hooks.join(", ")
-                ));
+            for line in details(test).lines() {
+                out.push_str(&format!("       {line}\n"));
             }
         }
         let verdict = if self.failed == 0 {
@@ -839,8 +856,183 @@ impl TestReport {
             "\ntest result: {verdict}. {} passed; {} failed\n",
             self.passed, self.failed
         ));
+        if let Some(coverage) = &self.coverage {
+            out.push('\n');
+            out.push_str(&self.render_coverage(coverage));
+        }
         out
     }
+
+    fn render_coverage(&self, coverage: &Coverage) -> String {
+        let mut out = format!(
+            "rule coverage: {} of {} rule{} exercised ({} %) by {} call{} (test cases and rule examples)\n",
+            coverage.exercised,
+            coverage.rules,
+            plural(coverage.rules),
+            coverage.percent,
+            coverage.calls,
+            plural(coverage.calls),
+        );
+        let list = |out: &mut String, title: &str, rules: &[CoveredRule]| {
+            if rules.is_empty() {
+                return;
+            }
+            out.push_str(&format!("  {title}:\n"));
+            for rule in rules {
+                let at = rule
+                    .location
+                    .as_deref()
+                    .map(|l| format!(" at {l}"))
+                    .unwrap_or_default();
+                out.push_str(&format!("    `{}` ({}){at}\n", rule.name, rule.decision));
+            }
+        };
+        list(
+            &mut out,
+            "not exercised by any test case or example",
+            &coverage.unexercised,
+        );
+        list(
+            &mut out,
+            "exercised but never deciding (another rule always wins)",
+            &coverage.never_decides,
+        );
+        if let Some(min) = self.min_coverage {
+            if coverage.reaches(min) {
+                out.push_str(&format!("coverage meets the minimum of {min} %\n"));
+            } else {
+                out.push_str(&format!(
+                    "coverage {} % is below the minimum of {min} %: add test cases or rule examples for the rules listed\n",
+                    coverage.percent
+                ));
+            }
+        }
+        out
+    }
+
+    /// JUnit XML: a suite per test file with a case per test, and with `--coverage` a suite
+    /// `rule coverage` with a case per rule (skipped when nothing exercises it) and, with a
+    /// minimum, a case that fails below it.
+    pub fn render_junit(&self) -> String {
+        use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+        let mut report = Report::new("toolgate test");
+        for file in &self.files {
+            let mut suite = TestSuite::new(file.as_str());
+            for test in self.tests.iter().filter(|t| &t.file == file) {
+                let status = if test.passed {
+                    TestCaseStatus::success()
+                } else {
+                    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    let summary: Vec<String> = test
+                        .failures
+                        .iter()
+                        .map(|f| {
+                            format!(
+                                "{}: expected `{}`, got `{}`",
+                                f.field.as_str(),
+                                f.expected,
+                                f.actual
+                            )
+                        })
+                        .collect();
+                    status.set_message(summary.join("; "));
+                    status.set_description(details(test));
+                    status
+                };
+                let mut case = TestCase::new(test.name.as_str(), status);
+                case.set_classname(format!("{}:{}:{}", test.file, test.line, test.column));
+                suite.add_test_case(case);
+            }
+            report.add_test_suite(suite);
+        }
+        if let Some(coverage) = &self.coverage {
+            let mut suite = TestSuite::new("rule coverage");
+            let unexercised: Vec<&str> = coverage
+                .unexercised
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect();
+            for rule in &coverage.unexercised {
+                let mut status = TestCaseStatus::skipped();
+                status.set_message("no test case or rule example exercises this rule");
+                suite.add_test_case(rule_case(rule, status));
+            }
+            for rule in &coverage.never_decides {
+                let mut case = rule_case(rule, TestCaseStatus::success());
+                case.set_system_out("exercised but never deciding: another rule always wins");
+                suite.add_test_case(case);
+            }
+            if let Some(min) = self.min_coverage {
+                let status = if coverage.reaches(min) {
+                    TestCaseStatus::success()
+                } else {
+                    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    status.set_message(format!(
+                        "coverage {} % is below the minimum of {min} % (not exercised: {})",
+                        coverage.percent,
+                        unexercised.join(", ")
+                    ));
+                    status
+                };
+                suite.add_test_case(TestCase::new(format!("minimum coverage {min} %"), status));
+            }
+            report.add_test_suite(suite);
+        }
+        // Writing XML into memory fails only on an invalid name, which these are not.
+        report.to_string().unwrap_or_default()
+    }
+}
+
+fn rule_case(rule: &CoveredRule, status: quick_junit::TestCaseStatus) -> quick_junit::TestCase {
+    let mut case = quick_junit::TestCase::new(rule.name.as_str(), status);
+    if let Some(location) = &rule.location {
+        case.set_classname(location.as_str());
+    }
+    case
+}
+
+/// What a failed test's report says besides its status line: the call, each expectation that
+/// does not hold, the reasons behind the decision and the hooks not run.
+fn details(test: &TestOutcome) -> String {
+    let mut out = String::new();
+    let modes = if test.modes.is_empty() {
+        String::new()
+    } else {
+        format!(" in modes {}", test.modes.join(", "))
+    };
+    out.push_str(&format!(
+        "call: {} {}{modes}\n",
+        test.tool,
+        serde_json::to_string(&test.input).unwrap_or_default()
+    ));
+    for failure in &test.failures {
+        out.push_str(&format!(
+            "{}: expected `{}`, got `{}`\n",
+            failure.field.as_str(),
+            failure.expected,
+            failure.actual
+        ));
+        if let Some(note) = &failure.note {
+            out.push_str(&format!("  {note}\n"));
+        }
+    }
+    if !test.actual.reasons.is_empty() {
+        out.push_str("decided by:\n");
+        let tool = test.actual.canonical_tool.as_deref();
+        for reason in &test.actual.reasons {
+            for line in describe_reason(reason, tool) {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+    }
+    if !test.actual.hooks.is_empty() {
+        let hooks: Vec<String> = test.actual.hooks.iter().map(|h| format!("`{h}`")).collect();
+        out.push_str(&format!(
+            "not run here: hooks {} may change the decision at run time\n",
+            hooks.join(", ")
+        ));
+    }
+    out
 }
 
 fn plural(n: usize) -> &'static str {

@@ -217,6 +217,17 @@ pub async fn run(
     }
 }
 
+/// Which call hooks are asked about: its batch, its id and the turn's modes.
+#[derive(Clone, Copy, Debug)]
+pub struct CallScope<'a> {
+    /// Its batch.
+    pub batch_id: &'a str,
+    /// Its id.
+    pub call_id: &'a str,
+    /// The active modes.
+    pub modes: &'a [ModeName],
+}
+
 /// The call a hook is asked about.
 pub struct CallInfo<'a> {
     /// The batch.

@@ -7,11 +7,13 @@ use std::error::Error;
 
 use super::{CallEnv, CallState, ErrorCode, Failure};
 use crate::assess::{Rejection, RejectionKind};
-use crate::events::{CancelReason, FailureStage};
+use crate::events::{CancelReason, EventKind, FailureStage, HookFailed};
 use crate::hooks::HookError;
+use crate::model::CallId;
 use crate::model::engine_config::MessageKey;
+use crate::model::hook::HookEvent;
 use crate::model::resolved::ResolvedEngine;
-use crate::snapshot::Tool;
+use crate::snapshot::{SnapshotHook, Tool};
 
 /// Renders a message template with its placeholders.
 pub fn message(engine: &ResolvedEngine, key: MessageKey, values: &[(&str, &str)]) -> String {
@@ -168,6 +170,25 @@ pub fn cancellation(
         }
     };
     Failure::cancelled(stage, reason, text)
+}
+
+/// Reports a hook that failed (`HookFailed`).
+pub fn report_hook_failure(
+    env: &CallEnv<'_>,
+    call: &CallId,
+    hook: &SnapshotHook,
+    event: HookEvent,
+    error: &str,
+) {
+    env.emit(
+        Some(call),
+        EventKind::HookFailed(HookFailed {
+            hook: hook.spec.name.clone(),
+            event: crate::hooks::event_name(event).to_owned(),
+            error: error.to_owned(),
+            fail_closed: crate::hooks::fails_closed(hook),
+        }),
+    );
 }
 
 #[cfg(test)]

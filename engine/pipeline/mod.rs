@@ -103,6 +103,15 @@ pub struct CallEnv<'a> {
 }
 
 impl CallEnv<'_> {
+    /// Which call of this batch, in which modes, the hooks are asked about.
+    pub fn hook_scope<'s>(&'s self, call: &'s CallId) -> crate::hooks::CallScope<'s> {
+        crate::hooks::CallScope {
+            batch_id: self.batch_id.as_str(),
+            call_id: call.as_str(),
+            modes: self.modes,
+        }
+    }
+
     /// Emits an event of this batch.
     pub fn emit(&self, call: Option<&CallId>, kind: EventKind) {
         self.emit_with(call, || kind);

@@ -4,11 +4,10 @@
 
 use serde_json::{Value, json};
 
-use super::errors::hook_error;
+use super::errors::{hook_error, report_hook_failure};
 use super::{CallEnv, CallState, Failure, rare};
-use crate::events::{CallStatus, EventKind, HookFailed};
-use crate::hooks::{self, CallInfo, Ran};
-use crate::model::CallId;
+use crate::events::CallStatus;
+use crate::hooks::{self, CallInfo, CallScope, Ran};
 use crate::model::hook::HookEvent;
 use crate::snapshot::{SnapshotHook, Tool};
 
@@ -55,22 +54,17 @@ async fn run(
         // The input as parsed and rewritten by `PreToolUse` hooks, when the call got that
         // far (kept whenever the snapshot has hooks).
         let input = state.input.clone().unwrap_or(Value::Null);
-        let call = super::pre_hooks::Call {
-            batch_id: env.batch_id.as_str(),
-            call_id: state.call.id.as_str(),
-            modes: env.modes,
-        };
         let call_id = state.call.id.clone();
         let context = collect_context(
             snapshot,
             tool,
             &hooks,
             event,
-            &call,
+            &env.hook_scope(&call_id),
             &input,
             &event_fields,
             state.cancel,
-            |hook, error| report(env, Some(&call_id), hook, event, error),
+            |hook, error| report_hook_failure(env, &call_id, hook, event, error),
         )
         .await;
         state.hook_context.extend(context);
@@ -87,7 +81,7 @@ pub async fn collect_context(
     tool: &Tool,
     hooks: &[&SnapshotHook],
     event: HookEvent,
-    call: &super::pre_hooks::Call<'_>,
+    call: &CallScope<'_>,
     input: &Value,
     event_fields: &(dyn Fn(&mut serde_json::Map<String, Value>) + Sync),
     cancel: &tokio_util::sync::CancellationToken,
@@ -120,23 +114,4 @@ pub async fn collect_context(
         }
     }
     context
-}
-
-/// Reports a hook that failed (`HookFailed`).
-pub fn report(
-    env: &CallEnv<'_>,
-    call: Option<&CallId>,
-    hook: &SnapshotHook,
-    event: HookEvent,
-    error: &str,
-) {
-    env.emit(
-        call,
-        EventKind::HookFailed(HookFailed {
-            hook: hook.spec.name.clone(),
-            event: hooks::event_name(event).to_owned(),
-            error: error.to_owned(),
-            fail_closed: hooks::fails_closed(hook),
-        }),
-    );
 }

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::errors::{hook_error, rejected};
+use super::errors::{hook_error, rejected, report_hook_failure};
 use super::{CallEnv, CallState, Failure, rare};
 use crate::assess::{self, Admitted};
-use crate::hooks::{self, CallInfo, Ran};
+use crate::hooks::{self, CallInfo, CallScope, Ran};
 use crate::model::Decision;
 use crate::model::hook::HookEvent;
 use crate::policy::decide::HookVote;
@@ -51,38 +51,21 @@ async fn run(
     input: Value,
 ) -> Result<Value, Failure> {
     let snapshot = &env.prepared.snapshot;
-    let call = Call {
-        batch_id: env.batch_id.as_str(),
-        call_id: state.call.id.as_str(),
-        modes: env.modes,
-    };
     let call_id = state.call.id.clone();
     let ran = collect(
         snapshot,
         tool,
         hooks,
-        &call,
+        &env.hook_scope(&call_id),
         input,
         state.cancel,
-        |hook, error| {
-            super::post_hooks::report(env, Some(&call_id), hook, HookEvent::PreToolUse, error);
-        },
+        |hook, error| report_hook_failure(env, &call_id, hook, HookEvent::PreToolUse, error),
     )
     .await
     .map_err(rejected)?;
     state.hook_context.extend(ran.context);
     state.hook_votes.extend(ran.votes);
     Ok(ran.input)
-}
-
-/// The call the `PreToolUse` hooks are asked about.
-pub struct Call<'a> {
-    /// Its batch.
-    pub batch_id: &'a str,
-    /// Its id.
-    pub call_id: &'a str,
-    /// The active modes.
-    pub modes: &'a [crate::model::ModeName],
 }
 
 /// What the `PreToolUse` hooks of one call said.
@@ -105,7 +88,7 @@ pub async fn collect(
     snapshot: &crate::snapshot::Snapshot,
     tool: &Tool,
     hooks: &[&SnapshotHook],
-    call: &Call<'_>,
+    call: &CallScope<'_>,
     mut input: Value,
     cancel: &tokio_util::sync::CancellationToken,
     mut failed: impl FnMut(&SnapshotHook, &str),

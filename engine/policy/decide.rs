@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::rules::{RuleDecision, RuleReason};
+use super::rule::{RuleDecision, RuleReason};
 use crate::model::Decision;
 
 /// What a PreToolUse hook said about permission.
@@ -269,7 +269,7 @@ pub fn combine(rules: RuleDecision, hooks: &[HookVote], always_ask: bool) -> Per
 mod tests {
     use super::*;
     use crate::model::RuleName;
-    use crate::policy::rules::MatchedRule;
+    use crate::policy::rule::MatchedRule;
 
     fn rules(decision: Decision) -> RuleDecision {
         RuleDecision {

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::glob::build_parsed_glob_set;
 use super::matcher::PatternListKind;
-use super::rules::CompiledRule;
+use super::rule::CompiledRule;
 
 /// The fewest rules that make a group: one rule gains nothing from a union.
 const MIN_MEMBERS: usize = 2;

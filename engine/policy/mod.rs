@@ -17,8 +17,13 @@
 //! - `groups`: the rules of a tool that are each one `regex` or `glob` list over the same
 //!   field, matched as one automaton per decision.
 //!
+//! Deciding: [`rule`] is one compiled rule and the decision it gives; [`rules`] indexes them
+//! by tool (`groups` match some together) and decides a call as one whole; [`parts`] decides
+//! a call with a command line part by part through that index; [`decide`] adds the hooks'
+//! votes.
+//!
 //! Dependencies run one way: `glob` ← `path` ← `matcher`; `mode` ← `path`, `pattern` ←
-//! `matcher`.
+//! `matcher`; `rule` ← `groups` ← `rules` ← `parts`.
 
 pub mod commands;
 pub mod decide;
@@ -29,6 +34,7 @@ pub mod mode;
 pub mod parts;
 pub mod path;
 pub mod pattern;
+pub mod rule;
 pub mod rules;
 pub mod shell;
 

@@ -33,7 +33,8 @@ use serde_json::{Value, json};
 use super::commands::{Analysed, CommandFacts};
 use super::matcher::ParseCache;
 use super::path::MatchContext;
-use super::rules::{CallFacts, PartOutcome, RuleDecision, RuleReason, RuleSet};
+use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
+use super::rules::RuleSet;
 use super::shell::{
     InputFrom, Origin, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
     Word, WordKind, split_word, unquoted_expansions,
@@ -81,8 +82,32 @@ impl Access {
     }
 }
 
+impl RuleSet {
+    /// Decides a call: the matching rules of the highest precedence level, else `default`.
+    /// A call with a command line that the tool's rules read is decided part by part (see
+    /// the module docs); `files` are the tools that judge the files such a line reads and
+    /// writes. Each command line is parsed once, however many `shell` matchers judge it.
+    pub fn decide(
+        &self,
+        call: &CallFacts<'_>,
+        ctx: &MatchContext,
+        default: Decision,
+        files: &FileTools<'_>,
+    ) -> RuleDecision {
+        if let Some(line) = self.command_line(call) {
+            return decide_line(self, call, ctx, default, files, line);
+        }
+        let mut cache = ParseCache::with_table(Arc::clone(self.commands()));
+        let whole = self.decide_whole(call, ctx, default, &mut cache, None);
+        RuleDecision {
+            decision: whole.decision,
+            reasons: whole.reasons,
+        }
+    }
+}
+
 /// Decides a call by the parts of its command line (see the module docs).
-pub(super) fn decide_line(
+fn decide_line(
     set: &RuleSet,
     call: &CallFacts<'_>,
     ctx: &MatchContext,

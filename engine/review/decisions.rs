@@ -379,14 +379,18 @@ fn rank(decision: &str) -> Option<u8> {
     }
 }
 
-/// Decides every call under one set: calls grouped by their modes (modes a set does not
-/// declare are left out, as a host would not activate them).
-fn decide_all(snapshot: &Snapshot, corpus: &[CorpusCall]) -> Vec<Outcome> {
+/// Plans every call of `corpus` under one set, calls grouped by their modes (modes the set
+/// does not declare are left out, as a host would not activate them), and hands each planned
+/// call to `each` with its index in `corpus`.
+pub fn plan_corpus(
+    snapshot: &Snapshot,
+    corpus: &[CorpusCall],
+    mut each: impl FnMut(usize, &PlannedCall<'_>),
+) {
     let mut by_modes: BTreeMap<Vec<String>, Vec<usize>> = BTreeMap::new();
     for (index, call) in corpus.iter().enumerate() {
         by_modes.entry(call.modes.clone()).or_default().push(index);
     }
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; corpus.len()];
     for (modes, indexes) in by_modes {
         let modes: Vec<ModeName> = modes
             .iter()
@@ -407,9 +411,17 @@ fn decide_all(snapshot: &Snapshot, corpus: &[CorpusCall]) -> Vec<Outcome> {
         );
         let planned = plan(snapshot, &batch, &modes);
         for (&index, call) in indexes.iter().zip(&planned.calls) {
-            outcomes[index] = Some(outcome(call));
+            each(index, call);
         }
     }
+}
+
+/// Decides every call under one set.
+fn decide_all(snapshot: &Snapshot, corpus: &[CorpusCall]) -> Vec<Outcome> {
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; corpus.len()];
+    plan_corpus(snapshot, corpus, |index, call| {
+        outcomes[index] = Some(outcome(call));
+    });
     outcomes
         .into_iter()
         .map(|o| {

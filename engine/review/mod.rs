@@ -11,9 +11,10 @@
 //! compared as whole values. Each change gets an [`Effect`] ([`effect`], deciding "can
 //! widen" from the patterns with [`contain`]) and the risk the `review:` section gives that
 //! effect. [`decisions`] evaluates a corpus of calls under both sets with the function
-//! `toolgate plan` decides with.
+//! `toolgate plan` decides with; [`coverage`] tells which rules the tests exercise.
 
 pub mod contain;
+pub mod coverage;
 pub mod decisions;
 pub mod effect;
 pub mod replay;

@@ -868,6 +868,19 @@ impl Sources {
         self.locate_in(origin.file, &format!("{}{rest}", origin.pointer), true)
     }
 
+    /// Whether every value at and below an effective pointer comes from the layers shipped in
+    /// the binary (the engine defaults and the built-in layer); `true` when nothing is there.
+    pub fn shipped(&self, layers: &[LayerSpec], provenance: &Provenance, pointer: &str) -> bool {
+        let shipped = |origin: &Origin| {
+            self.files
+                .get(origin.file.0 as usize)
+                .and_then(|file| layers.get(file.layer))
+                .is_some_and(|layer| matches!(layer.kind, LayerKind::Defaults | LayerKind::Builtin))
+        };
+        provenance.nearest(pointer).is_none_or(|(_, o)| shipped(o))
+            && provenance.subtree(pointer).all(|(_, o)| shipped(o))
+    }
+
     /// The location of an origin.
     pub fn locate_origin(&self, origin: &Origin) -> Option<crate::diagnostics::Location> {
         self.locate_in(origin.file, &origin.pointer, false)

@@ -39,7 +39,8 @@ use crate::model::hook::Hook;
 use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{GateName, ModeName, ToolContract, ToolName};
 use crate::policy::MatchContext;
-use crate::policy::rules::{RuleSet, ToolNames};
+use crate::policy::rule::ToolNames;
+use crate::policy::rules::RuleSet;
 
 /// A file that is part of a snapshot.
 #[derive(Clone, Debug)]
@@ -283,6 +284,13 @@ impl Snapshot {
         self.sources
             .locate(&self.provenance, pointer)
             .map(|location| location.display())
+    }
+
+    /// Whether every value at and below an effective pointer comes from the layers shipped in
+    /// the binary (the engine defaults and the built-in layer).
+    pub fn shipped(&self, pointer: &str) -> bool {
+        self.sources
+            .shipped(&self.layers, &self.provenance, pointer)
     }
 
     /// The workspace root.

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::Sources;
-use super::layer::{LayerKind, LayerSpec};
+use super::layer::LayerSpec;
 use super::provenance::{Origin, Provenance};
 use super::rule_mistakes::{self, CoveredTool, Place};
 use crate::diagnostics::{Code, Diagnostic, Location, Severity, closest};
@@ -34,9 +34,10 @@ use crate::model::{ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
 use crate::policy::commands::CommandTable;
 use crate::policy::matcher::PatternKind;
-use crate::policy::rules::{
-    CallFacts, CompiledRule, RuleError, RuleOrigin, RuleSet, ToolNames, compile_rule, when_holds,
+use crate::policy::rule::{
+    CallFacts, CompiledRule, RuleError, RuleOrigin, ToolNames, compile_rule, when_holds,
 };
+use crate::policy::rules::RuleSet;
 
 /// What the semantic stage looks at.
 pub struct Input<'a> {
@@ -95,14 +96,7 @@ impl Input<'_> {
     /// Whether every value at and below an effective pointer comes from the layers shipped in
     /// the binary (the engine defaults and the built-in layer); `true` when nothing is there.
     fn shipped(&self, pointer: &str) -> bool {
-        let shipped = |origin: &Origin| {
-            self.layer_of_origin(origin)
-                .is_some_and(|layer| matches!(layer.kind, LayerKind::Defaults | LayerKind::Builtin))
-        };
-        self.provenance
-            .nearest(pointer)
-            .is_none_or(|(_, o)| shipped(o))
-            && self.provenance.subtree(pointer).all(|(_, o)| shipped(o))
+        self.sources.shipped(self.layers, self.provenance, pointer)
     }
 
     /// The layer of the file that set the value at an effective pointer.
@@ -1658,7 +1652,7 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
             );
         }
         let patterns = hook.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
-        let (tools, errors) = crate::policy::rules::resolve_tools(&patterns, names);
+        let (tools, errors) = crate::policy::rule::resolve_tools(&patterns, names);
         for error in errors {
             match error {
                 RuleError::UnknownTool { index, name } => {

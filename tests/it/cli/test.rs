@@ -189,3 +189,111 @@ fn without_paths_the_init_folder_is_tested() {
     let (code, out) = toolgate(dir.path(), &["-p", ".toolgate/policies", "test"]);
     assert_eq!(code, 2, "{out}");
 }
+
+#[test]
+fn coverage_lists_unexercised_rules_and_fails_below_the_minimum() {
+    let (code, out) = fixture(&["test", "tests/nested", "--min-coverage", "80"]);
+    assert_eq!(code, 1, "25 % is below 80 %: {out}");
+    assert!(
+        out.contains("rule coverage: 1 of 4 rules exercised (25 %)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("`no-force-push` (deny) at policies/rules.yaml:18:5"),
+        "{out}"
+    );
+    insta::assert_snapshot!(out);
+    // The same run passes with a minimum it reaches, and `--coverage` alone never fails.
+    let (code, out) = fixture(&["test", "tests/nested", "--min-coverage", "25%"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = fixture(&["test", "tests/nested", "--coverage"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn coverage_names_rules_that_match_but_never_decide() {
+    let (code, out) = fixture(&["test", "coverage", "--coverage", "--format", "json"]);
+    assert_eq!(code, 0, "{out}");
+    let report: serde_json::Value = serde_json::from_str(
+        out.split("--- stdout\n")
+            .nth(1)
+            .unwrap()
+            .split("--- stderr")
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let names = |key: &str| -> Vec<String> {
+        report["coverage"][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names("never_decides"), ["git-read-only"]);
+    assert_eq!(names("unexercised"), ["no-secrets", "plan-read-only"]);
+    assert_eq!(report["coverage"]["percent"], 50.0);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn coverage_counts_the_project_rules_not_the_built_in_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out) = toolgate(dir.path(), &["init", "starter"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = toolgate(
+        dir.path(),
+        &[
+            "-p",
+            "starter/policies",
+            "test",
+            "starter/tests",
+            "--coverage",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let stdout = out.split("--- stdout\n").nth(1).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.split("--- stderr").next().unwrap()).unwrap();
+    let starter =
+        std::fs::read_to_string(dir.path().join("starter/policies/project.yaml")).unwrap();
+    let written = starter.matches("- name:").count();
+    assert!(written > 0, "the starter set has rules");
+    assert_eq!(report["coverage"]["rules"], written, "{stdout}");
+}
+
+#[test]
+fn junit_reports_failures_and_the_coverage() {
+    let (code, out) = fixture(&["test", "failing", "--format", "junit"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("failures=\"7\""), "{out}");
+    insta::assert_snapshot!("junit_failures", out);
+    let (code, out) = fixture(&[
+        "test",
+        "tests/nested",
+        "--format",
+        "junit",
+        "--min-coverage",
+        "90",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("<skipped message=\"no test case or rule example exercises this rule\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("<failure message=\"coverage 25 % is below the minimum of 90 %"),
+        "{out}"
+    );
+    insta::assert_snapshot!("junit_coverage", out);
+}
+
+#[test]
+fn a_minimum_coverage_that_is_not_a_percentage_is_a_usage_error() {
+    let (code, out) = fixture(&["test", "tests", "--min-coverage", "120"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("`120` is not between 0 and 100"), "{out}");
+}

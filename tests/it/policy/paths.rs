@@ -27,7 +27,7 @@ use toolgate::executor::{Batch, Engine};
 use toolgate::model::Decision;
 use toolgate::pipeline::ToolCall;
 use toolgate::policy::decide::Reason;
-use toolgate::policy::rules::CallFacts;
+use toolgate::policy::rule::CallFacts;
 use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// The project layer: the dev loop's file rules, and reads outside the workspace ask.

@@ -2,3 +2,4 @@
 //! way a pull request would, and what `toolgate diff` rates and shows.
 
 mod shipped;
+mod workflow;

@@ -3,6 +3,7 @@
 //! narrowing counterpart is rated low or medium; identical, reformatted and moved sets diff
 //! empty.
 
+use crate::support::copy_dir;
 use std::path::{Path, PathBuf};
 
 use toolgate::cli::GlobalOptions;
@@ -13,19 +14,6 @@ use toolgate::review::report::Review;
 /// BASE and HEAD: two copies of `policies/` in one temporary folder (also the workspace).
 struct Pair {
     dir: tempfile::TempDir,
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 impl Pair {

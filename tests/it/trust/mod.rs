@@ -4,6 +4,7 @@
 //! runs as a real process from inside the project, with the configuration folder (trust
 //! store, user layer) in a temporary folder.
 
+use crate::support::copy_dir;
 use std::path::{Path, PathBuf};
 
 use crate::support::check::{Run, toolgate_with_config};
@@ -74,19 +75,6 @@ impl Clone {
         let run = self.run(&["run", "../look.yaml", "--approve", "deny"]);
         assert_eq!(run.code, 0, "{}", run.transcript());
         marker.exists()
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

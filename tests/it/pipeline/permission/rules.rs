@@ -21,7 +21,7 @@ use toolgate::model::{Decision, ModeName};
 use toolgate::pipeline::{CallResult, ErrorCode, ToolCall};
 use toolgate::policy::ParseCache;
 use toolgate::policy::decide::Reason;
-use toolgate::policy::rules::CallFacts;
+use toolgate::policy::rule::CallFacts;
 use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 
 const ROOT: &str = "tests/fixtures/permission/rules";
