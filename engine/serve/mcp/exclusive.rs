@@ -21,18 +21,22 @@ pub struct CallLock(Arc<RwLock<()>>);
 /// A held lock; released on drop.
 #[derive(Debug)]
 pub enum Held {
-    /// Held with other shared calls.
-    Shared(OwnedRwLockReadGuard<()>),
+    /// Held with other shared calls (released when the guard drops).
+    Shared { _guard: OwnedRwLockReadGuard<()> },
     /// Held alone.
-    Alone(OwnedRwLockWriteGuard<()>),
+    Alone { _guard: OwnedRwLockWriteGuard<()> },
 }
 
 impl CallLock {
     /// Waits until a call of this class may run.
     pub async fn acquire(&self, class: Concurrency) -> Held {
         match class {
-            Concurrency::Shared => Held::Shared(Arc::clone(&self.0).read_owned().await),
-            Concurrency::Alone => Held::Alone(Arc::clone(&self.0).write_owned().await),
+            Concurrency::Shared => Held::Shared {
+                _guard: Arc::clone(&self.0).read_owned().await,
+            },
+            Concurrency::Alone => Held::Alone {
+                _guard: Arc::clone(&self.0).write_owned().await,
+            },
         }
     }
 }
@@ -57,7 +61,7 @@ mod tests {
         let mut shared = Box::pin(lock.acquire(Concurrency::Shared));
         assert!(futures::poll!(shared.as_mut()).is_pending());
         drop(held);
-        assert!(matches!(shared.await, Held::Shared(_)));
+        assert!(matches!(shared.await, Held::Shared { .. }));
     }
 
     #[tokio::test]

@@ -8,12 +8,12 @@
 //!   sends `notifications/tools/list_changed` to every connected client;
 //! - an `ask` becomes an `elicitation/create` request when the client declared the
 //!   elicitation capability; otherwise the engine denies it (no approver) and the result
-//!   says what in the policy would let the call run ([`result::how_to_allow`]);
+//!   says what in the policy would let the call run (`result.rs`);
 //! - the finalized result becomes the MCP result, any status but `ok` a tool error;
 //! - `ToolCallProgress` events become progress notifications when the request carried a
 //!   progress token; `notifications/cancelled` (or a dropped HTTP request) cancels the call;
 //! - a call the scheduler would run alone runs alone across concurrent requests too
-//!   ([`exclusive`]).
+//!   (`exclusive.rs`).
 //!
 //! Only protocol versions with an `initialize` handshake are offered (up to
 //! [`ProtocolVersion::LATEST_WITH_INITIALIZE`]): later versions forbid the server-to-client
@@ -22,7 +22,7 @@
 mod approve;
 mod exclusive;
 pub mod http;
-pub mod result;
+mod result;
 pub mod tools;
 
 use std::borrow::Cow;
@@ -41,7 +41,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use exclusive::CallLock;
 pub use tools::exposed_tools;
 
 use super::ServeOptions;
@@ -54,6 +53,7 @@ use crate::model::{BatchId, ModeName};
 use crate::pipeline::ToolCall;
 use crate::snapshot::load;
 use crate::snapshot::reload::Reloader;
+use exclusive::CallLock;
 
 /// How to serve MCP.
 #[derive(Clone, Debug)]
