@@ -15,7 +15,11 @@ fn a_map_onto_a_missing_tool_is_a_positioned_warning() {
     let run = toolgate_in(dir.path(), &["-p", "maps.yaml", "check"]);
     assert_eq!(run.code, 0, "a warning does not fail check: {}", run.stdout);
     assert!(run.stdout.contains("maps.yaml:5:23"), "{}", run.stdout);
-    assert!(run.stdout.contains("did you mean `WebFetch`?"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("did you mean `WebFetch`?"),
+        "{}",
+        run.stdout
+    );
     assert!(
         !run.stdout.contains("unknown tool `Nowhere`"),
         "a disabled mapping is not checked: {}",
