@@ -166,6 +166,11 @@ enum Command {
         #[arg(long, default_value = "50ms", value_parser = parse_duration)]
         debounce: std::time::Duration,
     },
+    /// Serve the policy set's tools over MCP (`toolgate mcp serve`).
+    Mcp {
+        #[command(subcommand)]
+        command: cli::mcp::McpCommand,
+    },
     /// Run policy test files: calls with the decision (and optionally the deciding rule,
     /// timeout, budget, group) the policies must give them, evaluated without running
     /// anything. Exit 1 when a test fails, 2 when a test file is missing or invalid.
@@ -671,6 +676,7 @@ fn main() -> ExitCode {
                 }
             }
         }),
+        Command::Mcp { command } => cli::mcp::run(&global, command, &mut std::io::stderr()),
         Command::Test {
             paths,
             format,

@@ -14,6 +14,8 @@ pub mod explain;
 pub mod hook;
 pub mod import;
 pub mod init;
+pub mod mcp;
+pub mod mcp_serve;
 pub mod plan;
 pub mod prompt;
 pub mod run;

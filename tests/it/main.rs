@@ -11,6 +11,7 @@ mod cli;
 mod docs;
 mod import;
 mod load;
+mod mcp;
 mod pipeline;
 mod policy;
 mod reload;

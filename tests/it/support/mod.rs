@@ -7,7 +7,6 @@ pub mod check;
 pub mod executor;
 pub mod hooks;
 pub mod lines;
-#[allow(dead_code)] // until the MCP tests use it
 pub mod node;
 pub mod reload;
 pub mod serve;

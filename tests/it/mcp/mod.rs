@@ -1,0 +1,3 @@
+//! MCP: toolgate as an MCP server (`serve/`).
+
+mod serve;
