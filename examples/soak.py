@@ -3,8 +3,11 @@
 
 Two servers watch one policy folder: a fast client keeps several mixed batches in flight on
 the first, a slow client (it reads its output late, pausing for seconds) drives the second.
-The policy file is rewritten every second: a valid set (two variants in turn), an invalid
-one, or a half-written save (a valid first half without the deny rule, a pause, the rest).
+The policy file is rewritten every 2.5 s: a valid set (two variants in turn), an invalid
+one, or a half-written save (a valid first half without the deny rule, a 0.4 s pause, the
+rest). Not every second: a change is loaded once the files have been quiet for a settle
+window of 1 s (docs/cli.md, watch), so files rewritten every second would never load; 2.5 s
+leaves each change its window, so every change is loaded or rejected.
 
 At the end it checks: no batch failed (every request answered with a result, every call
 with the status its kind must have), no batch mixed generations, each server's resident
@@ -55,6 +58,9 @@ RULES = """rules:
     reason: the soak denies this ({variant})
 """
 INVALID = "version: 1\ntools:\n  Echo: { handler: { kind: command, argv: [\n"
+# Seconds between two changes of the policy file: more than the settle window (1 s) plus the
+# half-written save's pause (0.4 s), so that every change settles and is loaded or rejected.
+CHANGE_EVERY = 2.5
 
 # Call kinds: (input command, the status the call must end with).
 KINDS = {
@@ -243,7 +249,7 @@ def main():
 
     def reload_loop():
         for step in itertools.count():
-            if stop.wait(1.0):
+            if stop.wait(CHANGE_EVERY):
                 return
             choice = step % 4
             if choice == 1:
@@ -316,6 +322,10 @@ def main():
             problems.append(f"{client.name}: descriptors {fds_start[index]} -> {fds_end[index]}")
         if codes[index] != 0:
             problems.append(f"{client.name}: exit code {codes[index]}")
+        # A soak whose reloads never happen proves nothing about them.
+        if client.reloads == 0 or client.reload_failures == 0:
+            problems.append(f"{client.name}: {client.reloads} reloads, {client.reload_failures} "
+                            "rejected: the policy changes were not all seen")
     problems += [f"child process {pid} of the {name} server still running" for name, pid in children]
     problems += [f"handler process {pid} still running after shutdown" for pid in leftover]
     shutil.rmtree(root, ignore_errors=True)

@@ -26,9 +26,10 @@ use crate::model::engine_config::MessageKey;
 use crate::model::hook::HookEvent;
 use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{CallId, ModeName};
-use crate::policy::decide::{HookVote, Permission, Reason, combine};
+use crate::policy::decide::{HookVote, Permission, Reason, combine, staged};
 use crate::policy::parts::{FileTool, FileTools};
 use crate::policy::rule::CallFacts;
+use crate::policy::rules::RuleSet;
 use crate::snapshot::{Snapshot, Tool};
 use crate::timeout::{ResolvedTimeout, resolve};
 
@@ -299,13 +300,20 @@ impl<'s, 'c> Admitted<'s, 'c> {
                 flags: &contract.concurrency,
             }),
         };
-        let rules = snapshot.rules.decide(
-            &facts,
-            &snapshot.match_ctx,
-            contract.default_permission,
-            &files,
-        );
-        let mut permission = combine(rules, votes, contract.always_ask);
+        let decide = |rules: &RuleSet| {
+            rules.decide(
+                &facts,
+                &snapshot.match_ctx,
+                contract.default_permission,
+                &files,
+            )
+        };
+        let mut permission = combine(decide(&snapshot.rules), votes, contract.always_ask);
+        // `warn` and `audit` rules decide nothing; what they would change is recorded.
+        if let Some(all) = snapshot.rules.with_staged() {
+            let would = combine(decide(all), votes, contract.always_ask);
+            permission.staged = staged(&permission, &would, &snapshot.rules);
+        }
         // What an untrusted project could have allowed was ignored: a decision other than
         // allow says so, and how to trust the project.
         if let Some(untrusted) = &snapshot.untrusted

@@ -166,6 +166,12 @@ enum Command {
         #[arg(long, default_value = "50ms", value_parser = parse_duration)]
         debounce: std::time::Duration,
     },
+    /// MCP: serve the policy set's tools (`toolgate mcp serve`), import a server's tools as
+    /// contracts (`mcp import`), compare contracts with servers (`mcp check`).
+    Mcp {
+        #[command(subcommand)]
+        command: cli::mcp::McpCommand,
+    },
     /// Run policy test files: calls with the decision (and optionally the deciding rule,
     /// timeout, budget, group) the policies must give them, evaluated without running
     /// anything. Exit 1 when a test fails, 2 when a test file is missing or invalid.
@@ -204,11 +210,6 @@ enum Command {
         /// policies) to FILE, to be loaded with `--enforced`.
         #[arg(long, value_name = "FILE")]
         enforced_output: Option<PathBuf>,
-    },
-    /// MCP: import a server's tools as contracts.
-    Mcp {
-        #[command(subcommand)]
-        command: cli::mcp::McpCommand,
     },
     /// Trust the project around DIR (default: the current directory): record a digest of
     /// its `.toolgate/policies` in the user's trust store. Until trusted, a project found
@@ -676,6 +677,7 @@ fn main() -> ExitCode {
                 }
             }
         }),
+        Command::Mcp { command } => cli::mcp::run(&global, command, &mut std::io::stderr()),
         Command::Test {
             paths,
             format,
@@ -732,55 +734,6 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Mcp { command } => match command {
-            cli::mcp::McpCommand::Check(args) => with_runtime(|runtime| {
-                match runtime.block_on(cli::mcp_check::run(&global, args.server.as_deref())) {
-                    Ok(diagnostics) => {
-                        if diagnostics.is_empty() {
-                            eprint("no problems found\n");
-                        } else {
-                            report_diagnostics(&diagnostics, ExplainFormat::Human, color);
-                        }
-                        if diagnostics
-                            .iter()
-                            .any(toolgate::diagnostics::Diagnostic::is_error)
-                        {
-                            Exit::Problems
-                        } else {
-                            Exit::Success
-                        }
-                    }
-                    Err(cli::mcp_check::McpCheckError::Invalid(diagnostics)) => {
-                        report_diagnostics(&diagnostics, ExplainFormat::Human, color);
-                        Exit::Problems
-                    }
-                    Err(error) => {
-                        eprint(&format!("error: {error}\n"));
-                        Exit::Usage
-                    }
-                }
-            }),
-            cli::mcp::McpCommand::Import(args) => with_runtime(|runtime| {
-                let options = cli::mcp_import::ImportOptions {
-                    output: args.output,
-                };
-                match runtime.block_on(cli::mcp_import::run(&global, &args.server, &options)) {
-                    Ok(report) => {
-                        eprint(&report.stderr);
-                        print(&report.stdout);
-                        Exit::Success
-                    }
-                    Err(cli::mcp_import::McpImportError::Invalid(diagnostics)) => {
-                        report_diagnostics(&diagnostics, ExplainFormat::Human, color);
-                        Exit::Problems
-                    }
-                    Err(error) => {
-                        eprint(&format!("error: {error}\n"));
-                        Exit::Usage
-                    }
-                }
-            }),
-        },
         Command::Trust { dir, list, revoke } => {
             let action = match (list, revoke) {
                 (true, _) => cli::trust::TrustAction::List,

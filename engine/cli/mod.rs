@@ -17,6 +17,7 @@ pub mod init;
 pub mod mcp;
 pub mod mcp_check;
 pub mod mcp_import;
+pub mod mcp_serve;
 pub mod plan;
 pub mod prompt;
 pub mod run;

@@ -449,6 +449,13 @@ impl HumanView {
                 );
                 self.line(out, &text);
             }
+            EventKind::StagedRuleMatched(staged) => {
+                let text = format!(
+                    "  ~ {call}: rule `{}` ({}) would make this call {} (it is {})",
+                    staged.rule, staged.enforcement, staged.would, staged.decision
+                );
+                self.line(out, &text);
+            }
             EventKind::ArtifactWriteFailed(failed) => {
                 let text = format!(
                     "  ! {call}: full output not kept ({} {}): {}",

@@ -36,7 +36,7 @@ use crate::load::{ReadLimits, SchemaChecker, parse_document, read_source};
 use crate::model::ModeName;
 use crate::model::batch::{Expectation, GroupExpectation, PolicyTest, PolicyTestFile};
 use crate::pipeline::ToolCall;
-use crate::policy::decide::Reason;
+use crate::policy::decide::{Reason, Staged};
 use crate::policy::rule::CallFacts;
 use crate::review::coverage::{Coverage, CoveredRule, coverage};
 use crate::review::decisions::{CorpusCall, Origin};
@@ -152,6 +152,9 @@ pub struct Actual {
     /// them, and at run time their answers may change the decision.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<String>,
+    /// Rules not enforced yet (`warn`, `audit`) that would change the decision.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub staged: Vec<Staged>,
 }
 
 /// The outcome of one test.
@@ -503,6 +506,7 @@ pub fn run_test(snapshot: &Snapshot, test: &PolicyTest, location: &Location) -> 
             group: "alone",
             error: Some("the call could not be planned".into()),
             hooks: Vec::new(),
+            staged: Vec::new(),
         },
     };
     let failures = compare(snapshot, test, &modes, &actual);
@@ -530,6 +534,7 @@ fn actual_of(planned: PlannedCall<'_>) -> Actual {
         group: planned.scheduling.as_str(),
         error: planned.error,
         hooks: planned.hooks,
+        staged: planned.staged,
     }
 }
 
@@ -852,6 +857,33 @@ impl TestReport {
         } else {
             paint("1;31", "FAILED")
         };
+        let staged: Vec<&TestOutcome> = self
+            .tests
+            .iter()
+            .filter(|t| !t.actual.staged.is_empty())
+            .collect();
+        if !staged.is_empty() {
+            out.push_str(&format!(
+                "\nrules not enforced yet would change {} tested decision{}:\n",
+                staged.len(),
+                plural(staged.len())
+            ));
+            for test in staged {
+                for rule in &test.actual.staged {
+                    out.push_str(&format!(
+                        "  {}:{}:{}  {}: rule `{}` ({}) would make it {} (it is {})\n",
+                        test.file,
+                        test.line,
+                        test.column,
+                        test.name,
+                        rule.rule,
+                        rule.enforcement.as_str(),
+                        rule.decision,
+                        test.actual.decision
+                    ));
+                }
+            }
+        }
         out.push_str(&format!(
             "\ntest result: {verdict}. {} passed; {} failed\n",
             self.passed, self.failed

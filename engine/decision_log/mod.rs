@@ -32,7 +32,7 @@ use crate::policy::decide::{Permission, Reason};
 use crate::snapshot::Snapshot;
 
 pub use crate::model::decision_log::{
-    DecidedBy, DecisionRecord, LoggedDecision, MASK, RECORD_VERSION,
+    DecidedBy, DecisionRecord, LoggedDecision, MASK, RECORD_VERSION, StagedRecord,
 };
 
 /// Who decided a permission, and the reason that decided it.
@@ -119,6 +119,7 @@ impl DecisionRecord {
             generation: 0,
             policy_hash: None,
             elapsed_us: 0,
+            staged: Vec::new(),
         }
     }
 
@@ -130,6 +131,17 @@ impl DecisionRecord {
             self.rule = Some(name.clone());
             self.location = location.as_deref().map(|l| file_and_line(l).to_owned());
         }
+        self.staged.extend(permission.staged.iter().map(|staged| {
+            StagedRecord {
+                rule: staged.rule.clone(),
+                enforcement: staged.enforcement,
+                would: staged.decision.into(),
+                location: staged
+                    .location
+                    .as_deref()
+                    .map(|l| file_and_line(l).to_owned()),
+            }
+        }));
         self
     }
 
@@ -459,6 +471,36 @@ mod tests {
                 "headers": {"x-key": "[redacted]", "other": "w"},
             })
         );
+    }
+
+    #[test]
+    fn staged_rules_that_would_change_the_decision_are_recorded() {
+        let permission = Permission {
+            decision: Decision::Allow,
+            reasons: vec![Reason::Default {
+                decision: Decision::Allow,
+                part: None,
+            }],
+            staged: vec![crate::policy::decide::Staged {
+                rule: "no-tokens".into(),
+                enforcement: crate::model::rule::Enforcement::Audit,
+                decision: Decision::Deny,
+                reason: Some("tokens".into()),
+                location: Some("policies/p.yaml:17:5".into()),
+            }],
+        };
+        let record =
+            DecisionRecord::new("Echo", json!({}), LoggedDecision::Allow, DecidedBy::Default)
+                .with_permission(&permission);
+        let value = serde_json::to_value(&record).unwrap();
+        assert_eq!(
+            value["staged"],
+            json!([{"rule": "no-tokens", "enforcement": "audit", "would": "deny", "location": "policies/p.yaml:17"}])
+        );
+        // The record still fits the published schema.
+        let schema: Value =
+            serde_json::from_str(include_str!("../../schemas/decision-log.schema.json")).unwrap();
+        assert!(jsonschema::is_valid(&schema, &value));
     }
 
     #[test]

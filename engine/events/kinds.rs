@@ -19,6 +19,8 @@ pub enum EventKind {
     PermissionResolved(PermissionResolved),
     /// A call was denied (by a rule, a hook, the default, or the approver).
     PermissionDenied(PermissionDenied),
+    /// A `warn` or `audit` rule would have changed a call's decision had it been enforced.
+    StagedRuleMatched(StagedRuleMatched),
     /// A call's handler is about to start; its clock starts now.
     ToolCallStarted(ToolCallStarted),
     /// Streaming output of a running call.
@@ -49,6 +51,7 @@ impl EventKind {
             EventKind::PermissionRequested(_) => "PermissionRequested",
             EventKind::PermissionResolved(_) => "PermissionResolved",
             EventKind::PermissionDenied(_) => "PermissionDenied",
+            EventKind::StagedRuleMatched(_) => "StagedRuleMatched",
             EventKind::ToolCallStarted(_) => "ToolCallStarted",
             EventKind::ToolCallProgress(_) => "ToolCallProgress",
             EventKind::ToolCallResult(_) => "ToolCallResult",
@@ -115,6 +118,24 @@ pub struct PermissionDenied {
     /// Where the denial came from: `rule:<name>`, `hook:<name>`, `default`, `approver`,
     /// `expiry`, `no_client`.
     pub sources: Vec<String>,
+}
+
+/// What a rule that is not enforced yet (`enforcement: warn | audit`) would have done.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StagedRuleMatched {
+    /// Tool name.
+    pub tool: String,
+    /// The rule.
+    pub rule: String,
+    /// `warn` or `audit`.
+    pub enforcement: String,
+    /// The decision the call got.
+    pub decision: String,
+    /// The decision it would get with the rule enforced.
+    pub would: String,
+    /// The rule's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A call starting.

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::assess::{Assessment, Resolved, ToolCall, assess};
 use crate::model::contract::Overflow;
 use crate::model::{BudgetUnit, CallId, Decision, ModeName, ToolName};
-use crate::policy::decide::Reason;
+use crate::policy::decide::{Reason, Staged};
 use crate::schedule::{Concurrency, group};
 use crate::snapshot::Snapshot;
 
@@ -47,6 +47,9 @@ pub struct PlannedCall<'b> {
     pub decision: PlannedDecision,
     /// The rules (and defaults) behind the decision.
     pub reasons: Vec<Reason>,
+    /// Rules not enforced yet (`warn`, `audit`) that would change the decision.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub staged: Vec<Staged>,
     /// PreToolUse / PermissionRequest hooks that would run for it (their answers may change
     /// the decision at run time).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -169,6 +172,7 @@ fn plan_call<'b>(snapshot: &Snapshot, modes: &[ModeName], call: &'b ToolCall) ->
         scheduling: scheduling(tool.as_ref()),
         decision: PlannedDecision::Error,
         reasons: Vec::new(),
+        staged: Vec::new(),
         hooks: Vec::new(),
         timeout_ms: None,
         budget: None,
@@ -191,6 +195,7 @@ fn plan_call<'b>(snapshot: &Snapshot, modes: &[ModeName], call: &'b ToolCall) ->
             planned.timeout_ms = settled.timeout_ms();
             planned.decision = settled.permission.decision.into();
             planned.reasons = settled.permission.reasons;
+            planned.staged = settled.permission.staged;
         }
         Err(rejection) => planned.error = Some(rejection.message),
     }
@@ -271,6 +276,16 @@ impl Plan<'_> {
                             {
                                 out.push_str(&format!("  {:<10} {:<14} {reason}\n", "", ""));
                             }
+                        }
+                        for staged in &call.staged {
+                            out.push_str(&format!(
+                                "  {:<10} {:<14} not enforced yet: rule `{}` ({}) would make it {}\n",
+                                "",
+                                "",
+                                staged.rule,
+                                staged.enforcement.as_str(),
+                                staged.decision
+                            ));
                         }
                         if !call.hooks.is_empty() {
                             out.push_str(&format!(

@@ -62,6 +62,25 @@ pub struct DecisionRecord {
     pub policy_hash: Option<String>,
     /// How long the decision took, in microseconds (loading the policies included).
     pub elapsed_us: u64,
+    /// Rules not enforced yet (`enforcement: warn | audit`) that would have changed the
+    /// decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub staged: Vec<StagedRecord>,
+}
+
+/// A rule not enforced yet that would have changed a logged decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StagedRecord {
+    /// The rule.
+    pub rule: String,
+    /// `warn` or `audit`.
+    pub enforcement: super::rule::Enforcement,
+    /// The decision the call would have got with the rule enforced.
+    pub would: LoggedDecision,
+    /// Where the rule is defined (`file:line`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// A logged answer.

@@ -363,6 +363,14 @@ pub struct Messages {
     /// Header before context entries added by hooks. Placeholders: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook_context_header: Option<String>,
+    /// Header before the warnings of `enforcement: warn` rules. Placeholders: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_warning_header: Option<String>,
+    /// One warning of an `enforcement: warn` rule that would change the call's decision.
+    /// Placeholders: `{rule}`, `{decision}` (what the call would get), `{reason}` (the rule's
+    /// reason, or empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staged_warning: Option<String>,
 }
 
 /// The situations a model-facing message exists for; one per field of [`Messages`].
@@ -440,6 +448,10 @@ pub enum MessageKey {
     NativeMissing,
     /// Header before context entries added by hooks.
     HookContextHeader,
+    /// Header before the warnings of `enforcement: warn` rules.
+    PolicyWarningHeader,
+    /// One warning of an `enforcement: warn` rule.
+    StagedWarning,
 }
 
 impl MessageKey {
@@ -481,6 +493,8 @@ impl MessageKey {
         MessageKey::OutputLost,
         MessageKey::NativeMissing,
         MessageKey::HookContextHeader,
+        MessageKey::PolicyWarningHeader,
+        MessageKey::StagedWarning,
     ];
 
     /// The field name in `engine.messages`.
@@ -522,6 +536,8 @@ impl MessageKey {
             MessageKey::OutputLost => "output_lost",
             MessageKey::NativeMissing => "native_missing",
             MessageKey::HookContextHeader => "hook_context_header",
+            MessageKey::PolicyWarningHeader => "policy_warning_header",
+            MessageKey::StagedWarning => "staged_warning",
         }
     }
 
@@ -572,6 +588,8 @@ impl MessageKey {
             MessageKey::OutputLost => &[],
             MessageKey::NativeMissing => &["tool"],
             MessageKey::HookContextHeader => &[],
+            MessageKey::PolicyWarningHeader => &[],
+            MessageKey::StagedWarning => &["rule", "decision", "reason"],
         }
     }
 }
@@ -616,6 +634,8 @@ impl Messages {
             MessageKey::OutputLost => self.output_lost.as_deref(),
             MessageKey::NativeMissing => self.native_missing.as_deref(),
             MessageKey::HookContextHeader => self.hook_context_header.as_deref(),
+            MessageKey::PolicyWarningHeader => self.policy_warning_header.as_deref(),
+            MessageKey::StagedWarning => self.staged_warning.as_deref(),
         }
     }
 }

@@ -43,9 +43,40 @@ pub struct Rule {
     /// Calls that must match the rule and calls that must not; checked at load time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub examples: Option<RuleExamples>,
+    /// How the rule takes effect (default `enforce`): `audit` and `warn` rules decide
+    /// nothing; a call whose decision they would change records it (events, the decision
+    /// log, `test`, `diff`), and `warn` also tells the model. For rolling a rule out in
+    /// stages: ship it as `audit`, watch what it would change, then enforce it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<Enforcement>,
     /// Switches off a rule defined by a lower layer (not possible for enforced layers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
+}
+
+/// How a rule takes effect.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// The rule decides.
+    #[default]
+    Enforce,
+    /// The rule decides nothing; where it would change a decision, the model is told and
+    /// the change is recorded.
+    Warn,
+    /// The rule decides nothing; where it would change a decision, the change is recorded.
+    Audit,
+}
+
+impl Enforcement {
+    /// `enforce`, `warn` or `audit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enforcement::Enforce => "enforce",
+            Enforcement::Warn => "warn",
+            Enforcement::Audit => "audit",
+        }
+    }
 }
 
 /// Contract flags a rule may require.

@@ -8,6 +8,7 @@ use super::{CallEnv, CallResult, CallState, Display, ErrorInfo, Failure, TurnEff
 use crate::budget::{Produced, SlotText};
 use crate::events::{CallStatus, EventKind, ToolCallError, ToolCallResult};
 use crate::model::contract::TurnAction;
+use crate::model::engine_config::MessageKey;
 
 /// What the stages produce for a successful call.
 pub struct Success {
@@ -77,18 +78,24 @@ pub async fn failed(
 /// call's log line.
 fn end(env: &CallEnv<'_>, state: &CallState<'_>, result: &mut CallResult) {
     let snapshot = &env.prepared.snapshot;
-    if !state.hook_context.is_empty() {
-        let header = snapshot
-            .engine
-            .messages
-            .template(crate::model::engine_config::MessageKey::HookContextHeader);
-        let entries: Vec<String> = state
-            .hook_context
+    let messages = &snapshot.engine.messages;
+    let numbered = |header: MessageKey, entries: &[String]| {
+        let entries: Vec<String> = entries
             .iter()
             .enumerate()
             .map(|(i, text)| format!("{}. {text}", i + 1))
             .collect();
-        result.hook_context = Some(format!("{header}\n{}", entries.join("\n")));
+        format!("{}\n{}", messages.template(header), entries.join("\n"))
+    };
+    let mut blocks = Vec::new();
+    if !state.warnings.is_empty() {
+        blocks.push(numbered(MessageKey::PolicyWarningHeader, &state.warnings));
+    }
+    if !state.hook_context.is_empty() {
+        blocks.push(numbered(MessageKey::HookContextHeader, &state.hook_context));
+    }
+    if !blocks.is_empty() {
+        result.hook_context = Some(blocks.join("\n"));
     }
     result.metadata.total_ms =
         u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX);

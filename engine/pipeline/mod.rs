@@ -155,6 +155,8 @@ pub struct CallState<'a> {
     pub tool: Option<&'a crate::snapshot::Tool>,
     /// Context added by hooks.
     pub hook_context: Vec<String>,
+    /// Warnings of `enforcement: warn` rules, shown to the model after the output.
+    pub warnings: Vec<String>,
     /// What PreToolUse hooks said about permission.
     pub hook_votes: Vec<crate::policy::decide::HookVote>,
     /// The input as parsed and, after `PreToolUse` hooks, as rewritten: what
@@ -211,6 +213,7 @@ pub async fn run_call<'a>(
         permission: None,
         tool: None,
         hook_context: Vec::new(),
+        warnings: Vec::new(),
         hook_votes: Vec::new(),
         input: None,
     };

@@ -20,12 +20,14 @@ use crate::approval::{
 use crate::assess::{Admitted, Resolved, Settled};
 use crate::events::{
     EventKind, FailureStage, HookFailed, PermissionDenied, PermissionRequested, PermissionResolved,
+    StagedRuleMatched,
 };
 use crate::hooks::{self, CallInfo, Ran};
 use crate::model::Decision;
 use crate::model::engine_config::MessageKey;
 use crate::model::hook::HookEvent;
 use crate::model::resolved::ResolvedContract;
+use crate::model::rule::Enforcement;
 use crate::policy::decide::{Permission, Reason};
 use crate::snapshot::{SnapshotHook, Tool};
 use crate::timeout::ResolvedTimeout;
@@ -58,6 +60,7 @@ pub async fn permission<'a>(
         permission,
     } = settled.map_err(rejected)?;
     let input = input.into_owned();
+    report_staged(env, state, tool, &permission);
     let cleared = |input| Cleared {
         tool,
         contract,
@@ -85,6 +88,46 @@ pub async fn permission<'a>(
             state.permission = Some(permission.clone());
             rare(ask(env, state, tool, &input, permission)).await?;
             Ok(cleared(input))
+        }
+    }
+}
+
+/// Records what the `warn` and `audit` rules would have changed (`StagedRuleMatched`), and
+/// keeps the warnings of `warn` rules for the model.
+fn report_staged(
+    env: &CallEnv<'_>,
+    state: &mut CallState<'_>,
+    tool: &Tool,
+    permission: &Permission,
+) {
+    let engine = &env.prepared.snapshot.engine;
+    for staged in &permission.staged {
+        env.emit(
+            Some(&state.call.id),
+            EventKind::StagedRuleMatched(StagedRuleMatched {
+                tool: tool.name.to_string(),
+                rule: staged.rule.clone(),
+                enforcement: staged.enforcement.as_str().to_owned(),
+                decision: permission.decision.to_string(),
+                would: staged.decision.to_string(),
+                reason: staged.reason.clone(),
+            }),
+        );
+        if staged.enforcement == Enforcement::Warn {
+            let would = match staged.decision {
+                Decision::Allow => "allowed",
+                Decision::Ask => "asked about",
+                Decision::Deny => "denied",
+            };
+            state.warnings.push(message(
+                engine,
+                MessageKey::StagedWarning,
+                &[
+                    ("rule", staged.rule.as_str()),
+                    ("decision", would),
+                    ("reason", staged.reason.as_deref().unwrap_or_default()),
+                ],
+            ));
         }
     }
 }

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::rule::{RuleDecision, RuleReason};
+use super::rules::RuleSet;
 use crate::model::Decision;
+use crate::model::rule::Enforcement;
 
 /// What a PreToolUse hook said about permission.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,6 +143,63 @@ pub struct Permission {
     pub decision: Decision,
     /// Why, in the order they applied.
     pub reasons: Vec<Reason>,
+    /// The `warn` and `audit` rules that would change the decision once enforced.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub staged: Vec<Staged>,
+}
+
+/// A `warn` or `audit` rule that would change a call's decision once enforced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Staged {
+    /// The rule.
+    pub rule: String,
+    /// `warn` or `audit`.
+    pub enforcement: Enforcement,
+    /// The decision the call would get with the staged rules enforced.
+    pub decision: Decision,
+    /// The rule's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Where the rule is defined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+/// The staged rules behind `would` (the permission with the `warn` and `audit` rules of
+/// `rules` enforced) when it differs from `actual`; none when the decision is the same.
+pub fn staged(actual: &Permission, would: &Permission, rules: &RuleSet) -> Vec<Staged> {
+    if actual.decision == would.decision {
+        return Vec::new();
+    }
+    let mut found: Vec<Staged> = Vec::new();
+    for reason in &would.reasons {
+        let Reason::Rule {
+            name,
+            decision,
+            reason,
+            location,
+            ..
+        } = reason
+        else {
+            continue;
+        };
+        let Some(rule) = rules.get(name) else {
+            continue;
+        };
+        if *decision == would.decision
+            && rule.enforcement != Enforcement::Enforce
+            && !found.iter().any(|s| &s.rule == name)
+        {
+            found.push(Staged {
+                rule: name.clone(),
+                enforcement: rule.enforcement,
+                decision: would.decision,
+                reason: reason.clone(),
+                location: location.clone(),
+            });
+        }
+    }
+    found
 }
 
 impl Permission {
@@ -262,7 +321,11 @@ pub fn combine(rules: RuleDecision, hooks: &[HookVote], always_ask: bool) -> Per
         decision = Decision::Ask;
         reasons.insert(0, Reason::AlwaysAsk);
     }
-    Permission { decision, reasons }
+    Permission {
+        decision,
+        reasons,
+        staged: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use super::matcher::{CompiledArgMatchers, MatchOutcome, ParseCache, PatternError
 use super::mode::MatchMode;
 use super::path::MatchContext;
 use crate::model::resolved::ResolvedConcurrency;
-use crate::model::rule::{Rule, RuleWhen};
+use crate::model::rule::{Enforcement, Rule, RuleWhen};
 use crate::model::{Decision, ModeName, RuleName, ToolName};
 
 /// What the rule compiler needs to know about the tools of the policy set.
@@ -138,6 +138,8 @@ pub struct CompiledRule {
     pub when: Option<RuleWhen>,
     /// Its argument matchers.
     pub matchers: Option<CompiledArgMatchers>,
+    /// How it takes effect: only `enforce` rules decide.
+    pub enforcement: Enforcement,
 }
 
 /// The facts of one call a rule looks at.
@@ -396,6 +398,7 @@ pub fn compile_rule(
             modes: rule_modes,
             when: rule.when.clone(),
             matchers,
+            enforcement: rule.enforcement.unwrap_or_default(),
         }),
         _ => Err(errors),
     }

@@ -12,6 +12,7 @@ use super::groups::ToolRules;
 use super::matcher::{CompiledArgMatchers, ParseCache};
 use super::path::MatchContext;
 use super::rule::{CallFacts, CompiledRule, MatchedRule, PartOutcome, RuleReason};
+use crate::model::rule::Enforcement;
 use crate::model::{Decision, ToolName};
 
 /// Rules by tool, looked up on every decision: a seeded fast hash (tool names are short).
@@ -30,13 +31,29 @@ pub struct RuleSet {
     command_lines: HashMap<ToolName, u32, foldhash::fast::RandomState>,
     /// The command table the command lines are read with.
     commands: Arc<CommandTable>,
+    /// Every rule deciding, `warn` and `audit` ones included; only when there are such.
+    staged: Option<Box<RuleSet>>,
 }
 
 impl RuleSet {
-    /// Indexes compiled rules, reading command lines with `commands`.
+    /// Indexes compiled rules, reading command lines with `commands`. Only `enforce` rules
+    /// decide; when some rule is `warn` or `audit`, a second index holds every rule (see
+    /// [`RuleSet::with_staged`]).
     pub fn new(rules: Vec<CompiledRule>, commands: Arc<CommandTable>) -> Self {
+        let staged = rules
+            .iter()
+            .any(|rule| rule.enforcement != Enforcement::Enforce)
+            .then(|| Box::new(Self::index(rules.clone(), Arc::clone(&commands), true)));
+        Self {
+            staged,
+            ..Self::index(rules, commands, false)
+        }
+    }
+
+    fn index(rules: Vec<CompiledRule>, commands: Arc<CommandTable>, with_staged: bool) -> Self {
+        let decides = |rule: &CompiledRule| with_staged || rule.enforcement == Enforcement::Enforce;
         let mut by_tool: HashMap<ToolName, Vec<u32>> = HashMap::new();
-        for (index, rule) in rules.iter().enumerate() {
+        for (index, rule) in rules.iter().enumerate().filter(|(_, r)| decides(r)) {
             for tool in &rule.tools {
                 by_tool.entry(tool.clone()).or_default().push(index as u32);
             }
@@ -50,7 +67,7 @@ impl RuleSet {
             })
             .collect();
         let mut command_lines = HashMap::default();
-        for (index, rule) in rules.iter().enumerate() {
+        for (index, rule) in rules.iter().enumerate().filter(|(_, r)| decides(r)) {
             if rule
                 .matchers
                 .as_ref()
@@ -66,7 +83,14 @@ impl RuleSet {
             by_tool,
             command_lines,
             commands,
+            staged: None,
         }
+    }
+
+    /// The same rules with the `warn` and `audit` ones deciding too: what calls would get
+    /// once those are enforced. `None` when every rule is enforced.
+    pub fn with_staged(&self) -> Option<&RuleSet> {
+        self.staged.as_deref()
     }
 
     /// Whether calls of `tool` are decided part by part (its rules read a command line).

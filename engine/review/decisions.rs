@@ -119,6 +119,30 @@ pub struct DecisionDiff {
     pub directions: Vec<DirectionCount>,
     /// Every changed call, loosening ones first.
     pub changes: Vec<DecisionChange>,
+    /// Calls whose decision under HEAD rules not enforced yet (`warn`, `audit`) would change
+    /// once they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub staged: Vec<StagedCall>,
+}
+
+/// A call that a HEAD rule not enforced yet would decide differently.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct StagedCall {
+    /// The tool as written.
+    pub tool: String,
+    /// Its input.
+    pub input: Value,
+    /// The active modes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<String>,
+    /// Where the call comes from.
+    pub origins: Vec<Origin>,
+    /// Its decision under HEAD.
+    pub decision: String,
+    /// Its decision once the rules are enforced.
+    pub would: String,
+    /// The rules, each as `name (audit)` or `name (warn)`.
+    pub rules: Vec<String>,
 }
 
 /// How many calls changed in one direction.
@@ -495,6 +519,25 @@ pub fn decision_diff(
         }
     }
     let (before, after) = (decide_all(base, &unique), decide_all(head, &unique));
+    let mut staged = Vec::new();
+    plan_corpus(head, &unique, |index, planned| {
+        let Some(first) = planned.staged.first() else {
+            return;
+        };
+        staged.push(StagedCall {
+            tool: unique[index].tool.clone(),
+            input: unique[index].input.clone(),
+            modes: unique[index].modes.clone(),
+            origins: origins[index].clone(),
+            decision: planned.decision.as_str().to_owned(),
+            would: first.decision.to_string(),
+            rules: planned
+                .staged
+                .iter()
+                .map(|s| format!("{} ({})", s.rule, s.enforcement.as_str()))
+                .collect(),
+        });
+    });
     let mut changes: Vec<DecisionChange> = unique
         .into_iter()
         .zip(origins)
@@ -548,6 +591,7 @@ pub fn decision_diff(
         evaluated: seen.len(),
         directions: directions.into_iter().map(|(_, d)| d).collect(),
         changes,
+        staged,
     }
 }
 

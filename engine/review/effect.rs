@@ -53,6 +53,13 @@ fn holds_back(item: &Value) -> bool {
     )
 }
 
+/// Whether a rule decides: not disabled and `enforcement` absent or `enforce`.
+fn staged(item: &Value) -> Option<&str> {
+    item.get("enforcement")
+        .and_then(Value::as_str)
+        .filter(|e| *e != "enforce")
+}
+
 fn list(value: Option<&Value>) -> Option<Vec<String>> {
     value.and_then(Value::as_array).map(|items| {
         items
@@ -78,6 +85,14 @@ pub fn item(subject: Subject, kind: ChangeKind, name: &str, value: &Value) -> Cl
         (Subject::Rule, _) if disabled => classified(
             Effect::Cosmetic,
             format!("disabled rule `{name}` {}", verb(kind)),
+        ),
+        (Subject::Rule, _) if staged(value).is_some() => classified(
+            Effect::Cosmetic,
+            format!(
+                "rule `{name}` (`{}`, not enforced) {}: it decides nothing",
+                staged(value).unwrap_or_default(),
+                verb(kind)
+            ),
         ),
         (Subject::Rule, ChangeKind::Added) => {
             let label = rule_label(value, name);
@@ -234,6 +249,17 @@ fn rule_field(c: &FieldChange<'_>) -> Classified {
     let label = rule_label(c.item_after, c.name);
     let back = holds_back(c.item_after);
     let top = c.path.split('.').next().unwrap_or(c.path);
+    if top != "enforcement"
+        && let Some(enforcement) = staged(c.item_after)
+    {
+        return classified(
+            Effect::Cosmetic,
+            format!(
+                "{label} (`{enforcement}`, not enforced): `{}` changed; it decides nothing",
+                c.path
+            ),
+        );
+    }
     match top {
         "decision" => {
             let (b, a) = (decision(c.before), decision(c.after));
@@ -258,6 +284,40 @@ fn rule_field(c: &FieldChange<'_>) -> Classified {
                 (false, false) => classified(Effect::Widens, format!("{label} enabled again")),
                 (true, false) => classified(Effect::Narrows, format!("{label} disabled")),
                 (false, true) => classified(Effect::Narrows, format!("{label} enabled again")),
+            }
+        }
+        "enforcement" => {
+            fn name(value: Option<&Value>) -> &str {
+                value.and_then(Value::as_str).unwrap_or("enforce")
+            }
+            let (before, after) = (name(c.before), name(c.after));
+            match (before == "enforce", after == "enforce", back) {
+                (true, false, true) => classified(
+                    Effect::Widens,
+                    format!(
+                        "{label} no longer enforced (`{after}`): the calls it denied or asked about fall to lower rules"
+                    ),
+                ),
+                (false, true, false) => classified(
+                    Effect::Widens,
+                    format!(
+                        "{label} now enforced (was `{before}`): the calls it matches are allowed"
+                    ),
+                ),
+                (true, false, false) => classified(
+                    Effect::Narrows,
+                    format!("{label} no longer enforced (`{after}`)"),
+                ),
+                (false, true, true) => classified(
+                    Effect::Narrows,
+                    format!("{label} now enforced (was `{before}`)"),
+                ),
+                _ => classified(
+                    Effect::Cosmetic,
+                    format!(
+                        "{label}: enforcement `{before}` → `{after}` (not enforced either way)"
+                    ),
+                ),
             }
         }
         "tools" => rule_tools(c, &label, back),

@@ -167,6 +167,23 @@ impl Review {
                 out.push_str(&format!("  … and {rest} more\n"));
             }
         }
+        if !self.decisions.staged.is_empty() {
+            out.push_str(&format!(
+                "\nnot enforced yet: rules that would change {} once enforced\n",
+                count(self.decisions.staged.len(), "call", "calls")
+            ));
+            for s in self.decisions.staged.iter().take(SHOWN_DECISIONS) {
+                out.push_str(&format!(
+                    "  {} → {}  {} {}  by {}  [{}]\n",
+                    s.decision,
+                    s.would,
+                    s.tool,
+                    s.input,
+                    s.rules.join(", "),
+                    staged_origins(s)
+                ));
+            }
+        }
         out.push_str(&format!("{}\n", self.verdict_line()));
         out
     }
@@ -246,6 +263,27 @@ impl Review {
             {
                 out.push_str(&format!(
                     "\n… and {rest} more (`--format json` lists them all).\n"
+                ));
+            }
+        }
+        if !self.decisions.staged.is_empty() {
+            out.push_str(&format!(
+                "\n### Not enforced yet\n\nRules with `enforcement: warn` or `audit` would change {} once enforced:\n\n| change | call | by | from |\n| --- | --- | --- | --- |\n",
+                count(self.decisions.staged.len(), "call", "calls")
+            ));
+            for s in self.decisions.staged.iter().take(SHOWN_DECISIONS) {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} |\n",
+                    cell(&format!("`{} → {}`", s.decision, s.would)),
+                    cell(&format!("`{} {}`", s.tool, s.input)),
+                    cell(
+                        &s.rules
+                            .iter()
+                            .map(|r| format!("`{r}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    cell(&staged_origins(s)),
                 ));
             }
         }
@@ -458,4 +496,12 @@ pub fn generated_schema() -> Value {
 pub fn schema() -> Value {
     serde_json::from_str(include_str!("../../schemas/diff.schema.json"))
         .unwrap_or_else(|_| generated_schema())
+}
+
+fn staged_origins(call: &super::decisions::StagedCall) -> String {
+    call.origins
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -37,6 +37,7 @@ use crate::model::ModeName;
 use crate::snapshot::reload::Reloader;
 use crate::snapshot::{LoadOptions, Snapshot, load};
 
+pub mod mcp;
 mod outbox;
 mod params;
 

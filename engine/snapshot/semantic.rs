@@ -216,6 +216,7 @@ pub fn check(input: Input<'_>) -> Output {
     let rules = check_rules(&mut checker, &names);
     step("rules");
     let hooks = check_hooks(&mut checker, &names);
+    check_agents(&mut checker, &names);
     Output {
         diagnostics: checker.diagnostics,
         names,
@@ -1055,6 +1056,47 @@ fn bad_type_name(schema: &Value, path: &str) -> Option<String> {
         .into_iter()
         .find(|name| !JSON_TYPES.contains(name))
         .map(str::to_owned)
+}
+
+/// Agent tool maps name toolgate tools that exist: a mapping onto a missing tool would leave
+/// the agent's tool unjudged (the hook defers it to the agent), so it is a warning at its
+/// place, with the closest tool name.
+fn check_agents(checker: &mut Checker<'_>, names: &ToolNames) {
+    let typed = checker.input.typed;
+    for (agent, spec) in &typed.agents {
+        for (agent_tool, mapping) in &spec.tools {
+            let Some(target) = &mapping.tool else {
+                continue;
+            };
+            if mapping.disabled == Some(true) || names.resolve(target).is_some() {
+                continue;
+            }
+            let pointer = format!(
+                "{}/tool",
+                join_pointer(
+                    &join_pointer(&join_pointer("/agents", agent), "tools"),
+                    agent_tool
+                )
+            );
+            let diagnostic = Diagnostic::new(
+                Code::SemanticUnknownReference,
+                format!("agent `{agent}` maps its tool `{agent_tool}` onto unknown tool `{target}`"),
+            )
+            .with_severity(Severity::Warning)
+            .with_help(
+                match closest(target, names.canonical.iter().map(|t| t.as_str())) {
+                    Some(candidate) => format!(
+                        "did you mean `{candidate}`? Until it exists, `toolgate hook {agent}` leaves `{agent_tool}` calls to the agent's own rules"
+                    ),
+                    None => format!(
+                        "declare the tool under `tools` or map `{agent_tool}` onto another one; until then `toolgate hook {agent}` leaves its calls to the agent's own rules"
+                    ),
+                },
+            );
+            let location = checker.at(&pointer);
+            checker.push(diagnostic, location);
+        }
+    }
 }
 
 fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a String>) -> Diagnostic {

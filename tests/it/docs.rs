@@ -299,11 +299,10 @@ impl Helps {
         cache
             .entry(sub.to_owned())
             .or_insert_with(|| {
-                let run = if sub.is_empty() {
-                    toolgate(&["--help"])
-                } else {
-                    toolgate(&[sub, "--help"])
-                };
+                // `sub` may be a nested subcommand (`mcp serve`).
+                let mut args: Vec<&str> = sub.split_whitespace().collect();
+                args.push("--help");
+                let run = toolgate(&args);
                 (run.code == 0).then_some(run.stdout)
             })
             .clone()
@@ -364,10 +363,23 @@ fn check_command(place: &str, line: &str, helps: &Helps) {
         let Some(sub) = words.get(at) else {
             panic!("{place}: `toolgate` without a subcommand:\n{line}");
         };
-        let help = helps
+        let mut help = helps
             .help(sub)
             .unwrap_or_else(|| panic!("{place}: `{sub}` is not a toolgate subcommand:\n{line}"));
+        let mut sub = (*sub).to_owned();
         let mut end = at + 1;
+        // A command with subcommands of its own (`toolgate mcp serve`): check the options
+        // against the nested one's help.
+        if help.contains("\nCommands:\n")
+            && let Some(nested) = words.get(end).filter(|w| !w.starts_with('-'))
+        {
+            let name = format!("{sub} {nested}");
+            help = helps.help(&name).unwrap_or_else(|| {
+                panic!("{place}: `{name}` is not a toolgate subcommand:\n{line}")
+            });
+            sub = name;
+            end += 1;
+        }
         while let Some(word) = words.get(end) {
             if ["|", "&&", "||", ";"].contains(word) {
                 break;

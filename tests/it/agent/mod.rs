@@ -3,6 +3,7 @@
 //! `tests/fixtures/agents/README.md`), with the exact answer and exit code snapshotted.
 
 mod decision_log;
+mod maps;
 mod protocols;
 
 use std::io::Write;

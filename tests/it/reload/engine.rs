@@ -529,11 +529,13 @@ fn a_file_written_in_place_in_two_steps_is_installed_only_whole() {
     writer.flush().unwrap();
     drop(writer);
 
-    eventually("save 2 is in force", || {
+    // The outcome is reported after the generation is in force: wait for both (checking the
+    // list as soon as the engine had save 2 raced the report).
+    eventually("save 2 is in force and reported", || {
         rig.engine.snapshot().effective.value()["tools"]["Open"]["description"] == "save 2"
+            && !installed.lock().unwrap().is_empty()
     });
     let installed = installed.lock().unwrap();
-    assert!(!installed.is_empty());
     for effective in installed.iter() {
         assert_eq!(
             effective["rules"][0]["name"], "no-bad",

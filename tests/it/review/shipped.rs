@@ -263,6 +263,96 @@ fn a_concurrent_bash_is_high_and_shows_its_group_change() {
 }
 
 #[test]
+fn a_deny_rule_put_on_audit_is_high_and_lists_what_it_would_still_deny() {
+    let pair = Pair::new();
+    pair.edit(
+        "rules.yaml",
+        "  - name: no-secrets\n    tools: [Read, Write, Edit]\n",
+        "  - name: no-secrets\n    tools: [Read, Write, Edit]\n    enforcement: audit\n",
+    );
+    let review = pair.review();
+    assert_eq!(
+        one_change(&review),
+        (
+            Risk::High,
+            "deny rule `no-secrets` no longer enforced (`audit`): the calls it denied or asked about fall to lower rules"
+        )
+    );
+    assert_shows(&review, SERVER_KEY);
+    let staged: Vec<String> = review
+        .decisions
+        .staged
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} {} → {} by {}",
+                s.tool,
+                s.input,
+                s.decision,
+                s.would,
+                s.rules.join(", ")
+            )
+        })
+        .collect();
+    assert!(
+        staged.contains(
+            &r#"Read {"file_path":"certs/server.key"} allow → deny by no-secrets (audit)"#
+                .to_owned()
+        ),
+        "{staged:#?}"
+    );
+}
+
+#[test]
+fn a_rule_added_on_audit_decides_nothing_and_lists_what_it_would_deny() {
+    let pair = Pair::new();
+    let path = pair.path("head").join("rules.yaml");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(
+        "\n  - name: audit-git-status\n    tools: [Bash]\n    match:\n      command: { shell: [\"git status\"] }\n    decision: deny\n    enforcement: audit\n    reason: trying a stricter git policy\n    examples:\n      match:\n        - { tool: Bash, input: { command: git status } }\n",
+    );
+    std::fs::write(&path, text).unwrap();
+    let review = pair.review();
+    assert!(
+        review.decisions.changes.is_empty(),
+        "{:#?}",
+        review.decisions.changes
+    );
+    let reasons: Vec<&str> = review
+        .changes
+        .iter()
+        .map(|c| c.change.reason.as_str())
+        .collect();
+    assert_eq!(
+        reasons,
+        ["rule `audit-git-status` (`audit`, not enforced) added: it decides nothing"]
+    );
+    assert_eq!(review.verdict, Some(Risk::Low));
+    let staged: Vec<String> = review
+        .decisions
+        .staged
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} {} → {} by {}",
+                s.tool,
+                s.input,
+                s.decision,
+                s.would,
+                s.rules.join(", ")
+            )
+        })
+        .collect();
+    assert!(
+        staged.contains(
+            &r#"Bash {"command":"git status"} allow → deny by audit-git-status (audit)"#.to_owned()
+        ),
+        "{staged:#?}"
+    );
+    insta::assert_snapshot!(pair.rendered(DiffFormat::Markdown));
+}
+
+#[test]
 fn narrowing_counterparts_are_low_or_medium() {
     let git = r#"command: { shell: ["git status", "git status *", "git diff *", "git log *", "git show *", "git branch", "git rev-parse *"] }"#;
     let cases: [(&str, &str, &str); 5] = [

@@ -2,3 +2,4 @@
 
 mod approval;
 mod rules;
+mod staged;
