@@ -6,7 +6,7 @@
 //! unchanged entry gets the server it already had (its connection survives the reload), a
 //! changed or new entry gets a fresh one, and servers no snapshot declares any more are
 //! dropped from the pool (their connection closes when the last running call lets go).
-//! Servers start on their first call ([`server`] has the supervision rules); the handler in
+//! Servers start on their first call (module `server` has the supervision rules); the handler in
 //! `handler::mcp` maps a call's input and result to and from MCP.
 //!
 //! This module knows the model and the SDK only; everything read from the environment
