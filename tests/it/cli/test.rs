@@ -33,6 +33,12 @@ fn toolgate(dir: &Path, args: &[&str]) -> (i32, String) {
     (code, transcript)
 }
 
+/// The JSON a transcript's stdout holds.
+fn stdout_json(transcript: &str) -> serde_json::Value {
+    let stdout = transcript.split("--- stdout\n").nth(1).unwrap();
+    serde_json::from_str(stdout.split("--- stderr").next().unwrap()).unwrap()
+}
+
 const FIXTURE_POLICIES: &[&str] = &["--no-builtin", "-p", "policies", "--workspace", "/ws"];
 
 fn fixture(args: &[&str]) -> (i32, String) {
@@ -75,15 +81,7 @@ fn failing_tests_human() {
 fn failing_tests_json() {
     let (code, out) = fixture(&["test", "failing", "--format", "json"]);
     assert_eq!(code, 1, "{out}");
-    let report: serde_json::Value = serde_json::from_str(
-        out.split("--- stdout\n")
-            .nth(1)
-            .unwrap()
-            .split("--- stderr")
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let report = stdout_json(&out);
     assert_eq!(report["passed"], 1);
     assert_eq!(report["failed"], 7);
     insta::assert_snapshot!(out);
@@ -214,15 +212,7 @@ fn coverage_lists_unexercised_rules_and_fails_below_the_minimum() {
 fn coverage_names_rules_that_match_but_never_decide() {
     let (code, out) = fixture(&["test", "coverage", "--coverage", "--format", "json"]);
     assert_eq!(code, 0, "{out}");
-    let report: serde_json::Value = serde_json::from_str(
-        out.split("--- stdout\n")
-            .nth(1)
-            .unwrap()
-            .split("--- stderr")
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let report = stdout_json(&out);
     let names = |key: &str| -> Vec<String> {
         report["coverage"][key]
             .as_array()
@@ -255,14 +245,12 @@ fn coverage_counts_the_project_rules_not_the_built_in_ones() {
         ],
     );
     assert_eq!(code, 0, "{out}");
-    let stdout = out.split("--- stdout\n").nth(1).unwrap();
-    let report: serde_json::Value =
-        serde_json::from_str(stdout.split("--- stderr").next().unwrap()).unwrap();
+    let report = stdout_json(&out);
     let starter =
         std::fs::read_to_string(dir.path().join("starter/policies/project.yaml")).unwrap();
     let written = starter.matches("- name:").count();
     assert!(written > 0, "the starter set has rules");
-    assert_eq!(report["coverage"]["rules"], written, "{stdout}");
+    assert_eq!(report["coverage"]["rules"], written, "{out}");
 }
 
 #[test]

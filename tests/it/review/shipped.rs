@@ -115,6 +115,26 @@ fn decisions(review: &Review) -> Vec<String> {
         .collect()
 }
 
+/// The calls HEAD's rules not enforced yet would change
+/// (`Read {"file_path":"x"} allow → deny by rule (audit)`).
+fn staged(review: &Review) -> Vec<String> {
+    review
+        .decisions
+        .staged
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} {} → {} by {}",
+                s.tool,
+                s.input,
+                s.decision,
+                s.would,
+                s.rules.join(", ")
+            )
+        })
+        .collect()
+}
+
 fn assert_shows(review: &Review, call: &str) {
     let found = decisions(review);
     assert!(
@@ -279,21 +299,7 @@ fn a_deny_rule_put_on_audit_is_high_and_lists_what_it_would_still_deny() {
         )
     );
     assert_shows(&review, SERVER_KEY);
-    let staged: Vec<String> = review
-        .decisions
-        .staged
-        .iter()
-        .map(|s| {
-            format!(
-                "{} {} {} → {} by {}",
-                s.tool,
-                s.input,
-                s.decision,
-                s.would,
-                s.rules.join(", ")
-            )
-        })
-        .collect();
+    let staged = staged(&review);
     assert!(
         staged.contains(
             &r#"Read {"file_path":"certs/server.key"} allow → deny by no-secrets (audit)"#
@@ -328,21 +334,7 @@ fn a_rule_added_on_audit_decides_nothing_and_lists_what_it_would_deny() {
         ["rule `audit-git-status` (`audit`, not enforced) added: it decides nothing"]
     );
     assert_eq!(review.verdict, Some(Risk::Low));
-    let staged: Vec<String> = review
-        .decisions
-        .staged
-        .iter()
-        .map(|s| {
-            format!(
-                "{} {} {} → {} by {}",
-                s.tool,
-                s.input,
-                s.decision,
-                s.would,
-                s.rules.join(", ")
-            )
-        })
-        .collect();
+    let staged = staged(&review);
     assert!(
         staged.contains(
             &r#"Bash {"command":"git status"} allow → deny by audit-git-status (audit)"#.to_owned()
