@@ -21,6 +21,16 @@ use crate::policy::pattern::{RedirectionPolicy, ShellMatcher};
 use crate::policy::{MatchContext, MatchMode, PathCase};
 use crate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 
+/// Puts the standard panic hook back in place of libfuzzer's, which aborts on every panic,
+/// also one the engine contains: the YAML parser's own panics are caught and become a
+/// syntax error of the file (see `load::yaml`), which is the behaviour under test, not a
+/// bug. A panic that escapes the engine still ends the run: libfuzzer-sys aborts when the
+/// target unwinds.
+fn contained_panics_are_not_bugs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| drop(std::panic::take_hook()));
+}
+
 /// Splits fuzz input into at most `n` parts at NUL bytes, each lossily decoded as UTF-8.
 fn parts(data: &[u8], n: usize) -> Vec<String> {
     data.splitn(n, |&b| b == 0)
@@ -30,6 +40,7 @@ fn parts(data: &[u8], n: usize) -> Vec<String> {
 
 /// A YAML policy file: parsing never panics, and a parse that succeeds spans its nodes.
 pub fn yaml(data: &[u8]) {
+    contained_panics_are_not_bugs();
     let text = String::from_utf8_lossy(data);
     let source = SourceFile::in_memory("fuzz.yaml", text.as_ref(), Format::Yaml);
     let _ = crate::load::yaml::parse_yaml(&source, &ParseLimits::default());
@@ -37,6 +48,7 @@ pub fn yaml(data: &[u8]) {
 
 /// A TOML policy file.
 pub fn toml(data: &[u8]) {
+    contained_panics_are_not_bugs();
     let text = String::from_utf8_lossy(data);
     let source = SourceFile::in_memory("fuzz.toml", text.as_ref(), Format::Toml);
     let _ = crate::load::toml::parse_toml(&source, &ParseLimits::default());
@@ -47,6 +59,7 @@ pub fn toml(data: &[u8]) {
 /// written into a temporary folder loaded on top of the built-in layer; every output format
 /// is rendered.
 pub fn check_folder(data: &[u8]) {
+    contained_panics_are_not_bugs();
     let Ok(dir) = tempfile::tempdir() else {
         return;
     };
@@ -94,6 +107,7 @@ fn builtin() -> Option<&'static Arc<Snapshot>> {
 
 /// A batch file (YAML, or JSON in YAML's flow syntax) checked against the built-in set.
 pub fn batch(data: &[u8]) {
+    contained_panics_are_not_bugs();
     let Some(snapshot) = builtin() else {
         return;
     };
@@ -104,6 +118,7 @@ pub fn batch(data: &[u8]) {
 
 /// The shell matcher: the input is patterns (one a line), a NUL byte, then a command line.
 pub fn shell(data: &[u8]) {
+    contained_panics_are_not_bugs();
     let parts = parts(data, 2);
     let patterns: Vec<String> = parts[0].lines().take(32).map(str::to_owned).collect();
     let line = parts.get(1).map_or("", String::as_str);
@@ -118,6 +133,7 @@ pub fn shell(data: &[u8]) {
 
 /// The path matcher: glob patterns (one a line), a NUL byte, then a path as a call gives it.
 pub fn path(data: &[u8]) {
+    contained_panics_are_not_bugs();
     let parts = parts(data, 2);
     let patterns: Vec<String> = parts[0].lines().take(32).map(str::to_owned).collect();
     let raw = parts.get(1).map_or("", String::as_str);
@@ -140,6 +156,7 @@ pub fn path(data: &[u8]) {
 /// result is only shortened, and every text is whole UTF-8 (cuts fall on character
 /// boundaries; a cut inside a character would panic when slicing).
 pub fn finalizer(data: &[u8]) {
+    contained_panics_are_not_bugs();
     if data.len() < 9 {
         return;
     }
@@ -226,6 +243,7 @@ pub fn finalizer(data: &[u8]) {
 /// The JSON-RPC server of `serve --stdio`, fed the input as its stdin, with an empty policy
 /// set (no built-in layer, so no handler can run whatever a fuzzed batch asks for).
 pub fn serve_lines(data: &[u8]) {
+    contained_panics_are_not_bugs();
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

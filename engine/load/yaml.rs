@@ -1206,6 +1206,22 @@ mod tests {
     }
 
     #[test]
+    fn a_parser_panic_on_a_flow_collection_with_replacement_characters_is_a_syntax_error() {
+        // The parser sliced a string inside a multi-byte character (found by the `batch`
+        // fuzz target, which decodes its input lossily). The guard turns the panic into a
+        // syntax error of the file.
+        let bytes = include_bytes!("../../fuzz/seeds/batch/regression-flow-char-boundary");
+        let text = String::from_utf8_lossy(bytes);
+        let diagnostics = parse(&text).expect_err("refused");
+        assert!(
+            diagnostics
+                .iter()
+                .any(|d| d.code == Code::SyntaxYaml && d.message.contains("internal error")),
+            "{diagnostics:?}"
+        );
+    }
+
+    #[test]
     fn scalars_follow_the_core_schema() {
         let table = [
             ("a: yes", json!({"a": "yes"})),
