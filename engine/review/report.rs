@@ -154,7 +154,7 @@ impl Review {
                     modes(d),
                     outcome(&d.before, &d.after, false),
                     outcome(&d.after, &d.before, false),
-                    origins(d)
+                    origins(&d.origins)
                 ));
             }
             if let Some(rest) = self
@@ -180,7 +180,7 @@ impl Review {
                     s.tool,
                     s.input,
                     s.rules.join(", "),
-                    staged_origins(s)
+                    origins(&s.origins)
                 ));
             }
         }
@@ -251,7 +251,7 @@ impl Review {
                     cell(&format!("`{} {}`{}", d.tool, d.input, modes(d))),
                     cell(&outcome(&d.before, &d.after, true)),
                     cell(&outcome(&d.after, &d.before, true)),
-                    cell(&origins(d)),
+                    cell(&origins(&d.origins)),
                 ));
             }
             if let Some(rest) = self
@@ -283,7 +283,7 @@ impl Review {
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),
-                    cell(&staged_origins(s)),
+                    cell(&origins(&s.origins)),
                 ));
             }
         }
@@ -373,8 +373,9 @@ fn modes(d: &DecisionChange) -> String {
     }
 }
 
-fn origins(d: &DecisionChange) -> String {
-    d.origins
+/// Where the calls of a row come from.
+fn origins(origins: &[super::decisions::Origin]) -> String {
+    origins
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
@@ -496,12 +497,4 @@ pub fn generated_schema() -> Value {
 pub fn schema() -> Value {
     serde_json::from_str(include_str!("../../schemas/diff.schema.json"))
         .unwrap_or_else(|_| generated_schema())
-}
-
-fn staged_origins(call: &super::decisions::StagedCall) -> String {
-    call.origins
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
 }
