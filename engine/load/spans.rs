@@ -277,8 +277,9 @@ impl SpanTable {
         let mut item = None;
         for (index, node) in subtree_after(&self.nodes, list) {
             if node.parent as usize == list {
-                // Items are recorded in index order; anything else is a mapping's member.
-                if node.segment(&self.arena).parse::<usize>() != Ok(members.len()) {
+                // Items are recorded in index order, spelled as JSON Pointer spells an index
+                // (no leading zero); anything else is a mapping's member (such as "00").
+                if node.segment(&self.arena) != members.len().to_string() {
                     return Vec::new();
                 }
                 members.push(None);
@@ -800,6 +801,18 @@ mod tests {
     }
 
     #[test]
+    fn a_mapping_whose_key_reads_as_a_number_is_not_a_sequence() {
+        // Found by the property test below: key "00" was taken for item 0.
+        let mut builder = SpanTableBuilder::new(&source());
+        let root = builder.root(span(0));
+        let list = builder.member(root, "00", member(1));
+        builder.item(list, 0, span(2));
+        let table = builder.build();
+        assert!(table.item_members("", "0").is_empty());
+        assert_eq!(table.item_members("/00", "0"), vec![None]);
+    }
+
+    #[test]
     fn find_member_reports_recorded_keys() {
         let mut builder = SpanTableBuilder::new(&source());
         let root = builder.root(span(0));
@@ -881,7 +894,7 @@ mod tests {
                     let counted = children
                         .iter()
                         .enumerate()
-                        .all(|(index, segment)| segment.parse::<usize>() == Ok(index));
+                        .all(|(index, segment)| *segment == index.to_string());
                     for key in ["a", "0", "b~"] {
                         let expected: Vec<Option<NodeSpan>> = if counted {
                             (0..children.len())
