@@ -63,6 +63,10 @@ const MAX_CONNECTIONS: usize = 32;
 /// Policy sets kept; when a new one would pass this, the kept ones are dropped.
 const MAX_KEPT: usize = 16;
 
+/// Servers `hook --server` starts per user at most (each serves one environment); past it,
+/// hooks of a new environment decide in their own process.
+const MAX_SERVERS: usize = 8;
+
 /// Most files and folders a set's freshness check looks at; a set with more is not kept.
 const MAX_WATCHED: usize = 10_000;
 
@@ -175,6 +179,15 @@ pub fn ask(socket: &Path, argv: &[String], cwd: &Path, payload: &[u8]) -> Option
 /// streams closed) and returns at once; it serves from the next call on.
 pub fn start(socket: &Path, idle_exit: Duration) {
     use std::os::unix::process::CommandExt;
+    // An agent that sets a variable per call would otherwise start a server per call.
+    let running = socket.parent().map_or(0, live_servers);
+    if running >= MAX_SERVERS {
+        tracing::debug!(
+            running,
+            "no hook server answered; {MAX_SERVERS} run already, none started"
+        );
+        return;
+    }
     tracing::debug!(socket = %socket.display(), "no hook server answered; starting one");
     let Ok(exe) = std::env::current_exe() else {
         return;
@@ -193,6 +206,22 @@ pub fn start(socket: &Path, idle_exit: Duration) {
         .spawn();
 }
 
+/// The servers answering in `dir` (sockets left by servers that died do not count).
+fn live_servers(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("hook-") && n.ends_with(".sock"))
+        })
+        .filter(|path| UnixStream::connect(path).is_ok())
+        .count()
+}
+
 /// Serves hook requests on `socket` until no request came for `idle_exit`. Returns at once
 /// (successfully) when another server already answers on it.
 pub fn serve(socket: &Path, idle_exit: Duration, parse: ParseArgs) -> std::io::Result<()> {
@@ -209,6 +238,7 @@ pub fn serve(socket: &Path, idle_exit: Duration, parse: ParseArgs) -> std::io::R
         Err(error) => return Err(error),
     };
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    let bound = std::fs::symlink_metadata(socket)?.ino();
     let server = Arc::new(Server {
         parse,
         kept: Mutex::new(HashMap::new()),
@@ -223,8 +253,10 @@ pub fn serve(socket: &Path, idle_exit: Duration, parse: ParseArgs) -> std::io::R
                 std::thread::sleep(Duration::from_secs(1).min(idle_exit));
                 let idle = now_secs().saturating_sub(server.last.load(Ordering::Relaxed));
                 if server.busy.load(Ordering::Relaxed) == 0 && idle >= idle_exit.as_secs() {
-                    // Only our own socket: a newer server may have taken the name.
-                    let _ = std::fs::remove_file(&socket);
+                    // Only our own socket, not one a later server put under the same name.
+                    if std::fs::symlink_metadata(&socket).is_ok_and(|meta| meta.ino() == bound) {
+                        let _ = std::fs::remove_file(&socket);
+                    }
                     std::process::exit(0);
                 }
             }

@@ -58,7 +58,10 @@ fn a_folder_field_without_a_command_is_a_positioned_warning_and_such_calls_are_r
     );
     assert_eq!(hook.code, 0, "{}", hook.transcript());
     let answer = hook.json();
-    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny", "{answer}");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
     assert!(
         answer["hookSpecificOutput"]["permissionDecisionReason"]
             .as_str()

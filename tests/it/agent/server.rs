@@ -364,3 +364,29 @@ fn the_socket_name_follows_the_environment() {
     assert_eq!(a, b);
     assert!(a.starts_with(env.runtime().join("toolgate")));
 }
+
+#[test]
+fn no_more_than_eight_servers_are_started_per_user() {
+    let env = Env::new();
+    let project = Project::standard();
+    env.trust(&project);
+    let folder = env.runtime().join("toolgate");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // Eight live servers of other environments (listening sockets of this test).
+    let _others: Vec<std::os::unix::net::UnixListener> = (0..8)
+        .map(|i| {
+            std::os::unix::net::UnixListener::bind(folder.join(format!("hook-other{i}.sock")))
+                .unwrap()
+        })
+        .collect();
+    let alone = env.hook(&project, "claude/pre_tool_use_rm_rf.json", &[]);
+    let run = env.hook(&project, "claude/pre_tool_use_rm_rf.json", &["--server"]);
+    assert_eq!((run.code, &run.stdout), (alone.code, &alone.stdout));
+    assert!(
+        run.stderr.contains("8 run already, none started"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.sockets().len(), 8, "no ninth server");
+}
