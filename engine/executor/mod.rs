@@ -285,6 +285,16 @@ impl Engine {
         self.inner.mcp.shutdown().await;
     }
 
+    /// The MCP server of that name the engine supervises (declared by the snapshot in force).
+    pub fn mcp_server(&self, name: &str) -> Option<Arc<crate::mcp::Server>> {
+        self.inner.mcp.get(name)
+    }
+
+    /// Changes whenever an MCP server of the engine sends `notifications/tools/list_changed`.
+    pub fn mcp_tool_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.mcp.tool_changes()
+    }
+
     /// The session artifacts are written under.
     pub fn session(&self) -> &SessionId {
         &self.inner.session

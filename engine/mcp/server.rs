@@ -100,6 +100,23 @@ pub enum McpError {
 struct Connection {
     service: RunningService<RoleClient, Client>,
     progress: Arc<ProgressRoutes>,
+    /// Declared after `service`, so dropped after it: the server's process is closed (or
+    /// killed) first, then whatever is left of its process group.
+    _group: Group,
+}
+
+/// The process group a stdio server leads (it is spawned with `process_group(0)`): SIGKILLed
+/// when the connection goes (shut down, replaced after the server died, or dropped with the
+/// last call that used it), so that the processes the server started do not outlive it.
+struct Group(Option<nix::unistd::Pid>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            // ESRCH: the group is already gone.
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 enum State {
@@ -121,6 +138,7 @@ pub struct Server {
     spec: ServerSpec,
     state: tokio::sync::Mutex<State>,
     tools_changed: Arc<AtomicU64>,
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -134,10 +152,17 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server that starts on first use.
     pub fn new(spec: ServerSpec) -> Self {
+        Self::with_changes(spec, Arc::new(tokio::sync::watch::Sender::new(0)))
+    }
+
+    /// A server that starts on first use and counts its tool list changes in `changes` too
+    /// (shared by the servers of a pool).
+    pub fn with_changes(spec: ServerSpec, changes: Arc<tokio::sync::watch::Sender<u64>>) -> Self {
         Self {
             spec,
             state: tokio::sync::Mutex::new(State::Idle),
             tools_changed: Arc::new(AtomicU64::new(0)),
+            changes,
         }
     }
 
@@ -339,8 +364,10 @@ impl Server {
         let client = Client {
             progress: Arc::clone(&progress),
             tools_changed: Arc::clone(&self.tools_changed),
+            changes: Arc::clone(&self.changes),
         };
         let timeout = self.spec.entry.start_timeout();
+        let mut group = Group(None);
         let started = async {
             match &self.spec.transport {
                 Transport::Stdio {
@@ -350,6 +377,11 @@ impl Server {
                     cwd,
                 } => {
                     let transport = spawn(argv, env_allow, env_set, cwd)?;
+                    group.0 = transport
+                        .id()
+                        .and_then(|pid| i32::try_from(pid).ok())
+                        .filter(|pid| *pid > 0)
+                        .map(nix::unistd::Pid::from_raw);
                     client
                         .serve(transport)
                         .await
@@ -386,7 +418,11 @@ impl Server {
             }
         };
         tracing::debug!(server = %self.spec.name, "mcp server started");
-        Ok(Connection { service, progress })
+        Ok(Connection {
+            service,
+            progress,
+            _group: group,
+        })
     }
 }
 

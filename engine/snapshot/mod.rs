@@ -20,6 +20,7 @@ mod rule_mistakes;
 pub mod semantic;
 pub mod trust;
 pub mod untrusted;
+mod wildcard;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -277,8 +278,25 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// The tool a name or alias refers to. Names are case-sensitive.
+    ///
+    /// A name no contract or alias has, of the form `mcp__<server>__<tool>`, refers to the
+    /// wildcard contract `mcp__<server>__*` when there is one (exact names first: a name that
+    /// has its own contract never pays for the wildcard look-up). A wildcard's own name refers
+    /// to no tool: it is no tool a model can call.
     pub fn lookup(&self, name: &str) -> Option<&Arc<Tool>> {
-        self.tools.get(self.names.canonical_of(name)?)
+        match self.names.canonical_of(name) {
+            Some(canonical) if !canonical.as_str().ends_with('*') => self.tools.get(canonical),
+            Some(_) => None,
+            None => self.wildcard_for(name),
+        }
+    }
+
+    /// The wildcard contract that covers `name` (`mcp__github__*` for
+    /// `mcp__github__list_issues`), whether or not the name has an exact contract.
+    pub fn wildcard_for(&self, name: &str) -> Option<&Arc<Tool>> {
+        let (server, _) = crate::model::mcp::split_tool_name(name)?;
+        self.tools
+            .get(crate::model::mcp::wildcard_name(server).as_str())
     }
 
     /// Where an effective value was set, as `file:line:column`.

@@ -316,6 +316,9 @@ fn check_templates(checker: &mut Checker<'_>, engine: &ResolvedEngine) {
 fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
     let base = join_pointer("/tools", name);
     let typed = checker.input.typed;
+    if name.contains('*') {
+        check_wildcard(checker, name, contract);
+    }
     if let Some(flags) = &contract.concurrency {
         let destructive = flags.destructive == Some(true);
         for (other, value) in [
@@ -722,6 +725,95 @@ fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &Too
             }
         }
         Some(HandlerSpec::Native(_)) | None => {}
+    }
+}
+
+/// A wildcard contract (`mcp__<server>__*`): the one form there is, naming a declared server,
+/// with an `mcp` handler for that server and no `tool` (the called name says it) and no
+/// aliases (an alias names one tool).
+fn check_wildcard(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
+    use crate::model::handler::HandlerSpec;
+    use crate::model::mcp::{server_name_splits, wildcard_server};
+    let base = join_pointer("/tools", name);
+    let location = checker.at_key(&base);
+    let Some(server) = wildcard_server(name) else {
+        let inner = name
+            .strip_prefix(crate::model::mcp::TOOL_PREFIX)
+            .and_then(|rest| rest.strip_suffix("__*"))
+            .unwrap_or_default();
+        let help = if inner.is_empty() || server_name_splits(inner) {
+            "the only wildcard is `mcp__<server>__*`, covering every tool of one server declared under `mcp_servers`".to_owned()
+        } else {
+            format!(
+                "a wildcard needs a server name without `__` that does not end in `_`, so that the server in `mcp__<server>__<tool>` is read back unambiguously; rename server `{inner}`"
+            )
+        };
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticUnknownReference,
+                format!("tool `{name}` is not a wildcard contract"),
+            )
+            .with_help(help),
+            location,
+        );
+        return;
+    };
+    let servers = &checker.input.typed.mcp_servers;
+    if !servers.contains_key(server) {
+        let help = match closest(server, servers.keys().map(String::as_str)) {
+            Some(candidate) => format!("did you mean `mcp__{candidate}__*`?"),
+            None if servers.is_empty() => "no MCP server is declared; declare it under `mcp_servers`, like `mcp_servers: { NAME: { command: [PROGRAM, ARG] } }`".to_owned(),
+            None => format!(
+                "declared MCP servers: {}",
+                servers.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticUnknownReference,
+                format!("wildcard contract `{name}` names MCP server `{server}`, which is not declared"),
+            )
+            .with_help(help),
+            location.clone(),
+        );
+        return;
+    }
+    match &contract.handler {
+        Some(HandlerSpec::Mcp(mcp)) if mcp.server == server => {
+            if let Some(tool) = &mcp.tool {
+                let at = checker.at(&format!("{base}/handler/tool"));
+                checker.push(
+                    Diagnostic::new(
+                        Code::SemanticContradiction,
+                        format!("wildcard contract `{name}` names one tool, `{tool}`"),
+                    )
+                    .with_help("a wildcard covers every tool of its server, each called by its own name: drop `handler.tool`, or write an exact contract for that tool"),
+                    at,
+                );
+            }
+        }
+        _ => {
+            let at = checker.at(&format!("{base}/handler")).or(location.clone());
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticContradiction,
+                    format!("wildcard contract `{name}` needs the handler `{{ kind: mcp, server: {server} }}`"),
+                )
+                .with_help(format!("a wildcard covers the tools of MCP server `{server}` and sends their calls there; set `handler: {{ kind: mcp, server: {server} }}`")),
+                at,
+            );
+        }
+    }
+    if contract.aliases.as_ref().is_some_and(|aliases| !aliases.is_empty()) {
+        let at = checker.at(&format!("{base}/aliases"));
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticContradiction,
+                format!("wildcard contract `{name}` has aliases"),
+            )
+            .with_help("an alias names one tool; give it to an exact contract of the tool"),
+            at,
+        );
     }
 }
 

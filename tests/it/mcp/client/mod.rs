@@ -9,3 +9,4 @@ mod harness;
 mod import;
 mod reference;
 mod test_server;
+mod wildcard;
