@@ -228,6 +228,9 @@ mod tests {
         assert_eq!(split_tool_name("Bash"), None);
         // A server name that a split cannot end is never read out of a name.
         assert_eq!(split_tool_name("mcp__a___x"), Some(("a", "_x")));
-        assert_eq!(split_tool_name(&format!("mcp__s__{}", "x".repeat(129))), None);
+        assert_eq!(
+            split_tool_name(&format!("mcp__s__{}", "x".repeat(129))),
+            None
+        );
     }
 }

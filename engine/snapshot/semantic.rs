@@ -771,7 +771,9 @@ fn check_wildcard(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
         checker.push(
             Diagnostic::new(
                 Code::SemanticUnknownReference,
-                format!("wildcard contract `{name}` names MCP server `{server}`, which is not declared"),
+                format!(
+                    "wildcard contract `{name}` names MCP server `{server}`, which is not declared"
+                ),
             )
             .with_help(help),
             location.clone(),
@@ -804,7 +806,11 @@ fn check_wildcard(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
             );
         }
     }
-    if contract.aliases.as_ref().is_some_and(|aliases| !aliases.is_empty()) {
+    if contract
+        .aliases
+        .as_ref()
+        .is_some_and(|aliases| !aliases.is_empty())
+    {
         let at = checker.at(&format!("{base}/aliases"));
         checker.push(
             Diagnostic::new(

@@ -74,7 +74,10 @@ pub async fn listed_tools(engine: &crate::executor::Engine, snapshot: &Snapshot)
             if crate::model::mcp::split_tool_name(&name).is_none() {
                 continue;
             }
-            if let Some(own) = snapshot.lookup(&name).filter(|own| own.name.as_str() == name) {
+            if let Some(own) = snapshot
+                .lookup(&name)
+                .filter(|own| own.name.as_str() == name)
+            {
                 // Listed already; give it the server's schema when it declares none.
                 if own.contract.input_schema.is_none()
                     && let Some(listed) = tools.iter_mut().find(|t| t.name == name)
