@@ -30,7 +30,7 @@ mod batch_hooks;
 pub mod finalize;
 pub mod plan;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -231,6 +231,7 @@ fn prepare_snapshot(snapshot: Arc<Snapshot>, mcp: &crate::mcp::Pool) -> Prepared
     let templates = Templates::from_engine(&snapshot.engine);
     let servers =
         crate::handler::mcp::servers(&snapshot.mcp_servers, &snapshot.workspace_root, mcp);
+    let snapshot = with_known_hints(snapshot, &servers);
     let options = BuildOptions {
         max_output_bytes: snapshot.engine.max_handler_output,
         kill_grace: snapshot.engine.kill_grace.0,
@@ -253,7 +254,91 @@ fn prepare_snapshot(snapshot: Arc<Snapshot>, mcp: &crate::mcp::Pool) -> Prepared
     }
 }
 
+/// The snapshot with the contract flags its `trust_annotations: true` servers' annotations
+/// fill, as far as the servers' tool lists are known (see [`Snapshot::with_hints`]).
+fn with_known_hints(
+    snapshot: Arc<Snapshot>,
+    servers: &crate::handler::mcp::Servers,
+) -> Arc<Snapshot> {
+    let hints: HashMap<String, crate::snapshot::ServerHints> = snapshot
+        .mcp_servers
+        .iter()
+        .filter(|(_, entry)| entry.trusts_annotations())
+        .filter_map(|(name, _)| {
+            let server = servers.get(name)?.as_ref().ok()?;
+            Some((name.clone(), server.known_hints()?))
+        })
+        .collect();
+    if hints.is_empty() && snapshot.hinted.is_empty() {
+        return snapshot;
+    }
+    Arc::new(snapshot.with_hints(&hints))
+}
+
+/// The server of a call's tool when it is an MCP server declared with
+/// `trust_annotations: true`.
+fn trusted_server<'s>(snapshot: &'s Snapshot, tool: &str) -> Option<&'s str> {
+    let crate::model::handler::HandlerSpec::Mcp(handler) = &snapshot.lookup(tool)?.resolved.handler
+    else {
+        return None;
+    };
+    snapshot
+        .mcp_servers
+        .get(&handler.server)
+        .is_some_and(crate::model::mcp::McpServer::trusts_annotations)
+        .then_some(handler.server.as_str())
+}
+
 impl Engine {
+    /// Before a batch with calls of tools of MCP servers declared with
+    /// `trust_annotations: true`: learns those servers' tool annotations where the ones known
+    /// are out of date (starting a server that is not running: its calls would start it
+    /// anyway), and installs the snapshot with the flags they fill. A server that cannot be
+    /// reached leaves the flags as they are; its calls fail with the reason.
+    async fn learn_hints(&self, batch: &Batch) {
+        let prepared = self.inner.current.load_full();
+        let snapshot = &prepared.snapshot;
+        if !snapshot
+            .mcp_servers
+            .values()
+            .any(crate::model::mcp::McpServer::trusts_annotations)
+        {
+            return;
+        }
+        let mut servers: Vec<&str> = Vec::new();
+        for call in &batch.calls {
+            if let Some(server) = trusted_server(snapshot, &call.tool)
+                && !servers.contains(&server)
+            {
+                servers.push(server);
+            }
+        }
+        let mut learned = false;
+        for name in servers {
+            let Some(server) = self.inner.mcp.get(name) else {
+                continue;
+            };
+            if server.hints_current().await {
+                continue;
+            }
+            match server.learn_hints().await {
+                Ok(_) => learned = true,
+                Err(error) => {
+                    tracing::warn!(server = name, %error, "cannot learn the annotations of an mcp server's tools")
+                }
+            }
+        }
+        if learned {
+            // Re-derived from the snapshot in force; a reload installed meanwhile wins (and
+            // has the hints learned so far already).
+            let next = Arc::new(prepare_snapshot(
+                Arc::clone(&prepared.snapshot),
+                &self.inner.mcp,
+            ));
+            let _ = self.inner.current.compare_and_swap(&prepared, next);
+        }
+    }
+
     /// Starts building an engine on a snapshot.
     pub fn builder(snapshot: Arc<Snapshot>) -> EngineBuilder {
         EngineBuilder {
@@ -319,6 +404,7 @@ impl Engine {
         batch: Batch,
         turn: &Turn,
     ) -> Result<BatchOutcome, BatchError> {
+        self.learn_hints(&batch).await;
         let prepared = self.inner.current.load_full();
         let snapshot = &prepared.snapshot;
         check_batch(snapshot, &batch, &turn.modes)?;

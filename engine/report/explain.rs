@@ -20,6 +20,9 @@ pub enum FieldSource {
     Engine,
     /// What toolgate makes of an absent field (a flag is `false`, the handler `native`, …).
     Default,
+    /// A tool annotation of an MCP server declared with `trust_annotations: true` (`setting`
+    /// holds the hint, like `readOnlyHint: true`).
+    Annotation,
 }
 
 /// One effective value.
@@ -88,6 +91,10 @@ pub struct ExplainReport {
     /// contract extends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wildcard: Option<ExplainWildcard>,
+    /// The MCP server whose tool annotations fill the flags the contract leaves unset
+    /// (declared with `trust_annotations: true`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trusted_annotations: Option<String>,
 }
 
 /// How a wildcard contract applies to the explained tool.
@@ -205,6 +212,17 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
             _ => found.name.to_string(),
         },
         wildcard,
+        trusted_annotations: match &found.resolved.handler {
+            crate::model::handler::HandlerSpec::Mcp(mcp)
+                if snapshot
+                    .mcp_servers
+                    .get(&mcp.server)
+                    .is_some_and(crate::model::mcp::McpServer::trusts_annotations) =>
+            {
+                Some(mcp.server.clone())
+            }
+            _ => None,
+        },
         generation: snapshot.generation,
         fields,
         rules,
@@ -391,6 +409,27 @@ fn add_defaults(snapshot: &Snapshot, effective: &Value, tool: &Tool, out: &mut V
         ("display.when", json!("always")),
         ("handler.kind", json!("native")),
     ];
+    for (flag, hint) in &tool.from_annotations {
+        let field = format!("concurrency.{flag}");
+        let value = tool
+            .contract
+            .concurrency
+            .as_ref()
+            .and_then(|flags| serde_json::to_value(flags).ok())
+            .and_then(|flags| flags.get(*flag).cloned())
+            .unwrap_or(Value::Null);
+        if !has(&field) {
+            extra.push(ExplainField {
+                field,
+                value,
+                source: FieldSource::Annotation,
+                setting: Some(hint.clone()),
+                file: None,
+                line: None,
+                column: None,
+            });
+        }
+    }
     for (field, value) in absent {
         let timeout_off = field.starts_with("timeout.")
             && matches!(tool.contract.timeout, Some(TimeoutSpec::None(_)));
@@ -496,6 +535,11 @@ impl ExplainReport {
             };
             out.push_str(&line);
         }
+        if let Some(server) = &self.trusted_annotations {
+            out.push_str(&format!(
+                "annotations: MCP server `{server}` is trusted (`trust_annotations: true`): at run time its tool annotations fill the concurrency flags this contract leaves unset\n"
+            ));
+        }
         out.push_str(&format!("layers: {}\n\n", layers.join(", ")));
         let value_text = |value: &Value| match value {
             Value::String(s) => s.clone(),
@@ -524,6 +568,10 @@ impl ExplainReport {
                     }
                     (Some(file), Some(line), Some(column), _) => format!("{file}:{line}:{column}"),
                     (_, _, _, FieldSource::Default) => "toolgate default (field absent)".to_owned(),
+                    (_, _, _, FieldSource::Annotation) => format!(
+                        "the MCP server's annotation ({})",
+                        f.setting.as_deref().unwrap_or("hint")
+                    ),
                     _ => String::new(),
                 };
                 (f.field.clone(), value_text(&f.value), origin)

@@ -273,6 +273,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         workspace_root: options.workspace_root.clone(),
         match_ctx,
         untrusted: untrusted.map(Arc::new),
+        hinted: Default::default(),
     };
     phase("snapshot built");
     finish(Some(Arc::new(snapshot)), diagnostics)

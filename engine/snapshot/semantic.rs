@@ -1651,9 +1651,10 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     }
     if let (Some(when), Some(engine)) = (&rule.when, engine) {
         let any = rule.tools.iter().any(|tool| {
-            tools
-                .get(tool.as_str())
-                .is_some_and(|contract| when_may_hold(when, contract, engine))
+            tools.get(tool.as_str()).is_some_and(|contract| {
+                when_may_hold(when, contract, engine)
+                    || annotations_fill(checker.input.typed, contract)
+            })
         });
         if !any {
             let location = checker.at(&format!("{pointer}/when"));
@@ -1695,9 +1696,10 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
             && other.when.as_ref().is_none_or(|when| {
                 engine.is_some_and(|engine| {
                     rule.tools.iter().all(|tool| {
-                        tools
-                            .get(tool.as_str())
-                            .is_some_and(|contract| when_always_holds(when, contract, engine))
+                        tools.get(tool.as_str()).is_some_and(|contract| {
+                            !annotations_fill(checker.input.typed, contract)
+                                && when_always_holds(when, contract, engine)
+                        })
                     })
                 })
             })
@@ -1748,6 +1750,17 @@ fn flag_variants(contract: &ToolContract, engine: &ResolvedEngine) -> Vec<Resolv
         resolved.concurrency
     });
     std::iter::once(base.concurrency).chain(patched).collect()
+}
+
+/// Whether a server's tool annotations may fill the flags the contract leaves unset at run
+/// time (its handler's MCP server is declared with `trust_annotations: true`): the flags
+/// `check` sees are then not all the flags a call may have.
+fn annotations_fill(typed: &PolicyFile, contract: &ToolContract) -> bool {
+    matches!(&contract.handler, Some(crate::model::handler::HandlerSpec::Mcp(mcp))
+        if typed
+            .mcp_servers
+            .get(&mcp.server)
+            .is_some_and(crate::model::mcp::McpServer::trusts_annotations))
 }
 
 /// Whether a `when` can hold for some call of the tool, in some modes. Each flag on its own:
