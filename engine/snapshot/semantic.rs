@@ -1614,11 +1614,58 @@ fn report_rule_error(
     }
 }
 
+/// A rule's tool glob that picks some of the tools a wildcard contract covers
+/// (`mcp__github__delete_*` beside `mcp__github__*`) reaches only the ones with a contract of
+/// their own: a call the wildcard covers is a call of the wildcard's contract, which the glob
+/// does not match. Said where the glob is written, since such a rule (often a deny) would
+/// silently miss those calls.
+fn lint_wildcard_subsets(checker: &mut Checker<'_>, rule: &CompiledRule, pointer: &str) {
+    let tools = &checker.input.typed.tools;
+    for (index, pattern) in rule.tool_patterns.iter().enumerate() {
+        if !is_tool_glob(pattern) {
+            continue;
+        }
+        let Ok(glob) = globset::Glob::new(pattern) else {
+            continue;
+        };
+        let matcher = glob.compile_matcher();
+        for wildcard in tools.keys() {
+            let Some(server) = crate::model::mcp::wildcard_server(wildcard) else {
+                continue;
+            };
+            let prefix = format!("mcp__{server}__");
+            if !pattern.starts_with(&prefix) || matcher.is_match(wildcard) {
+                continue;
+            }
+            let location = checker.at(&format!("{pointer}/tools/{index}"));
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticRuleNeverMatches,
+                    format!(
+                        "rule `{}`: `{pattern}` does not apply to the tools wildcard `{wildcard}` covers without a contract of their own",
+                        rule.name
+                    ),
+                )
+                .with_help(format!(
+                    "a call the wildcard covers is a call of `{wildcard}`, which `{pattern}` does not match; give each tool the rule is for an exact contract (an empty one will do: `{prefix}TOOL: {{}}`), or write the rule for `{wildcard}`"
+                )),
+                location,
+            );
+        }
+    }
+}
+
+/// Whether a rule's tool pattern is a glob (as the rule compiler reads it).
+fn is_tool_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '[', '{'])
+}
+
 /// Rules that can never match, and rules fully shadowed by a rule that always decides first.
 fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     let pointer = format!("/rules/{}", rule.origin.index);
     let engine = checker.input.engine;
     let tools = &checker.input.typed.tools;
+    lint_wildcard_subsets(checker, rule, &pointer);
     if rule.tools.is_empty() {
         let location = checker.at(&format!("{pointer}/tools"));
         checker.push(
