@@ -258,7 +258,12 @@ fn prepare_snapshot(
     let templates = Templates::from_engine(&snapshot.engine);
     let servers =
         crate::handler::mcp::servers(&snapshot.mcp_servers, &snapshot.workspace_root, mcp);
-    let snapshot = with_known_hints(snapshot, &servers);
+    let snapshot = with_known_hints(snapshot, |name| {
+        servers
+            .get(name)
+            .and_then(|server| server.as_ref().ok())
+            .cloned()
+    });
     let options = BuildOptions {
         max_output_bytes: snapshot.engine.max_handler_output,
         kill_grace: snapshot.engine.kill_grace.0,
@@ -306,16 +311,13 @@ fn prepare_snapshot(
 /// fill, as far as the servers' tool lists are known (see [`Snapshot::with_hints`]).
 fn with_known_hints(
     snapshot: Arc<Snapshot>,
-    servers: &crate::handler::mcp::Servers,
+    server: impl Fn(&str) -> Option<Arc<crate::mcp::Server>>,
 ) -> Arc<Snapshot> {
     let hints: HashMap<String, crate::snapshot::ServerHints> = snapshot
         .mcp_servers
         .iter()
         .filter(|(_, entry)| entry.trusts_annotations())
-        .filter_map(|(name, _)| {
-            let server = servers.get(name)?.as_ref().ok()?;
-            Some((name.clone(), server.known_hints()?))
-        })
+        .filter_map(|(name, _)| Some((name.clone(), server(name)?.known_hints()?)))
         .collect();
     if hints.is_empty() && snapshot.hinted.is_empty() {
         return snapshot;
@@ -379,10 +381,17 @@ impl Engine {
         if learned {
             // Re-derived from the snapshot in force; a reload installed meanwhile wins (and
             // has the hints learned so far already).
-            let next = Arc::new(prepare_snapshot(
-                Arc::clone(&prepared.snapshot),
-                &self.inner.mcp,
-            ));
+            // Only the snapshot changes: the tools' names, handlers, gates and the decision
+            // log stay those of the prepared set.
+            let next = Arc::new(Prepared {
+                snapshot: with_known_hints(Arc::clone(&prepared.snapshot), |name| {
+                    self.inner.mcp.get(name)
+                }),
+                gates: Arc::clone(&prepared.gates),
+                templates: prepared.templates.clone(),
+                dispatch: prepared.dispatch.clone(),
+                decision_log: prepared.decision_log.clone(),
+            });
             let _ = self.inner.current.compare_and_swap(&prepared, next);
         }
     }
