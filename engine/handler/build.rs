@@ -77,17 +77,12 @@ pub fn build(tool: &ToolName, spec: &HandlerSpec, options: &BuildOptions<'_>) ->
         }
         HandlerSpec::Mcp(spec) => match options.mcp.get(&spec.server) {
             Some(Ok(server)) => {
-                let name = match &spec.tool {
-                    Some(name) => Some(name.clone()),
-                    // A wildcard's calls name their tool.
-                    None if tool.as_str().ends_with('*') => None,
-                    // `mcp__<server>__<tool>` of this server: the server's tool `<tool>`.
-                    None => Some(
-                        crate::model::mcp::split_tool_name(tool.as_str())
-                            .filter(|(server, _)| *server == spec.server)
-                            .map_or_else(|| tool.to_string(), |(_, name)| name.to_owned()),
-                    ),
-                };
+                // `None` for a wildcard: its calls name their tool.
+                let name = crate::model::mcp::server_tool(
+                    tool.as_str(),
+                    &spec.server,
+                    spec.tool.as_deref(),
+                );
                 Dispatch::Mcp(Arc::new(McpRunner::new(Arc::clone(server), name)))
             }
             Some(Err(why)) => Dispatch::Unavailable(why.clone()),

@@ -162,6 +162,25 @@ pub fn split_tool_name(name: &str) -> Option<(&str, &str)> {
     (server_name_splits(server) && valid_tool).then_some((server, tool))
 }
 
+/// The server's tool an `mcp` handler runs for contract `contract` (handler `server`,
+/// `tool`): `tool` when given; else, for a contract named `mcp__<server>__<tool>` of this
+/// server, that `<tool>`; else the contract's name. `None` for a wildcard contract, whose
+/// calls each name their tool.
+pub fn server_tool(contract: &str, server: &str, tool: Option<&str>) -> Option<String> {
+    if let Some(tool) = tool {
+        return Some(tool.to_owned());
+    }
+    if wildcard_server(contract).is_some() {
+        return None;
+    }
+    Some(
+        split_tool_name(contract)
+            .filter(|(named, _)| *named == server)
+            .map_or(contract, |(_, tool)| tool)
+            .to_owned(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +231,25 @@ mod tests {
             assert_eq!(wildcard_server(not), None, "{not}");
         }
         assert_eq!(wildcard_name("github"), "mcp__github__*");
+    }
+
+    #[test]
+    fn the_server_tool_is_the_handlers_or_the_names_or_none_for_a_wildcard() {
+        assert_eq!(
+            server_tool("Add", "calc", Some("add")).as_deref(),
+            Some("add")
+        );
+        assert_eq!(
+            server_tool("mcp__calc__add", "calc", None).as_deref(),
+            Some("add")
+        );
+        // Another server's prefix is no part of this server's tool names.
+        assert_eq!(
+            server_tool("mcp__other__add", "calc", None).as_deref(),
+            Some("mcp__other__add")
+        );
+        assert_eq!(server_tool("add", "calc", None).as_deref(), Some("add"));
+        assert_eq!(server_tool("mcp__calc__*", "calc", None), None);
     }
 
     #[test]

@@ -51,11 +51,13 @@ impl Snapshot {
             let Some(server_hints) = hints.get(&handler.server) else {
                 continue;
             };
-            let server_tool = handler.tool.clone().unwrap_or_else(|| {
-                split_tool_name(tool.name.as_str())
-                    .filter(|(server, _)| *server == handler.server)
-                    .map_or_else(|| tool.name.to_string(), |(_, name)| name.to_owned())
-            });
+            let Some(server_tool) = crate::model::mcp::server_tool(
+                tool.name.as_str(),
+                &handler.server,
+                handler.tool.as_deref(),
+            ) else {
+                continue;
+            };
             if let Some(annotations) = server_hints.get(&server_tool)
                 && let Some(filled) = self.filled(tool, annotations)
             {

@@ -1633,9 +1633,14 @@ fn report_rule_error(
 /// their own: a call the wildcard covers is a call of the wildcard's contract, which the glob
 /// does not match. Said where the glob is written, since such a rule (often a deny) would
 /// silently miss those calls.
-fn lint_wildcard_subsets(checker: &mut Checker<'_>, rule: &CompiledRule, pointer: &str) {
+fn lint_wildcard_subsets(
+    checker: &mut Checker<'_>,
+    what: &str,
+    patterns: &[String],
+    pointer: &str,
+) {
     let tools = &checker.input.typed.tools;
-    for (index, pattern) in rule.tool_patterns.iter().enumerate() {
+    for (index, pattern) in patterns.iter().enumerate() {
         if !is_tool_glob(pattern) {
             continue;
         }
@@ -1656,12 +1661,11 @@ fn lint_wildcard_subsets(checker: &mut Checker<'_>, rule: &CompiledRule, pointer
                 Diagnostic::new(
                     Code::SemanticRuleNeverMatches,
                     format!(
-                        "rule `{}`: `{pattern}` does not apply to the tools wildcard `{wildcard}` covers without a contract of their own",
-                        rule.name
+                        "{what}: `{pattern}` does not apply to the tools wildcard `{wildcard}` covers without a contract of their own"
                     ),
                 )
                 .with_help(format!(
-                    "a call the wildcard covers is a call of `{wildcard}`, which `{pattern}` does not match; give each tool the rule is for an exact contract (an empty one will do: `{prefix}TOOL: {{}}`), or write the rule for `{wildcard}`"
+                    "a call the wildcard covers is a call of `{wildcard}`, which `{pattern}` does not match; give each tool it is for an exact contract (an empty one will do: `{prefix}TOOL: {{}}`), or name `{wildcard}`"
                 )),
                 location,
             );
@@ -1679,7 +1683,12 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     let pointer = format!("/rules/{}", rule.origin.index);
     let engine = checker.input.engine;
     let tools = &checker.input.typed.tools;
-    lint_wildcard_subsets(checker, rule, &pointer);
+    lint_wildcard_subsets(
+        checker,
+        &format!("rule `{}`", rule.name),
+        &rule.tool_patterns,
+        &pointer,
+    );
     if rule.tools.is_empty() {
         let location = checker.at(&format!("{pointer}/tools"));
         checker.push(
@@ -2000,6 +2009,12 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
             );
         }
         let patterns = hook.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
+        lint_wildcard_subsets(
+            checker,
+            &format!("hook `{}`", hook.name),
+            &patterns,
+            &pointer,
+        );
         let (tools, errors) = crate::policy::rule::resolve_tools(&patterns, names);
         for error in errors {
             match error {
