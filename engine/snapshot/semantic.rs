@@ -27,10 +27,11 @@ use crate::diagnostics::{Code, Diagnostic, Location, Severity, closest};
 use crate::load::spans::{NodeSpan, join_pointer};
 use crate::model::contract::{TimeoutSpec, ToolContract};
 use crate::model::engine_config::MessageKey;
+use crate::model::hook::HookEvent;
 use crate::model::resolved::{ResolvedConcurrency, ResolvedContract, ResolvedEngine};
 use crate::model::rule::{ExampleCall, RuleWhen};
 use crate::model::template;
-use crate::model::{ModeName, PolicyFile, ToolName};
+use crate::model::{Decision, ModeName, PolicyFile, ToolName};
 use crate::policy::MatchContext;
 use crate::policy::commands::CommandTable;
 use crate::policy::matcher::PatternKind;
@@ -1631,13 +1632,15 @@ fn report_rule_error(
 /// A rule's tool glob that picks some of the tools a wildcard contract covers
 /// (`mcp__github__delete_*` beside `mcp__github__*`) reaches only the ones with a contract of
 /// their own: a call the wildcard covers is a call of the wildcard's contract, which the glob
-/// does not match. Said where the glob is written, since such a rule (often a deny) would
-/// silently miss those calls.
+/// does not match. Said where the glob is written, since such a rule would silently miss
+/// those calls: an error for a rule that denies or asks (the set does not load rather than
+/// let those calls through), a warning otherwise.
 fn lint_wildcard_subsets(
     checker: &mut Checker<'_>,
     what: &str,
     patterns: &[String],
     pointer: &str,
+    guards: bool,
 ) {
     let tools = &checker.input.typed.tools;
     for (index, pattern) in patterns.iter().enumerate() {
@@ -1666,7 +1669,12 @@ fn lint_wildcard_subsets(
                 )
                 .with_help(format!(
                     "a call the wildcard covers is a call of `{wildcard}`, which `{pattern}` does not match; give each tool it is for an exact contract (an empty one will do: `{prefix}TOOL: {{}}`), or name `{wildcard}`"
-                )),
+                ))
+                .with_severity(if guards {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                }),
                 location,
             );
         }
@@ -1688,6 +1696,7 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         &format!("rule `{}`", rule.name),
         &rule.tool_patterns,
         &pointer,
+        rule.decision != Decision::Allow,
     );
     if rule.tools.is_empty() {
         let location = checker.at(&format!("{pointer}/tools"));
@@ -2009,11 +2018,17 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
             );
         }
         let patterns = hook.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
+        // A hook that may deny (or answer an approval) guards its calls like a rule.
+        let guards = matches!(
+            hook.event,
+            Some(HookEvent::PreToolUse | HookEvent::PermissionRequest)
+        );
         lint_wildcard_subsets(
             checker,
             &format!("hook `{}`", hook.name),
             &patterns,
             &pointer,
+            guards,
         );
         let (tools, errors) = crate::policy::rule::resolve_tools(&patterns, names);
         for error in errors {
