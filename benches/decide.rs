@@ -21,13 +21,13 @@ use toolgate::model::contract::SideEffectScope;
 use toolgate::model::file::Mode;
 use toolgate::model::resolved::ResolvedConcurrency;
 use toolgate::model::rule::Rule;
-use toolgate::model::{Decision, ModeName, ToolName};
 use toolgate::policy::commands::CommandTable;
 use toolgate::policy::parts::FileTools;
 use toolgate::policy::rule::{CallFacts, RuleOrigin, ToolNames, compile_rule};
 use toolgate::policy::rules::RuleSet;
 use toolgate::policy::{MatchContext, PathCase};
-use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+use toolgate::{Decision, ModeName, ToolName};
+use toolgate::{LayerOptions, LoadOptions, load};
 
 mod support;
 use support::ALLOCATOR;

@@ -31,18 +31,19 @@ use std::time::{Duration, Instant};
 use divan::Bencher;
 use divan::counter::BytesCount;
 use serde_json::{Value, json};
-use toolgate::artifact::{ArtifactStore, MemoryArtifactStore, Retention, SessionId};
+use toolgate::BudgetUnit;
+use toolgate::CallStatus;
 use toolgate::budget::{
-    ArtifactTarget, BatchBudget, FinalizeConfig, FinalizeItem, FinalizeOutcome, ProducerInput,
-    ProducerPolicy, SlotText, Templates, finalize, produce,
+    ArtifactTarget, BatchBudget, ProducerInput, ProducerPolicy, Templates, finalize, produce,
 };
-use toolgate::events::CallStatus;
-use toolgate::executor::{Batch, Engine, Turn};
-use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
-use toolgate::model::units::{BudgetUnit, Size};
-use toolgate::model::{CallId, ToolName};
-use toolgate::pipeline::{CallResult, ResultMetadata, ToolCall};
-use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+use toolgate::model::units::Size;
+use toolgate::{ArtifactStore, MemoryArtifactStore, Retention, SessionId};
+use toolgate::{Batch, Engine, Turn};
+use toolgate::{CallContext, HandlerFuture, HandlerOutput};
+use toolgate::{CallId, ToolName};
+use toolgate::{CallResult, ResultMetadata, ToolCall};
+use toolgate::{FinalizeConfig, FinalizeItem, FinalizeOutcome, SlotText};
+use toolgate::{LayerOptions, LoadOptions, load};
 
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]

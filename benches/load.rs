@@ -26,7 +26,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::Instant;
 
-use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+use toolgate::{LayerOptions, LoadOptions, load};
 
 mod support;
 use support::ALLOCATOR;
@@ -194,7 +194,7 @@ fn policy_file(file: usize) -> (String, String) {
         }
     }
     if file % 4 == 3 {
-        let source = toolgate::diagnostics::SourceFile::in_memory(
+        let source = toolgate::SourceFile::in_memory(
             "generated.yaml",
             yaml,
             toolgate::diagnostics::Format::Yaml,
@@ -362,8 +362,8 @@ fn return_free_pages() -> Option<()> {
 }
 
 /// What the main parts of a snapshot hold, measured by dropping them one at a time.
-fn held_by_part(snapshot: toolgate::snapshot::Snapshot) -> String {
-    let toolgate::snapshot::Snapshot {
+fn held_by_part(snapshot: toolgate::Snapshot) -> String {
+    let toolgate::Snapshot {
         sources,
         effective,
         provenance,
@@ -474,10 +474,9 @@ fn growth() {
             let ms = if broken {
                 let diagnostics = load(&options, 1).diagnostics;
                 assert!(diagnostics.len() >= 2_500 * scale);
-                let render = toolgate::diagnostics::render::human::HumanOptions::default();
+                let render = toolgate::HumanOptions::default();
                 median_ms(3, || {
-                    let text =
-                        toolgate::diagnostics::render::human::render_human(&diagnostics, &render);
+                    let text = toolgate::render_human(&diagnostics, &render);
                     assert!(!text.is_empty());
                 })
             } else {

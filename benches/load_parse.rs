@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolgate::diagnostics::{Format, SourceFile};
+use toolgate::SourceFile;
+use toolgate::diagnostics::Format;
 use toolgate::load::{ParsedDocument, SchemaChecker, parse_document};
 
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).

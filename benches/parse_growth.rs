@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use toolgate::diagnostics::{Format, SourceFile};
+use toolgate::Snapshot;
+use toolgate::SourceFile;
+use toolgate::diagnostics::Format;
 use toolgate::load::parse_document;
-use toolgate::snapshot::Snapshot;
 
 mod support;
 
@@ -180,7 +181,7 @@ fn main() {
     }) {
         failed.push("yaml flow list");
     }
-    let limit = toolgate::load::ParseLimits::DEFAULT.max_line_bytes;
+    let limit = toolgate::ParseLimits::DEFAULT.max_line_bytes;
     let longest = source(&flow_list(limit - 64));
     println!(
         "{:<28} {:>10.2?}  (the longest line the limit lets through)",

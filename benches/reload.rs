@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
-use toolgate::events::NullSink;
-use toolgate::executor::Engine;
+use toolgate::Engine;
+use toolgate::NullSink;
 use toolgate::review::diff;
-use toolgate::snapshot::reload::{ReloadOutcome, Reloader};
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::{ReloadOutcome, Reloader};
 
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]

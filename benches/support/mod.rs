@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// Which allocator the figures were measured with (the `toolgate` binary uses mimalloc; see
 /// the `mimalloc` feature).

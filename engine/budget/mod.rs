@@ -79,3 +79,6 @@ impl std::fmt::Debug for ArtifactTarget<'_> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests;

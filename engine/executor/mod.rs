@@ -513,6 +513,9 @@ fn expand_home(path: &str) -> std::path::PathBuf {
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod budget;
+
     use proptest::prelude::*;
     use serde_json::json;
 

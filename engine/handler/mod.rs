@@ -325,6 +325,11 @@ impl From<GateError> for HandlerError {
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod command;
+    mod http;
+    mod native;
+
     use super::*;
 
     #[tokio::test(start_paused = true)]

@@ -119,6 +119,12 @@ fn empty_file(source: &Arc<SourceFile>) -> Diagnostic {
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod diagnostics;
+    mod equivalence;
+    mod fuzz;
+    mod schemas;
+
     use super::*;
 
     #[test]

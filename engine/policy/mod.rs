@@ -52,3 +52,6 @@ pub use pattern::{
     ShellPattern, ShellVerdict,
 };
 pub use shell::{Script, ShellParseError, SimpleCommand, parse_script};
+
+#[cfg(test)]
+mod tests;

@@ -367,6 +367,9 @@ fn fields(
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod shipped;
+
     use super::*;
     use serde_json::json;
 

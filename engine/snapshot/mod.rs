@@ -303,6 +303,9 @@ impl Snapshot {
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod policies_equivalence;
+
     use super::*;
 
     /// The contract for every set of active modes equals the patches of the active modes
