@@ -92,7 +92,10 @@
 //!   [`ArtifactError`], [`FsArtifactStore`], [`FsStoreConfig`], [`MemoryArtifactStore`],
 //!   [`ArtifactLimits`], [`Retention`], [`SessionId`].
 //! - **The finalizer's hard cap** (SPEC §8.3 step 5, for the send boundary): [`hard_cap`],
-//!   [`FinalizeItem`], [`FinalizeConfig`], [`FinalizeOutcome`].
+//!   [`FinalizeItem`] (its [`Slot`]s of a [`SlotKind`] holding a [`SlotText`], and its
+//!   [`Budgeting`]), [`FinalizeConfig`] (with a [`BatchBudget`] and the model-facing
+//!   [`Templates`]), [`FinalizeOutcome`] (an [`ItemReport`] per item: its [`ItemStatus`] and
+//!   [`Persistence`]).
 //! - **Deciding without running**: [`assess`] and its [`Assessment`], [`Decision`]; the
 //!   reasons behind a decision [`Reason`], and the staged rules that would change it
 //!   [`Staged`], [`Enforcement`].
@@ -157,7 +160,10 @@ pub use artifact::{
     Limits as ArtifactLimits, MemoryArtifactStore, Retention, SessionId,
 };
 pub use assess::{Assessment, assess};
-pub use budget::{FinalizeConfig, FinalizeItem, FinalizeOutcome, SlotText, hard_cap};
+pub use budget::{
+    BatchBudget, Budgeting, FinalizeConfig, FinalizeItem, FinalizeOutcome, ItemReport, ItemStatus,
+    Persistence, Slot, SlotKind, SlotText, Templates, hard_cap,
+};
 pub use diagnostics::render::{
     HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif,
 };
