@@ -55,10 +55,9 @@ pub use finalizer::{
     Persistence, Slot, SlotKind, finalize, hard_cap,
 };
 pub use producer::{
-    AppliedPolicy, BudgetMeta, Keep, Overflow, Produced, ProducerInput, ProducerPolicy, produce,
-    produce_without_io,
+    AppliedPolicy, Produced, ProducerInput, ProducerPolicy, produce, produce_without_io,
 };
-pub use slot::{Measurement, Sha256Digest, SlotText, measure_all};
+pub use slot::{Measurement, SlotText, measure_all};
 pub use templates::Templates;
 
 use crate::artifact::{ArtifactStore, SessionId};

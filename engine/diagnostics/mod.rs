@@ -24,8 +24,6 @@ pub mod source;
 pub mod suggest;
 
 pub use codes::{Code, Severity};
-pub use diagnostic::{
-    Diagnostic, Diagnostics, Location, Related, fold_whitespace, lowercase_first,
-};
+pub use diagnostic::{Diagnostic, Location, fold_whitespace, lowercase_first};
 pub use source::{Format, LineCursor, SourceFile, Span};
 pub use suggest::closest;

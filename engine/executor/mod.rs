@@ -346,7 +346,6 @@ impl Engine {
             batch_id: &batch_id,
             modes: &modes,
             approver: turn.approver.as_ref(),
-            turn_cancel: &turn.cancel,
             batch_cause: &batch_cause,
         };
         env.emit_with(None, || {

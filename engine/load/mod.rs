@@ -36,8 +36,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use read::{ReadLimits, read_source};
-pub use schema_check::{SchemaBuildError, SchemaChecker};
-pub use spans::{NodeSpan, SpanTable};
+pub use schema_check::SchemaChecker;
+pub use spans::SpanTable;
 
 use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 

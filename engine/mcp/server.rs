@@ -146,12 +146,6 @@ impl Server {
         &self.spec
     }
 
-    /// How many `notifications/tools/list_changed` it has sent.
-    pub fn tools_changed(&self) -> u64 {
-        self.tools_changed
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
     /// Calls tool `name` with `arguments`. Progress notifications go to `progress`; when
     /// `cancel` fires first, the server is sent `notifications/cancelled` for the request and
     /// the call ends with [`McpError::Cancelled`].

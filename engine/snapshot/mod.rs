@@ -29,7 +29,7 @@ use serde_json::Value;
 
 pub use build::{LoadOptions, LoadOutcome, SetLimits, load};
 pub use layer::{LayerKind, LayerOptions, LayerSpec, ProjectLayer};
-pub use provenance::{FileId, Origin, Provenance};
+pub use provenance::{FileId, Provenance};
 
 use crate::diagnostics::SourceFile;
 use crate::load::SpanTable;

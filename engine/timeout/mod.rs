@@ -40,9 +40,6 @@ mod deadline;
 mod gate;
 mod resolve;
 
-pub use deadline::{Deadline, PauseGuard};
-pub use gate::{GateConfigError, GateError, GatePermit, Gates};
-pub use resolve::{
-    MAX_OVERRIDE_MS, OverrideError, OverrideProblem, ResolvedTimeout, TimeoutPolicy, TimeoutSource,
-    resolve,
-};
+pub use deadline::Deadline;
+pub use gate::{GateError, GatePermit, Gates};
+pub use resolve::{ResolvedTimeout, resolve};

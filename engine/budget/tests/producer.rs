@@ -9,9 +9,8 @@ use std::sync::LazyLock;
 
 use crate::artifact::testing::FaultyArtifactStore;
 use crate::budget::measure::measure;
-use crate::budget::{
-    ArtifactTarget, Keep, Overflow, Produced, ProducerInput, ProducerPolicy, Templates, produce,
-};
+use crate::budget::{ArtifactTarget, Produced, ProducerInput, ProducerPolicy, Templates, produce};
+use crate::model::contract::{Keep, Overflow};
 use crate::model::units::BudgetUnit::{self, Bytes, Chars};
 use crate::model::units::Size;
 use crate::{ArtifactLimits as Limits, ArtifactStore, MemoryArtifactStore, Retention, SessionId};

@@ -16,8 +16,9 @@ use std::sync::Arc;
 #[path = "../../../tests/it/support/budget.rs"]
 mod spec;
 use crate::FinalizeConfig;
+use crate::Overflow;
 use crate::artifact::testing::{FaultPlan, FaultyArtifactStore};
-use crate::budget::{BatchBudget, ItemStatus, Overflow, Templates, finalize};
+use crate::budget::{BatchBudget, ItemStatus, Templates, finalize};
 use crate::events::ArtifactStage;
 use crate::model::contract::DisplayKind;
 use crate::{ArtifactStore, FsArtifactStore, FsStoreConfig, Retention, SessionId};

@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::handler::{CommandRunner, CommandSpec, StdinMode, run_command};
+use crate::handler::command::run_command;
+use crate::handler::{CommandRunner, CommandSpec, StdinMode};
 use crate::{
     CallContext, HandlerError, HandlerOutput, ProgressChunk, ProgressSink, ProgressStream,
 };

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::handler::{HttpRunner, HttpSpec, HttpStatusError};
+use crate::handler::{HttpRunner, HttpSpec, http::HttpStatusError};
 use crate::{CallContext, HandlerError};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::GateName;
-use crate::handler::{NativeRegistry, call_native};
+use crate::handler::NativeRegistry;
+use crate::handler::native::call_native;
 use crate::timeout::{Deadline, Gates};
 use crate::{CallContext, HandlerError, HandlerOutput};
 use serde_json::{Value, json};

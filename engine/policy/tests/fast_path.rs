@@ -8,7 +8,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use serde_json::json;
 
-use crate::policy::ParseCache;
+use crate::policy::matcher::ParseCache;
 use crate::policy::rule::CallFacts;
 use crate::{LayerOptions, LoadOptions, ModeName, Snapshot, load};
 

@@ -510,7 +510,9 @@ fn a_tilde_path_fails_closed_without_a_home() {
 #[test]
 fn the_relative_pattern_never_reaches_outside_the_workspace() {
     use crate::model::rule::{ArgMatcher, OneOrMany};
-    use crate::policy::{CompiledArgMatchers, MatchMode, Side, locate};
+    use crate::policy::matcher::CompiledArgMatchers;
+    use crate::policy::mode::MatchMode;
+    use crate::policy::path::{Side, locate};
     use proptest::prelude::*;
 
     let fixture = Fixture::new();

@@ -12,7 +12,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::model::rule::ArgMatcher;
-use crate::policy::{CompiledArgMatchers, MatchContext, MatchMode, PathCase};
+use crate::policy::MatchContext;
+use crate::policy::matcher::CompiledArgMatchers;
+use crate::policy::mode::MatchMode;
+use crate::policy::path::PathCase;
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 

@@ -10,8 +10,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::policy::mode::MatchMode;
+use crate::policy::pattern::{RedirectionPolicy, ShellMatcher};
+use crate::policy::shell::parse_script;
 use crate::policy::shell::{Role, WordKind};
-use crate::policy::{MatchMode, RedirectionPolicy, ShellMatcher, parse_script};
 use proptest::prelude::*;
 
 fn allow() -> ShellMatcher {

@@ -7,7 +7,6 @@
 
 use crate::support::hooks::fixture;
 use serde_json::json;
-use toolgate::BudgetUnit;
 use toolgate::CallStatus;
 
 #[tokio::test]

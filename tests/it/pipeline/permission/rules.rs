@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::support::batch::{Calls, recording, run_with};
-use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolgate::CallStatus;
 use toolgate::Reason;
