@@ -67,17 +67,22 @@ pub fn map_call<'a>(
                     ),
                 };
             }
-            match split(mapping, input) {
-                Ok(items) => Mapped::Calls {
-                    mapping: Some(mapping),
-                    calls: items
-                        .into_iter()
-                        .map(|(label, item)| MappedCall {
+            let calls = split(mapping, input).and_then(|items| {
+                items
+                    .into_iter()
+                    .map(|(label, item)| {
+                        Ok(MappedCall {
                             tool: target.to_owned(),
-                            input: fields(mapping, &item),
+                            input: fields(mapping, &item)?,
                             label,
                         })
-                        .collect(),
+                    })
+                    .collect::<Result<Vec<_>, String>>()
+            });
+            match calls {
+                Ok(calls) => Mapped::Calls {
+                    mapping: Some(mapping),
+                    calls,
                 },
                 Err(reason) => Mapped::Invalid { reason },
             }
@@ -190,8 +195,9 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
     }
 }
 
-/// The toolgate input of one item: the `set` fields, then every `input` field the item has.
-fn fields(mapping: &ToolMapping, item: &Value) -> Value {
+/// The toolgate input of one item: the `set` fields, then every `input` field the item has,
+/// then the `cd` folder put in front of the command.
+fn fields(mapping: &ToolMapping, item: &Value) -> Result<Value, String> {
     let mut out = Map::new();
     for (field, value) in &mapping.set {
         out.insert(field.clone(), value.clone());
@@ -201,7 +207,35 @@ fn fields(mapping: &ToolMapping, item: &Value) -> Value {
             out.insert(field.clone(), value.clone());
         }
     }
-    Value::Object(out)
+    if let Some(source) = &mapping.cd
+        && let Some(folder) = get(item, source)
+    {
+        let command = match (folder, out.get("command")) {
+            (Value::String(folder), _) if folder.is_empty() => None,
+            (Value::String(folder), Some(Value::String(command))) => {
+                Some(format!("cd {} && {command}", shell_quote(folder)))
+            }
+            (Value::String(_), _) => {
+                return Err(format!(
+                    "the call names a folder in `{source}` but no command to run there"
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "`{source}` (the folder the command runs in) is not a string"
+                ));
+            }
+        };
+        if let Some(command) = command {
+            out.insert("command".to_owned(), Value::String(command));
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// `text` as one single-quoted shell word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// A field of the input by name, or a value by JSON pointer.
@@ -226,7 +260,13 @@ pub fn carry_back(
         // An MCP tool of the same name: the input is the agent's own.
         return Some(rewritten.clone());
     };
-    if mapping.each.is_some() || mapping.input.values().any(|s| s.starts_with('/')) {
+    // A rewrite of a command judged behind a `cd` cannot be given back without the `cd`
+    // (the agent would run it in its folder again).
+    let moved = mapping
+        .cd
+        .as_deref()
+        .is_some_and(|source| get(agent_input, source).is_some());
+    if moved || mapping.each.is_some() || mapping.input.values().any(|s| s.starts_with('/')) {
         return None;
     }
     let mut out = agent_input.as_object().cloned().unwrap_or_default();
@@ -478,6 +518,50 @@ mod tests {
         assert_eq!(
             carry_back(Some(&mapping), &agent, &rewritten),
             Some(json!({"command": "ls -la", "description": "list"}))
+        );
+    }
+
+    fn shell_mapping() -> ToolMapping {
+        ToolMapping {
+            tool: Some("Bash".into()),
+            input: [("command".to_owned(), "command".to_owned())]
+                .into_iter()
+                .collect(),
+            cd: Some("dir_path".into()),
+            ..ToolMapping::default()
+        }
+    }
+
+    #[test]
+    fn a_command_is_judged_in_the_folder_it_runs_in() {
+        let mapping = shell_mapping();
+        let moved = json!({"command": "cat .env", "dir_path": "../other repo/it's"});
+        assert_eq!(
+            fields(&mapping, &moved).unwrap(),
+            json!({"command": "cd '../other repo/it'\\''s' && cat .env"})
+        );
+        // No folder, or an empty one: the project root, as the agent does.
+        for input in [
+            json!({"command": "ls"}),
+            json!({"command": "ls", "dir_path": ""}),
+        ] {
+            assert_eq!(fields(&mapping, &input).unwrap(), json!({"command": "ls"}));
+        }
+        // A folder that is not a string, or a folder without a command, is not guessed.
+        assert!(fields(&mapping, &json!({"command": "ls", "dir_path": 3})).is_err());
+        assert!(fields(&mapping, &json!({"dir_path": "/"})).is_err());
+        // A rewrite cannot be carried back past the `cd`.
+        assert_eq!(
+            carry_back(Some(&mapping), &moved, &json!({"command": "ls"})),
+            None
+        );
+        assert_eq!(
+            carry_back(
+                Some(&mapping),
+                &json!({"command": "ls"}),
+                &json!({"command": "ls -a"})
+            ),
+            Some(json!({"command": "ls -a"}))
         );
     }
 }

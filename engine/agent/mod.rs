@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::assess::{self, Admitted, Settled};
-use crate::decision_log::{DecidedBy, decided_by, deciding_reason, file_and_line, reason_decision};
+use crate::decision_log::{DecidedBy, decided_by, deciding_reason, file_and_line};
 use crate::model::agent::{AgentProtocol, AgentSpec};
 use crate::model::hook::HookEvent;
 use crate::model::{Decision, ModeName};
@@ -505,7 +505,7 @@ async fn decide_one(
             let (decided_by, _) = decided_by(&permission);
             Part {
                 decision: permission.decision,
-                reason: reason_text(&permission, tool.name.as_str()),
+                reason: crate::decision_log::reason_text(&permission, tool.name.as_str()),
                 decided_by,
                 rule: rule_of(&permission),
                 label: mapped.label.clone(),
@@ -580,86 +580,4 @@ fn rule_of(permission: &Permission) -> Option<(String, Option<String>)> {
         )),
         _ => None,
     }
-}
-
-/// The reasons of a permission that decided it, for the agent: `<rule> (<file>:<line>):
-/// <reason>` for a rule, the default, an analysis, a hook's reason, each once, joined with
-/// `; `. When a command line had several parts, the parts each reason decided are named
-/// after it.
-pub fn reason_text(permission: &Permission, tool: &str) -> String {
-    let several_parts = permission
-        .reasons
-        .iter()
-        .filter_map(Reason::part)
-        .collect::<std::collections::HashSet<_>>()
-        .len()
-        > 1;
-    // Each text once, in order, with the parts it was given for.
-    let mut texts: Vec<(String, Vec<&str>)> = Vec::new();
-    for reason in &permission.reasons {
-        // An untrusted project's notice says how to trust it, whatever was decided.
-        let notice = matches!(reason, Reason::Untrusted { .. });
-        if !notice && reason_decision(reason) != Some(permission.decision) {
-            continue;
-        }
-        let text = match reason {
-            Reason::Rule {
-                name,
-                reason,
-                location,
-                ..
-            } => {
-                let place = location
-                    .as_deref()
-                    .map(|l| format!(" ({})", file_and_line(l)))
-                    .unwrap_or_default();
-                match reason {
-                    Some(why) => format!("{name}{place}: {why}"),
-                    None => format!("{name}{place}"),
-                }
-            }
-            Reason::Default { decision, .. } => {
-                format!("no rule matched; `{tool}` defaults to {decision}")
-            }
-            Reason::Analysis { reason, .. } => reason.clone(),
-            Reason::Hook { name, reason, .. } => match reason {
-                Some(why) => format!("hook `{name}`: {why}"),
-                None => format!("hook `{name}`"),
-            },
-            Reason::AlwaysAsk => format!("`{tool}` always asks (permission.always_ask)"),
-            Reason::Untrusted { reason, .. } => reason.clone(),
-            Reason::Approval { by, reason, .. } => match reason {
-                Some(why) => format!("approval by {by}: {why}"),
-                None => format!("approval by {by}"),
-            },
-        };
-        let index = match texts.iter().position(|(t, _)| *t == text) {
-            Some(index) => index,
-            None => {
-                texts.push((text, Vec::new()));
-                texts.len() - 1
-            }
-        };
-        if several_parts
-            && let Some(part) = reason.part()
-            && !texts[index].1.contains(&part)
-        {
-            texts[index].1.push(part);
-        }
-    }
-    if texts.is_empty() {
-        return format!("`{tool}`: {}", permission.decision);
-    }
-    texts
-        .into_iter()
-        .map(|(text, parts)| {
-            if parts.is_empty() {
-                text
-            } else {
-                let parts: Vec<String> = parts.iter().map(|p| format!("`{p}`")).collect();
-                format!("{text} (in {})", parts.join(", "))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }

@@ -4,7 +4,7 @@
 //! Nothing but the JSON answer ever goes to stdout.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::agent::{self, AgentEvent, HookOptions, HookPayload, Reply, Verdict};
@@ -12,7 +12,7 @@ use crate::decision_log::{DecisionLog, DecisionRecord, LoggedDecision};
 use crate::diagnostics::Diagnostic;
 use crate::diagnostics::render::{HumanOptions, render_human};
 use crate::model::agent::AgentProtocol;
-use crate::snapshot::{Snapshot, load};
+use crate::snapshot::{LoadOptions, LoadOutcome, Snapshot, load};
 
 use super::GlobalOptions;
 
@@ -34,6 +34,22 @@ pub struct HookArgs {
 /// Runs one hook: `global` as the flags give it (the project is found from the payload's
 /// `cwd`, not from where the process runs), `stdin` the agent's payload.
 pub fn hook(global: &GlobalOptions, args: &HookArgs, stdin: impl Read) -> Reply {
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    hook_with(global, args, stdin, &here, &|options: &LoadOptions| {
+        load(options, 1)
+    })
+}
+
+/// [`hook`] for a caller that is not where the hook was started (the hook server): `here`
+/// is the folder a payload without `cwd` is taken to come from, and `load` gives the policy
+/// set for load options (the server's gives a kept one while its files are unchanged).
+pub fn hook_with(
+    global: &GlobalOptions,
+    args: &HookArgs,
+    stdin: impl Read,
+    here: &Path,
+    load: &dyn Fn(&LoadOptions) -> LoadOutcome,
+) -> Reply {
     let started = Instant::now();
     let mut bytes = Vec::new();
     if let Err(error) = stdin.take(args.max_input + 1).read_to_end(&mut bytes) {
@@ -51,14 +67,16 @@ pub fn hook(global: &GlobalOptions, args: &HookArgs, stdin: impl Read) -> Reply 
     };
     let cwd = match &payload.cwd {
         Some(cwd) => cwd.clone(),
-        None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        None => here.to_owned(),
     };
+    // A relative `cwd` is taken against where the hook was started.
+    let cwd = here.join(cwd);
     let global = global.clone().with_project_defaults(&cwd);
     let mut options = global.load_options();
     if global.workspace.is_none() {
         options.workspace_root = std::path::absolute(&cwd).unwrap_or(cwd);
     }
-    let outcome = load(&options, 1);
+    let outcome = load(&options);
     let Some(snapshot) = outcome.snapshot else {
         return policies_failed(args, &payload, &outcome.diagnostics, started);
     };

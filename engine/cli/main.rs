@@ -230,7 +230,7 @@ enum Command {
     /// the payload's `cwd`. Never fails open: an unreadable payload exits 2 (blocks), a policy
     /// that does not load answers deny (or `--on-error ask`).
     Hook {
-        /// The agent: a name under `agents:` (built in: `claude`, `codex`, `gemini`).
+        /// The agent: a name under `agents:` (built in: `claude`, `codex`, `gemini`, `qwen`).
         agent: String,
         /// The answer for a tool the policy does not know: `defer` to the agent's own rules,
         /// or `ask`, `deny`, `allow`.
@@ -252,6 +252,23 @@ enum Command {
         /// Most bytes read from stdin; a larger payload is refused.
         #[arg(long, default_value_t = cli::hook::DEFAULT_MAX_INPUT)]
         max_input: u64,
+        /// Decide through a resident `toolgate hook-server` that keeps the loaded policies
+        /// between calls (started in the background when none runs for this user and
+        /// environment; this call then decides on its own). Same decisions, a fraction of the
+        /// time; see docs/agents.md.
+        #[arg(long)]
+        server: bool,
+    },
+    /// The resident process behind `toolgate hook --server` (started by it; run it yourself
+    /// only to keep it under a supervisor). Serves until no call came for `--idle-exit`.
+    HookServer {
+        /// The socket to serve on (default: the one `hook --server` uses in this
+        /// environment).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// Exit after this long without a call.
+        #[arg(long, default_value = "10m", value_parser = parse_duration)]
+        idle_exit: std::time::Duration,
     },
     /// Print a JSON Schema (`policy`, `batch`, `policy-test`, `decision-log`, `diff`); without
     /// NAME, list them.
@@ -403,6 +420,102 @@ fn init_logging() {
         .try_init();
 }
 
+/// The options of `toolgate hook` (`command` must be [`Command::Hook`]).
+fn hook_args(global: GlobalOptions, command: Command) -> (GlobalOptions, cli::hook::HookArgs) {
+    let Command::Hook {
+        agent,
+        unknown,
+        on_error,
+        codex_ask,
+        protocol,
+        decision_log,
+        max_input,
+        server: _,
+    } = command
+    else {
+        unreachable!("hook_args is only called for `hook`")
+    };
+    use toolgate::agent::{Fallback, HookOptions};
+    let args = cli::hook::HookArgs {
+        agent,
+        options: HookOptions {
+            unknown: match unknown {
+                UnknownArg::Defer => Fallback::Defer,
+                UnknownArg::Ask => Fallback::Ask,
+                UnknownArg::Deny => Fallback::Deny,
+                UnknownArg::Allow => Fallback::Allow,
+            },
+            on_error: match on_error {
+                OnErrorArg::Deny => toolgate::Decision::Deny,
+                OnErrorArg::Ask => toolgate::Decision::Ask,
+            },
+            ask_unsupported: match codex_ask {
+                CodexAskArg::Deny => Fallback::Deny,
+                CodexAskArg::Defer => Fallback::Defer,
+            },
+        },
+        protocol: protocol.map(|p| match p {
+            ProtocolArg::Claude => cli::AgentProtocol::Claude,
+            ProtocolArg::Codex => cli::AgentProtocol::Codex,
+            ProtocolArg::Gemini => cli::AgentProtocol::Gemini,
+        }),
+        decision_log,
+        max_input,
+    };
+    (global, args)
+}
+
+/// What the hook server does with a client's arguments: parses them as this binary would.
+fn parse_hook(argv: &[String]) -> Result<(GlobalOptions, cli::hook::HookArgs), String> {
+    let cli =
+        Cli::try_parse_from(std::iter::once("toolgate").chain(argv.iter().map(String::as_str)))
+            .map_err(|error| error.to_string())?;
+    if !matches!(cli.command, Command::Hook { .. }) {
+        return Err("not a `hook` command".to_owned());
+    }
+    Ok(hook_args(global_options(cli.global), cli.command))
+}
+
+/// Decides one hook call: through the hook server when `server` is set and one answers
+/// (starting one for the next calls when none does), else in this process.
+fn run_hook(
+    global: &GlobalOptions,
+    args: &cli::hook::HookArgs,
+    server: bool,
+) -> toolgate::agent::Reply {
+    use std::io::Read as _;
+    let mut payload = Vec::new();
+    if let Err(error) = std::io::stdin()
+        .lock()
+        .take(args.max_input.saturating_add(1))
+        .read_to_end(&mut payload)
+    {
+        return toolgate::agent::unreadable(&format!("cannot read the hook payload: {error}"));
+    }
+    if server
+        && let Some(socket) = cli::hook_server::socket_path()
+        && let Ok(here) = std::env::current_dir()
+    {
+        let argv: Vec<String> = std::env::args().skip(1).collect();
+        if let Some(reply) = cli::hook_server::ask(&socket, &argv, &here, &payload) {
+            return reply;
+        }
+        cli::hook_server::start(&socket, cli::hook_server::DEFAULT_IDLE_EXIT);
+    }
+    cli::hook::hook(global, args, &payload[..])
+}
+
+/// The policy roots the global flags name.
+fn global_options(flags: Global) -> GlobalOptions {
+    GlobalOptions {
+        policies: flags.policies,
+        enforced: flags.enforced,
+        no_builtin: flags.no_builtin,
+        workspace: flags.workspace,
+        ..GlobalOptions::default()
+    }
+}
+
 fn main() -> ExitCode {
     // Descendants of handler processes that leave their process group and lose their parent
     // come back to this process (Linux), to be killed when their call ends.
@@ -414,52 +527,30 @@ fn main() -> ExitCode {
         Color::Never => false,
         Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    let global = GlobalOptions {
-        policies: cli.global.policies,
-        enforced: cli.global.enforced,
-        no_builtin: cli.global.no_builtin,
-        workspace: cli.global.workspace,
-        ..GlobalOptions::default()
-    };
+    let global = global_options(cli.global);
     // `hook` finds its project from the agent's payload, not from where it runs.
-    if let Command::Hook {
-        agent,
-        unknown,
-        on_error,
-        codex_ask,
-        protocol,
-        decision_log,
-        max_input,
-    } = cli.command
-    {
-        use toolgate::agent::{Fallback, HookOptions};
-        let args = cli::hook::HookArgs {
-            agent,
-            options: HookOptions {
-                unknown: match unknown {
-                    UnknownArg::Defer => Fallback::Defer,
-                    UnknownArg::Ask => Fallback::Ask,
-                    UnknownArg::Deny => Fallback::Deny,
-                    UnknownArg::Allow => Fallback::Allow,
-                },
-                on_error: match on_error {
-                    OnErrorArg::Deny => toolgate::Decision::Deny,
-                    OnErrorArg::Ask => toolgate::Decision::Ask,
-                },
-                ask_unsupported: match codex_ask {
-                    CodexAskArg::Deny => Fallback::Deny,
-                    CodexAskArg::Defer => Fallback::Defer,
-                },
-            },
-            protocol: protocol.map(|p| match p {
-                ProtocolArg::Claude => cli::AgentProtocol::Claude,
-                ProtocolArg::Codex => cli::AgentProtocol::Codex,
-                ProtocolArg::Gemini => cli::AgentProtocol::Gemini,
-            }),
-            decision_log,
-            max_input,
+    if let Command::HookServer { socket, idle_exit } = &cli.command {
+        let Some(socket) = socket.clone().or_else(cli::hook_server::socket_path) else {
+            eprint(
+                "error: no private folder for the hook server's socket (set XDG_RUNTIME_DIR to a folder only you can enter)\n",
+            );
+            return ExitCode::from(2);
         };
-        let reply = cli::hook::hook(&global, &args, std::io::stdin().lock());
+        return match cli::hook_server::serve(&socket, *idle_exit, parse_hook) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprint(&format!(
+                    "error: cannot serve on `{}`: {error}\n",
+                    socket.display()
+                ));
+                ExitCode::from(2)
+            }
+        };
+    }
+    if let Command::Hook { server, .. } = &cli.command {
+        let server = *server;
+        let (global, args) = hook_args(global, cli.command);
+        let reply = run_hook(&global, &args, server);
         if let Some(text) = &reply.stderr {
             eprint(text);
         }
@@ -775,7 +866,7 @@ fn main() -> ExitCode {
             },
         },
         // Answered above, before the project defaults of the current directory applied.
-        Command::Hook { .. } => Exit::Usage,
+        Command::Hook { .. } | Command::HookServer { .. } => Exit::Usage,
         Command::Init { dir, force } => match cli::init::init(&dir, force) {
             Ok(report) => {
                 for path in &report.written {

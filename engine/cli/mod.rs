@@ -12,6 +12,7 @@ pub mod check;
 pub mod diff;
 pub mod explain;
 pub mod hook;
+pub mod hook_server;
 pub mod import;
 pub mod init;
 pub mod mcp;

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
-use crate::decision_log::{DecisionLog, DecisionRecord};
 use crate::diagnostics::Diagnostic;
 use crate::diagnostics::render::{HumanOptions, render_human};
 use crate::events::{CallStatus, ChannelSink, Event, EventKind};
@@ -82,23 +81,6 @@ pub async fn run(
             return Exit::Usage;
         }
     };
-    // Calls as given, for the decision log (when the settings name one).
-    let decision_log =
-        match DecisionLog::from_settings(&snapshot.engine, &snapshot.workspace_root, None) {
-            Ok(log) => log,
-            Err(error) => {
-                let _ = writeln!(err, "warning: {error}");
-                None
-            }
-        };
-    let logged_calls: Vec<(String, serde_json::Value)> = match &decision_log {
-        Some(_) => batch
-            .calls
-            .iter()
-            .map(|call| (call.tool.clone(), call.input.clone()))
-            .collect(),
-        None => Vec::new(),
-    };
     let store = Arc::new(artifact_store_for(&snapshot));
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let approver: Arc<dyn ApprovalBroker> = match options.approve {
@@ -162,9 +144,6 @@ pub async fn run(
             return Exit::Usage;
         }
     };
-    if let Some(log) = &decision_log {
-        log_decisions(log, &snapshot, &logged_calls, &outcome, err);
-    }
     match options.format {
         RunFormat::Jsonl => {
             let _ = writeln!(out, "{}", finalized_json(&outcome));
@@ -183,43 +162,6 @@ pub async fn run(
         Exit::Problems
     } else {
         Exit::Success
-    }
-}
-
-/// Appends one decision log record per call that got a permission decision (calls that
-/// failed before it, such as an unknown tool, were never decided).
-fn log_decisions(
-    log: &DecisionLog,
-    snapshot: &crate::snapshot::Snapshot,
-    calls: &[(String, serde_json::Value)],
-    outcome: &BatchOutcome,
-    err: &mut (dyn Write + Send),
-) {
-    let hash = crate::decision_log::policy_hash(snapshot);
-    for ((tool, input), result) in calls.iter().zip(&outcome.results) {
-        let Some(permission) = &result.permission else {
-            continue;
-        };
-        let mut record = DecisionRecord::new(
-            tool.clone(),
-            input.clone(),
-            permission.decision.into(),
-            crate::decision_log::DecidedBy::Default,
-        )
-        .with_permission(permission);
-        record.event = Some("run".to_owned());
-        record.reason = Some(crate::agent::reason_text(permission, tool));
-        record.session_id = Some(outcome.batch_id.to_string());
-        record.generation = outcome.generation;
-        record.policy_hash = Some(hash.clone());
-        record.elapsed_us = result.metadata.total_ms.saturating_mul(1000);
-        if let Some(tool) = snapshot.lookup(tool) {
-            record.toolgate_tools = vec![tool.name.to_string()];
-        }
-        if let Err(error) = log.append(&record) {
-            let _ = writeln!(err, "warning: {error}");
-            return;
-        }
     }
 }
 
@@ -460,6 +402,13 @@ impl HumanView {
                 let text = format!(
                     "  ! {call}: full output not kept ({} {}): {}",
                     failed.size, self.unit, failed.error
+                );
+                self.line(out, &text);
+            }
+            EventKind::DecisionLogFailed(failed) => {
+                let text = format!(
+                    "  ! decision log `{}` not written: {}",
+                    failed.path, failed.error
                 );
                 self.line(out, &text);
             }

@@ -153,6 +153,88 @@ impl DecisionRecord {
     }
 }
 
+/// The reasons of a permission that decided it, as an agent and the decision log are told: `<rule> (<file>:<line>):
+/// <reason>` for a rule, the default, an analysis, a hook's reason, each once, joined with
+/// `; `. When a command line had several parts, the parts each reason decided are named
+/// after it.
+pub fn reason_text(permission: &Permission, tool: &str) -> String {
+    let several_parts = permission
+        .reasons
+        .iter()
+        .filter_map(Reason::part)
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+        > 1;
+    // Each text once, in order, with the parts it was given for.
+    let mut texts: Vec<(String, Vec<&str>)> = Vec::new();
+    for reason in &permission.reasons {
+        // An untrusted project's notice says how to trust it, whatever was decided.
+        let notice = matches!(reason, Reason::Untrusted { .. });
+        if !notice && reason_decision(reason) != Some(permission.decision) {
+            continue;
+        }
+        let text = match reason {
+            Reason::Rule {
+                name,
+                reason,
+                location,
+                ..
+            } => {
+                let place = location
+                    .as_deref()
+                    .map(|l| format!(" ({})", file_and_line(l)))
+                    .unwrap_or_default();
+                match reason {
+                    Some(why) => format!("{name}{place}: {why}"),
+                    None => format!("{name}{place}"),
+                }
+            }
+            Reason::Default { decision, .. } => {
+                format!("no rule matched; `{tool}` defaults to {decision}")
+            }
+            Reason::Analysis { reason, .. } => reason.clone(),
+            Reason::Hook { name, reason, .. } => match reason {
+                Some(why) => format!("hook `{name}`: {why}"),
+                None => format!("hook `{name}`"),
+            },
+            Reason::AlwaysAsk => format!("`{tool}` always asks (permission.always_ask)"),
+            Reason::Untrusted { reason, .. } => reason.clone(),
+            Reason::Approval { by, reason, .. } => match reason {
+                Some(why) => format!("approval by {by}: {why}"),
+                None => format!("approval by {by}"),
+            },
+        };
+        let index = match texts.iter().position(|(t, _)| *t == text) {
+            Some(index) => index,
+            None => {
+                texts.push((text, Vec::new()));
+                texts.len() - 1
+            }
+        };
+        if several_parts
+            && let Some(part) = reason.part()
+            && !texts[index].1.contains(&part)
+        {
+            texts[index].1.push(part);
+        }
+    }
+    if texts.is_empty() {
+        return format!("`{tool}`: {}", permission.decision);
+    }
+    texts
+        .into_iter()
+        .map(|(text, parts)| {
+            if parts.is_empty() {
+                text
+            } else {
+                let parts: Vec<String> = parts.iter().map(|p| format!("`{p}`")).collect();
+                format!("{text} (in {})", parts.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// SHA-256 (hex) of a snapshot's files: each file's path and text, in load order.
 pub fn policy_hash(snapshot: &Snapshot) -> String {
     let mut hasher = Sha256::new();
@@ -175,6 +257,68 @@ fn hex(bytes: &[u8]) -> String {
             let _ = write!(out, "{b:02x}");
             out
         })
+}
+
+/// The decision log of one snapshot, with the snapshot's content hash (computed once).
+#[derive(Debug)]
+pub struct SnapshotLog {
+    /// The log.
+    pub log: DecisionLog,
+    /// [`policy_hash`] of the snapshot.
+    pub policy_hash: String,
+}
+
+impl SnapshotLog {
+    /// The log of `snapshot`: `log` when given, else the one its engine settings name.
+    pub fn for_snapshot(
+        snapshot: &Snapshot,
+        log: Option<&DecisionLog>,
+    ) -> Result<Option<SnapshotLog>, DecisionLogError> {
+        let log = match log {
+            Some(log) => log.clone(),
+            None => {
+                match DecisionLog::from_settings(&snapshot.engine, &snapshot.workspace_root, None)?
+                {
+                    Some(log) => log,
+                    None => return Ok(None),
+                }
+            }
+        };
+        Ok(Some(SnapshotLog {
+            log,
+            policy_hash: policy_hash(snapshot),
+        }))
+    }
+
+    /// The record of a call the engine ran (`event` `run`): the call as given, its
+    /// permission, the session, and how long the call took.
+    pub fn record(
+        &self,
+        snapshot: &Snapshot,
+        session: &str,
+        tool: &str,
+        input: &Value,
+        permission: &Permission,
+        elapsed_ms: u64,
+    ) -> DecisionRecord {
+        let mut record = DecisionRecord::new(
+            tool,
+            input.clone(),
+            permission.decision.into(),
+            DecidedBy::Default,
+        )
+        .with_permission(permission);
+        record.event = Some("run".to_owned());
+        record.reason = Some(reason_text(permission, tool));
+        record.session_id = Some(session.to_owned());
+        record.generation = snapshot.generation;
+        record.policy_hash = Some(self.policy_hash.clone());
+        record.elapsed_us = elapsed_ms.saturating_mul(1000);
+        if let Some(found) = snapshot.lookup(tool) {
+            record.toolgate_tools = vec![found.name.to_string()];
+        }
+        record
+    }
 }
 
 /// Why the decision log cannot be used.

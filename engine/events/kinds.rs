@@ -40,6 +40,8 @@ pub enum EventKind {
     /// A call's full output could not be written to an artifact; the model was told it is
     /// lost.
     ArtifactWriteFailed(ArtifactWriteFailed),
+    /// A decision could not be appended to the decision log; the call itself went on.
+    DecisionLogFailed(DecisionLogFailed),
 }
 
 impl EventKind {
@@ -61,6 +63,7 @@ impl EventKind {
             EventKind::PolicyReloaded(_) => "PolicyReloaded",
             EventKind::PolicyReloadFailed(_) => "PolicyReloadFailed",
             EventKind::ArtifactWriteFailed(_) => "ArtifactWriteFailed",
+            EventKind::DecisionLogFailed(_) => "DecisionLogFailed",
         }
     }
 }
@@ -375,4 +378,13 @@ pub struct ArtifactWriteFailed {
     pub error: String,
     /// The size of the output that was lost, in the budget unit.
     pub size: u64,
+}
+
+/// A decision that could not be appended to the decision log.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DecisionLogFailed {
+    /// The log file.
+    pub path: String,
+    /// Why (disk full, permission denied, ...).
+    pub error: String,
 }

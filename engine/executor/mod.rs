@@ -43,8 +43,10 @@ use crate::approval::ApprovalBroker;
 use crate::artifact::{ArtifactStore, SessionId};
 use crate::assess::Resolved;
 use crate::budget::Templates;
+use crate::decision_log::{DecisionLog, SnapshotLog};
 use crate::events::{
-    BatchScheduled, EventKind, EventSink, NullSink, ToolBatchComplete, ToolCallScheduled,
+    BatchScheduled, DecisionLogFailed, Event, EventKind, EventSink, NullSink, ToolBatchComplete,
+    ToolCallScheduled,
 };
 use crate::handler::{BuildOptions, NativeHandler, NativeRegistry};
 use crate::model::hook::HookEvent;
@@ -144,6 +146,8 @@ struct Inner {
     sink: Arc<dyn EventSink>,
     store: Option<Arc<dyn ArtifactStore>>,
     session: SessionId,
+    /// The log every snapshot's decisions go to, whatever its settings say.
+    decision_log: Option<DecisionLog>,
 }
 
 /// Executes batches. Cheap to clone; clones share everything.
@@ -159,6 +163,7 @@ pub struct EngineBuilder {
     sink: Arc<dyn EventSink>,
     store: Option<Arc<dyn ArtifactStore>>,
     session: Option<SessionId>,
+    decision_log: Option<DecisionLog>,
 }
 
 impl EngineBuilder {
@@ -198,27 +203,49 @@ impl EngineBuilder {
         self
     }
 
+    /// Appends every permission decision to `log`, whatever the engine settings say
+    /// (default: the log the settings' `decision_log.path` names, if any).
+    #[must_use]
+    pub fn decision_log(mut self, log: DecisionLog) -> Self {
+        self.decision_log = Some(log);
+        self
+    }
+
     /// The engine.
     pub fn build(self) -> Engine {
         let session = self
             .session
             .unwrap_or_else(|| SessionId::new(format!("s{}", uuid::Uuid::new_v4().simple())));
         let mcp = crate::mcp::Pool::new();
+        let current = prepare_snapshot(
+            self.snapshot,
+            &mcp,
+            self.decision_log.as_ref(),
+            self.sink.as_ref(),
+        );
         Engine {
             inner: Arc::new(Inner {
-                current: ArcSwap::from_pointee(prepare_snapshot(self.snapshot, &mcp)),
+                current: ArcSwap::from_pointee(current),
                 mcp,
                 natives: self.natives,
                 sink: self.sink,
                 store: self.store,
                 session,
+                decision_log: self.decision_log,
             }),
         }
     }
 }
 
-/// Derives what executing needs from a snapshot: gates, budget texts, compiled handlers.
-fn prepare_snapshot(snapshot: Arc<Snapshot>, mcp: &crate::mcp::Pool) -> Prepared {
+/// Derives what executing needs from a snapshot: gates, budget texts, compiled handlers, the
+/// decision log (`log`, or the one its settings name; one that cannot be set up is reported
+/// to `sink` and the calls go on unlogged).
+fn prepare_snapshot(
+    snapshot: Arc<Snapshot>,
+    mcp: &crate::mcp::Pool,
+    log: Option<&DecisionLog>,
+    sink: &dyn EventSink,
+) -> Prepared {
     // Gate permits were validated at load time (at least 1); a gate that still cannot be
     // built leaves the set empty, and calls naming it fail with "unknown gate".
     let gates = Gates::new(
@@ -245,11 +272,32 @@ fn prepare_snapshot(snapshot: Arc<Snapshot>, mcp: &crate::mcp::Pool) -> Prepared
             (name.clone(), Arc::new(handler))
         })
         .collect();
+    let decision_log = match SnapshotLog::for_snapshot(&snapshot, log) {
+        Ok(log) => log.map(Arc::new),
+        Err(error) => {
+            sink.emit(Event::now(
+                None,
+                None,
+                snapshot.generation,
+                EventKind::DecisionLogFailed(DecisionLogFailed {
+                    path: snapshot
+                        .engine
+                        .decision_log
+                        .path
+                        .clone()
+                        .unwrap_or_default(),
+                    error: error.to_string(),
+                }),
+            ));
+            None
+        }
+    };
     Prepared {
         snapshot,
         gates: Arc::new(gates),
         templates,
         dispatch,
+        decision_log,
     }
 }
 
@@ -262,6 +310,7 @@ impl Engine {
             sink: Arc::new(NullSink),
             store: None,
             session: None,
+            decision_log: None,
         }
     }
 
@@ -273,9 +322,12 @@ impl Engine {
     /// Installs a new snapshot for the batches that start from now on; running batches
     /// finish on the one they started with.
     pub fn install(&self, snapshot: Arc<Snapshot>) {
-        self.inner
-            .current
-            .store(Arc::new(prepare_snapshot(snapshot, &self.inner.mcp)));
+        self.inner.current.store(Arc::new(prepare_snapshot(
+            snapshot,
+            &self.inner.mcp,
+            self.inner.decision_log.as_ref(),
+            self.inner.sink.as_ref(),
+        )));
     }
 
     /// Shuts down the MCP servers the engine started (closing their connections; a stdio
@@ -365,6 +417,15 @@ impl Engine {
             }
         }
 
+        // The calls as given, for the decision log.
+        let logged: Vec<(String, serde_json::Value)> = match &prepared.decision_log {
+            Some(_) => batch
+                .calls
+                .iter()
+                .map(|call| (call.tool.clone(), call.input.clone()))
+                .collect(),
+            None => Vec::new(),
+        };
         let run = crate::schedule::run::run_groups(&env, batch.calls, &ranges, &batch_cancel).await;
         let mut results = run.results;
         let feedback: Vec<String> = results
@@ -412,6 +473,9 @@ impl Engine {
             report = extra;
         }
         finalize::drop_pending_displays(&mut results);
+        if let Some(log) = &prepared.decision_log {
+            log_decisions(&env, log, &logged, &results);
+        }
 
         let successes = results.iter().filter(|r| r.is_ok()).count();
         env.emit_with(None, || {
@@ -431,6 +495,40 @@ impl Engine {
             feedback,
             finalizer: report.cuts,
         })
+    }
+}
+
+/// Appends one decision log record per call that got a permission decision (a call that
+/// failed before it, such as an unknown tool, was never decided). A failed append is
+/// reported as a `DecisionLogFailed` event, once per batch.
+fn log_decisions(
+    env: &CallEnv<'_>,
+    log: &SnapshotLog,
+    calls: &[(String, serde_json::Value)],
+    results: &[CallResult],
+) {
+    let snapshot = &env.prepared.snapshot;
+    for ((tool, input), result) in calls.iter().zip(results) {
+        let Some(permission) = &result.permission else {
+            continue;
+        };
+        let record = log.record(
+            snapshot,
+            env.session.as_str(),
+            tool,
+            input,
+            permission,
+            result.metadata.total_ms,
+        );
+        if let Err(error) = log.log.append(&record) {
+            env.emit_with(None, || {
+                EventKind::DecisionLogFailed(DecisionLogFailed {
+                    path: log.log.path().display().to_string(),
+                    error: error.to_string(),
+                })
+            });
+            return;
+        }
     }
 }
 

@@ -63,21 +63,26 @@ impl Scope {
     }
 }
 
-/// Claude Code tool names → toolgate tools, for bare rules (`Read`, `Bash`).
-fn tool(name: &str) -> Option<&'static [&'static str]> {
-    Some(match name {
-        "Bash" => &["Bash"],
-        "Read" => &["Read"],
-        "Edit" => &["Write", "Edit"],
-        "Write" => &["Write"],
-        "Glob" => &["Glob"],
-        "Grep" => &["Grep"],
-        "WebFetch" => &["WebFetch"],
-        "WebSearch" => &["WebSearch"],
-        "TodoWrite" => &["TodoWrite"],
-        "Task" | "Agent" => &["Agent"],
-        _ => return None,
-    })
+/// The toolgate tools a Claude Code tool name in a permission rule covers, by the built-in
+/// tool map of `toolgate hook claude`. `Edit` rules cover every file-editing tool (Claude
+/// Code's documented meaning: `Edit`, `MultiEdit`, `NotebookEdit` and `Write`), so they
+/// cover what those tools are decided as.
+fn tool(name: &str) -> Option<Vec<String>> {
+    let map = super::agent_tools("claude");
+    let single = [name];
+    let names: &[&str] = match name {
+        "Edit" => &["Write", "Edit", "MultiEdit", "NotebookEdit"],
+        _ => &single,
+    };
+    let mut tools: Vec<String> = Vec::new();
+    for name in names {
+        if let Some(target) = map.get(*name)
+            && !tools.contains(target)
+        {
+            tools.push(target.clone());
+        }
+    }
+    (!tools.is_empty()).then_some(tools)
 }
 
 /// Translates the settings files.
@@ -345,35 +350,26 @@ fn rule(
         .filter(|s| !s.is_empty() && *s != "*");
     let Some(specifier) = specifier else {
         let tools = tool(name).ok_or_else(|| format!("toolgate has no tool for `{name}`"))?;
-        return Ok(vec![new(
-            name,
-            tools.iter().map(|t| (*t).to_owned()).collect(),
-        )]);
+        return Ok(vec![new(name, tools)]);
     };
     match name {
         "Bash" => {
             let (patterns, inexact) = bash_patterns(specifier)?;
-            let mut rule = new(&format!("bash {specifier}"), vec!["Bash".into()]);
+            let mut rule = new(&format!("bash {specifier}"), tools_of("Bash")?);
             rule.matchers = vec![("command".into(), json!({ "shell": patterns }))];
             rule.inexact = inexact;
             Ok(vec![rule])
         }
         "Read" | "Edit" | "Write" => {
             let (pattern, inexact) = path_pattern(specifier, scope)?;
-            let tools: Vec<String> = match name {
-                "Read" => vec!["Read".into()],
-                "Edit" => vec!["Write".into(), "Edit".into()],
-                _ => vec!["Write".into()],
-            };
-            let mut rule = new(&format!("{name} {specifier}"), tools);
+            let mut rule = new(&format!("{name} {specifier}"), tools_of(name)?);
             rule.matchers = vec![("file_path".into(), json!({ "path": [pattern] }))];
             rule.inexact = inexact.clone();
             let mut rules = vec![rule];
             if name == "Read" && decision != "allow" {
-                let mut search = new(
-                    &format!("search {specifier}"),
-                    vec!["Grep".into(), "Glob".into()],
-                );
+                let mut tools = tools_of("Grep")?;
+                tools.extend(tools_of("Glob")?);
+                let mut search = new(&format!("search {specifier}"), tools);
                 search.matchers = vec![("path".into(), json!({ "path": [pattern] }))];
                 search.inexact = inexact;
                 rules.push(search);
@@ -389,7 +385,7 @@ fn rule(
             } else {
                 regex::escape(domain)
             };
-            let mut rule = new(&format!("webfetch {domain}"), vec!["WebFetch".into()]);
+            let mut rule = new(&format!("webfetch {domain}"), tools_of("WebFetch")?);
             rule.matchers = vec![(
                 "url".into(),
                 json!({ "regex": format!(r"(?i)^[a-z][a-z0-9+.-]*://(?:[^/@?#]*@)?{host}(?::[0-9]+)?(?:[/?#]|$)") }),
@@ -401,6 +397,11 @@ fn rule(
             None => format!("toolgate has no tool for `{other}`"),
         }),
     }
+}
+
+/// [`tool`], or why there is none.
+fn tools_of(name: &str) -> Result<Vec<String>, String> {
+    tool(name).ok_or_else(|| format!("toolgate has no tool for `{name}`"))
 }
 
 /// `mcp__server`, `mcp__server__*`, `mcp__server__tool` → a tool glob. An exact tool name is

@@ -218,7 +218,12 @@ fn prefix_rule(call: &Call, from: Origin) -> Result<Rule, Failure> {
         .first()
         .map(|w| w.join(" "))
         .unwrap_or_default();
-    let mut rule = Rule::new(hint, vec!["Bash".into()], decision, from);
+    // Codex's shell tool, as `toolgate hook codex` decides it.
+    let shell = super::agent_tools("codex")
+        .get("Bash")
+        .cloned()
+        .unwrap_or_else(|| "Bash".to_owned());
+    let mut rule = Rule::new(hint, vec![shell], decision, from);
     rule.matchers = vec![("command".into(), json!({ "shell": patterns }))];
     rule.priority = match decision {
         "deny" => 100,

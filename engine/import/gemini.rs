@@ -60,21 +60,13 @@ impl Tier {
     }
 }
 
-/// Gemini CLI tool names → toolgate tools.
-fn tool(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "run_shell_command" => "Bash",
-        "read_file" | "read_many_files" => "Read",
-        "write_file" => "Write",
-        "replace" => "Edit",
-        "glob" => "Glob",
-        "search_file_content" | "grep_search" => "Grep",
-        "web_fetch" => "WebFetch",
-        "google_web_search" => "WebSearch",
-        "write_todos" => "TodoWrite",
-        "*" => "*",
-        _ => return None,
-    })
+/// The toolgate tool a Gemini CLI tool name is decided as, by the built-in tool map of
+/// `toolgate hook gemini`; `*` stays every tool.
+fn tool(name: &str) -> Option<String> {
+    if name == "*" {
+        return Some("*".to_owned());
+    }
+    super::agent_tools("gemini").get(name).cloned()
 }
 
 /// Approval modes toolgate's built-in policies do not declare, with what they mean in
@@ -243,9 +235,9 @@ fn tool_pattern(name: Option<&str>, mcp: Option<&str>) -> Result<String, String>
                 None => Err(format!("`{name}` names no MCP tool")),
             }
         }
-        (None, Some(name)) => tool(name)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("toolgate has no tool for `{name}`")),
+        (None, Some(name)) => {
+            tool(name).ok_or_else(|| format!("toolgate has no tool for `{name}`"))
+        }
         (None, None) => Ok("*".into()),
     }
 }

@@ -229,6 +229,46 @@ pub fn import(agent: Agent, paths: &[PathBuf]) -> Result<Imported, ImportError> 
     finish(agent, paths, translation)
 }
 
+/// The toolgate tool each of `agent`'s tools is decided as, by the built-in agent tool maps
+/// (`policies/agents.yaml`, the maps `toolgate hook` uses): the importers translate the
+/// agent's tool names through them rather than through a table of their own. Left out:
+/// mappings that are disabled or name no tool, and those that fix input values (`set`) onto
+/// a toolgate tool other agent tools map onto too — a rule on such a tool (Claude Code's
+/// `NotebookEdit`, Gemini CLI's `list_directory`) would cover every call of the shared tool,
+/// so it is not imported (and says so).
+pub(crate) fn agent_tools(agent: &str) -> &'static BTreeMap<String, String> {
+    static MAPS: std::sync::OnceLock<BTreeMap<String, BTreeMap<String, String>>> =
+        std::sync::OnceLock::new();
+    static NONE: BTreeMap<String, String> = BTreeMap::new();
+    let maps = MAPS.get_or_init(|| {
+        let outcome = load(&LoadOptions::new(LayerOptions::default()), 1);
+        let Some(snapshot) = outcome.snapshot else {
+            return BTreeMap::new();
+        };
+        snapshot
+            .agents
+            .iter()
+            .map(|(name, spec)| {
+                let live: Vec<(&String, &crate::model::agent::ToolMapping, &String)> = spec
+                    .tools
+                    .iter()
+                    .filter(|(_, mapping)| mapping.disabled != Some(true))
+                    .filter_map(|(tool, mapping)| Some((tool, mapping, mapping.tool.as_ref()?)))
+                    .collect();
+                let shared =
+                    |target: &String| live.iter().filter(|(_, _, t)| *t == target).count() > 1;
+                let tools = live
+                    .iter()
+                    .filter(|(_, mapping, target)| mapping.set.is_empty() || !shared(target))
+                    .map(|(tool, _, target)| ((*tool).clone(), (*target).clone()))
+                    .collect();
+                (name.clone(), tools)
+            })
+            .collect()
+    });
+    maps.get(agent).unwrap_or(&NONE)
+}
+
 /// Renders, verifies by loading, and collects the notes.
 fn finish(
     agent: Agent,

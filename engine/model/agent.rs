@@ -69,6 +69,13 @@ pub struct ToolMapping {
     /// is the answer (deny if any is denied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub each: Option<Each>,
+    /// The agent's input field naming the folder a shell command runs in (Gemini CLI's
+    /// `dir_path`, Qwen Code's `directory`). When the agent sends it, the mapped `command` is
+    /// judged as `cd '<folder>' && <command>`, so the folder and the command's relative paths
+    /// are judged where the command really runs, not in the project root. A mapping without
+    /// a `command` field cannot use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cd: Option<String>,
     /// Leaves the tool unmapped (unknown to the policy), e.g. to switch off a built-in
     /// mapping.
     #[serde(default, skip_serializing_if = "Option::is_none")]

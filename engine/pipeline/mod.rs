@@ -76,6 +76,8 @@ pub struct Prepared {
     pub templates: Templates,
     /// Compiled command/http handlers by tool.
     pub dispatch: HashMap<ToolName, Arc<Dispatch>>,
+    /// Where decisions are logged, when a log is configured.
+    pub decision_log: Option<Arc<crate::decision_log::SnapshotLog>>,
 }
 
 /// Everything a call needs from its engine, batch and turn.

@@ -101,6 +101,9 @@ pub struct ExplainAgentTool {
     /// How a call is split (`items`, `patch` or `urls`, with the field), if it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub each: Option<String>,
+    /// The agent's field naming the folder a command runs in (judged as a `cd` into it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cd: Option<String>,
     /// `file:line:column` of the mapping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
@@ -223,6 +226,7 @@ fn agent_tools(snapshot: &Snapshot, tool: &str) -> Vec<ExplainAgentTool> {
                 set: (!mapping.set.is_empty())
                     .then(|| serde_json::to_value(&mapping.set).unwrap_or(Value::Null)),
                 each,
+                cd: mapping.cd.clone(),
                 location: snapshot.origin_of(&join_pointer(&pointer, name)),
             });
         }
@@ -527,6 +531,9 @@ impl ExplainReport {
             );
             if let Some(each) = &mapped.each {
                 line.push_str(&format!(" (one call per {each})"));
+            }
+            if let Some(cd) = &mapped.cd {
+                line.push_str(&format!(" (run in `{cd}`)"));
             }
             if let Some(location) = &mapped.location {
                 line.push_str(&format!("  {location}"));

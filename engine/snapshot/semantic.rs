@@ -1065,19 +1065,33 @@ fn check_agents(checker: &mut Checker<'_>, names: &ToolNames) {
     let typed = checker.input.typed;
     for (agent, spec) in &typed.agents {
         for (agent_tool, mapping) in &spec.tools {
+            let mapping_pointer = join_pointer(
+                &join_pointer(&join_pointer("/agents", agent), "tools"),
+                agent_tool,
+            );
+            if let Some(source) = &mapping.cd
+                && !mapping.input.contains_key("command")
+            {
+                let diagnostic = Diagnostic::new(
+                    Code::SemanticContradiction,
+                    format!(
+                        "agent `{agent}` runs its tool `{agent_tool}` in the folder its field `{source}` names, but maps no `command` to run there"
+                    ),
+                )
+                .with_help(format!(
+                    "map the agent's command onto `command` under `input`, or remove `cd`; until then every `{agent_tool}` call that names a folder is refused"
+                ))
+                .with_severity(Severity::Warning);
+                let location = checker.at(&format!("{mapping_pointer}/cd"));
+                checker.push(diagnostic, location);
+            }
             let Some(target) = &mapping.tool else {
                 continue;
             };
             if mapping.disabled == Some(true) || names.resolve(target).is_some() {
                 continue;
             }
-            let pointer = format!(
-                "{}/tool",
-                join_pointer(
-                    &join_pointer(&join_pointer("/agents", agent), "tools"),
-                    agent_tool
-                )
-            );
+            let pointer = format!("{mapping_pointer}/tool");
             let diagnostic = Diagnostic::new(
                 Code::SemanticUnknownReference,
                 format!("agent `{agent}` maps its tool `{agent_tool}` onto unknown tool `{target}`"),

@@ -29,3 +29,44 @@ fn a_map_onto_a_missing_tool_is_a_positioned_warning() {
     let strict = toolgate_in(dir.path(), &["-p", "maps.yaml", "check", "--deny-warnings"]);
     assert_eq!(strict.code, 1, "{}", strict.stdout);
 }
+
+#[test]
+fn a_folder_field_without_a_command_is_a_positioned_warning_and_such_calls_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("maps.yaml"),
+        "version: 1\nagents:\n  acme:\n    protocol: claude\n    tools:\n      shell: { tool: Bash, cd: workdir, input: { description: text } }\n",
+    )
+    .unwrap();
+    let run = toolgate_in(dir.path(), &["-p", "maps.yaml", "check"]);
+    assert_eq!(run.code, 0, "a warning does not fail check: {}", run.stdout);
+    assert!(run.stdout.contains("maps.yaml:6:32"), "{}", run.stdout);
+    insta::assert_snapshot!(run.stdout);
+    // The hook refuses such a call rather than judging it without its folder.
+    let payload = serde_json::json!({
+        "session_id": "s",
+        "cwd": dir.path(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "shell",
+        "tool_input": {"workdir": "/", "description": "clean"}
+    });
+    let hook = super::run_hook(
+        "acme",
+        payload.to_string().as_bytes(),
+        &["-p", &dir.path().join("maps.yaml").display().to_string()],
+        &[],
+    );
+    assert_eq!(hook.code, 0, "{}", hook.transcript());
+    let answer = hook.json();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    assert!(
+        answer["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("no command to run there"),
+        "{answer}"
+    );
+}

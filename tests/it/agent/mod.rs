@@ -5,6 +5,7 @@
 mod decision_log;
 mod maps;
 mod protocols;
+mod server;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

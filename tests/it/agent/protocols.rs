@@ -57,6 +57,7 @@ fn codex_pre_tool_use_and_permission_request() {
             "pre_tool_use_apply_patch_denied",
             "pre_tool_use_apply_patch",
             "pre_tool_use_npm_install",
+            "pre_tool_use_spawn_agent",
             "permission_request_bash",
             "permission_request_denied",
         ],
@@ -77,7 +78,22 @@ fn gemini_cli_before_tool_and_after_tool() {
             "before_tool_mcp",
             "before_tool_unknown",
             "before_tool_npm_install",
+            "before_tool_shell_in_folder",
+            "before_tool_write_todos",
             "after_tool_shell",
+        ],
+    );
+}
+
+#[test]
+fn qwen_code_pre_tool_use_in_claude_code_format() {
+    answers(
+        "qwen",
+        &[
+            "pre_tool_use_shell_allowed",
+            "pre_tool_use_shell_in_folder",
+            "pre_tool_use_read_env",
+            "pre_tool_use_edit",
         ],
     );
 }
@@ -185,17 +201,17 @@ fn an_agent_without_a_tool_map_is_refused() {
 
 #[test]
 fn a_project_adds_an_agent_without_code() {
-    // Qwen Code reuses Claude Code's hook format with Gemini-style tool names.
+    // An in-house agent that speaks Claude Code's hook format with its own tool names.
     let project = Project::standard();
     std::fs::write(
-        project.path().join(".toolgate/policies/qwen.yaml"),
-        "version: 1\nagents:\n  qwen:\n    protocol: claude\n    tools:\n      run_shell_command:\n        tool: Bash\n        input: { command: command }\n",
+        project.path().join(".toolgate/policies/acme.yaml"),
+        "version: 1\nagents:\n  acme:\n    protocol: claude\n    tools:\n      run_shell_command:\n        tool: Bash\n        input: { command: command }\n",
     )
     .unwrap();
     let payload = project
         .payload("claude/pre_tool_use_bash_allowed.json")
         .replace("\"Bash\"", "\"run_shell_command\"");
-    let run = run_hook("qwen", payload.as_bytes(), &[], &[]);
+    let run = run_hook("acme", payload.as_bytes(), &[], &[]);
     assert_eq!(run.code, 0, "{}", run.transcript());
     assert_eq!(
         run.json()["hookSpecificOutput"]["permissionDecision"],

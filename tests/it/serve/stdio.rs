@@ -734,3 +734,36 @@ fn wait_for_pid(path: &std::path::Path) -> u32 {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+#[test]
+fn every_decided_call_is_logged_where_the_settings_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("decisions.jsonl");
+    let settings = dir.path().join("log.yaml");
+    std::fs::write(
+        &settings,
+        format!(
+            "version: 1\nengine:\n  decision_log:\n    path: {}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let mut server = Server::on_fixtures(&[settings.to_str().unwrap()], &["--no-watch"]);
+    server.call(
+        "executeBatch",
+        batch("b1", &[echo("one", "hi"), ("two", "Nope", json!({}))]),
+    );
+    server.result("shutdown", json!({}));
+    assert!(server.wait_exit().success());
+    let records: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // The unknown tool was never decided.
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["event"], "run");
+    assert_eq!(records[0]["tool"], "Echo");
+    assert_eq!(records[0]["decision"], "allow");
+    assert_eq!(records[0]["input"], json!({"text": "hi"}));
+}
