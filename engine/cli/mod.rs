@@ -65,7 +65,7 @@ pub struct GlobalOptions {
     /// `--policies` is given and the folder exists.
     pub user_policies: Option<PathBuf>,
     /// The user's configuration folder (trust store, user policies); see
-    /// [`crate::snapshot::trust::config_dir`].
+    /// `snapshot::trust::config_dir`.
     pub config_dir: Option<PathBuf>,
 }
 
