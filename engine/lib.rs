@@ -84,7 +84,8 @@
 //!   [`FailureStage`]; the payload of each kind is in the [`events`] module.
 //! - **Handlers**: [`NativeHandler`], [`HandlerFuture`], [`CallContext`],
 //!   [`HandlerOutput`], [`OutputContent`], [`HandlerError`], [`ProgressSink`],
-//!   [`ProgressStream`], [`ProgressChunk`].
+//!   [`ProgressStream`], [`ProgressChunk`]; on Linux, [`become_subreaper`] lets a call's
+//!   end kill the orphans its handler processes left behind.
 //! - **Approvals**: [`ApprovalBroker`], [`ApprovalRequest`], [`ApprovalAnswer`],
 //!   [`FixedAnswer`].
 //! - **Artifacts** (oversized output kept outside the model's context; embedders may supply
@@ -179,7 +180,7 @@ pub use executor::{
 };
 pub use handler::{
     CallContext, HandlerError, HandlerFuture, HandlerOutput, NativeHandler, OutputContent,
-    ProgressChunk, ProgressSink, ProgressStream,
+    ProgressChunk, ProgressSink, ProgressStream, become_subreaper,
 };
 pub use load::{ParseLimits, ReadLimits};
 pub use model::contract::Overflow;

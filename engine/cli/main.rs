@@ -519,7 +519,7 @@ fn global_options(flags: Global) -> GlobalOptions {
 fn main() -> ExitCode {
     // Descendants of handler processes that leave their process group and lose their parent
     // come back to this process (Linux), to be killed when their call ends.
-    cli::become_subreaper();
+    toolgate::become_subreaper();
     init_logging();
     let cli = Cli::parse();
     let color = match cli.global.color {

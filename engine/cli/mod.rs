@@ -31,7 +31,6 @@ pub mod watch;
 // What the binary (`engine/cli/main.rs`) names besides the subcommands, from modules that are
 // crate-private: re-exported here, for the binary only.
 pub use crate::diagnostics::render::{HumanOptions, OutputFormat, render_human, render_json};
-pub use crate::handler::become_subreaper;
 pub use crate::import::Agent as ImportAgent;
 pub use crate::model::Duration;
 pub use crate::model::agent::AgentProtocol;
