@@ -8,10 +8,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use serde_json::json;
-//! use toolgate::executor::{Batch, Engine, Turn};
-//! use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
-//! use toolgate::pipeline::ToolCall;
-//! use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+//! use toolgate::{Batch, CallContext, Engine, HandlerFuture, HandlerOutput, Turn};
+//! use toolgate::{LayerOptions, LoadOptions, ToolCall, load};
 //!
 //! let snapshot = load(&LoadOptions::new(LayerOptions::default()), 1).snapshot.expect("built-in policies load");
 //! let engine = Engine::builder(snapshot)

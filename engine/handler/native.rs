@@ -33,15 +33,12 @@ pub type HandlerFuture = BoxFuture<'static, Result<HandlerOutput, HandlerError>>
 /// Implemented for every `Fn(Value, CallContext) -> impl Future<Output = Result<…>>` closure:
 ///
 /// ```
-/// use toolgate::handler::{CallContext, HandlerOutput, NativeRegistry};
+/// use toolgate::{CallContext, HandlerError, HandlerOutput, NativeHandler};
 ///
-/// let mut registry = NativeRegistry::new();
-/// registry
-///     .register("Echo", |input: serde_json::Value, _ctx: CallContext| async move {
-///         Ok(HandlerOutput::json(input))
-///     })
-///     .unwrap();
-/// assert!(registry.contains("Echo"));
+/// fn native(_: &impl NativeHandler) {}
+/// native(&|input: serde_json::Value, _ctx: CallContext| async move {
+///     Ok::<_, HandlerError>(HandlerOutput::json(input))
+/// });
 /// ```
 pub trait NativeHandler: Send + Sync + 'static {
     /// Runs one call with its validated input. Watch `ctx.cancel` in long work.

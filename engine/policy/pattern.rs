@@ -151,7 +151,7 @@ impl ShellPattern {
     /// A [`PatternSyntaxError`] with the byte offset of the problem when the pattern is not
     /// one simple command of plain, quoted or glob words.
     ///
-    /// ```
+    /// ```text
     /// use toolgate::policy::pattern::ShellPattern;
     ///
     /// assert!(ShellPattern::compile("git diff *").is_ok());
@@ -1395,5 +1395,19 @@ mod tests {
                 "line {line:?}"
             );
         }
+    }
+}
+
+/// The module documentation's example, as a test (the module is crate-private, so rustdoc
+/// cannot run it).
+#[cfg(test)]
+mod doc_example {
+    #[test]
+    fn a_pattern_is_one_simple_command() {
+        use crate::policy::pattern::ShellPattern;
+
+        assert!(ShellPattern::compile("git diff *").is_ok());
+        let err = ShellPattern::compile("git status; ls").unwrap_err();
+        assert_eq!(err.offset, Some(10));
     }
 }

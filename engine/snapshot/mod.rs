@@ -2,7 +2,7 @@
 //! every batch runs against; hot reload swaps whole snapshots.
 //!
 //! ```
-//! use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+//! use toolgate::{LayerOptions, LoadOptions, load};
 //!
 //! let outcome = load(&LoadOptions::new(LayerOptions::default()), 1);
 //! let snapshot = outcome.snapshot.expect("the built-in policies load");
