@@ -12,6 +12,9 @@
 //! time from spawn to exit. Both variants must give the same answer; the bench fails if
 //! they do not.
 //!
+//! Issue 18's process figure is measured the same way: `toolgate plan` of a one-call batch
+//! file (the same `Bash` call) in the 50-rule project, alone and with `--server`.
+//!
 //! Run with `cargo bench --bench hook_process` (it uses the release `toolgate` binary that
 //! cargo builds for benches).
 
@@ -93,9 +96,25 @@ impl Env {
         if server {
             args.push("--server");
         }
+        self.time(&args, None, payload)
+    }
+
+    /// One `toolgate plan BATCH` process in `dir`: its wall time and its output.
+    fn plan(&self, dir: &Path, batch: &str, server: bool) -> (Duration, String) {
+        let mut args = vec!["plan", batch];
+        if server {
+            args.push("--server");
+        }
+        self.time(&args, Some(dir), "")
+    }
+
+    fn time(&self, args: &[&str], dir: Option<&Path>, stdin: &str) -> (Duration, String) {
+        let mut command = self.command(args);
+        if let Some(dir) = dir {
+            command.current_dir(dir);
+        }
         let started = Instant::now();
-        let mut child = self
-            .command(&args)
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -105,11 +124,15 @@ impl Env {
             .stdin
             .take()
             .unwrap()
-            .write_all(payload.as_bytes())
+            .write_all(stdin.as_bytes())
             .unwrap();
         let output = child.wait_with_output().unwrap();
         let took = started.elapsed();
-        assert!(output.status.success(), "the hook failed");
+        assert!(
+            output.status.success(),
+            "`toolgate {}` failed",
+            args.join(" ")
+        );
         (took, String::from_utf8(output.stdout).unwrap())
     }
 }
@@ -123,14 +146,14 @@ impl Drop for Server {
     }
 }
 
-fn measure(env: &Env, payload: &str, server: bool) -> (Duration, Duration, String) {
+fn measure(run: impl Fn() -> (Duration, String)) -> (Duration, Duration, String) {
     let mut answer = String::new();
     for _ in 0..WARMUP {
-        answer = env.hook(payload, server).1;
+        answer = run().1;
     }
     let mut times: Vec<Duration> = (0..RUNS)
         .map(|_| {
-            let (took, got) = env.hook(payload, server);
+            let (took, got) = run();
             assert_eq!(got, answer, "answers differ between runs");
             took
         })
@@ -170,10 +193,14 @@ fn main() {
     );
     println!("| project layer | alone: median (min) | --server: median (min) | target |");
     println!("|---|---|---|---|");
+    let mut plan_dir = None;
     for (rules, target) in [(50, "≤ 10 ms"), (1000, "≤ 20 ms")] {
-        let (_, payload) = project(dir.path(), rules, &env);
-        let (alone, alone_min, alone_answer) = measure(&env, &payload, false);
-        let (served, served_min, served_answer) = measure(&env, &payload, true);
+        let (project_dir, payload) = project(dir.path(), rules, &env);
+        if rules == 50 {
+            plan_dir = Some(project_dir);
+        }
+        let (alone, alone_min, alone_answer) = measure(|| env.hook(&payload, false));
+        let (served, served_min, served_answer) = measure(|| env.hook(&payload, true));
         assert_eq!(alone_answer, served_answer, "the server answered otherwise");
         println!(
             "| {rules} rules | {} ({}) | {} ({}) | {target} |",
@@ -183,6 +210,22 @@ fn main() {
             ms(served_min)
         );
     }
+    let plan_dir = plan_dir.expect("the 50-rule project");
+    std::fs::write(
+        plan_dir.join("one.yaml"),
+        "calls:\n  - { id: a, tool: Bash, input: { command: \"git status && npm test\" } }\n",
+    )
+    .unwrap();
+    let (alone, alone_min, alone_plan) = measure(|| env.plan(&plan_dir, "one.yaml", false));
+    let (served, served_min, served_plan) = measure(|| env.plan(&plan_dir, "one.yaml", true));
+    assert_eq!(alone_plan, served_plan, "the server planned otherwise");
+    println!(
+        "toolgate plan of one call (50-rule project), whole process: alone {} ({}), --server {} ({}); target ≤ 10 ms",
+        ms(alone),
+        ms(alone_min),
+        ms(served),
+        ms(served_min)
+    );
     // The same binary with nothing to decide, for scale.
     let mut version: Vec<Duration> = (0..RUNS)
         .map(|_| {

@@ -30,6 +30,16 @@ pub fn load_batch(
     path: &Path,
     snapshot: &Snapshot,
 ) -> Result<(Batch, Vec<ModeName>), Vec<Diagnostic>> {
+    load_batch_in(Path::new(""), path, snapshot)
+}
+
+/// [`load_batch`] for a relative `path` read in the folder `base` (the hook server plans for
+/// a client in another folder), shown as given.
+pub fn load_batch_in(
+    base: &Path,
+    path: &Path,
+    snapshot: &Snapshot,
+) -> Result<(Batch, Vec<ModeName>), Vec<Diagnostic>> {
     let stdin = path.as_os_str() == "-";
     let shown = if stdin {
         "<stdin>".to_owned()
@@ -49,7 +59,7 @@ pub fn load_batch(
     let read = if stdin {
         read_limited(std::io::stdin().lock(), max_bytes, 0)
     } else {
-        let file = std::fs::File::open(path).map_err(|error| cannot_read(&error))?;
+        let file = std::fs::File::open(base.join(path)).map_err(|error| cannot_read(&error))?;
         let metadata = file.metadata().map_err(|error| cannot_read(&error))?;
         if metadata.is_dir() {
             return Err(cannot_read(&"it is a directory"));

@@ -12,7 +12,7 @@ use crate::decision_log::{DecisionLog, DecisionRecord, LoggedDecision};
 use crate::diagnostics::Diagnostic;
 use crate::diagnostics::render::{HumanOptions, render_human};
 use crate::model::agent::AgentProtocol;
-use crate::snapshot::{LoadOptions, LoadOutcome, Snapshot, load};
+use crate::snapshot::{LoadOptions, Snapshot, load};
 
 use super::GlobalOptions;
 
@@ -48,7 +48,7 @@ pub fn hook_with(
     args: &HookArgs,
     stdin: impl Read,
     here: &Path,
-    load: &dyn Fn(&LoadOptions) -> LoadOutcome,
+    load: &super::hook_server::Loader<'_>,
 ) -> Reply {
     let started = Instant::now();
     let mut bytes = Vec::new();

@@ -1,6 +1,6 @@
-//! `toolgate hook --server`: a resident process that keeps loaded policy sets between hook
-//! calls, so that an agent's per-call `toolgate hook` does not parse and compile the policy
-//! set every time.
+//! `toolgate hook --server` (and `plan --server`): a resident process that keeps loaded
+//! policy sets between calls, so that an agent's per-call `toolgate hook` does not parse and
+//! compile the policy set every time.
 //!
 //! ```text
 //! agent ─ stdin ─→ toolgate hook --server ─ one request line ─→ toolgate hook-server
@@ -9,9 +9,10 @@
 //!                                          (stdout, stderr, exit)   kept snapshot)
 //! ```
 //!
-//! The decision is the one `toolgate hook` makes in its own process: the server runs the
-//! same [`super::hook::hook_with`] on the same arguments, taking relative paths against the
-//! client's folder. What it keeps is only the loaded snapshot, keyed by the load options
+//! The decision is the one `toolgate hook` (or `plan`) makes in its own process: the server
+//! parses the client's arguments with the binary's own parser and runs the same
+//! [`super::hook::hook_with`] (or [`super::plan::plan_with`]), taking relative paths against
+//! the client's folder. What it keeps is only the loaded snapshot, keyed by the load options
 //! and checked against the policy files before every use: a file or folder under any policy
 //! root or the user's configuration folder (trust store, user policies) whose size, times or
 //! inode changed, or a file added or removed, loads the set again. A set that does not load
@@ -44,9 +45,6 @@ use sha2::{Digest, Sha256};
 use crate::agent::Reply;
 use crate::snapshot::{LoadOptions, LoadOutcome, Snapshot, load};
 
-use super::GlobalOptions;
-use super::hook::HookArgs;
-
 /// How long a server waits without a request before it exits.
 pub const DEFAULT_IDLE_EXIT: Duration = Duration::from_secs(600);
 
@@ -70,9 +68,28 @@ const MAX_SERVERS: usize = 8;
 /// Most files and folders a set's freshness check looks at; a set with more is not kept.
 const MAX_WATCHED: usize = 10_000;
 
-/// The arguments of `toolgate hook` as the client got them, parsed by the binary's own
-/// argument parser into what [`super::hook::hook_with`] takes.
-pub type ParseArgs = fn(&[String]) -> Result<(GlobalOptions, HookArgs), String>;
+/// What gives a policy set for load options: [`load`] in a process of its own, the kept
+/// sets in the server.
+pub type Loader<'a> = dyn Fn(&LoadOptions) -> LoadOutcome + 'a;
+
+/// One client's command, ready to run with the server's [`Loader`].
+pub type Job = Box<dyn FnOnce(&Loader<'_>) -> Reply + Send>;
+
+/// Turns a client's request into the job its command line asks for (the binary's own
+/// argument parser: `hook` and `plan` are served); an error for anything else.
+pub type ParseArgs = fn(&ClientRequest<'_>) -> Result<Job, String>;
+
+/// What a client sent.
+pub struct ClientRequest<'a> {
+    /// `toolgate`'s arguments, without the program name.
+    pub argv: &'a [String],
+    /// The client's current folder: relative paths are taken against it.
+    pub cwd: &'a Path,
+    /// What the client read from its standard input (a hook's payload).
+    pub payload: &'a str,
+    /// Whether the client's output takes colours.
+    pub color: bool,
+}
 
 #[derive(Serialize, Deserialize)]
 struct Request {
@@ -83,8 +100,11 @@ struct Request {
     /// The client's current folder: relative paths in `argv` and a payload without `cwd`
     /// are taken against it.
     cwd: PathBuf,
-    /// The agent's hook payload.
+    /// What the client read from its standard input (a hook's payload).
     payload: String,
+    /// Whether the client's output takes colours.
+    #[serde(default)]
+    color: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -147,9 +167,15 @@ fn environment_key() -> String {
     digest[..12].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Asks the server at `socket` to decide; `None` when it cannot (the caller then decides
-/// in its own process).
-pub fn ask(socket: &Path, argv: &[String], cwd: &Path, payload: &[u8]) -> Option<Reply> {
+/// Asks the server at `socket` to run the command `argv` names; `None` when it cannot (the
+/// caller then runs it in its own process).
+pub fn ask(
+    socket: &Path,
+    argv: &[String],
+    cwd: &Path,
+    payload: &[u8],
+    color: bool,
+) -> Option<Reply> {
     let payload = std::str::from_utf8(payload).ok()?;
     let mut stream = UnixStream::connect(socket).ok()?;
     stream.set_read_timeout(Some(REPLY_TIMEOUT)).ok()?;
@@ -159,6 +185,7 @@ pub fn ask(socket: &Path, argv: &[String], cwd: &Path, payload: &[u8]) -> Option
         argv: argv.to_vec(),
         cwd: cwd.to_owned(),
         payload: payload.to_owned(),
+        color,
     };
     let mut line = serde_json::to_vec(&request).ok()?;
     line.push(b'\n');
@@ -317,18 +344,17 @@ impl Server {
         if request.version != env!("CARGO_PKG_VERSION") {
             return;
         }
-        let Ok((global, args)) = (self.parse)(&request.argv) else {
+        let client = ClientRequest {
+            argv: &request.argv,
+            cwd: &request.cwd,
+            payload: &request.payload,
+            color: request.color,
+        };
+        let Ok(job) = (self.parse)(&client) else {
             return;
         };
-        let (global, args) = absolute(global, args, &request.cwd);
         let loader = |options: &LoadOptions| self.load(options);
-        let reply = super::hook::hook_with(
-            &global,
-            &args,
-            request.payload.as_bytes(),
-            &request.cwd,
-            &loader,
-        );
+        let reply = job(&loader);
         let wire = WireReply {
             stdout: reply.stdout,
             stderr: reply.stderr,
@@ -373,28 +399,6 @@ impl Server {
         }
         outcome
     }
-}
-
-/// `global` and `args` with every relative path taken against `cwd` (the client's folder).
-fn absolute(
-    mut global: GlobalOptions,
-    mut args: HookArgs,
-    cwd: &Path,
-) -> (GlobalOptions, HookArgs) {
-    let join = |path: &mut PathBuf| {
-        if path.is_relative() {
-            *path = cwd.join(&*path);
-        }
-    };
-    global.policies.iter_mut().for_each(join);
-    global.enforced.iter_mut().for_each(join);
-    if let Some(workspace) = global.workspace.as_mut() {
-        join(workspace);
-    }
-    if let Some(log) = args.decision_log.as_mut() {
-        join(log);
-    }
-    (global, args)
 }
 
 /// What a file or folder was when a set was loaded from it.

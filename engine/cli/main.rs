@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -98,6 +98,11 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
         format: ExplainFormat,
+        /// Plan through the resident `toolgate hook-server` that keeps loaded policies (started
+        /// in the background when none runs; this plan is then made on its own), as
+        /// `hook --server` does. A batch on standard input is always planned here.
+        #[arg(long)]
+        server: bool,
     },
     /// Execute a batch under the policies and report every event.
     Run {
@@ -465,19 +470,56 @@ fn hook_args(global: GlobalOptions, command: Command) -> (GlobalOptions, cli::ho
     (global, args)
 }
 
-/// What the hook server does with a client's arguments: parses them as this binary would.
-fn parse_hook(argv: &[String]) -> Result<(GlobalOptions, cli::hook::HookArgs), String> {
-    let cli =
-        Cli::try_parse_from(std::iter::once("toolgate").chain(argv.iter().map(String::as_str)))
-            .map_err(|error| error.to_string())?;
-    if !matches!(cli.command, Command::Hook { .. }) {
-        return Err("not a `hook` command".to_owned());
+/// What the hook server does with a client's request: parses its arguments as this binary
+/// would, taking relative paths against the client's folder, into the job of `hook` or
+/// `plan` (the commands it serves).
+fn server_job(
+    request: &cli::hook_server::ClientRequest<'_>,
+) -> Result<cli::hook_server::Job, String> {
+    let argv = std::iter::once("toolgate").chain(request.argv.iter().map(String::as_str));
+    let cli = Cli::try_parse_from(argv).map_err(|error| error.to_string())?;
+    let cwd = request.cwd.to_owned();
+    let global = global_options(cli.global).taken_against(&cwd);
+    match cli.command {
+        command @ Command::Hook { .. } => {
+            let (global, mut args) = hook_args(global, command);
+            if let Some(log) = args.decision_log.as_mut() {
+                *log = cwd.join(&*log);
+            }
+            let payload = request.payload.to_owned();
+            Ok(Box::new(move |load| {
+                cli::hook::hook_with(&global, &args, payload.as_bytes(), &cwd, load)
+            }))
+        }
+        Command::Plan { batch, format, .. } if batch.as_os_str() != "-" => {
+            let global = global.with_project_defaults(&cwd);
+            let color = request.color;
+            Ok(Box::new(move |load| {
+                plan_reply(&global, &cwd, &batch, format, color, load)
+            }))
+        }
+        _ => Err("not a command the hook server runs".to_owned()),
     }
-    Ok(hook_args(global_options(cli.global), cli.command))
 }
 
-/// Decides one hook call: through the hook server when `server` is set and one answers
-/// (starting one for the next calls when none does), else in this process.
+/// Runs a command through the hook server when `server` is set and one answers (starting one
+/// for the next calls when none does); `None` when this process must run it itself.
+fn through_server(server: bool, payload: &[u8], color: bool) -> Option<toolgate::agent::Reply> {
+    if !server {
+        return None;
+    }
+    let socket = cli::hook_server::socket_path()?;
+    let here = std::env::current_dir().ok()?;
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let reply = cli::hook_server::ask(&socket, &argv, &here, payload, color);
+    if reply.is_none() {
+        cli::hook_server::start(&socket, cli::hook_server::DEFAULT_IDLE_EXIT);
+    }
+    reply
+}
+
+/// Decides one hook call: through the hook server when `server` is set and one answers, else
+/// in this process.
 fn run_hook(
     global: &GlobalOptions,
     args: &cli::hook::HookArgs,
@@ -492,17 +534,47 @@ fn run_hook(
     {
         return toolgate::agent::unreadable(&format!("cannot read the hook payload: {error}"));
     }
-    if server
-        && let Some(socket) = cli::hook_server::socket_path()
-        && let Ok(here) = std::env::current_dir()
-    {
-        let argv: Vec<String> = std::env::args().skip(1).collect();
-        if let Some(reply) = cli::hook_server::ask(&socket, &argv, &here, &payload) {
-            return reply;
+    through_server(server, &payload, false)
+        .unwrap_or_else(|| cli::hook::hook(global, args, &payload[..]))
+}
+
+/// `toolgate plan`'s output and exit code, with the policy set from `load`.
+fn plan_reply(
+    global: &GlobalOptions,
+    base: &std::path::Path,
+    batch: &std::path::Path,
+    format: ExplainFormat,
+    color: bool,
+    load: &cli::hook_server::Loader<'_>,
+) -> toolgate::agent::Reply {
+    let shown = cli::plan::plan_with(global, base, batch, load, |plan| match format {
+        ExplainFormat::Human => Ok(plan.render_human()),
+        ExplainFormat::Json => json_text(plan),
+    });
+    match shown {
+        Ok(Ok(stdout)) => toolgate::agent::Reply {
+            stdout: Some(stdout),
+            stderr: None,
+            exit: Exit::Success.code(),
+        },
+        Ok(Err(stderr)) => toolgate::agent::Reply {
+            stdout: None,
+            stderr: Some(stderr),
+            exit: Exit::Usage.code(),
+        },
+        Err(error) => {
+            let (diagnostics, exit) = match error {
+                cli::plan::PlanError::Policies(d) => (d, Exit::Problems),
+                cli::plan::PlanError::Batch(d) => (d, Exit::Usage),
+            };
+            let (stdout, stderr) = diagnostics_text(&diagnostics, format, color);
+            toolgate::agent::Reply {
+                stdout,
+                stderr,
+                exit: exit.code(),
+            }
         }
-        cli::hook_server::start(&socket, cli::hook_server::DEFAULT_IDLE_EXIT);
     }
-    cli::hook::hook(global, args, &payload[..])
 }
 
 /// The policy roots the global flags name.
@@ -536,7 +608,7 @@ fn main() -> ExitCode {
             );
             return ExitCode::from(2);
         };
-        return match cli::hook_server::serve(&socket, *idle_exit, parse_hook) {
+        return match cli::hook_server::serve(&socket, *idle_exit, server_job) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprint(&format!(
@@ -547,17 +619,20 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Command::Plan {
+        batch,
+        server: true,
+        ..
+    } = &cli.command
+        && batch.as_os_str() != "-"
+        && let Some(reply) = through_server(true, &[], color)
+    {
+        return emit(&reply);
+    }
     if let Command::Hook { server, .. } = &cli.command {
         let server = *server;
         let (global, args) = hook_args(global, cli.command);
-        let reply = run_hook(&global, &args, server);
-        if let Some(text) = &reply.stderr {
-            eprint(text);
-        }
-        if let Some(text) = &reply.stdout {
-            print(text);
-        }
-        return ExitCode::from(u8::try_from(reply.exit).unwrap_or(2));
+        return emit(&run_hook(&global, &args, server));
     }
     // Inside a project (a folder holding `.toolgate/policies`, found from the current
     // directory upwards), its policies and root are the defaults. `init` and `schema` load
@@ -597,21 +672,11 @@ fn main() -> ExitCode {
                 }
             }
         },
-        Command::Plan { batch, format } => {
-            match cli::plan::plan(&global, &batch, |plan| match format {
-                ExplainFormat::Human => print(&plan.render_human()),
-                ExplainFormat::Json => print_json(plan),
-            }) {
-                Ok(()) => Exit::Success,
-                Err(error) => {
-                    let (diagnostics, exit) = match error {
-                        cli::plan::PlanError::Policies(d) => (d, Exit::Problems),
-                        cli::plan::PlanError::Batch(d) => (d, Exit::Usage),
-                    };
-                    report_diagnostics(&diagnostics, format, color);
-                    exit
-                }
-            }
+        Command::Plan { batch, format, .. } => {
+            let reply = plan_reply(&global, Path::new(""), &batch, format, color, &|options| {
+                toolgate::load(options, 1)
+            });
+            return emit(&reply);
         }
         Command::Run {
             batch,
@@ -931,21 +996,57 @@ fn eprint(text: &str) {
 /// Diagnostics that stopped `explain`, `plan` or `test`: rendered on stderr for humans, as
 /// the JSON report on stdout.
 fn report_diagnostics(diagnostics: &[toolgate::Diagnostic], format: ExplainFormat, color: bool) {
+    let (stdout, stderr) = diagnostics_text(diagnostics, format, color);
+    if let Some(text) = stderr {
+        eprint(&text);
+    }
+    if let Some(text) = stdout {
+        print(&text);
+    }
+}
+
+/// [`report_diagnostics`]' text: (stdout, stderr).
+fn diagnostics_text(
+    diagnostics: &[toolgate::Diagnostic],
+    format: ExplainFormat,
+    color: bool,
+) -> (Option<String>, Option<String>) {
     match format {
-        ExplainFormat::Human => eprint(&render_human(
-            diagnostics,
-            &HumanOptions {
-                color,
-                ..HumanOptions::default()
-            },
-        )),
-        ExplainFormat::Json => print(&render_json(diagnostics)),
+        ExplainFormat::Human => (
+            None,
+            Some(render_human(
+                diagnostics,
+                &HumanOptions {
+                    color,
+                    ..HumanOptions::default()
+                },
+            )),
+        ),
+        ExplainFormat::Json => (Some(render_json(diagnostics)), None),
     }
 }
 
 fn print_json<T: serde::Serialize>(value: &T) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => print(&(text + "\n")),
-        Err(error) => eprint(&format!("error: cannot serialise the report: {error}\n")),
+    match json_text(value) {
+        Ok(text) => print(&text),
+        Err(error) => eprint(&error),
     }
+}
+
+/// `value` as pretty JSON and a newline, or the error for stderr.
+fn json_text<T: serde::Serialize>(value: &T) -> Result<String, String> {
+    serde_json::to_string_pretty(value)
+        .map(|text| text + "\n")
+        .map_err(|error| format!("error: cannot serialise the report: {error}\n"))
+}
+
+/// Writes a reply's standard error and output, and gives its exit code.
+fn emit(reply: &toolgate::agent::Reply) -> ExitCode {
+    if let Some(text) = &reply.stderr {
+        eprint(text);
+    }
+    if let Some(text) = &reply.stdout {
+        print(text);
+    }
+    ExitCode::from(u8::try_from(reply.exit).unwrap_or(2))
 }

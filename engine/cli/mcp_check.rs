@@ -89,7 +89,13 @@ pub fn compare(snapshot: &Snapshot, server: &str, tools: &[Tool]) -> Vec<Diagnos
         if handler.server != server {
             continue;
         }
-        let remote = handler.tool.as_deref().unwrap_or(name.as_str());
+        // A wildcard names no tool of its own: each call names one.
+        let Some(remote) =
+            crate::model::mcp::server_tool(name.as_str(), &handler.server, handler.tool.as_deref())
+        else {
+            continue;
+        };
+        let remote = remote.as_str();
         let at = |tokens: &[&str]| {
             let mut all = vec!["tools", name.as_str()];
             all.extend_from_slice(tokens);

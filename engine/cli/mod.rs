@@ -117,6 +117,22 @@ impl GlobalOptions {
         self
     }
 
+    /// The flags with every relative path taken against `cwd` (for a command run on behalf
+    /// of a process in another folder: the hook server's clients).
+    pub fn taken_against(mut self, cwd: &Path) -> Self {
+        let join = |path: &mut PathBuf| {
+            if path.is_relative() {
+                *path = cwd.join(&*path);
+            }
+        };
+        self.policies.iter_mut().for_each(join);
+        self.enforced.iter_mut().for_each(join);
+        if let Some(workspace) = self.workspace.as_mut() {
+            join(workspace);
+        }
+        self
+    }
+
     /// The load options these flags describe. A found project's policy folder is the
     /// project layer (subject to trust) as long as it is still the last policy root.
     pub fn load_options(&self) -> LoadOptions {

@@ -24,12 +24,30 @@ pub fn plan<R>(
     batch: &Path,
     show: impl FnOnce(&Plan<'_>) -> R,
 ) -> Result<R, PlanError> {
-    let outcome = load(&global.load_options(), 1);
+    plan_with(
+        global,
+        Path::new(""),
+        batch,
+        &|options| load(options, 1),
+        show,
+    )
+}
+
+/// [`plan`] with the policy set from `load` (the hook server's kept sets), a relative batch
+/// path being read in the folder `base` (the server's client's).
+pub fn plan_with<R>(
+    global: &GlobalOptions,
+    base: &Path,
+    batch: &Path,
+    load: &super::hook_server::Loader<'_>,
+    show: impl FnOnce(&Plan<'_>) -> R,
+) -> Result<R, PlanError> {
+    let outcome = load(&global.load_options());
     let Some(snapshot) = outcome.snapshot else {
         return Err(PlanError::Policies(outcome.diagnostics));
     };
     let (batch, modes) =
-        super::batch_file::load_batch(batch, &snapshot).map_err(PlanError::Batch)?;
+        super::batch_file::load_batch_in(base, batch, &snapshot).map_err(PlanError::Batch)?;
     Ok(show(&crate::executor::plan::plan(
         &snapshot, &batch, &modes,
     )))

@@ -28,7 +28,7 @@ mod batch_hooks;
 pub mod finalize;
 pub mod plan;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -256,6 +256,12 @@ fn prepare_snapshot(
     let templates = Templates::from_engine(&snapshot.engine);
     let servers =
         crate::handler::mcp::servers(&snapshot.mcp_servers, &snapshot.workspace_root, mcp);
+    let snapshot = with_known_hints(snapshot, |name| {
+        servers
+            .get(name)
+            .and_then(|server| server.as_ref().ok())
+            .cloned()
+    });
     let options = BuildOptions {
         max_output_bytes: snapshot.engine.max_handler_output,
         kill_grace: snapshot.engine.kill_grace.0,
@@ -299,7 +305,95 @@ fn prepare_snapshot(
     }
 }
 
+/// The snapshot with the contract flags its `trust_annotations: true` servers' annotations
+/// fill, as far as the servers' tool lists are known (see [`Snapshot::with_hints`]).
+fn with_known_hints(
+    snapshot: Arc<Snapshot>,
+    server: impl Fn(&str) -> Option<Arc<crate::mcp::Server>>,
+) -> Arc<Snapshot> {
+    let hints: HashMap<String, crate::snapshot::ServerHints> = snapshot
+        .mcp_servers
+        .iter()
+        .filter(|(_, entry)| entry.trusts_annotations())
+        .filter_map(|(name, _)| Some((name.clone(), server(name)?.known_hints()?)))
+        .collect();
+    if hints.is_empty() && snapshot.hinted.is_empty() {
+        return snapshot;
+    }
+    Arc::new(snapshot.with_hints(&hints))
+}
+
+/// The server of a call's tool when it is an MCP server declared with
+/// `trust_annotations: true`.
+fn trusted_server<'s>(snapshot: &'s Snapshot, tool: &str) -> Option<&'s str> {
+    let crate::model::handler::HandlerSpec::Mcp(handler) = &snapshot.lookup(tool)?.resolved.handler
+    else {
+        return None;
+    };
+    snapshot
+        .mcp_servers
+        .get(&handler.server)
+        .is_some_and(crate::model::mcp::McpServer::trusts_annotations)
+        .then_some(handler.server.as_str())
+}
+
 impl Engine {
+    /// Before a batch with calls of tools of MCP servers declared with
+    /// `trust_annotations: true`: learns those servers' tool annotations where the ones known
+    /// are out of date (starting a server that is not running: its calls would start it
+    /// anyway), and installs the snapshot with the flags they fill. A server that cannot be
+    /// reached leaves the flags as they are; its calls fail with the reason.
+    async fn learn_hints(&self, batch: &Batch) {
+        let prepared = self.inner.current.load_full();
+        let snapshot = &prepared.snapshot;
+        if !snapshot
+            .mcp_servers
+            .values()
+            .any(crate::model::mcp::McpServer::trusts_annotations)
+        {
+            return;
+        }
+        let mut servers: Vec<&str> = Vec::new();
+        for call in &batch.calls {
+            if let Some(server) = trusted_server(snapshot, &call.tool)
+                && !servers.contains(&server)
+            {
+                servers.push(server);
+            }
+        }
+        let mut learned = false;
+        for name in servers {
+            let Some(server) = self.inner.mcp.get(name) else {
+                continue;
+            };
+            if server.hints_current().await {
+                continue;
+            }
+            match server.learn_hints().await {
+                Ok(_) => learned = true,
+                Err(error) => {
+                    tracing::warn!(server = name, %error, "cannot learn the annotations of an mcp server's tools")
+                }
+            }
+        }
+        if learned {
+            // Re-derived from the snapshot in force; a reload installed meanwhile wins (and
+            // has the hints learned so far already).
+            // Only the snapshot changes: the tools' names, handlers, gates and the decision
+            // log stay those of the prepared set.
+            let next = Arc::new(Prepared {
+                snapshot: with_known_hints(Arc::clone(&prepared.snapshot), |name| {
+                    self.inner.mcp.get(name)
+                }),
+                gates: Arc::clone(&prepared.gates),
+                templates: prepared.templates.clone(),
+                dispatch: prepared.dispatch.clone(),
+                decision_log: prepared.decision_log.clone(),
+            });
+            let _ = self.inner.current.compare_and_swap(&prepared, next);
+        }
+    }
+
     /// Starts building an engine on a snapshot.
     pub fn builder(snapshot: Arc<Snapshot>) -> EngineBuilder {
         EngineBuilder {
@@ -335,6 +429,16 @@ impl Engine {
         self.inner.mcp.shutdown().await;
     }
 
+    /// The MCP server of that name the engine supervises (declared by the snapshot in force).
+    pub fn mcp_server(&self, name: &str) -> Option<Arc<crate::mcp::Server>> {
+        self.inner.mcp.get(name)
+    }
+
+    /// Changes whenever an MCP server of the engine sends `notifications/tools/list_changed`.
+    pub fn mcp_tool_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.mcp.tool_changes()
+    }
+
     /// The session artifacts are written under.
     pub fn session(&self) -> &SessionId {
         &self.inner.session
@@ -359,6 +463,7 @@ impl Engine {
         batch: Batch,
         turn: &Turn,
     ) -> Result<BatchOutcome, BatchError> {
+        self.learn_hints(&batch).await;
         let prepared = self.inner.current.load_full();
         let snapshot = &prepared.snapshot;
         check_batch(snapshot, &batch, &turn.modes)?;

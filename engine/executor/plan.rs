@@ -67,6 +67,10 @@ pub struct PlannedCall<'b> {
     /// Why the call cannot run, if it cannot: the text the model would be told.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The contract flags an MCP server's tool annotations filled (`trust_annotations`),
+    /// like `read_only from readOnlyHint: true`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub from_annotations: Vec<String>,
 }
 
 /// What planning found a call's permission would be.
@@ -179,9 +183,16 @@ fn plan_call<'b>(snapshot: &Snapshot, modes: &[ModeName], call: &'b ToolCall) ->
         budget_unit: snapshot.engine.budget_unit,
         overflow: None,
         error: None,
+        from_annotations: Vec::new(),
     };
     if let Some(resolved) = &tool {
         planned.canonical_tool = Some(resolved.tool.name.clone());
+        planned.from_annotations = resolved
+            .tool
+            .from_annotations
+            .iter()
+            .map(|(flag, hint)| format!("{flag} from {hint}"))
+            .collect();
         planned.budget = Some(resolved.contract.budget.limit);
         planned.overflow = Some(resolved.contract.budget.overflow);
         planned.hooks = resolved

@@ -76,10 +76,15 @@ pub fn build(tool: &ToolName, spec: &HandlerSpec, options: &BuildOptions<'_>) ->
             }
         }
         HandlerSpec::Mcp(spec) => match options.mcp.get(&spec.server) {
-            Some(Ok(server)) => Dispatch::Mcp(Arc::new(McpRunner::new(
-                Arc::clone(server),
-                spec.tool.clone().unwrap_or_else(|| tool.to_string()),
-            ))),
+            Some(Ok(server)) => {
+                // `None` for a wildcard: its calls name their tool.
+                let name = crate::model::mcp::server_tool(
+                    tool.as_str(),
+                    &spec.server,
+                    spec.tool.as_deref(),
+                );
+                Dispatch::Mcp(Arc::new(McpRunner::new(Arc::clone(server), name)))
+            }
             Some(Err(why)) => Dispatch::Unavailable(why.clone()),
             None => Dispatch::Unavailable(format!(
                 "MCP server `{}` is not declared under `mcp_servers`",

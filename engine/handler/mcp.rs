@@ -106,7 +106,8 @@ fn headers(entry: &McpServer) -> Result<Vec<(String, String)>, String> {
 #[derive(Debug)]
 pub struct McpRunner {
     server: Arc<Server>,
-    tool: String,
+    /// `None` for a wildcard contract: the tool is the one the call names.
+    tool: Option<String>,
 }
 
 /// The input of an MCP call is not a JSON object.
@@ -114,13 +115,37 @@ pub struct McpRunner {
 #[error("the input of an mcp tool must be a JSON object, not {0}")]
 struct NotAnObject(&'static str);
 
+/// A call reached a wildcard's handler under a name that is not one of its server's tools.
+#[derive(Debug, thiserror::Error)]
+#[error("`{name}` is not a tool of MCP server `{server}` (`mcp__{server}__<tool>`)")]
+struct WrongName {
+    name: String,
+    server: String,
+}
+
 impl McpRunner {
-    /// Calls `tool` of `server`.
-    pub fn new(server: Arc<Server>, tool: impl Into<String>) -> Self {
-        Self {
-            server,
-            tool: tool.into(),
+    /// Calls `tool` of `server`; with `None` (a wildcard contract), the tool a call's name
+    /// `mcp__<server>__<tool>` says.
+    pub fn new(server: Arc<Server>, tool: Option<String>) -> Self {
+        Self { server, tool }
+    }
+
+    /// The server's tool a call runs: the fixed one, or the one its name says (only ever a
+    /// tool of this runner's server).
+    fn tool<'a>(&'a self, ctx: &'a CallContext) -> Result<&'a str, HandlerError> {
+        if let Some(tool) = &self.tool {
+            return Ok(tool);
         }
+        let server = &self.server.spec().name;
+        crate::model::mcp::split_tool_name(ctx.tool.as_str())
+            .filter(|(named, _)| named == server)
+            .map(|(_, tool)| tool)
+            .ok_or_else(|| {
+                HandlerError::other(WrongName {
+                    name: ctx.tool.to_string(),
+                    server: server.clone(),
+                })
+            })
     }
 
     /// Runs one call (see the module docs).
@@ -137,11 +162,12 @@ impl McpRunner {
             Value::String(_) => return Err(HandlerError::other(NotAnObject("a string"))),
             Value::Array(_) => return Err(HandlerError::other(NotAnObject("an array"))),
         };
+        let tool = self.tool(ctx)?;
         let sink = ctx.progress.clone();
         let progress: ProgressFn = Arc::new(move |text| sink.message(text));
         match self
             .server
-            .call_tool(&self.tool, arguments, progress, &ctx.cancel)
+            .call_tool(tool, arguments, progress, &ctx.cancel)
             .await
         {
             Ok(result) => output(result),

@@ -54,6 +54,8 @@ pub(super) struct Client {
     pub(super) progress: Arc<ProgressRoutes>,
     /// Bumped on every `notifications/tools/list_changed`.
     pub(super) tools_changed: Arc<AtomicU64>,
+    /// Bumped likewise, for whoever watches every server of a pool.
+    pub(super) changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl ClientHandler for Client {
@@ -70,6 +72,7 @@ impl ClientHandler for Client {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.fetch_add(1, Ordering::Relaxed);
+        self.changes.send_modify(|count| *count += 1);
     }
 
     fn get_info(&self) -> ClientConfig {

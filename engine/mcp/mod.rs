@@ -22,15 +22,37 @@ pub use client::ProgressFn;
 pub use server::{McpError, Server, ServerSpec, Transport};
 
 /// The engine's servers by name.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pool {
     servers: Mutex<HashMap<String, Arc<Server>>>,
+    /// Counts the `notifications/tools/list_changed` of every server of the pool.
+    tool_changes: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Self {
+            servers: Mutex::default(),
+            tool_changes: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
 }
 
 impl Pool {
     /// An empty pool.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The server of that name, if the pool has one.
+    pub fn get(&self, name: &str) -> Option<Arc<Server>> {
+        self.lock().get(name).cloned()
+    }
+
+    /// Changes (its count goes up) whenever a server of the pool sends
+    /// `notifications/tools/list_changed`.
+    pub fn tool_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.tool_changes.subscribe()
     }
 
     /// The server for `spec`: the one the pool has under its name when its spec is the same,
@@ -42,7 +64,10 @@ impl Pool {
         {
             return Arc::clone(server);
         }
-        let server = Arc::new(Server::new(spec.clone()));
+        let server = Arc::new(Server::with_changes(
+            spec.clone(),
+            Arc::clone(&self.tool_changes),
+        ));
         servers.insert(spec.name, Arc::clone(&server));
         server
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, JsonObject, ServerResult, Tool,
+    ClientRequest, JsonObject, ServerResult, Tool, ToolAnnotations,
 };
 use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -98,8 +98,27 @@ pub enum McpError {
 }
 
 struct Connection {
+    /// Which start of the server this is (1 for the first).
+    serial: u64,
     service: RunningService<RoleClient, Client>,
     progress: Arc<ProgressRoutes>,
+    /// Declared after `service`, so dropped after it: the server's process is closed (or
+    /// killed) first, then whatever is left of its process group.
+    _group: Group,
+}
+
+/// The process group a stdio server leads (it is spawned with `process_group(0)`): SIGKILLed
+/// when the connection goes (shut down, replaced after the server died, or dropped with the
+/// last call that used it), so that the processes the server started do not outlive it.
+struct Group(Option<nix::unistd::Pid>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            // ESRCH: the group is already gone.
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 enum State {
@@ -121,6 +140,22 @@ pub struct Server {
     spec: ServerSpec,
     state: tokio::sync::Mutex<State>,
     tools_changed: Arc<AtomicU64>,
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
+    /// The annotations of its tools as of its last listing (see [`Server::learn_hints`]).
+    hints: std::sync::Mutex<Option<LearnedHints>>,
+    /// Counts the starts.
+    starts: AtomicU64,
+}
+
+/// The tool annotations a server listed, by tool name.
+pub type Hints = Arc<std::collections::HashMap<String, ToolAnnotations>>;
+
+/// Hints with what they were learned from: the connection (a restarted server may list
+/// other tools) and the count of list changes at the time.
+struct LearnedHints {
+    connection: u64,
+    changes: u64,
+    hints: Hints,
 }
 
 impl std::fmt::Debug for Server {
@@ -134,16 +169,31 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server that starts on first use.
     pub fn new(spec: ServerSpec) -> Self {
+        Self::with_changes(spec, Arc::new(tokio::sync::watch::Sender::new(0)))
+    }
+
+    /// A server that starts on first use and counts its tool list changes in `changes` too
+    /// (shared by the servers of a pool).
+    pub fn with_changes(spec: ServerSpec, changes: Arc<tokio::sync::watch::Sender<u64>>) -> Self {
         Self {
             spec,
             state: tokio::sync::Mutex::new(State::Idle),
             tools_changed: Arc::new(AtomicU64::new(0)),
+            changes,
+            hints: std::sync::Mutex::new(None),
+            starts: AtomicU64::new(0),
         }
     }
 
     /// Its spec.
     pub fn spec(&self) -> &ServerSpec {
         &self.spec
+    }
+
+    /// How many `notifications/tools/list_changed` it has sent.
+    pub fn tools_changed(&self) -> u64 {
+        self.tools_changed
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Calls tool `name` with `arguments`. Progress notifications go to `progress`; when
@@ -227,6 +277,65 @@ impl Server {
             .list_all_tools()
             .await
             .map_err(|source| self.request_error(source))
+    }
+
+    /// The annotations of the server's tools, listed now when the ones known are out of date
+    /// (never listed, listed by an earlier process of the server, or listed before a
+    /// `notifications/tools/list_changed`). Starts the server when it is not running.
+    pub async fn learn_hints(&self) -> Result<Hints, McpError> {
+        let connection = self.connection().await?;
+        let id = connection.serial;
+        let changes = self.tools_changed();
+        if let Some(known) = self.hints_lock().as_ref()
+            && known.connection == id
+            && known.changes == changes
+        {
+            return Ok(Arc::clone(&known.hints));
+        }
+        let tools = connection
+            .service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|source| self.request_error(source))?;
+        let hints: Hints = Arc::new(
+            tools
+                .into_iter()
+                .filter_map(|tool| Some((tool.name.to_string(), tool.annotations?)))
+                .collect(),
+        );
+        *self.hints_lock() = Some(LearnedHints {
+            connection: id,
+            changes,
+            hints: Arc::clone(&hints),
+        });
+        Ok(hints)
+    }
+
+    /// The annotations last learned, if any (possibly out of date).
+    pub fn known_hints(&self) -> Option<Hints> {
+        self.hints_lock()
+            .as_ref()
+            .map(|known| Arc::clone(&known.hints))
+    }
+
+    /// Whether the annotations last learned are those of the running connection, with no
+    /// list change since (without starting anything).
+    pub async fn hints_current(&self) -> bool {
+        let state = self.state.lock().await;
+        let State::Running(connection) = &*state else {
+            return false;
+        };
+        let id = connection.serial;
+        self.hints_lock()
+            .as_ref()
+            .is_some_and(|known| known.connection == id && known.changes == self.tools_changed())
+    }
+
+    fn hints_lock(&self) -> std::sync::MutexGuard<'_, Option<LearnedHints>> {
+        self.hints
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Closes the connection (a child process gets its standard input closed, then SIGTERM,
@@ -333,8 +442,10 @@ impl Server {
         let client = Client {
             progress: Arc::clone(&progress),
             tools_changed: Arc::clone(&self.tools_changed),
+            changes: Arc::clone(&self.changes),
         };
         let timeout = self.spec.entry.start_timeout();
+        let mut group = Group(None);
         let started = async {
             match &self.spec.transport {
                 Transport::Stdio {
@@ -344,6 +455,11 @@ impl Server {
                     cwd,
                 } => {
                     let transport = spawn(argv, env_allow, env_set, cwd)?;
+                    group.0 = transport
+                        .id()
+                        .and_then(|pid| i32::try_from(pid).ok())
+                        .filter(|pid| *pid > 0)
+                        .map(nix::unistd::Pid::from_raw);
                     client
                         .serve(transport)
                         .await
@@ -380,7 +496,15 @@ impl Server {
             }
         };
         tracing::debug!(server = %self.spec.name, "mcp server started");
-        Ok(Connection { service, progress })
+        Ok(Connection {
+            serial: self
+                .starts
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1,
+            service,
+            progress,
+            _group: group,
+        })
     }
 }
 

@@ -56,8 +56,9 @@ pub struct PolicyFile {
     pub mcp_servers: super::mcp::McpServersSection,
 }
 
-/// Tool names: a letter or `_`, then letters, digits, `_`, `-`, `.`.
-pub const TOOL_NAME_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_.-]*$";
+/// Tool names: a letter or `_`, then letters, digits, `_`, `-`, `.`; or a wildcard contract
+/// `mcp__<server>__*` (see [`super::mcp::wildcard_server`]).
+pub const TOOL_NAME_PATTERN: &str = r"^([A-Za-z_][A-Za-z0-9_.-]*|mcp__[A-Za-z0-9_-]+__\*)$";
 /// Names of gates and modes.
 pub const NAME_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_-]*$";
 

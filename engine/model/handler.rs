@@ -77,7 +77,8 @@ pub struct HttpHandler {
 pub struct McpHandler {
     /// The server's name under `mcp_servers`.
     pub server: String,
-    /// The tool's name on the server (default: the contract's name).
+    /// The tool's name on the server (default: `TOOL` for a contract named
+    /// `mcp__<server>__TOOL`, otherwise the contract's name; none for a wildcard contract).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
 }

@@ -119,6 +119,68 @@ impl McpServer {
     }
 }
 
+/// The prefix of the names coding agents give MCP tools: `mcp__<server>__<tool>`.
+pub const TOOL_PREFIX: &str = "mcp__";
+
+/// The name of the wildcard contract that covers every tool of `server`: `mcp__<server>__*`.
+pub fn wildcard_name(server: &str) -> String {
+    format!("{TOOL_PREFIX}{server}__*")
+}
+
+/// The server a wildcard contract covers, when `name` has the one wildcard form there is,
+/// `mcp__<server>__*`, with a server name that [`split_tool_name`] can read back out of a
+/// covered name (no `__` inside it, not ending in `_`). Anything else with a `*` is no
+/// wildcard: `mcp__git*` does not cover `mcp__github__x`.
+pub fn wildcard_server(name: &str) -> Option<&str> {
+    let server = name.strip_prefix(TOOL_PREFIX)?.strip_suffix("__*")?;
+    server_name_splits(server).then_some(server)
+}
+
+/// Whether a server name can stand in a wildcard: not empty, no `__` in it, not ending in
+/// `_` and none of the characters a tool name cannot hold (so that the first `__` after
+/// `mcp__` in a covered name always ends it).
+pub fn server_name_splits(server: &str) -> bool {
+    !server.is_empty()
+        && !server.contains("__")
+        && !server.ends_with('_')
+        && server
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A tool name an agent gives an MCP tool, split into server and tool: `mcp__<server>__<tool>`,
+/// the server ending at the first `__` after the prefix. The tool part must be a name MCP
+/// allows (1 to 128 of `A-Z a-z 0-9 _ - .`); `None` otherwise.
+pub fn split_tool_name(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix(TOOL_PREFIX)?;
+    let end = rest.find("__")?;
+    let (server, tool) = (&rest[..end], &rest[end + 2..]);
+    let valid_tool = (1..=128).contains(&tool.len())
+        && tool
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    (server_name_splits(server) && valid_tool).then_some((server, tool))
+}
+
+/// The server's tool an `mcp` handler runs for contract `contract` (handler `server`,
+/// `tool`): `tool` when given; else, for a contract named `mcp__<server>__<tool>` of this
+/// server, that `<tool>`; else the contract's name. `None` for a wildcard contract, whose
+/// calls each name their tool.
+pub fn server_tool(contract: &str, server: &str, tool: Option<&str>) -> Option<String> {
+    if let Some(tool) = tool {
+        return Some(tool.to_owned());
+    }
+    if wildcard_server(contract).is_some() {
+        return None;
+    }
+    Some(
+        split_tool_name(contract)
+            .filter(|(named, _)| *named == server)
+            .map_or(contract, |(_, tool)| tool)
+            .to_owned(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +212,63 @@ mod tests {
         assert_eq!(
             McpServer::default().backoff_after(u32::MAX),
             Some(DEFAULT_RESTART_MAX_BACKOFF)
+        );
+    }
+    #[test]
+    fn wildcards_have_one_strict_form() {
+        assert_eq!(wildcard_server("mcp__github__*"), Some("github"));
+        assert_eq!(wildcard_server("mcp__my-server_1__*"), Some("my-server_1"));
+        for not in [
+            "mcp__git*",
+            "mcp__github*",
+            "mcp____*",
+            "mcp__a__b__*",
+            "mcp__a___*",
+            "mcp__github__x*",
+            "github__*",
+            "mcp__github__*x",
+        ] {
+            assert_eq!(wildcard_server(not), None, "{not}");
+        }
+        assert_eq!(wildcard_name("github"), "mcp__github__*");
+    }
+
+    #[test]
+    fn the_server_tool_is_the_handlers_or_the_names_or_none_for_a_wildcard() {
+        assert_eq!(
+            server_tool("Add", "calc", Some("add")).as_deref(),
+            Some("add")
+        );
+        assert_eq!(
+            server_tool("mcp__calc__add", "calc", None).as_deref(),
+            Some("add")
+        );
+        // Another server's prefix is no part of this server's tool names.
+        assert_eq!(
+            server_tool("mcp__other__add", "calc", None).as_deref(),
+            Some("mcp__other__add")
+        );
+        assert_eq!(server_tool("add", "calc", None).as_deref(), Some("add"));
+        assert_eq!(server_tool("mcp__calc__*", "calc", None), None);
+    }
+
+    #[test]
+    fn covered_names_split_at_the_first_double_underscore() {
+        assert_eq!(
+            split_tool_name("mcp__github__list_issues"),
+            Some(("github", "list_issues"))
+        );
+        assert_eq!(split_tool_name("mcp__a__b__c"), Some(("a", "b__c")));
+        assert_eq!(split_tool_name("mcp__github__"), None);
+        assert_eq!(split_tool_name("mcp__github__*"), None);
+        assert_eq!(split_tool_name("mcp__github__a/b"), None);
+        assert_eq!(split_tool_name("mcp__github"), None);
+        assert_eq!(split_tool_name("Bash"), None);
+        // A server name that a split cannot end is never read out of a name.
+        assert_eq!(split_tool_name("mcp__a___x"), Some(("a", "_x")));
+        assert_eq!(
+            split_tool_name(&format!("mcp__s__{}", "x".repeat(129))),
+            None
         );
     }
 }

@@ -132,7 +132,13 @@ async fn run(
     let handler_cancel = state.cancel.child_token();
     let ctx = CallContext {
         call_id: state.call.id.clone(),
-        tool: tool.name.clone(),
+        // A wildcard contract (`mcp__github__*`) covers many tools: its handler learns which
+        // one from the name the call was made with.
+        tool: if tool.name.as_str().ends_with('*') {
+            crate::model::ToolName::new(state.call.tool.as_str())
+        } else {
+            tool.name.clone()
+        },
         cancel: handler_cancel.clone(),
         progress,
         deadline: deadline.clone(),

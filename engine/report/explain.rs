@@ -20,6 +20,9 @@ pub enum FieldSource {
     Engine,
     /// What toolgate makes of an absent field (a flag is `false`, the handler `native`, …).
     Default,
+    /// A tool annotation of an MCP server declared with `trust_annotations: true` (`setting`
+    /// holds the hint, like `readOnlyHint: true`).
+    Annotation,
 }
 
 /// One effective value.
@@ -84,6 +87,31 @@ pub struct ExplainReport {
     pub agent_tools: Vec<ExplainAgentTool>,
     /// The layers of the set, lowest first: where the files shown above come from.
     pub layers: Vec<ExplainLayer>,
+    /// The wildcard contract (`mcp__<server>__*`) that covers the tool or that its exact
+    /// contract extends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wildcard: Option<ExplainWildcard>,
+    /// The MCP server whose tool annotations fill the flags the contract leaves unset
+    /// (declared with `trust_annotations: true`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trusted_annotations: Option<String>,
+}
+
+/// How a wildcard contract applies to the explained tool.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExplainWildcard {
+    /// The wildcard contract's name.
+    pub contract: String,
+    /// `file:line:column` of its definition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// `covers`: the tool has no contract of its own and runs under the wildcard's;
+    /// `extends`: its exact contract takes the fields it does not set from the wildcard's.
+    pub applies: &'static str,
+    /// The MCP server.
+    pub server: String,
+    /// The server's tool a call runs.
+    pub server_tool: String,
 }
 
 /// An agent's tool that maps onto the explained tool.
@@ -140,7 +168,11 @@ pub enum ExplainError {
 
 /// Explains `tool` in a loaded snapshot.
 pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, ExplainError> {
-    let Some(found) = snapshot.lookup(tool) else {
+    let found = snapshot.lookup(tool).or_else(|| {
+        // A wildcard's own name: explain the wildcard contract.
+        crate::model::mcp::wildcard_server(tool).and_then(|_| snapshot.tools.get(tool))
+    });
+    let Some(found) = found else {
         let known: Vec<String> = snapshot.tools.keys().map(|t| t.to_string()).collect();
         let suggestion =
             crate::diagnostics::closest(tool, known.iter().map(String::as_str)).map(str::to_owned);
@@ -176,8 +208,24 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
             location: rule.origin.location.as_deref().map(str::to_owned),
         })
         .collect();
+    let wildcard = explain_wildcard(snapshot, tool, found);
     Ok(ExplainReport {
-        tool: found.name.to_string(),
+        tool: match &wildcard {
+            Some(covering) if covering.applies == "covers" => tool.to_owned(),
+            _ => found.name.to_string(),
+        },
+        wildcard,
+        trusted_annotations: match &found.resolved.handler {
+            crate::model::handler::HandlerSpec::Mcp(mcp)
+                if snapshot
+                    .mcp_servers
+                    .get(&mcp.server)
+                    .is_some_and(crate::model::mcp::McpServer::trusts_annotations) =>
+            {
+                Some(mcp.server.clone())
+            }
+            _ => None,
+        },
         generation: snapshot.generation,
         fields,
         rules,
@@ -193,6 +241,32 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
                     && snapshot.untrusted.is_some()),
             })
             .collect(),
+    })
+}
+
+/// The wildcard contract that applies to the tool `asked` found as `found`, if any.
+fn explain_wildcard(snapshot: &Snapshot, asked: &str, found: &Tool) -> Option<ExplainWildcard> {
+    let (server, server_tool) = crate::model::mcp::split_tool_name(asked)?;
+    let wildcard = snapshot.wildcard_for(asked)?;
+    let applies = if std::ptr::eq(wildcard.as_ref(), found) {
+        "covers"
+    } else if found.name.as_str() == asked {
+        "extends"
+    } else {
+        return None;
+    };
+    let server_tool = match &found.resolved.handler {
+        crate::model::handler::HandlerSpec::Mcp(mcp) => {
+            mcp.tool.clone().unwrap_or_else(|| server_tool.to_owned())
+        }
+        _ => server_tool.to_owned(),
+    };
+    Some(ExplainWildcard {
+        contract: wildcard.name.to_string(),
+        location: snapshot.origin_of(&join_pointer("/tools", wildcard.name.as_str())),
+        applies,
+        server: server.to_owned(),
+        server_tool,
     })
 }
 
@@ -339,6 +413,27 @@ fn add_defaults(snapshot: &Snapshot, effective: &Value, tool: &Tool, out: &mut V
         ("display.when", json!("always")),
         ("handler.kind", json!("native")),
     ];
+    for (flag, hint) in &tool.from_annotations {
+        let field = format!("concurrency.{flag}");
+        let value = tool
+            .contract
+            .concurrency
+            .as_ref()
+            .and_then(|flags| serde_json::to_value(flags).ok())
+            .and_then(|flags| flags.get(*flag).cloned())
+            .unwrap_or(Value::Null);
+        if !has(&field) {
+            extra.push(ExplainField {
+                field,
+                value,
+                source: FieldSource::Annotation,
+                setting: Some(hint.clone()),
+                file: None,
+                line: None,
+                column: None,
+            });
+        }
+    }
     for (field, value) in absent {
         let timeout_off = field.starts_with("timeout.")
             && matches!(tool.contract.timeout, Some(TimeoutSpec::None(_)));
@@ -427,6 +522,28 @@ impl ExplainReport {
                 false => format!("{} (not trusted: it may only tighten)", layer.name),
             })
             .collect();
+        if let Some(wildcard) = &self.wildcard {
+            let at = wildcard
+                .location
+                .as_ref()
+                .map_or_else(String::new, |at| format!(" ({at})"));
+            let line = match wildcard.applies {
+                "covers" => format!(
+                    "contract: wildcard `{}`{at}; calls run tool `{}` of MCP server `{}`\n",
+                    wildcard.contract, wildcard.server_tool, wildcard.server
+                ),
+                _ => format!(
+                    "contract: its own, extending wildcard `{}`{at} (the fields it does not set come from there)\n",
+                    wildcard.contract
+                ),
+            };
+            out.push_str(&line);
+        }
+        if let Some(server) = &self.trusted_annotations {
+            out.push_str(&format!(
+                "annotations: MCP server `{server}` is trusted (`trust_annotations: true`): at run time its tool annotations fill the concurrency flags this contract leaves unset\n"
+            ));
+        }
         out.push_str(&format!("layers: {}\n\n", layers.join(", ")));
         let value_text = |value: &Value| match value {
             Value::String(s) => s.clone(),
@@ -455,6 +572,10 @@ impl ExplainReport {
                     }
                     (Some(file), Some(line), Some(column), _) => format!("{file}:{line}:{column}"),
                     (_, _, _, FieldSource::Default) => "toolgate default (field absent)".to_owned(),
+                    (_, _, _, FieldSource::Annotation) => format!(
+                        "the MCP server's annotation ({})",
+                        f.setting.as_deref().unwrap_or("hint")
+                    ),
                     _ => String::new(),
                 };
                 (f.field.clone(), value_text(&f.value), origin)

@@ -158,7 +158,8 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     };
     let layers = options.layers.layers();
     let (sources, merger, untrusted) = read_and_merge(&layers, options, &mut diagnostics);
-    let (mut effective, provenance) = merger.finish();
+    let (mut effective, mut provenance) = merger.finish();
+    super::wildcard::extend_wildcards(&mut effective, &mut provenance);
     phase("read, parsed, schema-checked and merged");
 
     // The merged set has no `version` of its own; lend it one for the typed model rather than
@@ -272,6 +273,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         workspace_root: options.workspace_root.clone(),
         match_ctx,
         untrusted: untrusted.map(Arc::new),
+        hinted: Default::default(),
     };
     phase("snapshot built");
     finish(Some(Arc::new(snapshot)), diagnostics)

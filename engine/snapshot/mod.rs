@@ -12,6 +12,7 @@
 //! ```
 
 pub mod build;
+mod hints;
 pub mod layer;
 pub mod merge;
 pub mod provenance;
@@ -20,7 +21,9 @@ mod rule_mistakes;
 pub mod semantic;
 pub mod trust;
 pub mod untrusted;
+mod wildcard;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -28,6 +31,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 pub use build::{LoadOptions, LoadOutcome, SetLimits, load};
+pub use hints::ServerHints;
 pub use layer::{LayerKind, LayerOptions, LayerSpec, ProjectLayer};
 pub use provenance::{FileId, Provenance};
 
@@ -88,6 +92,9 @@ pub struct Tool {
     /// active.
     // INVARIANT: `by_modes[0]` is `resolved`, and `by_modes.len()` is `2^min(patches, MAX)`.
     by_modes: Vec<Arc<ResolvedContract>>,
+    /// The contract flags filled from an MCP server's tool annotations (`trust_annotations`),
+    /// each with the hint it came from, like `("read_only", "readOnlyHint: true")`.
+    pub from_annotations: Vec<(&'static str, String)>,
 }
 
 impl Tool {
@@ -124,6 +131,7 @@ impl Tool {
             output_schema,
             mode_patches,
             by_modes,
+            from_annotations: Vec::new(),
         }
     }
 
@@ -235,7 +243,7 @@ impl EffectiveDocument {
 }
 
 /// An immutable, validated policy set: what every batch runs against.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Snapshot {
     /// Increases with every successful reload.
     pub generation: u64,
@@ -273,12 +281,48 @@ pub struct Snapshot {
     pub match_ctx: MatchContext,
     /// The found project layer, when the user does not trust it: what was left out of it.
     pub untrusted: Option<Arc<untrusted::UntrustedProject>>,
+    /// Tools whose contract flags an MCP server's annotations filled (servers declared with
+    /// `trust_annotations: true`), by the name a call uses: an exact contract's canonical
+    /// name, or a name a wildcard covers. Empty when loaded; the engine fills it as it learns
+    /// the servers' tool lists ([`Snapshot::with_hints`]).
+    pub hinted: HashMap<String, Arc<Tool>, foldhash::fast::RandomState>,
 }
 
 impl Snapshot {
     /// The tool a name or alias refers to. Names are case-sensitive.
+    ///
+    /// A name no contract or alias has, of the form `mcp__<server>__<tool>`, refers to the
+    /// wildcard contract `mcp__<server>__*` when there is one (exact names first: a name that
+    /// has its own contract never pays for the wildcard look-up). A wildcard's own name refers
+    /// to no tool: it is no tool a model can call.
     pub fn lookup(&self, name: &str) -> Option<&Arc<Tool>> {
-        self.tools.get(self.names.canonical_of(name)?)
+        match self.names.canonical_of(name) {
+            Some(canonical) if !canonical.as_str().ends_with('*') => {
+                if !self.hinted.is_empty()
+                    && let Some(tool) = self.hinted.get(canonical.as_str())
+                {
+                    return Some(tool);
+                }
+                self.tools.get(canonical)
+            }
+            Some(_) => None,
+            None => {
+                if !self.hinted.is_empty()
+                    && let Some(tool) = self.hinted.get(name)
+                {
+                    return Some(tool);
+                }
+                self.wildcard_for(name)
+            }
+        }
+    }
+
+    /// The wildcard contract that covers `name` (`mcp__github__*` for
+    /// `mcp__github__list_issues`), whether or not the name has an exact contract.
+    pub fn wildcard_for(&self, name: &str) -> Option<&Arc<Tool>> {
+        let (server, _) = crate::model::mcp::split_tool_name(name)?;
+        self.tools
+            .get(crate::model::mcp::wildcard_name(server).as_str())
     }
 
     /// Where an effective value was set, as `file:line:column`.

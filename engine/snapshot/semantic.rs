@@ -316,6 +316,9 @@ fn check_templates(checker: &mut Checker<'_>, engine: &ResolvedEngine) {
 fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
     let base = join_pointer("/tools", name);
     let typed = checker.input.typed;
+    if name.contains('*') {
+        check_wildcard(checker, name, contract);
+    }
     if let Some(flags) = &contract.concurrency {
         let destructive = flags.destructive == Some(true);
         for (other, value) in [
@@ -722,6 +725,101 @@ fn check_handler_templates(checker: &mut Checker<'_>, name: &str, contract: &Too
             }
         }
         Some(HandlerSpec::Native(_)) | None => {}
+    }
+}
+
+/// A wildcard contract (`mcp__<server>__*`): the one form there is, naming a declared server,
+/// with an `mcp` handler for that server and no `tool` (the called name says it) and no
+/// aliases (an alias names one tool).
+fn check_wildcard(checker: &mut Checker<'_>, name: &str, contract: &ToolContract) {
+    use crate::model::handler::HandlerSpec;
+    use crate::model::mcp::{server_name_splits, wildcard_server};
+    let base = join_pointer("/tools", name);
+    let location = checker.at_key(&base);
+    let Some(server) = wildcard_server(name) else {
+        let inner = name
+            .strip_prefix(crate::model::mcp::TOOL_PREFIX)
+            .and_then(|rest| rest.strip_suffix("__*"))
+            .unwrap_or_default();
+        let help = if inner.is_empty() || server_name_splits(inner) {
+            "the only wildcard is `mcp__<server>__*`, covering every tool of one server declared under `mcp_servers`".to_owned()
+        } else {
+            format!(
+                "a wildcard needs a server name without `__` that does not end in `_`, so that the server in `mcp__<server>__<tool>` is read back unambiguously; rename server `{inner}`"
+            )
+        };
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticUnknownReference,
+                format!("tool `{name}` is not a wildcard contract"),
+            )
+            .with_help(help),
+            location,
+        );
+        return;
+    };
+    let servers = &checker.input.typed.mcp_servers;
+    if !servers.contains_key(server) {
+        let help = match closest(server, servers.keys().map(String::as_str)) {
+            Some(candidate) => format!("did you mean `mcp__{candidate}__*`?"),
+            None if servers.is_empty() => "no MCP server is declared; declare it under `mcp_servers`, like `mcp_servers: { NAME: { command: [PROGRAM, ARG] } }`".to_owned(),
+            None => format!(
+                "declared MCP servers: {}",
+                servers.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticUnknownReference,
+                format!(
+                    "wildcard contract `{name}` names MCP server `{server}`, which is not declared"
+                ),
+            )
+            .with_help(help),
+            location.clone(),
+        );
+        return;
+    }
+    match &contract.handler {
+        Some(HandlerSpec::Mcp(mcp)) if mcp.server == server => {
+            if let Some(tool) = &mcp.tool {
+                let at = checker.at(&format!("{base}/handler/tool"));
+                checker.push(
+                    Diagnostic::new(
+                        Code::SemanticContradiction,
+                        format!("wildcard contract `{name}` names one tool, `{tool}`"),
+                    )
+                    .with_help("a wildcard covers every tool of its server, each called by its own name: drop `handler.tool`, or write an exact contract for that tool"),
+                    at,
+                );
+            }
+        }
+        _ => {
+            let at = checker.at(&format!("{base}/handler")).or(location.clone());
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticContradiction,
+                    format!("wildcard contract `{name}` needs the handler `{{ kind: mcp, server: {server} }}`"),
+                )
+                .with_help(format!("a wildcard covers the tools of MCP server `{server}` and sends their calls there; set `handler: {{ kind: mcp, server: {server} }}`")),
+                at,
+            );
+        }
+    }
+    if contract
+        .aliases
+        .as_ref()
+        .is_some_and(|aliases| !aliases.is_empty())
+    {
+        let at = checker.at(&format!("{base}/aliases"));
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticContradiction,
+                format!("wildcard contract `{name}` has aliases"),
+            )
+            .with_help("an alias names one tool; give it to an exact contract of the tool"),
+            at,
+        );
     }
 }
 
@@ -1530,11 +1628,67 @@ fn report_rule_error(
     }
 }
 
+/// A rule's tool glob that picks some of the tools a wildcard contract covers
+/// (`mcp__github__delete_*` beside `mcp__github__*`) reaches only the ones with a contract of
+/// their own: a call the wildcard covers is a call of the wildcard's contract, which the glob
+/// does not match. Said where the glob is written, since such a rule (often a deny) would
+/// silently miss those calls.
+fn lint_wildcard_subsets(
+    checker: &mut Checker<'_>,
+    what: &str,
+    patterns: &[String],
+    pointer: &str,
+) {
+    let tools = &checker.input.typed.tools;
+    for (index, pattern) in patterns.iter().enumerate() {
+        if !is_tool_glob(pattern) {
+            continue;
+        }
+        let Ok(glob) = globset::Glob::new(pattern) else {
+            continue;
+        };
+        let matcher = glob.compile_matcher();
+        for wildcard in tools.keys() {
+            let Some(server) = crate::model::mcp::wildcard_server(wildcard) else {
+                continue;
+            };
+            let prefix = format!("mcp__{server}__");
+            if !pattern.starts_with(&prefix) || matcher.is_match(wildcard) {
+                continue;
+            }
+            let location = checker.at(&format!("{pointer}/tools/{index}"));
+            checker.push(
+                Diagnostic::new(
+                    Code::SemanticRuleNeverMatches,
+                    format!(
+                        "{what}: `{pattern}` does not apply to the tools wildcard `{wildcard}` covers without a contract of their own"
+                    ),
+                )
+                .with_help(format!(
+                    "a call the wildcard covers is a call of `{wildcard}`, which `{pattern}` does not match; give each tool it is for an exact contract (an empty one will do: `{prefix}TOOL: {{}}`), or name `{wildcard}`"
+                )),
+                location,
+            );
+        }
+    }
+}
+
+/// Whether a rule's tool pattern is a glob (as the rule compiler reads it).
+fn is_tool_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '[', '{'])
+}
+
 /// Rules that can never match, and rules fully shadowed by a rule that always decides first.
 fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     let pointer = format!("/rules/{}", rule.origin.index);
     let engine = checker.input.engine;
     let tools = &checker.input.typed.tools;
+    lint_wildcard_subsets(
+        checker,
+        &format!("rule `{}`", rule.name),
+        &rule.tool_patterns,
+        &pointer,
+    );
     if rule.tools.is_empty() {
         let location = checker.at(&format!("{pointer}/tools"));
         checker.push(
@@ -1567,9 +1721,10 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     }
     if let (Some(when), Some(engine)) = (&rule.when, engine) {
         let any = rule.tools.iter().any(|tool| {
-            tools
-                .get(tool.as_str())
-                .is_some_and(|contract| when_may_hold(when, contract, engine))
+            tools.get(tool.as_str()).is_some_and(|contract| {
+                when_may_hold(when, contract, engine)
+                    || annotations_fill(checker.input.typed, contract)
+            })
         });
         if !any {
             let location = checker.at(&format!("{pointer}/when"));
@@ -1611,9 +1766,10 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
             && other.when.as_ref().is_none_or(|when| {
                 engine.is_some_and(|engine| {
                     rule.tools.iter().all(|tool| {
-                        tools
-                            .get(tool.as_str())
-                            .is_some_and(|contract| when_always_holds(when, contract, engine))
+                        tools.get(tool.as_str()).is_some_and(|contract| {
+                            !annotations_fill(checker.input.typed, contract)
+                                && when_always_holds(when, contract, engine)
+                        })
                     })
                 })
             })
@@ -1664,6 +1820,17 @@ fn flag_variants(contract: &ToolContract, engine: &ResolvedEngine) -> Vec<Resolv
         resolved.concurrency
     });
     std::iter::once(base.concurrency).chain(patched).collect()
+}
+
+/// Whether a server's tool annotations may fill the flags the contract leaves unset at run
+/// time (its handler's MCP server is declared with `trust_annotations: true`): the flags
+/// `check` sees are then not all the flags a call may have.
+fn annotations_fill(typed: &PolicyFile, contract: &ToolContract) -> bool {
+    matches!(&contract.handler, Some(crate::model::handler::HandlerSpec::Mcp(mcp))
+        if typed
+            .mcp_servers
+            .get(&mcp.server)
+            .is_some_and(crate::model::mcp::McpServer::trusts_annotations))
 }
 
 /// Whether a `when` can hold for some call of the tool, in some modes. Each flag on its own:
@@ -1842,6 +2009,12 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
             );
         }
         let patterns = hook.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
+        lint_wildcard_subsets(
+            checker,
+            &format!("hook `{}`", hook.name),
+            &patterns,
+            &pointer,
+        );
         let (tools, errors) = crate::policy::rule::resolve_tools(&patterns, names);
         for error in errors {
             match error {

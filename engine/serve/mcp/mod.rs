@@ -4,8 +4,10 @@
 //! Every `tools/call` runs as a one-call batch through [`Engine::execute_batch`], the same
 //! path as `run` and `serve`: decisions, hooks, timeouts, budgets, artifacts and events are
 //! the engine's. What this module adds is the mapping to MCP:
-//! - the tool list is [`exposed_tools`] of the snapshot in force; a reload that changes it
-//!   sends `notifications/tools/list_changed` to every connected client;
+//! - the tool list is [`tools::listed_tools`] of the snapshot in force (the contracts' tools
+//!   and the tools wildcard contracts cover); a reload that changes it, and an MCP server's
+//!   own `notifications/tools/list_changed`, send `notifications/tools/list_changed` to
+//!   every connected client;
 //! - an `ask` becomes an `elicitation/create` request when the client declared the
 //!   elicitation capability; otherwise the engine denies it (no approver) and the result
 //!   says what in the policy would let the call run (`result.rs`);
@@ -318,16 +320,32 @@ async fn forward_progress(
     }
 }
 
-/// After each reload: when the exposed tools changed, tells every connected client.
+/// After each reload that changes the contracts' tools, and whenever an MCP server says its
+/// tool list changed (the tools a wildcard covers may have changed), tells every connected
+/// client with `notifications/tools/list_changed`.
 async fn announce_changes(gateway: Gateway, mut changes: tokio::sync::watch::Receiver<()>) {
     let shared = &gateway.shared;
-    let mut listed = exposed_tools(&shared.engine.snapshot());
-    while changes.changed().await.is_ok() {
-        let now = exposed_tools(&shared.engine.snapshot());
-        if now == listed {
-            continue;
+    let contracts = |engine: &Engine| tools::contract_tools(&engine.snapshot()).collect::<Vec<_>>();
+    let mut listed = contracts(&shared.engine);
+    let mut servers = shared.engine.mcp_tool_changes();
+    loop {
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let now = contracts(&shared.engine);
+                if now == listed {
+                    continue;
+                }
+                listed = now;
+            }
+            changed = servers.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
         }
-        listed = now;
         let peers: Vec<Peer<RoleServer>> = match shared.peers.lock() {
             Ok(mut peers) => {
                 peers.retain(|peer| !peer.is_transport_closed());
@@ -447,9 +465,10 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(exposed_tools(
-            &self.shared.engine.snapshot(),
-        )))
+        let engine = &self.shared.engine;
+        Ok(ListToolsResult::with_all_items(
+            tools::listed_tools(engine, &engine.snapshot()).await,
+        ))
     }
 
     async fn call_tool(

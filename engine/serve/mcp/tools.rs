@@ -2,9 +2,9 @@
 //! process can run, with the contract's description and input schema, and annotations from
 //! the contract's flags where they map.
 //!
-//! [`exposed_tools`] is the one place that decides what a client sees; tools that come from
-//! MCP servers (wildcard contracts) are tools of the snapshot like any other and appear here
-//! without further work.
+//! [`exposed_tools`] decides what a client sees of the contracts; [`listed_tools`] adds the
+//! tools wildcard contracts (`mcp__<server>__*`) cover, asked of their servers when a client
+//! lists the tools: a tool a server adds later is listed (and callable) without a reload.
 
 use std::sync::Arc;
 
@@ -20,7 +20,16 @@ use crate::snapshot::Snapshot;
 /// A tool whose handler is `native` is left out: such a handler is a function of the program
 /// that embeds the engine (an agent host), which `toolgate mcp serve` does not have, so every
 /// call of it would fail.
+/// Wildcard contracts are not tools a client can call: [`listed_tools`] lists the tools they
+/// cover.
 pub fn exposed_tools(snapshot: &Snapshot) -> Vec<Tool> {
+    contract_tools(snapshot)
+        .filter(|tool| !tool.name.ends_with('*'))
+        .collect()
+}
+
+/// The tools of every runnable contract, wildcards included (what a reload compares).
+pub(super) fn contract_tools(snapshot: &Snapshot) -> impl Iterator<Item = Tool> + '_ {
     snapshot
         .tools
         .values()
@@ -37,7 +46,65 @@ pub fn exposed_tools(snapshot: &Snapshot) -> Vec<Tool> {
             }
             exposed
         })
-        .collect()
+}
+
+/// What `tools/list` answers: [`exposed_tools`], then for each wildcard contract the tools its
+/// server lists that have no contract of their own, named `mcp__<server>__<tool>`. Such a
+/// tool has the server's description and input schema unless the wildcard declares its own
+/// (an exact contract without an input schema gets the server's too). A server that cannot be
+/// reached adds nothing (its calls fail with the reason).
+pub async fn listed_tools(engine: &crate::executor::Engine, snapshot: &Snapshot) -> Vec<Tool> {
+    let mut tools = exposed_tools(snapshot);
+    for wildcard in snapshot.tools.values() {
+        let Some(server_name) = crate::model::mcp::wildcard_server(wildcard.name.as_str()) else {
+            continue;
+        };
+        let Some(server) = engine.mcp_server(server_name) else {
+            continue;
+        };
+        let served = match server.list_tools().await {
+            Ok(served) => served,
+            Err(error) => {
+                tracing::warn!(server = server_name, %error, "cannot list the tools of an mcp server");
+                continue;
+            }
+        };
+        for tool in served {
+            let name = format!("mcp__{server_name}__{}", tool.name);
+            if crate::model::mcp::split_tool_name(&name).is_none() {
+                continue;
+            }
+            if let Some(own) = snapshot
+                .lookup(&name)
+                .filter(|own| own.name.as_str() == name)
+            {
+                // Listed already; give it the server's schema when it declares none.
+                if own.contract.input_schema.is_none()
+                    && let Some(listed) = tools.iter_mut().find(|t| t.name == name)
+                {
+                    listed.input_schema = Arc::clone(&tool.input_schema);
+                }
+                continue;
+            }
+            let contract = &wildcard.contract;
+            let schema = match &contract.input_schema {
+                Some(schema) => Arc::new(input_schema(Some(schema))),
+                None => Arc::clone(&tool.input_schema),
+            };
+            let description = contract
+                .description
+                .clone()
+                .map(Into::into)
+                .or(tool.description.clone());
+            let mut listed = Tool::new_with_raw(name, description, schema);
+            listed.output_schema = tool.output_schema.clone();
+            if let Some(annotations) = annotations(contract.concurrency.as_ref()) {
+                listed = listed.with_annotations(annotations);
+            }
+            tools.push(listed);
+        }
+    }
+    tools
 }
 
 /// Whether this process can run a handler.

@@ -390,3 +390,78 @@ fn no_more_than_eight_servers_are_started_per_user() {
     );
     assert_eq!(env.sockets().len(), 8, "no ninth server");
 }
+
+#[test]
+fn plan_through_the_server_is_the_plan_made_alone() {
+    let env = Env::new();
+    let project = Project::standard();
+    env.trust(&project);
+    std::fs::write(
+        project.path().join("batch.yaml"),
+        "calls:\n  - { id: a, tool: Bash, input: { command: npm test } }\n  - { id: b, tool: Read, input: { file_path: .env } }\n  - { id: c, tool: Bash, input: { command: \"git status && rm -rf build\" } }\n",
+    )
+    .unwrap();
+    std::fs::write(project.path().join("broken.yaml"), "calls: [\n").unwrap();
+    let _server = Foreground(
+        env.command(&["hook-server", "--idle-exit", "5m"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    env.wait_for_sockets(1);
+    let plan = |args: &[&str], stdin: &str| -> Run {
+        let mut all = vec!["plan"];
+        all.extend_from_slice(args);
+        let mut child = env
+            .command(&all)
+            .current_dir(project.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+        let output = child.wait_with_output().unwrap();
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let without_log = |text: &str| -> String {
+        text.lines()
+            .filter(|line| !line.contains(" DEBUG ") && !line.contains(" INFO "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for args in [
+        vec!["batch.yaml"],
+        vec!["batch.yaml", "--format", "json"],
+        vec!["broken.yaml"],
+        vec!["broken.yaml", "--format", "json"],
+        vec!["missing.yaml"],
+    ] {
+        let alone = plan(&args, "");
+        let mut served_args = args.clone();
+        served_args.push("--server");
+        let served = plan(&served_args, "");
+        assert!(
+            served.stderr.contains(ANSWERED),
+            "{args:?}: {}",
+            served.stderr
+        );
+        assert_eq!(served.code, alone.code, "{args:?}");
+        assert_eq!(served.stdout, alone.stdout, "{args:?}");
+        assert_eq!(
+            without_log(&served.stderr),
+            without_log(&alone.stderr),
+            "{args:?}"
+        );
+    }
+    // A batch on standard input is planned by the process itself.
+    let batch = std::fs::read_to_string(project.path().join("batch.yaml")).unwrap();
+    let stdin = plan(&["-", "--server"], &batch);
+    assert!(!stdin.stderr.contains(ANSWERED));
+    assert_eq!(stdin.stdout, plan(&["batch.yaml"], "").stdout);
+}

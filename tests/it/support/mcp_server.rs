@@ -16,7 +16,8 @@
 //! - `add` (`a`, `b`): structured content `{"sum": a + b}` (declares an output schema);
 //! - `grow`: adds the tool `late` to the list and sends `notifications/tools/list_changed`;
 //! - `late` (only after `grow`): returns `late`;
-//! - `crash`: the process exits at once (status 3).
+//! - `crash`: the process exits at once (status 3);
+//! - `spawn`: starts `sleep 300` as a child of the server and returns its process id.
 //!
 //! Every `notifications/cancelled` the server receives is appended as a line (its reason) to
 //! the file named by [`CANCEL_LOG_ENV`], when set.
@@ -123,6 +124,10 @@ impl TestServer {
                 "name": "crash", "description": "Exits the server",
                 "inputSchema": object(json!({}))
             })),
+            tool(json!({
+                "name": "spawn", "description": "Starts a child process",
+                "inputSchema": object(json!({}))
+            })),
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(tool(json!({
@@ -207,6 +212,19 @@ impl ServerHandler for TestServer {
             }
             "late" if self.grown.load(Ordering::SeqCst) => text("late"),
             "crash" => std::process::exit(3),
+            "spawn" => {
+                let child = std::process::Command::new("sleep")
+                    .arg("300")
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let pid = child.id();
+                // Left running: the test checks that toolgate ends it with the server.
+                std::mem::forget(child);
+                text(&pid.to_string())
+            }
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool `{other}`"),
                 None,

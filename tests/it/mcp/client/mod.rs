@@ -2,6 +2,7 @@
 //! servers (the test server of `support::mcp_server`, the npm reference servers, the
 //! conformance suite's client scenarios).
 
+mod annotations;
 mod check;
 mod conformance;
 mod diagnostics;
@@ -9,3 +10,4 @@ mod harness;
 mod import;
 mod reference;
 mod test_server;
+mod wildcard;

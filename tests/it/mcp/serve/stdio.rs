@@ -3,7 +3,7 @@
 use rmcp::model::ElicitationAction;
 
 use super::scenarios;
-use super::support::stdio;
+use super::support::{self, stdio};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_and_runs_the_policy_tools() {
@@ -63,4 +63,66 @@ async fn a_cancelled_request_cancels_its_call() {
 async fn a_reload_that_adds_a_tool_announces_the_new_list() {
     let mut session = stdio(None).await;
     scenarios::announces_tool_list_changes(&mut session).await;
+}
+
+/// A wildcard contract over the suite's rmcp server: its tools are listed under the names
+/// agents use, with the server's schemas; a tool it adds while serving is announced with
+/// `notifications/tools/list_changed`, then listed and callable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wildcard_lists_its_servers_tools_and_announces_the_ones_it_adds() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("policies");
+    std::fs::create_dir(&root).unwrap();
+    let entry = crate::support::mcp_server::yaml_entry(&dir.path().join("cancel.log"));
+    std::fs::write(
+        root.join("tools.yaml"),
+        format!(
+            "version: 1\nmcp_servers:\n  test: {entry}\ntools:\n  mcp__test__*:\n    handler: {{ kind: mcp, server: test }}\n    permission: {{ default: allow }}\n  mcp__test__echo:\n    description: Echo, with a contract of its own\n"
+        ),
+    )
+    .unwrap();
+    let mut session = support::stdio_on(dir, root, None).await;
+    let names = session.tool_names().await;
+    assert_eq!(names[0], "mcp__test__echo");
+    for covered in ["mcp__test__sleep", "mcp__test__grow", "mcp__test__add"] {
+        assert!(names.iter().any(|name| name == covered), "{names:?}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|name| name.ends_with("late") || name.ends_with('*')),
+        "{names:?}"
+    );
+    let tools = session.client.list_all_tools().await.unwrap();
+    // The exact contract declares no input schema: the server's is listed.
+    assert_eq!(
+        tools[0].input_schema["properties"]["text"]["type"],
+        "string"
+    );
+    assert_eq!(
+        tools[0].description.as_deref(),
+        Some("Echo, with a contract of its own")
+    );
+    let add = tools
+        .iter()
+        .find(|tool| tool.name == "mcp__test__add")
+        .unwrap();
+    assert_eq!(add.description.as_deref(), Some("Adds two numbers"));
+
+    assert_eq!(
+        support::text(&session.call("mcp__test__grow", serde_json::json!({})).await),
+        "grown"
+    );
+    session
+        .next_seen(|seen| matches!(seen, support::Seen::ListChanged))
+        .await;
+    let names = session.tool_names().await;
+    assert!(
+        names.iter().any(|name| name == "mcp__test__late"),
+        "{names:?}"
+    );
+    assert_eq!(
+        support::text(&session.call("mcp__test__late", serde_json::json!({})).await),
+        "late"
+    );
 }

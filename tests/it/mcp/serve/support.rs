@@ -125,6 +125,15 @@ fn client(answer: Option<ElicitationAction>) -> (TestClient, mpsc::UnboundedRece
 /// Starts `mcp serve` over stdio on a scratch copy of the fixtures.
 pub async fn stdio(answer: Option<ElicitationAction>) -> Session {
     let (dir, root) = scratch();
+    stdio_on(dir, root, answer).await
+}
+
+/// Starts `mcp serve` over stdio on the policies under `root`.
+pub async fn stdio_on(
+    dir: tempfile::TempDir,
+    root: PathBuf,
+    answer: Option<ElicitationAction>,
+) -> Session {
     let command = command(dir.path(), &root, &["--debounce", "20ms"]);
     let transport = TokioChildProcess::new(tokio::process::Command::from(command)).unwrap();
     let (handler, seen) = client(answer);

@@ -1,0 +1,89 @@
+//! `trust_annotations: true` at run time: a trusted server's tool annotations fill the
+//! contract flags a contract leaves unset (so rules that look at flags see them), never the
+//! ones it sets; an untrusted server's annotations fill nothing; a plan says which flag came
+//! from which hint.
+
+use serde_json::json;
+use toolgate::events::CallStatus;
+use toolgate::{Batch, ToolCall};
+
+use super::harness::{Workspace, call};
+use crate::support::mcp_server;
+
+fn policy(log: &std::path::Path) -> String {
+    let entry = mcp_server::yaml_entry(log);
+    let trusted = format!(
+        "{}, trust_annotations: true }}",
+        entry.trim_end_matches('}').trim_end()
+    );
+    format!(
+        r#"version: 1
+mcp_servers:
+  test: {trusted}
+  plain: {entry}
+tools:
+  mcp__test__*:
+    handler: {{ kind: mcp, server: test }}
+    permission: {{ default: deny }}
+  mcp__plain__*:
+    handler: {{ kind: mcp, server: plain }}
+    permission: {{ default: deny }}
+  EchoNotReadOnly:
+    handler: {{ kind: mcp, server: test, tool: echo }}
+    permission: {{ default: deny }}
+    concurrency: {{ read_only: false }}
+rules:
+  - name: reads-run
+    tools: [mcp__test__*, mcp__plain__*, EchoNotReadOnly]
+    when: {{ read_only: true }}
+    decision: allow
+"#
+    )
+}
+
+#[tokio::test]
+async fn a_trusted_servers_annotations_fill_the_flags_a_contract_leaves_unset() {
+    let workspace = Workspace::new("");
+    workspace.write(&policy(&workspace.path("cancel.log")));
+    let (engine, _sink) = workspace.engine();
+
+    // `echo` is annotated read-only: the flag is filled before the first call is decided.
+    let echo = call(&engine, "mcp__test__echo", json!({"text": "hi"})).await;
+    assert_eq!(
+        echo.results[0].status,
+        CallStatus::Ok,
+        "{}",
+        echo.results[0].model_text()
+    );
+    assert_eq!(echo.results[0].model_text(), "hi");
+    // `sleep` has no annotations: the default (not read-only) stands.
+    let sleep = call(&engine, "mcp__test__sleep", json!({"ms": 1})).await;
+    assert_eq!(sleep.results[0].status, CallStatus::Denied);
+    // A flag the contract sets is never changed by a hint.
+    let strict = call(&engine, "EchoNotReadOnly", json!({"text": "hi"})).await;
+    assert_eq!(strict.results[0].status, CallStatus::Denied);
+    // An untrusted server's annotations fill nothing.
+    let plain = call(&engine, "mcp__plain__echo", json!({"text": "hi"})).await;
+    assert_eq!(plain.results[0].status, CallStatus::Denied);
+
+    let batch = Batch::new(vec![
+        ToolCall::new("c1", "mcp__test__echo", json!({"text": "hi"})),
+        ToolCall::new("c2", "mcp__test__fail", json!({"message": "x"})),
+    ]);
+    let plan = engine.plan(&batch, &[]).unwrap();
+    assert_eq!(
+        plan.calls[0].from_annotations,
+        [
+            "read_only from readOnlyHint: true",
+            "side_effect_scope from openWorldHint: false, readOnlyHint: true"
+        ]
+    );
+    assert_eq!(
+        plan.calls[1].from_annotations,
+        [
+            "destructive from destructiveHint: true",
+            "read_only from readOnlyHint: false"
+        ]
+    );
+    engine.shutdown().await;
+}

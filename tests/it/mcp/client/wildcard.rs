@@ -1,0 +1,161 @@
+//! Wildcard contracts (`mcp__<server>__*`): the tools of a server, the ones it adds later
+//! included, run under one contract that exact contracts extend; rules written for the
+//! wildcard apply to every tool it covers, and a wildcard never reaches another server.
+
+use serde_json::json;
+use toolgate::events::CallStatus;
+
+use super::harness::{Workspace, call};
+use crate::support::check::toolgate;
+use crate::support::mcp_server;
+
+fn policy(log: &std::path::Path) -> String {
+    let entry = mcp_server::yaml_entry(log);
+    format!(
+        r#"version: 1
+mcp_servers:
+  test: {entry}
+  tes: {entry}
+tools:
+  mcp__test__*:
+    handler: {{ kind: mcp, server: test }}
+    permission: {{ default: allow }}
+  mcp__test__fail:
+    permission: {{ default: deny }}
+  mcp__test__sleep:
+    timeout: {{ default: 200ms }}
+rules:
+  - name: no-secrets
+    tools: [mcp__test__*]
+    match:
+      text: {{ glob: ["secret*"] }}
+    decision: deny
+    reason: no secrets through the test server
+"#
+    )
+}
+
+#[tokio::test]
+async fn a_wildcard_runs_every_tool_of_its_server_and_exact_contracts_extend_it() {
+    let workspace = Workspace::new("");
+    workspace.write(&policy(&workspace.path("cancel.log")));
+    let (engine, _sink) = workspace.engine();
+
+    // A covered tool without a contract of its own runs on the server's tool of its name.
+    let echo = call(&engine, "mcp__test__echo", json!({"text": "hi"})).await;
+    assert_eq!(echo.results[0].status, CallStatus::Ok);
+    assert_eq!(echo.results[0].model_text(), "hi");
+
+    // A rule written for the wildcard applies to the tools it covers.
+    let secret = call(&engine, "mcp__test__echo", json!({"text": "secret-1"})).await;
+    assert_eq!(secret.results[0].status, CallStatus::Denied);
+    assert!(
+        secret.results[0]
+            .model_text()
+            .contains("no secrets through the test server"),
+        "{}",
+        secret.results[0].model_text()
+    );
+
+    // An exact contract overrides what it sets and keeps the rest (handler, server).
+    let fail = call(&engine, "mcp__test__fail", json!({"message": "x"})).await;
+    assert_eq!(fail.results[0].status, CallStatus::Denied);
+    let sleep = call(&engine, "mcp__test__sleep", json!({"ms": 60_000})).await;
+    assert_eq!(sleep.results[0].status, CallStatus::TimedOut);
+
+    // A tool the server adds later is covered as soon as the server lists it.
+    let late = call(&engine, "mcp__test__late", json!({})).await;
+    assert_eq!(late.results[0].status, CallStatus::Error);
+    assert_eq!(
+        call(&engine, "mcp__test__grow", json!({})).await.results[0].model_text(),
+        "grown"
+    );
+    let late = call(&engine, "mcp__test__late", json!({})).await;
+    assert_eq!(late.results[0].status, CallStatus::Ok);
+    assert_eq!(late.results[0].model_text(), "late");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_wildcard_covers_no_other_server_and_is_no_tool_itself() {
+    let workspace = Workspace::new("");
+    workspace.write(&policy(&workspace.path("cancel.log")));
+    let (engine, _sink) = workspace.engine();
+    // `tes` is declared but has no wildcard; `testx` and `test_x` are other servers; the
+    // wildcard's own name and a name without a tool part are not tools.
+    for name in [
+        "mcp__tes__echo",
+        "mcp__testx__echo",
+        "mcp__test_x__echo",
+        "mcp__test__*",
+        "mcp__test__",
+        "mcp__test",
+        "mcp__test__a/b",
+    ] {
+        let outcome = call(&engine, name, json!({"text": "x"})).await;
+        assert_eq!(outcome.results[0].status, CallStatus::Error, "{name}");
+        assert!(
+            outcome.results[0].model_text().contains("Tool not found"),
+            "{name}: {}",
+            outcome.results[0].model_text()
+        );
+    }
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stdio_server_goes_with_its_process_group() {
+    let workspace = Workspace::new("");
+    workspace.write(&policy(&workspace.path("cancel.log")));
+    let (engine, _sink) = workspace.engine();
+    let spawned = call(&engine, "mcp__test__spawn", json!({})).await;
+    let pid: i32 = spawned.results[0].model_text().trim().parse().unwrap();
+    assert!(alive(pid), "the grandchild did not start");
+    engine.shutdown().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!alive(pid), "the server's child {pid} outlived the server");
+}
+
+/// Whether a process exists and is not a zombie waiting to be reaped.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn explain_shows_the_wildcard_that_applies() {
+    let args = |tool: &str| {
+        toolgate(&[
+            "--no-builtin",
+            "-p",
+            "tests/fixtures/mcp/wildcard",
+            "explain",
+            tool,
+        ])
+    };
+    let covered = args("mcp__github__list_issues");
+    assert_eq!(covered.code, 0, "{}", covered.transcript());
+    insta::assert_snapshot!("explain_covered", covered.transcript());
+    let extended = args("mcp__github__create_issue");
+    assert_eq!(extended.code, 0, "{}", extended.transcript());
+    insta::assert_snapshot!("explain_extended", extended.transcript());
+}
+
+#[test]
+fn check_reports_wildcards_that_name_no_server() {
+    let run = toolgate(&[
+        "--no-builtin",
+        "-p",
+        "tests/fixtures/mcp/wildcard_errors",
+        "check",
+    ]);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!("wildcard_check_errors", run.transcript());
+}
