@@ -26,10 +26,10 @@ use divan::counter::ItemsCount;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
-use toolgate::executor::{Batch, Engine, Turn};
-use toolgate::handler::{CallContext, HandlerError, HandlerOutput};
-use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::Snapshot;
+use toolgate::Snapshot;
+use toolgate::ToolCall;
+use toolgate::{Batch, Engine, Turn};
+use toolgate::{CallContext, HandlerError, HandlerOutput};
 
 mod support;
 

@@ -1,23 +1,25 @@
 //! Headline figure of issue 4: finalizing a batch of 100 outputs of 1 MiB each to a
-//! 200 000-character budget with the in-memory artifact store — at most 30 ms in `chars`
-//! mode (≥ 3 GB/s of input) — and, in `bytes` mode, a cost that does not grow with the size
-//! of the outputs beyond the bytes kept.
+//! 200 000-character budget — at most 30 ms in `chars` mode (≥ 3 GB/s of input) — and, in
+//! `bytes` mode, a cost that does not grow with the size of the outputs beyond the bytes
+//! kept.
 //!
-//! The headline measures the finalizer as the engine runs it: the outputs reach it the way the
-//! engine hands them over — each went through the producer stage, which measured and hashed
-//! it as it arrived (`SlotText::prepare`, off the async threads, while the rest of the batch
-//! still ran), and the results become finalizer items with the executor's own
-//! `executor::finalize::items`. Nothing is hidden: the same batch is also timed **cold**
-//! (fresh texts: the finalizer counts characters and hashes every cut output itself), and the
-//! producer stage's measuring and hashing is timed on its own.
+//! Measured through the public API. The finalizer's planning and cutting (water-fill, fit
+//! each cut output, the notices) is [`toolgate::hard_cap`], the same pass without artifact
+//! writes, which embedders run at their send boundary; the outputs reach it the way the
+//! engine hands them over — each was measured and hashed by the producer stage as it arrived
+//! ([`SlotText::prepare`], off the async threads, while the rest of the batch still ran).
+//! Nothing is hidden: the same batch is also timed **cold** (fresh texts: the pass counts
+//! characters itself), and the producer stage's measuring and hashing is timed on its own.
+//! The engine's finalizer also writes each cut output to the artifact store; that write is
+//! inside `engine_batch_end_to_end`.
 //!
-//! `main` prints the headline table (median of several runs, ms and MB/s of input), then
-//! divan's table for the same cases plus:
-//! - `bytes_prepared_by_size` / `bytes_cold_by_size`: a size sweep in `bytes` mode (the
-//!   prepared cost stays flat; the cold one grows only by hashing, which the producer stage
-//!   does in the engine);
+//! `main` prints the headline table (median of several runs, ms and MB/s of input): per unit
+//! the prepared pass (the headline), the producer's measuring and hashing, the cold pass; then
+//! a size sweep in `bytes` mode. Divan's table follows for the same cases plus:
+//! - `bytes_prepared_by_size` / `bytes_cold_by_size`: the size sweep (the prepared cost stays
+//!   flat; the cold one grows by counting);
 //! - `engine_batch_end_to_end`: a whole batch through `Engine::execute_batch` (native handlers
-//!   returning 1 MiB each, producer stage, finalizer) for scale.
+//!   returning 1 MiB each, producer stage, finalizer with its artifact writes) for scale.
 //!
 //! Run with `cargo bench --bench finalizer`. The machine the numbers come from matters: they
 //! are wall-clock times of a shared machine.
@@ -31,18 +33,12 @@ use std::time::{Duration, Instant};
 use divan::Bencher;
 use divan::counter::BytesCount;
 use serde_json::{Value, json};
-use toolgate::artifact::{ArtifactStore, MemoryArtifactStore, Retention, SessionId};
-use toolgate::budget::{
-    ArtifactTarget, BatchBudget, FinalizeConfig, FinalizeItem, FinalizeOutcome, ProducerInput,
-    ProducerPolicy, SlotText, Templates, finalize, produce,
+use toolgate::{Batch, CallContext, Engine, HandlerFuture, HandlerOutput, MemoryArtifactStore};
+use toolgate::{
+    BatchBudget, BudgetUnit, FinalizeConfig, FinalizeItem, FinalizeOutcome, Retention, Slot,
+    SlotKind, SlotText, Templates, hard_cap,
 };
-use toolgate::events::CallStatus;
-use toolgate::executor::{Batch, Engine, Turn};
-use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
-use toolgate::model::units::{BudgetUnit, Size};
-use toolgate::model::{CallId, ToolName};
-use toolgate::pipeline::{CallResult, ResultMetadata, ToolCall};
-use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+use toolgate::{LayerOptions, LoadOptions, ToolCall, Turn, load};
 
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]
@@ -56,7 +52,6 @@ const BUDGET: u64 = 200_000;
 const TARGET_MS: f64 = 30.0;
 
 static TEMPLATES: LazyLock<Templates> = LazyLock::new(Templates::spec_defaults);
-static SESSION: LazyLock<SessionId> = LazyLock::new(|| SessionId::from("bench"));
 static ONE_MIB: LazyLock<Vec<Arc<str>>> = LazyLock::new(|| outputs(MIB));
 
 fn main() {
@@ -91,72 +86,23 @@ fn total_bytes(texts: &[Arc<str>]) -> usize {
     texts.iter().map(|t| t.len()).sum()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-}
-
-/// What the engine's producer stage hands on for one output that fits its contract's own
-/// limit: the same shared text, measured and hashed (`pipeline::produce` does this on a
-/// blocking thread as the output arrives), inside a `CallResult`.
-fn produced_result(
-    runtime: &tokio::runtime::Runtime,
-    i: usize,
-    text: &Arc<str>,
-    unit: BudgetUnit,
-    prepare: bool,
-) -> CallResult {
-    let tool = ToolName::from("Bash");
-    let call_id = CallId::from(format!("call_{i}").as_str());
-    let policy = ProducerPolicy {
-        max_model: Some(Size(u64::MAX)),
-        unit,
-        ..ProducerPolicy::spec_defaults()
-    };
-    let input = ProducerInput {
-        tool: &tool,
-        call_id: &call_id,
-        output: SlotText::new(Arc::clone(text)),
-    };
-    let produced = runtime.block_on(produce(input, &policy, &TEMPLATES, None));
-    if prepare {
-        produced.content.prepare(unit);
-    }
-    CallResult {
-        call_id,
-        tool: tool.to_string(),
-        canonical_tool: Some(tool),
-        status: CallStatus::Ok,
-        model_content: produced.content,
-        hook_context: None,
-        parts: Vec::new(),
-        metadata: ResultMetadata {
-            truncated: produced.meta.truncated,
-            original_size: produced.meta.original_size,
-            final_size: produced.meta.final_size,
-            unit,
-            policy: Some(produced.meta.policy),
-            persisted_files: produced.meta.persisted_files,
-            ..ResultMetadata::default()
-        },
-        error: None,
-        permission: None,
-        display: None,
-        pending_display: None,
-        turn: None,
-        batch_exempt: false,
-        weight: (1, 0),
-    }
-}
-
-/// The batch's results as the engine holds them after its groups ran.
-fn results(texts: &[Arc<str>], unit: BudgetUnit, prepare: bool) -> Vec<CallResult> {
-    let runtime = runtime();
+/// The batch's outputs as the engine hands them to its finalizer: one output slot per call,
+/// the text shared (not copied) and, when `prepare`, measured and hashed as the producer
+/// stage does.
+fn items(texts: &[Arc<str>], unit: BudgetUnit, prepare: bool) -> Vec<FinalizeItem> {
     texts
         .iter()
         .enumerate()
-        .map(|(i, text)| produced_result(&runtime, i, text, unit, prepare))
+        .map(|(i, text)| {
+            let slot = SlotText::new(Arc::clone(text));
+            if prepare {
+                slot.prepare(unit);
+            }
+            FinalizeItem::new(
+                format!("call_{i}").as_str(),
+                vec![Slot::new(SlotKind::Output, slot)],
+            )
+        })
         .collect()
 }
 
@@ -170,20 +116,9 @@ fn config(unit: BudgetUnit) -> FinalizeConfig<'static> {
     }
 }
 
-/// The engine's finalizer step: results → items (`executor::finalize::items`) → finalize.
-fn finalize_results(
-    runtime: &tokio::runtime::Runtime,
-    results: &[CallResult],
-    unit: BudgetUnit,
-    store: &MemoryArtifactStore,
-) -> FinalizeOutcome {
-    let items: Vec<FinalizeItem> = toolgate::executor::finalize::items(results, None);
-    let store: &dyn ArtifactStore = store;
-    let target = ArtifactTarget {
-        store,
-        session: &SESSION,
-    };
-    let outcome = runtime.block_on(finalize(&items, &config(unit), Some(target)));
+/// The finalizer's pass over the items, without artifact writes.
+fn finalize_items(items: &[FinalizeItem], unit: BudgetUnit) -> FinalizeOutcome {
+    let outcome = hard_cap(items, &config(unit));
     assert!(outcome.total_after <= BUDGET);
     outcome
 }
@@ -225,9 +160,8 @@ fn line(what: &str, bytes: usize, time: Duration) {
 fn headline() {
     let texts = &*ONE_MIB;
     let bytes = total_bytes(texts);
-    let runtime = runtime();
     println!(
-        "finalizing {OUTPUTS} outputs of 1 MiB ({:.1} MB) to a batch budget of {BUDGET} units, in-memory store",
+        "finalizing {OUTPUTS} outputs of 1 MiB ({:.1} MB) to a batch budget of {BUDGET} units (`hard_cap`: no artifact writes)",
         bytes as f64 / 1e6
     );
     println!(
@@ -235,12 +169,12 @@ fn headline() {
         std::thread::available_parallelism().map_or(1, usize::from)
     );
     for unit in [BudgetUnit::Chars, BudgetUnit::Bytes] {
-        let prepared = results(texts, unit, true);
+        let prepared = items(texts, unit, true);
         let warm = time(
             21,
-            || (prepared.clone(), MemoryArtifactStore::new()),
-            |(results, store)| {
-                finalize_results(&runtime, &results, unit, &store);
+            || prepared.clone(),
+            |items| {
+                finalize_items(&items, unit);
             },
         );
         line(
@@ -262,10 +196,10 @@ fn headline() {
         }
         let measuring = time(
             7,
-            || results(texts, unit, false),
-            |results| {
-                for result in &results {
-                    result.model_content.prepare(unit);
+            || items(texts, unit, false),
+            |items| {
+                for item in &items {
+                    item.slots[0].text.prepare(unit);
                 }
             },
         );
@@ -276,13 +210,13 @@ fn headline() {
         );
         let cold = time(
             7,
-            || (results(texts, unit, false), MemoryArtifactStore::new()),
-            |(results, store)| {
-                finalize_results(&runtime, &results, unit, &store);
+            || items(texts, unit, false),
+            |items| {
+                finalize_items(&items, unit);
             },
         );
         line(
-            &format!("{unit}: cold finalizer (counts and hashes itself)"),
+            &format!("{unit}: cold finalizer (counts itself)"),
             bytes,
             cold,
         );
@@ -291,12 +225,12 @@ fn headline() {
     for size in [64 * KIB, 256 * KIB, MIB, 4 * MIB] {
         let texts = outputs(size);
         let bytes = total_bytes(&texts);
-        let prepared = results(&texts, BudgetUnit::Bytes, true);
+        let prepared = items(&texts, BudgetUnit::Bytes, true);
         let warm = time(
             21,
-            || (prepared.clone(), MemoryArtifactStore::new()),
-            |(results, store)| {
-                finalize_results(&runtime, &results, BudgetUnit::Bytes, &store);
+            || prepared.clone(),
+            |items| {
+                finalize_items(&items, BudgetUnit::Bytes);
             },
         );
         line(
@@ -306,18 +240,13 @@ fn headline() {
         );
         let cold = time(
             5,
-            || {
-                (
-                    results(&texts, BudgetUnit::Bytes, false),
-                    MemoryArtifactStore::new(),
-                )
-            },
-            |(results, store)| {
-                finalize_results(&runtime, &results, BudgetUnit::Bytes, &store);
+            || items(&texts, BudgetUnit::Bytes, false),
+            |items| {
+                finalize_items(&items, BudgetUnit::Bytes);
             },
         );
         line(
-            &format!("{:>5} KiB each, cold (hashing)", size / KIB),
+            &format!("{:>5} KiB each, cold (counting)", size / KIB),
             bytes,
             cold,
         );
@@ -333,55 +262,42 @@ fn headline() {
 #[divan::bench(args = [BudgetUnit::Chars, BudgetUnit::Bytes], sample_count = 30, sample_size = 1)]
 fn prepared(bencher: Bencher, unit: BudgetUnit) {
     let texts = &*ONE_MIB;
-    let results = results(texts, unit, true);
-    let runtime = runtime();
+    let items = items(texts, unit, true);
     bencher
         .counter(BytesCount::new(total_bytes(texts)))
-        .with_inputs(|| (results.clone(), MemoryArtifactStore::new()))
-        .bench_local_refs(|(results, store)| finalize_results(&runtime, results, unit, store));
+        .with_inputs(|| items.clone())
+        .bench_local_refs(|items| finalize_items(items, unit));
 }
 
-/// Fresh texts every iteration: the finalizer counts and hashes everything itself.
+/// Fresh texts every iteration: the pass counts everything itself.
 #[divan::bench(args = [BudgetUnit::Chars, BudgetUnit::Bytes], sample_count = 10, sample_size = 1)]
 fn cold(bencher: Bencher, unit: BudgetUnit) {
     let texts = &*ONE_MIB;
-    let runtime = runtime();
     bencher
         .counter(BytesCount::new(total_bytes(texts)))
-        .with_inputs(|| (results(texts, unit, false), MemoryArtifactStore::new()))
-        .bench_local_refs(|(results, store)| finalize_results(&runtime, results, unit, store));
+        .with_inputs(|| items(texts, unit, false))
+        .bench_local_refs(|items| finalize_items(items, unit));
 }
 
 /// `bytes` mode, prepared: flat as outputs grow 64-fold.
 #[divan::bench(args = [64 * KIB, 256 * KIB, MIB, 4 * MIB], sample_count = 30, sample_size = 1)]
 fn bytes_prepared_by_size(bencher: Bencher, size: usize) {
     let texts = outputs(size);
-    let results = results(&texts, BudgetUnit::Bytes, true);
-    let runtime = runtime();
+    let items = items(&texts, BudgetUnit::Bytes, true);
     bencher
         .counter(BytesCount::new(total_bytes(&texts)))
-        .with_inputs(|| (results.clone(), MemoryArtifactStore::new()))
-        .bench_local_refs(|(results, store)| {
-            finalize_results(&runtime, results, BudgetUnit::Bytes, store)
-        });
+        .with_inputs(|| items.clone())
+        .bench_local_refs(|items| finalize_items(items, BudgetUnit::Bytes));
 }
 
-/// `bytes` mode, cold: grows only by hashing the cut outputs.
+/// `bytes` mode, cold: grows only by counting.
 #[divan::bench(args = [64 * KIB, 256 * KIB, MIB], sample_count = 10, sample_size = 1)]
 fn bytes_cold_by_size(bencher: Bencher, size: usize) {
     let texts = outputs(size);
-    let runtime = runtime();
     bencher
         .counter(BytesCount::new(total_bytes(&texts)))
-        .with_inputs(|| {
-            (
-                results(&texts, BudgetUnit::Bytes, false),
-                MemoryArtifactStore::new(),
-            )
-        })
-        .bench_local_refs(|(results, store)| {
-            finalize_results(&runtime, results, BudgetUnit::Bytes, store)
-        });
+        .with_inputs(|| items(&texts, BudgetUnit::Bytes, false))
+        .bench_local_refs(|items| finalize_items(items, BudgetUnit::Bytes));
 }
 
 /// A whole batch through the engine, for scale: 100 native calls returning 1 MiB each (a

@@ -26,10 +26,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::Instant;
 
-use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+use toolgate::{LayerOptions, LoadOptions, load};
 
 mod support;
 use support::ALLOCATOR;
+// The tests' plain YAML reader, to write a quarter of the generated files as TOML.
+#[path = "../tests/it/support/yaml.rs"]
+mod yaml;
 
 // The allocator the `toolgate` binary uses (see the `mimalloc` feature), wrapped to count
 // the bytes live on the heap while `COUNTING` is on: what the snapshot holds, apart from the
@@ -194,14 +197,7 @@ fn policy_file(file: usize) -> (String, String) {
         }
     }
     if file % 4 == 3 {
-        let source = toolgate::diagnostics::SourceFile::in_memory(
-            "generated.yaml",
-            yaml,
-            toolgate::diagnostics::Format::Yaml,
-        );
-        let value = toolgate::load::parse_document(source)
-            .expect("generated YAML parses")
-            .value;
+        let value = yaml::parse("generated.yaml", &yaml);
         let text = toml::to_string(&value).expect("generated policy as TOML");
         (format!("p{file:03}.toml"), text)
     } else {
@@ -362,8 +358,8 @@ fn return_free_pages() -> Option<()> {
 }
 
 /// What the main parts of a snapshot hold, measured by dropping them one at a time.
-fn held_by_part(snapshot: toolgate::snapshot::Snapshot) -> String {
-    let toolgate::snapshot::Snapshot {
+fn held_by_part(snapshot: toolgate::Snapshot) -> String {
+    let toolgate::Snapshot {
         sources,
         effective,
         provenance,
@@ -474,10 +470,9 @@ fn growth() {
             let ms = if broken {
                 let diagnostics = load(&options, 1).diagnostics;
                 assert!(diagnostics.len() >= 2_500 * scale);
-                let render = toolgate::diagnostics::render::human::HumanOptions::default();
+                let render = toolgate::HumanOptions::default();
                 median_ms(3, || {
-                    let text =
-                        toolgate::diagnostics::render::human::render_human(&diagnostics, &render);
+                    let text = toolgate::render_human(&diagnostics, &render);
                     assert!(!text.is_empty());
                 })
             } else {

@@ -26,8 +26,8 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
 use tokio::runtime::Runtime;
-use toolgate::executor::{Batch, Engine, Turn};
-use toolgate::pipeline::ToolCall;
+use toolgate::ToolCall;
+use toolgate::{Batch, Engine, Turn};
 
 mod support;
 

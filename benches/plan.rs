@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use serde_json::json;
-use toolgate::executor::{Batch, Engine};
-use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::Snapshot;
+use toolgate::Snapshot;
+use toolgate::ToolCall;
+use toolgate::{Batch, Engine};
 
 mod support;
 

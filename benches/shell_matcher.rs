@@ -1,18 +1,28 @@
-//! Speed of the argument matchers (issue 5, "Speed"): a 200-character compound command
-//! through the shell matcher (target: median at most 20 µs) and a path match.
+//! Speed of the argument matchers (issue 5, "Speed"; issue 17 sets ≤ 30 µs median for the
+//! shell matcher): a 200-character compound command judged by `shell` rules, and a path
+//! match. Measured through the public decision function, [`toolgate::assess`], on a loaded
+//! snapshot: each figure is one whole decision of one call (lookup, input normalisation,
+//! timeout and budget resolution, the permission decision) whose cost is dominated by the
+//! matcher named (the tools declare no input schema, so nothing is validated).
 //!
-//! Run with `cargo bench --bench shell_matcher`; divan prints the figures.
+//! Run with `cargo bench --bench shell_matcher`; divan prints the figures:
+//! - `shell_allow_200_chars`: the line parsed, split and judged by one allow rule (every
+//!   command must match) — the shell matcher's headline figure;
+//! - `shell_deny_200_chars`: the same line judged by a deny rule matching none of its
+//!   commands (the worst case: every command is compared with every pattern);
+//! - `shell_allow_200_chars_10_rules`: the line judged by ten allow rules; the line is
+//!   parsed once per call, so the difference to `shell_allow_200_chars`, over nine, is what
+//!   each further rule costs;
+//! - `path_match`: one path argument located and matched against deny globs;
+//! - `rule_matchers`: one rule with a path and a shell matcher against a tool input.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
+
 use divan::{Bencher, black_box};
-use indexmap::IndexMap;
-use serde_json::json;
-use toolgate::model::rule::ArgMatcher;
-use toolgate::policy::{
-    CompiledArgMatchers, MatchContext, MatchMode, PathCase, PathMatcher, RedirectionPolicy,
-    ShellMatcher, parse_script,
-};
+use serde_json::{Value, json};
+use toolgate::{Decision, Snapshot, ToolCall, assess};
 
 mod support;
 use support::ALLOCATOR;
@@ -27,77 +37,115 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const LINE: &str = "git status && git diff --stat HEAD~3..HEAD -- src/ && ls -la src/policy | ls; \
 nice git diff \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs";
 
+/// The tool every rule is on: not the built-in `Bash`, so only the bench's rules apply (the
+/// built-in layer is loaded for its command table).
+const TOOL: &str = "BenchShell";
+
 fn main() {
     println!(
-        "compound command: {} characters; allocator: {ALLOCATOR}",
+        "compound command: {} characters; allocator: {ALLOCATOR}; every figure is one `assess` call",
         LINE.chars().count()
     );
     divan::main();
 }
 
-fn allow() -> ShellMatcher {
-    let patterns = ["git status", "git diff *", "ls *", "cargo test *"].map(String::from);
-    ShellMatcher::compile(&patterns, RedirectionPolicy::Forbidden).unwrap()
+/// A snapshot of [`TOOL`] (asked by default) with `rules`.
+fn snapshot(rules: Value) -> Arc<Snapshot> {
+    let policy = json!({
+        "version": 1,
+        "tools": {TOOL: {
+            "concurrency": {"concurrent_safe": false, "read_only": false, "side_effect_scope": "workspace"},
+            "permission": {"default": "ask"},
+            "handler": {"kind": "native"},
+        }},
+        "rules": rules,
+    });
+    support::snapshot_of_value(&policy, true)
+}
+
+fn decide(snapshot: &Snapshot, call: &ToolCall) -> Decision {
+    match &assess(snapshot, &[], call).outcome {
+        Ok(settled) => settled.permission.decision,
+        Err(rejection) => panic!("{}", rejection.message),
+    }
+}
+
+fn allow_rule(name: &str) -> Value {
+    json!({"name": name, "tools": [TOOL], "match": {"command": {"shell": ["git status", "git diff *", "ls *", "cargo test *"]}}, "decision": "allow"})
+}
+
+fn line() -> ToolCall {
+    ToolCall::new("c1", TOOL, json!({ "command": LINE }))
 }
 
 /// Parse, split and judge the whole line as an allow rule (every command must match).
 #[divan::bench]
 fn shell_allow_200_chars(bencher: Bencher) {
-    let matcher = allow();
-    assert!(matcher.evaluate(LINE, MatchMode::All).holds());
-    bencher.bench(|| matcher.evaluate(black_box(LINE), MatchMode::All));
+    let snapshot = snapshot(json!([allow_rule("allow")]));
+    let call = line();
+    assert_eq!(decide(&snapshot, &call), Decision::Allow);
+    bencher.bench(|| decide(&snapshot, black_box(&call)));
 }
 
-/// The same line judged as a deny rule that matches none of its commands (worst case).
+/// The same line judged as a deny rule that matches none of its commands (worst case); the
+/// tool's default (ask) decides.
 #[divan::bench]
 fn shell_deny_200_chars(bencher: Bencher) {
-    let patterns = ["rm *", "curl *", "sudo *"].map(String::from);
-    let matcher = ShellMatcher::compile(&patterns, RedirectionPolicy::Forbidden).unwrap();
-    assert!(!matcher.evaluate(LINE, MatchMode::Any).holds());
-    bencher.bench(|| matcher.evaluate(black_box(LINE), MatchMode::Any));
+    let snapshot = snapshot(json!([
+        {"name": "deny", "tools": [TOOL], "match": {"command": {"shell": ["rm *", "curl *", "sudo *"]}}, "decision": "deny"}
+    ]));
+    let call = line();
+    assert_eq!(decide(&snapshot, &call), Decision::Ask);
+    bencher.bench(|| decide(&snapshot, black_box(&call)));
 }
 
-/// Judging an already parsed line (what each further rule costs when a call's command line
-/// is parsed once and shared across rules with `evaluate_script`).
+/// The same line judged by ten allow rules of falling priority: parsed once, judged ten
+/// times.
 #[divan::bench]
-fn shell_judge_parsed_200_chars(bencher: Bencher) {
-    let matcher = allow();
-    let parsed = parse_script(LINE);
-    bencher.bench(|| matcher.evaluate_script(black_box(&parsed), MatchMode::All));
+fn shell_allow_200_chars_10_rules(bencher: Bencher) {
+    let rules: Vec<Value> = (0..10)
+        .map(|k| {
+            let mut rule = allow_rule(&format!("allow-{k}"));
+            rule["priority"] = json!(-k);
+            rule
+        })
+        .collect();
+    let snapshot = snapshot(Value::Array(rules));
+    let call = line();
+    assert_eq!(decide(&snapshot, &call), Decision::Allow);
+    bencher.bench(|| decide(&snapshot, black_box(&call)));
 }
 
-/// Parsing and splitting alone.
-#[divan::bench]
-fn shell_split_200_chars() -> usize {
-    parse_script(black_box(LINE)).unwrap().commands.len()
-}
-
-/// One path argument normalised and matched against deny globs.
+/// One path argument located and matched against deny globs.
 #[divan::bench]
 fn path_match(bencher: Bencher) {
-    let ctx = MatchContext::new("/home/dev/project").with_path_case(PathCase::Sensitive);
-    let patterns = ["**/.env", "**/secrets/**", "**/*.pem", "/etc/**"].map(String::from);
-    let matcher = PathMatcher::compile(&patterns).unwrap();
-    assert!(
-        matcher
-            .matches("./src/../config/.env", &ctx)
-            .pattern
-            .is_some()
+    let snapshot = snapshot(json!([
+        {"name": "secrets", "tools": [TOOL], "match": {"file_path": {"path": ["**/.env", "**/secrets/**", "**/*.pem", "/etc/**"]}}, "decision": "deny"}
+    ]));
+    let env = ToolCall::new("c0", TOOL, json!({"file_path": "./src/../config/.env"}));
+    assert_eq!(decide(&snapshot, &env), Decision::Deny);
+    let call = ToolCall::new(
+        "c1",
+        TOOL,
+        json!({"file_path": "./src/../config/secrets/db.yaml"}),
     );
-    bencher.bench(|| matcher.matches(black_box("./src/../config/secrets/db.yaml"), &ctx));
+    bencher.bench(|| decide(&snapshot, black_box(&call)));
 }
 
 /// A whole rule's matchers (a path and a shell matcher) against a tool input.
 #[divan::bench]
 fn rule_matchers(bencher: Bencher) {
-    let specs: IndexMap<String, ArgMatcher> = serde_json::from_value(json!({
-        "command": { "shell": ["git status", "git diff *", "ls *"] },
-        "/options/cwd": { "path": ["**"] },
-    }))
-    .unwrap();
-    let matchers = CompiledArgMatchers::compile(&specs).unwrap();
-    let ctx = MatchContext::new("/home/dev/project");
-    let input = json!({ "command": "git status && git diff HEAD~1", "options": { "cwd": "src" } });
-    assert!(matchers.matches(&input, &ctx, MatchMode::All).matched);
-    bencher.bench(|| matchers.matches(black_box(&input), &ctx, MatchMode::All));
+    let snapshot = snapshot(json!([
+        {"name": "both", "tools": [TOOL], "match": {
+            "command": { "shell": ["git status", "git diff *", "ls *"] },
+            "/options/cwd": { "path": ["**"] },
+        }, "decision": "allow"}
+    ]));
+    let call = ToolCall::new(
+        "c1",
+        TOOL,
+        json!({ "command": "git status && git diff HEAD~1", "options": { "cwd": "src" } }),
+    );
+    assert_eq!(decide(&snapshot, &call), Decision::Allow);
+    bencher.bench(|| decide(&snapshot, black_box(&call)));
 }

@@ -16,9 +16,11 @@ use crate::diagnostics::{Format, SourceFile};
 use crate::load::ParseLimits;
 use crate::model::BudgetUnit;
 use crate::model::contract::Retention;
+use crate::policy::MatchContext;
+use crate::policy::mode::MatchMode;
+use crate::policy::path::PathCase;
 use crate::policy::path::PathMatcher;
 use crate::policy::pattern::{RedirectionPolicy, ShellMatcher};
-use crate::policy::{MatchContext, MatchMode, PathCase};
 use crate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// Puts the standard panic hook back in place of libfuzzer's, which aborts on every panic,
@@ -128,7 +130,7 @@ pub fn shell(data: &[u8]) {
         }
     }
     // A command line alone goes through the parser the matchers use.
-    let _ = crate::policy::parse_script(line);
+    let _ = crate::policy::shell::parse_script(line);
 }
 
 /// The path matcher: glob patterns (one a line), a NUL byte, then a path as a call gives it.

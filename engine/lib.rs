@@ -69,9 +69,10 @@
 //!
 //! - **Engine**: [`Engine`], [`EngineBuilder`]; a batch is run with
 //!   [`Engine::execute_batch`] and planned without running with [`Engine::plan`]
-//!   ([`Plan`], [`PlannedCall`], [`PlannedDecision`]).
+//!   ([`Plan`], [`PlannedCall`], [`PlannedDecision`], [`Concurrency`]).
 //! - **Loading policies**: [`load`], [`LoadOptions`], [`LayerOptions`], [`LayerKind`],
-//!   [`LayerSpec`], [`LoadOutcome`], [`Snapshot`]; hot reload with [`Reloader`],
+//!   [`LayerSpec`], [`LoadOutcome`], [`Snapshot`], and the limits of a load
+//!   [`ReadLimits`], [`ParseLimits`], [`SetLimits`]; hot reload with [`Reloader`],
 //!   [`ReloadOutcome`] and [`WatchHandle`].
 //! - **Batches and calls**: [`Batch`], [`Turn`], [`ToolCall`], [`BatchError`],
 //!   [`BatchOutcome`], [`CutReport`]; ids [`BatchId`], [`CallId`], [`ModeName`],
@@ -83,7 +84,8 @@
 //!   [`FailureStage`]; the payload of each kind is in the [`events`] module.
 //! - **Handlers**: [`NativeHandler`], [`HandlerFuture`], [`CallContext`],
 //!   [`HandlerOutput`], [`OutputContent`], [`HandlerError`], [`ProgressSink`],
-//!   [`ProgressStream`], [`ProgressChunk`].
+//!   [`ProgressStream`], [`ProgressChunk`]; on Linux, [`become_subreaper`] lets a call's
+//!   end kill the orphans its handler processes left behind.
 //! - **Approvals**: [`ApprovalBroker`], [`ApprovalRequest`], [`ApprovalAnswer`],
 //!   [`FixedAnswer`].
 //! - **Artifacts** (oversized output kept outside the model's context; embedders may supply
@@ -91,8 +93,15 @@
 //!   [`ArtifactError`], [`FsArtifactStore`], [`FsStoreConfig`], [`MemoryArtifactStore`],
 //!   [`ArtifactLimits`], [`Retention`], [`SessionId`].
 //! - **The finalizer's hard cap** (SPEC §8.3 step 5, for the send boundary): [`hard_cap`],
-//!   [`FinalizeItem`], [`FinalizeConfig`], [`FinalizeOutcome`].
-//! - **Deciding without running**: [`assess`] and its [`Assessment`], [`Decision`].
+//!   [`FinalizeItem`] (its [`Slot`]s of a [`SlotKind`] holding a [`SlotText`], and its
+//!   [`Budgeting`]), [`FinalizeConfig`] (with a [`BatchBudget`] and the model-facing
+//!   [`Templates`]), [`FinalizeOutcome`] (an [`ItemReport`] per item: its [`ItemStatus`] and
+//!   [`Persistence`]).
+//! - **Deciding without running**: [`assess`] and its [`Assessment`], [`Decision`]; the
+//!   reasons behind a decision [`Reason`], and the staged rules that would change it
+//!   [`Staged`], [`Enforcement`].
+//! - **Output budgets**: [`BudgetUnit`] (what a budget counts), [`Overflow`] (what happens
+//!   to output over it).
 //! - **Diagnostics** (for programs that check policies): [`Diagnostic`], [`Code`],
 //!   [`Severity`], [`Location`], [`SourceFile`], [`render_human`], [`HumanOptions`],
 //!   [`render_json`], [`render_sarif`], [`render_github`], [`OutputFormat`].
@@ -107,57 +116,44 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-// The documented API is the root re-exports below, plus `events` (each event kind's payload)
-// and `serve` (the JSON-RPC server). The modules marked `#[doc(hidden)]` stay reachable for
-// the integration tests and benches, which still reach into internals; they are not a stable
-// API and are to become crate-private as those tests move into unit tests.
+// The documented API is the root re-exports below, plus the modules `agent` (a coding
+// agent's hook call), `decision_log` (the JSON Lines decision record), `events` (each event
+// kind's payload) and `serve` (the JSON-RPC server). Every other module is crate-private:
+// the integration tests, benches and examples use the root re-exports, and the tests of an
+// internal unit live next to it as unit tests. Two exceptions are `pub` and doc-hidden,
+// neither an API: `cli`, the `toolgate` binary's half of the crate, and `fuzzing`, the
+// entry points of the fuzz targets (behind the `fuzzing` feature).
 pub mod agent;
-#[doc(hidden)]
-pub mod approval;
-#[doc(hidden)]
-pub mod artifact;
-#[doc(hidden)]
-pub mod assess;
-#[doc(hidden)]
-pub mod budget;
+mod approval;
+mod artifact;
+mod assess;
+mod budget;
 /// The `toolgate` binary's library half (argument handling and the subcommands); used by
-/// `engine/cli/main.rs`, not a stable API.
+/// `engine/cli/main.rs` only. Not an API: public because the binary is a separate crate.
 #[doc(hidden)]
 pub mod cli;
 pub mod decision_log;
-#[doc(hidden)]
-pub mod diagnostics;
+mod diagnostics;
 pub mod events;
-#[doc(hidden)]
-pub mod executor;
+mod executor;
+/// Entry points for the fuzz targets in `fuzz/`; not an API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-#[doc(hidden)]
-pub mod handler;
+mod handler;
 mod hooks;
-#[doc(hidden)]
-pub mod import;
-#[doc(hidden)]
-pub mod load;
-#[doc(hidden)]
-pub mod mcp;
-#[doc(hidden)]
-pub mod model;
-#[doc(hidden)]
-pub mod pipeline;
-#[doc(hidden)]
-pub mod policy;
-#[doc(hidden)]
-pub mod report;
-#[doc(hidden)]
-pub mod review;
+mod import;
+mod load;
+mod mcp;
+mod model;
+mod pipeline;
+mod policy;
+mod report;
+mod review;
 mod schedule;
 pub mod serve;
-#[doc(hidden)]
-pub mod snapshot;
-#[doc(hidden)]
-pub mod timeout;
+mod snapshot;
+mod timeout;
 
 pub use approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
 pub use artifact::{
@@ -165,7 +161,10 @@ pub use artifact::{
     Limits as ArtifactLimits, MemoryArtifactStore, Retention, SessionId,
 };
 pub use assess::{Assessment, assess};
-pub use budget::{FinalizeConfig, FinalizeItem, FinalizeOutcome, SlotText, hard_cap};
+pub use budget::{
+    BatchBudget, Budgeting, FinalizeConfig, FinalizeItem, FinalizeOutcome, ItemReport, ItemStatus,
+    Persistence, Slot, SlotKind, SlotText, Templates, hard_cap,
+};
 pub use diagnostics::render::{
     HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif,
 };
@@ -181,11 +180,20 @@ pub use executor::{
 };
 pub use handler::{
     CallContext, HandlerError, HandlerFuture, HandlerOutput, NativeHandler, OutputContent,
-    ProgressChunk, ProgressSink, ProgressStream,
+    ProgressChunk, ProgressSink, ProgressStream, become_subreaper,
 };
-pub use model::{BatchId, CallId, Decision, GateName, HookName, ModeName, RuleName, ToolName};
+pub use load::{ParseLimits, ReadLimits};
+pub use model::contract::Overflow;
+pub use model::rule::Enforcement;
+pub use model::{
+    BatchId, BudgetUnit, CallId, Decision, GateName, HookName, ModeName, RuleName, ToolName,
+};
 pub use pipeline::{
     CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, ToolCall, TurnEffect,
 };
+pub use policy::decide::{Reason, Staged};
+pub use schedule::Concurrency;
 pub use snapshot::reload::{ReloadOutcome, Reloader, WatchHandle};
-pub use snapshot::{LayerKind, LayerOptions, LayerSpec, LoadOptions, LoadOutcome, Snapshot, load};
+pub use snapshot::{
+    LayerKind, LayerOptions, LayerSpec, LoadOptions, LoadOutcome, SetLimits, Snapshot, load,
+};

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// Which allocator the figures were measured with (the `toolgate` binary uses mimalloc; see
 /// the `mimalloc` feature).
@@ -27,6 +27,28 @@ pub fn snapshot_of(policy: &str) -> Arc<Snapshot> {
         ..LayerOptions::default()
     });
     options.workspace_root = dir.path().to_path_buf();
+    let outcome = load(&options, 1);
+    outcome
+        .snapshot
+        .unwrap_or_else(|| panic!("{:#?}", outcome.diagnostics))
+}
+
+/// The snapshot of `policy` (a policy document, written as one TOML file) on top of the
+/// engine defaults, with the built-in layer (whose command table `shell` rules read) or
+/// without it, for a workspace at `/home/dev/project`.
+pub fn snapshot_of_value(policy: &serde_json::Value, builtin: bool) -> Arc<Snapshot> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bench.toml"),
+        toml::to_string(policy).unwrap(),
+    )
+    .unwrap();
+    let mut options = LoadOptions::new(LayerOptions {
+        no_builtin: !builtin,
+        policies: vec![dir.path().to_path_buf()],
+        ..LayerOptions::default()
+    });
+    options.workspace_root = "/home/dev/project".into();
     let outcome = load(&options, 1);
     outcome
         .snapshot

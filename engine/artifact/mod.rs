@@ -21,6 +21,7 @@ mod fs;
 mod ledger;
 mod memory;
 pub mod name;
+#[cfg(test)]
 pub mod testing;
 
 use std::fmt;

@@ -19,8 +19,7 @@ pub enum FaultPlan {
     Never,
     /// Every write fails.
     Always,
-    /// The first n writes (counted from the start, or from the last [`FaultyArtifactStore::set_plan`])
-    /// go through; every later one fails.
+    /// The first n writes go through; every later one fails.
     AfterWrites(usize),
 }
 
@@ -48,20 +47,9 @@ impl<S: ArtifactStore> FaultyArtifactStore<S> {
         }
     }
 
-    /// Changes the plan and restarts the write count.
-    pub fn set_plan(&self, plan: FaultPlan) {
-        *self.plan.lock().unwrap_or_else(PoisonError::into_inner) = plan;
-        self.attempts.store(0, Ordering::SeqCst);
-    }
-
-    /// Writes attempted since the plan was set.
+    /// Writes attempted.
     pub fn attempts(&self) -> usize {
         self.attempts.load(Ordering::SeqCst)
-    }
-
-    /// The wrapped store.
-    pub fn inner(&self) -> &S {
-        &self.inner
     }
 
     /// The error an injected failure returns.

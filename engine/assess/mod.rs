@@ -117,7 +117,7 @@ pub struct Settled<'c> {
     pub permission: Permission,
 }
 
-/// Decides one call: [`admit`], then [`Admitted::settle`] without hook votes. Reads the call's
+/// Decides one call: `admit`, then `Admitted::settle` without hook votes. Reads the call's
 /// input in place (only a JSON-string input is parsed).
 pub fn assess<'s, 'c>(
     snapshot: &'s Snapshot,

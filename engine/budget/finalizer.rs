@@ -99,7 +99,7 @@ pub struct FinalizeItem {
     pub slots: Vec<Slot>,
     /// Its non-text parts (images, ...): carried over untouched and never counted.
     pub non_text: Vec<serde_json::Value>,
-    /// The producer's persistence decision (see [`BudgetMeta`](super::BudgetMeta)).
+    /// The producer's persistence decision (the producer stage's `BudgetMeta`).
     pub persisted_files: Option<Vec<PathBuf>>,
     /// Whether the result counts against the budget.
     pub budgeting: Budgeting,

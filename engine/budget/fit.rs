@@ -27,6 +27,7 @@ use crate::model::units::BudgetUnit;
 /// The share of the preview (after the marker) that goes to the head: 1/5 (SPEC §8.3).
 pub(crate) const HEAD_DIVISOR: u64 = 5;
 
+#[cfg(test)]
 /// The header of a cut slot: `Tool output truncated.`, the artifact path(s) if any, and the
 /// digest line.
 pub fn cut_header(text: &SlotText, paths: &[PathBuf], templates: &Templates) -> String {

@@ -16,7 +16,7 @@
 //! UTF-8 character); texts carry their measurements in [`SlotText`]; every model-facing text
 //! comes from [`Templates`].
 //!
-//! ```
+//! ```text
 //! use toolgate::budget::{finalize, BatchBudget, FinalizeConfig, FinalizeItem, Slot, SlotKind, Templates};
 //! use toolgate::artifact::Retention;
 //! use toolgate::model::units::BudgetUnit;
@@ -39,7 +39,6 @@
 //! assert_eq!(outcome.items[1], batch[1]);
 //! assert_eq!(outcome.items[0].slots[0].text.len(BudgetUnit::Chars), 98);
 //! assert!(outcome.items[0].slots[0].text.as_str().starts_with("Tool output truncated."));
-//! # Ok::<(), std::io::Error>(())
 //! ```
 
 pub mod finalizer;
@@ -55,10 +54,9 @@ pub use finalizer::{
     Persistence, Slot, SlotKind, finalize, hard_cap,
 };
 pub use producer::{
-    AppliedPolicy, BudgetMeta, Keep, Overflow, Produced, ProducerInput, ProducerPolicy, produce,
-    produce_without_io,
+    AppliedPolicy, Produced, ProducerInput, ProducerPolicy, produce, produce_without_io,
 };
-pub use slot::{Measurement, Sha256Digest, SlotText, measure_all};
+pub use slot::{Measurement, SlotText, measure_all};
 pub use templates::Templates;
 
 use crate::artifact::{ArtifactStore, SessionId};
@@ -77,5 +75,48 @@ impl std::fmt::Debug for ArtifactTarget<'_> {
         f.debug_struct("ArtifactTarget")
             .field("session", self.session)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// The module documentation's example, as a test (the module is crate-private, so rustdoc
+/// cannot run it).
+#[cfg(test)]
+mod doc_example {
+    #[test]
+    fn the_small_result_is_untouched_and_the_large_one_cut()
+    -> Result<(), Box<dyn std::error::Error>> {
+        use crate::artifact::Retention;
+        use crate::budget::{
+            BatchBudget, FinalizeConfig, FinalizeItem, Slot, SlotKind, Templates, finalize,
+        };
+        use crate::model::units::BudgetUnit;
+
+        let templates = Templates::spec_defaults();
+        let config = FinalizeConfig {
+            budget: BatchBudget::Units(100),
+            unit: BudgetUnit::Chars,
+            templates: &templates,
+            retention: Retention::Session,
+            max_files: None,
+        };
+        let batch = vec![
+            FinalizeItem::new("a", vec![Slot::new(SlotKind::Output, "x".repeat(1000))]),
+            FinalizeItem::new("b", vec![Slot::new(SlotKind::Output, "ok")]),
+        ];
+        let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+        let outcome = runtime.block_on(finalize(&batch, &config, None));
+        // The small result is untouched; the large one gets the rest of the budget.
+        assert_eq!(outcome.items[1], batch[1]);
+        assert_eq!(outcome.items[0].slots[0].text.len(BudgetUnit::Chars), 98);
+        assert!(
+            outcome.items[0].slots[0]
+                .text
+                .as_str()
+                .starts_with("Tool output truncated.")
+        );
+        Ok(())
     }
 }

@@ -31,7 +31,6 @@ use super::measure::{head, measure, tail};
 use super::slot::SlotText;
 use super::templates::Templates;
 use crate::artifact::{ArtifactError, ArtifactRequest, Retention};
-use crate::model::contract::BudgetPolicy;
 pub use crate::model::contract::{Keep, Overflow};
 use crate::model::template::render;
 use crate::model::units::{BudgetUnit, Size};
@@ -57,6 +56,7 @@ pub struct ProducerPolicy {
 }
 
 impl ProducerPolicy {
+    #[cfg(test)]
     /// SPEC §8.1's built-in defaults: 100 000 characters, `truncate`, `head`, preview 2000,
     /// `session` retention.
     pub fn spec_defaults() -> Self {
@@ -68,22 +68,6 @@ impl ProducerPolicy {
             preview: Size(2000),
             unit: BudgetUnit::Chars,
             retention: Retention::Session,
-        }
-    }
-
-    /// The policy of a contract's `budget`; fields it leaves unset take the SPEC defaults
-    /// (`max_inline` stays unset: no inline limit of its own), retention `retention` when
-    /// the contract sets none.
-    pub fn from_budget(budget: &BudgetPolicy, unit: BudgetUnit, retention: Retention) -> Self {
-        let defaults = Self::spec_defaults();
-        Self {
-            max_model: budget.max_model.or(defaults.max_model),
-            max_inline: budget.max_inline,
-            overflow: budget.overflow.unwrap_or(defaults.overflow),
-            keep: budget.keep.unwrap_or(defaults.keep),
-            preview: budget.preview.unwrap_or(defaults.preview),
-            unit,
-            retention: budget.retention.unwrap_or(retention),
         }
     }
 

@@ -49,6 +49,7 @@ pub struct Demand {
 }
 
 impl Demand {
+    #[cfg(test)]
     /// A demand with weight 1 and no minimum.
     pub fn new(length: u64) -> Self {
         Self {
@@ -59,6 +60,7 @@ impl Demand {
     }
 }
 
+#[cfg(test)]
 /// Max-min water-fill of `budget` over slots of `lengths` (SPEC §8.3 step 2).
 ///
 /// Returns one allocation per slot, in input order; each ≤ its length, summing to
@@ -202,6 +204,7 @@ fn sum_at(demands: &[Demand], k: u128, weight_sum: u128) -> u128 {
         .sum()
 }
 
+#[cfg(test)]
 fn to_u64(value: usize) -> u64 {
     u64::try_from(value).unwrap_or(u64::MAX)
 }

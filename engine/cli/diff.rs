@@ -1,7 +1,7 @@
 //! `toolgate diff BASE HEAD`: the review of a policy change — every change rated by its effect
 //! on decisions, and the calls decided differently (the rules' examples, the policy tests given
 //! with `--tests`, a decision log given with `--replay`, and probes built from the changed
-//! rules' patterns). The review itself is [`crate::review`]; this file loads the two sets.
+//! rules' patterns). The review itself is the crate-private `review` module; this file loads the two sets.
 //!
 //! Without `--git`, BASE and HEAD are policy roots (directories or files), each loaded as the
 //! last layer on top of the other roots given with `--policies`/`--enforced` and the built-in

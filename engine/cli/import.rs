@@ -1,5 +1,5 @@
 //! `toolgate import claude|codex|gemini PATH…`: writes a reviewable policy file from an
-//! agent's own rule files (see [`crate::import`]).
+//! agent's own rule files (see the crate-private `import` module).
 
 use std::path::{Path, PathBuf};
 

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use toolgate::cli::{self, Exit, GlobalOptions};
-use toolgate::diagnostics::render::{HumanOptions, OutputFormat, render_human, render_json};
+use toolgate::{HumanOptions, OutputFormat, render_human, render_json};
 
 // Deciding `shell` rules parses command lines, which allocates many small values.
 #[cfg(feature = "mimalloc")]
@@ -335,7 +335,7 @@ enum WatchFormatArg {
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    toolgate::model::Duration::parse(text)
+    cli::Duration::parse(text)
         .map(|d| d.0)
         .map_err(|e| e.to_string())
 }
@@ -460,9 +460,9 @@ fn hook_args(global: GlobalOptions, command: Command) -> (GlobalOptions, cli::ho
             },
         },
         protocol: protocol.map(|p| match p {
-            ProtocolArg::Claude => toolgate::model::agent::AgentProtocol::Claude,
-            ProtocolArg::Codex => toolgate::model::agent::AgentProtocol::Codex,
-            ProtocolArg::Gemini => toolgate::model::agent::AgentProtocol::Gemini,
+            ProtocolArg::Claude => cli::AgentProtocol::Claude,
+            ProtocolArg::Codex => cli::AgentProtocol::Codex,
+            ProtocolArg::Gemini => cli::AgentProtocol::Gemini,
         }),
         decision_log,
         max_input,
@@ -591,7 +591,7 @@ fn global_options(flags: Global) -> GlobalOptions {
 fn main() -> ExitCode {
     // Descendants of handler processes that leave their process group and lose their parent
     // come back to this process (Linux), to be killed when their call ends.
-    toolgate::handler::become_subreaper();
+    toolgate::become_subreaper();
     init_logging();
     let cli = Cli::parse();
     let color = match cli.global.color {
@@ -728,10 +728,10 @@ fn main() -> ExitCode {
                 };
                 print(&cli::diff::render(&review, format));
                 let level = match fail_on {
-                    Some(RiskArg::High) => Some(toolgate::review::Risk::High),
-                    Some(RiskArg::Medium) => Some(toolgate::review::Risk::Medium),
-                    Some(RiskArg::Low) => Some(toolgate::review::Risk::Low),
-                    None if fail_on_high_risk => Some(toolgate::review::Risk::High),
+                    Some(RiskArg::High) => Some(cli::Risk::High),
+                    Some(RiskArg::Medium) => Some(cli::Risk::Medium),
+                    Some(RiskArg::Low) => Some(cli::Risk::Low),
+                    None if fail_on_high_risk => Some(cli::Risk::High),
                     None => None,
                 };
                 match level {
@@ -870,9 +870,9 @@ fn main() -> ExitCode {
             enforced_output,
         } => {
             let agent = match agent {
-                AgentArg::Claude => toolgate::import::Agent::Claude,
-                AgentArg::Codex => toolgate::import::Agent::Codex,
-                AgentArg::Gemini => toolgate::import::Agent::Gemini,
+                AgentArg::Claude => cli::ImportAgent::Claude,
+                AgentArg::Codex => cli::ImportAgent::Codex,
+                AgentArg::Gemini => cli::ImportAgent::Gemini,
             };
             let options = cli::import::ImportOptions {
                 output,
@@ -995,11 +995,7 @@ fn eprint(text: &str) {
 
 /// Diagnostics that stopped `explain`, `plan` or `test`: rendered on stderr for humans, as
 /// the JSON report on stdout.
-fn report_diagnostics(
-    diagnostics: &[toolgate::diagnostics::Diagnostic],
-    format: ExplainFormat,
-    color: bool,
-) {
+fn report_diagnostics(diagnostics: &[toolgate::Diagnostic], format: ExplainFormat, color: bool) {
     let (stdout, stderr) = diagnostics_text(diagnostics, format, color);
     if let Some(text) = stderr {
         eprint(&text);
@@ -1011,7 +1007,7 @@ fn report_diagnostics(
 
 /// [`report_diagnostics`]' text: (stdout, stderr).
 fn diagnostics_text(
-    diagnostics: &[toolgate::diagnostics::Diagnostic],
+    diagnostics: &[toolgate::Diagnostic],
     format: ExplainFormat,
     color: bool,
 ) -> (Option<String>, Option<String>) {

@@ -28,6 +28,14 @@ pub mod test;
 pub mod trust;
 pub mod watch;
 
+// What the binary (`engine/cli/main.rs`) names besides the subcommands, from modules that are
+// crate-private: re-exported here, for the binary only.
+pub use crate::diagnostics::render::{HumanOptions, OutputFormat, render_human, render_json};
+pub use crate::import::Agent as ImportAgent;
+pub use crate::model::Duration;
+pub use crate::model::agent::AgentProtocol;
+pub use crate::review::Risk;
+
 use std::path::{Path, PathBuf};
 
 use crate::snapshot::{LayerOptions, LoadOptions, ProjectLayer};
@@ -56,7 +64,7 @@ pub struct GlobalOptions {
     /// `--policies` is given and the folder exists.
     pub user_policies: Option<PathBuf>,
     /// The user's configuration folder (trust store, user policies); see
-    /// [`crate::snapshot::trust::config_dir`].
+    /// `snapshot::trust::config_dir`.
     pub config_dir: Option<PathBuf>,
 }
 

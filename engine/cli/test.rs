@@ -2,8 +2,8 @@
 //! deciding rule, timeout, budget and scheduling) the policies must give them — evaluated
 //! against the loaded policy set without running anything.
 //!
-//! A test is planned exactly like a one-call batch of `toolgate plan` ([`plan`]), which
-//! decides each call with [`assess`] as a run does, so a test, a plan and a run never
+//! A test is planned exactly like a one-call batch of `toolgate plan` (`plan`), which
+//! decides each call with [`crate::assess`] as a run does, so a test, a plan and a run never
 //! disagree. Hooks are not run: a test pins what the rules, the contract
 //! default and `always_ask` decide.
 //!
@@ -18,7 +18,7 @@
 //! timeout.
 //!
 //! `--coverage` adds which rules no test case and no rule example exercises, and which never
-//! decide a tested call ([`crate::review::coverage`]); `--min-coverage N` fails the run below
+//! decide a tested call (`review::coverage`); `--min-coverage N` fails the run below
 //! N %. Reports: human, JSON, or JUnit XML (one suite per test file, one for the coverage).
 
 use std::borrow::Cow;

@@ -1,5 +1,5 @@
 //! `toolgate trust [DIR]`, `--list`, `--revoke [DIR]`: the user's trust in projects, recorded
-//! in the trust store of the configuration folder (see [`crate::snapshot::trust`]).
+//! in the trust store of the configuration folder (see `snapshot::trust`).
 
 use std::path::{Path, PathBuf};
 

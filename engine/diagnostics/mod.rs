@@ -6,7 +6,7 @@
 //! files report the same way. Inside, dependencies run one way:
 //! `source` ← `codes` ← `diagnostic` ← `render`.
 //!
-//! ```
+//! ```text
 //! use std::sync::Arc;
 //! use toolgate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 //!
@@ -24,8 +24,23 @@ pub mod source;
 pub mod suggest;
 
 pub use codes::{Code, Severity};
-pub use diagnostic::{
-    Diagnostic, Diagnostics, Location, Related, fold_whitespace, lowercase_first,
-};
+pub use diagnostic::{Diagnostic, Location, fold_whitespace, lowercase_first};
 pub use source::{Format, LineCursor, SourceFile, Span};
 pub use suggest::closest;
+
+/// The module documentation's example, as a test (the module is crate-private, so rustdoc
+/// cannot run it).
+#[cfg(test)]
+mod doc_example {
+    #[test]
+    fn locations_are_one_based() {
+        use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
+        use std::sync::Arc;
+
+        let source = Arc::new(SourceFile::new("p.yaml", "version: 2\n", Format::Yaml));
+        let diagnostic = Diagnostic::new(Code::SchemaType, "bad version")
+            .with_location(source.location_at(9, 1));
+        let span = diagnostic.location.unwrap().span;
+        assert_eq!((span.line, span.column), (1, 10));
+    }
+}

@@ -8,10 +8,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use serde_json::json;
-//! use toolgate::executor::{Batch, Engine, Turn};
-//! use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
-//! use toolgate::pipeline::ToolCall;
-//! use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+//! use toolgate::{Batch, CallContext, Engine, HandlerFuture, HandlerOutput, Turn};
+//! use toolgate::{LayerOptions, LoadOptions, ToolCall, load};
 //!
 //! let snapshot = load(&LoadOptions::new(LayerOptions::default()), 1).snapshot.expect("built-in policies load");
 //! let engine = Engine::builder(snapshot)
@@ -503,7 +501,6 @@ impl Engine {
             batch_id: &batch_id,
             modes: &modes,
             approver: turn.approver.as_ref(),
-            turn_cancel: &turn.cancel,
             batch_cause: &batch_cause,
         };
         env.emit_with(None, || {
@@ -716,6 +713,9 @@ fn expand_home(path: &str) -> std::path::PathBuf {
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod budget;
+
     use proptest::prelude::*;
     use serde_json::json;
 

@@ -113,11 +113,6 @@ impl CommandRunner {
         Ok(Self { spec, argv })
     }
 
-    /// The spec this handler runs.
-    pub fn spec(&self) -> &CommandSpec {
-        &self.spec
-    }
-
     /// Runs the command for one call.
     pub async fn call(
         &self,
@@ -128,6 +123,7 @@ impl CommandRunner {
     }
 }
 
+#[cfg(test)]
 /// Runs `spec` for one call (parsing its templates first; prefer [`CommandRunner`] to parse
 /// once).
 pub async fn run_command(

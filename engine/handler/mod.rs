@@ -32,13 +32,11 @@ use crate::timeout::{Deadline, GateError, GatePermit, Gates};
 
 pub use crate::model::handler::StdinMode;
 pub use build::{BuildOptions, Dispatch, build};
-pub use command::{Captured, CommandRunner, CommandSpec, run_captured, run_command};
-pub use decode::Utf8Decoder;
-pub use http::{HttpConfigError, HttpRunner, HttpSpec, HttpStatusError};
+pub use command::{CommandRunner, CommandSpec, run_captured};
+pub use http::{HttpRunner, HttpSpec};
 pub use mcp::McpRunner;
 pub use native::{
-    HandlerFuture, Isolated, NativeHandler, NativeRegistry, NativeRegistryError, build_native,
-    call_native, poll_native, run_isolated, spawn_native,
+    HandlerFuture, Isolated, NativeHandler, NativeRegistry, build_native, poll_native,
 };
 pub use process::become_subreaper;
 
@@ -325,6 +323,11 @@ impl From<GateError> for HandlerError {
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod command;
+    mod http;
+    mod native;
+
     use super::*;
 
     #[tokio::test(start_paused = true)]

@@ -33,15 +33,12 @@ pub type HandlerFuture = BoxFuture<'static, Result<HandlerOutput, HandlerError>>
 /// Implemented for every `Fn(Value, CallContext) -> impl Future<Output = Result<…>>` closure:
 ///
 /// ```
-/// use toolgate::handler::{CallContext, HandlerOutput, NativeRegistry};
+/// use toolgate::{CallContext, HandlerError, HandlerOutput, NativeHandler};
 ///
-/// let mut registry = NativeRegistry::new();
-/// registry
-///     .register("Echo", |input: serde_json::Value, _ctx: CallContext| async move {
-///         Ok(HandlerOutput::json(input))
-///     })
-///     .unwrap();
-/// assert!(registry.contains("Echo"));
+/// fn native(_: &impl NativeHandler) {}
+/// native(&|input: serde_json::Value, _ctx: CallContext| async move {
+///     Ok::<_, HandlerError>(HandlerOutput::json(input))
+/// });
 /// ```
 pub trait NativeHandler: Send + Sync + 'static {
     /// Runs one call with its validated input. Watch `ctx.cancel` in long work.
@@ -64,6 +61,7 @@ pub struct NativeRegistry {
     handlers: IndexMap<ToolName, Arc<dyn NativeHandler>>,
 }
 
+#[cfg(test)]
 /// A registration that was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NativeRegistryError {
@@ -78,6 +76,7 @@ impl NativeRegistry {
         Self::default()
     }
 
+    #[cfg(test)]
     /// Registers `handler` under `name`; a name can be registered once.
     pub fn register(
         &mut self,
@@ -87,6 +86,7 @@ impl NativeRegistry {
         self.register_arc(name, Arc::new(handler))
     }
 
+    #[cfg(test)]
     /// Registers a shared handler under `name`; a name can be registered once.
     pub fn register_arc(
         &mut self,
@@ -119,6 +119,7 @@ impl NativeRegistry {
         self.handlers.insert(name.into(), handler)
     }
 
+    #[cfg(test)]
     /// The handler registered under `name`.
     pub fn get(&self, name: &str) -> Option<Arc<dyn NativeHandler>> {
         self.handlers.get(name).cloned()
@@ -129,24 +130,10 @@ impl NativeRegistry {
         self.handlers.get(name).map(Arc::as_ref)
     }
 
-    /// Whether a handler is registered under `name`.
-    pub fn contains(&self, name: &str) -> bool {
-        self.handlers.contains_key(name)
-    }
-
+    #[cfg(test)]
     /// The registered names, in registration order.
     pub fn names(&self) -> impl Iterator<Item = &ToolName> {
         self.handlers.keys()
-    }
-
-    /// How many handlers are registered.
-    pub fn len(&self) -> usize {
-        self.handlers.len()
-    }
-
-    /// Whether no handler is registered.
-    pub fn is_empty(&self) -> bool {
-        self.handlers.is_empty()
     }
 }
 
@@ -156,6 +143,7 @@ impl fmt::Debug for NativeRegistry {
     }
 }
 
+#[cfg(test)]
 /// Runs a native handler isolated on its own task (see [`run_isolated`]); a panic while
 /// building the future is contained too.
 pub fn call_native(
@@ -164,12 +152,6 @@ pub fn call_native(
     ctx: CallContext,
 ) -> impl Future<Output = Result<HandlerOutput, HandlerError>> + Send + 'static {
     run_isolated(async move { handler.call(input, ctx).await })
-}
-
-/// Starts a native handler on its own task (see [`Isolated`]); a panic while building the
-/// future is contained too.
-pub fn spawn_native(handler: Arc<dyn NativeHandler>, input: Value, ctx: CallContext) -> Isolated {
-    Isolated::spawn(async move { handler.call(input, ctx).await })
 }
 
 /// Builds a native handler's future for one call, without polling it; a panic while building
@@ -200,6 +182,7 @@ pub fn poll_native(
     }
 }
 
+#[cfg(test)]
 /// Runs a handler future on its own tokio task: a panic becomes [`HandlerError::Panicked`]
 /// with the panic message, and dropping the returned future aborts the task.
 pub async fn run_isolated<F>(future: F) -> Result<HandlerOutput, HandlerError>

@@ -14,7 +14,7 @@
 //! [`Span`](crate::diagnostics::Span)) rather than stopping at the first problem;
 //! [`crate::diagnostics::render`] turns them into human, JSON, GitHub or SARIF output.
 //!
-//! ```
+//! ```text
 //! use toolgate::diagnostics::{Format, SourceFile};
 //! use toolgate::load::parse_document;
 //!
@@ -36,8 +36,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use read::{ReadLimits, read_source};
-pub use schema_check::{SchemaBuildError, SchemaChecker};
-pub use spans::{NodeSpan, SpanTable};
+pub use schema_check::SchemaChecker;
+pub use spans::SpanTable;
 
 use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 
@@ -119,6 +119,12 @@ fn empty_file(source: &Arc<SourceFile>) -> Diagnostic {
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod diagnostics;
+    mod equivalence;
+    mod fuzz;
+    mod schemas;
+
     use super::*;
 
     #[test]
@@ -142,5 +148,22 @@ mod tests {
         let wrong = SourceFile::in_memory("a.toml", "version: 1\n", Format::Toml);
         let errors = parse_document(wrong).unwrap_err();
         assert_eq!(errors[0].code, Code::SyntaxToml);
+    }
+}
+
+/// The module documentation's example, as a test (the module is crate-private, so rustdoc
+/// cannot run it).
+#[cfg(test)]
+mod doc_example {
+    #[test]
+    fn a_document_parses_with_its_spans() {
+        use crate::diagnostics::{Format, SourceFile};
+        use crate::load::parse_document;
+
+        let source = SourceFile::in_memory("p.yaml", "version: 1\ntools: {}\n", Format::Yaml);
+        let doc = parse_document(source).unwrap();
+        assert_eq!(doc.value["version"], 1);
+        let span = doc.spans.get("/tools").unwrap().key.unwrap();
+        assert_eq!((span.line, span.column), (2, 1));
     }
 }

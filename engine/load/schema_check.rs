@@ -133,16 +133,6 @@ impl SchemaChecker {
         })
     }
 
-    /// The schema this checker was compiled from.
-    pub fn schema(&self) -> &Value {
-        &self.schema
-    }
-
-    /// Whether a value satisfies the schema (fast: no diagnostics are built).
-    pub fn is_valid(&self, value: &Value) -> bool {
-        self.validator.is_valid(value)
-    }
-
     /// Checks a parsed document.
     pub fn check_document(&self, document: &ParsedDocument) -> Vec<Diagnostic> {
         self.check(&document.source, &document.value, &document.spans)

@@ -167,13 +167,6 @@ impl SpanTableBuilder {
         }
     }
 
-    /// The spans recorded for a node.
-    pub fn get(&self, id: NodeId) -> Option<NodeSpan> {
-        self.nodes
-            .get(id.0 as usize)
-            .map(|node| node.span(&self.source))
-    }
-
     /// The spans of the member `key` of `parent`, if one was recorded. Linear in the size of
     /// `parent`'s subtree: meant for the rare duplicate-key report, not for lookups.
     pub fn find_member(&self, parent: NodeId, key: &str) -> Option<NodeSpan> {

@@ -98,8 +98,6 @@ pub struct CallEnv<'a> {
     pub modes: &'a Arc<[ModeName]>,
     /// Who answers approval requests.
     pub approver: Option<&'a Arc<dyn ApprovalBroker>>,
-    /// The turn's token (its cancellation is a user interrupt).
-    pub turn_cancel: &'a CancellationToken,
     /// Cause of a batch-wide cancellation.
     pub batch_cause: &'a CancelCause,
 }

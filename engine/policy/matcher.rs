@@ -311,7 +311,7 @@ impl CompiledArgMatchers {
     /// # Errors
     /// Every pattern and selector that does not compile.
     ///
-    /// ```
+    /// ```text
     /// use indexmap::IndexMap;
     /// use serde_json::json;
     /// use toolgate::model::rule::{ArgMatcher, OneOrMany};
@@ -1798,6 +1798,46 @@ mod tests {
             unknown.to_string(),
             "`f` workspace: `~/x`, whose location is unknown (no home folder is known to expand \
              it); failing closed"
+        );
+    }
+}
+
+/// The module documentation's example, as a test (the module is crate-private, so rustdoc
+/// cannot run it).
+#[cfg(test)]
+mod doc_example {
+    #[test]
+    fn a_shell_matcher_judges_every_command() {
+        use crate::model::rule::{ArgMatcher, OneOrMany};
+        use crate::policy::MatchContext;
+        use crate::policy::matcher::CompiledArgMatchers;
+        use crate::policy::mode::MatchMode;
+        use indexmap::IndexMap;
+        use serde_json::json;
+
+        let mut spec = IndexMap::new();
+        spec.insert(
+            "command".to_owned(),
+            ArgMatcher {
+                shell: Some(OneOrMany::One("git status".into())),
+                ..Default::default()
+            },
+        );
+        let matchers = CompiledArgMatchers::compile(&spec).unwrap();
+        let ctx = MatchContext::new("/work");
+        assert!(
+            matchers
+                .matches(&json!({"command": "git status"}), &ctx, MatchMode::All)
+                .matched
+        );
+        assert!(
+            !matchers
+                .matches(
+                    &json!({"command": "git status; rm -rf /"}),
+                    &ctx,
+                    MatchMode::All
+                )
+                .matched
         );
     }
 }

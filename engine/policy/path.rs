@@ -358,6 +358,7 @@ fn expand_home<'r>(raw: &'r str, ctx: &MatchContext) -> Result<Cow<'r, str>, Unk
     }
 }
 
+#[cfg(test)]
 /// Normalises a path argument to its written location: `~` and `$HOME` expanded, taken
 /// against the workspace root, folded lexically. Nothing is read from the file system.
 /// `None` for an empty path (which names no file) and for a path whose location is unknown
@@ -938,6 +939,7 @@ impl PathMatcher {
             .map_err(Clone::clone)
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     /// Locates `raw` and matches it as a deny or ask rule would ([`MatchMode::Any`]: the
     /// written or the resolved location).
     ///

@@ -49,7 +49,7 @@ use crate::model::command::Effect;
 use super::commands::{Analysed, CommandFacts, CommandTable, EffectFrom, PatternWord};
 use super::mode::MatchMode;
 use super::shell::{
-    ConstructKind, Expansion, Part, Quoting, Role, Script, ShellParseError, SimpleCommand,
+    ConstructKind, Expansion, Part, Quoting, Role, ShellParseError, SimpleCommand,
     UnresolvedReason, Word, WordKind, parse_tokens, split_word, tokenize, unquoted_expansions,
 };
 
@@ -151,7 +151,7 @@ impl ShellPattern {
     /// A [`PatternSyntaxError`] with the byte offset of the problem when the pattern is not
     /// one simple command of plain, quoted or glob words.
     ///
-    /// ```
+    /// ```text
     /// use toolgate::policy::pattern::ShellPattern;
     ///
     /// assert!(ShellPattern::compile("git diff *").is_ok());
@@ -264,11 +264,7 @@ impl ShellPattern {
         })
     }
 
-    /// The pattern as written.
-    pub fn source(&self) -> &str {
-        &self.source
-    }
-
+    #[cfg(test)]
     /// Whether a simple command matches this pattern in `mode` by its spelling alone (see
     /// the module docs). File redirections are not considered here; [`ShellMatcher`]
     /// checks them.
@@ -723,11 +719,7 @@ impl ShellMatcher {
         }
     }
 
-    /// The compiled patterns, in order.
-    pub fn patterns(&self) -> &[ShellPattern] {
-        &self.patterns
-    }
-
+    #[cfg(any(test, feature = "fuzzing"))]
     /// Parses `line` and judges it (see the module docs for the two modes).
     ///
     /// ```
@@ -745,10 +737,11 @@ impl ShellMatcher {
         self.evaluate_analysed(&Analysed::new(line, table), table, mode)
     }
 
+    #[cfg(test)]
     /// Judges an already parsed line by spelling alone (no command table).
     pub fn evaluate_script(
         &self,
-        script: &Result<Script, ShellParseError>,
+        script: &Result<super::shell::Script, ShellParseError>,
         mode: MatchMode,
     ) -> ShellVerdict {
         let table = CommandTable::none();
@@ -1402,5 +1395,19 @@ mod tests {
                 "line {line:?}"
             );
         }
+    }
+}
+
+/// The module documentation's example, as a test (the module is crate-private, so rustdoc
+/// cannot run it).
+#[cfg(test)]
+mod doc_example {
+    #[test]
+    fn a_pattern_is_one_simple_command() {
+        use crate::policy::pattern::ShellPattern;
+
+        assert!(ShellPattern::compile("git diff *").is_ok());
+        let err = ShellPattern::compile("git status; ls").unwrap_err();
+        assert_eq!(err.offset, Some(10));
     }
 }

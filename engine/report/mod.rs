@@ -5,4 +5,4 @@
 pub mod explain;
 pub mod finalized;
 
-pub use finalized::{finalized_json, result_json};
+pub use finalized::finalized_json;

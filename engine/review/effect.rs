@@ -201,8 +201,6 @@ pub struct FieldChange<'a> {
     pub before: Option<&'a Value>,
     /// The value after.
     pub after: Option<&'a Value>,
-    /// The item before.
-    pub item_before: &'a Value,
     /// The item after.
     pub item_after: &'a Value,
     /// The factor past which a raised limit counts.

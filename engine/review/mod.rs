@@ -332,7 +332,7 @@ fn fields(
     after: &Map<String, Value>,
     out: &mut Vec<Change>,
 ) {
-    let (item_before, item_after) = (Value::Object(before.clone()), Value::Object(after.clone()));
+    let item_after = Value::Object(after.clone());
     let (old, new) = (leaves(before), leaves(after));
     let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     for path in paths {
@@ -346,7 +346,6 @@ fn fields(
             path,
             before: b,
             after: a,
-            item_before: &item_before,
             item_after: &item_after,
             limit_factor: context.table.limit_factor(),
             samples: context.samples,
@@ -367,6 +366,9 @@ fn fields(
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod shipped;
+
     use super::*;
     use serde_json::json;
 

@@ -2,7 +2,7 @@
 //! every batch runs against; hot reload swaps whole snapshots.
 //!
 //! ```
-//! use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+//! use toolgate::{LayerOptions, LoadOptions, load};
 //!
 //! let outcome = load(&LoadOptions::new(LayerOptions::default()), 1);
 //! let snapshot = outcome.snapshot.expect("the built-in policies load");
@@ -33,7 +33,7 @@ use serde_json::Value;
 pub use build::{LoadOptions, LoadOutcome, SetLimits, load};
 pub use hints::ServerHints;
 pub use layer::{LayerKind, LayerOptions, LayerSpec, ProjectLayer};
-pub use provenance::{FileId, Origin, Provenance};
+pub use provenance::{FileId, Provenance};
 
 use crate::diagnostics::SourceFile;
 use crate::load::SpanTable;
@@ -347,6 +347,9 @@ impl Snapshot {
 
 #[cfg(test)]
 mod tests {
+    // Moved from the integration tests: they exercise this module's internals.
+    mod policies_equivalence;
+
     use super::*;
 
     /// The contract for every set of active modes equals the patches of the active modes

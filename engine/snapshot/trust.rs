@@ -179,21 +179,11 @@ impl TrustStore {
         Ok(Self { path, projects })
     }
 
-    /// The store's file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Whether `root` is trusted with exactly this digest of its policy files.
     pub fn is_trusted(&self, root: &Path, digest: &str) -> bool {
         self.projects
             .get(&project_key(root))
             .is_some_and(|entry| entry.digest == digest)
-    }
-
-    /// The entry of a project, if any.
-    pub fn get(&self, root: &Path) -> Option<&TrustEntry> {
-        self.projects.get(&project_key(root))
     }
 
     /// Every trusted project, by root.

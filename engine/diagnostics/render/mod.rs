@@ -17,7 +17,7 @@ use super::diagnostic::{Diagnostic, count};
 pub use github::render_github;
 pub use human::{HumanOptions, render_human};
 pub use json::{render_json, to_json};
-pub use sarif::{render_sarif, to_sarif};
+pub use sarif::render_sarif;
 
 /// An output format for diagnostics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,22 +71,6 @@ impl FromStr for OutputFormat {
             .copied()
             .find(|format| format.as_str() == s)
             .ok_or_else(|| UnknownFormat(s.to_owned()))
-    }
-}
-
-/// Renders diagnostics in a format (`color` only affects the human format).
-pub fn render(diagnostics: &[Diagnostic], format: OutputFormat, color: bool) -> String {
-    match format {
-        OutputFormat::Human => render_human(
-            diagnostics,
-            &HumanOptions {
-                color,
-                ..HumanOptions::default()
-            },
-        ),
-        OutputFormat::Json => render_json(diagnostics),
-        OutputFormat::Github => render_github(diagnostics),
-        OutputFormat::Sarif => render_sarif(diagnostics),
     }
 }
 

@@ -23,9 +23,6 @@ use crate::model::command::{
 
 use super::shell::{Script, ShellParseError, SimpleCommand, Word, parse_script};
 
-/// Programs a line can hand a script to on standard input (`echo … | sh`).
-pub const SHELLS: [&str; 6] = ["sh", "bash", "zsh", "dash", "ksh", "busybox"];
-
 /// The compiled command table.
 #[derive(Debug, Default)]
 pub struct CommandTable {

@@ -228,7 +228,7 @@ pub enum Expansion {
     /// `${!x}`: the value names another variable.
     Indirection,
     /// `${x@P}`: prompt expansion.
-    PromptExpansion,
+    Prompt,
 }
 
 impl fmt::Display for Expansion {
@@ -245,7 +245,7 @@ impl fmt::Display for Expansion {
             Self::RuntimeArguments => "arguments supplied at run time",
             Self::Arithmetic => "arithmetic evaluation",
             Self::Indirection => "indirect expansion",
-            Self::PromptExpansion => "prompt expansion",
+            Self::Prompt => "prompt expansion",
         })
     }
 }

@@ -27,7 +27,7 @@ use super::{
 /// # Errors
 /// A [`ShellParseError`] when the line (or a script nested in it) cannot be parsed.
 ///
-/// ```
+/// ```text
 /// use toolgate::policy::shell::parse_script;
 ///
 /// let script = parse_script("git status && echo \"$(rm -rf /)\"").unwrap();
@@ -1145,5 +1145,27 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+/// The module documentation's example, as a test (the module is crate-private, so rustdoc
+/// cannot run it).
+#[cfg(test)]
+mod doc_example {
+    #[test]
+    fn a_substitution_runs_before_its_command() {
+        use crate::policy::shell::parse_script;
+
+        let script = parse_script("git status && echo \"$(rm -rf /)\"").unwrap();
+        let words: Vec<Vec<&str>> = script
+            .commands
+            .iter()
+            .map(|c| c.words.iter().filter_map(|w| w.literal()).collect())
+            .collect();
+        // The substitution runs before the command that uses its output.
+        assert_eq!(
+            words,
+            [vec!["git", "status"], vec!["rm", "-rf", "/"], vec!["echo"]]
+        );
     }
 }

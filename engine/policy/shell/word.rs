@@ -370,7 +370,7 @@ impl Splitter<'_> {
                 };
                 if prompt {
                     self.parameter(parameter)?;
-                    return Ok((Strength::Opaque, Some(Expansion::PromptExpansion)));
+                    return Ok((Strength::Opaque, Some(Expansion::Prompt)));
                 }
                 (parameter, *indirect, [None, None])
             }
@@ -649,7 +649,7 @@ mod tests {
             ("${a[i]}", WordKind::Opaque(Expansion::Arithmetic)),
             ("${a[0]}", WordKind::Dynamic(Expansion::Parameter)),
             ("${!x}", WordKind::Opaque(Expansion::Indirection)),
-            ("${x@P}", WordKind::Opaque(Expansion::PromptExpansion)),
+            ("${x@P}", WordKind::Opaque(Expansion::Prompt)),
             ("${x:1:2}", WordKind::Opaque(Expansion::Arithmetic)),
             ("$'\\q'", WordKind::Dynamic(Expansion::AnsiC)),
         ];

@@ -12,7 +12,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use toolgate::artifact::{
+use toolgate::{
     ArtifactRef, ArtifactRequest, ArtifactStore, FsArtifactStore, FsStoreConfig,
     MemoryArtifactStore, Retention, SessionId,
 };

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use crate::support::check::{ROOT, Run, assert_points_at, toolgate};
-use toolgate::diagnostics::Code;
+use toolgate::Code;
 
 const FIXTURES: &str = "tests/fixtures/check";
 

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use toolgate::assess::{ToolCall, assess};
-use toolgate::model::{Decision, ModeName};
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::{Decision, ModeName};
+use toolgate::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::{ToolCall, assess};
 
 use crate::support::check::{NO_CONFIG, ROOT, Run, normalise};
 

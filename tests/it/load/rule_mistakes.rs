@@ -8,10 +8,10 @@
 
 use std::path::Path;
 
-use toolgate::diagnostics::Diagnostic;
-use toolgate::executor::{Batch, Engine};
-use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::{LayerOptions, LoadOptions, LoadOutcome, load};
+use toolgate::Diagnostic;
+use toolgate::ToolCall;
+use toolgate::{Batch, Engine};
+use toolgate::{LayerOptions, LoadOptions, LoadOutcome, load};
 
 /// Loads the built-in layer and one project file holding `rules`, in `policies/` of the
 /// workspace `dir`.

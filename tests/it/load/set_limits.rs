@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use toolgate::snapshot::{LayerOptions, LoadOptions, SetLimits, load};
+use toolgate::SetLimits;
+use toolgate::{LayerOptions, LoadOptions, load};
 
 fn options(dir: &Path, limits: SetLimits) -> LoadOptions {
     let mut options = LoadOptions::new(LayerOptions {

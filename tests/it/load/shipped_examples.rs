@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+use toolgate::{LayerOptions, LoadOptions, load};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -10,14 +10,14 @@ use std::sync::{Arc, OnceLock};
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use toolgate::approval::{ApprovalAnswer, FixedAnswer};
-use toolgate::events::CallStatus;
-use toolgate::executor::{Batch, Engine, PlannedCall, PlannedDecision, Turn};
-use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
-use toolgate::model::{Decision, ModeName};
-use toolgate::pipeline::{CallResult, ErrorCode, ToolCall};
-use toolgate::policy::decide::Reason;
-use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+use toolgate::CallStatus;
+use toolgate::Reason;
+use toolgate::{ApprovalAnswer, FixedAnswer};
+use toolgate::{Batch, Engine, PlannedCall, PlannedDecision, Turn};
+use toolgate::{CallContext, HandlerFuture, HandlerOutput};
+use toolgate::{CallResult, ErrorCode, ToolCall};
+use toolgate::{Decision, ModeName};
+use toolgate::{LayerOptions, LoadOptions, load};
 
 const POLICY: &str = r#"
 version: 1

@@ -1,7 +1,4 @@
 //! Rule matchers: path and argument matching (paths as locations on a real workspace), shell
 //! command patterns.
 
-mod paths;
-mod security;
 mod semantics;
-mod shell_props;

@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use serde_json::json;
-use toolgate::executor::{Batch, Engine};
-use toolgate::model::ModeName;
-use toolgate::pipeline::ToolCall;
-use toolgate::policy::decide::Reason;
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::ModeName;
+use toolgate::Reason;
+use toolgate::ToolCall;
+use toolgate::{Batch, Engine};
+use toolgate::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// A team's policy, as a careful team would write it (issue 18).
 const TEAM_POLICY: &str = r#"

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use crate::support::reload::{Rig, probe, probe_policy, save_by_rename};
 use serde_json::{Value, json};
-use toolgate::events::{CallStatus, EventKind};
-use toolgate::executor::{Batch, BatchOutcome, Turn};
-use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
-use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::reload::ReloadOutcome;
+use toolgate::ReloadOutcome;
+use toolgate::ToolCall;
+use toolgate::{Batch, BatchOutcome, Turn};
+use toolgate::{CallContext, HandlerFuture, HandlerOutput};
+use toolgate::{CallStatus, EventKind};
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(
@@ -40,7 +40,7 @@ fn probe_call(id: &str, token: &str) -> ToolCall {
 
 fn batch(id: &str, calls: Vec<ToolCall>) -> Batch {
     Batch {
-        id: Some(toolgate::model::BatchId::new(id)),
+        id: Some(toolgate::BatchId::new(id)),
         calls,
     }
 }

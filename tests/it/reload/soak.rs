@@ -17,10 +17,10 @@ use crate::support::reload::{
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use toolgate::events::{CallStatus, Event, EventKind, EventSink};
-use toolgate::executor::{Batch, Turn};
-use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::reload::ReloadOutcome;
+use toolgate::ReloadOutcome;
+use toolgate::ToolCall;
+use toolgate::{Batch, Turn};
+use toolgate::{CallStatus, Event, EventKind, EventSink};
 
 const DIRECT_SAVES: u64 = 200;
 const WATCHED_SAVES: u64 = 100;
@@ -87,7 +87,7 @@ async fn run_batches(
         ];
         let id = format!("r{runner}-{}", tally.batches);
         let batch = Batch {
-            id: Some(toolgate::model::BatchId::new(id.clone())),
+            id: Some(toolgate::BatchId::new(id.clone())),
             calls,
         };
         let outcome = match rig.engine.execute_batch(batch, &Turn::default()).await {

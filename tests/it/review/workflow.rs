@@ -8,8 +8,6 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use toolgate::diagnostics::{Format, SourceFile};
-use toolgate::load::parse_document;
 
 const BASE_POLICY: &str = r#"version: 1
 rules:
@@ -66,13 +64,8 @@ struct Step {
 fn workflow() -> (Vec<(String, String)>, Vec<Step>) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/policies.yml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let parsed = parse_document(SourceFile::in_memory(
-        "examples/ci/policies.yml",
-        text,
-        Format::Yaml,
-    ))
-    .unwrap_or_else(|d| panic!("the workflow does not parse: {d:?}"));
-    let job = &parsed.value["jobs"]["policies"];
+    let parsed = crate::support::yaml::parse("examples/ci/policies.yml", &text);
+    let job = &parsed["jobs"]["policies"];
     let env = job["env"]
         .as_object()
         .unwrap()

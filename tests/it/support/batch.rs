@@ -4,11 +4,11 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use toolgate::approval::ApprovalBroker;
-use toolgate::executor::{Batch, BatchOutcome, Engine, EngineBuilder, Turn};
-use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
-use toolgate::model::ModeName;
-use toolgate::pipeline::ToolCall;
+use toolgate::ApprovalBroker;
+use toolgate::ModeName;
+use toolgate::ToolCall;
+use toolgate::{Batch, BatchOutcome, Engine, EngineBuilder, Turn};
+use toolgate::{CallContext, HandlerFuture, HandlerOutput};
 
 /// The `(tool, input)` pairs the recording handlers received, in order.
 pub type Calls = Arc<Mutex<Vec<(String, Value)>>>;

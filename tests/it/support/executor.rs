@@ -22,12 +22,12 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use serde_json::Value;
-use toolgate::events::{CallStatus, CancelReason, Event, EventKind, VecSink};
-use toolgate::executor::{Batch, BatchOutcome, Engine, Turn};
-use toolgate::handler::{CallContext, HandlerError, HandlerOutput, NativeHandler};
-use toolgate::model::{CallId, ModeName};
-use toolgate::pipeline::{CallResult, ToolCall};
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::{Batch, BatchOutcome, Engine, Turn};
+use toolgate::{CallContext, HandlerError, HandlerOutput, NativeHandler};
+use toolgate::{CallId, ModeName};
+use toolgate::{CallResult, ToolCall};
+use toolgate::{CallStatus, CancelReason, Event, EventKind, VecSink};
+use toolgate::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// `tests/fixtures/executor/<relative>`.
 pub fn fixture(relative: &str) -> PathBuf {

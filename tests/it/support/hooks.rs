@@ -13,12 +13,13 @@ use std::sync::Arc;
 use super::batch::{Calls, recording, run_with};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use toolgate::approval::ApprovalBroker;
-use toolgate::events::{Event, EventKind, HookFailed, VecSink};
-use toolgate::executor::{BatchOutcome, Engine};
-use toolgate::handler::{CallContext, HandlerError, HandlerFuture};
-use toolgate::pipeline::CallResult;
-use toolgate::snapshot::{LayerOptions, LoadOptions, load};
+use toolgate::ApprovalBroker;
+use toolgate::CallResult;
+use toolgate::events::HookFailed;
+use toolgate::{BatchOutcome, Engine};
+use toolgate::{CallContext, HandlerError, HandlerFuture};
+use toolgate::{Event, EventKind, VecSink};
+use toolgate::{LayerOptions, LoadOptions, load};
 
 const TOOLS: &[&str] = &[
     "Bash",

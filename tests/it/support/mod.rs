@@ -11,6 +11,7 @@ pub mod mcp_server;
 pub mod node;
 pub mod reload;
 pub mod serve;
+pub mod yaml;
 
 /// Copies a folder tree (files and folders only).
 pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

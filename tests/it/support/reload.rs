@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use toolgate::events::{Event, EventSink};
-use toolgate::executor::Engine;
-use toolgate::handler::{CallContext, HandlerFuture, HandlerOutput};
-use toolgate::snapshot::reload::Reloader;
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::Engine;
+use toolgate::Reloader;
+use toolgate::{CallContext, HandlerFuture, HandlerOutput};
+use toolgate::{Event, EventSink};
+use toolgate::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// The policy of save `k`: `Probe` is described as `save k` and allowed only for the token
 /// `k` (denied by default otherwise), so a call's outcome tells which save it ran under.
@@ -108,7 +108,7 @@ impl Rig {
     /// event. `build` registers native handlers.
     pub fn new(
         root: &Path,
-        build: impl FnOnce(toolgate::executor::EngineBuilder) -> toolgate::executor::EngineBuilder,
+        build: impl FnOnce(toolgate::EngineBuilder) -> toolgate::EngineBuilder,
     ) -> Self {
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink: Arc<dyn EventSink> = Arc::new(Keep(Arc::clone(&events)));
@@ -120,7 +120,7 @@ impl Rig {
         root: &Path,
         sink: Arc<dyn EventSink>,
         events: Arc<Mutex<Vec<Event>>>,
-        build: impl FnOnce(toolgate::executor::EngineBuilder) -> toolgate::executor::EngineBuilder,
+        build: impl FnOnce(toolgate::EngineBuilder) -> toolgate::EngineBuilder,
     ) -> Self {
         let options = options(root);
         let loaded = load(&options, 1);

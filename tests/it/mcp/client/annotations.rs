@@ -5,8 +5,7 @@
 
 use serde_json::json;
 use toolgate::events::CallStatus;
-use toolgate::executor::Batch;
-use toolgate::pipeline::ToolCall;
+use toolgate::{Batch, ToolCall};
 
 use super::harness::{Workspace, call};
 use crate::support::mcp_server;

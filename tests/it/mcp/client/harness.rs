@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolgate::events::{EventKind, VecSink};
-use toolgate::executor::{Batch, BatchOutcome, Engine, Turn};
-use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::{LayerOptions, LoadOptions, Snapshot, load};
+use toolgate::ToolCall;
+use toolgate::{Batch, BatchOutcome, Engine, Turn};
+use toolgate::{EventKind, VecSink};
+use toolgate::{LayerOptions, LoadOptions, Snapshot, load};
 
 /// A temporary workspace with one policy file.
 pub struct Workspace {

@@ -2,7 +2,7 @@
 //! and that it loads and asks before anything runs.
 
 use serde_json::json;
-use toolgate::events::CallStatus;
+use toolgate::CallStatus;
 
 use super::harness::{Workspace, call};
 use crate::support::check::toolgate;

@@ -3,7 +3,7 @@
 //! saying so, when `node` or the packages are absent.
 
 use serde_json::json;
-use toolgate::events::CallStatus;
+use toolgate::CallStatus;
 
 use super::harness::{Workspace, call, progress};
 use crate::support::node;
@@ -46,24 +46,20 @@ rules:
     ));
     let (engine, sink) = workspace.engine();
 
-    // List, through the same client the handler uses.
-    let spec = toolgate::handler::mcp::spec(
-        "everything",
-        &workspace.snapshot(1).mcp_servers["everything"],
+    // The server lists the tools the contracts call: `toolgate mcp check` asks it, through
+    // the same client the handler uses, and fails on a contract naming an unlisted tool.
+    let check = crate::support::check::toolgate_in(
         workspace.dir.path(),
-    )
-    .unwrap();
-    let server = toolgate::mcp::Server::new(spec);
-    let tools: Vec<String> = server
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|tool| tool.name.to_string())
-        .collect();
-    assert!(tools.contains(&"echo".to_owned()), "{tools:?}");
-    assert!(tools.contains(&"trigger-long-running-operation".to_owned()));
-    server.shutdown().await;
+        &[
+            "--no-builtin",
+            "-p",
+            "policies",
+            "mcp",
+            "check",
+            "everything",
+        ],
+    );
+    assert_eq!(check.code, 0, "{}", check.transcript());
 
     let echo = call(&engine, "Echo", json!({"message": "hello"})).await;
     assert_eq!(echo.results[0].status, CallStatus::Ok);

@@ -3,9 +3,9 @@
 //! reloads.
 
 use serde_json::json;
-use toolgate::events::CallStatus;
-use toolgate::executor::{Batch, Turn};
-use toolgate::pipeline::ToolCall;
+use toolgate::CallStatus;
+use toolgate::ToolCall;
+use toolgate::{Batch, Turn};
 
 use super::harness::{Workspace, call, lines, progress};
 use crate::support::mcp_server;
@@ -92,7 +92,7 @@ async fn structured_content_is_checked_and_is_error_is_a_business_failure() {
     let wrong = call(&engine, "AddText", json!({"a": 1, "b": 2})).await;
     assert_eq!(wrong.results[0].status, CallStatus::Error);
     let error = wrong.results[0].error.as_ref().unwrap();
-    assert_eq!(error.code, toolgate::pipeline::ErrorCode::OutputSchema);
+    assert_eq!(error.code, toolgate::ErrorCode::OutputSchema);
 
     let failed = call(&engine, "Fail", json!({"message": "disk is full"})).await;
     assert_eq!(failed.results[0].status, CallStatus::Error);

@@ -14,12 +14,12 @@ use std::time::{Duration, SystemTime};
 use crate::support::executor::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use toolgate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
-use toolgate::events::{CallStatus, Event, EventKind};
-use toolgate::executor::{Batch, BatchOutcome, Turn};
-use toolgate::model::BatchId;
-use toolgate::pipeline::ToolCall;
-use toolgate::snapshot::Snapshot;
+use toolgate::BatchId;
+use toolgate::Snapshot;
+use toolgate::ToolCall;
+use toolgate::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
+use toolgate::{Batch, BatchOutcome, Turn};
+use toolgate::{CallStatus, Event, EventKind};
 
 #[tokio::test(start_paused = true)]
 async fn every_event_carries_batch_generation_and_timestamp() {

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use crate::support::executor::*;
 use serde_json::json;
-use toolgate::events::{CallStatus, CancelReason, Event, EventKind};
-use toolgate::executor::{BatchOutcome, Turn};
-use toolgate::pipeline::ErrorCode;
+use toolgate::ErrorCode;
+use toolgate::{BatchOutcome, Turn};
+use toolgate::{CallStatus, CancelReason, Event, EventKind};
 
 /// Hang guard for real-time tests.
 const HANG: Duration = Duration::from_secs(60);

@@ -12,10 +12,10 @@ use crate::support::executor::*;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use toolgate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
-use toolgate::events::{CallStatus, CancelReason, Event, EventKind, FailureStage};
-use toolgate::executor::Turn;
-use toolgate::model::Decision;
+use toolgate::Decision;
+use toolgate::Turn;
+use toolgate::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
+use toolgate::{CallStatus, CancelReason, Event, EventKind, FailureStage};
 
 fn with_approver(approver: Arc<dyn ApprovalBroker>) -> Turn {
     Turn {

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use crate::support::executor::*;
 use serde_json::json;
-use toolgate::events::{CallStatus, CancelReason, EventKind, FailureStage};
-use toolgate::executor::{Batch, BatchError, Turn};
-use toolgate::model::{CallId, ModeName};
-use toolgate::pipeline::{ErrorCode, ToolCall};
+use toolgate::{Batch, BatchError, Turn};
+use toolgate::{CallId, ModeName};
+use toolgate::{CallStatus, CancelReason, EventKind, FailureStage};
+use toolgate::{ErrorCode, ToolCall};
 
 const TURN_STOPPED: &str = "Tool cancelled because a previous tool result requested a turn stop.";
 

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use crate::support::executor::*;
 use serde_json::json;
-use toolgate::events::EventKind;
-use toolgate::executor::{Batch, BatchOutcome, Turn};
-use toolgate::model::BatchId;
-use toolgate::pipeline::ToolCall;
+use toolgate::BatchId;
+use toolgate::EventKind;
+use toolgate::ToolCall;
+use toolgate::{Batch, BatchOutcome, Turn};
 
 const CALLS: usize = 1000;
 const BATCH: usize = 50;
@@ -168,7 +168,7 @@ async fn a_thousand_calls_one_terminal_event_each_and_no_leftover_process() {
                 .iter()
                 .filter(|r| {
                     r.error.as_ref().and_then(|e| e.cancel_reason)
-                        == Some(toolgate::events::CancelReason::UserInterrupt)
+                        == Some(toolgate::CancelReason::UserInterrupt)
                 })
                 .count();
         }

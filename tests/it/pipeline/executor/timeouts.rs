@@ -14,10 +14,10 @@ use crate::support::executor::*;
 use futures::future::BoxFuture;
 use serde_json::json;
 use tokio::time::Instant;
-use toolgate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
-use toolgate::events::{CallStatus, CancelReason, EventKind, FailureStage};
-use toolgate::executor::Turn;
-use toolgate::pipeline::ErrorCode;
+use toolgate::ErrorCode;
+use toolgate::Turn;
+use toolgate::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
+use toolgate::{CallStatus, CancelReason, EventKind, FailureStage};
 
 #[tokio::test(start_paused = true)]
 async fn timeout_resolution_order_cap_and_grace() {

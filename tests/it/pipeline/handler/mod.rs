@@ -1,5 +1,1 @@
 //! Command, HTTP and native handlers.
-
-mod command;
-mod http;
-mod native;

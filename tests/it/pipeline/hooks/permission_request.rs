@@ -13,8 +13,9 @@ use std::time::Duration;
 use crate::support::hooks::fixture;
 use futures::future::BoxFuture;
 use serde_json::json;
-use toolgate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
-use toolgate::events::{CallStatus, EventKind, PermissionResolved};
+use toolgate::events::PermissionResolved;
+use toolgate::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
+use toolgate::{CallStatus, EventKind};
 
 /// Sets its flag when dropped: shows that a request future was withdrawn.
 struct DropFlag(Arc<AtomicBool>);

@@ -7,9 +7,7 @@
 
 use crate::support::hooks::fixture;
 use serde_json::json;
-use toolgate::budget::measure::measure;
-use toolgate::events::CallStatus;
-use toolgate::model::BudgetUnit;
+use toolgate::CallStatus;
 
 #[tokio::test]
 async fn post_tool_use_context_follows_the_output() {
@@ -109,14 +107,9 @@ async fn post_tool_batch_text_is_budgeted_by_a_second_finalizer_pass() {
     let total: u64 = outcome
         .results
         .iter()
-        .map(|r| {
-            measure(&r.model_content, BudgetUnit::Chars)
-                + r.hook_context
-                    .as_deref()
-                    .map_or(0, |c| measure(c, BudgetUnit::Chars))
-        })
+        .map(|r| chars(&r.model_content) + r.hook_context.as_deref().map_or(0, chars))
         .sum::<u64>()
-        + measure(context, BudgetUnit::Chars);
+        + chars(context);
     assert!(total <= 400, "batch is {total} characters");
     let cut = outcome
         .finalizer
@@ -149,4 +142,9 @@ async fn failure_hooks_see_the_input_that_ran() {
         result.model_text(),
         "<tool_use_error>the handler failed</tool_use_error>\n\n[Hook additional context]\n1. failure hook saw command: echo rewritten"
     );
+}
+
+/// The length of `text` in characters (Unicode scalar values), as a `chars` budget counts.
+fn chars(text: &str) -> u64 {
+    text.chars().count() as u64
 }

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use crate::support::hooks::fixture;
 use serde_json::json;
-use toolgate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
-use toolgate::events::CallStatus;
-use toolgate::model::Decision;
-use toolgate::pipeline::ErrorCode;
-use toolgate::policy::decide::Reason;
+use toolgate::CallStatus;
+use toolgate::Decision;
+use toolgate::ErrorCode;
+use toolgate::Reason;
+use toolgate::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
 
 fn labels(reasons: &[Reason]) -> Vec<String> {
     reasons.iter().map(Reason::label).collect()
