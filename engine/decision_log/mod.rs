@@ -26,10 +26,14 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::model::Decision;
-use crate::model::engine_config::DecisionLogConfig;
 use crate::model::resolved::ResolvedEngine;
 use crate::policy::decide::{Permission, Reason};
 use crate::snapshot::Snapshot;
+
+/// The `engine.decision_log` settings: where the log goes, its rotation size, record bound
+/// and masks (what [`DecisionLog::new`] takes).
+pub use crate::model::engine_config::DecisionLogConfig;
+pub use crate::model::units::Size;
 
 pub use crate::model::decision_log::{
     DecidedBy, DecisionRecord, LoggedDecision, MASK, RECORD_VERSION, StagedRecord,
