@@ -510,7 +510,12 @@ fn through_server(server: bool, payload: &[u8], color: bool) -> Option<toolgate:
     }
     let socket = cli::hook_server::socket_path()?;
     let here = std::env::current_dir().ok()?;
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    // An argument that is not UTF-8 cannot be sent: this process runs the command itself.
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(std::ffi::OsString::into_string)
+        .collect::<Result<_, _>>()
+        .ok()?;
     let reply = cli::hook_server::ask(&socket, &argv, &here, payload, color);
     if reply.is_none() {
         cli::hook_server::start(&socket, cli::hook_server::DEFAULT_IDLE_EXIT);

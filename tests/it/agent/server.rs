@@ -465,3 +465,36 @@ fn plan_through_the_server_is_the_plan_made_alone() {
     assert!(!stdin.stderr.contains(ANSWERED));
     assert_eq!(stdin.stdout, plan(&["batch.yaml"], "").stdout);
 }
+
+#[test]
+fn an_argument_that_is_not_utf8_is_run_by_the_hook_itself() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let project = Project::standard();
+    env.trust(&project);
+    let odd = std::ffi::OsStr::from_bytes(b"/nonexistent/\xff.jsonl");
+    let mut child = env
+        .command(&["hook", "claude", "--server", "--decision-log"])
+        .arg(odd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(project.payload("claude/pre_tool_use_rm_rf.json").as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        !stderr.contains(STARTING) && !stderr.contains(ANSWERED),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("\"permissionDecision\":\"deny\""));
+    assert!(env.sockets().is_empty());
+}
