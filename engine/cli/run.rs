@@ -406,10 +406,8 @@ impl HumanView {
                 self.line(out, &text);
             }
             EventKind::DecisionLogFailed(failed) => {
-                let text = format!(
-                    "  ! decision log `{}` not written: {}",
-                    failed.path, failed.error
-                );
+                // The error names the log and says why.
+                let text = format!("  ! {}", failed.error);
                 self.line(out, &text);
             }
             EventKind::ToolBatchComplete(_) | EventKind::PolicyReloadFailed(_) => {}

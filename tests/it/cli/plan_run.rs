@@ -350,3 +350,37 @@ fn the_run_summary_names_the_canonical_tool_with_the_alias() {
         "plurals follow the count:\n{stdout}"
     );
 }
+
+#[test]
+fn a_decision_log_that_cannot_be_written_is_reported_and_the_batch_goes_on() {
+    let scratch = tempfile::tempdir().unwrap();
+    // A path under a file: no folder can be made there.
+    std::fs::write(scratch.path().join("file"), "").unwrap();
+    let log = scratch.path().join("file/decisions.jsonl");
+    let settings = scratch.path().join("log.yaml");
+    std::fs::write(
+        &settings,
+        format!(
+            "version: 1\nengine:\n  decision_log:\n    path: {}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = toolgate(&[
+        "-p",
+        "base",
+        "-p",
+        "overlays/cli.yaml",
+        "-p",
+        settings.to_str().unwrap(),
+        "run",
+        "batches/ok.yaml",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let shown = normalise_human(&stdout).replace(&scratch.path().display().to_string(), "[TMP]");
+    assert!(
+        shown.contains("! cannot write the decision log `[TMP]/file/decisions.jsonl`"),
+        "{shown}"
+    );
+    insta::assert_snapshot!(report(code, &shown, &stderr));
+}
