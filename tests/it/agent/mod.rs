@@ -7,11 +7,10 @@ mod maps;
 mod protocols;
 mod server;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use crate::support::check::{Run, normalise};
+use crate::support::check::{Run, normalise, run_with_stdin};
 
 /// The fixtures folder.
 pub fn fixtures() -> PathBuf {
@@ -85,29 +84,19 @@ pub fn run_hook(agent: &str, stdin: &[u8], args: &[&str], hook_args: &[&str]) ->
             .env("TOOLGATE_CONFIG_DIR", config())
             .output();
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .arg("hook")
-        .arg(agent)
-        .args(hook_args)
-        .current_dir(std::env::temp_dir())
-        .env("TOOLGATE_CONFIG_DIR", config())
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "100")
-        .env_remove("TOOLGATE_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the toolgate binary runs");
-    // A payload the hook refuses early may close stdin before it is all written.
-    let _ = child.stdin.take().unwrap().write_all(stdin);
-    let output = child.wait_with_output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(args)
+            .arg("hook")
+            .arg(agent)
+            .args(hook_args)
+            .current_dir(std::env::temp_dir())
+            .env("TOOLGATE_CONFIG_DIR", config())
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
+            .env_remove("TOOLGATE_LOG"),
+        stdin,
+    )
 }
 
 /// The enforced layer with the `PreToolUse` rewrite and `PostToolUse` context hooks.

@@ -2,13 +2,12 @@
 //! as the hook decides on its own, sees every policy and trust change, serves only clients
 //! of the same environment, refuses a folder others may enter, and exits when idle.
 
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::check::Run;
+use crate::support::check::{Run, run_with_stdin};
 
 use super::Project;
 
@@ -72,25 +71,7 @@ impl Env {
     fn hook(&self, project: &Project, fixture: &str, args: &[&str]) -> Run {
         let mut all = vec!["hook", "claude"];
         all.extend_from_slice(args);
-        let mut child = self
-            .command(&all)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(project.payload(fixture).as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        run_with_stdin(&mut self.command(&all), project.payload(fixture).as_bytes())
     }
 
     /// The sockets in the runtime folder.
@@ -413,21 +394,10 @@ fn plan_through_the_server_is_the_plan_made_alone() {
     let plan = |args: &[&str], stdin: &str| -> Run {
         let mut all = vec!["plan"];
         all.extend_from_slice(args);
-        let mut child = env
-            .command(&all)
-            .current_dir(project.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-        let output = child.wait_with_output().unwrap();
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        run_with_stdin(
+            env.command(&all).current_dir(project.path()),
+            stdin.as_bytes(),
+        )
     };
     let without_log = |text: &str| -> String {
         text.lines()
@@ -473,28 +443,18 @@ fn an_argument_that_is_not_utf8_is_run_by_the_hook_itself() {
     let project = Project::standard();
     env.trust(&project);
     let odd = std::ffi::OsStr::from_bytes(b"/nonexistent/\xff.jsonl");
-    let mut child = env
-        .command(&["hook", "claude", "--server", "--decision-log"])
-        .arg(odd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(project.payload("claude/pre_tool_use_rm_rf.json").as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let run = run_with_stdin(
+        env.command(&["hook", "claude", "--server", "--decision-log"])
+            .arg(odd),
+        project.payload("claude/pre_tool_use_rm_rf.json").as_bytes(),
+    );
+    let stderr = &run.stderr;
+    assert_eq!(run.code, 0, "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
         !stderr.contains(STARTING) && !stderr.contains(ANSWERED),
         "{stderr}"
     );
-    assert!(String::from_utf8_lossy(&output.stdout).contains("\"permissionDecision\":\"deny\""));
+    assert!(run.stdout.contains("\"permissionDecision\":\"deny\""));
     assert!(env.sockets().is_empty());
 }

@@ -5,8 +5,9 @@
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
@@ -26,6 +27,15 @@ pub struct Run {
 }
 
 impl Run {
+    /// A finished process's exit code and output (`-1` when killed by a signal).
+    pub fn of(output: &Output) -> Self {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     /// Exit code, stdout and stderr together, with machine-specific paths replaced.
     pub fn transcript(&self) -> String {
         format!(
@@ -84,11 +94,20 @@ pub fn toolgate_with_config(dir: &Path, config: &Path, args: &[&str]) -> Run {
         .env_remove("RUST_LOG")
         .output()
         .expect("the toolgate binary runs");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(&output)
+}
+
+/// Runs `command` with `stdin` written to its standard input, its output collected.
+pub fn run_with_stdin(command: &mut Command, stdin: &[u8]) -> Run {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the toolgate binary runs");
+    // A command that refuses its input early may close stdin before it is all written.
+    let _ = child.stdin.take().expect("piped stdin").write_all(stdin);
+    Run::of(&child.wait_with_output().expect("the toolgate binary runs"))
 }
 
 /// The file a reported path names: `builtin:policies/x.yaml` is the shipped file, anything
