@@ -17,27 +17,9 @@ use crate::ReadLimits;
 use crate::load::{parse_document, read_source};
 use crate::{LayerOptions, LoadOptions, Snapshot, load};
 
-/// Every policy file under `policies/`, relative to it, in load order.
-fn shipped() -> Vec<PathBuf> {
-    fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                walk(&path, base, out);
-            } else {
-                out.push(path.strip_prefix(base).unwrap().to_owned());
-            }
-        }
-    }
-    let base = Path::new(ROOT).join("policies");
-    let mut out = Vec::new();
-    walk(&base, &base, &mut out);
-    out
-}
+#[path = "../../../tests/it/support/policy_formats.rs"]
+mod formats;
+use formats::write_both;
 
 fn parse(path: &Path) -> Value {
     let source = read_source(path, &ReadLimits::default())
@@ -45,39 +27,6 @@ fn parse(path: &Path) -> Value {
     parse_document(source)
         .unwrap_or_else(|d| panic!("{}: {d:?}", path.display()))
         .value
-}
-
-/// Writes the shipped set as YAML (copied) and as TOML (converted) into two folders.
-fn write_both(yaml_dir: &Path, toml_dir: &Path) -> usize {
-    let files = shipped();
-    assert!(files.len() >= 8, "policies/ holds the shipped set");
-    for relative in &files {
-        let original = Path::new(ROOT).join("policies").join(relative);
-        assert_eq!(
-            original.extension().and_then(|e| e.to_str()),
-            Some("yaml"),
-            "the shipped policies are YAML; convert the other way for {}",
-            relative.display()
-        );
-        let yaml_path = yaml_dir.join(relative);
-        std::fs::create_dir_all(yaml_path.parent().unwrap()).unwrap();
-        std::fs::copy(&original, &yaml_path).unwrap();
-
-        let value = parse(&original);
-        let text = toml::to_string(&value)
-            .unwrap_or_else(|e| panic!("{} as TOML: {e}", relative.display()));
-        let toml_path = toml_dir.join(relative).with_extension("toml");
-        std::fs::create_dir_all(toml_path.parent().unwrap()).unwrap();
-        std::fs::write(&toml_path, &text).unwrap();
-        // The conversion itself is lossless.
-        assert_eq!(
-            parse(&toml_path),
-            value,
-            "{} round trip\n{text}",
-            relative.display()
-        );
-    }
-    files.len()
 }
 
 fn load_root(root: &Path) -> (Arc<Snapshot>, Vec<(String, String)>) {
@@ -129,7 +78,7 @@ fn rule_facts(snapshot: &Snapshot) -> Vec<String> {
 fn shipped_policies_load_to_the_same_snapshot_from_yaml_and_toml() {
     let yaml_dir = tempfile::tempdir().unwrap();
     let toml_dir = tempfile::tempdir().unwrap();
-    let count = write_both(yaml_dir.path(), toml_dir.path());
+    let count = write_both(yaml_dir.path(), toml_dir.path(), parse);
 
     let (yaml, yaml_diagnostics) = load_root(yaml_dir.path());
     let (toml, toml_diagnostics) = load_root(toml_dir.path());

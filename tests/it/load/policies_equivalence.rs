@@ -6,32 +6,11 @@
 // Test code: a failed expectation should abort with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::support::check::{ROOT, toolgate};
+use crate::support::check::toolgate;
+use crate::support::policy_formats::write_both;
 use serde_json::Value;
-
-/// Every policy file under `policies/`, relative to it, in load order.
-fn shipped() -> Vec<PathBuf> {
-    fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                walk(&path, base, out);
-            } else {
-                out.push(path.strip_prefix(base).unwrap().to_owned());
-            }
-        }
-    }
-    let base = Path::new(ROOT).join("policies");
-    let mut out = Vec::new();
-    walk(&base, &base, &mut out);
-    out
-}
 
 fn parse(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
@@ -42,44 +21,11 @@ fn parse(path: &Path) -> Value {
     }
 }
 
-/// Writes the shipped set as YAML (copied) and as TOML (converted) into two folders.
-fn write_both(yaml_dir: &Path, toml_dir: &Path) -> usize {
-    let files = shipped();
-    assert!(files.len() >= 8, "policies/ holds the shipped set");
-    for relative in &files {
-        let original = Path::new(ROOT).join("policies").join(relative);
-        assert_eq!(
-            original.extension().and_then(|e| e.to_str()),
-            Some("yaml"),
-            "the shipped policies are YAML; convert the other way for {}",
-            relative.display()
-        );
-        let yaml_path = yaml_dir.join(relative);
-        std::fs::create_dir_all(yaml_path.parent().unwrap()).unwrap();
-        std::fs::copy(&original, &yaml_path).unwrap();
-
-        let value = parse(&original);
-        let text = toml::to_string(&value)
-            .unwrap_or_else(|e| panic!("{} as TOML: {e}", relative.display()));
-        let toml_path = toml_dir.join(relative).with_extension("toml");
-        std::fs::create_dir_all(toml_path.parent().unwrap()).unwrap();
-        std::fs::write(&toml_path, &text).unwrap();
-        // The conversion itself is lossless.
-        assert_eq!(
-            parse(&toml_path),
-            value,
-            "{} round trip\n{text}",
-            relative.display()
-        );
-    }
-    files.len()
-}
-
 #[test]
 fn check_and_explain_agree_across_formats() {
     let yaml_dir = tempfile::tempdir().unwrap();
     let toml_dir = tempfile::tempdir().unwrap();
-    write_both(yaml_dir.path(), toml_dir.path());
+    write_both(yaml_dir.path(), toml_dir.path(), parse);
     let mut outputs = Vec::new();
     for dir in [yaml_dir.path(), toml_dir.path()] {
         let root = dir.to_str().unwrap();

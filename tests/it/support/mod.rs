@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod lines;
 pub mod mcp_server;
 pub mod node;
+pub mod policy_formats;
 pub mod reload;
 pub mod serve;
 pub mod yaml;
