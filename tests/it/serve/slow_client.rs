@@ -46,6 +46,16 @@ fn a_client_that_stops_reading_gets_a_bounded_queue_and_every_result() {
         assert!(Instant::now() < deadline, "the handler never finished");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Read until the batch has answered, and only then shut down: `shutdown` cancels what
+    // still runs, and the handler may still be exiting when its marker appears.
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut messages: Vec<Value> = Vec::new();
+    while !messages.iter().any(|m| m["id"] == 1) {
+        let line = lines
+            .next()
+            .expect("the server ended before answering the batch");
+        messages.push(serde_json::from_str(&line.unwrap()).unwrap());
+    }
     writeln!(
         stdin,
         "{}",
@@ -53,11 +63,7 @@ fn a_client_that_stops_reading_gets_a_bounded_queue_and_every_result() {
     )
     .unwrap();
     drop(stdin);
-    let stdout = child.stdout.take().unwrap();
-    let messages: Vec<Value> = BufReader::new(stdout)
-        .lines()
-        .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
-        .collect();
+    messages.extend(lines.map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap()));
     assert!(child.wait().unwrap().success());
     let progress = messages
         .iter()
