@@ -4,6 +4,7 @@ pub mod alone;
 pub mod batch;
 pub mod budget;
 pub mod check;
+pub mod conformance_fixture;
 pub mod executor;
 pub mod hooks;
 pub mod lines;
