@@ -321,9 +321,11 @@ pub async fn decide(
     let toolgate_tools = distinct_tools(snapshot, &calls);
     let call_id = payload.tool_use_id.as_deref().unwrap_or("call");
     let batch_id = payload.session_id.as_deref().unwrap_or("hook");
+    // Each toolgate call is asked about under its own tool (see `decide_one` and `after`).
     let call = crate::hooks::CallScope {
         batch_id,
         call_id,
+        tool: &payload.tool_name,
         modes: &modes,
     };
     if payload.event() == AgentEvent::AfterTool {
@@ -423,9 +425,10 @@ fn decided(decision: Decision, reason: String) -> Answer {
 fn distinct_tools(snapshot: &Snapshot, calls: &[MappedCall]) -> Vec<String> {
     let mut tools: Vec<String> = Vec::new();
     for call in calls {
-        let name = snapshot
-            .lookup(&call.tool)
-            .map_or_else(|| call.tool.clone(), |tool| tool.name.to_string());
+        let name = snapshot.lookup(&call.tool).map_or_else(
+            || call.tool.clone(),
+            |tool| tool.name_for_call(&call.tool).to_owned(),
+        );
         if !tools.contains(&name) {
             tools.push(name);
         }
@@ -480,7 +483,10 @@ async fn decide_one(
             snapshot,
             tool,
             &hooks,
-            call,
+            &crate::hooks::CallScope {
+                tool: tool.name_for_call(&mapped.tool),
+                ..*call
+            },
             input.into_owned(),
             &cancel,
             eprintln_hook_failure,
@@ -505,7 +511,10 @@ async fn decide_one(
             let (decided_by, _) = decided_by(&permission);
             Part {
                 decision: permission.decision,
-                reason: crate::decision_log::reason_text(&permission, tool.name.as_str()),
+                reason: crate::decision_log::reason_text(
+                    &permission,
+                    tool.name_for_call(&mapped.tool),
+                ),
                 decided_by,
                 rule: rule_of(&permission),
                 label: mapped.label.clone(),
@@ -556,10 +565,12 @@ async fn after(
         context.extend(
             post_hooks::collect_context(
                 snapshot,
-                tool,
                 &hooks,
                 HookEvent::PostToolUse,
-                call,
+                &crate::hooks::CallScope {
+                    tool: tool.name_for_call(&mapped.tool),
+                    ..*call
+                },
                 &mapped.input,
                 &fields,
                 &cancel,

@@ -31,10 +31,10 @@ use super::measure::{head, measure, tail};
 use super::slot::SlotText;
 use super::templates::Templates;
 use crate::artifact::{ArtifactError, ArtifactRequest, Retention};
+use crate::model::CallId;
 pub use crate::model::contract::{Keep, Overflow};
 use crate::model::template::render;
 use crate::model::units::{BudgetUnit, Size};
-use crate::model::{CallId, ToolName};
 
 /// A contract's resolved `budget` as the producer stage needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,8 +114,8 @@ pub struct BudgetMeta {
 /// One call's output as it enters the producer stage.
 #[derive(Clone, Debug)]
 pub struct ProducerInput<'a> {
-    /// The canonical tool name (for the empty-output placeholder).
-    pub tool: &'a ToolName,
+    /// The tool the call ran (for the empty-output placeholder).
+    pub tool: &'a str,
     /// The call id (names the artifact).
     pub call_id: &'a CallId,
     /// The handler's output formatted as model content. Passed through as is (shared, with
@@ -203,7 +203,7 @@ pub fn produce_without_io<'a>(
     let unit = policy.unit;
     let original_size = input.output.len(unit);
     if input.output.trim().is_empty() {
-        let placeholder = render(&templates.empty_output, &[("tool", input.tool.as_str())]);
+        let placeholder = render(&templates.empty_output, &[("tool", input.tool)]);
         let final_size = measure(&placeholder, unit);
         return Ok(Produced {
             content: SlotText::new(placeholder),

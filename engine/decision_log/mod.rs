@@ -319,7 +319,7 @@ impl SnapshotLog {
         record.policy_hash = Some(self.policy_hash.clone());
         record.elapsed_us = elapsed_ms.saturating_mul(1000);
         if let Some(found) = snapshot.lookup(tool) {
-            record.toolgate_tools = vec![found.name.to_string()];
+            record.toolgate_tools = vec![found.name_for_call(tool).to_owned()];
         }
         record
     }

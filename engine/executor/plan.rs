@@ -186,7 +186,7 @@ fn plan_call<'b>(snapshot: &Snapshot, modes: &[ModeName], call: &'b ToolCall) ->
         from_annotations: Vec::new(),
     };
     if let Some(resolved) = &tool {
-        planned.canonical_tool = Some(resolved.tool.name.clone());
+        planned.canonical_tool = Some(ToolName::new(resolved.tool.name_for_call(&call.tool)));
         planned.from_annotations = resolved
             .tool
             .from_annotations

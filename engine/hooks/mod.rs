@@ -217,13 +217,15 @@ pub async fn run(
     }
 }
 
-/// Which call hooks are asked about: its batch, its id and the turn's modes.
+/// Which call hooks are asked about: its batch, its id, its tool and the turn's modes.
 #[derive(Clone, Copy, Debug)]
 pub struct CallScope<'a> {
     /// Its batch.
     pub batch_id: &'a str,
     /// Its id.
     pub call_id: &'a str,
+    /// The tool it runs ([`crate::snapshot::Tool::name_for_call`]).
+    pub tool: &'a str,
     /// The active modes.
     pub modes: &'a [ModeName],
 }

@@ -72,13 +72,17 @@ pub async fn execute(
                 reason,
             ))
         }
-        Ended::Ran(Err(error)) => Err(handler_failure(env, tool, error)),
+        Ended::Ran(Err(error)) => Err(handler_failure(
+            env,
+            tool.name_for_call(&state.call.tool),
+            error,
+        )),
         Ended::TimedOut => {
             let ms = timeout.map_or(0, |t| t.budget.as_millis()).to_string();
             let mut text = message(
                 engine,
                 MessageKey::Timeout,
-                &[("tool", tool.name.as_str()), ("ms", &ms)],
+                &[("tool", tool.name_for_call(&state.call.tool)), ("ms", &ms)],
             );
             // The output so far is kept (the produce stage budgets it like any output).
             if let Some(partial) = partial {
@@ -134,11 +138,7 @@ async fn run(
         call_id: state.call.id.clone(),
         // A wildcard contract (`mcp__github__*`) covers many tools: its handler learns which
         // one from the name the call was made with.
-        tool: if tool.name.as_str().ends_with('*') {
-            crate::model::ToolName::new(state.call.tool.as_str())
-        } else {
-            tool.name.clone()
-        },
+        tool: crate::model::ToolName::new(tool.name_for_call(&state.call.tool)),
         cancel: handler_cancel.clone(),
         progress,
         deadline: deadline.clone(),
@@ -250,14 +250,14 @@ fn dispatch(
             None => Err(HandlerError::other(NoHandler(message(
                 engine,
                 MessageKey::NativeMissing,
-                &[("tool", tool.name.as_str())],
+                &[("tool", ctx.tool.as_str())],
             )))),
         },
         Some(Dispatch::Unavailable(why)) => Err(HandlerError::other(NoHandler(why.clone()))),
         None => Err(HandlerError::other(NoHandler(message(
             engine,
             MessageKey::NativeMissing,
-            &[("tool", tool.name.as_str())],
+            &[("tool", ctx.tool.as_str())],
         )))),
     }
 }
@@ -454,7 +454,8 @@ impl ProgressEmitter {
 
 /// The failure for a handler error: a business failure is wrapped for the model
 /// (`<tool_use_error>…</tool_use_error>`), anything else is projected through its cause chain.
-pub fn handler_failure(env: &CallEnv<'_>, tool: &Tool, error: HandlerError) -> Failure {
+/// `name` is the tool the call ran ([`Tool::name_for_call`]).
+pub fn handler_failure(env: &CallEnv<'_>, name: &str, error: HandlerError) -> Failure {
     let engine = &env.prepared.snapshot.engine;
     match error {
         HandlerError::Business {
@@ -467,7 +468,7 @@ pub fn handler_failure(env: &CallEnv<'_>, tool: &Tool, error: HandlerError) -> F
                 message(
                     engine,
                     MessageKey::BusinessFailure,
-                    &[("tool", tool.name.as_str()), ("message", &text)],
+                    &[("tool", name), ("message", &text)],
                 ),
             );
             failure.detail_code = code;

@@ -7,6 +7,7 @@ use super::display::PendingDisplay;
 use super::{CallEnv, CallResult, CallState, Display, ErrorInfo, Failure, TurnEffect};
 use crate::budget::{Produced, SlotText};
 use crate::events::{CallStatus, EventKind, ToolCallError, ToolCallResult};
+use crate::model::ToolName;
 use crate::model::contract::TurnAction;
 use crate::model::engine_config::MessageKey;
 
@@ -39,11 +40,14 @@ pub fn succeeded(env: &CallEnv<'_>, mut state: CallState<'_>, success: Success) 
         }
         effect
     });
+    let canonical_tool = state
+        .tool
+        .map(|t| ToolName::new(t.name_for_call(&state.call.tool)));
     // Moved out of the state: nothing reads them there after this.
     let mut result = Box::new(CallResult {
         call_id: state.call.id.clone(),
         tool: std::mem::take(&mut state.call.tool),
-        canonical_tool: state.tool.as_ref().map(|t| t.name.clone()),
+        canonical_tool,
         status: CallStatus::Ok,
         model_content: content,
         hook_context: None,
@@ -181,7 +185,7 @@ async fn failed_result(
     CallResult {
         call_id: state.call.id.clone(),
         tool: state.call.tool.clone(),
-        canonical_tool: tool.as_ref().map(|t| t.name.clone()),
+        canonical_tool: tool.map(|t| ToolName::new(t.name_for_call(&state.call.tool))),
         status: failure.status,
         model_content,
         hook_context: None,

@@ -104,10 +104,15 @@ pub struct CallEnv<'a> {
 
 impl CallEnv<'_> {
     /// Which call of this batch, in which modes, the hooks are asked about.
-    pub fn hook_scope<'s>(&'s self, call: &'s CallId) -> crate::hooks::CallScope<'s> {
+    pub fn hook_scope<'s>(
+        &'s self,
+        call: &'s CallId,
+        tool: &'s str,
+    ) -> crate::hooks::CallScope<'s> {
         crate::hooks::CallScope {
             batch_id: self.batch_id.as_str(),
             call_id: call.as_str(),
+            tool,
             modes: self.modes,
         }
     }
@@ -238,7 +243,7 @@ async fn stages<'a>(
     } = permission::permission(env, state, admitted).await?;
     start::start(env, state, tool, &contract, timeout.as_ref());
     let output = execute::execute(env, state, tool, &contract, input, timeout.as_ref()).await?;
-    let output = output::check_output(env, tool, output)?;
+    let output = output::check_output(env, tool, tool.name_for_call(&state.call.tool), output)?;
     let produced = produce::produce(env, state, tool, &contract, output.text).await;
     post_hooks::post_hooks(env, state, tool, produced.content.as_str()).await;
     let (display, pending_display) = display::project(&contract, &output.display_source, &produced);

@@ -23,10 +23,12 @@ pub struct CheckedOutput {
     pub parts: Vec<Value>,
 }
 
-/// Validates and serialises the output.
+/// Validates and serialises the output; `name` is the tool the call ran
+/// ([`Tool::name_for_call`]).
 pub fn check_output(
     env: &CallEnv<'_>,
     tool: &Tool,
+    name: &str,
     output: HandlerOutput,
 ) -> Result<CheckedOutput, Failure> {
     if let Some(validator) = &tool.output_schema {
@@ -50,7 +52,7 @@ pub fn check_output(
             let text = message(
                 engine,
                 MessageKey::OutputSchema,
-                &[("tool", tool.name.as_str()), ("details", &details)],
+                &[("tool", name), ("details", &details)],
             );
             return Err(Failure::error(
                 FailureStage::Output,

@@ -23,11 +23,11 @@ use crate::events::{
     StagedRuleMatched,
 };
 use crate::hooks::{self, CallInfo, Ran};
-use crate::model::Decision;
 use crate::model::engine_config::MessageKey;
 use crate::model::hook::HookEvent;
 use crate::model::resolved::ResolvedContract;
 use crate::model::rule::Enforcement;
+use crate::model::{Decision, ToolName};
 use crate::policy::decide::{Permission, Reason};
 use crate::snapshot::{SnapshotHook, Tool};
 use crate::timeout::ResolvedTimeout;
@@ -75,7 +75,7 @@ pub async fn permission<'a>(
             Ok(cleared(input))
         }
         Decision::Deny => {
-            let text = denial_message(env, tool, &permission);
+            let text = denial_message(env, tool.name_for_call(&state.call.tool), &permission);
             let sources = permission
                 .denial_source()
                 .map(Reason::label)
@@ -105,7 +105,7 @@ fn report_staged(
         env.emit(
             Some(&state.call.id),
             EventKind::StagedRuleMatched(StagedRuleMatched {
-                tool: tool.name.to_string(),
+                tool: tool.name_for_call(&state.call.tool).to_owned(),
                 rule: staged.rule.clone(),
                 enforcement: staged.enforcement.as_str().to_owned(),
                 decision: permission.decision.to_string(),
@@ -134,12 +134,11 @@ fn report_staged(
 
 /// The model-facing text of a rule, hook or default denial: the deciding reason, or the
 /// template of its source.
-fn denial_message(env: &CallEnv<'_>, tool: &Tool, permission: &Permission) -> String {
+fn denial_message(env: &CallEnv<'_>, name: &str, permission: &Permission) -> String {
     if let Some(reason) = permission.denial_reason() {
         return reason.to_owned();
     }
     let engine = &env.prepared.snapshot.engine;
-    let name = tool.name.as_str();
     match permission.denial_source() {
         Some(Reason::Hook { name: hook, .. }) => message(
             engine,
@@ -172,7 +171,7 @@ fn deny(
     env.emit(
         Some(&state.call.id),
         EventKind::PermissionDenied(PermissionDenied {
-            tool: tool.name.to_string(),
+            tool: tool.name_for_call(&state.call.tool).to_owned(),
             reason: text.clone(),
             sources,
         }),
@@ -188,10 +187,11 @@ async fn ask(
     permission: Permission,
 ) -> Result<(), Failure> {
     let engine = &env.prepared.snapshot.engine;
+    let name = tool.name_for_call(&state.call.tool).to_owned();
     env.emit(
         Some(&state.call.id),
         EventKind::PermissionRequested(PermissionRequested {
-            tool: tool.name.to_string(),
+            tool: name.clone(),
             input: input.clone(),
             reasons: permission.reasons.iter().map(Reason::label).collect(),
         }),
@@ -199,7 +199,7 @@ async fn ask(
     let request = ApprovalRequest {
         batch_id: env.batch_id.clone(),
         call_id: state.call.id.clone(),
-        tool: tool.name.clone(),
+        tool: ToolName::new(name.as_str()),
         input: input.clone(),
         reasons: permission.reasons.clone(),
         modes: env.modes.to_vec(),
@@ -256,7 +256,7 @@ async fn ask(
             }),
         );
     }
-    let name = tool.name.as_str();
+    let name = name.as_str();
     match answer {
         ApprovalAnswer::Allow { .. } => {
             if let Some(permission) = &mut state.permission {
@@ -338,7 +338,7 @@ fn hook_race(
     let call = CallInfo {
         batch_id: env.batch_id.as_str(),
         call_id: state.call.id.as_str(),
-        tool: tool.name.as_str(),
+        tool: tool.name_for_call(&state.call.tool),
         input,
         modes: env.modes,
         workspace: &snapshot.workspace_root,

@@ -55,12 +55,12 @@ async fn run(
         // far (kept whenever the snapshot has hooks).
         let input = state.input.clone().unwrap_or(Value::Null);
         let call_id = state.call.id.clone();
+        let called = state.call.tool.clone();
         let context = collect_context(
             snapshot,
-            tool,
             &hooks,
             event,
-            &env.hook_scope(&call_id),
+            &env.hook_scope(&call_id, tool.name_for_call(called.as_str())),
             &input,
             &event_fields,
             state.cancel,
@@ -78,7 +78,6 @@ async fn run(
 #[allow(clippy::too_many_arguments)]
 pub async fn collect_context(
     snapshot: &crate::snapshot::Snapshot,
-    tool: &Tool,
     hooks: &[&SnapshotHook],
     event: HookEvent,
     call: &CallScope<'_>,
@@ -95,7 +94,7 @@ pub async fn collect_context(
             &CallInfo {
                 batch_id: call.batch_id,
                 call_id: call.call_id,
-                tool: tool.name.as_str(),
+                tool: call.tool,
                 input,
                 modes: call.modes,
                 workspace: &snapshot.workspace_root,

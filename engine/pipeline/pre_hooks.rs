@@ -52,11 +52,12 @@ async fn run(
 ) -> Result<Value, Failure> {
     let snapshot = &env.prepared.snapshot;
     let call_id = state.call.id.clone();
+    let called = state.call.tool.clone();
     let ran = collect(
         snapshot,
         tool,
         hooks,
-        &env.hook_scope(&call_id),
+        &env.hook_scope(&call_id, tool.name_for_call(called.as_str())),
         input,
         state.cancel,
         |hook, error| report_hook_failure(env, &call_id, hook, HookEvent::PreToolUse, error),
@@ -101,7 +102,7 @@ pub async fn collect(
             &CallInfo {
                 batch_id: call.batch_id,
                 call_id: call.call_id,
-                tool: tool.name.as_str(),
+                tool: call.tool,
                 input: &input,
                 modes: call.modes,
                 workspace: &snapshot.workspace_root,

@@ -48,7 +48,7 @@ pub async fn produce(
         // awaiting anything.
         measure_all(&[&output], Measurement::Length(unit));
         let input = ProducerInput {
-            tool: &tool.name,
+            tool: tool.name_for_call(&state.call.tool),
             call_id: &state.call.id,
             output,
         };
@@ -59,7 +59,7 @@ pub async fn produce(
     } else {
         let output = rare(off_thread(output, Measurement::Length(unit))).await;
         let input = ProducerInput {
-            tool: &tool.name,
+            tool: tool.name_for_call(&state.call.tool),
             call_id: &state.call.id,
             output,
         };

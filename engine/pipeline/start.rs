@@ -22,7 +22,7 @@ pub fn start(
     let flags = &contract.concurrency;
     env.emit_with(Some(&state.call.id), || {
         EventKind::ToolCallStarted(ToolCallStarted {
-            tool: tool.name.to_string(),
+            tool: tool.name_for_call(&state.call.tool).to_owned(),
             flags: CallFlags {
                 read_only: flags.effectively_read_only(),
                 destructive: flags.destructive,

@@ -98,6 +98,17 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// The name a call of this tool runs under — in events, hook payloads, approval requests
+    /// and results: the canonical name, or for a wildcard contract (`mcp__github__*`) the name
+    /// the call was made with (`mcp__github__list_issues`), which says what actually runs.
+    pub fn name_for_call<'a>(&'a self, called: &'a str) -> &'a str {
+        if self.name.as_str().ends_with('*') {
+            called
+        } else {
+            self.name.as_str()
+        }
+    }
+
     fn new(
         name: ToolName,
         contract: ToolContract,

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
+use crate::CallId;
 use crate::artifact::testing::FaultyArtifactStore;
 use crate::budget::measure::measure;
 use crate::budget::{ArtifactTarget, Produced, ProducerInput, ProducerPolicy, Templates, produce};
@@ -14,7 +15,6 @@ use crate::model::contract::{Keep, Overflow};
 use crate::model::units::BudgetUnit::{self, Bytes, Chars};
 use crate::model::units::Size;
 use crate::{ArtifactLimits as Limits, ArtifactStore, MemoryArtifactStore, Retention, SessionId};
-use crate::{CallId, ToolName};
 use proptest::prelude::*;
 
 static TEMPLATES: LazyLock<Templates> = LazyLock::new(Templates::spec_defaults);
@@ -38,10 +38,9 @@ async fn run(
     policy: &ProducerPolicy,
     store: Option<&dyn ArtifactStore>,
 ) -> Produced {
-    let tool = ToolName::from("Bash");
     let call = CallId::from(call_id);
     let input = ProducerInput {
-        tool: &tool,
+        tool: "Bash",
         call_id: &call,
         output: output.into(),
     };

@@ -3,6 +3,7 @@
 //! wildcard apply to every tool it covers, and a wildcard never reaches another server.
 
 use serde_json::json;
+use toolgate::EventKind;
 use toolgate::events::CallStatus;
 
 use super::harness::{Workspace, call};
@@ -158,4 +159,52 @@ fn check_reports_wildcards_that_name_no_server() {
     ]);
     assert_eq!(run.code, 1);
     insta::assert_snapshot!("wildcard_check_errors", run.transcript());
+}
+
+/// A call a wildcard covers is named by the tool it runs, not by the wildcard: in its events,
+/// in what hooks are shown, in denial messages and in its result (a hook or a person deciding
+/// on `mcp__test__*` could not tell `echo` from `crash`).
+#[tokio::test]
+async fn a_covered_call_is_named_by_its_tool_in_events_hooks_and_results() {
+    let workspace = Workspace::new("");
+    let seen = workspace.path("hook.jsonl");
+    let policy = format!(
+        "{}hooks:\n  - name: record\n    event: PreToolUse\n    tools: [mcp__test__*]\n    command: [sh, -c, 'cat >> {}; echo >> {}']\n",
+        policy(&workspace.path("cancel.log")),
+        seen.display(),
+        seen.display()
+    );
+    workspace.write(&policy);
+    let (engine, sink) = workspace.engine();
+
+    let echo = call(&engine, "mcp__test__echo", json!({"text": "hi"})).await;
+    assert_eq!(echo.results[0].status, CallStatus::Ok);
+    assert_eq!(
+        echo.results[0].canonical_tool.as_ref().map(|t| t.as_str()),
+        Some("mcp__test__echo")
+    );
+    let denied = call(&engine, "mcp__test__echo", json!({"text": "secret"})).await;
+    assert_eq!(denied.results[0].status, CallStatus::Denied);
+
+    let started: Vec<String> = sink
+        .events()
+        .into_iter()
+        .filter_map(|event| match event.kind {
+            EventKind::ToolCallStarted(started) => Some(started.tool),
+            EventKind::PermissionDenied(denied) => Some(format!("denied {}", denied.tool)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, ["mcp__test__echo", "denied mcp__test__echo"]);
+    let payloads: Vec<serde_json::Value> = std::fs::read_to_string(&seen)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(payloads.len(), 2, "{payloads:?}");
+    for payload in payloads {
+        assert_eq!(payload["tool_name"], "mcp__test__echo", "{payload}");
+    }
+    engine.shutdown().await;
 }
