@@ -39,9 +39,11 @@ const RULES_PER_TOOL: usize = 10;
 /// The decided tool: it has its own ten rules plus the wildcard ones, like every tool.
 const DECIDED: usize = 500;
 
-/// The 200-character compound command of the shell matcher bench.
+/// A compound command of about 200 characters, like the shell matcher bench's. The command
+/// substitution is the operand of a program the command table does not know (`tool0`): as
+/// a file operand (of `ls`, say) its value, only known when it runs, would ask.
 const LINE: &str = "git status && git diff --stat HEAD~3..HEAD -- src/ && ls -la src/policy | ls; \
-nice ls \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs docs/ tests/";
+nice tool0 \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs docs/ tests/";
 
 fn tool(i: usize) -> String {
     format!("mcp__server{}__tool_{i:04}", i % 17)

@@ -33,9 +33,11 @@ use support::ALLOCATOR;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// A 200-character compound command: `&&`, `||`, `|`, `;`, a wrapper, a command
-/// substitution inside double quotes, redirections, quoting and a glob.
+/// substitution inside double quotes, redirections, quoting and a glob. The substitution is
+/// `echo`'s text: a word only known when it runs asks as a file operand (of `ls`), and as
+/// an operand of a program with options that run code (`cargo test`, whose `--config` does).
 const LINE: &str = "git status && git diff --stat HEAD~3..HEAD -- src/ && ls -la src/policy | ls; \
-nice git diff \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs";
+nice echo \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs";
 
 /// The tool every rule is on: not the built-in `Bash`, so only the bench's rules apply (the
 /// built-in layer is loaded for its command table).
@@ -71,7 +73,7 @@ fn decide(snapshot: &Snapshot, call: &ToolCall) -> Decision {
 }
 
 fn allow_rule(name: &str) -> Value {
-    json!({"name": name, "tools": [TOOL], "match": {"command": {"shell": ["git status", "git diff *", "ls *", "cargo test *"]}}, "decision": "allow"})
+    json!({"name": name, "tools": [TOOL], "match": {"command": {"shell": ["git status", "git diff *", "ls *", "echo *"]}}, "decision": "allow"})
 }
 
 fn line() -> ToolCall {

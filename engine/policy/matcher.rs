@@ -44,7 +44,7 @@ use super::commands::{Analysed, CommandTable};
 use super::glob::parse_globs;
 use super::mode::MatchMode;
 use super::path::{Location, MatchContext, PathCase, PathMatcher, Side, locate};
-use super::pattern::{RedirectionPolicy, ShellMatcher, ShellVerdict};
+use super::pattern::{CommandKeys, RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::shell::Role;
 use crate::diagnostics::diagnostic::lowercase_first;
 use crate::model::rule::WorkspaceSide;
@@ -523,6 +523,27 @@ impl CompiledArgMatchers {
             .iter()
             .filter(|entry| entry.reads_command_line())
             .find_map(|entry| entry.selector.resolve(input)?.as_str())
+    }
+
+    /// Whether these matchers cannot hold while `part`, one command of the command line
+    /// `line`, is judged on its own (see `policy::parts`): a `shell` matcher reads `line`
+    /// and none of its patterns can match that command's command word
+    /// ([`ShellMatcher::may_match`]). Cheap, so most rules are passed over for most parts of
+    /// a compound line without being evaluated; `false` says nothing.
+    pub fn ruled_out_for(
+        &self,
+        input: &Value,
+        line: &str,
+        part: &CommandKeys<'_>,
+        table: &CommandTable,
+    ) -> bool {
+        self.entries.iter().any(|entry| {
+            entry.selector.resolve(input).and_then(Value::as_str) == Some(line)
+                && entry.matchers.iter().any(|matcher| match matcher {
+                    Compiled::Shell(shell) => !shell.may_match(part, table),
+                    _ => false,
+                })
+        })
     }
 
     /// Evaluates the matchers against a tool call's input.

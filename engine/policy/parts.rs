@@ -33,8 +33,9 @@ use serde_json::{Value, json};
 use super::commands::{Analysed, CommandFacts};
 use super::matcher::ParseCache;
 use super::path::MatchContext;
+use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
-use super::rules::RuleSet;
+use super::rules::{LinePart, RuleSet};
 use super::shell::{
     InputFrom, Origin, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
     Word, WordKind, split_word, unquoted_expansions,
@@ -150,8 +151,12 @@ fn decide_line(
             facts: vec![facts.clone()],
         };
         cache.seed(line, alone);
-        let label = (!single).then_some(command.text.as_str());
-        let mut outcome = set.decide_whole(call, ctx, default, &mut cache, label);
+        let part = LinePart {
+            label: (!single).then_some(command.text.as_str()),
+            line,
+            keys: CommandKeys::of(command, facts),
+        };
+        let mut outcome = set.decide_whole(call, ctx, default, &mut cache, Some(&part));
         // A wrapper is judged through the command it runs, and a command that hides what it
         // runs through its unresolved entry (below): only a deny or ask aimed at it counts.
         let judged_elsewhere = command.role == ShellRole::TransparentWrapper

@@ -307,6 +307,25 @@ impl ShellPattern {
         matched && (mode == MatchMode::Any || self.unnamed_effect(facts, table).is_none())
     }
 
+    /// Whether this pattern can match a command with these keys, in either mode: `false`
+    /// only when its command word is a literal that is neither the command's command word
+    /// (nor that word's last path component) nor the name of the program the command runs
+    /// by the table. A cheap test, sound for [`ShellPattern::matches_in`]: spelling needs the
+    /// first token to match the command word, meaning needs the same program.
+    fn may_match(&self, keys: &CommandKeys<'_>, table: &CommandTable) -> bool {
+        let Some(Token::Literal(named)) = self.tokens.first() else {
+            return true;
+        };
+        let spelled = keys.word.is_some_and(|word| {
+            word == named || word.rsplit_once('/').is_some_and(|(_, base)| base == named)
+        });
+        spelled
+            || self
+                .shape(table)
+                .and_then(|shape| shape.program.as_deref())
+                .is_some_and(|program| keys.program == Some(program))
+    }
+
     /// The pattern read with `table`: `None` when the table does not know its program.
     fn shape(&self, table: &CommandTable) -> Option<&CommandFacts> {
         let (id, shape) = self.shape.get_or_init(|| (table.id(), self.analyse(table)));
@@ -676,6 +695,24 @@ fn expansion_error(raw: &str, expansion: Expansion, offset: Option<usize>) -> Pa
     )
 }
 
+/// What a pattern's command word is compared with (see [`ShellMatcher::may_match`]): the
+/// command's command word as written, and the program it runs by the command table.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandKeys<'a> {
+    word: Option<&'a str>,
+    program: Option<&'a str>,
+}
+
+impl<'a> CommandKeys<'a> {
+    /// The keys of one simple command and its facts.
+    pub fn of(command: &'a SimpleCommand, facts: &'a CommandFacts) -> Self {
+        Self {
+            word: command.words.first().and_then(Word::literal),
+            program: facts.program.as_deref(),
+        }
+    }
+}
+
 /// Whether an allow rule also permits file-writing redirections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RedirectionPolicy {
@@ -760,6 +797,13 @@ impl ShellMatcher {
             MatchMode::All => self.all(analysed, table),
             MatchMode::Any => self.any(analysed, table),
         }
+    }
+
+    /// Whether some pattern can match the command with `keys` ([`ShellPattern::may_match`]).
+    /// When not, the matcher holds, in either mode, for no line whose commands are that one
+    /// command and nothing unresolved — such as a part of a line judged on its own.
+    pub fn may_match(&self, keys: &CommandKeys<'_>, table: &CommandTable) -> bool {
+        self.patterns.iter().any(|p| p.may_match(keys, table))
     }
 
     fn matching_pattern(

@@ -11,12 +11,23 @@ use super::commands::CommandTable;
 use super::groups::ToolRules;
 use super::matcher::{CompiledArgMatchers, ParseCache};
 use super::path::MatchContext;
+use super::pattern::CommandKeys;
 use super::rule::{CallFacts, CompiledRule, MatchedRule, PartOutcome, RuleReason};
 use crate::model::rule::Enforcement;
 use crate::model::{Decision, ToolName};
 
 /// Rules by tool, looked up on every decision: a seeded fast hash (tool names are short).
 type ToolIndex = HashMap<ToolName, ToolRules, foldhash::fast::RandomState>;
+
+/// One command of a command line, judged on its own (see `policy::parts`).
+pub(crate) struct LinePart<'a> {
+    /// The command's text, named in the reasons; `None` when it is the whole line.
+    pub label: Option<&'a str>,
+    /// The command line.
+    pub line: &'a str,
+    /// What the command's command word is compared with.
+    pub keys: CommandKeys<'a>,
+}
 
 /// Every rule of a snapshot, indexed by tool.
 #[derive(Clone, Debug, Default)]
@@ -133,16 +144,17 @@ impl RuleSet {
             .filter_map(|&i| self.rules.get(i as usize))
     }
 
-    /// Decides a call as one whole (or one part of a command line, already seeded in
-    /// `cache`, named `part`).
+    /// Decides a call as one whole, or as one part of its command line (already seeded in
+    /// `cache`).
     pub(crate) fn decide_whole(
         &self,
         call: &CallFacts<'_>,
         ctx: &MatchContext,
         default: Decision,
         cache: &mut ParseCache,
-        part: Option<&str>,
+        part: Option<&LinePart<'_>>,
     ) -> PartOutcome {
+        let label = part.and_then(|part| part.label);
         let mut winner: Option<(bool, std::cmp::Reverse<i32>, std::cmp::Reverse<Decision>)> = None;
         let mut matched = Vec::new();
         let visited = self
@@ -158,10 +170,16 @@ impl RuleSet {
             // Most rules walked past do not match: decide cheaply, and build the
             // explanation only for the rules that decide. A rule matched with its group
             // (`matchers_hold`) needs only its modes and `when` checked.
+            let ruled_out = || {
+                part.zip(rule.matchers.as_ref())
+                    .is_some_and(|(part, matchers)| {
+                        matchers.ruled_out_for(call.input, part.line, &part.keys, cache.table())
+                    })
+            };
             let holds = if matchers_hold {
                 rule.applies(call)
             } else {
-                rule.holds_with_cache(call, ctx, cache)
+                !ruled_out() && rule.holds_with_cache(call, ctx, cache)
             };
             if holds {
                 let outcome = rule.matchers.as_ref().map(|matchers| {
@@ -169,7 +187,7 @@ impl RuleSet {
                 });
                 winner = Some(level);
                 matched.push(RuleReason::Rule(MatchedRule {
-                    part: part.map(str::to_owned),
+                    part: label.map(str::to_owned),
                     name: rule.name.clone(),
                     decision: rule.decision,
                     priority: rule.priority,
@@ -193,7 +211,7 @@ impl RuleSet {
                 decision: default,
                 reasons: vec![RuleReason::Default {
                     decision: default,
-                    part: part.map(str::to_owned),
+                    part: label.map(str::to_owned),
                 }],
                 by_rule: false,
                 neutral: false,

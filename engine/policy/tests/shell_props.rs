@@ -216,3 +216,127 @@ fn known_lines_satisfy_the_properties() {
     assert!(allow().evaluate("nice git status", MatchMode::All).holds());
     assert!(allow().evaluate("ls $(git status)", MatchMode::All).holds());
 }
+
+/// A few programs, spelled as in `policies/commands.yaml`, so that patterns also match by
+/// meaning (`rm -r -f` for `rm -rf *`, `git -C x push` for `git push *`).
+fn table() -> crate::policy::commands::CommandTable {
+    let section: crate::model::command::CommandsSection =
+        serde_json::from_value(serde_json::json!({
+            "programs": {
+                "rm": {"effects": ["write"], "operands": "write", "options": {
+                    "-r": {"aliases": ["-R", "--recursive"]}, "-f": {"aliases": ["--force"]}}},
+                "git": {"options": {"-C": {"value": "dir"}}, "subcommands": {
+                    "status": {"read_only": true},
+                    "diff": {"read_only": true, "operands": "revision_or_path"},
+                    "push": {"effects": ["network"], "options": {"-f": {"aliases": ["--force"]}}}}},
+                "ls": {"read_only": true, "operands": "read", "options": {"-l": {}, "-a": {}}},
+                "cat": {"read_only": true, "operands": "read"},
+                "find": {"read_only": true, "option_style": "words", "operands": "read",
+                    "options": {"-exec": {"effects": ["exec"]}}}
+            }
+        }))
+        .unwrap();
+    crate::policy::commands::CommandTable::new(&section)
+}
+
+/// Patterns of every shape the cheap test distinguishes: literal command words (with and
+/// without a table entry), a path as command word, globs, `*` first, assignments.
+const PATTERNS: &[&str] = &[
+    "git status",
+    "git diff *",
+    "git push *",
+    "rm -rf *",
+    "rm *",
+    "ls *",
+    "/bin/ls *",
+    "cat *",
+    "find * -exec *",
+    "g?t *",
+    "* status",
+    "*",
+    "RUST_BACKTRACE=1 git *",
+    "sudo *",
+    "sh -c *",
+    "curl *",
+];
+
+/// The cheap test that lets a compound line's parts skip rules
+/// ([`ShellMatcher::may_match`]) is sound: whenever it says a pattern cannot match one
+/// command, the matcher does not hold, in either mode, for a line of that command alone.
+fn check_ruled_out(line: &str) -> Result<(), TestCaseError> {
+    use crate::policy::commands::Analysed;
+    use crate::policy::pattern::CommandKeys;
+    use crate::policy::shell::Script;
+    let table = table();
+    let analysed = Analysed::new(line, &table);
+    for (command, facts) in analysed.commands() {
+        let alone = Analysed {
+            script: Ok(Script {
+                commands: vec![command.clone()],
+                ..Script::default()
+            }),
+            facts: vec![facts.clone()],
+        };
+        let keys = CommandKeys::of(command, facts);
+        for pattern in PATTERNS {
+            let matcher =
+                ShellMatcher::compile(&[(*pattern).to_owned()], RedirectionPolicy::Allowed)
+                    .unwrap();
+            if matcher.may_match(&keys, &table) {
+                continue;
+            }
+            for mode in [MatchMode::All, MatchMode::Any] {
+                prop_assert!(
+                    !matcher.evaluate_analysed(&alone, &table, mode).holds(),
+                    "`{pattern}` was ruled out for `{}` of {line:?} but holds in {mode:?}",
+                    command.text
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_pattern_ruled_out_for_a_command_never_matches_it(line in any_line()) {
+        check_ruled_out(&line)?;
+    }
+}
+
+#[test]
+fn the_cheap_test_keeps_what_matches_by_path_or_meaning() {
+    use crate::policy::commands::Analysed;
+    use crate::policy::pattern::CommandKeys;
+    let table = table();
+    // (pattern, command line, whether the pattern may match): by the written word, its last
+    // path component, the program by the table; ruled out only when none can agree.
+    for (pattern, line, may) in [
+        ("git status", "git status", true),
+        ("git status", "/usr/bin/git status", true),
+        ("rm -rf *", "rm -r -f /", true),
+        ("rm -rf *", "/bin/rm --recursive --force /", true),
+        ("git push *", "git -C x push -f", true),
+        ("/bin/ls *", "ls -la", true),
+        ("g?t *", "ls", true),
+        ("* status", "ls", true),
+        ("git status", "ls -la", false),
+        ("rm -rf *", "ls -la", false),
+        ("sudo *", "git status", false),
+    ] {
+        let analysed = Analysed::new(line, &table);
+        let (command, facts) = analysed.commands().next().unwrap();
+        let matcher =
+            ShellMatcher::compile(&[pattern.to_owned()], RedirectionPolicy::Allowed).unwrap();
+        assert_eq!(
+            matcher.may_match(&CommandKeys::of(command, facts), &table),
+            may,
+            "`{pattern}` for `{line}`"
+        );
+    }
+    // Lines that match a pattern whose word is not the one written (the properties are not
+    // vacuous): the cheap test must keep them.
+    check_ruled_out("/bin/rm -R -f / ; git -C x push --force; /usr/bin/git status").unwrap();
+}
