@@ -289,7 +289,8 @@ impl Partial {
 }
 
 /// Where a call's progress goes: `ToolCallProgress` events, coalesced to at most one per
-/// stream per `engine.progress.interval` and capped at `engine.progress.max_bytes` per call
+/// stream per `engine.progress.interval` (output is joined; of status messages the latest
+/// is sent) and capped at `engine.progress.max_bytes` per call
 /// (the rest is counted in the next event's `dropped_bytes`, and in a last event at the end
 /// of the call), plus the partial output kept for a timeout.
 fn progress_sink(
@@ -383,6 +384,9 @@ impl ProgressEmitter {
         state.dropped += (text.len() - kept.len()) as u64;
         if !kept.is_empty() {
             match state.pending.iter_mut().find(|(s, _)| *s == chunk.stream) {
+                // A status message says where the call is now: a newer one replaces the one
+                // still waiting (joined, `step 1` and `step 2` would read `step 1step 2`).
+                Some((ProgressStream::Message, pending)) => kept.clone_into(pending),
                 Some((_, pending)) => pending.push_str(kept),
                 None => state.pending.push((chunk.stream, kept.to_owned())),
             }
@@ -551,6 +555,22 @@ mod tests {
             ("stdout", "tail")
         );
         assert!(seen.iter().all(|p| p.dropped_bytes == 0));
+    }
+
+    /// Status messages (an MCP server's progress) are not output: within one interval the
+    /// latest replaces the ones still waiting instead of being joined to them.
+    #[tokio::test(start_paused = true)]
+    async fn of_status_messages_within_an_interval_the_latest_is_sent() {
+        let (emitter, seen) = emitter(1 << 20);
+        for step in 1..=3 {
+            emitter.chunk(chunk(ProgressStream::Message, &format!("step {step}")));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::task::yield_now().await;
+        let seen = seen.lock().unwrap();
+        let texts: Vec<&str> = seen.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(texts, ["step 1", "step 3"]);
+        assert!(seen.iter().all(|p| p.stream == "message"));
     }
 
     #[tokio::test(start_paused = true)]

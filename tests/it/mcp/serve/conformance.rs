@@ -105,7 +105,7 @@ fn the_conformance_suite_passes_the_tool_call_scenarios_through_toolgate() {
     // Progress is forwarded as it comes (`progress_interval` coalesces what arrives closer
     // together, 100ms by default; the fixture reports every 50ms and the scenario counts).
     let mut policy = format!(
-        "version: 1\nengine:\n  progress_interval: 1ms\nmcp_servers:\n  fixture: {}\ntools:\n",
+        "version: 1\nengine:\n  progress_interval: 0ms\nmcp_servers:\n  fixture: {}\ntools:\n",
         conformance_fixture::yaml_entry()
     );
     for tool in TOOLS {
