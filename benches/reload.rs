@@ -97,7 +97,7 @@ fn ms(d: Duration) -> f64 {
 fn headline() {
     let dir = policy_set();
     let initial = loaded(dir.path(), 1);
-    assert_eq!(initial.tools.len(), FILES * TOOLS_PER_FILE);
+    assert_eq!(initial.tool_names().count(), FILES * TOOLS_PER_FILE);
     let engine = Engine::builder(Arc::clone(&initial)).build();
     let installer = engine.clone();
     let (installed, generations) = channel();
@@ -106,7 +106,7 @@ fn headline() {
         Some(initial),
         Box::new(move |next| {
             installer.install(Arc::clone(&next));
-            let _ = installed.send((next.generation, Instant::now()));
+            let _ = installed.send((next.generation(), Instant::now()));
         }),
         Arc::new(NullSink),
     ));
@@ -141,11 +141,9 @@ fn headline() {
             let (_, at) = generations
                 .recv_timeout(Duration::from_secs(10))
                 .expect("the save comes into force");
-            let timeout = engine
-                .snapshot()
-                .effective
-                .pointer(&format!("/tools/Tool{file}_0/timeout/default"));
-            if timeout.as_ref().and_then(|t| t.as_str()) == Some(expected.as_str()) {
+            let effective = engine.snapshot().effective();
+            let timeout = effective.pointer(&format!("/tools/Tool{file}_0/timeout/default"));
+            if timeout.and_then(|t| t.as_str()) == Some(expected.as_str()) {
                 latencies.push(at - started);
                 break;
             }

@@ -328,24 +328,16 @@ impl SpanTable {
     }
 
     /// The spans of the root node.
+    #[cfg(test)]
     pub fn root(&self) -> Option<NodeSpan> {
         self.root_index()
             .and_then(|index| self.nodes.get(index))
             .map(|node| node.span(&self.source))
     }
 
-    /// The number of nodes.
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// Whether the table has no nodes at all.
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
-
     /// Every node's pointer and spans, in document order. Builds each pointer, so use it
     /// for tests and tooling rather than on hot paths.
+    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = (String, NodeSpan)> + '_ {
         self.nodes
             .iter()
@@ -354,6 +346,7 @@ impl SpanTable {
     }
 
     /// The pointer of the node at `index`.
+    #[cfg(test)]
     fn pointer_of(&self, index: usize) -> String {
         let mut chain = Vec::new();
         let mut current = index;

@@ -547,6 +547,7 @@ impl CompiledArgMatchers {
     }
 
     /// Evaluates the matchers against a tool call's input.
+    #[cfg(test)]
     pub fn matches(&self, input: &Value, ctx: &MatchContext, mode: MatchMode) -> MatchOutcome {
         self.matches_with_cache(input, ctx, mode, &mut ParseCache::default())
     }
@@ -1129,6 +1130,7 @@ pub struct MatchOutcome {
 
 impl MatchOutcome {
     /// The check that made the rule fail, if it did.
+    #[cfg(test)]
     pub fn failure(&self) -> Option<(&str, &Check)> {
         let last = self.selectors.last()?;
         if last.holds {

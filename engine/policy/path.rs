@@ -180,14 +180,6 @@ pub struct Judgement {
 }
 
 impl Location {
-    /// The written location, when known.
-    pub fn written(&self) -> Option<&NormalisedPath> {
-        match self {
-            Self::Known { written, .. } => Some(written),
-            Self::Unknown { .. } => None,
-        }
-    }
-
     /// The location of `side`: the resolved one falls back to the written one when the
     /// links lead nowhere else.
     pub fn at(&self, side: Side) -> Option<&NormalisedPath> {
@@ -641,6 +633,7 @@ impl MatchContext {
 
     /// The same context with another path-case behaviour.
     #[must_use]
+    #[cfg(test)]
     pub fn with_path_case(mut self, path_case: PathCase) -> Self {
         self.path_case = path_case;
         self
@@ -654,13 +647,6 @@ impl MatchContext {
     /// The normalised home folder, when known.
     pub fn home(&self) -> Option<&str> {
         self.home.as_ref().map(|home| home.written.as_str())
-    }
-
-    /// The normalised policy files and folders.
-    pub fn policy_locations(&self) -> impl Iterator<Item = &str> {
-        self.policy_locations
-            .iter()
-            .map(|location| location.written.as_str())
     }
 
     /// How paths compare.

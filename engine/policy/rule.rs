@@ -167,6 +167,7 @@ impl CompiledRule {
 
     /// Whether the rule matches the call (tool already known to be covered), with the
     /// matcher detail when it has argument matchers.
+    #[cfg(test)]
     pub fn evaluate(
         &self,
         call: &CallFacts<'_>,
@@ -471,6 +472,7 @@ pub struct RuleDecision {
 
 impl RuleDecision {
     /// The matched rules among the reasons.
+    #[cfg(test)]
     pub fn rules(&self) -> impl Iterator<Item = &MatchedRule> {
         self.reasons.iter().filter_map(RuleReason::rule)
     }

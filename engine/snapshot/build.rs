@@ -389,7 +389,6 @@ fn read_and_merge(
         }
         let id = FileId(sources.files.len() as u32);
         sources.files.push(LoadedFile {
-            id,
             layer: *layer_index,
             source: document.source,
             spans: document.spans,
@@ -464,7 +463,6 @@ fn merge_project(
     for (layer_index, document) in files {
         let id = FileId(sources.files.len() as u32);
         sources.files.push(LoadedFile {
-            id,
             layer: layer_index,
             source: document.source,
             spans: document.spans,

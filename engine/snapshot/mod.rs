@@ -33,7 +33,7 @@ use serde_json::Value;
 pub use build::{LoadOptions, LoadOutcome, SetLimits, load};
 pub use hints::ServerHints;
 pub use layer::{LayerKind, LayerOptions, LayerSpec, ProjectLayer};
-pub use provenance::{FileId, Provenance};
+pub use provenance::Provenance;
 
 use crate::diagnostics::SourceFile;
 use crate::load::SpanTable;
@@ -49,8 +49,6 @@ use crate::policy::rules::RuleSet;
 /// A file that is part of a snapshot.
 #[derive(Clone, Debug)]
 pub struct LoadedFile {
-    /// Its index.
-    pub id: FileId,
     /// Its layer's position.
     pub layer: usize,
     /// Its text.
@@ -192,7 +190,7 @@ pub struct SnapshotHook {
     /// The hook as merged.
     pub spec: Hook,
     /// The canonical tools it runs for.
-    pub tools: Vec<ToolName>,
+    pub(crate) tools: Vec<ToolName>,
 }
 
 impl SnapshotHook {
@@ -241,62 +239,52 @@ impl EffectiveDocument {
         // the same tree (keys keep their order: `preserve_order` is on).
         serde_json::from_str(&self.json).unwrap_or(Value::Null)
     }
-
-    /// The value at a JSON pointer, if any.
-    pub fn pointer(&self, pointer: &str) -> Option<Value> {
-        self.value().pointer(pointer).cloned()
-    }
-
-    /// The compact JSON text.
-    pub fn as_json(&self) -> &str {
-        &self.json
-    }
 }
 
 /// An immutable, validated policy set: what every batch runs against.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     /// Increases with every successful reload.
-    pub generation: u64,
+    pub(crate) generation: u64,
     /// The files it was built from.
-    pub sources: Sources,
+    pub(crate) sources: Sources,
     /// Its layers, lowest first.
-    pub layers: Vec<LayerSpec>,
+    pub(crate) layers: Vec<LayerSpec>,
     /// The merged document (the semantic diff compares these), kept compact.
-    pub effective: EffectiveDocument,
+    pub(crate) effective: EffectiveDocument,
     /// Where each effective value came from.
-    pub provenance: Provenance,
+    pub(crate) provenance: Provenance,
     /// Engine settings.
-    pub engine: ResolvedEngine,
+    pub(crate) engine: ResolvedEngine,
     /// Tools by canonical name, in definition order.
-    pub tools: IndexMap<ToolName, Arc<Tool>, foldhash::fast::RandomState>,
+    pub(crate) tools: IndexMap<ToolName, Arc<Tool>, foldhash::fast::RandomState>,
     /// Canonical names and aliases.
-    pub names: ToolNames,
+    pub(crate) names: ToolNames,
     /// Compiled rules.
-    pub rules: RuleSet,
+    pub(crate) rules: RuleSet,
     /// Enabled hooks, in order.
-    pub hooks: Vec<SnapshotHook>,
+    pub(crate) hooks: Vec<SnapshotHook>,
     /// Admission gates.
-    pub gates: IndexMap<GateName, Gate>,
+    pub(crate) gates: IndexMap<GateName, Gate>,
     /// Declared modes.
-    pub modes: IndexMap<ModeName, Mode>,
+    pub(crate) modes: IndexMap<ModeName, Mode>,
     /// Agent tool maps by agent name (`toolgate hook <agent>`).
-    pub agents: crate::model::agent::AgentsSection,
+    pub(crate) agents: crate::model::agent::AgentsSection,
     /// MCP servers by name (started by the engine on first use).
-    pub mcp_servers: crate::model::mcp::McpServersSection,
+    pub(crate) mcp_servers: crate::model::mcp::McpServersSection,
     /// Warnings of the load that built it.
-    pub warnings: Vec<crate::diagnostics::Diagnostic>,
+    pub(crate) warnings: Vec<crate::diagnostics::Diagnostic>,
     /// The workspace root.
-    pub workspace_root: PathBuf,
+    pub(crate) workspace_root: PathBuf,
     /// Matching context (workspace root, home, policy files, path case) for rules.
-    pub match_ctx: MatchContext,
+    pub(crate) match_ctx: MatchContext,
     /// The found project layer, when the user does not trust it: what was left out of it.
-    pub untrusted: Option<Arc<untrusted::UntrustedProject>>,
+    pub(crate) untrusted: Option<Arc<untrusted::UntrustedProject>>,
     /// Tools whose contract flags an MCP server's annotations filled (servers declared with
     /// `trust_annotations: true`), by the name a call uses: an exact contract's canonical
     /// name, or a name a wildcard covers. Empty when loaded; the engine fills it as it learns
     /// the servers' tool lists ([`Snapshot::with_hints`]).
-    pub hinted: HashMap<String, Arc<Tool>, foldhash::fast::RandomState>,
+    pub(crate) hinted: HashMap<String, Arc<Tool>, foldhash::fast::RandomState>,
 }
 
 impl Snapshot {
@@ -306,7 +294,7 @@ impl Snapshot {
     /// wildcard contract `mcp__<server>__*` when there is one (exact names first: a name that
     /// has its own contract never pays for the wildcard look-up). A wildcard's own name refers
     /// to no tool: it is no tool a model can call.
-    pub fn lookup(&self, name: &str) -> Option<&Arc<Tool>> {
+    pub(crate) fn lookup(&self, name: &str) -> Option<&Arc<Tool>> {
         match self.names.canonical_of(name) {
             Some(canonical) if !canonical.as_str().ends_with('*') => {
                 if !self.hinted.is_empty()
@@ -330,7 +318,7 @@ impl Snapshot {
 
     /// The wildcard contract that covers `name` (`mcp__github__*` for
     /// `mcp__github__list_issues`), whether or not the name has an exact contract.
-    pub fn wildcard_for(&self, name: &str) -> Option<&Arc<Tool>> {
+    pub(crate) fn wildcard_for(&self, name: &str) -> Option<&Arc<Tool>> {
         let (server, _) = crate::model::mcp::split_tool_name(name)?;
         self.tools
             .get(crate::model::mcp::wildcard_name(server).as_str())
@@ -353,6 +341,37 @@ impl Snapshot {
     /// The workspace root.
     pub fn workspace_root(&self) -> &Path {
         &self.workspace_root
+    }
+
+    /// The generation: 1 for the first load, one more for each reload in force.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The merged policy document (every layer applied), as JSON.
+    pub fn effective(&self) -> Value {
+        self.effective.value()
+    }
+
+    /// The canonical names of the tools, wildcard contracts (`mcp__<server>__*`) included,
+    /// in the order they were declared.
+    pub fn tool_names(&self) -> impl Iterator<Item = &ToolName> {
+        self.tools.keys()
+    }
+
+    /// Whether a tool of this canonical name is declared.
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    /// Whether a gate of this name is declared.
+    pub fn has_gate(&self, name: &str) -> bool {
+        self.gates.contains_key(name)
+    }
+
+    /// How many rules the set has, over every layer.
+    pub fn rule_count(&self) -> usize {
+        self.rules.rules().len()
     }
 }
 

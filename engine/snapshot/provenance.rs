@@ -26,6 +26,7 @@ pub struct Provenance {
 
 impl Provenance {
     /// The origin recorded exactly at `pointer`.
+    #[cfg(test)]
     pub fn get(&self, pointer: &str) -> Option<&Origin> {
         self.map.get(pointer)
     }
@@ -79,16 +80,6 @@ impl Provenance {
             .range(pointer.to_owned()..)
             .take_while(move |(key, _)| key.as_str() == pointer || key.starts_with(&prefix))
             .map(|(key, origin)| (key.as_str(), origin))
-    }
-
-    /// Number of recorded origins.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// Whether nothing is recorded.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
     }
 }
 

@@ -241,11 +241,6 @@ impl CommandTable {
         self.env.get(name) == Some(&EnvVar::Harmless)
     }
 
-    /// Whether the table knows the program.
-    pub fn knows(&self, program: &str) -> bool {
-        self.programs.contains_key(program)
-    }
-
     /// What `command` does, read with the table.
     pub fn analyse(&self, command: &SimpleCommand) -> CommandFacts {
         let words: Vec<Option<&str>> = command.words.iter().map(Word::literal).collect();

@@ -107,7 +107,7 @@ async fn a_batch_running_while_a_reload_lands_finishes_on_its_generation() {
         panic!("save 2 is valid");
     };
     assert_eq!(generation, 2);
-    assert_eq!(rig.engine.snapshot().generation, 2);
+    assert_eq!(rig.engine.snapshot().generation(), 2);
     release.add_permits(1);
     let outcome = running.await.unwrap().unwrap();
 
@@ -240,7 +240,7 @@ async fn no_call_ever_sees_a_half_applied_change() {
         }
     }
     assert!(checked > 0);
-    assert_eq!(rig.engine.snapshot().generation, 60);
+    assert_eq!(rig.engine.snapshot().generation(), 60);
 }
 
 #[tokio::test]
@@ -338,9 +338,9 @@ async fn an_invalid_save_keeps_the_last_good_generation_and_says_where() {
         panic!("invalid.yaml is invalid");
     };
     assert_eq!(generation, 1);
-    assert_eq!(rig.engine.snapshot().generation, 1);
-    assert_eq!(rig.reloader.current().unwrap().generation, 1);
-    assert!(rig.engine.snapshot().tools.contains_key("Legacy"));
+    assert_eq!(rig.engine.snapshot().generation(), 1);
+    assert_eq!(rig.reloader.current().unwrap().generation(), 1);
+    assert!(rig.engine.snapshot().has_tool("Legacy"));
     assert!(!diagnostics.is_empty());
 
     let events = rig.events.lock().unwrap().clone();
@@ -403,7 +403,7 @@ fn the_watcher_follows_saves_by_rename_new_and_deleted_files_and_ignores_other_f
     std::fs::write(&file, probe_policy(1)).unwrap();
     let rig = Rig::new(dir.path(), |b| b.native("Probe", probe));
     let _watch = rig.reloader.watch(Duration::from_millis(50)).unwrap();
-    let generation = || rig.engine.snapshot().generation;
+    let generation = || rig.engine.snapshot().generation();
     let save = || crate::support::reload::save_of(&rig.engine.snapshot());
 
     save_by_rename(&file, &probe_policy(2));
@@ -424,11 +424,11 @@ fn the_watcher_follows_saves_by_rename_new_and_deleted_files_and_ignores_other_f
     let extra = dir.path().join("extra.yaml");
     std::fs::write(&extra, "version: 1\ngates:\n  api: { permits: 2 }\n").unwrap();
     eventually("the new file is loaded", || {
-        rig.engine.snapshot().gates.contains_key("api")
+        rig.engine.snapshot().has_gate("api")
     });
     std::fs::remove_file(&extra).unwrap();
     eventually("the deleted file is gone", || {
-        !rig.engine.snapshot().gates.contains_key("api")
+        !rig.engine.snapshot().has_gate("api")
     });
 
     // Plain overwrite.
@@ -451,11 +451,11 @@ fn a_single_file_root_is_watched_through_its_folder() {
     eventually("save 2 is in force", || {
         crate::support::reload::save_of(&rig.engine.snapshot()) == 2
     });
-    let generation = rig.engine.snapshot().generation;
+    let generation = rig.engine.snapshot().generation();
     // Another policy file next to it is not part of the root.
     std::fs::write(dir.path().join("other.yaml"), probe_policy(9)).unwrap();
     std::thread::sleep(Duration::from_millis(400));
-    assert_eq!(rig.engine.snapshot().generation, generation);
+    assert_eq!(rig.engine.snapshot().generation(), generation);
 }
 
 #[test]
@@ -508,7 +508,7 @@ fn a_file_written_in_place_in_two_steps_is_installed_only_whole() {
         .watch_with(Duration::from_millis(50), move |outcome| {
             if let ReloadOutcome::Reloaded { .. } = outcome {
                 let snapshot = reloader.current().unwrap();
-                seen.lock().unwrap().push(snapshot.effective.value());
+                seen.lock().unwrap().push(snapshot.effective());
             }
         })
         .unwrap();
@@ -532,7 +532,7 @@ fn a_file_written_in_place_in_two_steps_is_installed_only_whole() {
     // The outcome is reported after the generation is in force: wait for both (checking the
     // list as soon as the engine had save 2 raced the report).
     eventually("save 2 is in force and reported", || {
-        rig.engine.snapshot().effective.value()["tools"]["Open"]["description"] == "save 2"
+        rig.engine.snapshot().effective()["tools"]["Open"]["description"] == "save 2"
             && !installed.lock().unwrap().is_empty()
     });
     let installed = installed.lock().unwrap();

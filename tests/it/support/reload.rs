@@ -54,11 +54,11 @@ pub fn invalid_policy(k: u64) -> String {
 
 /// The save number a snapshot was built from (`Probe`'s description).
 pub fn save_of(snapshot: &Snapshot) -> u64 {
-    snapshot.effective.value()["tools"]["Probe"]["description"]
+    snapshot.effective()["tools"]["Probe"]["description"]
         .as_str()
         .and_then(|d| d.strip_prefix("save "))
         .and_then(|k| k.parse().ok())
-        .unwrap_or_else(|| panic!("no save number in generation {}", snapshot.generation))
+        .unwrap_or_else(|| panic!("no save number in generation {}", snapshot.generation()))
 }
 
 /// Load options for one policy root, without the built-in layer.
@@ -128,7 +128,7 @@ impl Rig {
             .snapshot
             .unwrap_or_else(|| panic!("the initial set loads: {:?}", loaded.diagnostics));
         let saves = Arc::new(Mutex::new(HashMap::new()));
-        if snapshot.effective.value()["tools"]["Probe"].is_object() {
+        if snapshot.effective()["tools"]["Probe"].is_object() {
             saves.lock().unwrap().insert(1, save_of(&snapshot));
         }
         let engine = build(Engine::builder(Arc::clone(&snapshot)).sink(Arc::clone(&sink))).build();
@@ -140,11 +140,11 @@ impl Rig {
             // INVARIANT: the save number is recorded before the generation is installed, so
             // any batch that ran on a generation finds it.
             Box::new(move |next: Arc<Snapshot>| {
-                if next.effective.value()["tools"]["Probe"].is_object() {
+                if next.effective()["tools"]["Probe"].is_object() {
                     recorded
                         .lock()
                         .unwrap()
-                        .insert(next.generation, save_of(&next));
+                        .insert(next.generation(), save_of(&next));
                 }
                 installer.install(next);
             }),

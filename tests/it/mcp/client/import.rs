@@ -55,8 +55,10 @@ async fn import_writes_a_reviewable_contract_per_tool_that_asks_before_running()
     )
     .unwrap();
     let snapshot = workspace.snapshot(1);
-    let echo = snapshot.lookup("mcp__trusted__echo").unwrap();
-    assert!(echo.resolved.concurrency.read_only);
+    assert_eq!(
+        snapshot.effective()["tools"]["mcp__trusted__echo"]["concurrency"]["read_only"],
+        true
+    );
     let (engine, _sink) = workspace.engine();
     let asked = call(&engine, "mcp__test__echo", json!({"text": "hi"})).await;
     // No approver: an `ask` is denied, and says why.
