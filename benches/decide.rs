@@ -178,9 +178,9 @@ impl Fixture {
 
     fn decide(&self, call: &ToolCall, modes: &[ModeName]) -> Decision {
         let assessment = assess(&self.snapshot, modes, call);
-        match &assessment.outcome {
-            Ok(settled) => settled.permission.decision,
-            Err(rejection) => panic!("{}: {}", call.tool, rejection.message),
+        match assessment.permission() {
+            Some(permission) => permission.decision,
+            None => panic!("{}: {:?}", call.tool, assessment.rejection()),
         }
     }
 }

@@ -66,9 +66,10 @@ fn snapshot(rules: Value) -> Arc<Snapshot> {
 }
 
 fn decide(snapshot: &Snapshot, call: &ToolCall) -> Decision {
-    match &assess(snapshot, &[], call).outcome {
-        Ok(settled) => settled.permission.decision,
-        Err(rejection) => panic!("{}", rejection.message),
+    let assessment = assess(snapshot, &[], call);
+    match assessment.permission() {
+        Some(permission) => permission.decision,
+        None => panic!("{:?}", assessment.rejection()),
     }
 }
 

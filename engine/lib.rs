@@ -191,7 +191,7 @@ pub use model::{
 pub use pipeline::{
     CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, ToolCall, TurnEffect,
 };
-pub use policy::decide::{Reason, Staged};
+pub use policy::decide::{Permission, Reason, Staged};
 pub use schedule::Concurrency;
 pub use snapshot::reload::{ReloadOutcome, Reloader, WatchHandle};
 pub use snapshot::{

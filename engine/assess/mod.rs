@@ -82,9 +82,27 @@ pub struct Rejection {
 pub struct Assessment<'s, 'c> {
     /// The tool the name resolved to, with its contract for the active modes; `None` when the
     /// name is no tool's.
-    pub tool: Option<Resolved<'s>>,
+    pub(crate) tool: Option<Resolved<'s>>,
     /// The normalised input, timeout and permission; or why the call cannot run.
-    pub outcome: Result<Settled<'c>, Rejection>,
+    pub(crate) outcome: Result<Settled<'c>, Rejection>,
+}
+
+impl Assessment<'_, '_> {
+    /// The permission (decision and reasons), or `None` when the call cannot run.
+    pub fn permission(&self) -> Option<&Permission> {
+        self.outcome
+            .as_ref()
+            .ok()
+            .map(|settled| &settled.permission)
+    }
+
+    /// Why the call cannot run (the text the model is told), or `None` when it can.
+    pub fn rejection(&self) -> Option<&str> {
+        self.outcome
+            .as_ref()
+            .err()
+            .map(|rejection| rejection.message.as_str())
+    }
 }
 
 /// A tool as a call sees it: looked up, with its contract for the active modes.

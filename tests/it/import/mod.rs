@@ -142,15 +142,14 @@ fn assert_table(snapshot: &Snapshot, table: &[(&str, Value, &[&str], Decision)])
         let call = ToolCall::new(format!("c{index}"), *tool, input.clone());
         let modes: Vec<ModeName> = modes.iter().map(|m| ModeName::new(*m)).collect();
         let assessment = assess(snapshot, &modes, &call);
-        let settled = assessment
-            .outcome
-            .unwrap_or_else(|rejection| panic!("{tool} {input}: {rejection:?}"));
-        if settled.permission.decision != *want {
+        let permission = assessment
+            .permission()
+            .unwrap_or_else(|| panic!("{tool} {input}: {:?}", assessment.rejection()));
+        if permission.decision != *want {
             wrong.push(format!(
                 "{tool} {input} {modes:?}: want {want}, got {} by {:?}",
-                settled.permission.decision,
-                settled
-                    .permission
+                permission.decision,
+                permission
                     .reasons
                     .iter()
                     .map(|r| r.label())
