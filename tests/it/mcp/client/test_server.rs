@@ -69,13 +69,23 @@ async fn calls_keep_text_pass_parts_through_and_stream_progress() {
 
     let done = call(&engine, "Progress", json!({"steps": 3})).await;
     assert_eq!(done.results[0].model_text(), "done");
-    let streamed = progress(&sink).concat();
-    for step in 1..=3 {
-        assert!(
-            streamed.contains(&format!("step {step} ({step}/3)")),
-            "{streamed:?}"
-        );
-    }
+    // Each progress event is one whole status message (within one `progress_interval`
+    // the latest replaces the ones waiting), in order, ending with the last step.
+    let streamed = progress(&sink);
+    let steps: Vec<u32> = streamed
+        .iter()
+        .map(|text| {
+            let step = text
+                .strip_prefix("step ")
+                .and_then(|rest| rest.split_once(' '))
+                .and_then(|(step, rest)| (rest == format!("({step}/3)")).then_some(step));
+            step.and_then(|step| step.parse().ok())
+                .unwrap_or_else(|| panic!("not one status message: {text:?} in {streamed:?}"))
+        })
+        .collect();
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{streamed:?}");
+    assert_eq!(steps.first(), Some(&1), "{streamed:?}");
+    assert_eq!(steps.last(), Some(&3), "{streamed:?}");
     engine.shutdown().await;
 }
 
