@@ -121,17 +121,15 @@
 // kind's payload) and `serve` (the JSON-RPC server). Every other module is crate-private:
 // the integration tests, benches and examples use the root re-exports, and the tests of an
 // internal unit live next to it as unit tests. Two exceptions are `pub` and doc-hidden,
-// neither an API: `cli`, the `toolgate` binary's half of the crate, and `fuzzing`, the
-// entry points of the fuzz targets (behind the `fuzzing` feature).
+// neither an API: `cli_main`, the `toolgate` binary's command line (the binary is a
+// separate crate), and `fuzzing`, the entry points of the fuzz targets (behind the
+// `fuzzing` feature).
 pub mod agent;
 mod approval;
 mod artifact;
 mod assess;
 mod budget;
-/// The `toolgate` binary's library half (argument handling and the subcommands); used by
-/// `engine/cli/main.rs` only. Not an API: public because the binary is a separate crate.
-#[doc(hidden)]
-pub mod cli;
+mod cli;
 pub mod decision_log;
 mod diagnostics;
 pub mod events;
@@ -165,6 +163,10 @@ pub use budget::{
     BatchBudget, Budgeting, FinalizeConfig, FinalizeItem, FinalizeOutcome, ItemReport, ItemStatus,
     Persistence, Slot, SlotKind, SlotText, Templates, hard_cap,
 };
+/// Runs the `toolgate` command line of this process (what the binary's `main` does). Not an
+/// API: public because the binary is a separate crate.
+#[doc(hidden)]
+pub use cli::command::main as cli_main;
 pub use diagnostics::render::{
     HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif,
 };

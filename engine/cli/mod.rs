@@ -1,5 +1,6 @@
-//! The command-line interface: one library function per command returning a report; the
-//! binary (`main.rs`) parses arguments, calls it, renders and maps to an exit code.
+//! The command-line interface: one library function per command returning a report;
+//! [`command`] parses arguments, calls it, renders and maps to an exit code (the binary,
+//! `main.rs`, only calls `command::main`).
 //!
 //! Exit codes are the same for every command: 0 success; 1 the command ran and found
 //! problems (invalid policies, failed policy tests, failed calls where asked to fail); 2 a
@@ -9,6 +10,7 @@
 pub mod batch_file;
 mod batch_json;
 pub mod check;
+pub mod command;
 pub mod diff;
 pub mod explain;
 pub mod hook;
@@ -28,9 +30,7 @@ pub mod test;
 pub mod trust;
 pub mod watch;
 
-// What the binary (`engine/cli/main.rs`) names besides the subcommands, from modules that are
-// crate-private: re-exported here, for the binary only.
-pub use crate::diagnostics::render::{HumanOptions, OutputFormat, render_human, render_json};
+// What `command` names besides the subcommands, from other modules.
 pub use crate::import::Agent as ImportAgent;
 pub use crate::model::Duration;
 pub use crate::model::agent::AgentProtocol;

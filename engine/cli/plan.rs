@@ -4,7 +4,6 @@ use std::path::Path;
 
 use crate::diagnostics::Diagnostic;
 use crate::executor::Plan;
-use crate::snapshot::load;
 
 use super::GlobalOptions;
 
@@ -17,24 +16,9 @@ pub enum PlanError {
     Batch(Vec<Diagnostic>),
 }
 
-/// Loads the policies and the batch, plans it, and hands the plan (which borrows the batch)
-/// to `show`.
-pub fn plan<R>(
-    global: &GlobalOptions,
-    batch: &Path,
-    show: impl FnOnce(&Plan<'_>) -> R,
-) -> Result<R, PlanError> {
-    plan_with(
-        global,
-        Path::new(""),
-        batch,
-        &|options| load(options, 1),
-        show,
-    )
-}
-
-/// [`plan`] with the policy set from `load` (the hook server's kept sets), a relative batch
-/// path being read in the folder `base` (the server's client's).
+/// Loads the policies with `load` (a fresh load, or one of the hook server's kept sets) and
+/// the batch (a relative path is read in the folder `base`: the server's client's), plans
+/// it, and hands the plan (which borrows the batch) to `show`.
 pub fn plan_with<R>(
     global: &GlobalOptions,
     base: &Path,

@@ -45,6 +45,7 @@ impl TerminalApprover {
 
     /// An approver reading answers from `lines` (one line each, as typed) and writing
     /// prompts to `out`.
+    #[cfg(test)]
     pub fn with_io(lines: UnboundedReceiver<String>, out: impl Write + Send + 'static) -> Self {
         Self {
             lines: Arc::new(tokio::sync::Mutex::new(Some(lines))),
