@@ -156,20 +156,25 @@ mod timeout;
 pub use approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest, FixedAnswer};
 pub use artifact::{
     ArtifactError, ArtifactRef, ArtifactRequest, ArtifactStore, FsArtifactStore, FsStoreConfig,
-    Limits as ArtifactLimits, MemoryArtifactStore, Retention, SessionId,
+    Limits as ArtifactLimits, MemoryArtifactStore, Retention, SessionId, Stub,
 };
 pub use assess::{Assessment, assess};
 pub use budget::{
-    BatchBudget, Budgeting, FinalizeConfig, FinalizeItem, FinalizeOutcome, ItemReport, ItemStatus,
-    Persistence, Slot, SlotKind, SlotText, Templates, hard_cap,
+    AppliedPolicy, BatchBudget, Budgeting, FinalizeConfig, FinalizeItem, FinalizeOutcome,
+    ItemReport, ItemStatus, Persistence, Sha256Digest, Slot, SlotKind, SlotText, Templates,
+    hard_cap,
 };
 /// Runs the `toolgate` command line of this process (what the binary's `main` does). Not an
 /// API: public because the binary is a separate crate.
 #[doc(hidden)]
 pub use cli::command::main as cli_main;
+pub use diagnostics::codes::UnknownCode;
+pub use diagnostics::diagnostic::{Diagnostics, Related};
+pub use diagnostics::render::UnknownFormat;
 pub use diagnostics::render::{
     HumanOptions, OutputFormat, render_github, render_human, render_json, render_sarif,
 };
+pub use diagnostics::source::{Format as SourceFormat, LineCursor, Span};
 pub use diagnostics::{Code, Diagnostic, Location, Severity, SourceFile};
 pub use events::{
     CallStatus, CancelReason, ChannelSink, Event, EventKind, EventSink, FailureStage, Fanout,
@@ -199,3 +204,4 @@ pub use snapshot::reload::{ReloadOutcome, Reloader, WatchHandle};
 pub use snapshot::{
     LayerKind, LayerOptions, LayerSpec, LoadOptions, LoadOutcome, SetLimits, Snapshot, load,
 };
+pub use timeout::{Deadline, GateConfigError, GateError, GatePermit, Gates, PauseGuard};

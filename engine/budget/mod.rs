@@ -56,7 +56,7 @@ pub use finalizer::{
 pub use producer::{
     AppliedPolicy, Produced, ProducerInput, ProducerPolicy, produce, produce_without_io,
 };
-pub use slot::{Measurement, SlotText, measure_all};
+pub use slot::{Measurement, Sha256Digest, SlotText, measure_all};
 pub use templates::Templates;
 
 use crate::artifact::{ArtifactStore, SessionId};

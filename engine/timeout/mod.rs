@@ -36,8 +36,8 @@ mod deadline;
 mod gate;
 mod resolve;
 
-pub use deadline::Deadline;
-pub use gate::{GateError, GatePermit, Gates};
+pub use deadline::{Deadline, PauseGuard};
+pub use gate::{GateConfigError, GateError, GatePermit, Gates};
 pub use resolve::{ResolvedTimeout, resolve};
 
 /// The module documentation's example, as a test (the module is crate-private, so rustdoc
