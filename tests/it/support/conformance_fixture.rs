@@ -18,7 +18,7 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 /// Set (to anything) in the environment of the re-invoked test binary.
@@ -58,17 +58,11 @@ const WAV: &str = "UklGRiUAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQEAAACA"
 
 /// A YAML `mcp_servers` entry that starts the fixture.
 pub fn yaml_entry() -> String {
-    let exe = std::env::current_exe().unwrap();
-    let argv = [
-        exe.to_str().unwrap(),
-        "support::conformance_fixture::serve_stdio",
-        "--exact",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-        "-q",
-    ]
-    .map(|arg| serde_json::to_string(arg).unwrap());
+    let argv: Vec<String> =
+        super::mcp_server::reinvoked("support::conformance_fixture::serve_stdio")
+            .iter()
+            .map(|arg| serde_json::to_string(arg).unwrap())
+            .collect();
     format!(
         "{{ command: [{}], set_env: {{ {FIXTURE_ENV}: \"1\" }} }}",
         argv.join(", ")
@@ -237,15 +231,5 @@ fn serve_stdio() {
     if std::env::var_os(FIXTURE_ENV).is_none() {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let service = Fixture.serve(rmcp::transport::stdio()).await.unwrap();
-        let _ = service.waiting().await;
-    });
-    // Leave before the harness prints its summary into a closed pipe.
-    std::process::exit(0);
+    super::mcp_server::run_stdio(Fixture);
 }

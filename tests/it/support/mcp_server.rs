@@ -45,10 +45,16 @@ pub const CANCEL_LOG_ENV: &str = "TOOLGATE_TEST_MCP_CANCEL_LOG";
 
 /// The argv that starts the test server (the `it` binary running only [`serve_stdio`]).
 pub fn command() -> Vec<String> {
+    reinvoked("support::mcp_server::serve_stdio")
+}
+
+/// The argv that runs only the ignored test `test` of this `it` binary (a server's entry
+/// point, see [`run_stdio`]).
+pub fn reinvoked(test: &str) -> Vec<String> {
     let exe = std::env::current_exe().unwrap();
     [
         exe.to_str().unwrap(),
-        "support::mcp_server::serve_stdio",
+        test,
         "--exact",
         "--ignored",
         "--nocapture",
@@ -256,18 +262,20 @@ fn serve_stdio() {
     if std::env::var_os(SERVER_ENV).is_none() {
         return;
     }
+    run_stdio(TestServer::default());
+}
+
+/// Serves `server` on this process's stdin and stdout until the client leaves, then exits
+/// the process (before the test harness prints its summary into a closed pipe).
+pub fn run_stdio<S: ServerHandler>(server: S) -> ! {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let service = TestServer::default()
-            .serve(rmcp::transport::stdio())
-            .await
-            .unwrap();
+        let service = server.serve(rmcp::transport::stdio()).await.unwrap();
         let _ = service.waiting().await;
     });
-    // Leave before the harness prints its summary into a closed pipe.
     std::process::exit(0);
 }
