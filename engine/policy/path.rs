@@ -10,9 +10,12 @@
 //!   and `..` is resolved lexically (it removes the previous component; at `/` it stays at
 //!   `/`). This is the *written* location. One whose `..` climbs out of the workspace is
 //!   outside it;
-//! - the written path is then resolved through symlinks: the deepest ancestor that exists is
-//!   canonicalised and the components below it appended. When that leads elsewhere, the
-//!   argument has a *resolved* location too (`config/settings.txt` → `/ws/.env`).
+//! - the written path is then resolved through symlinks, walked one component at a time as
+//!   the kernel does: a link is replaced by its target (also a link to nothing: writing
+//!   through it creates the target), `..` goes to the parent of the folder reached, and from
+//!   the first component that does not exist the rest is taken as written. When that leads
+//!   elsewhere, the argument has a *resolved* location too (`config/settings.txt` →
+//!   `/ws/.env`).
 //!
 //! Each location has up to three forms: absolute (`/ws/app/.env`), workspace-relative
 //! (`.env`, when it lies strictly inside the workspace) and home-relative (`~/.ssh/id_rsa`,
@@ -36,12 +39,12 @@
 //! ([`PathCase`]; by default insensitive on macOS and Windows, where `.ENV` opens `.env`).
 //!
 //! # What is read from the file system, and the race that remains
-//! Building a [`MatchContext`] canonicalises the workspace root, the home folder and the
-//! policy locations once. Locating a path argument canonicalises its deepest existing
-//! ancestor: at most one `realpath` per component of the path, and a path of more than
-//! [`MAX_COMPONENTS`] components is not resolved but unknown (fail closed). Link loops end in
-//! an error of the file system, after which the parent is tried. Nothing is opened or read
-//! beyond that. The check and the tool's own opening of the file are still two moments: a link
+//! Building a [`MatchContext`] resolves the workspace root, the home folder and the policy
+//! locations once. Locating a path argument reads one `lstat` per component it walks (below
+//! the workspace root for a relative path) and one `readlink` per link, up to 40 links (a
+//! loop leaves it without a resolved location); a path of more than [`MAX_COMPONENTS`]
+//! components is not resolved but unknown (fail closed). Nothing is opened or read beyond
+//! that. The check and the tool's own opening of the file are still two moments: a link
 //! created or changed between them is not seen (a time-of-check/time-of-use race), and a path
 //! that does not exist yet is judged by its written location and its nearest existing
 //! ancestor. Path rules are a guard against mistakes and confused agents, not a sandbox:
@@ -60,8 +63,8 @@ use super::mode::MatchMode;
 use crate::model::rule::WorkspaceSide;
 
 /// A path argument with more components than this is not resolved through symlinks; its
-/// location is unknown, which fails closed. It bounds the `realpath` calls one argument costs
-/// (one per component at most); real paths are far shorter (`PATH_MAX` is 4096 bytes).
+/// location is unknown, which fails closed. It bounds the `lstat` calls one argument costs
+/// (one per component at most, plus the components of the links it follows); real paths are far shorter (`PATH_MAX` is 4096 bytes).
 pub const MAX_COMPONENTS: usize = 256;
 
 /// One location of a path argument in its forms: absolute, workspace-relative when inside
@@ -394,8 +397,15 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
                 Some(relative) => format!("{resolved_root}/{relative}"),
                 None => resolved_root.clone(),
             })
+    } else if expanded.starts_with('/') {
+        resolve(&expanded)
+    } else if root.starts_with('/') {
+        // The root was resolved when the context was made: walk only what is below it.
+        let real_root = ctx.workspace.resolved.as_deref().unwrap_or(root);
+        resolve_below(real_root.trim_end_matches('/').to_owned(), &expanded)
     } else {
-        unfolded_absolute(&expanded, root).and_then(|path| resolve(&path))
+        // A relative root: nothing is resolved (see `MatchContext::new`).
+        None
     };
     let resolved = resolved
         .filter(|resolved| *resolved != written.absolute)
@@ -407,49 +417,71 @@ fn count_components(path: &str) -> usize {
     path.split('/').filter(|c| !c.is_empty()).count()
 }
 
-/// `raw` taken against `root` with only empty and `.` components dropped: `..` is kept, for
-/// the file system to resolve after the links before it (`link/..` is the link target's
-/// parent). `None` when the result is not absolute (a relative workspace root).
-fn unfolded_absolute(raw: &str, root: &str) -> Option<String> {
-    let joined = if raw.starts_with('/') {
-        raw.to_owned()
-    } else {
-        format!("{root}/{raw}")
-    };
-    if !joined.starts_with('/') {
-        return None;
-    }
-    let mut out = String::with_capacity(joined.len());
-    for component in joined.split('/').filter(|c| !matches!(*c, "" | ".")) {
-        out.push('/');
-        out.push_str(component);
-    }
-    if out.is_empty() {
-        out.push('/');
-    }
-    Some(out)
+/// Symlinks followed while resolving one path before it is given up on (the limit of Linux's
+/// `ELOOP`); a link loop leaves the path without a resolved location.
+const MAX_LINKS: usize = 40;
+
+/// Where an absolute path leads through its symlinks (see [`resolve_below`]).
+fn resolve(absolute: &str) -> Option<String> {
+    resolve_below(String::new(), absolute)
 }
 
-/// Where an absolute path leads through its symlinks: its deepest existing ancestor
-/// canonicalised, the components below it appended (and folded lexically: they do not exist,
-/// so no link can redirect them). `None` when nothing can be resolved (not even `/`).
-fn resolve(absolute: &str) -> Option<String> {
-    let components: Vec<&str> = absolute.split('/').filter(|c| !c.is_empty()).collect();
-    // INVARIANT: at most `components.len() + 1` canonicalisations; the caller bounded the
-    // count by `MAX_COMPONENTS`.
-    for existing in (0..=components.len()).rev() {
-        let prefix = format!("/{}", components[..existing].join("/"));
-        let Ok(real) = std::fs::canonicalize(&prefix) else {
+/// Where `rest` (components separated by `/`, `..` kept) leads from the folder `real` (an
+/// absolute path with no symlink in it; empty for `/`), walked one component at a time as
+/// the kernel does: a link is replaced by its target — also a link to nothing, whose target
+/// a write would create — and `..` goes to the parent of the folder reached. From the first
+/// component that does not exist, the rest is appended as written (folded: nothing below a
+/// missing folder can redirect it). One `lstat` per component walked; `None` after more than
+/// [`MAX_LINKS`] links (a loop).
+fn resolve_below(mut real: String, rest: &str) -> Option<String> {
+    // The components still to walk, the next one last.
+    let mut pending: Vec<String> = rest
+        .split('/')
+        .rev()
+        .filter(|c| !matches!(*c, "" | "."))
+        .map(str::to_owned)
+        .collect();
+    let mut links = 0;
+    let mut missing = false;
+    while let Some(component) = pending.pop() {
+        if component == ".." {
+            real.truncate(real.rfind('/').unwrap_or(0));
             continue;
-        };
-        let mut out = real.to_string_lossy().into_owned();
-        if out == "/" {
-            out.clear();
         }
-        push_components(&mut out, &components[existing..].join("/"), true);
-        return Some(finish_components(out, true));
+        let next = format!("{real}/{component}");
+        if missing {
+            real = next;
+            continue;
+        }
+        match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                let target = std::fs::read_link(&next)
+                    .ok()
+                    .filter(|_| links <= MAX_LINKS)?;
+                let target = target.to_string_lossy();
+                if target.starts_with('/') {
+                    real.clear();
+                }
+                pending.extend(
+                    target
+                        .split('/')
+                        .rev()
+                        .filter(|c| !matches!(*c, "" | "."))
+                        .map(str::to_owned),
+                );
+            }
+            Ok(_) => real = next,
+            Err(_) => {
+                missing = true;
+                real = next;
+            }
+        }
     }
-    None
+    if real.is_empty() {
+        real.push('/');
+    }
+    Some(real)
 }
 
 /// Folds a pattern like a path (leading `./`, repeated slashes), keeping its glob syntax, and
@@ -1386,6 +1418,9 @@ mod tests {
         std::fs::create_dir_all(base.join("other/deep")).unwrap();
         std::os::unix::fs::symlink(base.join("other/deep"), base.join("ws/link")).unwrap();
         std::os::unix::fs::symlink("loop", base.join("ws/loop")).unwrap();
+        std::os::unix::fs::symlink("../other/new.txt", base.join("ws/dangling")).unwrap();
+        std::os::unix::fs::symlink(base.join("other/deep/gone"), base.join("ws/dangling-abs"))
+            .unwrap();
         let ctx = MatchContext::new(base.join("ws")).with_path_case(PathCase::Sensitive);
         let resolved = |raw: &str| match locate(raw, &ctx).unwrap() {
             Location::Known { resolved, .. } => {
@@ -1401,6 +1436,10 @@ mod tests {
             ("link/../x", Some("<base>/other/x")),
             ("loop/x", None),
             ("missing/../src", None),
+            // A link to nothing leads where a write through it would create a file.
+            ("dangling", Some("<base>/other/new.txt")),
+            ("dangling-abs/x", Some("<base>/other/deep/gone/x")),
+            ("link/../../ws/src", None),
         ];
         for (raw, expected) in table {
             assert_eq!(resolved(raw).as_deref(), *expected, "path {raw:?}");
@@ -1413,6 +1452,55 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// For a path that exists, the walk reaches what the C library's `realpath` reaches,
+    /// whatever links (relative, absolute, chained, to folders) and `..` it goes through.
+    #[test]
+    fn resolving_an_existing_path_is_canonicalising_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        for folder in ["a/b/c", "d/e"] {
+            std::fs::create_dir_all(base.join(folder)).unwrap();
+        }
+        std::fs::write(base.join("a/b/c/f"), "").unwrap();
+        let links: &[(&str, String)] = &[
+            ("a/up", "..".to_owned()),
+            ("a/b/to-d", "../../d".to_owned()),
+            ("d/e/abs", base.join("a/b").to_string_lossy().into_owned()),
+            ("d/chain", "e/abs".to_owned()),
+            ("d/file", "../a/b/c/f".to_owned()),
+        ];
+        for (link, target) in links {
+            std::os::unix::fs::symlink(target, base.join(link)).unwrap();
+        }
+        let names = [
+            "a", "b", "c", "f", "d", "e", "up", "to-d", "abs", "chain", "file", "..",
+        ];
+        let mut compared = 0;
+        // Every path of up to four of these names below `base` that exists.
+        let mut paths = vec![String::new()];
+        for _ in 0..4 {
+            let mut longer = Vec::new();
+            for path in &paths {
+                for name in names {
+                    longer.push(format!("{path}/{name}"));
+                }
+            }
+            for path in &longer {
+                let absolute = format!("{}{path}", base.to_string_lossy());
+                if let Ok(real) = std::fs::canonicalize(&absolute) {
+                    compared += 1;
+                    assert_eq!(
+                        resolve(&absolute).as_deref(),
+                        Some(real.to_string_lossy().as_ref()),
+                        "path {path}"
+                    );
+                }
+            }
+            paths = longer;
+        }
+        assert!(compared > 50, "only {compared} paths exist");
     }
 
     #[test]
