@@ -25,9 +25,11 @@
 //! adds `DIR` to the folders a relative path is taken against (a path is judged in each), and
 //! after a `cd` to a folder that cannot be known, relative paths are asked.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobMatcher};
 use serde_json::{Value, json};
 
 use super::commands::{Analysed, CommandFacts};
@@ -48,6 +50,8 @@ use crate::model::{Decision, ToolName};
 const MAX_EXPANSIONS: usize = 256;
 /// How many folder entries a glob may read.
 const MAX_GLOB_ENTRIES: usize = 10_000;
+/// Compiled glob components kept per thread (see [`with_component_glob`]).
+const CACHED_GLOBS: usize = 64;
 
 /// A tool whose rules judge the files a command line reads or writes.
 #[derive(Clone, Copy, Debug)]
@@ -141,6 +145,9 @@ fn decide_line(
     let home = ctx.home();
     let mut folders = Folders::new(ctx.workspace_root());
     let mut parts = Vec::new();
+    // The files of every part are judged as calls of the file tools, which share where each
+    // path leads.
+    let mut file_cache = ParseCache::with_table(Arc::clone(&table));
     let single = script.commands.len() == 1;
     for (command, facts) in analysed.commands() {
         let alone = Analysed {
@@ -172,7 +179,7 @@ fn decide_line(
             command,
             facts,
             &folders,
-            home,
+            &mut file_cache,
             &mut outcome,
         );
         if command.origin == Origin::Line {
@@ -327,9 +334,10 @@ fn judge_files(
     command: &SimpleCommand,
     facts: &CommandFacts,
     folders: &Folders,
-    home: Option<&str>,
+    cache: &mut ParseCache,
     outcome: &mut PartOutcome,
 ) {
+    let home = ctx.home();
     let revision_paths = facts.roles.iter().any(|r| r.role == Role::RevisionOrPath);
     for (access, word, source) in file_words(command, facts) {
         let Some(tool) = (match access {
@@ -398,8 +406,7 @@ fn judge_files(
                         modes: call.modes,
                         flags: tool.flags,
                     };
-                    let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
-                    let file = set.decide_whole(&pseudo, ctx, Decision::Allow, &mut cache, None);
+                    let file = set.decide_whole(&pseudo, ctx, Decision::Allow, cache, None);
                     if file.by_rule && file.decision != Decision::Allow {
                         let how = format!(
                             "`{}` {} `{path}` (judged as `{}` via `{source}`)",
@@ -665,30 +672,30 @@ fn expand_glob(path: &str) -> Result<Vec<String>, String> {
     for component in path.split('/').filter(|c| !c.is_empty()) {
         let mut next = Vec::new();
         if has_glob(component) {
-            let Ok(glob) = GlobBuilder::new(component)
-                .literal_separator(true)
-                .backslash_escape(true)
-                .build()
-            else {
-                return Err(format!("`{component}` is not a glob toolgate can read"));
-            };
-            let matcher = glob.compile_matcher();
-            for base in &bases {
-                let folder = if base.is_empty() { "/" } else { base.as_str() };
-                let Ok(entries) = std::fs::read_dir(folder) else {
-                    continue;
-                };
-                for entry in entries.flatten() {
-                    read += 1;
-                    if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
-                        return too_many();
-                    }
-                    let name = entry.file_name();
-                    let Some(name) = name.to_str() else { continue };
-                    if matcher.is_match(name) {
-                        next.push(format!("{base}/{name}"));
+            let listed = with_component_glob(component, |matcher| {
+                for base in &bases {
+                    let folder = if base.is_empty() { "/" } else { base.as_str() };
+                    let Ok(entries) = std::fs::read_dir(folder) else {
+                        continue;
+                    };
+                    for entry in entries.flatten() {
+                        read += 1;
+                        if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
+                            return false;
+                        }
+                        let name = entry.file_name();
+                        let Some(name) = name.to_str() else { continue };
+                        if matcher.is_match(name) {
+                            next.push(format!("{base}/{name}"));
+                        }
                     }
                 }
+                true
+            });
+            match listed {
+                None => return Err(format!("`{component}` is not a glob toolgate can read")),
+                Some(false) => return too_many(),
+                Some(true) => {}
             }
         } else {
             let plain = unescape_glob(component);
@@ -704,6 +711,31 @@ fn expand_glob(path: &str) -> Result<Vec<String>, String> {
         }
     }
     Ok(bases)
+}
+
+/// Runs `with` on the matcher of one glob component (`*` and `?` within a name, `[…]`,
+/// backslash escapes); `None` when it is not a glob. Compiling one costs more than judging
+/// the rest of a line, and models run the same globs again and again (`*.rs`), so the last
+/// [`CACHED_GLOBS`] compiled on this thread are kept.
+fn with_component_glob<T>(component: &str, with: impl FnOnce(&GlobMatcher) -> T) -> Option<T> {
+    thread_local! {
+        static COMPILED: RefCell<HashMap<String, GlobMatcher>> = RefCell::new(HashMap::new());
+    }
+    COMPILED.with_borrow_mut(|compiled| {
+        if !compiled.contains_key(component) {
+            let matcher = GlobBuilder::new(component)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .ok()?
+                .compile_matcher();
+            if compiled.len() >= CACHED_GLOBS {
+                compiled.clear();
+            }
+            compiled.insert(component.to_owned(), matcher);
+        }
+        compiled.get(component).map(with)
+    })
 }
 
 #[cfg(test)]
@@ -749,6 +781,16 @@ mod tests {
             [format!("{root}/nothing*")]
         );
         assert_eq!(expand(format!("{root}/a\\*")), [format!("{root}/a*")]);
+        // Compiled components are kept per thread: the same glob again, and more distinct
+        // globs than are kept, expand the same way.
+        for _ in 0..2 {
+            for k in 0..=CACHED_GLOBS {
+                let glob = format!("{root}/none{k}*");
+                assert_eq!(expand(glob.clone()), [glob]);
+                assert_eq!(expand(format!("{root}/[.]e?v")), [format!("{root}/.env")]);
+            }
+        }
+        assert!(expand_glob(&format!("{root}/[a")).is_err(), "not a glob");
         for i in 0..=MAX_EXPANSIONS {
             std::fs::write(dir.path().join(format!("f{i}")), "").expect("write");
         }
