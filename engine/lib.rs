@@ -70,10 +70,10 @@
 //! - **Engine**: [`Engine`], [`EngineBuilder`]; a batch is run with
 //!   [`Engine::execute_batch`] and planned without running with [`Engine::plan`]
 //!   ([`Plan`], [`PlannedCall`], [`PlannedDecision`], [`Concurrency`]).
-//! - **Loading policies**: [`load`], [`LoadOptions`], [`LayerOptions`], [`LayerKind`],
-//!   [`LayerSpec`], [`LoadOutcome`], [`Snapshot`], and the limits of a load
-//!   [`ReadLimits`], [`ParseLimits`], [`SetLimits`]; hot reload with [`Reloader`],
-//!   [`ReloadOutcome`] and [`WatchHandle`].
+//! - **Loading policies**: [`load`], [`LoadOptions`], [`LayerOptions`] (with a found
+//!   [`ProjectLayer`]), [`LayerKind`], [`LayerSpec`], [`LoadOutcome`], [`Snapshot`], and the
+//!   limits of a load [`ReadLimits`], [`ParseLimits`], [`SetLimits`]; hot reload with
+//!   [`Reloader`], [`ReloadOutcome`] and [`WatchHandle`].
 //! - **Batches and calls**: [`Batch`], [`Turn`], [`ToolCall`], [`BatchError`],
 //!   [`BatchOutcome`], [`CutReport`]; ids [`BatchId`], [`CallId`], [`ModeName`],
 //!   [`ToolName`], [`GateName`], [`HookName`], [`RuleName`].
@@ -202,6 +202,7 @@ pub use policy::decide::{Permission, Reason, Staged};
 pub use schedule::Concurrency;
 pub use snapshot::reload::{ReloadOutcome, Reloader, WatchHandle};
 pub use snapshot::{
-    LayerKind, LayerOptions, LayerSpec, LoadOptions, LoadOutcome, SetLimits, Snapshot, load,
+    LayerKind, LayerOptions, LayerSpec, LoadOptions, LoadOutcome, ProjectLayer, SetLimits,
+    Snapshot, load,
 };
 pub use timeout::{Deadline, GateConfigError, GateError, GatePermit, Gates, PauseGuard};
