@@ -78,7 +78,8 @@
 //!   [`BatchOutcome`], [`CutReport`]; ids [`BatchId`], [`CallId`], [`ModeName`],
 //!   [`ToolName`], [`GateName`], [`HookName`], [`RuleName`].
 //! - **Results**: [`CallResult`] and its parts [`ErrorCode`], [`ErrorInfo`], [`Failure`],
-//!   [`ResultMetadata`], [`Display`], [`TurnEffect`], [`SlotText`].
+//!   [`ResultMetadata`], [`Display`] (of a [`DisplayKind`]), [`TurnEffect`] (with its
+//!   [`TurnAction`]), [`SlotText`].
 //! - **Events**: [`Event`], [`EventKind`], [`EventSink`], the sinks [`NullSink`],
 //!   [`VecSink`], [`ChannelSink`], [`Fanout`], and [`CallStatus`], [`CancelReason`],
 //!   [`FailureStage`]; the payload of each kind is in the [`events`] module.
@@ -101,7 +102,7 @@
 //!   reasons behind a decision [`Reason`], and the staged rules that would change it
 //!   [`Staged`], [`Enforcement`].
 //! - **Output budgets**: [`BudgetUnit`] (what a budget counts), [`Overflow`] (what happens
-//!   to output over it).
+//!   to output over it), [`Keep`] (which part of a cut output is kept).
 //! - **Diagnostics** (for programs that check policies): [`Diagnostic`], [`Code`],
 //!   [`Severity`], [`Location`], [`SourceFile`], [`render_human`], [`HumanOptions`],
 //!   [`render_json`], [`render_sarif`], [`render_github`], [`OutputFormat`].
@@ -190,7 +191,7 @@ pub use handler::{
     ProgressChunk, ProgressSink, ProgressStream, become_subreaper,
 };
 pub use load::{ParseLimits, ReadLimits};
-pub use model::contract::Overflow;
+pub use model::contract::{DisplayKind, Keep, Overflow, TurnAction};
 pub use model::rule::Enforcement;
 pub use model::{
     BatchId, BudgetUnit, CallId, Decision, GateName, HookName, ModeName, RuleName, ToolName,
