@@ -73,7 +73,8 @@
 //! - **Loading policies**: [`load`], [`LoadOptions`], [`LayerOptions`] (with a found
 //!   [`ProjectLayer`]), [`LayerKind`], [`LayerSpec`], [`LoadOutcome`], [`Snapshot`], and the
 //!   limits of a load [`ReadLimits`], [`ParseLimits`], [`SetLimits`]; hot reload with
-//!   [`Reloader`], [`ReloadOutcome`] and [`WatchHandle`].
+//!   [`Reloader`], [`ReloadOutcome`] (a reload's changes in effect: [`Change`], its
+//!   [`ChangeKind`], [`ChangeSubject`], [`ChangeEffect`] and [`Risk`]) and [`WatchHandle`].
 //! - **Batches and calls**: [`Batch`], [`Turn`], [`ToolCall`], [`BatchError`],
 //!   [`BatchOutcome`], [`CutReport`]; ids [`BatchId`], [`CallId`], [`ModeName`],
 //!   [`ToolName`], [`GateName`], [`HookName`], [`RuleName`].
@@ -200,6 +201,7 @@ pub use pipeline::{
     CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, ToolCall, TurnEffect,
 };
 pub use policy::decide::{Permission, Reason, Staged};
+pub use review::{Change, ChangeKind, Effect as ChangeEffect, Risk, Subject as ChangeSubject};
 pub use schedule::Concurrency;
 pub use snapshot::reload::{ReloadOutcome, Reloader, WatchHandle};
 pub use snapshot::{
