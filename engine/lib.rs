@@ -70,15 +70,17 @@
 //! - **Engine**: [`Engine`], [`EngineBuilder`]; a batch is run with
 //!   [`Engine::execute_batch`] and planned without running with [`Engine::plan`]
 //!   ([`Plan`], [`PlannedCall`], [`PlannedDecision`], [`Concurrency`]).
-//! - **Loading policies**: [`load`], [`LoadOptions`], [`LayerOptions`], [`LayerKind`],
-//!   [`LayerSpec`], [`LoadOutcome`], [`Snapshot`], and the limits of a load
-//!   [`ReadLimits`], [`ParseLimits`], [`SetLimits`]; hot reload with [`Reloader`],
-//!   [`ReloadOutcome`] and [`WatchHandle`].
+//! - **Loading policies**: [`load`], [`LoadOptions`], [`LayerOptions`] (with a found
+//!   [`ProjectLayer`]), [`LayerKind`], [`LayerSpec`], [`LoadOutcome`], [`Snapshot`], and the
+//!   limits of a load [`ReadLimits`], [`ParseLimits`], [`SetLimits`]; hot reload with
+//!   [`Reloader`], [`ReloadOutcome`] (a reload's changes in effect: [`Change`], its
+//!   [`ChangeKind`], [`ChangeSubject`], [`ChangeEffect`] and [`Risk`]) and [`WatchHandle`].
 //! - **Batches and calls**: [`Batch`], [`Turn`], [`ToolCall`], [`BatchError`],
 //!   [`BatchOutcome`], [`CutReport`]; ids [`BatchId`], [`CallId`], [`ModeName`],
 //!   [`ToolName`], [`GateName`], [`HookName`], [`RuleName`].
 //! - **Results**: [`CallResult`] and its parts [`ErrorCode`], [`ErrorInfo`], [`Failure`],
-//!   [`ResultMetadata`], [`Display`], [`TurnEffect`], [`SlotText`].
+//!   [`ResultMetadata`], [`Display`] (of a [`DisplayKind`]), [`TurnEffect`] (with its
+//!   [`TurnAction`]), [`SlotText`].
 //! - **Events**: [`Event`], [`EventKind`], [`EventSink`], the sinks [`NullSink`],
 //!   [`VecSink`], [`ChannelSink`], [`Fanout`], and [`CallStatus`], [`CancelReason`],
 //!   [`FailureStage`]; the payload of each kind is in the [`events`] module.
@@ -101,7 +103,7 @@
 //!   reasons behind a decision [`Reason`], and the staged rules that would change it
 //!   [`Staged`], [`Enforcement`].
 //! - **Output budgets**: [`BudgetUnit`] (what a budget counts), [`Overflow`] (what happens
-//!   to output over it).
+//!   to output over it), [`Keep`] (which part of a cut output is kept).
 //! - **Diagnostics** (for programs that check policies): [`Diagnostic`], [`Code`],
 //!   [`Severity`], [`Location`], [`SourceFile`], [`render_human`], [`HumanOptions`],
 //!   [`render_json`], [`render_sarif`], [`render_github`], [`OutputFormat`].
@@ -190,7 +192,7 @@ pub use handler::{
     ProgressChunk, ProgressSink, ProgressStream, become_subreaper,
 };
 pub use load::{ParseLimits, ReadLimits};
-pub use model::contract::Overflow;
+pub use model::contract::{DisplayKind, Keep, Overflow, TurnAction};
 pub use model::rule::Enforcement;
 pub use model::{
     BatchId, BudgetUnit, CallId, Decision, GateName, HookName, ModeName, RuleName, ToolName,
@@ -199,9 +201,11 @@ pub use pipeline::{
     CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, ToolCall, TurnEffect,
 };
 pub use policy::decide::{Permission, Reason, Staged};
+pub use review::{Change, ChangeKind, Effect as ChangeEffect, Risk, Subject as ChangeSubject};
 pub use schedule::Concurrency;
 pub use snapshot::reload::{ReloadOutcome, Reloader, WatchHandle};
 pub use snapshot::{
-    LayerKind, LayerOptions, LayerSpec, LoadOptions, LoadOutcome, SetLimits, Snapshot, load,
+    LayerKind, LayerOptions, LayerSpec, LoadOptions, LoadOutcome, ProjectLayer, SetLimits,
+    Snapshot, load,
 };
 pub use timeout::{Deadline, GateConfigError, GateError, GatePermit, Gates, PauseGuard};

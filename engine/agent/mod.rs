@@ -19,7 +19,7 @@
 
 pub mod claude;
 pub mod gemini;
-pub mod map;
+mod map;
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -30,14 +30,24 @@ use tokio_util::sync::CancellationToken;
 
 use crate::assess::{self, Admitted, Settled};
 use crate::decision_log::{DecidedBy, decided_by, deciding_reason, file_and_line};
-use crate::model::agent::{AgentProtocol, AgentSpec};
+use crate::model::agent::AgentSpec;
 use crate::model::hook::HookEvent;
 use crate::model::{Decision, ModeName};
 use crate::pipeline::{post_hooks, pre_hooks};
 use crate::policy::decide::{Permission, Reason};
 use crate::snapshot::{Snapshot, SnapshotHook};
 
-pub use map::{Mapped, MappedCall};
+use map::{Mapped, MappedCall};
+
+pub use crate::model::agent::AgentProtocol;
+
+/// An agent declared under `agents:` in a snapshot: the protocol its hooks speak and how its
+/// tools map onto toolgate tools. Found by [`agent_spec`] and given to [`decide`]; its parts
+/// are internal (the policy files' `agents` section describes them).
+#[derive(Clone, Copy, Debug)]
+pub struct Agent<'s> {
+    spec: &'s AgentSpec,
+}
 
 /// What an agent's hook sent on stdin, as toolgate reads it (unknown fields are ignored).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -243,12 +253,12 @@ pub struct Reply {
 }
 
 /// The agent's spec in the snapshot, with its protocol (default `claude`).
-pub fn agent_spec<'s>(
-    snapshot: &'s Snapshot,
-    agent: &str,
-) -> Option<(&'s AgentSpec, AgentProtocol)> {
+pub fn agent_spec<'s>(snapshot: &'s Snapshot, agent: &str) -> Option<(Agent<'s>, AgentProtocol)> {
     let spec = snapshot.agents.get(agent)?;
-    Some((spec, spec.protocol.unwrap_or(AgentProtocol::Claude)))
+    Some((
+        Agent { spec },
+        spec.protocol.unwrap_or(AgentProtocol::Claude),
+    ))
 }
 
 /// Puts a verdict in the agent's protocol.
@@ -282,10 +292,11 @@ pub fn unreadable(reason: &str) -> Reply {
 pub async fn decide(
     snapshot: &Snapshot,
     agent: &str,
-    spec: &AgentSpec,
+    spec: Agent<'_>,
     payload: &HookPayload,
     options: &HookOptions,
 ) -> Verdict {
+    let spec = spec.spec;
     let modes: Vec<ModeName> = payload
         .permission_mode
         .as_deref()

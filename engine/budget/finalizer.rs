@@ -42,7 +42,6 @@ use super::templates::Templates;
 use super::waterfill::{self, Demand};
 use crate::artifact::{ArtifactError, ArtifactRequest, Retention};
 use crate::model::CallId;
-use crate::model::contract::BudgetPolicy;
 pub use crate::model::engine_config::BatchBudget;
 use crate::model::units::BudgetUnit;
 
@@ -122,17 +121,6 @@ impl FinalizeItem {
             weight: 1,
             min_share: 0,
         }
-    }
-
-    /// The same item with a contract's `weight`, `min_share` and `batch_exempt`.
-    pub fn with_budget(mut self, budget: &BudgetPolicy) -> Self {
-        self.weight = budget.weight.unwrap_or(1);
-        self.min_share = budget.min_share.map_or(0, |size| size.0);
-        self.budgeting = match budget.batch_exempt {
-            Some(true) => Budgeting::Exempt,
-            Some(false) | None => Budgeting::Counted,
-        };
-        self
     }
 }
 

@@ -97,7 +97,7 @@ impl Templates {
 
 impl Templates {
     /// The templates of a resolved engine (every budget text comes from `engine.messages`).
-    pub fn from_engine(engine: &ResolvedEngine) -> Self {
+    pub(crate) fn from_engine(engine: &ResolvedEngine) -> Self {
         let text = |key: MessageKey| engine.messages.template(key).to_owned();
         Self {
             empty_output: text(MessageKey::EmptyOutput),

@@ -461,7 +461,7 @@ impl DecisionLog {
 
     /// The log the engine settings describe (`decision_log.path`, relative to the
     /// workspace root, `~` expanded), or at `path` when given; `None` when neither names one.
-    pub fn from_settings(
+    pub(crate) fn from_settings(
         engine: &ResolvedEngine,
         workspace_root: &Path,
         path: Option<&Path>,

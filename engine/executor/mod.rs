@@ -70,7 +70,7 @@ impl Batch {
     }
 
     /// The batch a batch file describes (with a generated id), and the modes of its turn.
-    pub fn from_file(file: crate::model::batch::BatchFile) -> (Self, Vec<ModeName>) {
+    pub(crate) fn from_file(file: crate::model::batch::BatchFile) -> (Self, Vec<ModeName>) {
         let modes = file
             .modes
             .iter()
@@ -430,7 +430,7 @@ impl Engine {
     }
 
     /// The MCP server of that name the engine supervises (declared by the snapshot in force).
-    pub fn mcp_server(&self, name: &str) -> Option<Arc<crate::mcp::Server>> {
+    pub(crate) fn mcp_server(&self, name: &str) -> Option<Arc<crate::mcp::Server>> {
         self.inner.mcp.get(name)
     }
 

@@ -33,6 +33,7 @@ const DURATION_UNITS: &[&str] = &["ms", "s", "m", "h"];
 
 impl Duration {
     /// Builds a duration from milliseconds.
+    #[cfg(test)]
     pub const fn from_millis(ms: u64) -> Self {
         Self(StdDuration::from_millis(ms))
     }
@@ -143,14 +144,6 @@ pub enum Limit<T> {
 }
 
 impl<T> Limit<T> {
-    /// The limit, if there is one.
-    pub fn get(&self) -> Option<&T> {
-        match self {
-            Limit::None => None,
-            Limit::Some(value) => Some(value),
-        }
-    }
-
     /// Converts into an `Option`.
     pub fn into_option(self) -> Option<T> {
         match self {
@@ -218,7 +211,7 @@ pub struct Size(pub u64);
 impl Size {
     /// Parses an integer or a number with a decimal (`KB`, `MB`) or binary (`KiB`, `MiB`)
     /// unit.
-    pub fn parse(text: &str) -> Result<Self, UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, UnitError> {
         let trimmed = text.trim();
         if trimmed.is_empty() || !trimmed.starts_with(|c: char| c.is_ascii_digit()) {
             return Err(UnitError::Size(text.to_owned()));

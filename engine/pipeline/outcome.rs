@@ -237,16 +237,16 @@ pub struct CallResult {
     /// A `when: when_cut` display waiting for the batch finalizer: projected if it cuts the
     /// result, dropped when the batch is finalized.
     #[serde(skip)]
-    pub pending_display: Option<super::display::PendingDisplay>,
+    pub(crate) pending_display: Option<super::display::PendingDisplay>,
     /// What the result does to the turn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<TurnEffect>,
     /// Whether the budget was exempt from the batch finalizer (`budget.batch_exempt`).
     #[serde(skip)]
-    pub batch_exempt: bool,
+    pub(crate) batch_exempt: bool,
     /// Batch weight and minimum share, for the finalizer.
     #[serde(skip)]
-    pub weight: (u32, u64),
+    pub(crate) weight: (u32, u64),
 }
 
 impl CallResult {

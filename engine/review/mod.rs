@@ -65,7 +65,9 @@ pub enum Subject {
     Review,
 }
 
-/// One change in effect.
+/// One change in effect between two policy sets, rated by the `review:` section: what a
+/// reload changed ([`crate::ReloadOutcome::Reloaded`]), and what `toolgate diff` and
+/// `toolgate watch` list.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Change {
     /// Added, removed or changed.

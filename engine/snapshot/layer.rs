@@ -99,13 +99,14 @@ pub enum Root {
     Path(PathBuf),
 }
 
-/// One layer: a kind and one root.
+/// One layer: a kind and one root (its files on disk or in the binary; crate-private,
+/// [`LayerSpec::name`] says it for humans).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerSpec {
     /// The layer's kind.
     pub kind: LayerKind,
     /// Its root.
-    pub root: Root,
+    pub(crate) root: Root,
 }
 
 impl LayerSpec {
