@@ -1399,7 +1399,15 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
             if check {
                 check_examples(input, &compiled, names, &commands, &mut examples);
             }
-            let patterns = rule.tools.as_deref().unwrap_or_default();
+            // The tools the rule names (not only covers by a glob), looked up once per rule:
+            // a wildcard rule covers every tool.
+            let named: Vec<_> = rule
+                .tools
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|pattern| names.canonical_of(pattern))
+                .collect();
             let covered: Vec<CoveredTool<'_>> = compiled
                 .tools
                 .iter()
@@ -1409,9 +1417,7 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
                         .tools
                         .get(tool.as_str())
                         .and_then(|contract| contract.input_schema.as_ref()),
-                    named: patterns
-                        .iter()
-                        .any(|pattern| names.canonical_of(pattern) == Some(tool)),
+                    named: named.contains(&tool),
                 })
                 .collect();
             let mistakes = rule_mistakes::against_schemas(rule, *index, &covered);
