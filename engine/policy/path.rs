@@ -64,7 +64,8 @@ use crate::model::rule::WorkspaceSide;
 
 /// A path argument with more components than this is not resolved through symlinks; its
 /// location is unknown, which fails closed. It bounds the `lstat` calls one argument costs
-/// (one per component at most, plus the components of the links it follows); real paths are far shorter (`PATH_MAX` is 4096 bytes).
+/// (one per component, plus the components of the links it follows); real paths are far
+/// shorter (`PATH_MAX` is 4096 bytes).
 pub const MAX_COMPONENTS: usize = 256;
 
 /// One location of a path argument in its forms: absolute, workspace-relative when inside
