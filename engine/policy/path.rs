@@ -436,12 +436,12 @@ fn resolve(absolute: &str) -> Option<String> {
 /// [`MAX_LINKS`] links (a loop).
 fn resolve_below(mut real: String, rest: &str) -> Option<String> {
     // The components still to walk, the next one last.
-    let mut pending: Vec<String> = rest
-        .split('/')
-        .rev()
-        .filter(|c| !matches!(*c, "" | "."))
-        .map(str::to_owned)
-        .collect();
+    let push = |pending: &mut Vec<String>, path: &str| {
+        let components = path.split('/').rev().filter(|c| !matches!(*c, "" | "."));
+        pending.extend(components.map(str::to_owned));
+    };
+    let mut pending = Vec::new();
+    push(&mut pending, rest);
     let mut links = 0;
     let mut missing = false;
     while let Some(component) = pending.pop() {
@@ -464,13 +464,7 @@ fn resolve_below(mut real: String, rest: &str) -> Option<String> {
                 if target.starts_with('/') {
                     real.clear();
                 }
-                pending.extend(
-                    target
-                        .split('/')
-                        .rev()
-                        .filter(|c| !matches!(*c, "" | "."))
-                        .map(str::to_owned),
-                );
+                push(&mut pending, &target);
             }
             Ok(_) => real = next,
             Err(_) => {
