@@ -624,7 +624,7 @@ impl CompiledArgMatchers {
 #[derive(Debug, Default)]
 pub struct ParseCache {
     // A call has few distinct strings: a linear search beats hashing here.
-    entries: Vec<(String, Analysed)>,
+    entries: Vec<(String, Arc<Analysed>)>,
     paths: Vec<(String, Option<Arc<Location>>)>,
     table: Option<Arc<CommandTable>>,
 }
@@ -649,7 +649,7 @@ impl ParseCache {
             Some(index) => index,
             None => {
                 let analysed = Analysed::new(line, self.table());
-                self.entries.push((line.to_owned(), analysed));
+                self.entries.push((line.to_owned(), Arc::new(analysed)));
                 self.entries.len() - 1
             }
         };
@@ -659,7 +659,7 @@ impl ParseCache {
     }
 
     /// Makes `line` read as `analysed` (one part of a line, judged on its own).
-    pub fn seed(&mut self, line: &str, analysed: Analysed) {
+    pub fn seed(&mut self, line: &str, analysed: Arc<Analysed>) {
         self.entries.retain(|(text, _)| text != line);
         self.entries.push((line.to_owned(), analysed));
     }

@@ -121,18 +121,18 @@ fn decide_line(
     line: &str,
 ) -> RuleDecision {
     let table = Arc::clone(set.commands());
-    let analysed = Analysed::new(line, &table);
+    let Analysed { script, facts } = Analysed::new(line, &table);
     let mut cache = ParseCache::with_table(Arc::clone(&table));
-    let script = match &analysed.script {
+    let mut script = match script {
         Ok(script) => script,
         Err(err) => {
             // The rules that do not read the line still decide (a regex, plan mode); the
             // parse failure asks in place of the default.
-            cache.seed(line, Analysed::of(Ok(Script::default()), &table));
+            cache.seed(line, Arc::new(Analysed::of(Ok(Script::default()), &table)));
             let whole = set.decide_whole(call, ctx, default, &mut cache, None);
             let failure = PartOutcome::analysis(
                 None,
-                format!("the command could not be parsed: {}", parse_message(err)),
+                format!("the command could not be parsed: {}", parse_message(&err)),
             );
             let parts = if whole.by_rule {
                 vec![whole, failure]
@@ -149,15 +149,26 @@ fn decide_line(
     // path leads.
     let mut file_cache = ParseCache::with_table(Arc::clone(&table));
     let single = script.commands.len() == 1;
-    for (command, facts) in analysed.commands() {
-        let alone = Analysed {
-            script: Ok(Script {
-                commands: vec![command.clone()],
+    // Each command is judged as a line of its own.
+    let alone: Vec<Arc<Analysed>> = std::mem::take(&mut script.commands)
+        .into_iter()
+        .zip(facts)
+        .map(|(command, facts)| {
+            let script = Script {
+                commands: vec![command],
                 ..Script::default()
-            }),
-            facts: vec![facts.clone()],
+            };
+            Arc::new(Analysed {
+                script: Ok(script),
+                facts: vec![facts],
+            })
+        })
+        .collect();
+    for part in &alone {
+        let Some((command, facts)) = part.commands().next() else {
+            continue;
         };
-        cache.seed(line, alone);
+        cache.seed(line, Arc::clone(part));
         let part = LinePart {
             label: (!single).then_some(command.text.as_str()),
             line,
