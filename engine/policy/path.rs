@@ -151,6 +151,13 @@ pub enum UnknownLocation {
     OtherHome,
     /// More than [`MAX_COMPONENTS`] components.
     TooDeep,
+    /// A NUL byte: a program in C reads the path only up to it.
+    Nul,
+    /// White space at either end, which a tool may trim.
+    Padded,
+    /// A `$` expansion other than `$HOME`: a tool that expands `$HOME` may expand it to
+    /// anything.
+    Expansion,
 }
 
 impl fmt::Display for UnknownLocation {
@@ -159,6 +166,9 @@ impl fmt::Display for UnknownLocation {
             Self::NoHome => "no home folder is known to expand it",
             Self::OtherHome => "it names a home folder this engine does not know",
             Self::TooDeep => "it has too many components to resolve",
+            Self::Nul => "it holds a NUL byte, where a program may end the path",
+            Self::Padded => "it starts or ends with white space, which a tool may trim",
+            Self::Expansion => "it holds a `$` expansion whose value is not known",
         })
     }
 }
@@ -342,8 +352,30 @@ fn after_home(raw: &str) -> Option<Result<&str, UnknownLocation>> {
         .then_some(Err(UnknownLocation::OtherHome))
 }
 
+/// Why the location of the path `raw` cannot be known from its text, if it cannot.
+fn unreadable(raw: &str) -> Option<UnknownLocation> {
+    if raw.contains('\0') {
+        return Some(UnknownLocation::Nul);
+    }
+    if raw.starts_with(char::is_whitespace) || raw.ends_with(char::is_whitespace) {
+        return Some(UnknownLocation::Padded);
+    }
+    let rest = match after_home(raw) {
+        Some(Ok(rest)) => rest,
+        _ => raw,
+    };
+    let expands = rest.match_indices('$').any(|(at, _)| {
+        rest[at + 1..]
+            .starts_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '{' | '('))
+    });
+    expands.then_some(UnknownLocation::Expansion)
+}
+
 /// `raw` with a leading `~`, `$HOME` or `${HOME}` expanded (see [`after_home`]).
 fn expand_home<'r>(raw: &'r str, ctx: &MatchContext) -> Result<Cow<'r, str>, UnknownLocation> {
+    if let Some(why) = unreadable(raw) {
+        return Err(why);
+    }
     match after_home(raw) {
         None => Ok(Cow::Borrowed(raw)),
         Some(Err(why)) => Err(why),
@@ -1324,7 +1356,12 @@ mod tests {
                 Ok(("/home/dev/.bashrc", Some("~/.bashrc"))),
             ),
             ("/home/developer/x", Ok(("/home/developer/x", None))),
-            ("$HOMEX/y", Ok(("/ws/app/$HOMEX/y", None))),
+            // Another variable: a tool that expands `$HOME` may expand it too.
+            ("$HOMEX/y", Err(UnknownLocation::Expansion)),
+            ("a/$(id)/b", Err(UnknownLocation::Expansion)),
+            ("cost$.txt", Ok(("/ws/app/cost$.txt", None))),
+            ("x\0/.env", Err(UnknownLocation::Nul)),
+            ("src/a.rs ", Err(UnknownLocation::Padded)),
             ("a/~/b", Ok(("/ws/app/a/~/b", None))),
             ("~root/.ssh/id_rsa", Err(UnknownLocation::OtherHome)),
             ("~+/x", Err(UnknownLocation::OtherHome)),

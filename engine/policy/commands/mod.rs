@@ -117,6 +117,32 @@ impl CompiledProgram {
     }
 }
 
+impl CompiledProgram {
+    /// The long option `spelling` (`--name`) names: the option of that spelling, else the one
+    /// option it abbreviates. GNU `getopt_long`, git and npm accept any unambiguous prefix of
+    /// a long option (`--out=FILE` is `--output=FILE`); a prefix of several different options
+    /// is an error to them, and names none here.
+    fn long_option(&self, spelling: &str) -> Option<Arc<OptionInfo>> {
+        if let Some(info) = self.options.get(spelling) {
+            return Some(Arc::clone(info));
+        }
+        if spelling.len() <= 2 {
+            return None;
+        }
+        let mut found: Option<&Arc<OptionInfo>> = None;
+        for (name, info) in &self.options {
+            if !(name.starts_with("--") && name.starts_with(spelling)) {
+                continue;
+            }
+            match found {
+                Some(other) if other.canonical != info.canonical => return None,
+                _ => found = Some(info),
+            }
+        }
+        found.cloned()
+    }
+}
+
 fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
     OptionInfo {
         canonical: canonical.to_owned(),
@@ -296,25 +322,31 @@ impl CommandTable {
             };
             let option_like = !end_of_options && value.len() > 1 && value.starts_with('-');
             if !option_like {
-                if has_subcommands && facts.subcommand.is_none() && operands.is_empty() {
+                if has_subcommands && operands.is_empty() {
+                    // A subcommand may have subcommands of its own (`git remote add`): the
+                    // facts name the whole path.
+                    let path = match &facts.subcommand {
+                        Some(outer) => format!("{outer} {value}"),
+                        None => value.to_owned(),
+                    };
                     match program.subcommands.get(value) {
                         Some(sub) => {
-                            facts.subcommand = Some(value.to_owned());
+                            facts.subcommand = Some(path);
                             program = sub;
                         }
                         None => {
                             // An unknown subcommand: nothing more is known about it.
-                            facts.subcommand = Some(value.to_owned());
+                            facts.subcommand = Some(path.clone());
                             facts.read_only = false;
                             facts.effects.push(EffectSource {
                                 effect: Effect::Exec,
-                                cause: format!("{name} {value}"),
+                                cause: format!("{name} {path}"),
                                 from: EffectFrom::Program,
                             });
                             return facts;
                         }
                     }
-                    has_subcommands = false;
+                    has_subcommands = !program.subcommands.is_empty();
                     continue;
                 }
                 operands.push((operands.len(), word));
@@ -368,7 +400,7 @@ impl CommandTable {
                         Some((spelling, inline)) => (spelling, Some(inline)),
                         None => (value, None),
                     };
-                    let info = program.options.get(spelling).cloned();
+                    let info = program.long_option(spelling);
                     let option_value = match (inline, info.as_ref().and_then(|info| info.value)) {
                         (Some(inline), _) => Some(Word::literal_from(inline, inline)),
                         (None, Some(_)) => next_word(&mut i),
@@ -565,7 +597,11 @@ fn dynamic_option(program: &CompiledProgram, word: &Word) -> Option<UsedOption> 
     {
         return None;
     }
-    let info = program.options.get(spelling).cloned();
+    let info = if spelling.starts_with("--") && program.style == OptionStyle::Gnu {
+        program.long_option(spelling)
+    } else {
+        program.options.get(spelling).cloned()
+    };
     let canonical = info
         .as_ref()
         .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());

@@ -46,7 +46,30 @@ pub(super) fn content_effects(role_word: &RoleWord) -> Vec<EffectSource> {
 /// The effects of a `sed` script: `e` and the `e` flag of `s` run commands; `w`, `W` and
 /// the `w` flag write files. `r`/`R` read files (not an effect: reading is judged by the
 /// file rules only when the file is an operand, so a script that reads is treated as code).
+///
+/// Seds disagree on where a regular expression ends: GNU sed reads a delimiter inside a
+/// bracket expression (`s/[/]/x/`) as part of it, others end the expression there. A script
+/// has the effects of either reading.
 pub(crate) fn sed_effects(script: &str) -> Vec<Effect> {
+    let mut effects = scan_sed(script, Brackets::Contain);
+    for effect in scan_sed(script, Brackets::Plain) {
+        if !effects.contains(&effect) {
+            effects.push(effect);
+        }
+    }
+    effects
+}
+
+/// Whether a delimiter inside a bracket expression of a regular expression ends it.
+#[derive(Clone, Copy, PartialEq)]
+enum Brackets {
+    /// Not inside a bracket expression (GNU sed).
+    Contain,
+    /// Everywhere (POSIX seds without that extension).
+    Plain,
+}
+
+fn scan_sed(script: &str, brackets: Brackets) -> Vec<Effect> {
     let mut effects = Vec::new();
     let chars: Vec<char> = script.chars().collect();
     let mut i = 0;
@@ -60,7 +83,7 @@ pub(crate) fn sed_effects(script: &str) -> Vec<Effect> {
         while i < chars.len() && matches!(chars[i], ' ' | '\t' | '\n' | ';' | '{' | '}' | '!') {
             i += 1;
         }
-        i = skip_address(&chars, i);
+        i = skip_address(&chars, i, brackets);
         while i < chars.len() && matches!(chars[i], ' ' | '\t' | '!') {
             i += 1;
         }
@@ -73,9 +96,12 @@ pub(crate) fn sed_effects(script: &str) -> Vec<Effect> {
                     break;
                 };
                 i += 1;
-                for _ in 0..2 {
-                    i = skip_delimited(&chars, i, delimiter);
-                }
+                i = if command == 's' {
+                    skip_regex(&chars, i, delimiter, brackets)
+                } else {
+                    skip_delimited(&chars, i, delimiter)
+                };
+                i = skip_delimited(&chars, i, delimiter);
                 if command == 's' {
                     while let Some(&flag) = chars.get(i) {
                         match flag {
@@ -119,13 +145,13 @@ pub(crate) fn sed_effects(script: &str) -> Vec<Effect> {
     effects
 }
 
-fn skip_address(chars: &[char], mut i: usize) -> usize {
+fn skip_address(chars: &[char], mut i: usize, brackets: Brackets) -> usize {
     loop {
         match chars.get(i) {
             Some('0'..='9' | '$' | ',' | '~' | '+' | ' ') => i += 1,
-            Some('/') => i = skip_delimited(chars, i + 1, '/'),
+            Some('/') => i = skip_regex(chars, i + 1, '/', brackets),
             Some('\\') => match chars.get(i + 1) {
-                Some(&delimiter) => i = skip_delimited(chars, i + 2, delimiter),
+                Some(&delimiter) => i = skip_regex(chars, i + 2, delimiter, brackets),
                 None => return i + 1,
             },
             Some('I' | 'M') if i > 0 && chars.get(i - 1) == Some(&'/') => i += 1,
@@ -147,6 +173,50 @@ fn skip_delimited(chars: &[char], mut i: usize, delimiter: char) -> usize {
     i
 }
 
+/// The index after the regular expression that ends at the next unescaped `delimiter` from
+/// `i` (with [`Brackets::Contain`], not one inside a bracket expression: `[/]`, `[^]/]`,
+/// `[[:alpha:]/]`).
+fn skip_regex(chars: &[char], mut i: usize, delimiter: char, brackets: Brackets) -> usize {
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        if c == delimiter {
+            break;
+        } else if c == '\\' {
+            i += 1;
+        } else if c == '[' && brackets == Brackets::Contain {
+            i = skip_bracket(chars, i);
+        }
+    }
+    i
+}
+
+/// The index after the bracket expression whose `[` is just before `i`: a `]` first (after
+/// an optional `^`) is a member, and `[:class:]`, `[=x=]`, `[.x.]` hold their own `]`.
+fn skip_bracket(chars: &[char], mut i: usize) -> usize {
+    if chars.get(i) == Some(&'^') {
+        i += 1;
+    }
+    if chars.get(i) == Some(&']') {
+        i += 1;
+    }
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        match (c, chars.get(i)) {
+            (']', _) => return i,
+            ('[', Some(&kind @ (':' | '=' | '.'))) => {
+                // To the `kind]` that closes it.
+                i += 1;
+                while i < chars.len() && !(chars[i] == kind && chars.get(i + 1) == Some(&']')) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            _ => {}
+        }
+    }
+    i
+}
+
 fn end_of_line(chars: &[char], i: usize) -> usize {
     chars[i.min(chars.len())..]
         .iter()
@@ -163,14 +233,25 @@ fn end_of_command(chars: &[char], i: usize) -> usize {
 
 /// The effects of an `awk` program: `system()`, a pipe to or from a command, and output
 /// redirected to a file. Comparisons (`$3 > 5`) are not writes; `> "file"` and `>> x` are.
+/// A program that reads a file the table cannot judge (`getline < file`, or files chosen
+/// through `ARGV`) is code, as `sed`'s `r` is.
 pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
     let mut effects = Vec::new();
     let without_or = program.replace("||", "");
+    let reads_a_file = program.match_indices("getline").any(|(at, _)| {
+        program[at..]
+            .split(['\n', ';', '}'])
+            .next()
+            .is_some_and(|statement| statement.contains('<'))
+    });
     if program.contains("system")
         || without_or.contains('|')
         || program.contains("ENVIRON")
         || program.contains("@load")
         || program.contains("@include")
+        || program.contains("ARGV")
+        || program.contains("ARGC")
+        || reads_a_file
     {
         effects.push(Effect::Exec);
     }
@@ -212,6 +293,17 @@ mod tests {
             ("$!N;P;D", vec![]),
             ("1r /etc/passwd", vec![Effect::Exec]),
             ("2q", vec![]),
+            ("s/[a-z]*/X/g", vec![]),
+            ("/[0-9]/p", vec![]),
+            // A delimiter inside brackets: GNU sed reads on to the real end of the
+            // expression (these ran `id`, wrote and read files before).
+            ("s/[/]/x/;e id", vec![Effect::Exec]),
+            ("s/[[:alpha:]/]/x/;e id", vec![Effect::Exec]),
+            ("s/[/]/x/w /tmp/x", vec![Effect::Write]),
+            ("s/[/]/x/;r /etc/passwd", vec![Effect::Exec]),
+            ("/[/]/e id", vec![Effect::Exec]),
+            // …and seds without that extension end it at the first delimiter.
+            ("s/[/x/w out;]/y/", vec![Effect::Write]),
         ] {
             assert_eq!(sed_effects(script), expected, "{script}");
         }
@@ -226,5 +318,14 @@ mod tests {
         assert_eq!(awk_effects("{print | \"sh\"}"), [Effect::Exec]);
         assert_eq!(awk_effects("{print > \"out\"}"), [Effect::Write]);
         assert_eq!(awk_effects("@load \"x\"; {print}"), [Effect::Exec]);
+        assert!(awk_effects("{ while ((getline line) > 0) n++ } END {print n}").is_empty());
+        // Files read by the program itself.
+        for program in [
+            "BEGIN{getline l < \"/home/dev/.ssh/id_rsa\"; print l}",
+            "BEGIN{while((getline l < f)>0) print l}",
+            "BEGIN{ARGV[1]=\".env\"; ARGC=2} {print}",
+        ] {
+            assert_eq!(awk_effects(program), [Effect::Exec], "{program}");
+        }
     }
 }

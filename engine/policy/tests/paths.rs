@@ -400,6 +400,43 @@ fn paths_are_judged_as_locations() {
             Ask,
             "outside-workspace-writes",
         ),
+        // Text whose location cannot be known fails closed (a deny rule holds for it, an
+        // allow rule does not).
+        (
+            "a NUL byte, where C programs end the path",
+            "Read",
+            json!({"file_path": "~/.ssh\u{0}"}),
+            Deny,
+            "no-secrets",
+        ),
+        (
+            "a NUL byte after a workspace file",
+            "Read",
+            json!({"file_path": "src/main.rs\u{0}"}),
+            Deny,
+            "no-secrets",
+        ),
+        (
+            "white space a tool may trim",
+            "Write",
+            json!({"file_path": " /tmp/x", "content": ""}),
+            Deny,
+            "no-secrets",
+        ),
+        (
+            "an expansion other than $HOME",
+            "Write",
+            json!({"file_path": "${HOME:-/}/.bashrc", "content": ""}),
+            Deny,
+            "no-secrets",
+        ),
+        (
+            "$OLDPWD",
+            "Write",
+            json!({"file_path": "$OLDPWD/x", "content": ""}),
+            Deny,
+            "no-secrets",
+        ),
     ];
     let root = fixture.root.display().to_string();
     let ws = fixture.workspace().display().to_string();
@@ -578,10 +615,24 @@ fn the_relative_pattern_never_reaches_outside_the_workspace() {
                     .is_some_and(|place| place.absolute().starts_with(&workspace))
             };
             let (written, resolved) = (inside(Side::Written), inside(Side::Resolved));
+            // A location that cannot be known (`$HOME` inside a path) fails closed.
+            let unknown = matches!(location, crate::policy::path::Location::Unknown { .. });
             let allowed = matchers.matches(&input, ctx, MatchMode::All).matched;
-            prop_assert_eq!(allowed, written && resolved, "{} ({})", raw, location);
+            prop_assert_eq!(
+                allowed,
+                !unknown && written && resolved,
+                "{} ({})",
+                raw,
+                location
+            );
             let denied = matchers.matches(&input, ctx, MatchMode::Any).matched;
-            prop_assert_eq!(denied, written || resolved, "{} ({})", raw, location);
+            prop_assert_eq!(
+                denied,
+                unknown || written || resolved,
+                "{} ({})",
+                raw,
+                location
+            );
             Ok(())
         })
         .unwrap();
