@@ -357,18 +357,10 @@ fn judge_files(
         }) else {
             continue;
         };
-        // `REV:path` names a file in a revision.
-        let word = match word.literal() {
-            Some(value) if revision_paths && value.contains(':') && !value.starts_with('/') => {
-                let path = value.split_once(':').map_or(value, |(_, path)| path);
-                Word::literal_from(path, path)
-            }
-            _ => word.clone(),
-        };
         if word.literal().is_some_and(|v| v.is_empty() || v == "-") {
             continue;
         }
-        let values = match word_values(&word, home, &folders.candidates) {
+        let values = match word_values(word, home, &folders.candidates) {
             Ok(values) => values,
             Err(why) => {
                 outcome.add_analysis(
@@ -379,6 +371,14 @@ fn judge_files(
             }
         };
         for value in values {
+            let value = if revision_paths {
+                git_path(&value)
+            } else {
+                value
+            };
+            if value.is_empty() {
+                continue;
+            }
             if !value.starts_with('/')
                 && !value.starts_with('~')
                 && let Some(cd) = &folders.lost
@@ -430,6 +430,34 @@ fn judge_files(
                 }
             }
         }
+    }
+}
+
+/// The file a git `revision_or_path` operand reads, from its value as [`word_values`] gives
+/// it: `REV:path` and `:N:path` name `path` in a revision or in the index, exactly as
+/// written; anything else is a pathspec (or a revision, judged as a path all the same),
+/// whose magic (`:(glob)`, `:(top)`, `:!`, `:/`) is dropped and whose wildcards git expands
+/// itself, quoted or not (`'.e[n]v'` is `.env`) — but for `:(literal)`.
+fn git_path(value: &str) -> String {
+    let Some(rest) = value.strip_prefix(':') else {
+        return match value.split_once(':') {
+            Some((_, path)) if !value.starts_with('/') => path.to_owned(),
+            _ => unescape_glob(value),
+        };
+    };
+    if let Some(rest) = rest.strip_prefix('(') {
+        let (magic, path) = rest.split_once(')').unwrap_or(("", rest));
+        return if magic.split(',').any(|word| word.trim() == "literal") {
+            path.to_owned()
+        } else {
+            unescape_glob(path)
+        };
+    }
+    match rest.split_once(':') {
+        Some((stage, path)) if stage.len() == 1 && stage.chars().all(|c| c.is_ascii_digit()) => {
+            path.to_owned()
+        }
+        _ => unescape_glob(rest.trim_start_matches(['!', '^', '/'])),
     }
 }
 

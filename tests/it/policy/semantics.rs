@@ -144,6 +144,52 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("operand", "cat /etc//shadow", "deny", "rule:team-secrets"),
         c("operand", "cat src/../.env", "deny", "rule:team-secrets"),
         c("operand", "git show HEAD:.env", "deny", "rule:team-secrets"),
+        // Every spelling git reads as the same file: braces, the index, pathspec magic and
+        // pathspec wildcards (which git expands itself, quoted or not).
+        c(
+            "operand",
+            "git show HEAD:.e{n,}v",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c("operand", "git show :0:.env", "deny", "rule:team-secrets"),
+        c("operand", "git show :.env", "deny", "rule:team-secrets"),
+        c(
+            "operand",
+            "git log -p -- ':(glob).env'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "operand",
+            "git log -p -- ':(top).env'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "operand",
+            "git diff -- ':(literal).env'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "operand",
+            "git log -p -- '.e[n]v'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "operand",
+            "git log -p -- '*.env'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "everyday",
+            "git diff -- 'src/*.rs'",
+            "allow",
+            "rule:dev-loop",
+        ),
         c(
             "operand",
             "git diff --no-index .env /dev/null",
