@@ -39,8 +39,8 @@ use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
 use super::shell::{
-    InputFrom, Origin, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
-    Word, WordKind, split_word, unquoted_expansions,
+    InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand, Word,
+    WordKind, split_word, unquoted_expansions,
 };
 use crate::model::command::Role;
 use crate::model::resolved::ResolvedConcurrency;
@@ -182,6 +182,7 @@ fn decide_line(
         if judged_elsewhere && !(outcome.by_rule && outcome.decision != Decision::Allow) {
             outcome = PartOutcome::neutral();
         }
+        folders.enter(command, facts, home);
         judge_files(
             set,
             call,
@@ -193,9 +194,7 @@ fn decide_line(
             &mut file_cache,
             &mut outcome,
         );
-        if command.origin == Origin::Line {
-            folders.follow(command, facts, home);
-        }
+        folders.follow(command, facts, home);
         parts.push(outcome);
     }
     for unresolved in &script.unresolved {
@@ -262,6 +261,10 @@ impl Folders {
         }
     }
 
+    /// After `cd DIR` (or `pushd DIR`), relative paths are also taken in `DIR`. A `cd` is
+    /// followed wherever it stands — wrapped (`command cd`), in `eval '…'`, in a script given
+    /// to a shell (`bash -c 'cd ~ && …'`) or a substitution — since folders only add to where
+    /// a path is judged.
     fn follow(&mut self, command: &SimpleCommand, facts: &CommandFacts, home: Option<&str>) {
         if !matches!(facts.program.as_deref(), Some("cd" | "pushd")) {
             return;
@@ -271,6 +274,25 @@ impl Folders {
             Some(word) if word.literal() == Some("-") => Err(()),
             Some(word) => word_values(word, home, &self.candidates).map_err(|_| ()),
         };
+        self.add(command, target);
+    }
+
+    /// A command whose option names the folder it works in (a value of role `dir`: `git -C
+    /// DIR`, `env -C DIR`, `cargo -C DIR`) takes its relative paths there, and so may what
+    /// it runs.
+    fn enter(&mut self, command: &SimpleCommand, facts: &CommandFacts, home: Option<&str>) {
+        for option in &facts.options {
+            if let (Some(info), Some(word)) = (&option.info, &option.value)
+                && info.value == Some(Role::Dir)
+            {
+                let target = word_values(word, home, &self.candidates).map_err(|_| ());
+                self.add(command, target);
+            }
+        }
+    }
+
+    /// Adds the folders `target` names, or marks the folder unknown after `command`.
+    fn add(&mut self, command: &SimpleCommand, target: Result<Vec<String>, ()>) {
         match target {
             Ok(values) => {
                 let mut next = self.candidates.clone();

@@ -444,6 +444,16 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "rule:dev-loop",
         ),
         c("everyday", "cd src && git status", "allow", "rule:dev-loop"),
+        // A folder changed however it is spelled: the paths after it are judged there too.
+        c("folder", "command cd ~; cat .aws/credentials", "deny", "rule:no-secrets"),
+        c("folder", "builtin cd ~ && head .ssh/id_rsa", "deny", "rule:no-secrets"),
+        c("folder", "eval 'cd ~'; cat .aws/credentials", "deny", "rule:no-secrets"),
+        c(
+            "folder",
+            "bash -c 'cd ~ && cat .aws/credentials'",
+            "deny",
+            "rule:no-secrets",
+        ),
         c("everyday", "ls -la && git status", "allow", "rule:dev-loop"),
         c(
             "everyday",
@@ -803,6 +813,10 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("busybox", "busybox ls src", "allow"),
     ("busybox", "busybox rm -rf build", "ask"),
     ("git", "git status", "allow"),
+    ("git", "git -C ~ diff --no-index .aws/credentials /dev/null", "deny"),
+    ("env", "env -C src cat main.rs", "allow"),
+    ("env", "env -C ~ cat .aws/credentials", "deny"),
+    ("env", "nice env --chdir=.. cat ws/.env", "deny"),
     ("git", "git -C src log --oneline -n 3", "allow"),
     ("git", "git log --output=notes.txt", "ask"),
     ("git", "git -c core.pager=sh log", "ask"),
