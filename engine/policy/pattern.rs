@@ -401,6 +401,19 @@ impl ShellPattern {
             {
                 return false;
             }
+            // An option before the subcommand that the table does not know may change what
+            // the subcommand does (`npm --script-shell=./x.sh test`): an allow must name it.
+            let unnamed_global = facts.options.iter().any(|used| {
+                used.before_subcommand
+                    && used.info.is_none()
+                    && !shape
+                        .options
+                        .iter()
+                        .any(|o| o.before_subcommand && o.canonical == used.canonical)
+            });
+            if unnamed_global {
+                return false;
+            }
         }
         let rest = self.tokens.iter().any(|t| matches!(t, Token::Rest));
         let mut spare = None;

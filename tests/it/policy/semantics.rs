@@ -445,9 +445,24 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("everyday", "cd src && git status", "allow", "rule:dev-loop"),
         // A folder changed however it is spelled: the paths after it are judged there too.
-        c("folder", "command cd ~; cat .aws/credentials", "deny", "rule:no-secrets"),
-        c("folder", "builtin cd ~ && head .ssh/id_rsa", "deny", "rule:no-secrets"),
-        c("folder", "eval 'cd ~'; cat .aws/credentials", "deny", "rule:no-secrets"),
+        c(
+            "folder",
+            "command cd ~; cat .aws/credentials",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "folder",
+            "builtin cd ~ && head .ssh/id_rsa",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "folder",
+            "eval 'cd ~'; cat .aws/credentials",
+            "deny",
+            "rule:no-secrets",
+        ),
         c(
             "folder",
             "bash -c 'cd ~ && cat .aws/credentials'",
@@ -470,6 +485,16 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "rule:dev-loop",
         ),
         c("everyday", "CI=true npm test", "allow", "rule:dev-loop"),
+        c("everyday", "npm --silent test", "allow", "rule:dev-loop"),
+        // An option before the subcommand that the table does not know is not granted by
+        // a pattern without it, nor is one that runs code.
+        c("options", "npm --foo=bar test", "ask", "default"),
+        c(
+            "options",
+            "npm --script-shell=./evil.sh test",
+            "ask",
+            "default",
+        ),
         c(
             "everyday",
             "cat src/main.rs | wc -l",
@@ -813,7 +838,11 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("busybox", "busybox ls src", "allow"),
     ("busybox", "busybox rm -rf build", "ask"),
     ("git", "git status", "allow"),
-    ("git", "git -C ~ diff --no-index .aws/credentials /dev/null", "deny"),
+    (
+        "git",
+        "git -C ~ diff --no-index .aws/credentials /dev/null",
+        "deny",
+    ),
     ("env", "env -C src cat main.rs", "allow"),
     ("env", "env -C ~ cat .aws/credentials", "deny"),
     ("env", "nice env --chdir=.. cat ws/.env", "deny"),
