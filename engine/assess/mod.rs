@@ -306,6 +306,7 @@ impl<'s, 'c> Admitted<'s, 'c> {
             ResolvedFileTools {
                 read: None,
                 write: None,
+                search: None,
             }
         };
         let files = FileTools {
@@ -314,6 +315,10 @@ impl<'s, 'c> Admitted<'s, 'c> {
                 flags: &contract.concurrency,
             }),
             write: files.write.as_ref().map(|(tool, contract)| FileTool {
+                tool,
+                flags: &contract.concurrency,
+            }),
+            search: files.search.as_ref().map(|(tool, contract)| FileTool {
                 tool,
                 flags: &contract.concurrency,
             }),
@@ -357,6 +362,7 @@ impl<'s, 'c> Admitted<'s, 'c> {
 struct ResolvedFileTools<'s> {
     read: Option<(&'s crate::model::ToolName, Cow<'s, Arc<ResolvedContract>>)>,
     write: Option<(&'s crate::model::ToolName, Cow<'s, Arc<ResolvedContract>>)>,
+    search: Option<(&'s crate::model::ToolName, Cow<'s, Arc<ResolvedContract>>)>,
 }
 
 fn file_tools<'s>(snapshot: &'s Snapshot, modes: &[ModeName]) -> ResolvedFileTools<'s> {
@@ -368,6 +374,7 @@ fn file_tools<'s>(snapshot: &'s Snapshot, modes: &[ModeName]) -> ResolvedFileToo
     ResolvedFileTools {
         read: resolve(table.read_tool.as_deref()),
         write: resolve(table.write_tool.as_deref()),
+        search: resolve(table.search_tool.as_deref()),
     }
 }
 

@@ -48,6 +48,10 @@ pub struct FileTools {
     /// The tool whose rules judge files written or deleted (default `Write`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<String>,
+    /// The tool whose rules judge folders searched with everything below them (`grep -r`,
+    /// `rg`), given as its `path` (default `Grep`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<String>,
 }
 
 /// What one program (or subcommand) does.
@@ -141,6 +145,9 @@ pub enum Role {
     Write,
     /// A folder the program works in (`git -C`, `make -C`): judged as read.
     Dir,
+    /// A file, or a folder with everything below it, that is read (`grep -r`, `rg`, `diff`,
+    /// `cp -r`): judged as read, and as searched by the search tool.
+    Tree,
     /// A command line or program the program runs.
     Exec,
     /// A `sed` script: `e`, `w`, `r` and the `e`/`w` flags of `s` are found in it.

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobMatcher};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::commands::{Analysed, CommandFacts};
 use super::matcher::ParseCache;
@@ -69,13 +69,16 @@ pub struct FileTools<'a> {
     pub read: Option<FileTool<'a>>,
     /// Judges files written.
     pub write: Option<FileTool<'a>>,
+    /// Judges folders searched with everything below them.
+    pub search: Option<FileTool<'a>>,
 }
 
-/// Whether a file is read or written.
+/// Whether a file is read, written, or searched with everything below it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Access {
     Read,
     Write,
+    Search,
 }
 
 impl Access {
@@ -83,6 +86,7 @@ impl Access {
         match self {
             Access::Read => "reads",
             Access::Write => "writes",
+            Access::Search => "searches",
         }
     }
 }
@@ -331,6 +335,10 @@ fn file_words<'c>(
         let access = match role_word.role {
             Role::Read | Role::Dir | Role::RevisionOrPath => Access::Read,
             Role::Write => Access::Write,
+            Role::Tree => {
+                found.push((Access::Read, &role_word.word, role_word.source.clone()));
+                Access::Search
+            }
             Role::Text
             | Role::Exec
             | Role::SedScript
@@ -376,6 +384,7 @@ fn judge_files(
         let Some(tool) = (match access {
             Access::Read => files.read,
             Access::Write => files.write,
+            Access::Search => files.search,
         }) else {
             continue;
         };
@@ -427,12 +436,11 @@ fn judge_files(
                     }
                 };
                 for path in paths {
-                    let mut input = json!({ "file_path": path });
-                    if access == Access::Write
-                        && let Value::Object(map) = &mut input
-                    {
-                        map.insert("content".into(), Value::from(""));
-                    }
+                    let input = match access {
+                        Access::Read => json!({ "file_path": path }),
+                        Access::Write => json!({ "file_path": path, "content": "" }),
+                        Access::Search => json!({ "path": path, "pattern": "" }),
+                    };
                     let pseudo = CallFacts {
                         tool: tool.tool,
                         input: &input,

@@ -34,6 +34,8 @@ pub struct CommandTable {
     pub read_tool: Option<String>,
     /// The tool that judges files written.
     pub write_tool: Option<String>,
+    /// The tool that judges folders searched with everything below them.
+    pub search_tool: Option<String>,
 }
 
 impl PartialEq for CommandTable {
@@ -254,6 +256,7 @@ impl CommandTable {
                 .collect(),
             read_tool: tools.and_then(|t| t.read.clone()),
             write_tool: tools.and_then(|t| t.write.clone()),
+            search_tool: tools.and_then(|t| t.search.clone()),
         }
     }
 

@@ -24,6 +24,7 @@ pub(super) fn content_effects(role_word: &RoleWord) -> Vec<EffectSource> {
             | Role::Read
             | Role::Write
             | Role::Dir
+            | Role::Tree
             | Role::RevisionOrPath
             | Role::Network => Vec::new(),
         };
@@ -38,6 +39,7 @@ pub(super) fn content_effects(role_word: &RoleWord) -> Vec<EffectSource> {
         | Role::Read
         | Role::Write
         | Role::Dir
+        | Role::Tree
         | Role::RevisionOrPath
         | Role::Network => Vec::new(),
     }
