@@ -187,6 +187,17 @@ fn decide_line(
             outcome = PartOutcome::neutral();
         }
         folders.enter(command, facts, home);
+        if facts.program.as_deref() == Some("git")
+            && let Some(repository) = folders.candidates.iter().find_map(|f| bare_repository(f))
+        {
+            outcome.add_analysis(
+                &command.text,
+                format!(
+                    "`{}` would open `{repository}` as a repository: its `config` can run code, and only `.git/` folders are kept from writes",
+                    command.text
+                ),
+            );
+        }
         judge_files(
             set,
             call,
@@ -322,6 +333,26 @@ impl Folders {
             .iter()
             .map(|folder| format!("{}/{value}", folder.trim_end_matches('/')))
             .collect()
+    }
+}
+
+/// The folder git would open as a bare repository when run in `folder`: the first, from
+/// `folder` up, that holds a `HEAD` file beside `objects/` and `refs/` folders — unless one
+/// with a `.git` comes first. Anyone who can write files can lay one out, and git runs
+/// commands its `config` names (`core.fsmonitor`, `core.pager`, hooks).
+fn bare_repository(folder: &str) -> Option<String> {
+    let mut current = std::path::Path::new(folder);
+    loop {
+        if current.join(".git").symlink_metadata().is_ok() {
+            return None;
+        }
+        if current.join("HEAD").is_file()
+            && current.join("objects").is_dir()
+            && current.join("refs").is_dir()
+        {
+            return Some(current.display().to_string());
+        }
+        current = current.parent()?;
     }
 }
 

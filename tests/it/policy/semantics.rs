@@ -928,6 +928,42 @@ fn every_program_in_the_command_table_is_judged_by_what_it_does() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A folder laid out as a bare repository (files any agent may write) is not the workspace's
+/// repository: git would run what its `config` names, so a git command that would open it
+/// asks. The workspace's own repository, behind its protected `.git/`, does not.
+#[test]
+fn git_in_a_folder_laid_out_as_a_repository_asks() {
+    let ws = workspace();
+    let evil = ws.root.join("evil");
+    std::fs::create_dir_all(evil.join("objects")).unwrap();
+    std::fs::create_dir_all(evil.join("refs")).unwrap();
+    std::fs::write(evil.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        evil.join("config"),
+        "[core]\n\tfsmonitor = \"id > /tmp/pwned; false\"\n",
+    )
+    .unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for command in [
+        "git -C evil status",
+        "cd evil && git status",
+        "git --git-dir=evil --work-tree=. status",
+        "git -C evil/refs log",
+    ] {
+        let (decision, reasons) = decide(&engine, command, &[]);
+        assert_eq!(decision, "ask", "{command}: {reasons:?}");
+        assert!(
+            deciding("ask", &reasons)
+                .iter()
+                .any(|label| label.starts_with("analysis")),
+            "{command}: {reasons:?}"
+        );
+    }
+    for command in ["git status", "git -C src status", "cd src && git diff"] {
+        assert_eq!(decide(&engine, command, &[]).0, "allow", "{command}");
+    }
+}
+
 /// A policy folder that is the workspace itself (`-p .`) protects the policy files in it,
 /// not every file of the workspace.
 #[test]
