@@ -498,7 +498,7 @@ impl Code {
                 "toolgate::semantic::empty_matcher",
                 "an argument matcher holds for every call",
                 "## What it means\nA rule's `match` sets no condition on some argument: an empty \
-                 pattern list (`shell: []`, `glob: []`, `regex: []`, `path: []`), an empty \
+                 pattern list (`shell: []`, `glob: []`, `regex: []`, `reaches: []`, `path: []`), an empty \
                  `match: {}`, or a selector whose matcher gives no condition at all \
                  (`file_path: {}`, or only `allow_redirection`).\n\n## Why\nA matcher without \
                  a condition holds for every call, so an allow rule written this way allows \

@@ -108,6 +108,10 @@ pub struct ArgMatcher {
     /// Regular expressions over the string value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regex: Option<OneOrMany<String>>,
+    /// Paths the value, itself a glob (a search tool's file filter), must not reach: holds
+    /// when the value's glob matches one of them (`.en?` and `**/.e*` reach `.env`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reaches: Option<OneOrMany<String>>,
     /// The value equals this JSON value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equals: Option<serde_json::Value>,

@@ -198,6 +198,8 @@ enum Compiled {
     Equals(Value),
     Glob(Deferred<GlobList>),
     Regex(Deferred<RegexSet>),
+    /// `reaches`: the paths a value's glob must not match.
+    Reaches(Box<[String]>),
     Workspace(WorkspaceSide),
     PolicyFiles(bool),
     Path(Box<PathMatcher>),
@@ -271,6 +273,7 @@ impl Compiled {
             Self::Equals(_) => MatcherKind::Equals,
             Self::Glob(_) => MatcherKind::Glob,
             Self::Regex(_) => MatcherKind::Regex,
+            Self::Reaches(_) => MatcherKind::Reaches,
             Self::Workspace(_) => MatcherKind::Workspace,
             Self::PolicyFiles(_) => MatcherKind::PolicyFiles,
             Self::Path(_) => MatcherKind::Path,
@@ -372,6 +375,9 @@ impl CompiledArgMatchers {
                     })),
                 }
             }
+            if let Some(paths) = &spec.reaches {
+                matchers.push(Compiled::Reaches(OneOrMany::as_slice(paths).into()));
+            }
             if let Some(side) = spec.workspace {
                 matchers.push(Compiled::Workspace(side));
             }
@@ -439,6 +445,7 @@ impl CompiledArgMatchers {
                     }
                     Compiled::Exists(_)
                     | Compiled::Equals(_)
+                    | Compiled::Reaches(_)
                     | Compiled::Workspace(_)
                     | Compiled::PolicyFiles(_)
                     | Compiled::Shell(_)
@@ -474,6 +481,7 @@ impl CompiledArgMatchers {
                     Compiled::Path(path) => path.release(),
                     Compiled::Exists(_)
                     | Compiled::Equals(_)
+                    | Compiled::Reaches(_)
                     | Compiled::Workspace(_)
                     | Compiled::PolicyFiles(_)
                     | Compiled::Shell(_)
@@ -889,6 +897,9 @@ fn check(
             }),
             Err((_, message)) => unbuilt(mode, message),
         },
+        Compiled::Reaches(paths) => {
+            over_strings(value, mode, |s| Found::Pattern(reached(s, paths)))
+        }
         Compiled::Workspace(side) => over_strings(value, mode, |s| {
             Found::place(s, ctx, mode, cache, PathCondition::Workspace, |place| {
                 place.workspace_side() == *side
@@ -932,6 +943,18 @@ fn check(
     }
 }
 
+/// The first of `paths` that the glob `text` matches (`*` stays within a folder, as a search
+/// tool reads its file filter). A text that is not a glob reaches nothing: the tool refuses
+/// it, and searches nothing.
+fn reached(text: &str, paths: &[String]) -> Option<usize> {
+    let glob = globset::GlobBuilder::new(text)
+        .literal_separator(true)
+        .build()
+        .ok()?
+        .compile_matcher();
+    paths.iter().position(|path| glob.is_match(path))
+}
+
 /// A matcher whose automaton cannot be built fails closed: it holds for deny and ask rules
 /// ([`MatchMode::Any`]) and not for allow rules.
 fn unbuilt(mode: MatchMode, message: &str) -> (bool, CheckDetail) {
@@ -962,6 +985,7 @@ fn holds(
             Ok(set) => strings_hold(value, mode, |s| set.is_match(s)),
             Err(_) => mode == MatchMode::Any,
         },
+        Compiled::Reaches(paths) => strings_hold(value, mode, |s| reached(s, paths).is_some()),
         Compiled::Workspace(side) => strings_hold(value, mode, |s| {
             cache.path(s, ctx).is_some_and(|location| {
                 location
@@ -1072,6 +1096,8 @@ pub enum MatcherKind {
     Glob,
     /// `regex`.
     Regex,
+    /// `reaches`.
+    Reaches,
     /// `equals`.
     Equals,
     /// `exists`.
@@ -1093,6 +1119,7 @@ impl fmt::Display for MatcherKind {
         f.write_str(match self {
             Self::Glob => "glob",
             Self::Regex => "regex",
+            Self::Reaches => "reaches",
             Self::Equals => "equals",
             Self::Exists => "exists",
             Self::Path => "path",
@@ -1368,6 +1395,43 @@ mod tests {
             let quick = regex_error_position(&pattern);
             let full = regex_syntax::Parser::new().parse(&pattern);
             proptest::prop_assert_eq!(quick.is_some(), full.is_err(), "{}", pattern);
+        }
+    }
+
+    /// `reaches`: the value is a glob, and the matcher holds when it matches a listed path,
+    /// however it is spelled; the explanation and the cheap check agree.
+    #[test]
+    fn a_glob_value_reaches_the_paths_it_matches() {
+        let matchers = compile(json!({ "glob": { "reaches": [".env", "x.pem", ".ssh/id_rsa"] } }));
+        let mut cache = ParseCache::default();
+        for (glob, reached) in [
+            (".env", Some(0)),
+            (".en?", Some(0)),
+            (".e[n]v", Some(0)),
+            ("**/.e*", Some(0)),
+            ("{*.rs,.env}", Some(0)),
+            ("*.pe[m]", Some(1)),
+            (".s?h/*", Some(2)),
+            ("*.rs", None),
+            (".envrc", None),
+            ("*/id_rsa", Some(2)),
+            ("[", None),
+        ] {
+            let input = json!({ "glob": glob });
+            let outcome = matchers.matches(&input, &ctx(), MatchMode::Any);
+            assert_eq!(outcome.matched, reached.is_some(), "{glob}");
+            assert!(
+                matches!(
+                    outcome.selectors[0].checks[0].detail,
+                    CheckDetail::Pattern { pattern, .. } if pattern == reached
+                ),
+                "{glob}"
+            );
+            assert_eq!(
+                matchers.holds_with_cache(&input, &ctx(), MatchMode::Any, &mut cache),
+                reached.is_some(),
+                "{glob}"
+            );
         }
     }
 

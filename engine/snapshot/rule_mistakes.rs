@@ -104,7 +104,7 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
                     Code::SemanticEmptyMatcher,
                     format!("the matcher on `{selector}` in rule `{name}` sets no condition, so it holds for every call"),
                 )
-                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `path`, `shell`, `read_only`, `workspace` or `policy_files`; `equals: null` reads as no `equals`), or remove the selector"),
+                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `reaches`, `path`, `shell`, `read_only`, `workspace` or `policy_files`; `equals: null` reads as no `equals`), or remove the selector"),
                 place: Place::Value(at),
                 related: Vec::new(),
             });
@@ -131,6 +131,7 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
     let ArgMatcher {
         glob,
         regex,
+        reaches,
         equals,
         exists,
         path,
@@ -160,6 +161,7 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
     let patterns = [
         ("glob", glob),
         ("regex", regex),
+        ("reaches", reaches),
         ("path", path),
         ("shell", shell),
     ];

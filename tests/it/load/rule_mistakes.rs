@@ -100,6 +100,7 @@ fn an_empty_pattern_list_in_an_allow_rule_fails_the_load_instead_of_allowing_eve
         ("command: { shell: [] }", "6:25"),
         ("command: { glob: [] }", "6:24"),
         ("command: { regex: [] }", "6:25"),
+        ("command: { reaches: [] }", "6:27"),
         ("command: { path: [] }", "6:24"),
         ("command: {}", "6:16"),
     ] {
