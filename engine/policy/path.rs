@@ -572,6 +572,61 @@ impl PathCase {
             Self::Sensitive
         }
     }
+
+    /// How the file system holding `folder` compares names, asked of it: the folder (or its
+    /// nearest ancestor whose name has a letter) is looked up with the case of its name
+    /// swapped, and the same file found there means case is ignored (a case-folding ext4
+    /// folder, exFAT or NTFS on Linux; APFS and NTFS by default). [`Self::native`] when that
+    /// cannot be asked (nothing there, no letter in any name).
+    pub fn of_folder(folder: &Path) -> Self {
+        let Some(named) = folder.ancestors().find(|a| {
+            a.file_name()
+                .is_some_and(|n| n.to_string_lossy().chars().any(|c| c.is_ascii_alphabetic()))
+        }) else {
+            return Self::native();
+        };
+        let (Some(parent), Some(name)) = (named.parent(), named.file_name()) else {
+            return Self::native();
+        };
+        let swapped: String = name
+            .to_string_lossy()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_lowercase() {
+                    c.to_ascii_uppercase()
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
+            .collect();
+        let (Ok(original), Ok(other)) = (
+            std::fs::symlink_metadata(named),
+            std::fs::symlink_metadata(parent.join(swapped)),
+        ) else {
+            return if std::fs::symlink_metadata(named).is_ok() {
+                Self::Sensitive
+            } else {
+                Self::native()
+            };
+        };
+        if same_file(&original, &other) {
+            Self::Insensitive
+        } else {
+            Self::Sensitive
+        }
+    }
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    // Without inode numbers, a name found with its case swapped is taken as the same file.
+    true
 }
 
 /// A folder or file the context places locations against, as given (lexically normalised)
@@ -657,14 +712,14 @@ impl MatchContext {
     /// A context for a workspace root, which should be absolute (a relative root is used as
     /// given, and then so are the "absolute" forms of paths, and nothing is resolved through
     /// symlinks). No home folder is known (see [`Self::with_home`]) and no policy location
-    /// (see [`Self::with_policy_locations`]). Path case follows [`PathCase::native`]. Reads
-    /// the file system to resolve the root's symlinks.
+    /// (see [`Self::with_policy_locations`]). Path case is the root's file system's
+    /// ([`PathCase::of_folder`]). Reads the file system to resolve the root's symlinks.
     pub fn new(workspace_root: impl AsRef<Path>) -> Self {
         Self {
             workspace: Anchor::new(workspace_root.as_ref(), "."),
             home: None,
             policy_locations: Vec::new(),
-            path_case: PathCase::native(),
+            path_case: PathCase::of_folder(workspace_root.as_ref()),
         }
     }
 
@@ -1048,6 +1103,29 @@ mod tests {
     use super::*;
     use crate::policy::glob::build_glob_set;
     use globset::GlobBuilder;
+
+    /// The file system is asked how it compares names: a name found again with its case
+    /// swapped, as the same file, means case is ignored (a hard link stands in for a
+    /// case-folding file system here).
+    #[cfg(unix)]
+    #[test]
+    fn path_case_is_asked_of_the_file_system() {
+        let dir = tempfile::tempdir().unwrap();
+        let named = dir.path().join("Project");
+        std::fs::write(&named, "").unwrap();
+        assert_eq!(PathCase::of_folder(&named), PathCase::Sensitive);
+        std::fs::hard_link(&named, dir.path().join("pROJECT")).unwrap();
+        assert_eq!(PathCase::of_folder(&named), PathCase::Insensitive);
+        // A link whose name differs only in case is another file.
+        let linked = dir.path().join("Other");
+        std::fs::create_dir(&linked).unwrap();
+        std::os::unix::fs::symlink(&linked, dir.path().join("oTHER")).unwrap();
+        assert_eq!(PathCase::of_folder(&linked), PathCase::Sensitive);
+        assert_eq!(
+            PathCase::of_folder(&dir.path().join("missing")),
+            PathCase::native()
+        );
+    }
 
     #[test]
     fn folds_lexically() {
