@@ -188,7 +188,7 @@ fn decide_line(
         }
         folders.enter(command, facts, home);
         if facts.program.as_deref() == Some("git")
-            && let Some(repository) = folders.candidates.iter().find_map(|f| bare_repository(f))
+            && let Some(repository) = folders.bare_repository()
         {
             outcome.add_analysis(
                 &command.text,
@@ -266,6 +266,8 @@ struct Folders {
     candidates: Vec<String>,
     /// A `cd` went somewhere that cannot be known.
     lost: Option<String>,
+    /// Each candidate looked up by [`Self::bare_repository`], with what was found.
+    repositories: Vec<(String, Option<String>)>,
 }
 
 impl Folders {
@@ -273,7 +275,27 @@ impl Folders {
         Self {
             candidates: vec![root.to_owned()],
             lost: None,
+            repositories: Vec::new(),
         }
+    }
+
+    /// A folder laid out as a bare repository that git would open from one of the
+    /// candidates ([`bare_repository`]); each candidate is looked up once a line.
+    fn bare_repository(&mut self) -> Option<String> {
+        for folder in &self.candidates {
+            let found = match self.repositories.iter().find(|(f, _)| f == folder) {
+                Some((_, found)) => found.clone(),
+                None => {
+                    let found = bare_repository(folder);
+                    self.repositories.push((folder.clone(), found.clone()));
+                    found
+                }
+            };
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
     }
 
     /// After `cd DIR` (or `pushd DIR`), relative paths are also taken in `DIR`. A `cd` is
