@@ -263,6 +263,8 @@ fn combine(parts: Vec<PartOutcome>) -> RuleDecision {
 
 /// The folders relative paths may be taken against, as `cd` moves through the line.
 struct Folders {
+    /// The workspace root.
+    root: String,
     candidates: Vec<String>,
     /// A `cd` went somewhere that cannot be known.
     lost: Option<String>,
@@ -273,6 +275,7 @@ struct Folders {
 impl Folders {
     fn new(root: &str) -> Self {
         Self {
+            root: root.to_owned(),
             candidates: vec![root.to_owned()],
             lost: None,
             repositories: Vec::new(),
@@ -286,7 +289,7 @@ impl Folders {
             let found = match self.repositories.iter().find(|(f, _)| f == folder) {
                 Some((_, found)) => found.clone(),
                 None => {
-                    let found = bare_repository(folder);
+                    let found = bare_repository(folder, &self.root);
                     self.repositories.push((folder.clone(), found.clone()));
                     found
                 }
@@ -361,9 +364,13 @@ impl Folders {
 /// The folder git would open as a bare repository when run in `folder`: the first, from
 /// `folder` up, that holds a `HEAD` file beside `objects/` and `refs/` folders — unless one
 /// with a `.git` comes first. Anyone who can write files can lay one out, and git runs
-/// commands its `config` names (`core.fsmonitor`, `core.pager`, hooks).
-fn bare_repository(folder: &str) -> Option<String> {
+/// commands its `config` names (`core.fsmonitor`, `core.pager`, hooks). Inside the
+/// workspace the walk stops at its `root`: above it an agent writes nothing unasked.
+fn bare_repository(folder: &str, root: &str) -> Option<String> {
     let mut current = std::path::Path::new(folder);
+    let stop = current
+        .starts_with(root)
+        .then(|| std::path::Path::new(root));
     loop {
         if current.join(".git").symlink_metadata().is_ok() {
             return None;
@@ -373,6 +380,9 @@ fn bare_repository(folder: &str) -> Option<String> {
             && current.join("refs").is_dir()
         {
             return Some(current.display().to_string());
+        }
+        if Some(current) == stop {
+            return None;
         }
         current = current.parent()?;
     }
