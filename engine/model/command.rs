@@ -154,6 +154,8 @@ pub enum Role {
     SedScript,
     /// An `awk` program: `system()`, pipes, `getline` and output redirection run or write.
     AwkProgram,
+    /// A `jq` program: `import` and `include` read files by a path written inside it.
+    JqProgram,
     /// A revision or a path (`git show HEAD:.env`, `git diff a b`): the part after `REV:` is
     /// a file read, and so is a word that is not a revision.
     RevisionOrPath,

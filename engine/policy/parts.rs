@@ -406,6 +406,7 @@ fn file_words<'c>(
             | Role::Exec
             | Role::SedScript
             | Role::AwkProgram
+            | Role::JqProgram
             | Role::Network
             | Role::Variable
             | Role::Arithmetic => continue,
@@ -855,9 +856,12 @@ fn with_component_glob<T>(component: &str, with: impl FnOnce(&GlobMatcher) -> T)
     }
     COMPILED.with_borrow_mut(|compiled| {
         if !compiled.contains_key(component) {
+            // Case is ignored, as with bash's `nocaseglob` (`bash -O nocaseglob -c 'cat
+            // .EN?'`): a glob then reaches more files, and each is judged.
             let matcher = GlobBuilder::new(component)
                 .literal_separator(true)
                 .backslash_escape(true)
+                .case_insensitive(true)
                 .build()
                 .ok()?
                 .compile_matcher();

@@ -270,12 +270,43 @@ impl CommandTable {
         self.env.get(name) == Some(&EnvVar::Harmless)
     }
 
+    /// Whether the table names setting `name` as changing what commands do.
+    fn effective_env(&self, name: &str) -> bool {
+        self.env.get(name) == Some(&EnvVar::Effective)
+    }
+
     /// What `command` does, read with the table.
     pub fn analyse(&self, command: &SimpleCommand) -> CommandFacts {
         let words: Vec<Option<&str>> = command.words.iter().map(Word::literal).collect();
         let mut facts = self.analyse_words(&command.words, &words);
         if command.file_writes().next().is_some() {
             facts.read_only = false;
+        }
+        // An extended glob (`.@(env)`, `*(…)`) names files no expansion here reads, and in
+        // zsh the same spelling is a glob qualifier, which can run code (`*(e.id.)`).
+        for word in command.words.iter().skip(1) {
+            // `echo ${CDPATH:=~}` sets the variable as it expands.
+            for name in scripts::assigned_variables(&word.raw) {
+                if self.effective_env(name) {
+                    facts.read_only = false;
+                    facts.effects.push(EffectSource {
+                        effect: Effect::Exec,
+                        cause: format!("{} (it sets `{name}`)", word.raw),
+                        from: EffectFrom::Content,
+                    });
+                }
+            }
+            if is_extended_glob(&word.raw) {
+                facts.read_only = false;
+                facts.effects.push(EffectSource {
+                    effect: Effect::Exec,
+                    cause: format!(
+                        "{} (an extended glob, or in zsh a glob qualifier, which can run code)",
+                        word.raw
+                    ),
+                    from: EffectFrom::Content,
+                });
+            }
         }
         facts
     }
@@ -483,7 +514,7 @@ impl CommandTable {
                 };
                 // What an option's value does is the option's doing: naming the option
                 // grants it.
-                for mut effect in scripts::content_effects(&role_word) {
+                for mut effect in scripts::content_effects(&role_word, |n| self.effective_env(n)) {
                     effect.from = EffectFrom::Option(option.canonical.clone());
                     if !facts
                         .effects
@@ -545,7 +576,9 @@ impl CommandTable {
         // Words whose content runs code or writes.
         let mut content = Vec::new();
         for role_word in facts.roles.iter().filter(|r| !option_values.contains(r)) {
-            content.extend(scripts::content_effects(role_word));
+            content.extend(scripts::content_effects(role_word, |n| {
+                self.effective_env(n)
+            }));
         }
         facts.effects.extend(content);
         // A word the program writes (`uniq in out`, `cp a b`) is judged as a file write, and
@@ -577,6 +610,17 @@ impl CommandTable {
         let facts = self.analyse_words(&words, &literals);
         facts.program.is_some().then_some(facts)
     }
+}
+
+/// Whether a word holds an extended glob or a zsh glob qualifier outside quotes: `?(`,
+/// `*(`, `+(`, `@(` or `!(`.
+fn is_extended_glob(raw: &str) -> bool {
+    if raw.starts_with(['\'', '"']) {
+        return false;
+    }
+    raw.as_bytes()
+        .windows(2)
+        .any(|pair| pair[1] == b'(' && matches!(pair[0], b'?' | b'*' | b'+' | b'@' | b'!'))
 }
 
 /// An option written with a value expanded at run time (`--output=~/x`, `-o$FILE`): its

@@ -7,8 +7,12 @@ use crate::model::command::{Effect, Role};
 
 use super::{EffectFrom, EffectSource, RoleWord};
 
-/// The effects of a word's content, by its role.
-pub(super) fn content_effects(role_word: &RoleWord) -> Vec<EffectSource> {
+/// The effects of a word's content, by its role. `effective` says whether setting a variable
+/// changes what later commands do (the table's `env` section).
+pub(super) fn content_effects(
+    role_word: &RoleWord,
+    effective: impl Fn(&str) -> bool,
+) -> Vec<EffectSource> {
     let effect = |effect: Effect| EffectSource {
         effect,
         cause: role_word.source.clone(),
@@ -17,9 +21,12 @@ pub(super) fn content_effects(role_word: &RoleWord) -> Vec<EffectSource> {
     let Some(text) = role_word.word.literal() else {
         // A script or variable name chosen at run time can do anything.
         return match role_word.role {
-            Role::SedScript | Role::AwkProgram | Role::Variable | Role::Arithmetic | Role::Exec => {
-                vec![effect(Effect::Exec)]
-            }
+            Role::SedScript
+            | Role::AwkProgram
+            | Role::JqProgram
+            | Role::Variable
+            | Role::Arithmetic
+            | Role::Exec => vec![effect(Effect::Exec)],
             Role::Text
             | Role::Read
             | Role::Write
@@ -32,8 +39,15 @@ pub(super) fn content_effects(role_word: &RoleWord) -> Vec<EffectSource> {
     match role_word.role {
         Role::Exec | Role::Arithmetic => vec![effect(Effect::Exec)],
         Role::Variable if text.contains('[') => vec![effect(Effect::Exec)],
+        // `printf -v HOME …`, `read PATH`, `export CDPATH=…`: what later commands do changes.
+        Role::Variable if effective(variable_name(text)) => vec![effect(Effect::Exec)],
         Role::SedScript => sed_effects(text).into_iter().map(effect).collect(),
         Role::AwkProgram => awk_effects(text).into_iter().map(effect).collect(),
+        // Modules are files read by a path the program names (`import "../x" as $c`).
+        Role::JqProgram if text.contains("import") || text.contains("include") => {
+            vec![effect(Effect::Exec)]
+        }
+        Role::JqProgram => Vec::new(),
         Role::Variable
         | Role::Text
         | Role::Read
@@ -43,6 +57,24 @@ pub(super) fn content_effects(role_word: &RoleWord) -> Vec<EffectSource> {
         | Role::RevisionOrPath
         | Role::Network => Vec::new(),
     }
+}
+
+/// The variable a `variable` word names: `NAME`, `NAME=value`, `NAME+=value`.
+fn variable_name(text: &str) -> &str {
+    let end = text.find(['=', '+', '[']).unwrap_or(text.len());
+    &text[..end]
+}
+
+/// The variables a word assigns as it expands: `${NAME:=value}` and `${NAME=value}`.
+pub(super) fn assigned_variables(raw: &str) -> impl Iterator<Item = &str> {
+    raw.match_indices("${").filter_map(|(at, _)| {
+        let rest = &raw[at + 2..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let after = &rest[end..];
+        (end > 0 && (after.starts_with(":=") || after.starts_with('='))).then(|| &rest[..end])
+    })
 }
 
 /// The effects of a `sed` script: `e` and the `e` flag of `s` run commands; `w`, `W` and
@@ -309,6 +341,15 @@ mod tests {
         ] {
             assert_eq!(sed_effects(script), expected, "{script}");
         }
+    }
+
+    #[test]
+    fn words_that_assign_as_they_expand() {
+        let names: Vec<&str> = assigned_variables("${A:=x}${B=y}${C:-z}${D}$E ${F_1:=}").collect();
+        assert_eq!(names, ["A", "B", "F_1"]);
+        assert_eq!(variable_name("PATH+=/x"), "PATH");
+        assert_eq!(variable_name("a[1]=2"), "a");
+        assert_eq!(variable_name("HOME"), "HOME");
     }
 
     #[test]

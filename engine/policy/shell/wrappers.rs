@@ -529,7 +529,9 @@ fn xargs(args: &[Word]) -> Outcome {
         }
         Some(Replacement::Known(replace)) => {
             for word in &mut words {
-                if !replace.is_empty() && word.raw.contains(replace.as_str()) {
+                // The string is found in what xargs is given, after quotes are removed
+                // (`X""X` is `XX`); a word known only when it runs may hold it too.
+                if !replace.is_empty() && holds_placeholder(word, &replace) {
                     *word = Word::dynamic(&word.raw, Expansion::RuntimeArguments);
                 }
             }
@@ -540,6 +542,13 @@ fn xargs(args: &[Word]) -> Outcome {
         )),
     }
     Ok(wraps("xargs", words, Vec::new(), Transparency::Transparent))
+}
+
+/// Whether `word`, as the program receives it, may hold `placeholder`: its value after quote
+/// removal does, or its value is only known when it runs.
+fn holds_placeholder(word: &Word, placeholder: &str) -> bool {
+    word.literal()
+        .is_none_or(|value| value.contains(placeholder))
 }
 
 /// The replacement string of `xargs -I`.
@@ -622,7 +631,7 @@ fn find(args: &[Word]) -> Outcome {
         let words: Vec<Word> = args[start..end]
             .iter()
             .map(|w| {
-                if w.raw.contains("{}") {
+                if holds_placeholder(w, "{}") {
                     Word::dynamic(&w.raw, Expansion::RuntimeArguments)
                 } else {
                     w.clone()
