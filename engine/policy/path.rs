@@ -155,8 +155,8 @@ pub enum UnknownLocation {
     Nul,
     /// White space at either end, which a tool may trim.
     Padded,
-    /// A `$` expansion other than `$HOME`: a tool that expands `$HOME` may expand it to
-    /// anything.
+    /// A `$` expansion other than `$HOME` (a leading `$NAME/`, or `${…}` or `$(…)`
+    /// anywhere): a tool that expands `$HOME` may expand it to anything.
     Expansion,
 }
 
@@ -364,10 +364,16 @@ fn unreadable(raw: &str) -> Option<UnknownLocation> {
         Some(Ok(rest)) => rest,
         _ => raw,
     };
-    let expands = rest.match_indices('$').any(|(at, _)| {
-        rest[at + 1..]
-            .starts_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '{' | '('))
+    // A variable that is a whole leading component (`$OLDPWD/x`), or any `${…}` or `$(…)`.
+    // A `$` inside a name stays a character (`routes/posts.$id.tsx`).
+    let leading = rest.strip_prefix('$').is_some_and(|name| {
+        let end = name.find('/').unwrap_or(name.len());
+        end > 0
+            && name[..end]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
     });
+    let expands = leading || rest.contains("${") || rest.contains("$(");
     expands.then_some(UnknownLocation::Expansion)
 }
 
@@ -1438,6 +1444,10 @@ mod tests {
             ("$HOMEX/y", Err(UnknownLocation::Expansion)),
             ("a/$(id)/b", Err(UnknownLocation::Expansion)),
             ("cost$.txt", Ok(("/ws/app/cost$.txt", None))),
+            (
+                "routes/posts.$id.tsx",
+                Ok(("/ws/app/routes/posts.$id.tsx", None)),
+            ),
             ("x\0/.env", Err(UnknownLocation::Nul)),
             ("src/a.rs ", Err(UnknownLocation::Padded)),
             ("a/~/b", Ok(("/ws/app/a/~/b", None))),
