@@ -128,26 +128,35 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
             if elements.is_empty() {
                 return Err(format!("the list `{source}` is empty: nothing to judge"));
             }
-            Ok(elements
-                .iter()
-                .enumerate()
-                .map(|(index, element)| {
-                    let mut item = input.as_object().cloned().unwrap_or_default();
-                    match element {
-                        Value::Object(fields) => {
-                            item.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())))
+            let shared = without(input, source);
+            let mut items = Vec::with_capacity(elements.len());
+            for (index, element) in elements.iter().enumerate() {
+                let label = match element {
+                    Value::String(text) => text.clone(),
+                    _ => format!("{source}[{index}]"),
+                };
+                let mut item = shared.clone();
+                match element {
+                    Value::Object(fields) => {
+                        // A field the element and the call both give may be read from either
+                        // by the agent (Claude's MultiEdit edits one `file_path`, whatever an
+                        // edit says): the item is judged with each value.
+                        let mut from_call = item.clone();
+                        item.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+                        for (k, v) in fields {
+                            from_call.entry(k.clone()).or_insert_with(|| v.clone());
                         }
-                        other => {
-                            item.insert("item".into(), other.clone());
+                        if from_call != item {
+                            items.push((Some(label.clone()), Value::Object(from_call)));
                         }
                     }
-                    let label = match element {
-                        Value::String(text) => text.clone(),
-                        _ => format!("{source}[{index}]"),
-                    };
-                    (Some(label), Value::Object(item))
-                })
-                .collect())
+                    other => {
+                        item.insert("item".into(), other.clone());
+                    }
+                }
+                items.push((Some(label), Value::Object(item)));
+            }
+            Ok(items)
         }
         (None, Some(source), None) => {
             let Some(Value::String(patch)) = get(input, source) else {
@@ -160,10 +169,11 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
                         .to_owned(),
                 );
             }
+            let shared = without(input, source);
             Ok(files
                 .into_iter()
                 .map(|file| {
-                    let mut item = input.as_object().cloned().unwrap_or_default();
+                    let mut item = shared.clone();
                     item.insert("path".into(), Value::from(file.path.clone()));
                     item.insert("kind".into(), Value::from(file.kind.as_str()));
                     item.insert("removed".into(), Value::from(file.removed));
@@ -193,6 +203,14 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
             "the mapping's `each` must name exactly one of `items`, `patch` and `urls`".to_owned(),
         ),
     }
+}
+
+/// The call's fields but the one being split: each item carries what the call says besides
+/// it (a copy of the whole list or patch per item would make splitting quadratic).
+fn without(input: &Value, source: &str) -> Map<String, Value> {
+    let mut fields = input.as_object().cloned().unwrap_or_default();
+    fields.remove(source.trim_start_matches('/'));
+    fields
 }
 
 /// The toolgate input of one item: the `set` fields, then every `input` field the item has,
@@ -330,8 +348,11 @@ pub fn patch_files(patch: &str) -> Vec<PatchFile> {
     let mut current: Option<PatchFile> = None;
     let mut move_target: Option<String> = None;
     for line in patch.lines() {
+        // Codex trims each line before it reads a header (`  *** Add File: x` is one).
         let line = line.strip_suffix('\r').unwrap_or(line);
+        let trimmed = line.trim_start();
         let header = |prefix: &str| {
+            let line = trimmed;
             line.strip_prefix(prefix)
                 .map(str::trim)
                 .filter(|p| !p.is_empty())
@@ -482,6 +503,43 @@ mod tests {
                 (".env", "delete", "", ""),
             ]
         );
+    }
+
+    /// Codex trims a line before it reads a header: an indented header names a file too.
+    #[test]
+    fn an_indented_header_names_a_file() {
+        let patch = "*** Begin Patch\n*** Add File: src/a.rs\n+x\n  *** Add File: .git/config\n+y\n\t*** Delete File: .env\n\u{a0}*** Update File: policies/p.yaml\n*** End Patch\n";
+        let paths: Vec<String> = patch_files(patch).into_iter().map(|f| f.path).collect();
+        assert_eq!(
+            paths,
+            ["src/a.rs", ".git/config", ".env", "policies/p.yaml"]
+        );
+    }
+
+    /// An element's field that the call gives too is judged with both values, and no item
+    /// carries the list it was split from.
+    #[test]
+    fn an_item_is_judged_with_the_call_s_fields_and_its_own() {
+        let mapping: ToolMapping = serde_json::from_value(json!({
+            "tool": "Edit",
+            "each": { "items": "edits" },
+            "input": { "file_path": "file_path", "old_string": "old_string" }
+        }))
+        .unwrap();
+        let input = json!({
+            "file_path": ".env",
+            "edits": [
+                { "file_path": "src/x.rs", "old_string": "a" },
+                { "old_string": "b" }
+            ]
+        });
+        let items = split(&mapping, &input).unwrap();
+        let paths: Vec<&str> = items
+            .iter()
+            .map(|(_, item)| item["file_path"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, [".env", "src/x.rs", ".env"]);
+        assert!(items.iter().all(|(_, item)| item.get("edits").is_none()));
     }
 
     #[test]

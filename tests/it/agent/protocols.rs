@@ -56,6 +56,8 @@ fn codex_pre_tool_use_and_permission_request() {
             "pre_tool_use_rm_rf",
             "pre_tool_use_apply_patch_denied",
             "pre_tool_use_apply_patch",
+            "pre_tool_use_apply_patch_indented_header",
+            "pre_tool_use_bash_workdir",
             "pre_tool_use_npm_install",
             "pre_tool_use_spawn_agent",
             "permission_request_bash",
