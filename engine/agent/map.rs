@@ -252,6 +252,34 @@ fn fields(mapping: &ToolMapping, item: &Value) -> Result<Value, String> {
 }
 
 /// `text` as one single-quoted shell word.
+/// Calls made in the agent's working folder `cwd` when that is not the workspace root: a
+/// command is judged as `cd '<cwd>' && <command>`, and a relative `file_path` or `path` as
+/// one under `cwd` (where the agent's tool takes it).
+pub fn in_folder(calls: Vec<MappedCall>, cwd: &str, root: &str) -> Vec<MappedCall> {
+    if cwd.trim_end_matches('/') == root.trim_end_matches('/') {
+        return calls;
+    }
+    calls
+        .into_iter()
+        .map(|mut call| {
+            if let Value::Object(fields) = &mut call.input {
+                if let Some(Value::String(command)) = fields.get_mut("command") {
+                    *command = format!("cd {} && {command}", shell_quote(cwd));
+                }
+                for field in ["file_path", "path"] {
+                    if let Some(Value::String(path)) = fields.get_mut(field)
+                        && !path.is_empty()
+                        && !path.starts_with(['/', '~', '$'])
+                    {
+                        *path = format!("{}/{path}", cwd.trim_end_matches('/'));
+                    }
+                }
+            }
+            call
+        })
+        .collect()
+}
+
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }

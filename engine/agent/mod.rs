@@ -329,6 +329,14 @@ pub async fn decide(
         }
         Mapped::Calls { mapping, calls } => (mapping, calls),
     };
+    let calls = match &payload.cwd {
+        Some(cwd) => map::in_folder(
+            calls,
+            &cwd.to_string_lossy(),
+            snapshot.match_ctx.workspace_root(),
+        ),
+        None => calls,
+    };
     let toolgate_tools = distinct_tools(snapshot, &calls);
     let call_id = payload.tool_use_id.as_deref().unwrap_or("call");
     let batch_id = payload.session_id.as_deref().unwrap_or("hook");

@@ -34,6 +34,7 @@ fn claude_code_pre_tool_use_permission_request_and_post_tool_use() {
             "pre_tool_use_read_env",
             "pre_tool_use_read_source",
             "pre_tool_use_multi_edit",
+            "pre_tool_use_in_a_subfolder",
             "pre_tool_use_unknown_tool",
             "pre_tool_use_mcp",
             "pre_tool_use_plan_mode",
