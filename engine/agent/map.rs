@@ -482,13 +482,16 @@ fn finish(
 /// punctuation of the sentence around them is not part of them.
 pub fn urls(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
-    let mut rest = text;
+    // Schemes are found in any case (`HTTPS://`), as a fetcher reads them; the URL is kept
+    // as written. (ASCII lowercasing keeps every byte offset.)
+    let lower = text.to_ascii_lowercase();
+    let mut at = 0;
     while let Some(start) = ["http://", "https://"]
         .iter()
-        .filter_map(|scheme| rest.find(scheme))
+        .filter_map(|scheme| lower[at..].find(scheme))
         .min()
     {
-        let tail = &rest[start..];
+        let tail = &text[at + start..];
         let end = tail
             .find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '\'' | '`'))
             .unwrap_or(tail.len());
@@ -496,7 +499,7 @@ pub fn urls(text: &str) -> Vec<String> {
         if url.len() > "https://".len() - 1 && !found.iter().any(|f| f == url) {
             found.push(url.to_owned());
         }
-        rest = &tail[end.max(1)..];
+        at += start + end.max(1);
     }
     found
 }
@@ -585,6 +588,13 @@ mod tests {
             ["https://example.com/a?b=1", "http://x.org/y"]
         );
         assert!(urls("no links here").is_empty());
+        assert_eq!(
+            urls("see https://docs.example.com/a HTTPS://evil.example.net/x?d=1"),
+            [
+                "https://docs.example.com/a",
+                "HTTPS://evil.example.net/x?d=1"
+            ]
+        );
     }
 
     #[test]
