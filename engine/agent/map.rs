@@ -231,7 +231,7 @@ fn fields(mapping: &ToolMapping, item: &Value) -> Result<Value, String> {
         let command = match (folder, out.get("command")) {
             (Value::String(folder), _) if folder.is_empty() => None,
             (Value::String(folder), Some(Value::String(command))) => {
-                Some(format!("cd {} && {command}", shell_quote(folder)))
+                Some(behind_cd(folder, command))
             }
             (Value::String(_), _) => {
                 return Err(format!(
@@ -264,7 +264,7 @@ pub fn in_folder(calls: Vec<MappedCall>, cwd: &str, root: &str) -> Vec<MappedCal
         .map(|mut call| {
             if let Value::Object(fields) = &mut call.input {
                 if let Some(Value::String(command)) = fields.get_mut("command") {
-                    *command = format!("cd {} && {command}", shell_quote(cwd));
+                    *command = behind_cd(cwd, command);
                 }
                 for field in ["file_path", "path"] {
                     if let Some(Value::String(path)) = fields.get_mut(field)
@@ -278,6 +278,11 @@ pub fn in_folder(calls: Vec<MappedCall>, cwd: &str, root: &str) -> Vec<MappedCal
             call
         })
         .collect()
+}
+
+/// `command` as run in `folder`: `cd '<folder>' && <command>`.
+fn behind_cd(folder: &str, command: &str) -> String {
+    format!("cd {} && {command}", shell_quote(folder))
 }
 
 fn shell_quote(text: &str) -> String {
