@@ -49,7 +49,6 @@ pub(super) enum Transparency {
 }
 
 /// Option syntax of one wrapper.
-#[derive(Default)]
 struct OptionSpec {
     /// Short options without an argument.
     short_flags: &'static str,
@@ -67,11 +66,26 @@ struct OptionSpec {
     numeric_short: bool,
 }
 
+impl OptionSpec {
+    /// No options at all.
+    const NONE: Self = Self {
+        short_flags: "",
+        short_with_arg: "",
+        short_optional_arg: "",
+        long_flags: &[],
+        long_with_arg: &[],
+        long_optional_arg: &[],
+        numeric_short: false,
+    };
+}
+
 /// Parsed options: name (`-x` or `--name`) and literal argument, if any.
 struct Scanned {
     options: Vec<(String, Option<String>)>,
     /// Index of the first operand in the scanned words.
     operands: usize,
+    /// Whether the options ended with `--` (everything after it is an operand).
+    ended_by_dashes: bool,
 }
 
 impl Scanned {
@@ -111,6 +125,7 @@ fn scan_options(
     spec: &OptionSpec,
 ) -> Result<Scanned, UnresolvedReason> {
     let mut options = Vec::new();
+    let mut ended_by_dashes = false;
     let mut i = 0;
     while let Some(word) = words.get(i) {
         let Some(text) = word.literal() else {
@@ -122,6 +137,7 @@ fn scan_options(
         };
         if text == "--" {
             i += 1;
+            ended_by_dashes = true;
             break;
         }
         if !text.starts_with('-') || text == "-" {
@@ -184,6 +200,7 @@ fn scan_options(
     Ok(Scanned {
         options,
         operands: i,
+        ended_by_dashes,
     })
 }
 
@@ -205,74 +222,11 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
     let result = match base {
         "env" => env(args),
         "command" => command_builtin(args),
-        "builtin" => prefix(
-            base,
-            args,
-            &OptionSpec::default(),
-            Transparency::Transparent,
-        ),
-        "exec" => prefix(
-            base,
-            args,
-            &OptionSpec {
-                short_flags: "cl",
-                short_with_arg: "a",
-                ..OptionSpec::default()
-            },
-            Transparency::Transparent,
-        ),
-        "nohup" => prefix(
-            base,
-            args,
-            &OptionSpec::default(),
-            Transparency::Transparent,
-        ),
-        "nice" => prefix(
-            base,
-            args,
-            &OptionSpec {
-                short_with_arg: "n",
-                long_with_arg: &["adjustment"],
-                numeric_short: true,
-                ..OptionSpec::default()
-            },
-            Transparency::Transparent,
-        ),
         "timeout" => timeout(args),
-        "stdbuf" => prefix(
-            base,
-            args,
-            &OptionSpec {
-                short_with_arg: "ioe",
-                long_with_arg: &["input", "output", "error"],
-                ..OptionSpec::default()
-            },
-            Transparency::Transparent,
-        ),
         "time" => time(args),
         "xargs" => xargs(args),
         "sudo" => sudo(args),
-        "doas" => prefix(
-            base,
-            args,
-            &OptionSpec {
-                short_flags: "nsL",
-                short_with_arg: "uC",
-                ..OptionSpec::default()
-            },
-            Transparency::Runner,
-        ),
         "find" => find(args),
-        "setsid" => prefix(
-            base,
-            args,
-            &OptionSpec {
-                short_flags: "cfw",
-                long_flags: &["ctty", "fork", "wait"],
-                ..OptionSpec::default()
-            },
-            Transparency::Runner,
-        ),
         // `busybox APPLET args…` runs the applet; `busybox --list` and the like run nothing.
         "busybox" => match args.first().and_then(Word::literal) {
             Some(applet) if !applet.starts_with('-') => Ok(wraps(
@@ -288,7 +242,16 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
             shell(base, args)
         }
         "trap" => trap(args),
-        _ => Ok(Analysis::NotAWrapper),
+        "watch" => watch(args),
+        "flock" => flock(args),
+        "su" | "runuser" => switch_user(base, args),
+        "sg" => sg(args),
+        "script" => script(args),
+        "strace" => strace(args),
+        _ => match PREFIXES.iter().find(|p| p.name == base) {
+            Some(wrapper) => wrapper.analyse(args),
+            None => Ok(Analysis::NotAWrapper),
+        },
     };
     match result {
         Ok(Analysis::Wraps {
@@ -340,14 +303,742 @@ fn wraps(
     }
 }
 
-/// Wrappers of the form `wrapper [options] command args…`.
-fn prefix(wrapper: &str, args: &[Word], spec: &OptionSpec, transparency: Transparency) -> Outcome {
-    let scanned = scan_options(wrapper, args, spec)?;
+/// Operands a [`Prefix`] wrapper takes before the command.
+#[derive(Clone, Copy)]
+enum Leading {
+    None,
+    /// One operand (`taskset MASK`, `chroot NEWROOT`, `faketime TIMESTAMP`).
+    One,
+    /// A priority that may be left out (`chrt [PRIORITY] command`): skipped when it is a
+    /// number.
+    Number,
+}
+
+/// A wrapper of the form `wrapper [options] [leading operand] command args…`, described by
+/// its manual page's options.
+struct Prefix {
+    name: &'static str,
+    options: OptionSpec,
+    leading: Leading,
+    /// Options with which it runs no command but acts on a process (`ionice -p PID`).
+    inspecting: &'static [&'static str],
+    transparency: Transparency,
+}
+
+impl Prefix {
+    fn analyse(&self, args: &[Word]) -> Outcome {
+        let scanned = scan_options(self.name, args, &self.options)?;
+        if scanned.has(self.inspecting) {
+            return Ok(Analysis::NotAWrapper);
+        }
+        let mut rest = &args[scanned.operands..];
+        match self.leading {
+            Leading::None => {}
+            Leading::One => match rest.split_first() {
+                Some((first, tail)) if first.literal().is_some() => rest = tail,
+                Some(_) => return Err(malformed(self.name)),
+                None => return Ok(Analysis::NotAWrapper),
+            },
+            Leading::Number => {
+                if let Some((first, tail)) = rest.split_first() {
+                    match first.literal() {
+                        Some(text) if text.parse::<u32>().is_ok() => rest = tail,
+                        Some(_) => {}
+                        None => return Err(malformed(self.name)),
+                    }
+                }
+            }
+        }
+        Ok(wraps(
+            self.name,
+            rest.to_vec(),
+            Vec::new(),
+            self.transparency,
+        ))
+    }
+}
+
+/// Wrappers of the form `wrapper [options] command args…`. Transparent ones only change how
+/// the command is scheduled or buffered; runners change who runs it, where, or what it can
+/// reach (another root, namespaces, a proxy, a privileged user).
+const PREFIXES: &[Prefix] = &[
+    Prefix {
+        name: "builtin",
+        options: OptionSpec::NONE,
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "exec",
+        options: OptionSpec {
+            short_flags: "cl",
+            short_with_arg: "a",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "nohup",
+        options: OptionSpec::NONE,
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "nice",
+        options: OptionSpec {
+            short_with_arg: "n",
+            long_with_arg: &["adjustment"],
+            numeric_short: true,
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "stdbuf",
+        options: OptionSpec {
+            short_with_arg: "ioe",
+            long_with_arg: &["input", "output", "error"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "ionice",
+        options: OptionSpec {
+            short_flags: "t",
+            short_with_arg: "cnpPu",
+            long_flags: &["ignore"],
+            long_with_arg: &["class", "classdata", "pid", "pgid", "uid"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &["-p", "--pid", "-P", "--pgid", "-u", "--uid"],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "taskset",
+        options: OptionSpec {
+            short_flags: "acp",
+            long_flags: &["all-tasks", "cpu-list", "pid"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::One,
+        inspecting: &["-p", "--pid"],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "chrt",
+        options: OptionSpec {
+            short_flags: "abdefimoprRv",
+            short_with_arg: "TPD",
+            long_flags: &[
+                "all-tasks",
+                "batch",
+                "deadline",
+                "ext",
+                "fifo",
+                "idle",
+                "max",
+                "other",
+                "pid",
+                "rr",
+                "reset-on-fork",
+                "verbose",
+            ],
+            long_with_arg: &["sched-runtime", "sched-period", "sched-deadline"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::Number,
+        inspecting: &["-p", "--pid", "-m", "--max"],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "numactl",
+        options: OptionSpec {
+            short_flags: "alsHb",
+            short_with_arg: "imNCpPw",
+            long_flags: &["all", "localalloc", "show", "hardware", "balancing"],
+            long_with_arg: &[
+                "interleave",
+                "membind",
+                "cpunodebind",
+                "physcpubind",
+                "preferred",
+                "preferred-many",
+                "weighted-interleave",
+            ],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &["-s", "--show", "-H", "--hardware"],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "prlimit",
+        options: OptionSpec {
+            short_with_arg: "po",
+            short_optional_arg: "cdefilmnqrstuvxy",
+            long_flags: &["noheadings", "raw", "verbose"],
+            long_with_arg: &["pid", "output"],
+            long_optional_arg: &[
+                "core",
+                "data",
+                "nice",
+                "fsize",
+                "sigpending",
+                "memlock",
+                "rss",
+                "nofile",
+                "msgqueue",
+                "rtprio",
+                "stack",
+                "cpu",
+                "nproc",
+                "as",
+                "locks",
+                "rttime",
+            ],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &["-p", "--pid"],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "caffeinate",
+        options: OptionSpec {
+            short_flags: "disum",
+            short_with_arg: "tw",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "unbuffer",
+        options: OptionSpec {
+            short_flags: "p",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "catchsegv",
+        options: OptionSpec::NONE,
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "faketime",
+        options: OptionSpec {
+            short_flags: "mf",
+            long_flags: &["exclude-monotonic", "disable-shm"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::One,
+        inspecting: &[],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "ssh-agent",
+        options: OptionSpec {
+            short_flags: "cDdsk",
+            short_with_arg: "aEOPt",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &["-k"],
+        transparency: Transparency::Transparent,
+    },
+    Prefix {
+        name: "doas",
+        options: OptionSpec {
+            short_flags: "nsL",
+            short_with_arg: "uC",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "pkexec",
+        options: OptionSpec {
+            long_flags: &["disable-internal-agent", "keep-cwd"],
+            long_with_arg: &["user"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "setsid",
+        options: OptionSpec {
+            short_flags: "cfw",
+            long_flags: &["ctty", "fork", "wait"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "chroot",
+        options: OptionSpec {
+            long_flags: &["skip-chdir"],
+            long_with_arg: &["userspec", "groups"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::One,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "unshare",
+        options: OptionSpec {
+            short_flags: "frcl",
+            short_with_arg: "RwSG",
+            short_optional_arg: "muinpUCT",
+            long_flags: &["fork", "map-root-user", "map-current-user", "map-auto"],
+            long_with_arg: &[
+                "root",
+                "wd",
+                "setuid",
+                "setgid",
+                "propagation",
+                "setgroups",
+                "map-user",
+                "map-group",
+                "map-users",
+                "map-groups",
+                "monotonic",
+                "boottime",
+            ],
+            long_optional_arg: &[
+                "mount",
+                "uts",
+                "ipc",
+                "net",
+                "pid",
+                "user",
+                "cgroup",
+                "time",
+                "kill-child",
+                "mount-proc",
+            ],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "nsenter",
+        options: OptionSpec {
+            short_flags: "aFWZ",
+            short_with_arg: "tSG",
+            short_optional_arg: "muinpUCTrw",
+            long_flags: &["all", "no-fork", "preserve-credentials", "follow-context"],
+            long_with_arg: &["target", "setuid", "setgid"],
+            long_optional_arg: &[
+                "mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "root", "wd",
+            ],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "setpriv",
+        options: OptionSpec {
+            long_flags: &[
+                "clear-groups",
+                "keep-groups",
+                "init-groups",
+                "reset-env",
+                "no-new-privs",
+            ],
+            long_with_arg: &[
+                "reuid",
+                "regid",
+                "ruid",
+                "euid",
+                "rgid",
+                "egid",
+                "groups",
+                "inh-caps",
+                "ambient-caps",
+                "bounding-set",
+                "securebits",
+                "pdeathsig",
+                "selinux-label",
+                "apparmor-profile",
+            ],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "systemd-run",
+        options: OptionSpec {
+            short_flags: "rqtPGSd",
+            short_with_arg: "HMupE",
+            long_flags: &[
+                "user",
+                "system",
+                "scope",
+                "remain-after-exit",
+                "quiet",
+                "pty",
+                "pipe",
+                "collect",
+                "shell",
+                "same-dir",
+                "no-block",
+                "wait",
+                "no-ask-password",
+                "send-sighup",
+            ],
+            long_with_arg: &[
+                "host",
+                "machine",
+                "unit",
+                "property",
+                "description",
+                "slice",
+                "uid",
+                "gid",
+                "nice",
+                "working-directory",
+                "setenv",
+                "service-type",
+                "on-active",
+                "on-boot",
+                "on-startup",
+                "on-unit-active",
+                "on-unit-inactive",
+                "on-calendar",
+            ],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "torsocks",
+        options: OptionSpec {
+            short_flags: "idq",
+            short_with_arg: "upaP",
+            long_flags: &["isolate", "debug", "quiet"],
+            long_with_arg: &["user", "pass", "address", "port"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "proxychains",
+        options: OptionSpec {
+            short_flags: "q",
+            short_with_arg: "f",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "proxychains4",
+        options: OptionSpec {
+            short_flags: "q",
+            short_with_arg: "f",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+];
+
+/// Reads options anywhere among the words, as GNU `getopt` does unless told otherwise
+/// (`su root -c CMD`); the operands are returned in order. Stops at `--`.
+fn scan_permuted<'w>(
+    wrapper: &str,
+    words: &'w [Word],
+    spec: &OptionSpec,
+) -> Result<(Scanned, Vec<&'w Word>), UnresolvedReason> {
+    let mut options = Vec::new();
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let scanned = scan_options(wrapper, &words[i..], spec)?;
+        options.extend(scanned.options);
+        i += scanned.operands;
+        if scanned.ended_by_dashes {
+            operands.extend(&words[i..]);
+            break;
+        }
+        if let Some(operand) = words.get(i) {
+            operands.push(operand);
+            i += 1;
+        }
+    }
+    let scanned = Scanned {
+        options,
+        operands: 0,
+        ended_by_dashes: true,
+    };
+    Ok((scanned, operands))
+}
+
+/// `watch [options] command…`: the words are joined with spaces and run by `sh -c`, or run
+/// as they are with `-x`.
+fn watch(args: &[Word]) -> Outcome {
+    let spec = OptionSpec {
+        short_flags: "bcCegprtwx",
+        short_with_arg: "nq",
+        short_optional_arg: "d",
+        long_flags: &[
+            "beep", "color", "no-color", "errexit", "chgexit", "precise", "no-rerun", "no-title",
+            "no-wrap", "exec",
+        ],
+        long_with_arg: &["interval", "equexit"],
+        long_optional_arg: &["differences"],
+        ..OptionSpec::NONE
+    };
+    let scanned = scan_options("watch", args, &spec)?;
+    let words = &args[scanned.operands..];
+    if words.is_empty() {
+        return Ok(Analysis::NotAWrapper);
+    }
+    if scanned.has(&["-x", "--exec"]) {
+        return Ok(wraps(
+            "watch",
+            words.to_vec(),
+            Vec::new(),
+            Transparency::Transparent,
+        ));
+    }
+    Ok(Analysis::Script {
+        runner: "watch".to_owned(),
+        script: literal_script("watch", words)?,
+        transparency: Transparency::Transparent,
+    })
+}
+
+/// `flock [options] FILE command…`, `flock [options] FILE -c script`, `flock [options] FD`.
+/// The lock file is created when it is missing, so `flock` is a runner.
+fn flock(args: &[Word]) -> Outcome {
+    let spec = OptionSpec {
+        short_flags: "sexnouFhV",
+        short_with_arg: "wEc",
+        long_flags: &[
+            "shared",
+            "exclusive",
+            "unlock",
+            "nonblock",
+            "nb",
+            "close",
+            "no-fork",
+            "verbose",
+        ],
+        long_with_arg: &["timeout", "wait", "conflict-exit-code", "command"],
+        ..OptionSpec::NONE
+    };
+    let scanned = scan_options("flock", args, &spec)?;
+    let Some((_file, rest)) = args[scanned.operands..].split_first() else {
+        return Ok(Analysis::NotAWrapper);
+    };
+    let command = match rest.first().and_then(Word::literal) {
+        Some("-c" | "--command") => Some(rest.get(1).ok_or_else(|| malformed("flock"))?),
+        _ => None,
+    };
+    if let Some(script) = command {
+        return Ok(Analysis::Script {
+            runner: "flock".to_owned(),
+            script: literal_script("flock", std::slice::from_ref(script))?,
+            transparency: Transparency::Runner,
+        });
+    }
+    if let Some((_, script)) = scanned.last(&["-c", "--command"]) {
+        // `-c` before the file: GNU flock rejects it, but a script is a script.
+        let script = script.ok_or_else(|| UnresolvedReason::DynamicScript {
+            runner: "flock".to_owned(),
+        })?;
+        return Ok(Analysis::Script {
+            runner: "flock".to_owned(),
+            script: script.to_owned(),
+            transparency: Transparency::Runner,
+        });
+    }
     Ok(wraps(
-        wrapper,
+        "flock",
+        rest.to_vec(),
+        Vec::new(),
+        Transparency::Runner,
+    ))
+}
+
+/// `su [options] [-] [user [args…]]` and `runuser`: `-c script` runs a script in the user's
+/// shell; `runuser -u user command…` runs a command. Options may come after the user.
+fn switch_user(runner: &str, args: &[Word]) -> Outcome {
+    let spec = OptionSpec {
+        short_flags: "flmpPT",
+        short_with_arg: "cgGswu",
+        long_flags: &["fast", "login", "preserve-environment", "pty"],
+        long_with_arg: &[
+            "command",
+            "session-command",
+            "group",
+            "supp-group",
+            "shell",
+            "whitelist-environment",
+            "user",
+        ],
+        ..OptionSpec::NONE
+    };
+    if runner == "runuser" {
+        let scanned = scan_options(runner, args, &spec)?;
+        if scanned.has(&["-u", "--user"]) && !scanned.has(&["-c", "--command"]) {
+            return Ok(wraps(
+                runner,
+                args[scanned.operands..].to_vec(),
+                Vec::new(),
+                Transparency::Runner,
+            ));
+        }
+    }
+    let (scanned, operands) = scan_permuted(runner, args, &spec)?;
+    if scanned.has(&["-s", "--shell"]) {
+        // Another shell reads the script, with its own start-up files.
+        return Err(unknown(runner, "--shell"));
+    }
+    let mut operands = operands.as_slice();
+    if operands.first().and_then(|w| w.literal()) == Some("-") {
+        operands = &operands[1..];
+    }
+    if let Some((_, script)) = scanned.last(&["-c", "--command", "--session-command"]) {
+        let script = script.ok_or_else(|| UnresolvedReason::DynamicScript {
+            runner: runner.to_owned(),
+        })?;
+        if operands.len() > 1 {
+            // More operands are the script's own arguments; they are harmless, but a
+            // second `-c` among them is not told apart here.
+            return Err(malformed(runner));
+        }
+        return Ok(Analysis::Script {
+            runner: runner.to_owned(),
+            script: script.to_owned(),
+            transparency: Transparency::Runner,
+        });
+    }
+    if operands.len() > 1 {
+        // The operands after the user are given to the user's shell.
+        return Err(malformed(runner));
+    }
+    Ok(Analysis::NotAWrapper)
+}
+
+/// `sg [-] [group [-c] command]`: the command is run by `sh -c`.
+fn sg(args: &[Word]) -> Outcome {
+    let mut rest = args;
+    if rest.first().and_then(Word::literal) == Some("-") {
+        rest = &rest[1..];
+    }
+    let Some((_group, rest)) = rest.split_first() else {
+        return Ok(Analysis::NotAWrapper);
+    };
+    let rest = match rest.first().and_then(Word::literal) {
+        Some("-c") => &rest[1..],
+        _ => rest,
+    };
+    if rest.is_empty() {
+        return Ok(Analysis::NotAWrapper);
+    }
+    Ok(Analysis::Script {
+        runner: "sg".to_owned(),
+        script: literal_script("sg", rest)?,
+        transparency: Transparency::Runner,
+    })
+}
+
+/// `script [options] [file]`: `-c script` runs a script in a shell, and the session is
+/// written to the file (`typescript` by default), so `script` is a runner. Without `-c` it
+/// starts an interactive shell. BSD `script` takes a command after the file.
+fn script(args: &[Word]) -> Outcome {
+    let spec = OptionSpec {
+        short_flags: "aefqhV",
+        short_with_arg: "cBIOTmoE",
+        short_optional_arg: "t",
+        long_flags: &["append", "return", "flush", "force", "quiet"],
+        long_with_arg: &[
+            "command",
+            "log-io",
+            "log-in",
+            "log-out",
+            "log-timing",
+            "logging-format",
+            "output-limit",
+            "echo",
+        ],
+        long_optional_arg: &["timing"],
+        ..OptionSpec::NONE
+    };
+    let (scanned, operands) = scan_permuted("script", args, &spec)?;
+    if operands.len() > 1 {
+        return Err(malformed("script"));
+    }
+    match scanned.last(&["-c", "--command"]) {
+        Some((_, Some(script))) => Ok(Analysis::Script {
+            runner: "script".to_owned(),
+            script: script.to_owned(),
+            transparency: Transparency::Runner,
+        }),
+        Some((_, None)) => Err(UnresolvedReason::DynamicScript {
+            runner: "script".to_owned(),
+        }),
+        None => Ok(Analysis::NotAWrapper),
+    }
+}
+
+/// `strace [options] command…`: a runner (it can write its log anywhere with `-o`, and
+/// `-o '|cmd'` pipes the log to a command).
+fn strace(args: &[Word]) -> Outcome {
+    let spec = OptionSpec {
+        short_flags: "cCdDfFhiknqrtTvVwxyzZ",
+        short_with_arg: "abeEIoOpPsSuUX",
+        ..OptionSpec::NONE
+    };
+    let scanned = scan_options("strace", args, &spec)?;
+    if let Some((_, output)) = scanned.last(&["-o"]) {
+        match output {
+            Some(file) if !file.starts_with(['|', '!']) => {}
+            _ => return Err(unknown("strace", "-o")),
+        }
+    }
+    Ok(wraps(
+        "strace",
         args[scanned.operands..].to_vec(),
         Vec::new(),
-        transparency,
+        Transparency::Runner,
     ))
 }
 
@@ -402,7 +1093,7 @@ fn env(args: &[Word]) -> Outcome {
         long_flags: &["ignore-environment", "null", "debug"],
         long_with_arg: &["unset", "chdir", "split-string"],
         long_optional_arg: &["block-signal", "default-signal", "ignore-signal"],
-        ..OptionSpec::default()
+        ..OptionSpec::NONE
     };
     let scanned = scan_options("env", args, &spec)?;
     if scanned.has(&["-S", "--split-string"]) {
@@ -420,7 +1111,7 @@ fn env(args: &[Word]) -> Outcome {
 fn command_builtin(args: &[Word]) -> Outcome {
     let spec = OptionSpec {
         short_flags: "pvV",
-        ..OptionSpec::default()
+        ..OptionSpec::NONE
     };
     let scanned = scan_options("command", args, &spec)?;
     if scanned.has(&["-v", "-V"]) {
@@ -441,7 +1132,7 @@ fn timeout(args: &[Word]) -> Outcome {
         short_with_arg: "sk",
         long_flags: &["preserve-status", "foreground", "verbose"],
         long_with_arg: &["signal", "kill-after"],
-        ..OptionSpec::default()
+        ..OptionSpec::NONE
     };
     let scanned = scan_options("timeout", args, &spec)?;
     // The first operand is the duration.
@@ -465,7 +1156,7 @@ fn time(args: &[Word]) -> Outcome {
         short_with_arg: "fo",
         long_flags: &["portability", "verbose", "quiet", "append"],
         long_with_arg: &["format", "output"],
-        ..OptionSpec::default()
+        ..OptionSpec::NONE
     };
     let scanned = scan_options("time", args, &spec)?;
     // `-o FILE` writes a file, so `time` must then be allowed itself.
@@ -505,7 +1196,7 @@ fn xargs(args: &[Word]) -> Outcome {
             "process-slot-var",
         ],
         long_optional_arg: &["max-lines", "replace", "eof"],
-        ..OptionSpec::default()
+        ..OptionSpec::NONE
     };
     let scanned = scan_options("xargs", args, &spec)?;
     let mut words = args[scanned.operands..].to_vec();
@@ -591,7 +1282,7 @@ fn sudo(args: &[Word]) -> Outcome {
             "user",
         ],
         long_optional_arg: &["preserve-env"],
-        ..OptionSpec::default()
+        ..OptionSpec::NONE
     };
     let scanned = scan_options("sudo", args, &spec)?;
     let (assignments, words) = assignments_then_command(&args[scanned.operands..]);
@@ -780,7 +1471,7 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
 fn trap(args: &[Word]) -> Outcome {
     let spec = OptionSpec {
         short_flags: "lp",
-        ..OptionSpec::default()
+        ..OptionSpec::NONE
     };
     let scanned = scan_options("trap", args, &spec)?;
     if scanned.has(&["-l", "-p"]) {
@@ -968,6 +1659,71 @@ mod tests {
             (&["/usr/bin/nice", "rm"], "R:rm"),
             (&["/bin/sh", "-c", "rm"], "RS:rm"),
             (&["nice", "timeout", "5", "rm"], "T:timeout 5 rm"),
+            (&["ionice", "-c", "3", "rm", "-rf", "/"], "T:rm -rf /"),
+            (&["ionice", "-p", "42"], "-"),
+            (&["taskset", "-c", "0-2", "rm", "x"], "T:rm x"),
+            (&["taskset", "-p", "0x3", "42"], "-"),
+            (
+                &["taskset", "$MASK", "rm"],
+                "U:cannot tell which command `taskset` runs",
+            ),
+            (&["chrt", "-f", "10", "rm", "x"], "T:rm x"),
+            (&["chrt", "--idle", "rm", "x"], "T:rm x"),
+            (&["chrt", "-m"], "-"),
+            (&["numactl", "--interleave=all", "rm"], "T:rm"),
+            (&["numactl", "-N", "0", "-m", "0", "rm"], "T:rm"),
+            (&["prlimit", "--nofile=1024", "rm"], "T:rm"),
+            (&["faketime", "2020-01-01", "rm", "x"], "T:rm x"),
+            (&["unbuffer", "-p", "rm"], "T:rm"),
+            (&["caffeinate", "-i", "-t", "60", "rm"], "T:rm"),
+            (&["ssh-agent", "bash", "-c", "rm"], "T:bash -c rm"),
+            (&["pkexec", "--user", "root", "rm"], "R:rm"),
+            (&["chroot", "/srv/root", "rm", "-rf", "/"], "R:rm -rf /"),
+            (&["chroot", "--userspec=1:1", "/srv/root"], "-"),
+            (&["unshare", "-r", "--mount", "-f", "rm"], "R:rm"),
+            (&["unshare", "--net=/run/ns", "rm"], "R:rm"),
+            (&["nsenter", "-t", "1", "-m", "rm"], "R:rm"),
+            (&["setpriv", "--reuid=0", "--init-groups", "rm"], "R:rm"),
+            (&["systemd-run", "--user", "-p", "X=1", "rm"], "R:rm"),
+            (&["torsocks", "rm"], "R:rm"),
+            (&["proxychains4", "-q", "-f", "p.conf", "rm"], "R:rm"),
+            (&["strace", "-f", "-o", "log", "rm"], "R:rm"),
+            (
+                &["strace", "-o", "|sh", "rm"],
+                "U:`strace` option `-o` is not understood",
+            ),
+            (&["watch", "-n", "1", "rm -rf /"], "TS:rm -rf /"),
+            (&["watch", "rm", "-rf", "/"], "TS:rm -rf /"),
+            (&["watch", "-x", "rm", "x"], "T:rm x"),
+            (
+                &["watch", "$X"],
+                "U:the script given to `watch` is not a literal",
+            ),
+            (&["flock", "/tmp/l", "rm", "x"], "R:rm x"),
+            (&["flock", "-n", "/tmp/l", "-c", "rm -rf /"], "RS:rm -rf /"),
+            (&["flock", "9"], "-"),
+            (&["su", "-c", "rm -rf /"], "RS:rm -rf /"),
+            (&["su", "root", "-c", "rm -rf /"], "RS:rm -rf /"),
+            (&["su", "-", "root", "--command=rm x"], "RS:rm x"),
+            (&["su", "root"], "-"),
+            (
+                &["su", "root", "--", "-c", "rm"],
+                "U:cannot tell which command `su` runs",
+            ),
+            (
+                &["runuser", "-u", "nobody", "--", "rm", "-rf", "/"],
+                "R:rm -rf /",
+            ),
+            (&["runuser", "-l", "nobody", "-c", "rm x"], "RS:rm x"),
+            (&["sg", "wheel", "rm -rf /"], "RS:rm -rf /"),
+            (&["sg", "-", "wheel", "-c", "rm x"], "RS:rm x"),
+            (&["script", "-qc", "rm -rf /", "/dev/null"], "RS:rm -rf /"),
+            (&["script", "/dev/null", "-c", "rm x"], "RS:rm x"),
+            (&["script", "out.log"], "-"),
+            (
+                &["script", "/dev/null", "rm", "x"],
+                "U:cannot tell which command `script` runs",
+            ),
         ];
         for (words, expected) in table {
             assert_eq!(
