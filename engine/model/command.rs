@@ -12,9 +12,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommandsSection {
-    /// Environment variables by name. A `harmless` variable set before a command
-    /// (`RUST_BACKTRACE=1 cargo test`) does not change what an allow rule decides; any other
-    /// assignment must be spelled out by the rule's pattern.
+    /// Environment variables by name, or by a pattern where `*` stands for any characters
+    /// and case is ignored (`"*_TOKEN"`; a name listed exactly wins over patterns, and the
+    /// first pattern that matches over later ones). A `harmless` variable set
+    /// before a command (`RUST_BACKTRACE=1 cargo test`) does not change what an allow rule
+    /// decides; any other assignment must be spelled out by the rule's pattern. A line that
+    /// expands a `secret` variable asks.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub env: IndexMap<String, EnvVar>,
     /// The tools whose rules judge the files a shell command reads and writes: a file
@@ -36,6 +39,9 @@ pub enum EnvVar {
     /// Changes what the command does (`LD_PRELOAD`, `GIT_DIR`, `PAGER`): only a pattern that
     /// names it allows it. The same as not listing the variable; useful to document it.
     Effective,
+    /// Holds a secret (a token, a password): a command line that expands it (`echo
+    /// $GITHUB_TOKEN`, `curl -H "Authorization: $API_KEY" …`) asks, whatever the rules.
+    Secret,
 }
 
 /// The tools that judge a shell command's file operands.

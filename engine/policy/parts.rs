@@ -39,8 +39,8 @@ use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
 use super::shell::{
-    InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand, Word,
-    WordKind, split_word, unquoted_expansions,
+    Found, InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
+    Word, WordKind, split_word, unquoted_expansions,
 };
 use crate::model::command::Role;
 use crate::model::resolved::ResolvedConcurrency;
@@ -217,6 +217,16 @@ fn decide_line(
             Some(&unresolved.text),
             format!("`{}`: {}", unresolved.text, unresolved.reason),
         ));
+    }
+    for name in &script.variables {
+        if table.secret_env(name) {
+            parts.push(PartOutcome::analysis(
+                None,
+                format!(
+                    "the line expands `${name}`, which holds a secret (`env` in the command table)"
+                ),
+            ));
+        }
     }
     for construct in &script.constructs {
         parts.push(PartOutcome::analysis(
@@ -576,9 +586,9 @@ fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Ve
     }
     let mut values = Vec::new();
     for raw in expand_braces(&word.raw)? {
-        let mut nested = Vec::new();
-        let parts = split_word(&raw, &mut nested).map_err(|e| e.message)?;
-        if !nested.is_empty() {
+        let mut found = Found::default();
+        let parts = split_word(&raw, &mut found).map_err(|e| e.message)?;
+        if !found.substitutions.is_empty() {
             return Err(
                 "its command substitution is only known when it runs, so the file cannot be judged"
                     .to_owned(),

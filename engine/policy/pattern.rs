@@ -49,7 +49,7 @@ use crate::model::command::Effect;
 use super::commands::{Analysed, CommandFacts, CommandTable, EffectFrom, PatternWord};
 use super::mode::MatchMode;
 use super::shell::{
-    ConstructKind, Expansion, Part, Quoting, Role, ShellParseError, SimpleCommand,
+    ConstructKind, Expansion, Found, Part, Quoting, Role, ShellParseError, SimpleCommand,
     UnresolvedReason, Word, WordKind, parse_tokens, split_word, tokenize, unquoted_expansions,
 };
 
@@ -621,9 +621,9 @@ fn single_simple_command(
 /// Compiles one pattern word into a token.
 fn compile_token(raw: &str, offset: Option<usize>) -> Result<Token, PatternSyntaxError> {
     let at = |inner: usize| offset.map(|o| o + inner);
-    let mut nested = Vec::new();
+    let mut found = Found::default();
     let parts =
-        split_word(raw, &mut nested).map_err(|err| PatternSyntaxError::new(offset, err.message))?;
+        split_word(raw, &mut found).map_err(|err| PatternSyntaxError::new(offset, err.message))?;
     for part in &parts {
         if let Part::Expansion {
             expansion, start, ..

@@ -30,6 +30,8 @@ pub struct CommandTable {
     id: u64,
     programs: HashMap<String, CompiledProgram>,
     env: HashMap<String, EnvVar>,
+    /// Variables given by a pattern (`*_TOKEN`), upper-cased.
+    env_patterns: Vec<(String, EnvVar)>,
     /// The tool that judges files read.
     pub read_tool: Option<String>,
     /// The tool that judges files written.
@@ -72,6 +74,27 @@ pub struct OptionInfo {
     /// What using it does.
     pub effects: Vec<Effect>,
     replaces_first_operand: bool,
+}
+
+/// Whether `text` matches `pattern`, where `*` stands for any characters.
+fn wildcard(pattern: &str, text: &str) -> bool {
+    let mut pieces = pattern.split('*');
+    let first = pieces.next().unwrap_or_default();
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        // No `*`: the whole text must be the pattern.
+        return rest.is_empty();
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 fn next_id() -> u64 {
@@ -252,7 +275,14 @@ impl CommandTable {
             env: section
                 .env
                 .iter()
+                .filter(|(name, _)| !name.contains('*'))
                 .map(|(name, kind)| (name.clone(), *kind))
+                .collect(),
+            env_patterns: section
+                .env
+                .iter()
+                .filter(|(name, _)| name.contains('*'))
+                .map(|(name, kind)| (name.to_ascii_uppercase(), *kind))
                 .collect(),
             read_tool: tools.and_then(|t| t.read.clone()),
             write_tool: tools.and_then(|t| t.write.clone()),
@@ -265,14 +295,35 @@ impl CommandTable {
         self.id
     }
 
+    /// What the table says of the variable `name`: its entry by name, else the first
+    /// pattern it matches (ignoring case).
+    fn env_kind(&self, name: &str) -> Option<EnvVar> {
+        if let Some(kind) = self.env.get(name) {
+            return Some(*kind);
+        }
+        if self.env_patterns.is_empty() {
+            return None;
+        }
+        let upper = name.to_ascii_uppercase();
+        self.env_patterns
+            .iter()
+            .find(|(pattern, _)| wildcard(pattern, &upper))
+            .map(|(_, kind)| *kind)
+    }
+
     /// Whether an environment variable set before a command is harmless.
     pub fn harmless_env(&self, name: &str) -> bool {
-        self.env.get(name) == Some(&EnvVar::Harmless)
+        self.env_kind(name) == Some(EnvVar::Harmless)
     }
 
     /// Whether the table names setting `name` as changing what commands do.
     fn effective_env(&self, name: &str) -> bool {
-        self.env.get(name) == Some(&EnvVar::Effective)
+        self.env_kind(name) == Some(EnvVar::Effective)
+    }
+
+    /// Whether the variable `name` holds a secret.
+    pub fn secret_env(&self, name: &str) -> bool {
+        self.env_kind(name) == Some(EnvVar::Secret)
     }
 
     /// What `command` does, read with the table.
@@ -719,6 +770,39 @@ pub enum PatternWord<'a> {
 mod tests {
     use super::*;
     use crate::policy::shell::parse_script;
+
+    #[test]
+    fn environment_variables_are_named_or_matched_by_patterns() {
+        let section: CommandsSection = serde_json::from_value(serde_json::json!({
+            "env": {"TOKENIZERS_PARALLELISM": "harmless", "*TOKEN*": "secret", "*_ID": "harmless", "DB_URL": "secret"}
+        }))
+        .expect("section");
+        let table = CommandTable::new(&section);
+        for (name, secret, harmless) in [
+            ("GITHUB_TOKEN", true, false),
+            ("github_token", true, false),
+            ("TOKEN", true, false),
+            ("TOKENIZERS_PARALLELISM", false, true),
+            ("DB_URL", true, false),
+            ("CLIENT_ID", false, true),
+            ("TOKEN_ID", true, false),
+            ("HOME", false, false),
+        ] {
+            assert_eq!(table.secret_env(name), secret, "{name}");
+            assert_eq!(table.harmless_env(name), harmless, "{name}");
+        }
+        for (pattern, text, matches) in [
+            ("*_TOKEN", "A_TOKEN", true),
+            ("*_TOKEN", "A_TOKENS", false),
+            ("A*B*C", "AXBYC", true),
+            ("A*B*C", "ABC", true),
+            ("A*B*C", "AC", false),
+            ("AB*BA", "ABA", false),
+            ("*", "", true),
+        ] {
+            assert_eq!(wildcard(pattern, text), matches, "{pattern} {text}");
+        }
+    }
 
     /// A few programs, spelled as in `policies/commands.yaml` (the shipped table is tested
     /// through the engine in the integration tests).

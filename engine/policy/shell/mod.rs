@@ -67,7 +67,7 @@ use thiserror::Error;
 
 pub use walk::parse_script;
 pub(crate) use walk::{byte_offset, parse_tokens, tokenize};
-pub(crate) use word::{Part, Quoting, split_word, unquoted_expansions};
+pub(crate) use word::{Found, Part, Quoting, split_word, unquoted_expansions};
 
 /// How deep scripts may nest inside each other (substitutions, `eval`, `sh -c`, wrappers).
 /// Deeper input is refused rather than half-analysed.
@@ -92,6 +92,8 @@ pub struct Script {
     /// commands hidden in variables through array subscripts, so an allow rule never
     /// approves them.
     pub constructs: Vec<Construct>,
+    /// The name of every variable the line expands, once each, in the order first seen.
+    pub variables: Vec<String>,
 }
 
 /// One simple command: assignments, words and redirections.

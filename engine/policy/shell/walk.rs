@@ -14,7 +14,9 @@ use brush_parser::ast::{
 };
 use brush_parser::{ParseError, Token, TokenizerError};
 
-use super::word::{PARSER_OPTIONS, is_plain, scan_heredoc, scan_text, split_word, word_from_parts};
+use super::word::{
+    Found, PARSER_OPTIONS, is_plain, scan_heredoc, scan_text, split_word, word_from_parts,
+};
 use super::wrappers::{self, Analysis, Transparency};
 use super::{
     Construct, ConstructKind, EnvAssignment, Expansion, InputFrom, MAX_SCRIPT_DEPTH,
@@ -387,13 +389,19 @@ impl Walker<'_> {
 
     /// Scans expanded free text (arithmetic) for substitutions.
     fn text(&mut self, text: &str) -> Walked {
-        let mut nested = Vec::new();
-        scan_text(text, &mut nested)?;
-        self.substitutions(nested)
+        let mut found = Found::default();
+        scan_text(text, &mut found)?;
+        self.found(found)
     }
 
-    fn substitutions(&mut self, nested: Vec<String>) -> Walked {
-        for source in nested {
+    /// Records the variables a word expands and walks its command substitutions.
+    fn found(&mut self, found: Found) -> Walked {
+        for name in found.variables {
+            if !self.script.variables.contains(&name) {
+                self.script.variables.push(name);
+            }
+        }
+        for source in found.substitutions {
             self.nested(&source, Origin::CommandSubstitution)?;
         }
         Ok(())
@@ -408,9 +416,9 @@ impl Walker<'_> {
         if is_plain(raw) {
             return Ok(Word::literal_from(raw, raw));
         }
-        let mut nested = Vec::new();
-        let parts = split_word(raw, &mut nested)?;
-        self.substitutions(nested)?;
+        let mut found = Found::default();
+        let parts = split_word(raw, &mut found)?;
+        self.found(found)?;
         Ok(word_from_parts(raw, &parts))
     }
 
@@ -479,10 +487,11 @@ impl Walker<'_> {
             IoRedirect::OutputAndError(word, _) => output_effect(self.word(word)?),
             IoRedirect::HereDocument(_, document) => {
                 let text = if document.requires_expansion {
-                    let mut nested = Vec::new();
-                    scan_heredoc(&document.doc.value, &mut nested)?;
-                    let literal = nested.is_empty() && !document.doc.value.contains('$');
-                    self.substitutions(nested)?;
+                    let mut found = Found::default();
+                    scan_heredoc(&document.doc.value, &mut found)?;
+                    let literal =
+                        found.substitutions.is_empty() && !document.doc.value.contains('$');
+                    self.found(found)?;
                     literal.then(|| document.doc.value.clone())
                 } else {
                     Some(document.doc.value.clone())
@@ -778,6 +787,18 @@ fn output_effect(target: Word) -> RedirectEffect {
 mod tests {
     use super::super::WordKind;
     use super::*;
+
+    /// The variables a line expands are those bash expands: in double quotes, operands,
+    /// here-documents, substitutions and scripts given to a shell, not in single quotes.
+    #[test]
+    fn records_the_variables_a_line_expands() {
+        let variables = |line: &str| parse_script(line).expect("parses").variables;
+        assert_eq!(variables("echo $A \"${B:-$C}\" '$D' \\$E"), ["A", "B", "C"]);
+        assert_eq!(variables("cat <<EOF\n$F ${G[1]}\nEOF"), ["F", "G"]);
+        assert_eq!(variables("cat <<'EOF'\n$H\nEOF"), Vec::<String>::new());
+        assert_eq!(variables("echo $(echo $I) && sh -c 'echo $J'"), ["I", "J"]);
+        assert_eq!(variables("echo $1 $@ $? ${#K[@]}"), ["K"]);
+    }
 
     /// Renders a script compactly, one entry per command: origin tag (`L` line, `C` command
     /// substitution, `P` process substitution, `S` script argument, `W` wrapped), `*` for a

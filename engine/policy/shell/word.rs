@@ -65,13 +65,19 @@ pub(crate) enum Strength {
     Opaque,
 }
 
-/// Splits a raw word into parts, pushing the source of every command substitution found in
-/// it onto `nested`.
-pub(crate) fn split_word(
-    raw: &str,
-    nested: &mut Vec<String>,
-) -> Result<Vec<Part>, ShellParseError> {
-    split_word_at_depth(raw, nested, 0)
+/// What a word's expansions reach besides its own value.
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    /// The source of every command substitution.
+    pub substitutions: Vec<String>,
+    /// The name of every variable expanded (`$NAME`, `${NAME…}`, also inside operands).
+    pub variables: Vec<String>,
+}
+
+/// Splits a raw word into parts, recording in `found` the source of every command
+/// substitution and the name of every variable found in it.
+pub(crate) fn split_word(raw: &str, found: &mut Found) -> Result<Vec<Part>, ShellParseError> {
+    split_word_at_depth(raw, found, 0)
 }
 
 /// Whether a word is made only of characters the shell never treats specially inside a
@@ -90,7 +96,7 @@ pub(crate) fn is_plain(raw: &str) -> bool {
 
 fn split_word_at_depth(
     raw: &str,
-    nested: &mut Vec<String>,
+    found: &mut Found,
     depth: usize,
 ) -> Result<Vec<Part>, ShellParseError> {
     if is_plain(raw) {
@@ -110,7 +116,7 @@ fn split_word_at_depth(
         .map_err(|err| ShellParseError::new(format!("cannot parse word `{raw}`: {err}"), None))?;
     let mut splitter = Splitter {
         parts: Vec::new(),
-        nested,
+        found,
         depth,
     };
     for piece in &pieces {
@@ -120,13 +126,13 @@ fn split_word_at_depth(
 }
 
 /// Scans a here-document body (expanded like a double-quoted string, without quote
-/// removal) for command substitutions.
-pub(crate) fn scan_heredoc(body: &str, nested: &mut Vec<String>) -> Result<(), ShellParseError> {
+/// removal) for command substitutions and variables.
+pub(crate) fn scan_heredoc(body: &str, found: &mut Found) -> Result<(), ShellParseError> {
     let pieces = brush_parser::word::parse_heredoc(body, &PARSER_OPTIONS)
         .map_err(|err| ShellParseError::new(format!("cannot parse here-document: {err}"), None))?;
     let mut splitter = Splitter {
         parts: Vec::new(),
-        nested,
+        found,
         depth: 0,
     };
     for piece in &pieces {
@@ -136,16 +142,16 @@ pub(crate) fn scan_heredoc(body: &str, nested: &mut Vec<String>) -> Result<(), S
 }
 
 /// Scans free text that the shell expands (an arithmetic expression) for substitutions.
-pub(crate) fn scan_text(text: &str, nested: &mut Vec<String>) -> Result<(), ShellParseError> {
+pub(crate) fn scan_text(text: &str, found: &mut Found) -> Result<(), ShellParseError> {
     if text.trim().is_empty() {
         return Ok(());
     }
-    split_word(text, nested).map(|_| ())
+    split_word(text, found).map(|_| ())
 }
 
 struct Splitter<'n> {
     parts: Vec<Part>,
-    nested: &'n mut Vec<String>,
+    found: &'n mut Found,
     depth: usize,
 }
 
@@ -204,7 +210,7 @@ impl Splitter<'_> {
             }
             WordPiece::CommandSubstitution(source)
             | WordPiece::BackquotedCommandSubstitution(source) => {
-                self.nested.push(source.clone());
+                self.found.substitutions.push(source.clone());
                 self.expansion(Expansion::CommandSubstitution, Strength::Dynamic, start);
             }
             WordPiece::EscapeSequence(sequence) => {
@@ -236,7 +242,7 @@ impl Splitter<'_> {
         if operand.is_empty() {
             return Ok(Strength::Dynamic);
         }
-        let parts = split_word_at_depth(operand, self.nested, self.depth + 1)?;
+        let parts = split_word_at_depth(operand, self.found, self.depth + 1)?;
         Ok(parts
             .iter()
             .filter_map(|part| match part {
@@ -397,11 +403,13 @@ impl Splitter<'_> {
     /// subscript is evaluated arithmetically).
     fn parameter(&mut self, parameter: &Parameter) -> Result<Option<Expansion>, ShellParseError> {
         match parameter {
-            Parameter::Positional(_)
-            | Parameter::Special(_)
-            | Parameter::Named(_)
-            | Parameter::NamedWithAllIndices { .. } => Ok(None),
-            Parameter::NamedWithIndex { index, .. } => {
+            Parameter::Positional(_) | Parameter::Special(_) => Ok(None),
+            Parameter::Named(name) | Parameter::NamedWithAllIndices { name, .. } => {
+                self.found.variables.push(name.clone());
+                Ok(None)
+            }
+            Parameter::NamedWithIndex { index, name } => {
+                self.found.variables.push(name.clone());
                 if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) {
                     Ok(None)
                 } else {
@@ -605,9 +613,9 @@ mod tests {
     use super::*;
 
     fn word(raw: &str) -> (WordKind, Vec<String>) {
-        let mut nested = Vec::new();
-        let parts = split_word(raw, &mut nested).unwrap();
-        (word_from_parts(raw, &parts).kind, nested)
+        let mut found = Found::default();
+        let parts = split_word(raw, &mut found).unwrap();
+        (word_from_parts(raw, &parts).kind, found.substitutions)
     }
 
     fn lit(s: &str) -> WordKind {
@@ -691,7 +699,6 @@ mod tests {
             "a,b",
             "100%",
         ] {
-            let mut nested = Vec::new();
             let pieces = brush_parser::word::parse(raw, &PARSER_OPTIONS).unwrap();
             let via_grammar: String = pieces
                 .iter()
@@ -704,8 +711,9 @@ mod tests {
             if is_plain(raw) {
                 assert_eq!(word(raw).0, WordKind::Literal(raw.to_owned()), "word {raw}");
             }
-            split_word(raw, &mut nested).unwrap();
-            assert!(nested.is_empty());
+            let mut found = Found::default();
+            split_word(raw, &mut found).unwrap();
+            assert!(found.substitutions.is_empty());
         }
         for raw in [
             "", "a b", "~x", "*", "a?", "[a]", "{a,b}", "$x", "'a'", "\\a", "`a`", "@(a)", "é",

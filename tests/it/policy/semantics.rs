@@ -226,6 +226,48 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("operand", "cat $SECRET_FILE", "ask", "analysis"),
         c("operand", "cd $DIR && cat notes", "ask", "analysis"),
         c(
+            "secret variable",
+            "echo $AWS_SECRET_ACCESS_KEY",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "secret variable",
+            "echo \"token: ${GITHUB_TOKEN}\"",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "secret variable",
+            "printf %s \"${OPENAI_API_KEY:-none}\"",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "secret variable",
+            "cat <<EOF\n$NPM_TOKEN\nEOF",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "secret variable",
+            "sh -c 'echo $DB_PASSWORD'",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "secret variable",
+            "echo $(echo $DATABASE_URL)",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "secret variable",
+            "echo \"$HOME $TOKENIZERS_PARALLELISM\"",
+            "allow",
+            "rule:",
+        ),
+        c(
             "operand",
             "cat ~/../../../../../../etc/shadow",
             "deny",
