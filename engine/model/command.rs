@@ -107,6 +107,11 @@ pub struct OptionSpec {
     /// The option takes a value (`-o FILE`, `--output=FILE`), and what the value is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Role>,
+    /// The value is given only attached to the option (`git diff -U5`, `--unified=5`,
+    /// `git log --pretty=oneline`): alone, the option takes none and the next word is an
+    /// operand (`git diff -U .env` reads `.env`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub value_attached: bool,
     /// The option takes a second value (`jq --rawfile NAME FILE`), and what it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub second_value: Option<Role>,

@@ -218,6 +218,16 @@ fn decide_line(
             format!("`{}`: {}", unresolved.text, unresolved.reason),
         ));
     }
+    for name in &script.loop_variables {
+        if table.effective_env(name) {
+            parts.push(PartOutcome::analysis(
+                None,
+                format!(
+                    "a `for` loop sets `{name}`, which changes what later commands do (`env` in the command table)"
+                ),
+            ));
+        }
+    }
     for name in &script.variables {
         if table.secret_env(name) {
             parts.push(PartOutcome::analysis(
@@ -316,13 +326,23 @@ impl Folders {
     /// to a shell (`bash -c 'cd ~ && …'`) or a substitution — since folders only add to where
     /// a path is judged.
     fn follow(&mut self, command: &SimpleCommand, facts: &CommandFacts, home: Option<&str>) {
-        if !matches!(facts.program.as_deref(), Some("cd" | "pushd")) {
-            return;
-        }
-        let target = match facts.operands.first() {
-            None => home.map(|h| vec![h.to_owned()]).ok_or(()),
-            Some(word) if word.literal() == Some("-") => Err(()),
-            Some(word) => word_values(word, home, &self.candidates).map_err(|_| ()),
+        let program = match facts.program.as_deref() {
+            Some(program @ ("cd" | "pushd" | "popd")) => program,
+            _ => return,
+        };
+        // `cd -`, `popd` and `pushd` without a folder (or with `+N`/`-N`) go to a folder of
+        // the shell's history or stack, which the line does not show.
+        let target = match (program, facts.operands.first()) {
+            ("popd", _) | ("pushd", None) => Err(()),
+            (_, None) => home.map(|h| vec![h.to_owned()]).ok_or(()),
+            (_, Some(word))
+                if word.literal() == Some("-")
+                    || (program == "pushd"
+                        && word.literal().is_some_and(|w| w.starts_with(['+', '-']))) =>
+            {
+                Err(())
+            }
+            (_, Some(word)) => word_values(word, home, &self.candidates).map_err(|_| ()),
         };
         self.add(command, target);
     }
@@ -475,12 +495,14 @@ fn judge_files(
                 continue;
             }
         };
-        for value in values {
-            let value = if revision_paths {
-                git_path(&value)
+        let values = values.into_iter().flat_map(|value| {
+            if revision_paths {
+                git_paths(&value)
             } else {
-                value
-            };
+                vec![value]
+            }
+        });
+        for value in values {
             if value.is_empty() {
                 continue;
             }
@@ -534,6 +556,17 @@ fn judge_files(
                 }
             }
         }
+    }
+}
+
+/// The files a git `revision_or_path` operand may read: [`git_path`], and the text after
+/// its last `:` as well, which is the file of a `log -L` range however the range is
+/// written (`-L/re/,+1:file`, `-L:func:file`).
+fn git_paths(value: &str) -> Vec<String> {
+    let path = git_path(value);
+    match value.rsplit_once(':') {
+        Some((_, last)) if !last.is_empty() && last != path => vec![path, last.to_owned()],
+        _ => vec![path],
     }
 }
 

@@ -69,6 +69,8 @@ pub struct OptionInfo {
     pub canonical: String,
     /// What its value is, when it takes one.
     pub value: Option<Role>,
+    /// Whether its value is only given attached (`-U5`, `--unified=5`).
+    value_attached: bool,
     /// What its second value is, when it takes two.
     pub second_value: Option<Role>,
     /// What using it does.
@@ -172,6 +174,7 @@ fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
     OptionInfo {
         canonical: canonical.to_owned(),
         value: spec.value,
+        value_attached: spec.value_attached,
         second_value: spec.second_value,
         effects: spec.effects.clone(),
         replaces_first_operand: spec.replaces_first_operand,
@@ -317,7 +320,7 @@ impl CommandTable {
     }
 
     /// Whether the table names setting `name` as changing what commands do.
-    fn effective_env(&self, name: &str) -> bool {
+    pub fn effective_env(&self, name: &str) -> bool {
         self.env_kind(name) == Some(EnvVar::Effective)
     }
 
@@ -486,10 +489,13 @@ impl CommandTable {
                         None => (value, None),
                     };
                     let info = program.long_option(spelling);
-                    let option_value = match (inline, info.as_ref().and_then(|info| info.value)) {
-                        (Some(inline), _) => Some(Word::literal_from(inline, inline)),
-                        (None, Some(_)) => next_word(&mut i),
-                        (None, None) => None,
+                    let separate = info
+                        .as_ref()
+                        .is_some_and(|info| info.value.is_some() && !info.value_attached);
+                    let option_value = match inline {
+                        Some(inline) => Some(Word::literal_from(inline, inline)),
+                        None if separate => next_word(&mut i),
+                        None => None,
                     };
                     let canonical = info
                         .as_ref()
@@ -508,10 +514,11 @@ impl CommandTable {
                             .map_or_else(|| spelling.clone(), |info| info.canonical.clone());
                         if info.as_ref().is_some_and(|info| info.value.is_some()) {
                             let rest = &value[at + letter.len_utf8()..];
-                            let option_value = if rest.is_empty() {
-                                next_word(&mut i)
-                            } else {
-                                Some(Word::literal_from(rest, rest))
+                            let attached = info.as_ref().is_some_and(|info| info.value_attached);
+                            let option_value = match (rest.is_empty(), attached) {
+                                (false, _) => Some(Word::literal_from(rest, rest)),
+                                (true, false) => next_word(&mut i),
+                                (true, true) => None,
                             };
                             let second = second(&info, &mut i);
                             push(canonical, option_value, second, info);
@@ -545,7 +552,19 @@ impl CommandTable {
         let mut skip_first = false;
         let mut option_values: Vec<RoleWord> = Vec::new();
         for option in &facts.options {
-            let Some(info) = &option.info else { continue };
+            let Some(info) = &option.info else {
+                // An option the table does not know, written `--name=VALUE`: the value may
+                // name a file the program reads (`git blame --ignore-revs-file=.env`), so
+                // it is judged as one, as the same value in the next word would be.
+                if let Some(value) = &option.value {
+                    facts.roles.push(RoleWord {
+                        role: Role::Read,
+                        word: value.clone(),
+                        source: format!("{}={}", option.canonical, value.raw),
+                    });
+                }
+                continue;
+            };
             skip_first |= info.replaces_first_operand;
             for effect in &info.effects {
                 let effect = EffectSource {

@@ -286,6 +286,7 @@ pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
         || program.contains("ARGV")
         || program.contains("ARGC")
         || reads_a_file
+        || indirect_call(program)
     {
         effects.push(Effect::Exec);
     }
@@ -301,11 +302,31 @@ pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
                             || b.is_ascii_alphabetic()
                                 && !program[..at].trim_end().ends_with(['$', ')', ']'])
                     }))
+            // In a `print` statement, `>` redirects output whatever follows (`print > $2`).
+            || (pair[0] == b'>' && pair[1] != b'=' && in_print_statement(&program[..at]))
     });
     if writes {
         effects.push(Effect::Write);
     }
     effects
+}
+
+/// Whether the text before a `>` is inside a `print` or `printf` statement.
+fn in_print_statement(before: &str) -> bool {
+    let start = before.rfind(['{', '}', ';', '\n']).map_or(0, |at| at + 1);
+    before[start..].contains("print")
+}
+
+/// Whether the program calls a function through a variable (gawk's `@name(…)`), whose
+/// name, and so what it does (`system`), is only known when it runs.
+fn indirect_call(program: &str) -> bool {
+    program.match_indices('@').any(|(at, _)| {
+        let name: String = program[at + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        !name.is_empty() && program[at + 1 + name.len()..].trim_start().starts_with('(')
+    })
 }
 
 #[cfg(test)]
@@ -361,6 +382,21 @@ mod tests {
         assert_eq!(awk_effects("{print | \"sh\"}"), [Effect::Exec]);
         assert_eq!(awk_effects("{print > \"out\"}"), [Effect::Write]);
         assert_eq!(awk_effects("@load \"x\"; {print}"), [Effect::Exec]);
+        // Output redirected to a field or a variable, and functions called by name.
+        assert_eq!(awk_effects("{print $1 > $2}"), [Effect::Write]);
+        assert_eq!(awk_effects("{print > $1}"), [Effect::Write]);
+        assert_eq!(
+            awk_effects("{printf \"%s\", $0 > (d \"/x\")}"),
+            [Effect::Write]
+        );
+        assert!(awk_effects("$3 > $2 {print $1}").is_empty());
+        assert!(awk_effects("{if ($2 >= $3) print}").is_empty());
+        assert_eq!(awk_effects("BEGIN{@s(\"id\")}"), [Effect::Exec]);
+        assert_eq!(
+            awk_effects("BEGIN{f=\"sys\" \"tem\"; @f (\"id\")}"),
+            [Effect::Exec]
+        );
+        assert!(awk_effects("{print \"user@host\"}").is_empty());
         assert!(awk_effects("{ while ((getline line) > 0) n++ } END {print n}").is_empty());
         // Files read by the program itself.
         for program in [

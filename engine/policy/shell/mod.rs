@@ -94,6 +94,8 @@ pub struct Script {
     pub constructs: Vec<Construct>,
     /// The name of every variable the line expands, once each, in the order first seen.
     pub variables: Vec<String>,
+    /// The variable of every `for` loop, once each: the loop sets it (`for HOME in …`).
+    pub loop_variables: Vec<String>,
 }
 
 /// One simple command: assignments, words and redirections.

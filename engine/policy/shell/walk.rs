@@ -329,6 +329,11 @@ impl Walker<'_> {
             CompoundCommand::BraceGroup(group) => self.list(&group.list, inherited),
             CompoundCommand::Subshell(subshell) => self.list(&subshell.list, inherited),
             CompoundCommand::ForClause(clause) => {
+                if !self.script.loop_variables.contains(&clause.variable_name) {
+                    self.script
+                        .loop_variables
+                        .push(clause.variable_name.clone());
+                }
                 for value in clause.values.iter().flatten() {
                     self.word(value)?;
                 }

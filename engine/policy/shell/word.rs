@@ -583,8 +583,9 @@ pub(crate) fn decode_ansi_c(body: &str) -> Option<String> {
             _ => return None,
         };
         if decoded == '\0' {
-            // Bash ends the string at a NUL byte; do not model that.
-            return None;
+            // Bash ends the quoted string at a NUL byte (`$'.env\0junk'` is `.env`, and
+            // `x$'\0'y` is `xy`).
+            return Some(out);
         }
         out.push(decoded);
     }
@@ -729,7 +730,9 @@ mod tests {
             ("\\x41\\102\\u00e9", Some("ABé")),
             ("\\t\\'", Some("\t'")),
             ("\\x", None),
-            ("\\0", None),
+            ("\\0", Some("")),
+            (".env\\x00junk", Some(".env")),
+            ("--force\\0", Some("--force")),
             ("\\xff", None),
             ("\\cA", None),
             ("\\", None),
