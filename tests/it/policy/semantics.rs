@@ -940,6 +940,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("echo", "echo hello", "allow"),
     ("echo", "echo ${CDPATH:=/tmp}", "ask"),
     ("true", "true", "allow"),
+    (":", ": noop", "allow"),
     ("false", "false", "allow"),
     ("date", "date -u", "allow"),
     ("date", "date -s tomorrow", "ask"),
@@ -1030,6 +1031,8 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("export", "export 'x[$(id)]=1'", "ask"),
     ("unset", "unset 'x[$(id)]'", "ask"),
     ("read", "read 'x[$(id)]'", "ask"),
+    ("read", "read -r line", "allow"),
+    ("read", "read -r GIT_ASKPASS", "ask"),
     ("mapfile", "mapfile -C 'id' x", "ask"),
     ("tee", "tee out.txt", "ask"),
     ("tee", "tee .env", "deny"),
@@ -1118,10 +1121,12 @@ fn every_program_in_the_command_table_is_judged_by_what_it_does() {
                 && !line.trim_start().starts_with('#')
         })
         .filter_map(|line| {
-            line.trim()
-                .split(':')
-                .next()
-                .map(|name| name.trim_matches('"').to_owned())
+            let line = line.trim();
+            match line.strip_prefix('"') {
+                // A quoted name (`":"`).
+                Some(quoted) => quoted.split('"').next().map(str::to_owned),
+                None => line.split(':').next().map(str::to_owned),
+            }
         })
         .collect();
     assert!(programs.len() > 50, "{programs:?}");
