@@ -181,8 +181,10 @@ fn decide_line(
         let mut outcome = set.decide_whole(call, ctx, default, &mut cache, Some(&part));
         // A wrapper is judged through the command it runs, and a command that hides what it
         // runs through its unresolved entry (below): only a deny or ask aimed at it counts.
-        let judged_elsewhere = command.role == ShellRole::TransparentWrapper
-            || script.unresolved.iter().any(|u| u.text == command.text);
+        let judged_elsewhere = matches!(
+            command.role,
+            ShellRole::TransparentWrapper | ShellRole::Launched
+        ) || script.unresolved.iter().any(|u| u.text == command.text);
         if judged_elsewhere && !(outcome.by_rule && outcome.decision != Decision::Allow) {
             outcome = PartOutcome::neutral();
         }

@@ -869,7 +869,7 @@ impl ShellMatcher {
             match command.role {
                 // Judged through the command it runs (its own entry).
                 Role::TransparentWrapper => continue,
-                Role::Command => {}
+                Role::Command | Role::Launched => {}
             }
             judged += 1;
             if let Some(word) = command

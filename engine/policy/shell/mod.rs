@@ -46,7 +46,9 @@
 //! command, where or when (`sudo`, `doas`, `su -c`, `runuser`, `sg`, `pkexec`, `setsid`,
 //! `chroot`, `unshare`, `nsenter`, `systemd-run`, `flock`, `script -c`, `strace`, `find
 //! -exec`, `trap`, `sh -i -c`, `bash -l -c`) are not transparent: the runner and what it runs
-//! must both be allowed. A wrapper option toolgate does not know, or a script argument that
+//! must both be allowed. Launchers that run a command in a project's environment (`uv run`,
+//! `poetry run`, `bundle exec`, `pnpm exec`, …) are allowed by their own rule: what they run
+//! is [`Role::Launched`], judged by deny and ask rules only. A wrapper option toolgate does not know, or a script argument that
 //! is not a literal, becomes an [`Unresolved`] entry: it never satisfies an allow rule and
 //! always satisfies a deny rule (fail closed). The list is not exhaustive (`ssh`,
 //! `parallel`, `xvfb-run`, … are not unwrapped): a rule that allows such a command with `*`
@@ -159,6 +161,10 @@ pub enum Role {
     /// the wrapped command is its own entry and an allow rule judges that one instead.
     /// Its assignments and redirections are still checked.
     TransparentWrapper,
+    /// A command run by a launcher whose own allow covers it (`uv run`, `poetry run`,
+    /// `bundle exec`): an allow rule need not match it, but deny and ask rules still do, and
+    /// its files are judged.
+    Launched,
 }
 
 /// A shell word after quote removal.

@@ -605,6 +605,16 @@ impl Walker<'_> {
     }
 
     /// Records a simple command and whatever it runs in turn.
+    /// Marks the commands from `first` on as run by a launcher: everything it runs, however
+    /// deep, is covered by the launcher's allow.
+    fn launched(&mut self, first: usize) {
+        for inner in &mut self.script.commands[first..] {
+            if inner.role == Role::Command {
+                inner.role = Role::Launched;
+            }
+        }
+    }
+
     fn add_command(&mut self, command: SimpleCommand) -> Walked {
         if command
             .command_word()
@@ -619,7 +629,7 @@ impl Walker<'_> {
         let mut command = command;
         let transparent = |transparency: Transparency| match transparency {
             Transparency::Transparent => Role::TransparentWrapper,
-            Transparency::Runner => Role::Command,
+            Transparency::Runner | Transparency::Launcher => Role::Command,
         };
         // Only what a wrapper needs is copied: most commands wrap nothing.
         match analysis {
@@ -679,7 +689,12 @@ impl Walker<'_> {
             } => {
                 command.role = transparent(transparency);
                 self.script.commands.push(command);
-                self.nested(&script, Origin::ScriptArgument { runner })
+                let first_inner = self.script.commands.len();
+                self.nested(&script, Origin::ScriptArgument { runner })?;
+                if transparency == Transparency::Launcher {
+                    self.launched(first_inner);
+                }
+                Ok(())
             }
             Analysis::Wraps {
                 wrapper,
@@ -696,6 +711,7 @@ impl Walker<'_> {
                         None,
                     ));
                 }
+                let first_inner = self.script.commands.len();
                 for inner in inners {
                     let mut assignments = outer_assignments.clone();
                     assignments.extend(inner.assignments);
@@ -716,6 +732,9 @@ impl Walker<'_> {
                         origin: walker.origin.clone(),
                         role: Role::Command,
                     })?;
+                }
+                if transparency == Transparency::Launcher {
+                    self.launched(first_inner);
                 }
                 Ok(())
             }
@@ -831,6 +850,7 @@ mod tests {
                     match c.role {
                         Role::Command => "",
                         Role::TransparentWrapper => "*",
+                        Role::Launched => "~",
                     }
                 )];
                 parts.extend(

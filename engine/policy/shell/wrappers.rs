@@ -46,6 +46,9 @@ pub(super) enum Transparency {
     Transparent,
     /// Changes who runs it, when, or with what side effects; both must be allowed.
     Runner,
+    /// Runs a command in a project's environment (`uv run`, `bundle exec`): an allow of the
+    /// launcher covers what it runs, and deny and ask rules see both.
+    Launcher,
 }
 
 /// Option syntax of one wrapper.
@@ -248,6 +251,9 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
         "sg" => sg(args),
         "script" => script(args),
         "strace" => strace(args),
+        "uv" | "poetry" | "pipenv" | "pdm" | "bundle" | "pnpm" | "conda" | "mise" => {
+            launcher(base, args)
+        }
         _ => match PREFIXES.iter().find(|p| p.name == base) {
             Some(wrapper) => wrapper.analyse(args),
             None => Ok(Analysis::NotAWrapper),
@@ -1019,6 +1025,224 @@ fn script(args: &[Word]) -> Outcome {
     }
 }
 
+/// Launchers that run a command in a project's environment (`uv run`, `poetry run`,
+/// `pipenv run`, `pdm run`, `bundle exec`, `pnpm exec`, `conda run`, `mise exec`): what they
+/// run is judged by deny and ask rules, and an allow of the launcher covers it. Their other
+/// subcommands run nothing seen here; a launcher's own option before its subcommand, or one
+/// that is not listed, asks.
+fn launcher(program: &str, args: &[Word]) -> Outcome {
+    let subcommands: &[&str] = match program {
+        "bundle" | "pnpm" => &["exec"],
+        "mise" => &["exec", "x"],
+        _ => &["run"],
+    };
+    let Some((first, rest)) = args.split_first() else {
+        return Ok(Analysis::NotAWrapper);
+    };
+    let Some(first) = first.literal() else {
+        return Err(malformed(program));
+    };
+    if !subcommands.contains(&first) {
+        let launches_later = args
+            .iter()
+            .any(|w| w.literal().is_some_and(|t| subcommands.contains(&t)));
+        return if first.starts_with('-') && launches_later {
+            Err(unknown(program, first))
+        } else {
+            Ok(Analysis::NotAWrapper)
+        };
+    }
+    let spec = match program {
+        "uv" => OptionSpec {
+            short_flags: "qvnUs",
+            short_with_arg: "pPfCim",
+            long_flags: &[
+                "no-project",
+                "isolated",
+                "no-sync",
+                "locked",
+                "frozen",
+                "no-dev",
+                "dev",
+                "all-extras",
+                "no-default-groups",
+                "all-groups",
+                "only-dev",
+                "no-editable",
+                "exact",
+                "active",
+                "no-active",
+                "script",
+                "gui-script",
+                "offline",
+                "no-cache",
+                "refresh",
+                "upgrade",
+                "reinstall",
+                "compile-bytecode",
+                "no-build",
+                "no-binary",
+                "no-build-isolation",
+                "no-progress",
+                "no-config",
+                "no-env-file",
+                "no-python-downloads",
+                "managed-python",
+                "no-managed-python",
+                "preview",
+                "quiet",
+                "verbose",
+                "native-tls",
+                "no-sources",
+                "all-packages",
+            ],
+            long_with_arg: &[
+                "with",
+                "with-editable",
+                "with-requirements",
+                "extra",
+                "group",
+                "only-group",
+                "no-group",
+                "package",
+                "python",
+                "env-file",
+                "directory",
+                "project",
+                "index",
+                "index-url",
+                "default-index",
+                "extra-index-url",
+                "find-links",
+                "upgrade-package",
+                "reinstall-package",
+                "refresh-package",
+                "index-strategy",
+                "keyring-provider",
+                "resolution",
+                "prerelease",
+                "exclude-newer",
+                "link-mode",
+                "config-setting",
+                "python-platform",
+                "cache-dir",
+                "config-file",
+                "color",
+                "allow-insecure-host",
+                "module",
+            ],
+            ..OptionSpec::NONE
+        },
+        "poetry" => OptionSpec {
+            short_flags: "qvn",
+            short_with_arg: "CP",
+            long_flags: &[
+                "quiet",
+                "verbose",
+                "no-interaction",
+                "ansi",
+                "no-ansi",
+                "no-plugins",
+                "no-cache",
+            ],
+            long_with_arg: &["directory", "project"],
+            ..OptionSpec::NONE
+        },
+        "pdm" => OptionSpec {
+            short_flags: "sgvq",
+            short_with_arg: "p",
+            long_flags: &["site-packages", "recreate", "global", "verbose", "quiet"],
+            long_with_arg: &["project", "venv"],
+            ..OptionSpec::NONE
+        },
+        "bundle" => OptionSpec {
+            long_flags: &["keep-file-descriptors"],
+            long_with_arg: &["gemfile"],
+            ..OptionSpec::NONE
+        },
+        "pnpm" => OptionSpec {
+            short_flags: "rcw",
+            short_with_arg: "C",
+            long_flags: &[
+                "recursive",
+                "parallel",
+                "shell-mode",
+                "workspace-root",
+                "report-summary",
+            ],
+            long_with_arg: &["filter", "dir", "resume-from"],
+            ..OptionSpec::NONE
+        },
+        "conda" => OptionSpec {
+            short_flags: "v",
+            short_with_arg: "np",
+            long_flags: &[
+                "no-capture-output",
+                "live-stream",
+                "dev",
+                "debug-wrapper-scripts",
+            ],
+            long_with_arg: &["name", "prefix", "cwd"],
+            ..OptionSpec::NONE
+        },
+        "mise" => OptionSpec {
+            short_with_arg: "Cjc",
+            long_flags: &["raw", "fresh-env"],
+            long_with_arg: &["cd", "jobs", "command"],
+            ..OptionSpec::NONE
+        },
+        _ => OptionSpec::NONE,
+    };
+    let name = format!("{program} {first}");
+    let scanned = scan_options(&name, rest, &spec)?;
+    let mut words = rest[scanned.operands..].to_vec();
+    let shell_text = match program {
+        "pnpm" => scanned.has(&["-c", "--shell-mode"]),
+        "mise" => scanned.has(&["-c", "--command"]),
+        _ => false,
+    };
+    if program == "mise" {
+        if let Some((_, script)) = scanned.last(&["-c", "--command"]) {
+            let script = script.ok_or_else(|| UnresolvedReason::DynamicScript {
+                runner: name.clone(),
+            })?;
+            return Ok(Analysis::Script {
+                runner: name,
+                script: script.to_owned(),
+                transparency: Transparency::Launcher,
+            });
+        }
+        // `mise exec TOOL@VERSION… -- command…`: the command follows `--`.
+        if !scanned.ended_by_dashes {
+            let dashes = words.iter().position(|w| w.literal() == Some("--"));
+            match dashes {
+                Some(at) => words = words[at + 1..].to_vec(),
+                None if words.is_empty() => return Ok(Analysis::NotAWrapper),
+                None => return Err(malformed(&name)),
+            }
+        }
+    }
+    if shell_text {
+        return Ok(Analysis::Script {
+            script: literal_script(&name, &words)?,
+            runner: name,
+            transparency: Transparency::Launcher,
+        });
+    }
+    if let Some((_, module)) = scanned.last(&["-m", "--module"]) {
+        // `uv run -m MODULE args…` runs `python -m MODULE args…`.
+        let module = module.ok_or_else(|| malformed(&name))?;
+        let mut python = vec![
+            Word::literal_from("python", "python"),
+            Word::literal_from("-m", "-m"),
+            Word::literal_from(module, module),
+        ];
+        python.extend(words);
+        words = python;
+    }
+    Ok(wraps(&name, words, Vec::new(), Transparency::Launcher))
+}
+
 /// `strace [options] command…`: a runner (it can write its log anywhere with `-o`, and
 /// `-o '|cmd'` pipes the log to a command).
 fn strace(args: &[Word]) -> Outcome {
@@ -1524,6 +1748,7 @@ mod tests {
         let tag = |t: &Transparency| match t {
             Transparency::Transparent => "T",
             Transparency::Runner => "R",
+            Transparency::Launcher => "L",
         };
         match analysis {
             Analysis::NotAWrapper => "-".to_owned(),
@@ -1724,6 +1949,37 @@ mod tests {
                 &["script", "/dev/null", "rm", "x"],
                 "U:cannot tell which command `script` runs",
             ),
+            (&["uv", "run", "pytest", "-x"], "L:pytest -x"),
+            (
+                &["uv", "run", "--frozen", "--with", "rich", "rm", "-rf", "/"],
+                "L:rm -rf /",
+            ),
+            (
+                &["uv", "run", "-m", "pytest", "tests"],
+                "L:python -m pytest tests",
+            ),
+            (&["uv", "pip", "install", "x"], "-"),
+            (
+                &["uv", "--quiet", "run", "rm"],
+                "U:`uv` option `--quiet` is not understood",
+            ),
+            (
+                &["uv", "run", "--bogus", "rm"],
+                "U:`uv run` option `--bogus` is not understood",
+            ),
+            (&["poetry", "run", "rm", "x"], "L:rm x"),
+            (&["pipenv", "run", "rm", "x"], "L:rm x"),
+            (&["bundle", "exec", "--gemfile=G", "rake"], "L:rake"),
+            (&["pnpm", "exec", "rm", "x"], "L:rm x"),
+            (&["pnpm", "exec", "-c", "rm -rf /"], "LS:rm -rf /"),
+            (&["conda", "run", "-n", "env", "rm"], "L:rm"),
+            (&["mise", "exec", "node@20", "--", "rm", "x"], "L:rm x"),
+            (&["mise", "x", "-c", "rm x"], "LS:rm x"),
+            (
+                &["mise", "exec", "node@20", "rm"],
+                "U:cannot tell which command `mise exec` runs",
+            ),
+            (&["/tmp/uv", "run", "rm"], "R:rm"),
         ];
         for (words, expected) in table {
             assert_eq!(

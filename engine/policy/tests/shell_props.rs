@@ -169,7 +169,7 @@ fn check_line(line: &str) -> Result<(), TestCaseError> {
         );
         match command.role {
             Role::TransparentWrapper => continue,
-            Role::Command => {}
+            Role::Command | Role::Launched => {}
         }
         prop_assert!(
             command.assignments.is_empty(),

@@ -27,7 +27,7 @@ rules:
     tools: [Bash]
     match:
       command:
-        shell: ["git status", "git diff *", "ls *", "cat src/**", "npm test", "cargo test *", "sed -n *", "sort *", "head *", "tail *", "grep *", "echo *", "test *", "cd *"]
+        shell: ["git status", "git diff *", "ls *", "cat src/**", "npm test", "cargo test *", "sed -n *", "sort *", "head *", "tail *", "grep *", "echo *", "test *", "cd *", "uv run *", "bundle exec *"]
     decision: allow
   - name: no-rm-rf
     tools: [Bash]
@@ -306,6 +306,40 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "rule:no-agent-config-writes",
         ),
         c("folder stack", "popd && cat notes", "ask", "analysis"),
+        c("launcher", "uv run pytest -x", "allow", "rule:dev-loop"),
+        c(
+            "launcher",
+            "uv run --frozen nice pytest",
+            "allow",
+            "rule:dev-loop",
+        ),
+        c(
+            "launcher",
+            "bundle exec rake test",
+            "allow",
+            "rule:dev-loop",
+        ),
+        c("launcher", "uv run rm -rf /", "deny", "rule:no-rm-rf"),
+        c("launcher", "uv run cat .env", "deny", "rule:team-secrets"),
+        c(
+            "launcher",
+            "uv run bash -c 'curl x | sh'",
+            "deny",
+            "rule:no-curl",
+        ),
+        c(
+            "launcher",
+            "bundle exec sh -c 'rm -rf /'",
+            "deny",
+            "rule:no-rm-rf",
+        ),
+        c(
+            "launcher",
+            "uv run --env-file .env printenv",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c("launcher", "uv run --bogus pytest", "ask", "analysis"),
         c(
             "listed files",
             "printf 'x\\0' | sort --files0-from=-",
@@ -940,6 +974,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("echo", "echo hello", "allow"),
     ("echo", "echo ${CDPATH:=/tmp}", "ask"),
     ("true", "true", "allow"),
+    ("uv", "uv run --env-file .env pytest", "deny"),
     (":", ": noop", "allow"),
     ("false", "false", "allow"),
     ("date", "date -u", "allow"),
