@@ -32,9 +32,9 @@ use std::sync::Arc;
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::json;
 
-use super::commands::{Analysed, CommandFacts};
+use super::commands::{Analysed, CommandFacts, EffectFrom};
 use super::matcher::ParseCache;
-use super::path::MatchContext;
+use super::path::{Location, MatchContext, locate};
 use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
@@ -42,8 +42,9 @@ use super::shell::{
     Found, InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
     Word, WordKind, split_word, unquoted_expansions,
 };
-use crate::model::command::Role;
+use crate::model::command::{Effect, Role};
 use crate::model::resolved::ResolvedConcurrency;
+use crate::model::rule::WorkspaceSide;
 use crate::model::{Decision, ToolName};
 
 /// How many files one word may expand to before the word is asked instead.
@@ -189,6 +190,17 @@ fn decide_line(
             outcome = PartOutcome::neutral();
         }
         folders.enter(command, facts, home);
+        if runs_folder_code(facts)
+            && let Some(folder) = folders.outside(ctx)
+        {
+            outcome.add_analysis(
+                &command.text,
+                format!(
+                    "`{}` runs in {folder}, outside the workspace, whose configuration can run code (git's `core.fsmonitor` and hooks, package scripts, build scripts)",
+                    command.text
+                ),
+            );
+        }
         if facts.program.as_deref() == Some("git")
             && let Some(repository) = folders.bare_repository()
         {
@@ -382,6 +394,28 @@ impl Folders {
     }
 
     /// `value` taken against every candidate folder.
+    /// A folder the command may run in that lies outside the workspace, as written or
+    /// through its links (or cannot be located), or the `cd` after which the folder is not
+    /// known.
+    fn outside(&self, ctx: &MatchContext) -> Option<String> {
+        if let Some(cd) = &self.lost {
+            return Some(format!("the folder `{cd}` leads to"));
+        }
+        self.candidates
+            .iter()
+            .filter(|folder| **folder != self.root)
+            .find(|folder| match locate(folder, ctx) {
+                Some(Location::Known { written, resolved }) => {
+                    written.workspace_side() == WorkspaceSide::Outside
+                        || resolved
+                            .as_ref()
+                            .is_some_and(|r| r.workspace_side() == WorkspaceSide::Outside)
+                }
+                Some(Location::Unknown { .. }) | None => true,
+            })
+            .map(|folder| format!("`{folder}`"))
+    }
+
     fn resolve(&self, value: &str) -> Vec<String> {
         if value.starts_with('/') {
             return vec![value.to_owned()];
@@ -559,6 +593,16 @@ fn judge_files(
             }
         }
     }
+}
+
+/// Whether a command runs code it finds in the folder it runs in: git (its repository's
+/// `config`), or a program whose table entry runs code (`npm test`, `cargo build`).
+fn runs_folder_code(facts: &CommandFacts) -> bool {
+    facts.program.as_deref() == Some("git")
+        || facts
+            .effects
+            .iter()
+            .any(|e| e.effect == Effect::Exec && e.from == EffectFrom::Program)
 }
 
 /// The files a git `revision_or_path` operand may read: [`git_path`], and the text after

@@ -307,6 +307,15 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("folder stack", "popd && cat notes", "ask", "analysis"),
         c("launcher", "uv run pytest -x", "allow", "rule:dev-loop"),
+        c("foreign folder", "git -C /tmp status", "ask", "analysis"),
+        c("foreign folder", "cd /tmp && git status", "ask", "analysis"),
+        c("foreign folder", "cd .. && cargo test", "ask", "analysis"),
+        c(
+            "foreign folder",
+            "cd src && git status && cargo test",
+            "allow",
+            "rule:dev-loop",
+        ),
         c(
             "launcher",
             "uv run --frozen nice pytest",
