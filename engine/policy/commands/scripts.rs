@@ -43,8 +43,11 @@ pub(super) fn content_effects(
         Role::Variable if effective(variable_name(text)) => vec![effect(Effect::Exec)],
         Role::SedScript => sed_effects(text).into_iter().map(effect).collect(),
         Role::AwkProgram => awk_effects(text).into_iter().map(effect).collect(),
-        // Modules are files read by a path the program names (`import "../x" as $c`).
-        Role::JqProgram if text.contains("import") || text.contains("include") => {
+        // Modules are files read by a path the program names (`import "../x" as $c`), and
+        // `env` / `$ENV` read the environment, secrets included (as awk's `ENVIRON`).
+        Role::JqProgram
+            if text.contains("import") || text.contains("include") || reads_environment(text) =>
+        {
             vec![effect(Effect::Exec)]
         }
         Role::JqProgram => Vec::new(),
@@ -57,6 +60,19 @@ pub(super) fn content_effects(
         | Role::RevisionOrPath
         | Role::Network => Vec::new(),
     }
+}
+
+/// Whether a jq program reads the environment: `$ENV`, or the `env` builtin as a word.
+fn reads_environment(program: &str) -> bool {
+    program.contains("$ENV")
+        || program.match_indices("env").any(|(at, _)| {
+            let before = program[..at].chars().next_back();
+            let after = program[at + 3..].chars().next();
+            let part_of_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+            // `.env` and `"env"` are a key and a string, `$env` a variable.
+            !before.is_some_and(|c| part_of_name(c) || matches!(c, '.' | '$' | '"'))
+                && !after.is_some_and(part_of_name)
+        })
 }
 
 /// The variable a `variable` word names: `NAME`, `NAME=value`, `NAME+=value`.
@@ -371,6 +387,23 @@ mod tests {
         assert_eq!(variable_name("PATH+=/x"), "PATH");
         assert_eq!(variable_name("a[1]=2"), "a");
         assert_eq!(variable_name("HOME"), "HOME");
+    }
+
+    #[test]
+    fn jq_programs_that_read_the_environment() {
+        for (program, reads) in [
+            ("env", true),
+            ("env.HOME", true),
+            ("$ENV.AWS_SECRET_ACCESS_KEY", true),
+            ("[env[]]", true),
+            (".env", false),
+            (".config.env_file", false),
+            ("select(.name == \"env\")", false),
+            ("$env", false),
+            ("environment", false),
+        ] {
+            assert_eq!(reads_environment(program), reads, "{program}");
+        }
     }
 
     #[test]

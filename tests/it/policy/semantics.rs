@@ -1011,6 +1011,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("md5sum", "md5sum src/main.rs", "allow"),
     ("sha256sum", "sha256sum src/main.rs", "allow"),
     ("jq", "jq . src/data.json", "allow"),
+    ("jq", "jq -n env", "ask"),
     ("jq", "jq --rawfile s .env . src/data.json", "deny"),
     (
         "jq",
