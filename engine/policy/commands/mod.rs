@@ -506,7 +506,14 @@ impl CommandTable {
                 OptionStyle::Gnu => {
                     // A cluster of short options (`-rf`, `-n5`, `-uf`).
                     let letters: Vec<(usize, char)> = value.char_indices().skip(1).collect();
+                    // Inside a leading count (`-5`), whose digits are one option.
+                    let mut counting = false;
+                    let mut unknown_seen = false;
                     for (index, &(at, letter)) in letters.iter().enumerate() {
+                        if counting && letter.is_ascii_digit() {
+                            continue;
+                        }
+                        counting = false;
                         let spelling = format!("-{letter}");
                         let info = program.options.get(&spelling).cloned();
                         let canonical = info
@@ -524,10 +531,19 @@ impl CommandTable {
                             push(canonical, option_value, second, info);
                             break;
                         }
-                        push(canonical, None, None, info);
-                        if index == 0 && letter.is_ascii_digit() {
-                            // `-5` (a count), not a cluster.
-                            break;
+                        let rest = &value[at + letter.len_utf8()..];
+                        if index == 0 && letter.is_ascii_digit() && info.is_none() {
+                            // `-5` (a count); letters after it are options (`-5O cmd`).
+                            push(canonical, None, None, info);
+                            counting = true;
+                        } else if info.is_none() && !unknown_seen && !rest.is_empty() {
+                            // An option the table does not know, with letters after it:
+                            // they may be its value (`git blame -S.env`), judged as such
+                            // as well as read as options.
+                            unknown_seen = true;
+                            push(canonical, Some(Word::literal_from(rest, rest)), None, info);
+                        } else {
+                            push(canonical, None, None, info);
                         }
                     }
                 }

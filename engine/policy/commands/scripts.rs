@@ -81,14 +81,18 @@ fn variable_name(text: &str) -> &str {
     &text[..end]
 }
 
-/// The variables a word assigns as it expands: `${NAME:=value}` and `${NAME=value}`.
+/// The variables a word assigns as it expands: `${NAME:=value}`, `${NAME=value}` and the
+/// same of an element, `${NAME[0]:=value}` (element 0 is the variable's value).
 pub(super) fn assigned_variables(raw: &str) -> impl Iterator<Item = &str> {
     raw.match_indices("${").filter_map(|(at, _)| {
         let rest = &raw[at + 2..];
         let end = rest
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .unwrap_or(rest.len());
-        let after = &rest[end..];
+        let mut after = &rest[end..];
+        if let Some(subscript) = after.strip_prefix('[') {
+            after = subscript.split_once(']').map_or("", |(_, tail)| tail);
+        }
         (end > 0 && (after.starts_with(":=") || after.starts_with('='))).then(|| &rest[..end])
     })
 }
@@ -384,6 +388,8 @@ mod tests {
     fn words_that_assign_as_they_expand() {
         let names: Vec<&str> = assigned_variables("${A:=x}${B=y}${C:-z}${D}$E ${F_1:=}").collect();
         assert_eq!(names, ["A", "B", "F_1"]);
+        let names: Vec<&str> = assigned_variables("${CDPATH[0]:=~}${H[1]=x}${K[2]:-z}").collect();
+        assert_eq!(names, ["CDPATH", "H"]);
         assert_eq!(variable_name("PATH+=/x"), "PATH");
         assert_eq!(variable_name("a[1]=2"), "a");
         assert_eq!(variable_name("HOME"), "HOME");

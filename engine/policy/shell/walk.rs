@@ -423,6 +423,7 @@ impl Walker<'_> {
         }
         let mut found = Found::default();
         let parts = split_word(raw, &mut found)?;
+        found.variables.extend(brace_built_names(raw));
         self.found(found)?;
         Ok(word_from_parts(raw, &parts))
     }
@@ -742,6 +743,33 @@ impl Walker<'_> {
     }
 }
 
+/// The variable names a brace expansion right after `$NAME` builds: bash expands braces
+/// first, so `$GITHUB_{TOKEN,}` expands `$GITHUB_TOKEN` and `$GITHUB_`.
+fn brace_built_names(raw: &str) -> Vec<String> {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut names = Vec::new();
+    for (at, _) in raw.match_indices('$') {
+        let rest = &raw[at + 1..];
+        let name_end = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());
+        let Some(braces) = rest[name_end..].strip_prefix('{') else {
+            continue;
+        };
+        if name_end == 0 {
+            continue;
+        }
+        let Some(close) = braces.find('}') else {
+            continue;
+        };
+        for alternative in braces[..close].split([',', '.']) {
+            let tail_end = alternative
+                .find(|c: char| !is_name(c))
+                .unwrap_or(alternative.len());
+            names.push(format!("{}{}", &rest[..name_end], &alternative[..tail_end]));
+        }
+    }
+    names
+}
+
 /// The text a command prints, when it is known: `echo` and `printf` of literal words.
 /// This is what a pipe feeds a shell (`echo 'rm -rf /' | sh`).
 fn printed_text(command: &SimpleCommand) -> Option<String> {
@@ -822,6 +850,10 @@ mod tests {
         assert_eq!(variables("cat <<'EOF'\n$H\nEOF"), Vec::<String>::new());
         assert_eq!(variables("echo $(echo $I) && sh -c 'echo $J'"), ["I", "J"]);
         assert_eq!(variables("echo $1 $@ $? ${#K[@]}"), ["K"]);
+        assert_eq!(
+            variables("echo $GITHUB_{TOKEN,} $A{1..2}"),
+            ["GITHUB_", "GITHUB_TOKEN", "A", "A1", "A2"]
+        );
     }
 
     /// Renders a script compactly, one entry per command: origin tag (`L` line, `C` command

@@ -208,9 +208,13 @@ impl Splitter<'_> {
                     (strength, Some(reason)) => self.expansion(reason, strength, start),
                 }
             }
-            WordPiece::CommandSubstitution(source)
-            | WordPiece::BackquotedCommandSubstitution(source) => {
+            WordPiece::CommandSubstitution(source) => {
                 self.found.substitutions.push(source.clone());
+                self.expansion(Expansion::CommandSubstitution, Strength::Dynamic, start);
+            }
+            WordPiece::BackquotedCommandSubstitution(source) => {
+                let source = unescape_backquoted(source, quoting == Quoting::Quoted);
+                self.found.substitutions.push(source);
                 self.expansion(Expansion::CommandSubstitution, Strength::Dynamic, start);
             }
             WordPiece::EscapeSequence(sequence) => {
@@ -419,6 +423,29 @@ impl Splitter<'_> {
             }
         }
     }
+}
+
+/// The script of a `` `…` `` substitution as bash runs it: a backslash before `$`, `` ` ``
+/// or `\\` (and before `"` inside double quotes) is removed first (`` `cat \$HOME/x` ``
+/// reads `$HOME/x`); other backslashes stay.
+fn unescape_backquoted(source: &str, in_double_quotes: bool) -> String {
+    let mut script = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('$' | '`' | '\\') => {}
+                Some('"') if in_double_quotes => {}
+                _ => script.push(c),
+            }
+            if let Some(next) = chars.next() {
+                script.push(next);
+            }
+            continue;
+        }
+        script.push(c);
+    }
+    script
 }
 
 /// Positions of expansions that are visible only in unquoted text: pathname globs, tilde and
@@ -721,6 +748,21 @@ mod tests {
         ] {
             assert!(!is_plain(raw), "word {raw:?}");
         }
+    }
+
+    #[test]
+    fn backquoted_scripts_lose_the_backslashes_bash_removes() {
+        let substitutions = |raw: &str| {
+            let mut found = Found::default();
+            split_word(raw, &mut found).unwrap();
+            found.substitutions
+        };
+        assert_eq!(substitutions(r"`cat \$HOME/x`"), [r"cat $HOME/x"]);
+        assert_eq!(substitutions(r"`cat \\.env`"), [r"cat \.env"]);
+        assert_eq!(substitutions(r#""`cat \".env\"`""#), [r#"cat ".env""#]);
+        assert_eq!(substitutions(r#"`cat \"x\"`"#), [r#"cat \"x\""#]);
+        assert_eq!(substitutions(r"`echo \n`"), [r"echo \n"]);
+        assert_eq!(substitutions(r"$(cat \$HOME)"), [r"cat \$HOME"]);
     }
 
     #[test]

@@ -251,6 +251,7 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
         "sg" => sg(args),
         "script" => script(args),
         "strace" => strace(args),
+        "faketime" => faketime(args),
         "uv" | "poetry" | "pipenv" | "pdm" | "bundle" | "pnpm" | "conda" | "mise" => {
             launcher(base, args)
         }
@@ -348,7 +349,8 @@ impl Prefix {
             Leading::Number => {
                 if let Some((first, tail)) = rest.split_first() {
                     match first.literal() {
-                        Some(text) if text.parse::<u32>().is_ok() => rest = tail,
+                        // Read as `strtol` reads it: white space before the number.
+                        Some(text) if text.trim_start().parse::<u32>().is_ok() => rest = tail,
                         Some(_) => {}
                         None => return Err(malformed(self.name)),
                     }
@@ -543,17 +545,6 @@ const PREFIXES: &[Prefix] = &[
         name: "catchsegv",
         options: OptionSpec::NONE,
         leading: Leading::None,
-        inspecting: &[],
-        transparency: Transparency::Transparent,
-    },
-    Prefix {
-        name: "faketime",
-        options: OptionSpec {
-            short_flags: "mf",
-            long_flags: &["exclude-monotonic", "disable-shm"],
-            ..OptionSpec::NONE
-        },
-        leading: Leading::One,
         inspecting: &[],
         transparency: Transparency::Transparent,
     },
@@ -1243,6 +1234,30 @@ fn launcher(program: &str, args: &[Word]) -> Outcome {
     Ok(wraps(&name, words, Vec::new(), Transparency::Launcher))
 }
 
+/// `faketime [-m] [-f] [--exclude-monotonic] [--disable-shm] TIMESTAMP command…`: its options
+/// are compared whole, one a word, with no `--` (`faketime -- cat x` runs `cat` at the time
+/// `--`); anything else that looks like an option asks.
+fn faketime(args: &[Word]) -> Outcome {
+    let mut rest = args;
+    while let Some((first, tail)) = rest.split_first() {
+        match first.literal() {
+            Some("-m" | "-f" | "--exclude-monotonic" | "--disable-shm") => rest = tail,
+            Some(text) if text.starts_with('-') => return Err(unknown("faketime", text)),
+            Some(_) => break,
+            None => return Err(malformed("faketime")),
+        }
+    }
+    match rest.split_first() {
+        Some((_timestamp, command)) => Ok(wraps(
+            "faketime",
+            command.to_vec(),
+            Vec::new(),
+            Transparency::Transparent,
+        )),
+        None => Ok(Analysis::NotAWrapper),
+    }
+}
+
 /// `strace [options] command…`: a runner (it can write its log anywhere with `-o`, and
 /// `-o '|cmd'` pipes the log to a command).
 fn strace(args: &[Word]) -> Outcome {
@@ -1423,6 +1438,11 @@ fn xargs(args: &[Word]) -> Outcome {
         ..OptionSpec::NONE
     };
     let scanned = scan_options("xargs", args, &spec)?;
+    if scanned.has(&["--process-slot-var"]) {
+        // Sets a variable of the caller's choosing (`BASH_ENV`, `GIT_CONFIG_GLOBAL`) in
+        // every command it runs.
+        return Err(unknown("xargs", "--process-slot-var"));
+    }
     let mut words = args[scanned.operands..].to_vec();
     if words.is_empty() {
         words.push(Word::literal_from("echo", "echo"));
@@ -1647,18 +1667,33 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
         let Some(cluster) = text.strip_prefix(['-', '+']) else {
             break;
         };
+        let mut named = 0;
         for c in cluster.chars() {
             match c {
                 'c' => command_mode = true,
                 // Interactive and login shells read start-up files that are not visible.
                 'i' | 'l' => transparency = Transparency::Runner,
-                'o' | 'O' => i += 1,
-                'a' | 'b' | 'e' | 'f' | 'h' | 'k' | 'm' | 'n' | 'p' | 't' | 'u' | 'v' | 'x'
-                | 'B' | 'C' | 'E' | 'H' | 'P' | 'T' | 'r' | 's' => {}
+                // `-o NAME` and `-O NAME` take the option's name from the next words.
+                'o' | 'O' => {
+                    named += 1;
+                    let name = args.get(i + named).and_then(Word::literal);
+                    let known = match c {
+                        'o' => SAFE_SET_OPTIONS,
+                        _ => SAFE_SHOPT_OPTIONS,
+                    };
+                    match name {
+                        Some(name) if known.contains(&name) => {}
+                        Some(name) => return Err(unknown(runner, &format!("-{c} {name}"))),
+                        None => return Err(malformed(runner)),
+                    }
+                }
+                // `-k` puts every `NAME=value` word in the command's environment.
+                'a' | 'b' | 'e' | 'f' | 'h' | 'm' | 'n' | 'p' | 't' | 'u' | 'v' | 'x' | 'B'
+                | 'C' | 'E' | 'H' | 'P' | 'T' | 'r' | 's' => {}
                 _ => return Err(unknown(runner, &format!("-{c}"))),
             }
         }
-        i += 1;
+        i += 1 + named;
     }
     if !command_mode {
         // `bash script.sh` runs a file, which cannot be seen: the shell is judged as an
@@ -1690,6 +1725,46 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
         transparency,
     })
 }
+
+/// The `set -o` options a shell given a script may be started with: none changes which
+/// commands run or where (`keyword`, bash's `-k`, puts `NAME=value` words in a command's
+/// environment, and is not among them).
+const SAFE_SET_OPTIONS: &[&str] = &[
+    "allexport",
+    "braceexpand",
+    "errexit",
+    "errtrace",
+    "functrace",
+    "hashall",
+    "ignoreeof",
+    "monitor",
+    "noclobber",
+    "noexec",
+    "noglob",
+    "notify",
+    "nounset",
+    "physical",
+    "pipefail",
+    "posix",
+    "verbose",
+    "xtrace",
+];
+
+/// The `shopt` options likewise (`cdable_vars`, `autocd`, `expand_aliases` and the like
+/// change what a word means and are not among them).
+const SAFE_SHOPT_OPTIONS: &[&str] = &[
+    "dotglob",
+    "extglob",
+    "failglob",
+    "globasciiranges",
+    "globstar",
+    "inherit_errexit",
+    "lastpipe",
+    "nocaseglob",
+    "nocasematch",
+    "nullglob",
+    "xpg_echo",
+];
 
 /// `trap [-lp] [action] [signal…]`: the action runs later, as a script.
 fn trap(args: &[Word]) -> Outcome {
@@ -1899,6 +1974,36 @@ mod tests {
             (&["numactl", "-N", "0", "-m", "0", "rm"], "T:rm"),
             (&["prlimit", "--nofile=1024", "rm"], "T:rm"),
             (&["faketime", "2020-01-01", "rm", "x"], "T:rm x"),
+            (&["faketime", "-f", "-m", "+1d", "rm", "x"], "T:rm x"),
+            (
+                &["faketime", "--", "cat", "echo", ".env"],
+                "U:`faketime` option `--` is not understood",
+            ),
+            (
+                &["faketime", "-mf", "x", "rm"],
+                "U:`faketime` option `-mf` is not understood",
+            ),
+            (&["chrt", "-o", " 0", "rm"], "T:rm"),
+            (
+                &["xargs", "--process-slot-var=BASH_ENV", "bash"],
+                "U:`xargs` option `--process-slot-var` is not understood",
+            ),
+            (
+                &["bash", "-k", "-c", "git status X=1"],
+                "U:`bash` option `-k` is not understood",
+            ),
+            (
+                &["bash", "-o", "keyword", "-c", "x"],
+                "U:`bash` option `-o keyword` is not understood",
+            ),
+            (
+                &["bash", "-O", "cdable_vars", "-c", "x"],
+                "U:`bash` option `-O cdable_vars` is not understood",
+            ),
+            (
+                &["bash", "-eo", "pipefail", "-O", "extglob", "-c", "rm x"],
+                "TS:rm x",
+            ),
             (&["unbuffer", "-p", "rm"], "T:rm"),
             (&["caffeinate", "-i", "-t", "60", "rm"], "T:rm"),
             (&["ssh-agent", "bash", "-c", "rm"], "T:bash -c rm"),
