@@ -112,6 +112,11 @@ pub struct OptionSpec {
     /// operand (`git diff -U .env` reads `.env`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub value_attached: bool,
+    /// With this option the operands have these roles instead of the program's (`sed -i`
+    /// rewrites its files: `[sed_script, write]`; `git diff --no-index` compares folders
+    /// with everything below them: `tree`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operands: Option<Roles>,
     /// The option takes a second value (`jq --rawfile NAME FILE`), and what it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub second_value: Option<Role>,

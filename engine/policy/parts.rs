@@ -428,7 +428,8 @@ impl Folders {
 }
 
 /// The folder git would open as a bare repository when run in `folder`: the first, from
-/// `folder` up, that holds a `HEAD` file beside `objects/` and `refs/` folders — unless one
+/// `folder` up, that holds a `HEAD` file beside `objects/` and `refs/` folders (or beside a
+/// `commondir` file, which points to them elsewhere) — unless one
 /// with a `.git` comes first. Anyone who can write files can lay one out, and git runs
 /// commands its `config` names (`core.fsmonitor`, `core.pager`, hooks). Inside the
 /// workspace the walk stops at its `root`: above it an agent writes nothing unasked.
@@ -441,9 +442,10 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
         if current.join(".git").symlink_metadata().is_ok() {
             return None;
         }
+        // A linked layout (`commondir` naming another folder, as worktrees use) counts too.
         if current.join("HEAD").is_file()
-            && current.join("objects").is_dir()
-            && current.join("refs").is_dir()
+            && ((current.join("objects").is_dir() && current.join("refs").is_dir())
+                || current.join("commondir").is_file())
         {
             return Some(current.display().to_string());
         }
@@ -684,6 +686,17 @@ fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Ve
                 } => {
                     if index == 0 && tilde_at == Some(*start) {
                         let rest = &text[1..];
+                        // `~+` is `$PWD`: the folder the command runs in.
+                        if let Some(after) = rest.strip_prefix('+')
+                            && (after.is_empty() || after.starts_with('/'))
+                        {
+                            match folders {
+                                [folder] => value.push_str(folder),
+                                _ => value.push('.'),
+                            }
+                            value.push_str(after);
+                            continue;
+                        }
                         if !(rest.is_empty() || rest.starts_with('/')) {
                             return Err(format!("`{text}` names another user's home"));
                         }
@@ -984,6 +997,7 @@ mod tests {
         );
         assert_eq!(values("\"${HOME}/x\"").unwrap(), ["/home/dev/x"]);
         assert_eq!(values("\"$PWD/.env\"").unwrap(), ["/ws/.env"]);
+        assert_eq!(values("~+/.env").unwrap(), ["/ws/.env"]);
         assert_eq!(values(".e{n,}v").unwrap(), [".env", ".ev"]);
         assert_eq!(values("f{1..3}").unwrap(), ["f1", "f2", "f3"]);
         assert_eq!(values("'~/x'").unwrap(), ["~/x"]);

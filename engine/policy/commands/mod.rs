@@ -71,6 +71,8 @@ pub struct OptionInfo {
     pub value: Option<Role>,
     /// Whether its value is only given attached (`-U5`, `--unified=5`).
     value_attached: bool,
+    /// The operands' roles when the option is used, in place of the program's.
+    operands: Option<Vec<Role>>,
     /// What its second value is, when it takes two.
     pub second_value: Option<Role>,
     /// What using it does.
@@ -175,6 +177,10 @@ fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
         canonical: canonical.to_owned(),
         value: spec.value,
         value_attached: spec.value_attached,
+        operands: spec
+            .operands
+            .as_ref()
+            .map(|roles| roles.as_slice().to_vec()),
         second_value: spec.second_value,
         effects: spec.effects.clone(),
         replaces_first_operand: spec.replaces_first_operand,
@@ -566,6 +572,7 @@ impl CommandTable {
         }
         // Options: their effects, and their values' roles.
         let mut skip_first = false;
+        let mut operand_roles: &[Role] = &program.roles;
         let mut option_values: Vec<RoleWord> = Vec::new();
         for option in &facts.options {
             let Some(info) = &option.info else {
@@ -582,6 +589,9 @@ impl CommandTable {
                 continue;
             };
             skip_first |= info.replaces_first_operand;
+            if let Some(roles) = &info.operands {
+                operand_roles = roles;
+            }
             for effect in &info.effects {
                 let effect = EffectSource {
                     effect: *effect,
@@ -641,10 +651,9 @@ impl CommandTable {
                     let role = if position + 1 == count && count >= 2 && program.last.is_some() {
                         program.last
                     } else {
-                        program
-                            .roles
+                        operand_roles
                             .get(position + offset)
-                            .or(program.roles.last())
+                            .or(operand_roles.last())
                             .copied()
                     };
                     role.map(|role| RoleWord {

@@ -307,6 +307,43 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("folder stack", "popd && cat notes", "ask", "analysis"),
         c("launcher", "uv run pytest -x", "allow", "rule:dev-loop"),
+        c("tilde", "cat ~+/.env", "deny", "rule:team-secrets"),
+        c(
+            "operands by option",
+            "sed -i s/a/b/ .git/config",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
+        c(
+            "operands by option",
+            "sed -i '$a x' ~/.bashrc",
+            "deny",
+            "rule:no-shell-startup-writes",
+        ),
+        c(
+            "operands by option",
+            "git diff --no-index ~ /tmp",
+            "deny",
+            "rule:no-search-above-secrets",
+        ),
+        c(
+            "operands by option",
+            "install -t .git/hooks src/pre-commit",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
+        c(
+            "operands by option",
+            "ln -t ~ src/.bashrc",
+            "ask",
+            "rule:outside-workspace-writes",
+        ),
+        c(
+            "operands by option",
+            "git format-patch -o .git/hooks HEAD~1",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
         c("foreign folder", "git -C /tmp status", "ask", "analysis"),
         c(
             "backquote",
@@ -1057,6 +1094,8 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("true", "true", "allow"),
     ("uv", "uv run --env-file .env pytest", "deny"),
     (":", ": noop", "allow"),
+    ("split", "split -l1 README.md .git/hooks/pre", "deny"),
+    ("csplit", "csplit -f .git/hooks/pre README.md 2", "deny"),
     ("uname", "uname -a", "allow"),
     ("id", "id -u", "allow"),
     ("whoami", "whoami", "allow"),
@@ -1288,12 +1327,19 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
         "[core]\n\tfsmonitor = \"id > /tmp/pwned; false\"\n",
     )
     .unwrap();
+    // A linked layout: `HEAD` and a `commondir` naming the folder with the config.
+    let linked = ws.root.join("ev/w");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::fs::write(linked.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(linked.join("commondir"), "../../evil\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
     for command in [
         "git -C evil status",
         "cd evil && git status",
         "git --git-dir=evil --work-tree=. status",
         "git -C evil/refs log",
+        "git --git-dir=ev/w status",
+        "cd ev/w && git status",
     ] {
         let (decision, reasons) = decide(&engine, command, &[]);
         assert_eq!(decision, "ask", "{command}: {reasons:?}");
