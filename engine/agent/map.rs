@@ -119,18 +119,42 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
         return Ok(vec![(None, input.clone())]);
     };
     match (&each.items, &each.patch, &each.urls) {
-        (Some(source), None, None) => {
-            let Some(Value::Array(elements)) = get(input, source) else {
+        (Some(sources), None, None) => {
+            let sources = sources.as_slice();
+            let names = sources
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(" or ");
+            let lists: Vec<(&String, &Vec<Value>)> = sources
+                .iter()
+                .filter_map(|source| match get(input, source) {
+                    Some(Value::Array(elements)) => Some((source, elements)),
+                    _ => None,
+                })
+                .collect();
+            if lists.is_empty() {
                 return Err(format!(
-                    "the input has no list `{source}` to judge item by item"
+                    "the input has no list {names} to judge item by item"
                 ));
-            };
-            if elements.is_empty() {
-                return Err(format!("the list `{source}` is empty: nothing to judge"));
             }
-            let shared = without(input, source);
-            let mut items = Vec::with_capacity(elements.len());
-            for (index, element) in elements.iter().enumerate() {
+            if lists.iter().all(|(_, elements)| elements.is_empty()) {
+                return Err(format!("the list {names} is empty: nothing to judge"));
+            }
+            let mut shared = input.clone();
+            for source in sources {
+                shared = Value::Object(without(&shared, source));
+            }
+            let Value::Object(shared) = shared else {
+                return Err("the input is not an object".to_owned());
+            };
+            let mut items = Vec::new();
+            for (source, element, index) in lists.iter().flat_map(|(source, elements)| {
+                elements
+                    .iter()
+                    .enumerate()
+                    .map(move |(index, element)| (*source, element, index))
+            }) {
                 let label = match element {
                     Value::String(text) => text.clone(),
                     _ => format!("{source}[{index}]"),

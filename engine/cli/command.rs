@@ -434,7 +434,9 @@ fn hook_args(global: GlobalOptions, command: Command) -> (GlobalOptions, cli::ho
         unreachable!("hook_args is only called for `hook`")
     };
     use crate::agent::{Fallback, HookOptions};
+    let project_dir = cli::hook::project_dir_from_env(&agent);
     let args = cli::hook::HookArgs {
+        project_dir,
         agent,
         options: HookOptions {
             unknown: match unknown {

@@ -29,6 +29,27 @@ pub struct HookArgs {
     pub decision_log: Option<PathBuf>,
     /// Most bytes read from stdin; a larger payload is refused.
     pub max_input: u64,
+    /// The agent's project folder, as its environment gives it to hooks
+    /// ([`project_dir_from_env`]): the project is found from it rather than from the event's
+    /// `cwd`, which follows the agent's `cd`s.
+    pub project_dir: Option<PathBuf>,
+}
+
+/// The project folder an agent gives its hooks in the environment: `CLAUDE_PROJECT_DIR`
+/// (Claude Code, and Gemini CLI and Qwen Code, which set it too), `GEMINI_PROJECT_DIR`,
+/// `QWEN_PROJECT_DIR`. Only an absolute path to a folder counts.
+pub fn project_dir_from_env(agent: &str) -> Option<PathBuf> {
+    let names: &[&str] = match agent {
+        "gemini" => &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
+        "qwen" => &["QWEN_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
+        "codex" => &[],
+        _ => &["CLAUDE_PROJECT_DIR"],
+    };
+    names
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .find(|dir| dir.is_absolute() && dir.is_dir())
 }
 
 /// Runs one hook: `global` as the flags give it (the project is found from the payload's
@@ -65,9 +86,10 @@ pub fn hook_with(
         Ok(payload) => payload,
         Err(reason) => return agent::unreadable(&reason),
     };
-    let cwd = match &payload.cwd {
-        Some(cwd) => cwd.clone(),
-        None => here.to_owned(),
+    let cwd = match (&args.project_dir, &payload.cwd) {
+        (Some(project), _) => project.clone(),
+        (None, Some(cwd)) => cwd.clone(),
+        (None, None) => here.to_owned(),
     };
     // A relative `cwd` is taken against where the hook was started.
     let cwd = here.join(cwd);

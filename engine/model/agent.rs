@@ -82,6 +82,26 @@ pub struct ToolMapping {
     pub disabled: Option<bool>,
 }
 
+/// The array field, or fields, a call is split by.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ItemFields {
+    /// One field.
+    One(String),
+    /// Several fields, each split in turn.
+    Many(Vec<String>),
+}
+
+impl ItemFields {
+    /// The fields.
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            Self::One(field) => std::slice::from_ref(field),
+            Self::Many(fields) => fields,
+        }
+    }
+}
+
 /// How a call is split into several toolgate calls: exactly one of `items`, `patch` or
 /// `urls`. The field names inside `input` then refer to each item's fields.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -90,9 +110,10 @@ pub struct ToolMapping {
 pub struct Each {
     /// One call per element of this array field (a field name or JSON pointer); an item is
     /// the agent's input with the element's fields (an object element) over it, or with the
-    /// element as `item` (any other element).
+    /// element as `item` (any other element). A list of fields (`[paths, include]`) splits
+    /// each one the input has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub items: Option<String>,
+    pub items: Option<ItemFields>,
     /// One call per file the patch in this field touches (Codex's `apply_patch` format:
     /// `*** Add File:`, `*** Update File:` with `*** Move to:`, `*** Delete File:`). Items
     /// have `path`, `kind` (`add`, `update`, `delete`, `move`), `removed` (the lines taken

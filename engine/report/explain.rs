@@ -284,13 +284,16 @@ fn agent_tools(snapshot: &Snapshot, tool: &str) -> Vec<ExplainAgentTool> {
                 continue;
             }
             let each = mapping.each.as_ref().and_then(|each| {
-                [
-                    ("items", &each.items),
-                    ("patch", &each.patch),
-                    ("urls", &each.urls),
-                ]
-                .into_iter()
-                .find_map(|(kind, field)| field.as_ref().map(|f| format!("{kind} `{f}`")))
+                let items = each.items.as_ref().map(|items| {
+                    let fields: Vec<String> =
+                        items.as_slice().iter().map(|f| format!("`{f}`")).collect();
+                    format!("items {}", fields.join(", "))
+                });
+                items.or_else(|| {
+                    [("patch", &each.patch), ("urls", &each.urls)]
+                        .into_iter()
+                        .find_map(|(kind, field)| field.as_ref().map(|f| format!("{kind} `{f}`")))
+                })
             });
             let pointer = join_pointer(&join_pointer("/agents", agent), "tools");
             out.push(ExplainAgentTool {

@@ -72,6 +72,18 @@ pub fn config() -> &'static Path {
 /// installs the hook trusts the projects the agent works in (`toolgate trust`; the trust
 /// tests cover untrusted projects).
 pub fn run_hook(agent: &str, stdin: &[u8], args: &[&str], hook_args: &[&str]) -> Run {
+    run_hook_with_env(agent, stdin, args, hook_args, &[])
+}
+
+/// [`run_hook`] with `env` set: the agents' project variables (`CLAUDE_PROJECT_DIR`…) are
+/// removed unless given here, so that a test run from inside an agent does not change.
+pub fn run_hook_with_env(
+    agent: &str,
+    stdin: &[u8],
+    args: &[&str],
+    hook_args: &[&str],
+    env: &[(&str, &Path)],
+) -> Run {
     let cwd = serde_json::from_slice::<serde_json::Value>(stdin)
         .ok()
         .and_then(|payload| payload.get("cwd")?.as_str().map(PathBuf::from))
@@ -94,7 +106,11 @@ pub fn run_hook(agent: &str, stdin: &[u8], args: &[&str], hook_args: &[&str]) ->
             .env("TOOLGATE_CONFIG_DIR", config())
             .env("NO_COLOR", "1")
             .env("COLUMNS", "100")
-            .env_remove("TOOLGATE_LOG"),
+            .env_remove("TOOLGATE_LOG")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("GEMINI_PROJECT_DIR")
+            .env_remove("QWEN_PROJECT_DIR")
+            .envs(env.iter().copied()),
         stdin,
     )
 }

@@ -97,6 +97,7 @@ fn qwen_code_pre_tool_use_in_claude_code_format() {
             "pre_tool_use_shell_in_folder",
             "pre_tool_use_read_env",
             "pre_tool_use_edit",
+            "pre_tool_use_read_many_include",
         ],
     );
 }
@@ -247,4 +248,36 @@ fn nothing_but_the_answer_reaches_stdout_even_with_logging_on() {
     assert_eq!(answer["decision"], "ask");
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
     assert!(!output.stderr.is_empty(), "debug logs go to stderr");
+}
+
+/// The project is the one the agent names in its hooks' environment (`CLAUDE_PROJECT_DIR`),
+/// not the event's `cwd`, which follows the agent's `cd` out of it: the project's rules
+/// still decide there.
+#[test]
+fn the_project_is_the_one_the_agent_names_in_the_environment() {
+    let project = Project::standard();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let payload = serde_json::json!({
+        "session_id": "s1",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": elsewhere.path(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": { "command": "rm -r build" },
+        "tool_use_id": "toolu_1",
+    })
+    .to_string();
+    let named = super::run_hook_with_env(
+        "claude",
+        payload.as_bytes(),
+        &[],
+        &[],
+        &[("CLAUDE_PROJECT_DIR", project.path())],
+    );
+    let out = named.stdout.clone();
+    assert!(out.contains("\"permissionDecision\":\"deny\""), "{out}");
+    assert!(out.contains("no-recursive-delete"), "{out}");
+    let unnamed = super::run_hook("claude", payload.as_bytes(), &[], &[]);
+    let out = unnamed.stdout.clone();
+    assert!(!out.contains("no-recursive-delete"), "{out}");
 }
