@@ -182,10 +182,16 @@ fn decide_line(
         let mut outcome = set.decide_whole(call, ctx, default, &mut cache, Some(&part));
         // A wrapper is judged through the command it runs, and a command that hides what it
         // runs through its unresolved entry (below): only a deny or ask aimed at it counts.
-        let judged_elsewhere = matches!(
-            command.role,
-            ShellRole::TransparentWrapper | ShellRole::Launched
-        ) || script.unresolved.iter().any(|u| u.text == command.text);
+        // A launcher's allow covers what it runs, but not an option or a script that writes
+        // or runs code beyond the program (`uv run sed '1e id' x`): that needs its own allow.
+        let launched_plainly = command.role == ShellRole::Launched
+            && !facts
+                .effects
+                .iter()
+                .any(|e| matches!(e.from, EffectFrom::Option(_) | EffectFrom::Content));
+        let judged_elsewhere = command.role == ShellRole::TransparentWrapper
+            || launched_plainly
+            || script.unresolved.iter().any(|u| u.text == command.text);
         if judged_elsewhere && !(outcome.by_rule && outcome.decision != Decision::Allow) {
             outcome = PartOutcome::neutral();
         }

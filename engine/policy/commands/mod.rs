@@ -393,11 +393,30 @@ impl CommandTable {
             i += 1;
             let Some(value) = literal else {
                 if !end_of_options {
-                    if let Some(option) = dynamic_option(program, word) {
-                        facts.options.push(UsedOption {
-                            before_subcommand: has_subcommands && facts.subcommand.is_none(),
-                            ..option
+                    let options = dynamic_options(program, word);
+                    if !options.is_empty() {
+                        // A cluster's expanded end (`-n$X`) may spell more options.
+                        let open_end = options.last().is_some_and(|last| {
+                            last.value.is_some()
+                                && !last.info.as_ref().is_some_and(|info| info.value.is_some())
                         });
+                        if program.risky_options && open_end {
+                            facts.effects.push(EffectSource {
+                                effect: Effect::Exec,
+                                cause: format!(
+                                    "{} (it may expand to an option that writes or runs code)",
+                                    word.raw
+                                ),
+                                from: EffectFrom::Content,
+                            });
+                        }
+                        let before_subcommand = has_subcommands && facts.subcommand.is_none();
+                        facts
+                            .options
+                            .extend(options.into_iter().map(|option| UsedOption {
+                                before_subcommand,
+                                ..option
+                            }));
                         continue;
                     }
                     if program.risky_options && may_expand_to_option(word) {
@@ -720,8 +739,50 @@ fn is_extended_glob(raw: &str) -> bool {
 
 /// An option written with a value expanded at run time (`--output=~/x`, `-o$FILE`): its
 /// name is literal, so it is read like a literal option whose value is dynamic.
-fn dynamic_option(program: &CompiledProgram, word: &Word) -> Option<UsedOption> {
+/// The options a word expanded at run time spells with its literal start: `--name=$X`, or a
+/// cluster of short options whose letters come before the expansion (`-ni$X` is `-n -i…`,
+/// `-uo$HOME/x` is `-u -o $HOME/x`). Empty when it starts with no option.
+fn dynamic_options(program: &CompiledProgram, word: &Word) -> Vec<UsedOption> {
     let raw = word.raw.as_str();
+    if raw.starts_with("--") || program.style != OptionStyle::Gnu || !raw.starts_with('-') {
+        return dynamic_option(program, raw).into_iter().collect();
+    }
+    let mut options = Vec::new();
+    let mut at = 1;
+    for letter in raw[1..].chars() {
+        if !letter.is_ascii_alphanumeric() {
+            break;
+        }
+        let end = at + letter.len_utf8();
+        let Some(option) = dynamic_option(program, &format!("-{letter}{}", &raw[end..])) else {
+            break;
+        };
+        let takes_value = option
+            .info
+            .as_ref()
+            .is_some_and(|info| info.value.is_some());
+        if takes_value || end >= raw.len() {
+            options.push(option);
+            return options;
+        }
+        options.push(UsedOption {
+            value: None,
+            ..option
+        });
+        at = end;
+    }
+    // What is left after the letters is only known when it runs: it may spell more
+    // options, so the last letter keeps it as a value.
+    if let Some(last) = options.last_mut() {
+        last.value = Some(Word::dynamic(
+            &raw[at..],
+            super::shell::Expansion::Parameter,
+        ));
+    }
+    options
+}
+
+fn dynamic_option(program: &CompiledProgram, raw: &str) -> Option<UsedOption> {
     let (spelling, rest) = if raw.starts_with("--") {
         raw.split_once('=')?
     } else if program.style == OptionStyle::Gnu && raw.starts_with('-') {

@@ -606,6 +606,19 @@ impl Walker<'_> {
     }
 
     /// Records a simple command and whatever it runs in turn.
+    /// Gives the commands from `first` on the assignments of the command that runs them as a
+    /// script (`HOME=/x bash -c 'cat ~/y'`: the script's commands run with that `HOME`).
+    fn inherit(&mut self, first: usize, assignments: &[EnvAssignment]) {
+        if assignments.is_empty() {
+            return;
+        }
+        for inner in &mut self.script.commands[first..] {
+            let mut inherited = assignments.to_vec();
+            inherited.append(&mut inner.assignments);
+            inner.assignments = inherited;
+        }
+    }
+
     /// Marks the commands from `first` on as run by a launcher: everything it runs, however
     /// deep, is covered by the launcher's allow.
     fn launched(&mut self, first: usize) {
@@ -669,8 +682,12 @@ impl Walker<'_> {
                     }
                     Some(Some(script)) => {
                         command.role = Role::TransparentWrapper;
+                        let assignments = command.assignments.clone();
                         self.script.commands.push(command);
-                        self.nested(&script, Origin::ScriptArgument { runner })
+                        let first_inner = self.script.commands.len();
+                        self.nested(&script, Origin::ScriptArgument { runner })?;
+                        self.inherit(first_inner, &assignments);
+                        Ok(())
                     }
                     Some(None) => {
                         let text = command.text.clone();
@@ -689,9 +706,11 @@ impl Walker<'_> {
                 transparency,
             } => {
                 command.role = transparent(transparency);
+                let assignments = command.assignments.clone();
                 self.script.commands.push(command);
                 let first_inner = self.script.commands.len();
                 self.nested(&script, Origin::ScriptArgument { runner })?;
+                self.inherit(first_inner, &assignments);
                 if transparency == Transparency::Launcher {
                     self.launched(first_inner);
                 }
