@@ -398,7 +398,7 @@ impl CommandTable {
                         // A cluster's expanded end (`-n$X`) may spell more options.
                         let open_end = options.last().is_some_and(|last| {
                             last.value.is_some()
-                                && !last.info.as_ref().is_some_and(|info| info.value.is_some())
+                                && last.info.as_ref().is_none_or(|info| info.value.is_none())
                         });
                         if program.risky_options && open_end {
                             facts.effects.push(EffectSource {
