@@ -399,7 +399,6 @@ impl Folders {
         }
     }
 
-    /// `value` taken against every candidate folder.
     /// A folder the command may run in that lies outside the workspace, as written or
     /// through its links (or cannot be located), or the `cd` after which the folder is not
     /// known.
@@ -422,6 +421,7 @@ impl Folders {
             .map(|folder| format!("`{folder}`"))
     }
 
+    /// `value` taken against every candidate folder.
     fn resolve(&self, value: &str) -> Vec<String> {
         if value.starts_with('/') {
             return vec![value.to_owned()];
@@ -435,8 +435,8 @@ impl Folders {
 
 /// The folder git would open as a bare repository when run in `folder`: the first, from
 /// `folder` up, that holds a `HEAD` file beside `objects/` and `refs/` folders (or beside a
-/// `commondir` file, which points to them elsewhere) — unless one
-/// with a `.git` comes first. Anyone who can write files can lay one out, and git runs
+/// `commondir` file, which points to them elsewhere) — unless one with a `.git` comes
+/// first. Anyone who can write files can lay one out, and git runs
 /// commands its `config` names (`core.fsmonitor`, `core.pager`, hooks). Inside the
 /// workspace the walk stops at its `root`: above it an agent writes nothing unasked.
 fn bare_repository(folder: &str, root: &str) -> Option<String> {

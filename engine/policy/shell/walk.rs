@@ -605,7 +605,6 @@ impl Walker<'_> {
         })
     }
 
-    /// Records a simple command and whatever it runs in turn.
     /// Gives the commands from `first` on the assignments of the command that runs them as a
     /// script (`HOME=/x bash -c 'cat ~/y'`: the script's commands run with that `HOME`).
     fn inherit(&mut self, first: usize, assignments: &[EnvAssignment]) {
@@ -629,6 +628,7 @@ impl Walker<'_> {
         }
     }
 
+    /// Records a simple command and whatever it runs in turn.
     fn add_command(&mut self, command: SimpleCommand) -> Walked {
         if command
             .command_word()
