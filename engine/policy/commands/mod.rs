@@ -695,6 +695,26 @@ impl CommandTable {
             }));
         }
         facts.effects.extend(content);
+        // Files a sed script or awk program reads or writes itself (`1r .env`, `w
+        // ~/.bashrc`, `print > ".git/config"`) are judged as the command's own.
+        let script_files: Vec<RoleWord> = facts
+            .roles
+            .iter()
+            .filter_map(|r| r.word.literal().map(|text| (r.role, text, &r.source)))
+            .flat_map(|(role, text, source)| {
+                let files = match role {
+                    Role::SedScript => scripts::sed_files(text),
+                    Role::AwkProgram => scripts::awk_files(text),
+                    _ => Vec::new(),
+                };
+                files.into_iter().map(move |(role, file)| RoleWord {
+                    role,
+                    word: Word::literal_from(&file, &file),
+                    source: format!("{file} (in the script {source})"),
+                })
+            })
+            .collect();
+        facts.roles.extend(script_files);
         // A word the program writes (`uniq in out`, `cp a b`) is judged as a file write, and
         // the command is not read-only.
         if !facts.effects.is_empty() || facts.roles.iter().any(|r| r.role == Role::Write) {

@@ -105,13 +105,40 @@ pub(super) fn assigned_variables(raw: &str) -> impl Iterator<Item = &str> {
 /// bracket expression (`s/[/]/x/`) as part of it, others end the expression there. A script
 /// has the effects of either reading.
 pub(crate) fn sed_effects(script: &str) -> Vec<Effect> {
-    let mut effects = scan_sed(script, Brackets::Contain);
-    for effect in scan_sed(script, Brackets::Plain) {
+    let mut files = Vec::new();
+    let mut effects = scan_sed(script, Brackets::Contain, &mut files);
+    for effect in scan_sed(script, Brackets::Plain, &mut files) {
         if !effects.contains(&effect) {
             effects.push(effect);
         }
     }
     effects
+}
+
+/// The files a sed script reads (`r FILE`, `R FILE`) and writes (`w FILE`, `W FILE`,
+/// `s/…/…/w FILE`) itself, in either reading of its brackets; the standard streams are not
+/// files.
+pub(crate) fn sed_files(script: &str) -> Vec<(Role, String)> {
+    let mut files = Vec::new();
+    scan_sed(script, Brackets::Contain, &mut files);
+    scan_sed(script, Brackets::Plain, &mut files);
+    files
+}
+
+/// Records the file named from `i` to the end of the line, for `role`.
+fn sed_file(chars: &[char], i: usize, role: Role, files: &mut Vec<(Role, String)>) {
+    let name: String = chars[i.min(chars.len())..end_of_line(chars, i)]
+        .iter()
+        .collect::<String>()
+        .trim_start()
+        .to_owned();
+    let standard = matches!(
+        name.as_str(),
+        "" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin"
+    );
+    if !standard && !files.contains(&(role, name.clone())) {
+        files.push((role, name));
+    }
 }
 
 /// Whether a delimiter inside a bracket expression of a regular expression ends it.
@@ -123,7 +150,7 @@ enum Brackets {
     Plain,
 }
 
-fn scan_sed(script: &str, brackets: Brackets) -> Vec<Effect> {
+fn scan_sed(script: &str, brackets: Brackets, files: &mut Vec<(Role, String)>) -> Vec<Effect> {
     let mut effects = Vec::new();
     let chars: Vec<char> = script.chars().collect();
     let mut i = 0;
@@ -162,6 +189,7 @@ fn scan_sed(script: &str, brackets: Brackets) -> Vec<Effect> {
                             'e' => add(Effect::Exec, &mut effects),
                             'w' => {
                                 add(Effect::Write, &mut effects);
+                                sed_file(&chars, i + 1, Role::Write, files);
                                 i = end_of_line(&chars, i);
                                 break;
                             }
@@ -178,10 +206,12 @@ fn scan_sed(script: &str, brackets: Brackets) -> Vec<Effect> {
             }
             'w' | 'W' => {
                 add(Effect::Write, &mut effects);
+                sed_file(&chars, i, Role::Write, files);
                 i = end_of_line(&chars, i);
             }
             'r' | 'R' => {
                 add(Effect::Exec, &mut effects);
+                sed_file(&chars, i, Role::Read, files);
                 i = end_of_line(&chars, i);
             }
             'a' | 'i' | 'c' | ':' | 'b' | 't' | 'T' | 'q' | 'Q' | 'l' | 'L' | 'v' => {
@@ -331,6 +361,41 @@ pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
     effects
 }
 
+/// The files an awk program names as string literals: written by `print … > "file"` (or
+/// `>>`), read by `getline … < "file"`.
+pub(crate) fn awk_files(program: &str) -> Vec<(Role, String)> {
+    let mut files = Vec::new();
+    for (at, c) in program.char_indices() {
+        let role = match c {
+            '>' if in_print_statement(&program[..at]) => Role::Write,
+            '<' if in_getline_statement(&program[..at]) => Role::Read,
+            _ => continue,
+        };
+        let rest = program[at + 1..].trim_start_matches(['>', ' ', '\t']);
+        let Some(literal) = rest.strip_prefix('"') else {
+            continue;
+        };
+        let Some(end) = literal.find('"') else {
+            continue;
+        };
+        let name = literal[..end].to_owned();
+        let standard = matches!(
+            name.as_str(),
+            "" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin"
+        );
+        if !standard && !files.contains(&(role, name.clone())) {
+            files.push((role, name));
+        }
+    }
+    files
+}
+
+/// Whether the text before a `<` is inside a `getline` statement.
+fn in_getline_statement(before: &str) -> bool {
+    let start = before.rfind(['{', '}', ';', '\n']).map_or(0, |at| at + 1);
+    before[start..].contains("getline")
+}
+
 /// Whether the text before a `>` is inside a `print` or `printf` statement.
 fn in_print_statement(before: &str) -> bool {
     let start = before.rfind(['{', '}', ';', '\n']).map_or(0, |at| at + 1);
@@ -393,6 +458,45 @@ mod tests {
         assert_eq!(variable_name("PATH+=/x"), "PATH");
         assert_eq!(variable_name("a[1]=2"), "a");
         assert_eq!(variable_name("HOME"), "HOME");
+    }
+
+    #[test]
+    fn files_an_awk_program_names() {
+        assert_eq!(
+            awk_files("{print > \".git/hooks/pre-commit\"}"),
+            [(Role::Write, ".git/hooks/pre-commit".to_owned())]
+        );
+        assert_eq!(
+            awk_files("{print $1 >> \"log\"; printf \"x\" > \"/dev/stderr\"}"),
+            [(Role::Write, "log".to_owned())]
+        );
+        assert_eq!(
+            awk_files("BEGIN{while((getline l < \".env\")>0) print l}"),
+            [(Role::Read, ".env".to_owned())]
+        );
+        assert!(awk_files("$3 > 5 {print \"big\"}").is_empty());
+    }
+
+    #[test]
+    fn files_a_sed_script_names() {
+        let files = |script: &str| sed_files(script);
+        assert_eq!(files("1r .env"), [(Role::Read, ".env".to_owned())]);
+        assert_eq!(
+            files("R  notes.txt\np"),
+            [(Role::Read, "notes.txt".to_owned())]
+        );
+        assert_eq!(
+            files("w out; p"),
+            [(Role::Write, "out; p".to_owned())],
+            "a file name runs to the end of the line"
+        );
+        assert_eq!(
+            files("s/a/b/gw log.txt"),
+            [(Role::Write, "log.txt".to_owned())]
+        );
+        assert_eq!(files("s/[/]/x/w f"), [(Role::Write, "f".to_owned())]);
+        assert!(files("w /dev/stdout").is_empty());
+        assert!(files("s/w/r/g;p").is_empty());
     }
 
     #[test]

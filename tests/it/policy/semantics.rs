@@ -461,8 +461,38 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c(
             "launcher",
             "uv run sed -n '1r .env' README.md",
-            "ask",
-            "default",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "sed script file",
+            "sed -n '1r .env' README.md",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "awk program file",
+            "awk '{print > \".git/hooks/pre-commit\"}' README.md",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
+        c(
+            "awk program file",
+            "awk 'BEGIN{while((getline l < \".env\")>0) print l}'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "sed script file",
+            "sed -n 'w .git/config' README.md",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
+        c(
+            "sed script file",
+            "sed -e 's/a/b/w .git/hooks/pre-commit' README.md",
+            "deny",
+            "rule:no-git-internals-writes",
         ),
         c(
             "launcher",
