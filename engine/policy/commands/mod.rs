@@ -394,32 +394,16 @@ impl CommandTable {
             let Some(value) = literal else {
                 if !end_of_options {
                     let options = dynamic_options(program, word);
-                    if !options.is_empty() {
-                        // A cluster's expanded end (`-n$X`) may spell more options.
-                        let open_end = options.last().is_some_and(|last| {
+                    // The word may expand to an option, or the cluster it starts may spell
+                    // more options with its expanded end (`-n$X`).
+                    let may_spell_option = match options.last() {
+                        Some(last) => {
                             last.value.is_some()
                                 && last.info.as_ref().is_none_or(|info| info.value.is_none())
-                        });
-                        if program.risky_options && open_end {
-                            facts.effects.push(EffectSource {
-                                effect: Effect::Exec,
-                                cause: format!(
-                                    "{} (it may expand to an option that writes or runs code)",
-                                    word.raw
-                                ),
-                                from: EffectFrom::Content,
-                            });
                         }
-                        let before_subcommand = has_subcommands && facts.subcommand.is_none();
-                        facts
-                            .options
-                            .extend(options.into_iter().map(|option| UsedOption {
-                                before_subcommand,
-                                ..option
-                            }));
-                        continue;
-                    }
-                    if program.risky_options && may_expand_to_option(word) {
+                        None => may_expand_to_option(word),
+                    };
+                    if program.risky_options && may_spell_option {
                         facts.effects.push(EffectSource {
                             effect: Effect::Exec,
                             cause: format!(
@@ -428,6 +412,16 @@ impl CommandTable {
                             ),
                             from: EffectFrom::Content,
                         });
+                    }
+                    if !options.is_empty() {
+                        let before_subcommand = has_subcommands && facts.subcommand.is_none();
+                        facts
+                            .options
+                            .extend(options.into_iter().map(|option| UsedOption {
+                                before_subcommand,
+                                ..option
+                            }));
+                        continue;
                     }
                 }
                 operands.push((operands.len(), word));

@@ -877,14 +877,7 @@ fn flock(args: &[Word]) -> Outcome {
     }
     if let Some((_, script)) = scanned.last(&["-c", "--command"]) {
         // `-c` before the file: GNU flock rejects it, but a script is a script.
-        let script = script.ok_or_else(|| UnresolvedReason::DynamicScript {
-            runner: "flock".to_owned(),
-        })?;
-        return Ok(Analysis::Script {
-            runner: "flock".to_owned(),
-            script: script.to_owned(),
-            transparency: Transparency::Runner,
-        });
+        return option_script("flock", script, Transparency::Runner);
     }
     Ok(wraps(
         "flock",
@@ -932,26 +925,29 @@ fn switch_user(runner: &str, args: &[Word]) -> Outcome {
     if operands.first().and_then(|w| w.literal()) == Some("-") {
         operands = &operands[1..];
     }
-    if let Some((_, script)) = scanned.last(&["-c", "--command", "--session-command"]) {
-        let script = script.ok_or_else(|| UnresolvedReason::DynamicScript {
-            runner: runner.to_owned(),
-        })?;
-        if operands.len() > 1 {
-            // More operands are the script's own arguments; they are harmless, but a
-            // second `-c` among them is not told apart here.
-            return Err(malformed(runner));
-        }
-        return Ok(Analysis::Script {
-            runner: runner.to_owned(),
-            script: script.to_owned(),
-            transparency: Transparency::Runner,
-        });
-    }
+    let script = scanned
+        .last(&["-c", "--command", "--session-command"])
+        .map(|(_, script)| option_script(runner, script, Transparency::Runner))
+        .transpose()?;
     if operands.len() > 1 {
-        // The operands after the user are given to the user's shell.
+        // The operands after the user are given to the user's shell; with `-c` they are the
+        // script's own arguments, among which a second `-c` is not told apart here.
         return Err(malformed(runner));
     }
-    Ok(Analysis::NotAWrapper)
+    Ok(script.unwrap_or(Analysis::NotAWrapper))
+}
+
+/// The script an option gives (`-c SCRIPT`), run by `runner`; one given by an expansion
+/// cannot be judged.
+fn option_script(runner: &str, script: Option<&str>, transparency: Transparency) -> Outcome {
+    let script = script.ok_or_else(|| UnresolvedReason::DynamicScript {
+        runner: runner.to_owned(),
+    })?;
+    Ok(Analysis::Script {
+        runner: runner.to_owned(),
+        script: script.to_owned(),
+        transparency,
+    })
 }
 
 /// `sg [-] [group [-c] command]`: the command is run by `sh -c`.
@@ -1004,14 +1000,7 @@ fn script(args: &[Word]) -> Outcome {
         return Err(malformed("script"));
     }
     match scanned.last(&["-c", "--command"]) {
-        Some((_, Some(script))) => Ok(Analysis::Script {
-            runner: "script".to_owned(),
-            script: script.to_owned(),
-            transparency: Transparency::Runner,
-        }),
-        Some((_, None)) => Err(UnresolvedReason::DynamicScript {
-            runner: "script".to_owned(),
-        }),
+        Some((_, script)) => option_script("script", script, Transparency::Runner),
         None => Ok(Analysis::NotAWrapper),
     }
 }
@@ -1194,14 +1183,7 @@ fn launcher(program: &str, args: &[Word]) -> Outcome {
     };
     if program == "mise" {
         if let Some((_, script)) = scanned.last(&["-c", "--command"]) {
-            let script = script.ok_or_else(|| UnresolvedReason::DynamicScript {
-                runner: name.clone(),
-            })?;
-            return Ok(Analysis::Script {
-                runner: name,
-                script: script.to_owned(),
-                transparency: Transparency::Launcher,
-            });
+            return option_script(&name, script, Transparency::Launcher);
         }
         // `mise exec TOOL@VERSION… -- command…`: the command follows `--`.
         if !scanned.ended_by_dashes {
