@@ -300,7 +300,11 @@ impl<'s, 'c> Admitted<'s, 'c> {
             modes,
             flags: &contract.concurrency,
         };
-        let files = if snapshot.rules.reads_command_lines(&tool.name) {
+        // A command line's files are judged by the file tools' rules, and so are the files
+        // below a folder the search tool searches.
+        let judges_files = snapshot.rules.reads_command_lines(&tool.name)
+            || snapshot.rules.commands().search_tool.as_deref() == Some(tool.name.as_str());
+        let files = if judges_files {
             file_tools(snapshot, modes)
         } else {
             ResolvedFileTools {

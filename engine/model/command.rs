@@ -58,6 +58,23 @@ pub struct FileTools {
     /// `rg`), given as its `path` (default `Grep`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<String>,
+    /// What the search tool leaves out of a folder it searches when its input names no
+    /// `glob` (the agents' search tools are ripgrep: `[hidden, ignored]`). A `glob` limits
+    /// the search to the files it matches, hidden and ignored ones included, as ripgrep's
+    /// `--glob` does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub search_skips: Vec<SearchSkip>,
+}
+
+/// Entries below a folder that a search of it leaves out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchSkip {
+    /// Files and folders whose name starts with `.` (`.env`, `.git`).
+    Hidden,
+    /// What the ignore files list (`.gitignore` in a git repository, `.git/info/exclude`,
+    /// git's global excludes, `.ignore`, `.rgignore`), read as ripgrep reads them.
+    Ignored,
 }
 
 /// What one program (or subcommand) does.
@@ -95,6 +112,19 @@ pub struct Program {
     /// program's own (`git -C dir log`).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub subcommands: IndexMap<String, Program>,
+    /// The operand used when none is given where the last role is (`rg PATTERN` searches
+    /// `.`), judged with that role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_operand: Option<String>,
+    /// The default operand is not used when the command's input is given on the line (a
+    /// pipe, `<`, a here-document): the program reads that instead (`… | rg PATTERN`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub default_unless_input: bool,
+    /// What the program leaves out of a folder it searches (a `tree` operand) unless an
+    /// option includes it (`rg`: `[hidden, ignored]`). Below a searched folder, every file
+    /// not left out is judged as read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub search_skips: Vec<SearchSkip>,
 }
 
 /// What using an option does.
@@ -127,6 +157,14 @@ pub struct OptionSpec {
     /// every operand is a file).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replaces_first_operand: bool,
+    /// With this option, the operand used when none is given where the last role is
+    /// (`grep -r PATTERN` searches `.`; without `-r` grep reads its input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_operand: Option<String>,
+    /// What this option makes a folder search include that the program leaves out (`rg
+    /// --hidden`: `[hidden]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub search_includes: Vec<SearchSkip>,
 }
 
 /// One role, or roles by position.

@@ -672,6 +672,13 @@ impl ParseCache {
         self.entries.push((line.to_owned(), analysed));
     }
 
+    /// Records where the path `raw` leads, known to the caller (a file found by listing
+    /// its folder).
+    pub(crate) fn seed_path(&mut self, raw: &str, location: Location) {
+        self.paths.retain(|(text, _)| text != raw);
+        self.paths.push((raw.to_owned(), Some(Arc::new(location))));
+    }
+
     /// Where the path `raw` leads (`None` for an empty path), computed on first use.
     pub fn path(&mut self, raw: &str, ctx: &MatchContext) -> Option<&Arc<Location>> {
         let index = match self.paths.iter().position(|(text, _)| text == raw) {

@@ -1,7 +1,8 @@
 //! Permission decisions: rule compilation, argument matchers (glob, regex, equals, exists,
 //! path, workspace, policy_files, shell) and the combination of matching rules into a
 //! decision with its reasons.
-//! Synchronous; pure but for the symlinks a path condition resolves (see [`path`]).
+//! Synchronous; pure but for the symlinks a path condition resolves (see [`path`]) and the
+//! folders a search reads (module `search`).
 //!
 //! The argument matchers live here:
 //! - [`matcher`]: a rule's `match` map (a model `ArgMatcher` per selector) compiled into
@@ -18,12 +19,12 @@
 //!   field, matched as one automaton per decision.
 //!
 //! Deciding: [`rule`] is one compiled rule and the decision it gives; [`rules`] indexes them
-//! by tool (`groups` match some together) and decides a call as one whole; [`parts`] decides
-//! a call with a command line part by part through that index; [`decide`] adds the hooks'
-//! votes.
+//! by tool (`groups` match some together) and decides a call as one whole; `search` judges
+//! the files below a searched folder through that index; [`parts`] decides a call with a
+//! command line part by part through it; [`decide`] adds the hooks' votes.
 //!
 //! Dependencies run one way: `glob` ← `path` ← `matcher`; `mode` ← `path`, `pattern` ←
-//! `matcher`; `rule` ← `groups` ← `rules` ← `parts`.
+//! `matcher`; `rule` ← `groups` ← `rules` ← `search` ← `parts`.
 
 pub mod commands;
 pub mod decide;
@@ -36,6 +37,7 @@ pub mod path;
 pub mod pattern;
 pub mod rule;
 pub mod rules;
+mod search;
 pub mod shell;
 
 pub use path::MatchContext;

@@ -34,15 +34,16 @@ use serde_json::json;
 
 use super::commands::{Analysed, CommandFacts, EffectFrom};
 use super::matcher::ParseCache;
-use super::path::{Location, MatchContext, locate};
+use super::path::{Location, MatchContext, Side, locate};
 use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
+use super::search::{Below, Reader, Walk, judge_below};
 use super::shell::{
     Found, InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
     Word, WordKind, split_word, unquoted_expansions,
 };
-use crate::model::command::{Effect, Role};
+use crate::model::command::{Effect, Role, SearchSkip};
 use crate::model::resolved::ResolvedConcurrency;
 use crate::model::rule::WorkspaceSide;
 use crate::model::{Decision, ToolName};
@@ -109,11 +110,57 @@ impl RuleSet {
         }
         let mut cache = ParseCache::with_table(Arc::clone(self.commands()));
         let whole = self.decide_whole(call, ctx, default, &mut cache, None);
-        RuleDecision {
-            decision: whole.decision,
-            reasons: whole.reasons,
+        // A search the rules allow still asks if it may read a file they protect.
+        let below = if whole.decision == Decision::Allow {
+            search_call_below(self, call, ctx, files)
+        } else {
+            Vec::new()
+        };
+        if below.is_empty() {
+            return RuleDecision {
+                decision: whole.decision,
+                reasons: whole.reasons,
+            };
         }
+        combine(vec![whole, PartOutcome::analyses(None, below)])
     }
+}
+
+/// What a call of the search tool may read below the folder it searches (its `path`, else
+/// the workspace root), limited by its `glob` (see [`search`](super::search)).
+fn search_call_below(
+    set: &RuleSet,
+    call: &CallFacts<'_>,
+    ctx: &MatchContext,
+    files: &FileTools<'_>,
+) -> Vec<String> {
+    let (Some(search), Some(read)) = (files.search, files.read) else {
+        return Vec::new();
+    };
+    if search.tool != call.tool {
+        return Vec::new();
+    }
+    let text = |field: &str| call.input.get(field).and_then(serde_json::Value::as_str);
+    let raw = text("path").filter(|p| !p.is_empty()).unwrap_or(".");
+    let Some(location @ Location::Known { .. }) = locate(raw, ctx) else {
+        return Vec::new();
+    };
+    let (Some(written), Some(real)) = (location.at(Side::Written), location.at(Side::Resolved))
+    else {
+        return Vec::new();
+    };
+    let walk = Walk::new(&set.commands().search_skips, text("glob"), real.absolute());
+    let reader = Reader {
+        tool: read.tool,
+        flags: read.flags,
+        modes: call.modes,
+    };
+    let folder = Below {
+        written,
+        real: real.absolute(),
+        what: &format!("`{}`", call.tool),
+    };
+    judge_below(set, ctx, reader, folder, &walk)
 }
 
 /// Decides a call by the parts of its command line (see the module docs).
@@ -154,6 +201,10 @@ fn decide_line(
     // path leads.
     let mut file_cache = ParseCache::with_table(Arc::clone(&table));
     let single = script.commands.len() == 1;
+    // A line that may change files (it holds a command that is not read-only) may change
+    // what a search of it leaves out (`echo > .gitignore; rg KEY`): its searches are judged
+    // as reading everything.
+    let changes_files = facts.iter().any(|facts| !facts.read_only);
     // Each command is judged as a line of its own.
     let alone: Vec<Arc<Analysed>> = std::mem::take(&mut script.commands)
         .into_iter()
@@ -218,13 +269,18 @@ fn decide_line(
                 ),
             );
         }
+        let skips: &[SearchSkip] = if changes_files {
+            &[]
+        } else {
+            &facts.search_skips
+        };
         judge_files(
             set,
             call,
             ctx,
             files,
-            command,
-            facts,
+            (command, facts),
+            skips,
             &folders,
             &mut file_cache,
             &mut outcome,
@@ -510,8 +566,8 @@ fn judge_files(
     call: &CallFacts<'_>,
     ctx: &MatchContext,
     files: &FileTools<'_>,
-    command: &SimpleCommand,
-    facts: &CommandFacts,
+    (command, facts): (&SimpleCommand, &CommandFacts),
+    skips: &[SearchSkip],
     folders: &Folders,
     cache: &mut ParseCache,
     outcome: &mut PartOutcome,
@@ -596,11 +652,55 @@ fn judge_files(
                             tool.tool
                         );
                         outcome.add_file_outcome(&command.text, file, how);
+                    } else if access == Access::Search
+                        && let Some(read) = files.read
+                    {
+                        // The folder is allowed: the files below it may not be.
+                        let below = search_below(set, ctx, read, call.modes, &path, skips, command);
+                        for message in below {
+                            outcome.add_analysis(&command.text, message);
+                        }
                     }
                 }
             }
         }
     }
+}
+
+/// What `command` may read below `folder` (an absolute path), a folder it searches with
+/// everything below it leaving out `skips` (see [`search`](super::search)).
+#[allow(clippy::too_many_arguments)]
+fn search_below(
+    set: &RuleSet,
+    ctx: &MatchContext,
+    read: FileTool<'_>,
+    modes: &[crate::model::ModeName],
+    folder: &str,
+    skips: &[SearchSkip],
+    command: &SimpleCommand,
+) -> Vec<String> {
+    // A file operand is judged as a read already.
+    if !std::fs::metadata(folder).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
+    let Some(location) = locate(folder, ctx) else {
+        return Vec::new();
+    };
+    let (Some(written), Some(real)) = (location.at(Side::Written), location.at(Side::Resolved))
+    else {
+        return Vec::new();
+    };
+    let reader = Reader {
+        tool: read.tool,
+        flags: read.flags,
+        modes,
+    };
+    let below = Below {
+        written,
+        real: real.absolute(),
+        what: &format!("`{}`", command.text),
+    };
+    judge_below(set, ctx, reader, below, &Walk::new(skips, None, folder))
 }
 
 /// Whether a command runs code it finds in the folder it runs in: git (its repository's

@@ -452,6 +452,17 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
     Some(Location::Known { written, resolved })
 }
 
+/// The location of a file found by listing folders: named `written` (absolute, folded),
+/// lying at `real` with no link on the way (the listing followed none). Nothing is read
+/// from the file system.
+pub fn listed(written: String, real: String, ctx: &MatchContext) -> Location {
+    let resolved = (real != written).then(|| ctx.place(real));
+    Location::Known {
+        written: ctx.place(written),
+        resolved,
+    }
+}
+
 fn count_components(path: &str) -> usize {
     path.split('/').filter(|c| !c.is_empty()).count()
 }

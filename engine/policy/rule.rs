@@ -500,13 +500,21 @@ impl PartOutcome {
     }
 
     pub(crate) fn analysis(part: Option<&str>, message: String) -> Self {
+        Self::analyses(part, vec![message])
+    }
+
+    /// What cannot be known, with a reason per message: asked.
+    pub(crate) fn analyses(part: Option<&str>, messages: Vec<String>) -> Self {
         Self {
             decision: Decision::Ask,
-            reasons: vec![RuleReason::Analysis {
-                decision: Decision::Ask,
-                part: part.map(str::to_owned),
-                message,
-            }],
+            reasons: messages
+                .into_iter()
+                .map(|message| RuleReason::Analysis {
+                    decision: Decision::Ask,
+                    part: part.map(str::to_owned),
+                    message,
+                })
+                .collect(),
             by_rule: false,
             neutral: false,
         }

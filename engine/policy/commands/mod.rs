@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::model::command::{
-    CommandsSection, Effect, EnvVar, OptionSpec, OptionStyle, Program, Role,
+    CommandsSection, Effect, EnvVar, OptionSpec, OptionStyle, Program, Role, SearchSkip,
 };
 
 use super::shell::{Script, ShellParseError, SimpleCommand, Word, parse_script};
@@ -38,6 +38,8 @@ pub struct CommandTable {
     pub write_tool: Option<String>,
     /// The tool that judges folders searched with everything below them.
     pub search_tool: Option<String>,
+    /// What the search tool leaves out of a folder it searches (with no `glob`).
+    pub search_skips: Vec<SearchSkip>,
 }
 
 impl PartialEq for CommandTable {
@@ -60,6 +62,9 @@ struct CompiledProgram {
     /// Some option writes, runs code or reaches the network: a word that expands at run time
     /// to an option could be one of them.
     risky_options: bool,
+    default_operand: Option<String>,
+    default_unless_input: bool,
+    search_skips: Vec<SearchSkip>,
 }
 
 /// One option of a program, as the table describes it.
@@ -78,6 +83,8 @@ pub struct OptionInfo {
     /// What using it does.
     pub effects: Vec<Effect>,
     replaces_first_operand: bool,
+    default_operand: Option<String>,
+    search_includes: Vec<SearchSkip>,
 }
 
 /// Whether `text` matches `pattern`, where `*` stands for any characters.
@@ -142,6 +149,9 @@ impl CompiledProgram {
                 .iter()
                 .map(|(name, sub)| (name.clone(), Self::compile(sub)))
                 .collect(),
+            default_operand: program.default_operand.clone(),
+            default_unless_input: program.default_unless_input,
+            search_skips: program.search_skips.clone(),
         }
     }
 }
@@ -184,6 +194,8 @@ fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
         second_value: spec.second_value,
         effects: spec.effects.clone(),
         replaces_first_operand: spec.replaces_first_operand,
+        default_operand: spec.default_operand.clone(),
+        search_includes: spec.search_includes.clone(),
     }
 }
 
@@ -254,6 +266,15 @@ pub struct CommandFacts {
     pub effects: Vec<EffectSource>,
     /// The program only reads, as far as the table knows (no effect, known program).
     pub read_only: bool,
+    /// What the program leaves out of a folder it searches (a `tree` role).
+    pub search_skips: Vec<SearchSkip>,
+}
+
+/// The operand a program uses when none is given (`rg PATTERN` searches `.`).
+struct DefaultOperand {
+    operand: RoleWord,
+    /// Not used when the command's input is given (a pipe, `<`, a here-document).
+    unless_input: bool,
 }
 
 impl CommandTable {
@@ -296,6 +317,7 @@ impl CommandTable {
             read_tool: tools.and_then(|t| t.read.clone()),
             write_tool: tools.and_then(|t| t.write.clone()),
             search_tool: tools.and_then(|t| t.search.clone()),
+            search_skips: tools.map(|t| t.search_skips.clone()).unwrap_or_default(),
         }
     }
 
@@ -338,7 +360,17 @@ impl CommandTable {
     /// What `command` does, read with the table.
     pub fn analyse(&self, command: &SimpleCommand) -> CommandFacts {
         let words: Vec<Option<&str>> = command.words.iter().map(Word::literal).collect();
-        let mut facts = self.analyse_words(&command.words, &words);
+        let (mut facts, default) = self.analyse_words(&command.words, &words);
+        if let Some(default) = default {
+            let input_given = command.piped
+                || command
+                    .redirections
+                    .iter()
+                    .any(|r| matches!(r.effect, super::shell::RedirectEffect::Input { .. }));
+            if !(default.unless_input && input_given) {
+                facts.roles.push(default.operand);
+            }
+        }
         if command.file_writes().next().is_some() {
             facts.read_only = false;
         }
@@ -372,15 +404,20 @@ impl CommandTable {
     }
 
     /// Reads words (the command word first) with the table. `literals[i]` is the literal
-    /// value of `words[i]`, if it has one.
-    fn analyse_words(&self, words: &[Word], literals: &[Option<&str>]) -> CommandFacts {
+    /// value of `words[i]`, if it has one. Also gives the operand the program uses when no
+    /// operand is given in its place.
+    fn analyse_words(
+        &self,
+        words: &[Word],
+        literals: &[Option<&str>],
+    ) -> (CommandFacts, Option<DefaultOperand>) {
         let mut facts = CommandFacts::default();
         let Some(Some(command_word)) = literals.first() else {
-            return facts;
+            return (facts, None);
         };
         let name = command_word.rsplit('/').next().unwrap_or(command_word);
         let Some(mut program) = self.programs.get(name) else {
-            return facts;
+            return (facts, None);
         };
         facts.program = Some(name.to_owned());
         let mut has_subcommands = !program.subcommands.is_empty();
@@ -450,7 +487,7 @@ impl CommandTable {
                                 cause: format!("{name} {path}"),
                                 from: EffectFrom::Program,
                             });
-                            return facts;
+                            return (facts, None);
                         }
                     }
                     has_subcommands = !program.subcommands.is_empty();
@@ -587,6 +624,8 @@ impl CommandTable {
         let mut skip_first = false;
         let mut operand_roles: &[Role] = &program.roles;
         let mut option_values: Vec<RoleWord> = Vec::new();
+        let mut default_operand = program.default_operand.as_deref();
+        facts.search_skips.clone_from(&program.search_skips);
         for option in &facts.options {
             let Some(info) = &option.info else {
                 // An option the table does not know, written `--name=VALUE`: the value may
@@ -605,6 +644,12 @@ impl CommandTable {
             if let Some(roles) = &info.operands {
                 operand_roles = roles;
             }
+            if let Some(default) = &info.default_operand {
+                default_operand = Some(default);
+            }
+            facts
+                .search_skips
+                .retain(|skip| !info.search_includes.contains(skip));
             for effect in &info.effects {
                 let effect = EffectSource {
                     effect: *effect,
@@ -649,6 +694,18 @@ impl CommandTable {
         // Operands by position; keyed operands by key.
         let count = operands.len();
         let offset = usize::from(skip_first);
+        // No operand given where the last role is: the program's default stands there.
+        let default = default_operand
+            .zip(operand_roles.last())
+            .filter(|_| count + offset < operand_roles.len())
+            .map(|(word, &role)| DefaultOperand {
+                operand: RoleWord {
+                    role,
+                    word: Word::literal_from(word, word),
+                    source: format!("{word} (no operand: the program's default)"),
+                },
+                unless_input: program.default_unless_input,
+            });
         for (position, word) in operands {
             let keyed = word
                 .literal()
@@ -714,7 +771,7 @@ impl CommandTable {
         if !facts.effects.is_empty() || facts.roles.iter().any(|r| r.role == Role::Write) {
             facts.read_only = false;
         }
-        facts
+        (facts, default)
     }
 
     /// The canonical form of a pattern's words (see [`CommandTable::analyse`]), when the
@@ -735,7 +792,7 @@ impl CommandTable {
                 }
             }
         }
-        let facts = self.analyse_words(&words, &literals);
+        let (facts, _) = self.analyse_words(&words, &literals);
         facts.program.is_some().then_some(facts)
     }
 }
@@ -1009,6 +1066,64 @@ mod tests {
         assert!(effects("git status").is_empty());
         assert!(facts("git -C engine status").read_only);
         assert!(!facts("git -c core.pager=sh status").read_only);
+    }
+
+    /// With no path, `rg` searches `.` unless its input is given, and `grep -r` searches it
+    /// in any case; options bring back what `rg` leaves out.
+    #[test]
+    fn default_operands_and_search_skips() {
+        let section: CommandsSection = serde_json::from_value(serde_json::json!({
+            "programs": {
+                "rg": {"operands": ["text", "tree"], "default_operand": ".",
+                    "default_unless_input": true, "search_skips": ["hidden", "ignored"],
+                    "options": {
+                        "-e": {"value": "text", "replaces_first_operand": true},
+                        "--hidden": {"search_includes": ["hidden"]},
+                        "-u": {"search_includes": ["hidden", "ignored"]}}},
+                "grep": {"operands": ["text", "tree"], "options": {
+                    "-r": {"default_operand": "."}}}
+            }
+        }))
+        .expect("the test table fits the model");
+        let table = CommandTable::new(&section);
+        let searched = |line: &str| -> Vec<(Vec<String>, Vec<SearchSkip>)> {
+            let script = parse_script(line).expect("parses");
+            script
+                .commands
+                .iter()
+                .map(|command| {
+                    let facts = table.analyse(command);
+                    let trees = facts
+                        .roles
+                        .iter()
+                        .filter(|r| r.role == Role::Tree)
+                        .map(|r| r.word.raw.clone())
+                        .collect();
+                    (trees, facts.search_skips)
+                })
+                .collect()
+        };
+        let both = vec![SearchSkip::Hidden, SearchSkip::Ignored];
+        assert_eq!(searched("rg KEY"), [(vec![".".to_owned()], both.clone())]);
+        assert_eq!(
+            searched("rg -e KEY"),
+            [(vec![".".to_owned()], both.clone())]
+        );
+        assert_eq!(
+            searched("rg KEY src"),
+            [(vec!["src".to_owned()], both.clone())]
+        );
+        assert_eq!(
+            searched("rg -e KEY src"),
+            [(vec!["src".to_owned()], both.clone())]
+        );
+        assert_eq!(searched("rg KEY < notes")[0].0, Vec::<String>::new());
+        assert_eq!(searched("rg KEY <<< text")[0].0, Vec::<String>::new());
+        assert_eq!(searched("cat notes | rg KEY")[1].0, Vec::<String>::new());
+        assert_eq!(searched("cat notes | grep -r KEY")[1].0, ["."]);
+        assert_eq!(searched("grep KEY")[0].0, Vec::<String>::new());
+        assert_eq!(searched("rg --hidden KEY")[0].1, [SearchSkip::Ignored]);
+        assert_eq!(searched("rg -u KEY")[0].1, []);
     }
 
     #[test]

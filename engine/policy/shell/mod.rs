@@ -115,6 +115,8 @@ pub struct SimpleCommand {
     pub origin: Origin,
     /// Whether the command is a transparent wrapper of another entry.
     pub role: Role,
+    /// Its input is the output of the command before it in a pipeline.
+    pub piped: bool,
 }
 
 impl SimpleCommand {

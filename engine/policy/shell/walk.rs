@@ -540,6 +540,7 @@ impl Walker<'_> {
             redirections: parts.redirections,
             origin: self.origin.clone(),
             role: Role::Command,
+            piped: self.stdin.is_some(),
         })
     }
 
@@ -751,6 +752,7 @@ impl Walker<'_> {
                         redirections: outer_redirections.clone(),
                         origin: walker.origin.clone(),
                         role: Role::Command,
+                        piped: walker.stdin.is_some(),
                     })?;
                 }
                 if transparency == Transparency::Launcher {

@@ -1796,6 +1796,7 @@ mod tests {
             redirections: Vec::new(),
             origin: Origin::Line,
             role: Role::Command,
+            piped: false,
         }
     }
 

@@ -945,6 +945,13 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "default",
         ),
+        // A search with no path searches the folder it runs in.
+        c(
+            "search",
+            "cd ~ && grep -r token",
+            "deny",
+            "rule:no-search-above-secrets",
+        ),
         // A line that cannot be parsed asks, with its own reason.
         c("unparseable", "echo 'unterminated", "ask", "analysis"),
     ]
@@ -1467,4 +1474,170 @@ fn a_workspace_that_is_its_own_policy_folder_loads_and_protects_only_policies() 
         reasons.iter().any(|r| r.label() == "rule:no-policy-writes"),
         "{reasons:?}"
     );
+}
+
+/// The decision on one call of `tool`, and why.
+fn decide_call(engine: &Engine, tool: &str, input: serde_json::Value) -> (String, Vec<Reason>) {
+    let batch = Batch::new(vec![ToolCall::new("c", tool, input)]);
+    let plan = engine.plan(&batch, &[]).unwrap();
+    let call = plan.calls.into_iter().next().unwrap();
+    (call.decision.as_str().to_owned(), call.reasons)
+}
+
+/// The analysis reasons of a decision, joined.
+fn analyses(reasons: &[Reason]) -> String {
+    reasons
+        .iter()
+        .filter_map(|reason| match reason {
+            Reason::Analysis { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A folder searched with everything below it is judged by the files the search reads
+/// there: one the rules protect makes the search ask, naming it — for the search tool and
+/// for `grep -r`, `rg` and `git grep`, with a path or without one (they search the folder
+/// they run in). What ripgrep leaves out (hidden files, what `.gitignore` lists) does not
+/// count, unless an option brings it back or the line may change files first.
+#[test]
+fn a_search_is_judged_by_the_files_below_it() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.root.join("deploy")).unwrap();
+    std::fs::write(ws.root.join("deploy/server.pem"), "KEY\n").unwrap();
+    std::fs::create_dir_all(ws.root.join("build")).unwrap();
+    std::fs::write(ws.root.join("build/tls.key"), "KEY\n").unwrap();
+    std::fs::write(ws.root.join(".gitignore"), "build/\n").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (command, file) in [
+        ("grep -r KEY .", "`.env`"),
+        ("grep -rn KEY", "`.env`"),
+        ("cat src/main.rs | grep -r KEY", "`.env`"),
+        ("rg KEY", "`deploy/server.pem`"),
+        ("rg --hidden KEY", "`.env`"),
+        ("rg -. KEY src deploy", "`server.pem`"),
+        ("rg -uu KEY", "`build/tls.key`"),
+        ("rg --no-ignore KEY build", "`tls.key`"),
+        ("rg -g '*.rs' KEY", "`.env`"),
+        ("git grep KEY", "`.env`"),
+        ("git grep --no-index KEY", "`build/tls.key`"),
+        ("echo > .gitignore; rg KEY", "`build/tls.key`"),
+        ("cd deploy && rg KEY", "`server.pem`"),
+    ] {
+        let (decision, reasons) = decide(&engine, command, &[]);
+        assert_eq!(decision, "ask", "{command}: {reasons:?}");
+        let why = analyses(&reasons);
+        assert!(
+            why.contains("which holds files the rule") && why.contains(file),
+            "{command}: {why}"
+        );
+    }
+    for command in [
+        "rg KEY src",
+        "grep -rn KEY src",
+        "cat src/main.rs | rg KEY",
+        "rg KEY < src/main.rs",
+        "git grep KEY src",
+        "rg -n KEY build/",
+    ] {
+        let (decision, reasons) = decide(&engine, command, &[]);
+        let expected = if command.contains("build") {
+            // A folder given by name is searched whole, ignored or not.
+            "ask"
+        } else {
+            "allow"
+        };
+        assert_eq!(decision, expected, "{command}: {reasons:?}");
+    }
+    // The search tool: ripgrep's filters, and its `glob` as ripgrep's `--glob`.
+    for (input, file) in [
+        (json!({ "pattern": "KEY" }), Some("`deploy/server.pem`")),
+        (
+            json!({ "pattern": "KEY", "path": "." }),
+            Some("`deploy/server.pem`"),
+        ),
+        (json!({ "pattern": "KEY", "glob": "*.rs" }), None),
+        (json!({ "pattern": "KEY", "path": "src" }), None),
+    ] {
+        let (decision, reasons) = decide_call(&engine, "Grep", input.clone());
+        match file {
+            Some(file) => {
+                assert_eq!(decision, "ask", "{input}: {reasons:?}");
+                let why = analyses(&reasons);
+                assert!(
+                    why.starts_with("`Grep` searches") && why.contains(file),
+                    "{input}: {why}"
+                );
+                assert!(
+                    !why.contains("build/tls.key"),
+                    "{input}: ignored by .gitignore: {why}"
+                );
+            }
+            None => assert_eq!(decision, "allow", "{input}: {reasons:?}"),
+        }
+    }
+}
+
+/// A folder with more entries than the walk reads asks: what is below it cannot all be
+/// judged.
+#[test]
+fn a_search_of_a_folder_too_large_to_check_asks() {
+    let ws = workspace();
+    let many = ws.root.join("many");
+    std::fs::create_dir_all(&many).unwrap();
+    for i in 0..=10_000 {
+        std::fs::write(many.join(format!("f{i}")), "").unwrap();
+    }
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let (decision, reasons) = decide(&engine, "grep -rn KEY many", &[]);
+    assert_eq!(decision, "ask", "{reasons:?}");
+    assert!(
+        analyses(&reasons).contains("more than 10000 entries below it"),
+        "{reasons:?}"
+    );
+}
+
+/// A team's own `Read` rule holds for every search that reads the file: the search tool
+/// given the file or a folder above it, and a program searching such a folder.
+#[test]
+fn a_read_rule_holds_for_searches() {
+    let policy = format!(
+        "{TEAM_POLICY}  - name: private-notes\n    tools: [Read]\n    match: {{ file_path: {{ path: [\"private/**\"] }} }}\n    decision: ask\n    reason: private notes need a human\n  - name: home-notes\n    tools: [Read]\n    match: {{ file_path: {{ path: [\"~/notes/**\"] }} }}\n    decision: ask\n"
+    );
+    let ws = workspace_with(&policy);
+    std::fs::create_dir_all(ws.root.join("private")).unwrap();
+    std::fs::write(ws.root.join("private/notes.txt"), "KEY\n").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for path in ["private/notes.txt", "private", "."] {
+        let (decision, reasons) =
+            decide_call(&engine, "Grep", json!({ "pattern": "KEY", "path": path }));
+        assert_eq!(decision, "ask", "{path}: {reasons:?}");
+        let why = analyses(&reasons);
+        assert!(
+            why.contains(
+                "the rule `private-notes` asks before reading (private notes need a human)"
+            ) && why.contains("notes.txt"),
+            "{path}: {why}"
+        );
+    }
+    let (decision, reasons) = decide(&engine, "grep -rn KEY private", &[]);
+    assert_eq!(decision, "ask", "{reasons:?}");
+    // A folder reached through a link: its files are judged where they really are too.
+    let notes = home_of(&ws.root).join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("plans.txt"), "KEY\n").unwrap();
+    std::os::unix::fs::symlink(&notes, ws.root.join("linked")).unwrap();
+    for (tool, input) in [
+        ("Grep", json!({ "pattern": "KEY", "path": "linked" })),
+        ("Bash", json!({ "command": "grep -rn KEY linked/" })),
+    ] {
+        let (decision, reasons) = decide_call(&engine, tool, input.clone());
+        assert_eq!(decision, "ask", "{input}: {reasons:?}");
+        let why = analyses(&reasons);
+        assert!(
+            why.contains("`home-notes`") && why.contains("`plans.txt`"),
+            "{input}: {why}"
+        );
+    }
 }

@@ -1,0 +1,229 @@
+//! What a search of a folder reads: the files below it.
+//!
+//! A folder searched with everything below it — by the search tool (`Grep`), or given to a
+//! program as a `tree` operand (`grep -r`, `rg`, `cp -r`, `diff`) — is read file by file.
+//! Each file below it that the search does not leave out is judged as a read, by the rules
+//! of the read tool (`Read`): one definition of a secret for every way of reading it. A file
+//! that a rule denies or asks makes the search **ask**, naming the files and the rule: the
+//! search may read them (whether it does depends on its pattern, its filters and the files'
+//! content, which toolgate does not model).
+//!
+//! What a search leaves out is data: the command table says it per program (`rg` skips
+//! hidden entries and what ignore files list, unless `--hidden`, `--no-ignore`, `-u` or
+//! `--glob`; `grep -r` skips nothing) and for the search tool (`file_tools.search_skips`;
+//! a `glob` in its input limits it to the files the glob matches, hidden or ignored ones
+//! included, as ripgrep's `--glob` does). The walk is ripgrep's own (the `ignore` crate), so
+//! hidden and ignored mean what they mean to ripgrep.
+//!
+//! The walk reads at most [`MAX_ENTRIES`] entries; a folder with more asks. Links are not
+//! followed: a link below the folder is judged as a read of where it leads (`grep -R` and
+//! `rg -L` read through them).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ignore::WalkBuilder;
+use ignore::overrides::{Override, OverrideBuilder};
+use serde_json::json;
+
+use super::matcher::ParseCache;
+use super::path::{MatchContext, NormalisedPath, listed};
+use super::rule::{CallFacts, RuleReason};
+use super::rules::RuleSet;
+use crate::model::command::SearchSkip;
+use crate::model::resolved::ResolvedConcurrency;
+use crate::model::rule::WorkspaceSide;
+use crate::model::{Decision, ModeName, ToolName};
+
+/// How many entries below a searched folder are read before the search is asked instead.
+pub const MAX_ENTRIES: usize = 10_000;
+/// How many files a reason names (the count says how many more).
+const NAMED_FILES: usize = 3;
+
+/// What a search reads below a folder.
+pub(crate) struct Walk {
+    /// What it leaves out.
+    pub skips: Vec<SearchSkip>,
+    /// ripgrep `--glob` patterns limiting it to the files they match.
+    pub only: Option<Override>,
+}
+
+impl Walk {
+    /// A walk that leaves out `skips`, limited to the files the `glob` of a search tool's
+    /// input matches (whitespace separates several). A glob that cannot be read limits
+    /// nothing and leaves nothing out.
+    pub fn new(skips: &[SearchSkip], glob: Option<&str>, folder: &str) -> Self {
+        let Some(glob) = glob else {
+            return Self {
+                skips: skips.to_vec(),
+                only: None,
+            };
+        };
+        let mut builder = OverrideBuilder::new(folder);
+        // Matching more files than ripgrep would only judges more of them.
+        let _ = builder.case_insensitive(true);
+        let only = glob
+            .split_whitespace()
+            .try_for_each(|glob| builder.add(glob).map(drop))
+            .ok()
+            .and_then(|()| builder.build().ok());
+        Self {
+            skips: Vec::new(),
+            only,
+        }
+    }
+}
+
+/// The read tool whose rules judge each file below a searched folder.
+#[derive(Clone, Copy)]
+pub(crate) struct Reader<'a> {
+    pub tool: &'a ToolName,
+    pub flags: &'a ResolvedConcurrency,
+    pub modes: &'a [ModeName],
+}
+
+/// Judges the files at or below `folder` that a search reads: why it asks — the files the
+/// read tool's rules deny or ask (one message per rule), or a folder too large to check.
+/// Empty when nothing there is protected, or nothing exists there.
+pub(crate) fn judge_below(
+    set: &RuleSet,
+    ctx: &MatchContext,
+    reader: Reader<'_>,
+    folder: Below<'_>,
+    walk: &Walk,
+) -> Vec<String> {
+    let skips = |skip| walk.skips.contains(&skip);
+    let mut builder = WalkBuilder::new(folder.real);
+    builder
+        .standard_filters(false)
+        .hidden(skips(SearchSkip::Hidden))
+        .parents(skips(SearchSkip::Ignored))
+        .ignore(skips(SearchSkip::Ignored))
+        .git_ignore(skips(SearchSkip::Ignored))
+        .git_global(skips(SearchSkip::Ignored))
+        .git_exclude(skips(SearchSkip::Ignored))
+        .follow_links(false);
+    if skips(SearchSkip::Ignored) {
+        builder.add_custom_ignore_filename(".rgignore");
+    }
+    if let Some(only) = &walk.only {
+        builder.overrides(only.clone());
+    }
+    // Per rule (by name), the files it protects: the rule's decision and reason, the files.
+    let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();
+    let mut entries = 0usize;
+    for entry in builder.build().flatten() {
+        entries += 1;
+        if entries > MAX_ENTRIES {
+            return vec![format!(
+                "{} searches {}, which has more than {MAX_ENTRIES} entries below it: too many to check for files the rules protect",
+                folder.what,
+                folder.shown()
+            )];
+        }
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(relative) = entry.path().strip_prefix(folder.real) else {
+            continue;
+        };
+        let relative = relative.to_string_lossy();
+        // The folder itself may be a file (`Grep` over one file).
+        let written = folder.written.absolute();
+        let path = if relative.is_empty() {
+            written.to_owned()
+        } else {
+            format!("{}/{relative}", written.trim_end_matches('/'))
+        };
+        let input = json!({ "file_path": path });
+        let read = CallFacts {
+            tool: reader.tool,
+            input: &input,
+            modes: reader.modes,
+            flags: reader.flags,
+        };
+        // Each file is a call of its own, with a cache of its own (a cache is searched
+        // one entry at a time: it is made for the few strings of one call). Where a file
+        // that is not a link lies is known from the listing: no `lstat` per component.
+        let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
+        if entry.file_type().is_some_and(|t| !t.is_symlink()) {
+            let real = entry.path().to_string_lossy().into_owned();
+            cache.seed_path(&path, listed(path.clone(), real, ctx));
+        }
+        let outcome = set.decide_whole(&read, ctx, Decision::Allow, &mut cache, None);
+        if !outcome.by_rule || outcome.decision == Decision::Allow {
+            continue;
+        }
+        let Some(rule) = outcome.reasons.iter().find_map(RuleReason::rule) else {
+            continue;
+        };
+        let (_, _, files) = protected.entry(rule.name.as_str().to_owned()).or_insert((
+            rule.decision,
+            rule.reason.clone().unwrap_or_default(),
+            Vec::new(),
+        ));
+        files.push(if relative.is_empty() {
+            path
+        } else {
+            relative.into_owned()
+        });
+    }
+    protected
+        .into_iter()
+        .map(|(name, (decision, reason, mut files))| {
+            // Named in order, whatever order the folders list them in.
+            files.sort_unstable();
+            let verb = if decision == Decision::Deny {
+                "denies"
+            } else {
+                "asks before"
+            };
+            let mut named: Vec<String> = files
+                .iter()
+                .take(NAMED_FILES)
+                .map(|f| format!("`{f}`"))
+                .collect();
+            if files.len() > NAMED_FILES {
+                named.push(format!("{} more", files.len() - NAMED_FILES));
+            }
+            let reason = if reason.is_empty() {
+                String::new()
+            } else {
+                format!(" ({reason})")
+            };
+            let them = if files.len() == 1 { "it" } else { "them" };
+            format!(
+                "{} searches {}, which holds files the rule `{name}` {verb} reading{reason}: {}; the search may read {them}",
+                folder.what,
+                folder.shown(),
+                named.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// A searched folder.
+#[derive(Clone, Copy)]
+pub(crate) struct Below<'a> {
+    /// Its written location, which the files below it are named by.
+    pub written: &'a NormalisedPath,
+    /// Its real location (links resolved), which is walked.
+    pub real: &'a str,
+    /// The search, for reasons (`` `rg KEY` ``, `` `Grep` ``).
+    pub what: &'a str,
+}
+
+impl Below<'_> {
+    /// The folder as reasons name it: workspace-relative, `.` for the root, else from `~`
+    /// or absolute.
+    fn shown(&self) -> String {
+        let written = self.written;
+        let shown = match (written.relative(), written.workspace_side(), written.home()) {
+            (Some(relative), _, _) => relative,
+            (None, WorkspaceSide::Inside, _) => ".",
+            (None, WorkspaceSide::Outside, Some(home)) => home,
+            (None, WorkspaceSide::Outside, None) => written.absolute(),
+        };
+        format!("`{shown}`")
+    }
+}
