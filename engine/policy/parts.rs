@@ -27,6 +27,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -38,7 +39,7 @@ use super::path::{Location, MatchContext, Side, locate};
 use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
-use super::search::{Below, Reader, Walk, judge_below};
+use super::search::{Below, Reader, Walk, judge_below, split_glob};
 use super::shell::{
     Found, InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
     Word, WordKind, split_word, unquoted_expansions,
@@ -141,15 +142,32 @@ fn search_call_below(
         return Vec::new();
     }
     let text = |field: &str| call.input.get(field).and_then(serde_json::Value::as_str);
-    let raw = text("path").filter(|p| !p.is_empty()).unwrap_or(".");
-    let Some(location @ Location::Known { .. }) = locate(raw, ctx) else {
+    let path = text("path").filter(|p| !p.is_empty()).unwrap_or(".");
+    // A glob in a path that does not exist as written (`src/**/*.ts`, as an agent's
+    // read-many tool takes; `app/[id]` may be a folder) searches the folder before it for
+    // the files the glob matches.
+    let exists = |path: &str| {
+        locate(path, ctx)
+            .and_then(|l| {
+                l.at(Side::Resolved)
+                    .map(|r| Path::new(r.absolute()).exists())
+            })
+            .unwrap_or(false)
+    };
+    let (raw, path_glob) = if exists(path) {
+        (path.to_owned(), None)
+    } else {
+        split_glob(path)
+    };
+    let Some(location @ Location::Known { .. }) = locate(&raw, ctx) else {
         return Vec::new();
     };
     let (Some(written), Some(real)) = (location.at(Side::Written), location.at(Side::Resolved))
     else {
         return Vec::new();
     };
-    let walk = Walk::new(&set.commands().search_skips, text("glob"), real.absolute());
+    let globs = path_glob.as_deref().into_iter().chain(text("glob"));
+    let walk = Walk::new(&set.commands().search_skips, globs, real.absolute());
     let reader = Reader {
         tool: read.tool,
         flags: read.flags,
@@ -700,7 +718,7 @@ fn search_below(
         real: real.absolute(),
         what: &format!("`{}`", command.text),
     };
-    judge_below(set, ctx, reader, below, &Walk::new(skips, None, folder))
+    judge_below(set, ctx, reader, below, &Walk::new(skips, [], folder))
 }
 
 /// Whether a command runs code it finds in the folder it runs in: git (its repository's

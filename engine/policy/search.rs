@@ -49,21 +49,26 @@ pub(crate) struct Walk {
 }
 
 impl Walk {
-    /// A walk that leaves out `skips`, limited to the files the `glob` of a search tool's
-    /// input matches (whitespace separates several). A glob that cannot be read limits
-    /// nothing and leaves nothing out.
-    pub fn new(skips: &[SearchSkip], glob: Option<&str>, folder: &str) -> Self {
-        let Some(glob) = glob else {
+    /// A walk that leaves out `skips`, or, given globs (each may hold several separated by
+    /// white space), one limited to the files they match, hidden and ignored ones included.
+    /// Globs that cannot be read limit nothing and leave nothing out.
+    pub fn new<'g>(
+        skips: &[SearchSkip],
+        globs: impl IntoIterator<Item = &'g str>,
+        folder: &str,
+    ) -> Self {
+        let globs: Vec<&str> = globs.into_iter().flat_map(str::split_whitespace).collect();
+        if globs.is_empty() {
             return Self {
                 skips: skips.to_vec(),
                 only: None,
             };
-        };
+        }
         let mut builder = OverrideBuilder::new(folder);
         // Matching more files than ripgrep would only judges more of them.
         let _ = builder.case_insensitive(true);
-        let only = glob
-            .split_whitespace()
+        let only = globs
+            .into_iter()
             .try_for_each(|glob| builder.add(glob).map(drop))
             .ok()
             .and_then(|()| builder.build().ok());
@@ -72,6 +77,25 @@ impl Walk {
             only,
         }
     }
+}
+
+/// A path that may hold glob characters, split into the folder before the first component
+/// that holds one and the glob after it (`src/**/*.ts` → `src`, `**/*.ts`); the path itself
+/// when it holds none.
+pub(crate) fn split_glob(path: &str) -> (String, Option<String>) {
+    let components: Vec<&str> = path.split('/').collect();
+    let Some(at) = components
+        .iter()
+        .position(|c| c.contains(['*', '?', '[', '{']))
+    else {
+        return (path.to_owned(), None);
+    };
+    let folder = match components[..at].join("/") {
+        folder if folder.is_empty() && path.starts_with('/') => "/".to_owned(),
+        folder if folder.is_empty() => ".".to_owned(),
+        folder => folder,
+    };
+    (folder, Some(components[at..].join("/")))
 }
 
 /// The read tool whose rules judge each file below a searched folder.
@@ -225,5 +249,29 @@ impl Below<'_> {
             (None, WorkspaceSide::Outside, None) => written.absolute(),
         };
         format!("`{shown}`")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_glob;
+
+    #[test]
+    fn a_path_splits_at_its_first_glob() {
+        for (path, folder, glob) in [
+            ("src", "src", None),
+            ("src/**/*.ts", "src", Some("**/*.ts")),
+            ("*.md", ".", Some("*.md")),
+            ("/etc/*/x", "/etc", Some("*/x")),
+            ("/*", "/", Some("*")),
+            ("a/b{c,d}/e", "a", Some("b{c,d}/e")),
+            ("~/.ssh/id_*", "~/.ssh", Some("id_*")),
+        ] {
+            assert_eq!(
+                split_glob(path),
+                (folder.to_owned(), glob.map(str::to_owned)),
+                "{path}"
+            );
+        }
     }
 }

@@ -102,6 +102,32 @@ fn qwen_code_pre_tool_use_in_claude_code_format() {
     );
 }
 
+/// A search asks for the protected files below the folder it reads, whichever agent's tool
+/// runs it: Claude Code's `Grep` over the project (a `deploy/server.pem`; the hidden
+/// `.env.production` is one ripgrep skips), Gemini CLI's `read_many_files` with a glob that
+/// reaches `config/.env.production`.
+#[test]
+fn searches_answer_for_the_files_below_them() {
+    let project = Project::standard();
+    std::fs::create_dir_all(project.path().join("deploy")).unwrap();
+    std::fs::write(project.path().join("deploy/server.pem"), "KEY\n").unwrap();
+    std::fs::create_dir_all(project.path().join("config")).unwrap();
+    std::fs::write(project.path().join("config/.env.production"), "TOKEN=1\n").unwrap();
+    let hooks = hooks_layer();
+    for (agent, case) in [
+        ("claude", "pre_tool_use_grep_project"),
+        ("gemini", "before_tool_read_many_glob"),
+    ] {
+        let run = project.hook(
+            agent,
+            &format!("{agent}/{case}.json"),
+            &["--enforced", &hooks],
+            &[],
+        );
+        assert_snapshot!(format!("{agent}__{case}"), project.transcript(&run));
+    }
+}
+
 #[test]
 fn a_policy_that_does_not_load_denies_with_its_first_diagnostic() {
     let project = Project::with("broken.yaml");
