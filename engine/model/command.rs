@@ -199,6 +199,9 @@ pub enum Role {
     Write,
     /// A folder the program works in (`git -C`, `make -C`): judged as read.
     Dir,
+    /// A file that names the project the program works on, in its folder (`cargo
+    /// --manifest-path`): judged as read, and its folder as one the program works in.
+    Manifest,
     /// A file, or a folder with everything below it, that is read (`grep -r`, `rg`, `diff`,
     /// `cp -r`): judged as read, and as searched by the search tool.
     Tree,

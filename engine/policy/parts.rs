@@ -446,11 +446,18 @@ impl Folders {
     /// it runs.
     fn enter(&mut self, command: &SimpleCommand, facts: &CommandFacts, home: Option<&str>) {
         for option in &facts.options {
-            if let (Some(info), Some(word)) = (&option.info, &option.value)
-                && info.value == Some(Role::Dir)
-            {
-                let target = word_values(word, home, &self.candidates).map_err(|_| ());
-                self.add(command, target);
+            let (Some(info), Some(word)) = (&option.info, &option.value) else {
+                continue;
+            };
+            let target = word_values(word, home, &self.candidates).map_err(|_| ());
+            match info.value {
+                Some(Role::Dir) => self.add(command, target),
+                // The folder of the project file.
+                Some(Role::Manifest) => {
+                    let folders = target.map(|files| files.iter().map(|f| folder_of(f)).collect());
+                    self.add(command, folders);
+                }
+                _ => {}
             }
         }
     }
@@ -544,7 +551,7 @@ fn file_words<'c>(
     let mut found = Vec::new();
     for role_word in &facts.roles {
         let access = match role_word.role {
-            Role::Read | Role::Dir | Role::RevisionOrPath => Access::Read,
+            Role::Read | Role::Dir | Role::Manifest | Role::RevisionOrPath => Access::Read,
             Role::Write => Access::Write,
             Role::Tree => {
                 found.push((Access::Read, &role_word.word, role_word.source.clone()));
@@ -773,6 +780,15 @@ fn git_path(value: &str) -> String {
 /// The values a word takes, as bash would expand it: `~`, `$HOME`, `$PWD`, braces; globs are
 /// left for [`expand_glob`] (kept with their unquoted glob characters, quoted ones escaped).
 /// `Err` says why the value cannot be known.
+/// The folder a file path names lies in (`.` for a bare name).
+fn folder_of(file: &str) -> String {
+    match file.rsplit_once('/') {
+        Some(("", _)) => "/".to_owned(),
+        Some((folder, _)) => folder.to_owned(),
+        None => ".".to_owned(),
+    }
+}
+
 fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Vec<String>, String> {
     if let Some(value) = word.literal() {
         return Ok(vec![escape_glob(value)]);

@@ -31,6 +31,7 @@ pub(super) fn content_effects(
             | Role::Read
             | Role::Write
             | Role::Dir
+            | Role::Manifest
             | Role::Tree
             | Role::RevisionOrPath
             | Role::Network => Vec::new(),
@@ -56,6 +57,7 @@ pub(super) fn content_effects(
         | Role::Read
         | Role::Write
         | Role::Dir
+        | Role::Manifest
         | Role::Tree
         | Role::RevisionOrPath
         | Role::Network => Vec::new(),

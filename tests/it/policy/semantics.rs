@@ -419,6 +419,25 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("foreign folder", "cd /tmp && git status", "ask", "analysis"),
         c("foreign folder", "cd .. && cargo test", "ask", "analysis"),
+        // A project file names the folder whose code runs.
+        c(
+            "foreign folder",
+            "cargo test --manifest-path ../other/Cargo.toml",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "foreign folder",
+            "cargo test --manifest-path=/tmp/other/Cargo.toml -- --nocapture",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "foreign folder",
+            "cargo test --manifest-path src/Cargo.toml",
+            "allow",
+            "rule:dev-loop",
+        ),
         c(
             "foreign folder",
             "cd src && git status && cargo test",
