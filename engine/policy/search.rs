@@ -254,7 +254,38 @@ impl Below<'_> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::split_glob;
+
+    const GLOB: [char; 4] = ['*', '?', '[', '{'];
+
+    proptest! {
+        /// The folder holds no glob character, the glob starts at a component that holds
+        /// one, and the two make the path again.
+        #[test]
+        fn a_split_path_joins_again(path in "/?([a-z.]{1,3}[*?{\\[]?/){0,4}[a-z*?.]{0,3}") {
+            let (folder, glob) = split_glob(&path);
+            match glob {
+                None => {
+                    prop_assert!(!path.contains(GLOB));
+                    prop_assert_eq!(folder, path);
+                }
+                Some(glob) => {
+                    prop_assert!(!folder.contains(GLOB));
+                    let first = glob.split('/').next().unwrap_or_default();
+                    prop_assert!(first.contains(GLOB));
+                    let joined = match folder.as_str() {
+                        // `*.md` and `./*.md` alike.
+                        "." if !path.starts_with("./") => glob.clone(),
+                        "/" => format!("/{glob}"),
+                        _ => format!("{folder}/{glob}"),
+                    };
+                    prop_assert_eq!(joined, path);
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_path_splits_at_its_first_glob() {
