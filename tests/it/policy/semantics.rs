@@ -419,6 +419,19 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("foreign folder", "cd /tmp && git status", "ask", "analysis"),
         c("foreign folder", "cd .. && cargo test", "ask", "analysis"),
+        // A string searched in the history is not a file.
+        c(
+            "everyday",
+            "git log -S.env --oneline",
+            "allow",
+            "rule:read-only-inspection",
+        ),
+        c(
+            "everyday",
+            "git log --grep=.env --author me",
+            "allow",
+            "rule:read-only-inspection",
+        ),
         // A project file names the folder whose code runs.
         c(
             "foreign folder",
