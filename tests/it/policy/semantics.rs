@@ -1177,6 +1177,14 @@ fn plan_shows_each_part() {
 /// alone: what only reads is allowed by `read-only-inspection`, what writes, runs code or
 /// reaches the network is not.
 const PROGRAM_CASES: &[(&str, &str, &str)] = &[
+    ("tar", "tar -czf /tmp/k.tgz ~/.ssh", "deny"),
+    ("tar", "tar -czf out.tgz -C ~ .aws", "deny"),
+    ("tar", "tar --to-command=sh -xf a.tar", "ask"),
+    ("tar", "tar -czf out.tgz src", "ask"),
+    ("zip", "zip -r /tmp/k.zip ~/.ssh", "deny"),
+    ("zip", "zip -r out.zip src", "ask"),
+    ("zip", "zip -TT 'sh -c id' out.zip src", "ask"),
+    ("unzip", "unzip -o a.zip -d ~/.ssh", "deny"),
     ("cat", "cat src/main.rs", "allow"),
     ("cat", "cat .env", "deny"),
     // Globs are expanded ignoring case (as with `nocaseglob`); an extended glob (or a zsh
@@ -1671,5 +1679,29 @@ fn a_read_rule_holds_for_searches() {
             why.contains("`home-notes`") && why.contains("`plans.txt`"),
             "{input}: {why}"
         );
+    }
+}
+
+/// Where a team allows archiving (`tar *`, `zip *`), an archive of a folder is judged by the
+/// files below it, and an option that runs a command needs a rule that names it.
+#[test]
+fn archives_are_judged_by_what_they_read_and_run() {
+    let policy = format!(
+        "{TEAM_POLICY}  - name: archives\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"tar *\", \"zip *\"] }} }}\n    decision: allow\n"
+    );
+    let ws = workspace_with(&policy);
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (command, expected) in [
+        ("tar -czf out.tgz src", "allow"),
+        ("zip -r out.zip src", "allow"),
+        ("tar -czf out.tgz .", "ask"),
+        ("tar -czf /tmp/k.tgz ~/.ssh", "deny"),
+        ("tar --to-command=sh -xf a.tar", "ask"),
+        ("tar -I 'sh -c id' -cf out.tgz src", "ask"),
+        ("zip -TT 'sh -c id' out.zip src", "ask"),
+        ("zip -r out.zip . -x .env", "ask"),
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, expected, "{command}: {reasons:?}");
     }
 }
