@@ -112,6 +112,10 @@ pub struct Program {
     /// program's own (`git -C dir log`).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub subcommands: IndexMap<String, Program>,
+    /// The first word after the program may be short options without their `-` (tar's old
+    /// style: `tar xzf a.tgz` is `tar -xzf a.tgz`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dashless_first: bool,
     /// The operand used when none is given where the last role is (`rg PATTERN` searches
     /// `.`), judged with that role.
     #[serde(default, skip_serializing_if = "Option::is_none")]

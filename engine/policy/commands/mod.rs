@@ -65,6 +65,7 @@ struct CompiledProgram {
     default_operand: Option<String>,
     default_unless_input: bool,
     search_skips: Vec<SearchSkip>,
+    dashless_first: bool,
 }
 
 /// One option of a program, as the table describes it.
@@ -152,6 +153,7 @@ impl CompiledProgram {
             default_operand: program.default_operand.clone(),
             default_unless_input: program.default_unless_input,
             search_skips: program.search_skips.clone(),
+            dashless_first: program.dashless_first,
         }
     }
 }
@@ -423,10 +425,20 @@ impl CommandTable {
         let mut has_subcommands = !program.subcommands.is_empty();
         let mut end_of_options = false;
         let mut operands: Vec<(usize, &Word)> = Vec::new();
+        // tar's old style: the first word's letters are options (`tar xzf a.tgz`).
+        let dashless_first = literals
+            .get(1)
+            .copied()
+            .flatten()
+            .filter(|first| program.dashless_first && !first.is_empty() && !first.starts_with('-'))
+            .map(|letters| format!("-{letters}"));
         let mut i = 1;
         while i < words.len() {
             let word = &words[i];
-            let literal = literals[i];
+            let literal = match &dashless_first {
+                Some(options) if i == 1 => Some(options.as_str()),
+                _ => literals[i],
+            };
             i += 1;
             let Some(value) = literal else {
                 if !end_of_options {

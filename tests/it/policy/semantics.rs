@@ -1700,6 +1700,10 @@ fn archives_are_judged_by_what_they_read_and_run() {
         ("tar -I 'sh -c id' -cf out.tgz src", "ask"),
         ("zip -TT 'sh -c id' out.zip src", "ask"),
         ("zip -r out.zip . -x .env", "ask"),
+        // tar's old style: `xf` is `-xf`, which writes where it extracts.
+        ("tar xf a.tar", "ask"),
+        ("tar czf out.tgz src", "allow"),
+        ("tar cf /tmp/k.tar ~/.aws", "deny"),
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, expected, "{command}: {reasons:?}");
