@@ -143,24 +143,24 @@ fn search_call_below(
     }
     let text = |field: &str| call.input.get(field).and_then(serde_json::Value::as_str);
     let path = text("path").filter(|p| !p.is_empty()).unwrap_or(".");
+    let known = |path: &str| locate(path, ctx).filter(|l| matches!(l, Location::Known { .. }));
     // A glob in a path that does not exist as written (`src/**/*.ts`, as an agent's
     // read-many tool takes; `app/[id]` may be a folder) searches the folder before it for
     // the files the glob matches.
-    let exists = |path: &str| {
-        locate(path, ctx)
-            .and_then(|l| {
-                l.at(Side::Resolved)
-                    .map(|r| Path::new(r.absolute()).exists())
-            })
-            .unwrap_or(false)
-    };
-    let (raw, path_glob) = if exists(path) {
-        (path.to_owned(), None)
-    } else {
-        split_glob(path)
-    };
-    let Some(location @ Location::Known { .. }) = locate(&raw, ctx) else {
-        return Vec::new();
+    let literal = known(path);
+    let exists = literal
+        .as_ref()
+        .and_then(|l| l.at(Side::Resolved))
+        .is_some_and(|real| Path::new(real.absolute()).exists());
+    let (location, path_glob) = match literal {
+        Some(literal) if exists => (literal, None),
+        _ => {
+            let (folder, glob) = split_glob(path);
+            let Some(location) = known(&folder) else {
+                return Vec::new();
+            };
+            (location, glob)
+        }
     };
     let (Some(written), Some(real)) = (location.at(Side::Written), location.at(Side::Resolved))
     else {
