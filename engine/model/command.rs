@@ -59,9 +59,9 @@ pub struct FileTools {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<String>,
     /// What the search tool leaves out of a folder it searches when its input names no
-    /// `glob` (the agents' search tools are ripgrep: `[hidden, ignored]`). A `glob` limits
-    /// the search to the files it matches, hidden and ignored ones included, as ripgrep's
-    /// `--glob` does.
+    /// `glob` (the agents' search tools are ripgrep with `--hidden`: `[ignored]`). A `glob`
+    /// limits the search to the files it matches, hidden and ignored ones included, as
+    /// ripgrep's `--glob` does; `no_ignore: true` in its input brings ignored files back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub search_skips: Vec<SearchSkip>,
 }

@@ -167,7 +167,12 @@ fn search_call_below(
         return Vec::new();
     };
     let globs = path_glob.as_deref().into_iter().chain(text("glob"));
-    let walk = Walk::new(&set.commands().search_skips, globs, real.absolute());
+    // `no_ignore` (ripgrep's `--no-ignore`, Gemini CLI's search) brings ignored files back.
+    let mut skips = set.commands().search_skips.clone();
+    if call.input.get("no_ignore") == Some(&serde_json::Value::Bool(true)) {
+        skips.retain(|skip| *skip != SearchSkip::Ignored);
+    }
+    let walk = Walk::new(&skips, globs, real.absolute());
     let reader = Reader {
         tool: read.tool,
         flags: read.flags,

@@ -10,14 +10,15 @@
 //!
 //! What a search leaves out is data: the command table says it per program (`rg` skips
 //! hidden entries and what ignore files list, unless `--hidden`, `--no-ignore`, `-u` or
-//! `--glob`; `grep -r` skips nothing) and for the search tool (`file_tools.search_skips`;
-//! a `glob` in its input limits it to the files the glob matches, hidden or ignored ones
-//! included, as ripgrep's `--glob` does). The walk is ripgrep's own (the `ignore` crate), so
+//! `--glob`; `grep -r` and `git grep` skip nothing) and for the search tool
+//! (`file_tools.search_skips`; a `glob` in its input limits it to the files the glob
+//! matches, hidden or ignored ones included, as ripgrep's `--glob` does). The walk is ripgrep's own (the `ignore` crate), so
 //! hidden and ignored mean what they mean to ripgrep.
 //!
-//! The walk reads at most [`MAX_ENTRIES`] entries; a folder with more asks. Links are not
-//! followed: a link below the folder is judged as a read of where it leads (`grep -R` and
-//! `rg -L` read through them).
+//! The walk reads at most [`MAX_ENTRIES`] entries; a folder with more asks. Links below the
+//! folder are followed (`grep -R`, `rg -L` and `diff -r` read through them; a loop is
+//! walked once), and each file is judged where it is named and where it lies: a link to
+//! `~` below the workspace is a search of the home folder.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -49,15 +50,26 @@ pub(crate) struct Walk {
 }
 
 impl Walk {
-    /// A walk that leaves out `skips`, or, given globs (each may hold several separated by
-    /// white space), one limited to the files they match, hidden and ignored ones included.
+    /// A walk that leaves out `skips`, or, given globs, one limited to the files they match,
+    /// hidden and ignored ones included. A glob may hold several, separated by white space
+    /// or by commas outside braces (`*.rs,.env`), as Claude Code's search tool splits them.
     /// Globs that cannot be read limit nothing and leave nothing out.
     pub fn new<'g>(
         skips: &[SearchSkip],
         globs: impl IntoIterator<Item = &'g str>,
         folder: &str,
     ) -> Self {
-        let globs: Vec<&str> = globs.into_iter().flat_map(str::split_whitespace).collect();
+        let globs: Vec<&str> = globs
+            .into_iter()
+            .flat_map(str::split_whitespace)
+            .flat_map(|glob| {
+                if glob.contains('{') && glob.contains('}') {
+                    vec![glob]
+                } else {
+                    glob.split(',').filter(|g| !g.is_empty()).collect()
+                }
+            })
+            .collect();
         if globs.is_empty() {
             return Self {
                 skips: skips.to_vec(),
@@ -126,7 +138,7 @@ pub(crate) fn judge_below(
         .git_ignore(skips(SearchSkip::Ignored))
         .git_global(skips(SearchSkip::Ignored))
         .git_exclude(skips(SearchSkip::Ignored))
-        .follow_links(false);
+        .follow_links(true);
     if skips(SearchSkip::Ignored) {
         builder.add_custom_ignore_filename(".rgignore");
     }
@@ -136,6 +148,8 @@ pub(crate) fn judge_below(
     // Per rule (by name), the files it protects: the rule's decision and reason, the files.
     let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();
     let mut entries = 0usize;
+    // The links walked through, below which a path is not where the file lies.
+    let mut links: Vec<std::path::PathBuf> = Vec::new();
     for entry in builder.build().flatten() {
         entries += 1;
         if entries > MAX_ENTRIES {
@@ -145,7 +159,12 @@ pub(crate) fn judge_below(
                 folder.shown()
             )];
         }
+        let through_link =
+            entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
         if entry.file_type().is_some_and(|t| t.is_dir()) {
+            if entry.path_is_symlink() {
+                links.push(entry.path().to_path_buf());
+            }
             continue;
         }
         let Ok(relative) = entry.path().strip_prefix(folder.real) else {
@@ -168,9 +187,9 @@ pub(crate) fn judge_below(
         };
         // Each file is a call of its own, with a cache of its own (a cache is searched
         // one entry at a time: it is made for the few strings of one call). Where a file
-        // that is not a link lies is known from the listing: no `lstat` per component.
+        // reached through no link lies is known from the listing: no `lstat` per component.
         let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
-        if entry.file_type().is_some_and(|t| !t.is_symlink()) {
+        if !through_link {
             let real = entry.path().to_string_lossy().into_owned();
             cache.seed_path(&path, listed(path.clone(), real, ctx));
         }

@@ -21,7 +21,9 @@ use crate::model::command::{
     CommandsSection, Effect, EnvVar, OptionSpec, OptionStyle, Program, Role, SearchSkip,
 };
 
-use super::shell::{Script, ShellParseError, SimpleCommand, Word, parse_script};
+use super::shell::{
+    InputFrom, RedirectEffect, Script, ShellParseError, SimpleCommand, Word, parse_script,
+};
 
 /// The compiled command table.
 #[derive(Debug, Default)]
@@ -364,11 +366,16 @@ impl CommandTable {
         let words: Vec<Option<&str>> = command.words.iter().map(Word::literal).collect();
         let (mut facts, default) = self.analyse_words(&command.words, &words);
         if let Some(default) = default {
+            // A device (`< /dev/null`, a terminal) is no input to read: ripgrep searches its
+            // folder then.
             let input_given = command.piped
-                || command
-                    .redirections
-                    .iter()
-                    .any(|r| matches!(r.effect, super::shell::RedirectEffect::Input { .. }));
+                || command.redirections.iter().any(|r| match &r.effect {
+                    RedirectEffect::Input {
+                        from: InputFrom::File(file),
+                    } => !file.literal().is_some_and(|f| f.starts_with("/dev/")),
+                    RedirectEffect::Input { .. } => true,
+                    _ => false,
+                });
             if !(default.unless_input && input_given) {
                 facts.roles.push(default.operand);
             }

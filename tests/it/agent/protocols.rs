@@ -103,9 +103,9 @@ fn qwen_code_pre_tool_use_in_claude_code_format() {
 }
 
 /// A search asks for the protected files below the folder it reads, whichever agent's tool
-/// runs it: Claude Code's `Grep` over the project (a `deploy/server.pem`; the hidden
-/// `.env.production` is one ripgrep skips), Gemini CLI's `read_many_files` with a glob that
-/// reaches `config/.env.production`.
+/// runs it: Claude Code's `Grep` over the project (ripgrep with `--hidden`: a
+/// `deploy/server.pem` and `config/.env.production`), Gemini CLI's `read_many_files` with a
+/// glob that reaches `config/.env.production`.
 #[test]
 fn searches_answer_for_the_files_below_them() {
     let project = Project::standard();

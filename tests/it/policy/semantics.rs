@@ -1564,6 +1564,18 @@ fn a_search_is_judged_by_the_files_below_it() {
         ("git grep --no-index KEY", "`build/tls.key`"),
         ("echo > .gitignore; rg KEY", "`build/tls.key`"),
         ("cd deploy && rg KEY", "`server.pem`"),
+        // Options that take a value do not hide the folder searched by default.
+        ("grep -d recurse KEY", "`.env`"),
+        ("grep -r -D read --binary-files text KEY", "`.env`"),
+        ("rg --sort path KEY", "`deploy/server.pem`"),
+        ("git grep -C 2 KEY", "`.env`"),
+        // A device is no input: rg searches its folder.
+        ("rg KEY < /dev/null", "`deploy/server.pem`"),
+        // A type or an ignore file of one's own can name hidden files.
+        ("rg --type-add 'cfg:*.env' -t cfg KEY", "`.env`"),
+        ("rg --ignore-file src/main.rs KEY", "`.env`"),
+        // git grep searches tracked files whether ignored or not.
+        ("git grep KEY", "`build/tls.key`"),
     ] {
         let (decision, reasons) = decide(&engine, command, &[]);
         assert_eq!(decision, "ask", "{command}: {reasons:?}");
@@ -1590,9 +1602,18 @@ fn a_search_is_judged_by_the_files_below_it() {
         };
         assert_eq!(decision, expected, "{command}: {reasons:?}");
     }
-    // The search tool: ripgrep's filters, and its `glob` as ripgrep's `--glob`.
+    // The search tool: ripgrep with `--hidden` as the agents run it, and its `glob` as
+    // ripgrep's `--glob`s (split at commas, as Claude Code splits it).
     for (input, file) in [
-        (json!({ "pattern": "KEY" }), Some("`deploy/server.pem`")),
+        (json!({ "pattern": "KEY" }), Some("`.env`")),
+        (
+            json!({ "pattern": "KEY", "glob": "*.rs,.env" }),
+            Some("`.env`"),
+        ),
+        (
+            json!({ "pattern": "KEY", "path": "build", "no_ignore": true }),
+            Some("`tls.key`"),
+        ),
         (
             json!({ "pattern": "KEY", "path": "." }),
             Some("`deploy/server.pem`"),
@@ -1609,10 +1630,9 @@ fn a_search_is_judged_by_the_files_below_it() {
                     why.starts_with("`Grep` searches") && why.contains(file),
                     "{input}: {why}"
                 );
-                assert!(
-                    !why.contains("build/tls.key"),
-                    "{input}: ignored by .gitignore: {why}"
-                );
+                if input.get("no_ignore").is_none() {
+                    assert!(!why.contains("tls.key"), "{input}: ignored: {why}");
+                }
             }
             None => assert_eq!(decision, "allow", "{input}: {reasons:?}"),
         }
@@ -1708,4 +1728,29 @@ fn archives_are_judged_by_what_they_read_and_run() {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, expected, "{command}: {reasons:?}");
     }
+}
+
+/// Links below a searched folder are followed: a link to the home folder inside the
+/// workspace makes a search of the workspace a search of the home folder.
+#[test]
+fn a_search_follows_links_below_the_folder() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.root.join("vendor")).unwrap();
+    std::os::unix::fs::symlink(home_of(&ws.root), ws.root.join("vendor/up")).unwrap();
+    // A loop is walked once.
+    std::os::unix::fs::symlink(ws.root.join("vendor"), ws.root.join("vendor/again")).unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for command in [
+        "grep -R TODO vendor",
+        "rg -L --hidden TODO vendor",
+        "diff -rN vendor src",
+    ] {
+        let (decision, reasons) = decide(&engine, command, &[]);
+        assert_eq!(decision, "ask", "{command}: {reasons:?}");
+        let why = analyses(&reasons);
+        assert!(why.contains("`up/.ssh/id_rsa`"), "{command}: {why}");
+    }
+    let (decision, reasons) =
+        decide_call(&engine, "Grep", json!({ "pattern": "x", "path": "vendor" }));
+    assert_eq!(decision, "ask", "{reasons:?}");
 }
