@@ -222,6 +222,9 @@ pub enum Role {
     RevisionOrPath,
     /// A network address.
     Network,
+    /// A glob that limits a search to the files it matches (`rg -g '*.rs'`), hidden and
+    /// ignored ones included, as ripgrep's `--glob`.
+    SearchGlob,
     /// A variable name: bash evaluates a subscript in it (`printf -v 'a[$(cmd)]'`), so one
     /// with `[` is code.
     Variable,

@@ -292,18 +292,13 @@ fn decide_line(
                 ),
             );
         }
-        let skips: &[SearchSkip] = if changes_files {
-            &[]
-        } else {
-            &facts.search_skips
-        };
         judge_files(
             set,
             call,
             ctx,
             files,
             (command, facts),
-            skips,
+            &SearchScope::of(facts, changes_files),
             &folders,
             &mut file_cache,
             &mut outcome,
@@ -568,6 +563,7 @@ fn file_words<'c>(
             | Role::AwkProgram
             | Role::JqProgram
             | Role::Network
+            | Role::SearchGlob
             | Role::Variable
             | Role::Arithmetic => continue,
         };
@@ -597,7 +593,7 @@ fn judge_files(
     ctx: &MatchContext,
     files: &FileTools<'_>,
     (command, facts): (&SimpleCommand, &CommandFacts),
-    skips: &[SearchSkip],
+    scope: &SearchScope<'_>,
     folders: &Folders,
     cache: &mut ParseCache,
     outcome: &mut PartOutcome,
@@ -686,7 +682,7 @@ fn judge_files(
                         && let Some(read) = files.read
                     {
                         // The folder is allowed: the files below it may not be.
-                        let below = search_below(set, ctx, read, call.modes, &path, skips, command);
+                        let below = search_below(set, ctx, read, call.modes, &path, scope, command);
                         for message in below {
                             outcome.add_analysis(&command.text, message);
                         }
@@ -706,7 +702,7 @@ fn search_below(
     read: FileTool<'_>,
     modes: &[crate::model::ModeName],
     folder: &str,
-    skips: &[SearchSkip],
+    scope: &SearchScope<'_>,
     command: &SimpleCommand,
 ) -> Vec<String> {
     // A file operand is judged as a read already.
@@ -730,7 +726,42 @@ fn search_below(
         real: real.absolute(),
         what: &format!("`{}`", command.text),
     };
-    judge_below(set, ctx, reader, below, &Walk::new(skips, [], folder))
+    let walk = Walk::new(scope.skips, scope.globs.iter().copied(), real.absolute());
+    judge_below(set, ctx, reader, below, &walk)
+}
+
+/// What a command's searches of folders leave out, and the globs they are limited to.
+struct SearchScope<'a> {
+    skips: &'a [SearchSkip],
+    globs: Vec<&'a str>,
+}
+
+impl<'a> SearchScope<'a> {
+    /// The scope of `facts`' searches: what the program leaves out (nothing when the line
+    /// may change files first) and its `search_glob` values.
+    fn of(facts: &'a CommandFacts, changes_files: bool) -> Self {
+        let globs: Option<Vec<&str>> = facts
+            .roles
+            .iter()
+            .filter(|r| r.role == Role::SearchGlob)
+            .map(|r| r.word.literal())
+            .collect();
+        match globs {
+            Some(globs) => Self {
+                skips: if changes_files {
+                    &[]
+                } else {
+                    &facts.search_skips
+                },
+                globs,
+            },
+            // A glob only known at run time limits nothing and may bring anything back.
+            None => Self {
+                skips: &[],
+                globs: Vec::new(),
+            },
+        }
+    }
 }
 
 /// Whether a command runs code it finds in the folder it runs in: git (its repository's

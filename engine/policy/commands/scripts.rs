@@ -34,7 +34,8 @@ pub(super) fn content_effects(
             | Role::Manifest
             | Role::Tree
             | Role::RevisionOrPath
-            | Role::Network => Vec::new(),
+            | Role::Network
+            | Role::SearchGlob => Vec::new(),
         };
     };
     match role_word.role {
@@ -60,7 +61,8 @@ pub(super) fn content_effects(
         | Role::Manifest
         | Role::Tree
         | Role::RevisionOrPath
-        | Role::Network => Vec::new(),
+        | Role::Network
+        | Role::SearchGlob => Vec::new(),
     }
 }
 

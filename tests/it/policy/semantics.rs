@@ -1559,7 +1559,8 @@ fn a_search_is_judged_by_the_files_below_it() {
         ("rg -. KEY src deploy", "`server.pem`"),
         ("rg -uu KEY", "`build/tls.key`"),
         ("rg --no-ignore KEY build", "`tls.key`"),
-        ("rg -g '*.rs' KEY", "`.env`"),
+        ("rg -g '*.env' KEY", "`.env`"),
+        ("rg -g \"$GLOB\" KEY", "`.env`"),
         ("git grep KEY", "`.env`"),
         ("git grep --no-index KEY", "`build/tls.key`"),
         ("echo > .gitignore; rg KEY", "`build/tls.key`"),
@@ -1592,6 +1593,8 @@ fn a_search_is_judged_by_the_files_below_it() {
         "rg KEY < src/main.rs",
         "git grep KEY src",
         "rg -n KEY build/",
+        "rg -g '*.rs' KEY",
+        "rg --glob '*.rs' --glob '*.toml' KEY .",
     ] {
         let (decision, reasons) = decide(&engine, command, &[]);
         let expected = if command.contains("build") {
