@@ -112,6 +112,10 @@ pub struct Program {
     /// program's own (`git -C dir log`).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub subcommands: IndexMap<String, Program>,
+    /// A short option's value attached after `=` is the value without it, as clap reads it
+    /// (`rg -g=.env` is `rg -g .env`); GNU `getopt` keeps the `=`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub short_equals: bool,
     /// The first word after the program may be short options without their `-` (tar's old
     /// style: `tar xzf a.tgz` is `tar -xzf a.tgz`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -52,16 +52,19 @@ pub(crate) struct Walk {
 impl Walk {
     /// A walk that leaves out `skips`, or, given globs, one limited to the files they match,
     /// hidden and ignored ones included. A glob may hold several, separated by white space
-    /// or by commas outside braces (`*.rs,.env`), as Claude Code's search tool splits them.
+    /// (U+FEFF too) or by commas outside braces (`*.rs,.env`), as Claude Code's search tool
+    /// splits them.
     /// Globs that cannot be read limit nothing and leave nothing out.
     pub fn new<'g>(
         skips: &[SearchSkip],
         globs: impl IntoIterator<Item = &'g str>,
         folder: &str,
     ) -> Self {
+        // JavaScript's `\s`, which Claude Code splits at, is white space and U+FEFF.
         let globs: Vec<&str> = globs
             .into_iter()
-            .flat_map(str::split_whitespace)
+            .flat_map(|glob| glob.split(|c: char| c.is_whitespace() || c == '\u{feff}'))
+            .filter(|glob| !glob.is_empty())
             .flat_map(|glob| {
                 if glob.contains('{') && glob.contains('}') {
                     vec![glob]

@@ -68,6 +68,7 @@ struct CompiledProgram {
     default_unless_input: bool,
     search_skips: Vec<SearchSkip>,
     dashless_first: bool,
+    short_equals: bool,
 }
 
 /// One option of a program, as the table describes it.
@@ -156,6 +157,7 @@ impl CompiledProgram {
             default_unless_input: program.default_unless_input,
             search_skips: program.search_skips.clone(),
             dashless_first: program.dashless_first,
+            short_equals: program.short_equals,
         }
     }
 }
@@ -433,19 +435,19 @@ impl CommandTable {
         let mut end_of_options = false;
         let mut operands: Vec<(usize, &Word)> = Vec::new();
         // tar's old style: the first word's letters are options (`tar xzf a.tgz`).
-        let dashless_first = literals
-            .get(1)
-            .copied()
-            .flatten()
-            .filter(|first| program.dashless_first && !first.is_empty() && !first.starts_with('-'))
-            .map(|letters| format!("-{letters}"));
+        if program.dashless_first
+            && let Some(Some(letters)) = literals.get(1)
+            && !letters.is_empty()
+            && !letters.starts_with('-')
+        {
+            let words = dashless_words(program, words, letters);
+            let literals: Vec<Option<&str>> = words.iter().map(Word::literal).collect();
+            return self.analyse_words(&words, &literals);
+        }
         let mut i = 1;
         while i < words.len() {
             let word = &words[i];
-            let literal = match &dashless_first {
-                Some(options) if i == 1 => Some(options.as_str()),
-                _ => literals[i],
-            };
+            let literal = literals[i];
             i += 1;
             let Some(value) = literal else {
                 if !end_of_options {
@@ -545,81 +547,87 @@ impl CommandTable {
                     .is_some_and(|info| info.second_value.is_some());
                 if wanted { next_word(i) } else { None }
             };
-            match program.style {
-                OptionStyle::Words => {
-                    let info = program.options.get(value).cloned();
-                    let option_value = match info.as_ref().and_then(|info| info.value) {
-                        Some(_) => next_word(&mut i),
-                        None => None,
-                    };
+            // A short option of several letters that the table lists (zip's `-lf FILE`) is
+            // that option, not a cluster.
+            let listed_whole = program.style == OptionStyle::Words
+                || (value.len() > 2
+                    && !value.starts_with("--")
+                    && program.options.contains_key(value));
+            if listed_whole {
+                let info = program.options.get(value).cloned();
+                let option_value = match info.as_ref().and_then(|info| info.value) {
+                    Some(_) => next_word(&mut i),
+                    None => None,
+                };
+                let canonical = info
+                    .as_ref()
+                    .map_or_else(|| value.to_owned(), |info| info.canonical.clone());
+                let second = second(&info, &mut i);
+                push(canonical, option_value, second, info);
+            } else if value.starts_with("--") {
+                let (spelling, inline) = match value.split_once('=') {
+                    Some((spelling, inline)) => (spelling, Some(inline)),
+                    None => (value, None),
+                };
+                let info = program.long_option(spelling);
+                let separate = info
+                    .as_ref()
+                    .is_some_and(|info| info.value.is_some() && !info.value_attached);
+                let option_value = match inline {
+                    Some(inline) => Some(Word::literal_from(inline, inline)),
+                    None if separate => next_word(&mut i),
+                    None => None,
+                };
+                let canonical = info
+                    .as_ref()
+                    .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
+                let second = second(&info, &mut i);
+                push(canonical, option_value, second, info);
+            } else {
+                // A cluster of short options (`-rf`, `-n5`, `-uf`).
+                let letters: Vec<(usize, char)> = value.char_indices().skip(1).collect();
+                // Inside a leading count (`-5`), whose digits are one option.
+                let mut counting = false;
+                let mut unknown_seen = false;
+                for (index, &(at, letter)) in letters.iter().enumerate() {
+                    if counting && letter.is_ascii_digit() {
+                        continue;
+                    }
+                    counting = false;
+                    let spelling = format!("-{letter}");
+                    let info = program.options.get(&spelling).cloned();
                     let canonical = info
                         .as_ref()
-                        .map_or_else(|| value.to_owned(), |info| info.canonical.clone());
-                    let second = second(&info, &mut i);
-                    push(canonical, option_value, second, info);
-                }
-                OptionStyle::Gnu if value.starts_with("--") => {
-                    let (spelling, inline) = match value.split_once('=') {
-                        Some((spelling, inline)) => (spelling, Some(inline)),
-                        None => (value, None),
-                    };
-                    let info = program.long_option(spelling);
-                    let separate = info
-                        .as_ref()
-                        .is_some_and(|info| info.value.is_some() && !info.value_attached);
-                    let option_value = match inline {
-                        Some(inline) => Some(Word::literal_from(inline, inline)),
-                        None if separate => next_word(&mut i),
-                        None => None,
-                    };
-                    let canonical = info
-                        .as_ref()
-                        .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
-                    let second = second(&info, &mut i);
-                    push(canonical, option_value, second, info);
-                }
-                OptionStyle::Gnu => {
-                    // A cluster of short options (`-rf`, `-n5`, `-uf`).
-                    let letters: Vec<(usize, char)> = value.char_indices().skip(1).collect();
-                    // Inside a leading count (`-5`), whose digits are one option.
-                    let mut counting = false;
-                    let mut unknown_seen = false;
-                    for (index, &(at, letter)) in letters.iter().enumerate() {
-                        if counting && letter.is_ascii_digit() {
-                            continue;
-                        }
-                        counting = false;
-                        let spelling = format!("-{letter}");
-                        let info = program.options.get(&spelling).cloned();
-                        let canonical = info
-                            .as_ref()
-                            .map_or_else(|| spelling.clone(), |info| info.canonical.clone());
-                        if info.as_ref().is_some_and(|info| info.value.is_some()) {
-                            let rest = &value[at + letter.len_utf8()..];
-                            let attached = info.as_ref().is_some_and(|info| info.value_attached);
-                            let option_value = match (rest.is_empty(), attached) {
-                                (false, _) => Some(Word::literal_from(rest, rest)),
-                                (true, false) => next_word(&mut i),
-                                (true, true) => None,
-                            };
-                            let second = second(&info, &mut i);
-                            push(canonical, option_value, second, info);
-                            break;
-                        }
+                        .map_or_else(|| spelling.clone(), |info| info.canonical.clone());
+                    if info.as_ref().is_some_and(|info| info.value.is_some()) {
                         let rest = &value[at + letter.len_utf8()..];
-                        if index == 0 && letter.is_ascii_digit() && info.is_none() {
-                            // `-5` (a count); letters after it are options (`-5O cmd`).
-                            push(canonical, None, None, info);
-                            counting = true;
-                        } else if info.is_none() && !unknown_seen && !rest.is_empty() {
-                            // An option the table does not know, with letters after it:
-                            // they may be its value (`git blame -S.env`), judged as such
-                            // as well as read as options.
-                            unknown_seen = true;
-                            push(canonical, Some(Word::literal_from(rest, rest)), None, info);
-                        } else {
-                            push(canonical, None, None, info);
-                        }
+                        let rest = match rest.strip_prefix('=') {
+                            Some(after) if program.short_equals => after,
+                            _ => rest,
+                        };
+                        let attached = info.as_ref().is_some_and(|info| info.value_attached);
+                        let option_value = match (rest.is_empty(), attached) {
+                            (false, _) => Some(Word::literal_from(rest, rest)),
+                            (true, false) => next_word(&mut i),
+                            (true, true) => None,
+                        };
+                        let second = second(&info, &mut i);
+                        push(canonical, option_value, second, info);
+                        break;
+                    }
+                    let rest = &value[at + letter.len_utf8()..];
+                    if index == 0 && letter.is_ascii_digit() && info.is_none() {
+                        // `-5` (a count); letters after it are options (`-5O cmd`).
+                        push(canonical, None, None, info);
+                        counting = true;
+                    } else if info.is_none() && !unknown_seen && !rest.is_empty() {
+                        // An option the table does not know, with letters after it:
+                        // they may be its value (`git blame -S.env`), judged as such
+                        // as well as read as options.
+                        unknown_seen = true;
+                        push(canonical, Some(Word::literal_from(rest, rest)), None, info);
+                    } else {
+                        push(canonical, None, None, info);
                     }
                 }
             }
@@ -814,6 +822,27 @@ impl CommandTable {
         let (facts, _) = self.analyse_words(&words, &literals);
         facts.program.is_some().then_some(facts)
     }
+}
+
+/// The words of a command whose first word is short options without their `-` (`tar xfC
+/// a.tar dir`), with each option written out and followed by its value, taken from the
+/// words after the first in order (`tar -x -f a.tar -C dir`).
+fn dashless_words(program: &CompiledProgram, words: &[Word], letters: &str) -> Vec<Word> {
+    let mut rest = words.iter().skip(2);
+    let mut out: Vec<Word> = words.iter().take(1).cloned().collect();
+    for letter in letters.chars() {
+        let spelling = format!("-{letter}");
+        let takes_value = program
+            .options
+            .get(&spelling)
+            .is_some_and(|info| info.value.is_some() && !info.value_attached);
+        out.push(Word::literal_from(&spelling, &spelling));
+        if takes_value && let Some(value) = rest.next() {
+            out.push(value.clone());
+        }
+    }
+    out.extend(rest.cloned());
+    out
 }
 
 /// Whether a word holds an extended glob or a zsh glob qualifier outside quotes: `?(`,

@@ -419,6 +419,7 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("foreign folder", "cd /tmp && git status", "ask", "analysis"),
         c("foreign folder", "cd .. && cargo test", "ask", "analysis"),
+        c("option", "rg -f=.env KEY src", "deny", "rule:team-secrets"),
         // A string searched in the history is not a file.
         c(
             "everyday",
@@ -1561,6 +1562,8 @@ fn a_search_is_judged_by_the_files_below_it() {
         ("rg --no-ignore KEY build", "`tls.key`"),
         ("rg -g '*.env' KEY", "`.env`"),
         ("rg -g \"$GLOB\" KEY", "`.env`"),
+        // clap reads `-g=X` as `-g X`.
+        ("rg -g=.env KEY", "`.env`"),
         ("git grep KEY", "`.env`"),
         ("git grep --no-index KEY", "`build/tls.key`"),
         ("echo > .gitignore; rg KEY", "`build/tls.key`"),
@@ -1611,6 +1614,10 @@ fn a_search_is_judged_by_the_files_below_it() {
         (json!({ "pattern": "KEY" }), Some("`.env`")),
         (
             json!({ "pattern": "KEY", "glob": "*.rs,.env" }),
+            Some("`.env`"),
+        ),
+        (
+            json!({ "pattern": "KEY", "glob": "*.rs\u{feff}.env" }),
             Some("`.env`"),
         ),
         (
@@ -1710,7 +1717,7 @@ fn a_read_rule_holds_for_searches() {
 #[test]
 fn archives_are_judged_by_what_they_read_and_run() {
     let policy = format!(
-        "{TEAM_POLICY}  - name: archives\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"tar *\", \"zip *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: archives\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"tar *\", \"zip *\", \"scp *\"] }} }}\n    decision: allow\n"
     );
     let ws = workspace_with(&policy);
     let engine = Engine::builder(snapshot(&ws.root)).build();
@@ -1727,6 +1734,19 @@ fn archives_are_judged_by_what_they_read_and_run() {
         ("tar xf a.tar", "ask"),
         ("tar czf out.tgz src", "allow"),
         ("tar cf /tmp/k.tar ~/.aws", "deny"),
+        // Extracting writes what the archive names, anywhere: it needs a rule of its own.
+        ("tar -xf a.tar", "ask"),
+        ("tar xfC a.tar src", "ask"),
+        ("tar -cf - -T list.txt", "ask"),
+        ("tar cf out.tar src", "allow"),
+        // zip's options of two letters are not clusters.
+        ("zip -r o.zip src -lf ~/.bashrc", "deny"),
+        ("zip -r o.zip src -O /tmp/o.zip", "ask"),
+        ("zip -T out.zip", "allow"),
+        // ssh's options run local commands.
+        ("scp -S /tmp/prog src/main.rs host:x", "ask"),
+        ("scp -o ProxyCommand=id src/main.rs host:x", "ask"),
+        ("scp src/main.rs host:x", "allow"),
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, expected, "{command}: {reasons:?}");
