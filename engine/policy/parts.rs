@@ -599,7 +599,12 @@ fn judge_files(
     outcome: &mut PartOutcome,
 ) {
     let home = ctx.home();
-    let revision_paths = facts.roles.iter().any(|r| r.role == Role::RevisionOrPath);
+    // git reads its operands as revisions and pathspecs (`git show HEAD:x`, `git grep K --
+    // ':(icase).ENV'`).
+    let revision_paths = facts.roles.iter().any(|r| {
+        r.role == Role::RevisionOrPath
+            || (r.role == Role::Tree && facts.program.as_deref() == Some("git"))
+    });
     for (access, word, source) in file_words(command, facts) {
         let Some(tool) = (match access {
             Access::Read => files.read,
@@ -779,17 +784,27 @@ fn runs_folder_code(facts: &CommandFacts) -> bool {
 /// written (`-L/re/,+1:file`, `-L:func:file`).
 fn git_paths(value: &str) -> Vec<String> {
     let path = git_path(value);
-    match value.rsplit_once(':') {
+    let mut paths = match value.rsplit_once(':') {
         Some((_, last)) if !last.is_empty() && last != path => vec![path, last.to_owned()],
         _ => vec![path],
+    };
+    // `:(icase)` in lower case as well, as the rules name files (`:(icase)**/.ENV`).
+    if let Some(rest) = value.strip_prefix(":(")
+        && let Some((magic, path)) = rest.split_once(')')
+        && magic.split(',').any(|word| word.trim() == "icase")
+    {
+        paths.push(unescape_glob(path).to_lowercase());
     }
+    paths
 }
 
 /// The file a git `revision_or_path` operand reads, from its value as [`word_values`] gives
 /// it: `REV:path` and `:N:path` name `path` in a revision or in the index, exactly as
 /// written; anything else is a pathspec (or a revision, judged as a path all the same),
-/// whose magic (`:(glob)`, `:(top)`, `:!`, `:/`) is dropped and whose wildcards git expands
-/// itself, quoted or not (`'.e[n]v'` is `.env`) — but for `:(literal)`.
+/// whose magic (`:(glob)`, `:(top)`, `:/`) is dropped and whose wildcards git expands
+/// itself, quoted or not (`'.e[n]v'` is `.env`) — but for `:(literal)`. `:(icase)` matches
+/// any case (`:(icase).ENV` is `.env`), and an exclusion (`:!src`, `:(exclude)src`) leaves
+/// everything else: the folder it runs in.
 fn git_path(value: &str) -> String {
     let Some(rest) = value.strip_prefix(':') else {
         return match value.split_once(':') {
@@ -799,8 +814,13 @@ fn git_path(value: &str) -> String {
     };
     if let Some(rest) = rest.strip_prefix('(') {
         let (magic, path) = rest.split_once(')').unwrap_or(("", rest));
-        return if magic.split(',').any(|word| word.trim() == "literal") {
+        let has = |name: &str| magic.split(',').any(|word| word.trim() == name);
+        return if has("exclude") {
+            ".".to_owned()
+        } else if has("literal") {
             path.to_owned()
+        } else if has("icase") {
+            any_case(&unescape_glob(path))
         } else {
             unescape_glob(path)
         };
@@ -809,8 +829,28 @@ fn git_path(value: &str) -> String {
         Some((stage, path)) if stage.len() == 1 && stage.chars().all(|c| c.is_ascii_digit()) => {
             path.to_owned()
         }
-        _ => unescape_glob(rest.trim_start_matches(['!', '^', '/'])),
+        _ if rest.starts_with(['!', '^']) => ".".to_owned(),
+        _ => unescape_glob(rest.trim_start_matches('/')),
     }
+}
+
+/// A path as a glob of every component (globs are expanded ignoring case): each component
+/// without a wildcard has its first character put in brackets (`.ENV` is `[.]ENV`).
+fn any_case(path: &str) -> String {
+    path.split('/')
+        .map(|component| {
+            let mut chars = component.chars();
+            match chars.next() {
+                Some(first)
+                    if !has_glob(component) && !matches!(first, '\\' | ']' | '-' | '!' | '^') =>
+                {
+                    format!("[{first}]{}", chars.as_str())
+                }
+                _ => component.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// The values a word takes, as bash would expand it: `~`, `$HOME`, `$PWD`, braces; globs are
@@ -1162,6 +1202,33 @@ mod tests {
         let word = &script.commands.last().expect("a command").words[1];
         word_values(word, Some("/home/dev"), &["/ws".to_owned()])
             .map(|v| v.into_iter().map(|s| unescape_glob(&s)).collect())
+    }
+
+    #[test]
+    fn git_pathspecs_name_the_files_git_reads() {
+        for (value, paths) in [
+            ("HEAD:.env", vec![".env"]),
+            (":0:.env", vec![".env"]),
+            (":(glob)**/.env", vec!["**/.env"]),
+            (":(literal)*.env", vec!["*.env"]),
+            (":(icase).ENV", vec!["[.]ENV", ".env"]),
+            (
+                ":(icase)DEPLOY/*.PEM",
+                vec!["[D]EPLOY/*.PEM", "deploy/*.pem"],
+            ),
+            (":!src", vec!["."]),
+            (":^src", vec!["."]),
+            (":(exclude)src", vec!["."]),
+            (":/src", vec!["src"]),
+        ] {
+            let got = git_paths(value);
+            for path in paths {
+                assert!(
+                    got.iter().any(|p| p == path),
+                    "{value}: {got:?} lacks {path}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -420,6 +420,39 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("foreign folder", "cd /tmp && git status", "ask", "analysis"),
         c("foreign folder", "cd .. && cargo test", "ask", "analysis"),
         c("option", "rg -f=.env KEY src", "deny", "rule:team-secrets"),
+        // git's pathspec magic: any case, and exclusions that leave everything else.
+        c(
+            "operand",
+            "git diff -- ':(icase).ENV'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "operand",
+            "git log -p -- ':(icase,glob)**/.ENV'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "operand",
+            "git grep KEY -- ':(icase).ENV'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "operand",
+            "git grep KEY -- '*.env'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c("operand", "git grep KEY -- ':!src'", "ask", "analysis"),
+        c(
+            "operand",
+            "git grep KEY -- ':(exclude)src'",
+            "ask",
+            "analysis",
+        ),
+        c("option", "git grep --textconv KEY src", "ask", "default"),
         // A string searched in the history is not a file.
         c(
             "everyday",
