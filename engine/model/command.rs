@@ -226,6 +226,10 @@ pub enum Role {
     RevisionOrPath,
     /// A network address.
     Network,
+    /// An archive file written or read, which `host:file` names on another machine, reached
+    /// by running `rsh` (`tar -f`): judged as written, and such a name reaches the network
+    /// and runs a program.
+    Archive,
     /// A glob that limits a search to the files it matches (`rg -g '*.rs'`), hidden and
     /// ignored ones included, as ripgrep's `--glob`.
     SearchGlob,

@@ -552,7 +552,7 @@ fn file_words<'c>(
     for role_word in &facts.roles {
         let access = match role_word.role {
             Role::Read | Role::Dir | Role::Manifest | Role::RevisionOrPath => Access::Read,
-            Role::Write => Access::Write,
+            Role::Write | Role::Archive => Access::Write,
             Role::Tree => {
                 found.push((Access::Read, &role_word.word, role_word.source.clone()));
                 Access::Search

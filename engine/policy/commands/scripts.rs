@@ -35,11 +35,20 @@ pub(super) fn content_effects(
             | Role::Tree
             | Role::RevisionOrPath
             | Role::Network
+            | Role::Archive
             | Role::SearchGlob => Vec::new(),
         };
     };
     match role_word.role {
         Role::Exec | Role::Arithmetic => vec![effect(Effect::Exec)],
+        // `host:file` (a `:` before any `/`) is reached through `rsh`.
+        Role::Archive
+            if text
+                .split_once(':')
+                .is_some_and(|(host, _)| !host.contains('/')) =>
+        {
+            vec![effect(Effect::Network), effect(Effect::Exec)]
+        }
         Role::Variable if text.contains('[') => vec![effect(Effect::Exec)],
         // `printf -v HOME …`, `read PATH`, `export CDPATH=…`: what later commands do changes.
         Role::Variable if effective(variable_name(text)) => vec![effect(Effect::Exec)],
@@ -62,6 +71,7 @@ pub(super) fn content_effects(
         | Role::Tree
         | Role::RevisionOrPath
         | Role::Network
+        | Role::Archive
         | Role::SearchGlob => Vec::new(),
     }
 }

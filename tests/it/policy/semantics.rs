@@ -1772,6 +1772,9 @@ fn archives_are_judged_by_what_they_read_and_run() {
         ("tar xfC a.tar src", "ask"),
         ("tar -cf - -T list.txt", "ask"),
         ("tar cf out.tar src", "allow"),
+        // An archive on another machine is reached by running `rsh`.
+        ("tar -cf host:x.tar src", "ask"),
+        ("tar cf user@host:/tmp/x.tar src", "ask"),
         // zip's options of two letters are not clusters.
         ("zip -r o.zip src -lf ~/.bashrc", "deny"),
         ("zip -r o.zip src -O /tmp/o.zip", "ask"),
