@@ -549,8 +549,18 @@ fn file_words<'c>(
     facts: &'c CommandFacts,
 ) -> Vec<(Access, &'c Word, String)> {
     let mut found = Vec::new();
+    // A program that writes in any case writes the paths it is given too (`git checkout REV
+    // -- FILE`, `git restore FILE`).
+    let program_writes = facts
+        .effects
+        .iter()
+        .any(|e| e.effect == Effect::Write && e.from == EffectFrom::Program);
     for role_word in &facts.roles {
         let access = match role_word.role {
+            Role::RevisionOrPath if program_writes => {
+                found.push((Access::Write, &role_word.word, role_word.source.clone()));
+                Access::Read
+            }
             Role::Read | Role::Dir | Role::Manifest | Role::RevisionOrPath => Access::Read,
             Role::Write | Role::Archive => Access::Write,
             Role::Tree => {
@@ -626,6 +636,28 @@ fn judge_files(
                 continue;
             }
         };
+        // git searching a revision (`git grep KEY HEAD~1`, `HEAD~1:dir`) reads its committed
+        // files, which are not on disk to judge.
+        let git_search = access == Access::Search && facts.program.as_deref() == Some("git");
+        if git_search
+            && values.iter().any(|value| {
+                (!value.starts_with(':') && value.contains(':'))
+                    || !value.contains(['*', '?', '[', ':'])
+                        && folders
+                            .resolve(&unescape_glob(value))
+                            .iter()
+                            .all(|path| std::fs::symlink_metadata(path).is_err())
+            })
+        {
+            outcome.add_analysis(
+                &command.text,
+                format!(
+                    "`{}` searches `{}`, which names no file here: a revision, whose files cannot be judged",
+                    command.text, word.raw
+                ),
+            );
+            continue;
+        }
         let values = values.into_iter().flat_map(|value| {
             if revision_paths {
                 git_paths(&value)
@@ -815,7 +847,8 @@ fn git_path(value: &str) -> String {
     if let Some(rest) = rest.strip_prefix('(') {
         let (magic, path) = rest.split_once(')').unwrap_or(("", rest));
         let has = |name: &str| magic.split(',').any(|word| word.trim() == name);
-        return if has("exclude") {
+        return if has("exclude") || path.is_empty() {
+            // `:(top)`, `:(attr:…)` alone: every file.
             ".".to_owned()
         } else if has("literal") {
             path.to_owned()
@@ -830,7 +863,11 @@ fn git_path(value: &str) -> String {
             path.to_owned()
         }
         _ if rest.starts_with(['!', '^']) => ".".to_owned(),
-        _ => unescape_glob(rest.trim_start_matches('/')),
+        // `:/` alone is the top of the repository.
+        _ => match unescape_glob(rest.trim_start_matches('/')) {
+            path if path.is_empty() => ".".to_owned(),
+            path => path,
+        },
     }
 }
 

@@ -549,15 +549,28 @@ impl CommandTable {
             };
             // A short option of several letters that the table lists (zip's `-lf FILE`) is
             // that option, not a cluster.
+            // Its value may follow `=` (`-lf=FILE`).
+            let (whole, inline) = match value.split_once('=') {
+                Some((whole, inline)) if program.style == OptionStyle::Gnu => (whole, Some(inline)),
+                _ => (value, None),
+            };
             let listed_whole = program.style == OptionStyle::Words
-                || (value.len() > 2
-                    && !value.starts_with("--")
-                    && program.options.contains_key(value));
+                || (whole.len() > 2
+                    && !whole.starts_with("--")
+                    && program.options.contains_key(whole));
             if listed_whole {
+                let value = if program.style == OptionStyle::Words {
+                    value
+                } else {
+                    whole
+                };
                 let info = program.options.get(value).cloned();
-                let option_value = match info.as_ref().and_then(|info| info.value) {
-                    Some(_) => next_word(&mut i),
-                    None => None,
+                let option_value = match (info.as_ref().and_then(|info| info.value), inline) {
+                    (Some(_), Some(inline)) if value == whole => {
+                        Some(Word::literal_from(inline, inline))
+                    }
+                    (Some(_), _) => next_word(&mut i),
+                    (None, _) => None,
                 };
                 let canonical = info
                     .as_ref()

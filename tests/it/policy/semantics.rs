@@ -453,6 +453,19 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "analysis",
         ),
         c("option", "git grep --textconv KEY src", "ask", "default"),
+        // A revision's files are not on disk to judge.
+        c("operand", "git grep KEY HEAD~1", "ask", "analysis"),
+        c("operand", "git grep KEY HEAD~1:src", "ask", "analysis"),
+        c("operand", "git grep KEY -- ':(top)'", "ask", "analysis"),
+        c("option", "git --icase-pathspecs log -p -- .ENV", "ask", ""),
+        // Paths git checks out or restores are written.
+        c(
+            "operand",
+            "git checkout HEAD -- .claude/settings.json",
+            "deny",
+            "rule:no-agent-config-writes",
+        ),
+        c("operand", "git restore .env", "deny", "rule:team-secrets"),
         // A string searched in the history is not a file.
         c(
             "everyday",
@@ -1219,6 +1232,8 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("zip", "zip -r out.zip src", "ask"),
     ("zip", "zip -TT 'sh -c id' out.zip src", "ask"),
     ("unzip", "unzip -o a.zip -d ~/.ssh", "deny"),
+    ("sftp", "sftp -D /tmp/prog host", "ask"),
+    ("sftp", "sftp host:x ~/.bashrc", "deny"),
     ("cat", "cat src/main.rs", "allow"),
     ("cat", "cat .env", "deny"),
     // Globs are expanded ignoring case (as with `nocaseglob`); an extended glob (or a zsh
@@ -1779,6 +1794,11 @@ fn archives_are_judged_by_what_they_read_and_run() {
         ("zip -r o.zip src -lf ~/.bashrc", "deny"),
         ("zip -r o.zip src -O /tmp/o.zip", "ask"),
         ("zip -T out.zip", "allow"),
+        ("zip -T o.zip -TT='touch x'", "ask"),
+        ("zip o.zip src -li -lf=/etc/shadow", "deny"),
+        ("zip o.zip src -lf=$HOME/.bashrc", "ask"),
+        ("zip -P secret -s 1m o.zip src", "allow"),
+        ("tar -cf x.tar src -g ~/.bashrc", "deny"),
         // ssh's options run local commands.
         ("scp -S /tmp/prog src/main.rs host:x", "ask"),
         ("scp -o ProxyCommand=id src/main.rs host:x", "ask"),
