@@ -890,9 +890,6 @@ fn any_case(path: &str) -> String {
         .join("/")
 }
 
-/// The values a word takes, as bash would expand it: `~`, `$HOME`, `$PWD`, braces; globs are
-/// left for [`expand_glob`] (kept with their unquoted glob characters, quoted ones escaped).
-/// `Err` says why the value cannot be known.
 /// The folder a file path names lies in (`.` for a bare name).
 fn folder_of(file: &str) -> String {
     match file.rsplit_once('/') {
@@ -902,6 +899,9 @@ fn folder_of(file: &str) -> String {
     }
 }
 
+/// The values a word takes, as bash would expand it: `~`, `$HOME`, `$PWD`, braces; globs are
+/// left for [`expand_glob`] (kept with their unquoted glob characters, quoted ones escaped).
+/// `Err` says why the value cannot be known.
 fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Vec<String>, String> {
     if let Some(value) = word.literal() {
         return Ok(vec![escape_glob(value)]);
