@@ -65,11 +65,19 @@ pub fn parse_yaml(
         builder.finish()
     }));
     parsed.unwrap_or_else(|_| {
+        // Point at what trips the parser: a byte-order mark after the start, or a carriage
+        // return; else the start of the file.
+        let text = source.text();
+        let (at, end) = text
+            .char_indices()
+            .find(|&(i, c)| (c == '\u{feff}' && i > 0) || c == '\r')
+            .map_or((0, 0), |(i, c)| (i, i + c.len_utf8()));
         Err(vec![
             Diagnostic::new(
                 Code::SyntaxYaml,
                 "the YAML parser failed on this file (an internal error of the parser)",
             )
+            .at(source, source.span_of(at, end))
             .with_help("look for stray carriage returns or byte-order marks, or save the file as plain UTF-8 with Unix line ends"),
         ])
     })

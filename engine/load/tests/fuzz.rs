@@ -206,3 +206,14 @@ fn seeds_are_valid_documents() {
         assert!(parse_document(source).is_ok(), "{text}");
     }
 }
+
+/// A byte-order mark on a line of its own trips an assertion inside the YAML parser (found
+/// by `random_text_never_panics`): the error points at it.
+#[test]
+fn a_parser_failure_points_at_the_byte_order_mark() {
+    run(SourceFile::in_memory(
+        "bom",
+        "\n\u{feff}\n".to_owned(),
+        Format::Yaml,
+    ));
+}
