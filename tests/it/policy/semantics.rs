@@ -466,6 +466,12 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "rule:no-agent-config-writes",
         ),
         c("operand", "git restore .env", "deny", "rule:team-secrets"),
+        c(
+            "operand",
+            "echo 'alias ls=id' >> ~/.bash_aliases",
+            "deny",
+            "rule:no-shell-startup-writes",
+        ),
         // A string searched in the history is not a file.
         c(
             "everyday",
