@@ -162,8 +162,8 @@ fn search_call_below(
             (location, glob)
         }
     };
-    let (Some(written), Some(real)) = (location.at(Side::Written), location.at(Side::Resolved))
-    else {
+    let what = format!("`{}`", call.tool);
+    let Some(folder) = Below::of(&location, &what) else {
         return Vec::new();
     };
     let globs = path_glob.as_deref().into_iter().chain(text("glob"));
@@ -172,16 +172,11 @@ fn search_call_below(
     if call.input.get("no_ignore") == Some(&serde_json::Value::Bool(true)) {
         skips.retain(|skip| *skip != SearchSkip::Ignored);
     }
-    let walk = Walk::new(&skips, globs, real.absolute());
+    let walk = Walk::new(&skips, globs, folder.real);
     let reader = Reader {
         tool: read.tool,
         flags: read.flags,
         modes: call.modes,
-    };
-    let folder = Below {
-        written,
-        real: real.absolute(),
-        what: &format!("`{}`", call.tool),
     };
     judge_below(set, ctx, reader, folder, &walk)
 }
@@ -749,21 +744,16 @@ fn search_below(
     let Some(location) = locate(folder, ctx) else {
         return Vec::new();
     };
-    let (Some(written), Some(real)) = (location.at(Side::Written), location.at(Side::Resolved))
-    else {
+    let what = format!("`{}`", command.text);
+    let Some(below) = Below::of(&location, &what) else {
         return Vec::new();
     };
+    let walk = Walk::new(scope.skips, scope.globs.iter().copied(), below.real);
     let reader = Reader {
         tool: read.tool,
         flags: read.flags,
         modes,
     };
-    let below = Below {
-        written,
-        real: real.absolute(),
-        what: &format!("`{}`", command.text),
-    };
-    let walk = Walk::new(scope.skips, scope.globs.iter().copied(), real.absolute());
     judge_below(set, ctx, reader, below, &walk)
 }
 

@@ -28,7 +28,7 @@ use ignore::overrides::{Override, OverrideBuilder};
 use serde_json::json;
 
 use super::matcher::ParseCache;
-use super::path::{MatchContext, NormalisedPath, listed};
+use super::path::{Location, MatchContext, NormalisedPath, Side, listed};
 use super::rule::{CallFacts, RuleReason};
 use super::rules::RuleSet;
 use crate::model::command::SearchSkip;
@@ -259,7 +259,17 @@ pub(crate) struct Below<'a> {
     pub what: &'a str,
 }
 
-impl Below<'_> {
+impl<'a> Below<'a> {
+    /// The folder at `location`, searched by `what`; `None` when where it leads cannot be
+    /// told.
+    pub fn of(location: &'a Location, what: &'a str) -> Option<Self> {
+        Some(Self {
+            written: location.at(Side::Written)?,
+            real: location.at(Side::Resolved)?.absolute(),
+            what,
+        })
+    }
+
     /// The folder as reasons name it: workspace-relative, `.` for the root, else from `~`
     /// or absolute.
     fn shown(&self) -> String {

@@ -9,7 +9,11 @@ use super::{Project, hooks_layer, run_hook};
 /// Runs every fixture of `agent` listed in `cases` against the standard project (with the
 /// hooks layer) and snapshots each transcript under `<agent>__<case>`.
 fn answers(agent: &str, cases: &[&str]) {
-    let project = Project::standard();
+    answers_in(&Project::standard(), agent, cases);
+}
+
+/// [`answers`] in `project`.
+fn answers_in(project: &Project, agent: &str, cases: &[&str]) {
     let hooks = hooks_layer();
     for case in cases {
         let run = project.hook(
@@ -113,19 +117,8 @@ fn searches_answer_for_the_files_below_them() {
     std::fs::write(project.path().join("deploy/server.pem"), "KEY\n").unwrap();
     std::fs::create_dir_all(project.path().join("config")).unwrap();
     std::fs::write(project.path().join("config/.env.production"), "TOKEN=1\n").unwrap();
-    let hooks = hooks_layer();
-    for (agent, case) in [
-        ("claude", "pre_tool_use_grep_project"),
-        ("gemini", "before_tool_read_many_glob"),
-    ] {
-        let run = project.hook(
-            agent,
-            &format!("{agent}/{case}.json"),
-            &["--enforced", &hooks],
-            &[],
-        );
-        assert_snapshot!(format!("{agent}__{case}"), project.transcript(&run));
-    }
+    answers_in(&project, "claude", &["pre_tool_use_grep_project"]);
+    answers_in(&project, "gemini", &["before_tool_read_many_glob"]);
 }
 
 #[test]
