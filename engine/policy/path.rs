@@ -53,13 +53,14 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
-
-use crate::diagnostics::Format;
 use std::sync::{Arc, OnceLock};
+
+use aho_corasick::AhoCorasick;
 
 use super::glob::GlobList;
 use super::glob::{GlobSyntaxError, parse_globs};
 use super::mode::MatchMode;
+use crate::diagnostics::Format;
 use crate::model::rule::WorkspaceSide;
 
 /// A path argument with more components than this is not resolved through symlinks; its
@@ -849,11 +850,12 @@ struct AnchoredSet {
     set: GlobList,
     /// Index in the rule's list of each pattern of the set (increasing).
     indices: Box<[usize]>,
-    /// Per pattern, a run of characters every path it matches contains (see
-    /// [`required_literal`]); `None` when some pattern has none, or for case-insensitive
-    /// sets. A form containing none of them matches no pattern, so the automaton is not run:
-    /// most paths a rule sees match none of its patterns.
-    literals: Option<Box<[memchr::memmem::Finder<'static>]>>,
+    /// The runs of characters of the patterns (per pattern, one that every path it matches
+    /// contains, see [`required_literal`]), searched for all at once; `None` when some
+    /// pattern has none, or for case-insensitive sets. A form containing none of them
+    /// matches no pattern, so the automaton is not run: most paths a rule sees match none
+    /// of its patterns.
+    literals: Option<AhoCorasick>,
 }
 
 impl AnchoredSets {
@@ -902,11 +904,11 @@ impl AnchoredSet {
         } else {
             patterns
                 .iter()
-                .map(|pattern| {
-                    required_literal(pattern)
-                        .map(|literal| memchr::memmem::Finder::new(literal).into_owned())
-                })
-                .collect::<Option<Box<[_]>>>()
+                .map(|pattern| required_literal(pattern))
+                .collect::<Option<Vec<_>>>()
+                // Only a prefilter: a set too large to build one for runs every form
+                // through the automaton.
+                .and_then(|literals| AhoCorasick::new(literals).ok())
         };
         Ok(Some(Self {
             set: GlobList::build(&patterns, true, case_insensitive)?,
@@ -917,11 +919,10 @@ impl AnchoredSet {
 
     /// The first pattern (by index in the rule's list) `form` matches.
     fn first_match(&self, form: &str) -> Option<usize> {
-        let may_match = self.literals.as_ref().is_none_or(|literals| {
-            literals
-                .iter()
-                .any(|literal| literal.find(form.as_bytes()).is_some())
-        });
+        let may_match = self
+            .literals
+            .as_ref()
+            .is_none_or(|literals| literals.is_match(form));
         if !may_match {
             return None;
         }
