@@ -542,7 +542,7 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
 fn file_words<'c>(
     command: &'c SimpleCommand,
     facts: &'c CommandFacts,
-) -> Vec<(Access, &'c Word, String)> {
+) -> Vec<(Access, &'c Word, String, Named)> {
     let mut found = Vec::new();
     // A program that writes in any case writes the paths it is given too (`git checkout REV
     // -- FILE`, `git restore FILE`).
@@ -553,13 +553,23 @@ fn file_words<'c>(
     for role_word in &facts.roles {
         let access = match role_word.role {
             Role::RevisionOrPath if program_writes => {
-                found.push((Access::Write, &role_word.word, role_word.source.clone()));
+                found.push((
+                    Access::Write,
+                    &role_word.word,
+                    role_word.source.clone(),
+                    Named::File,
+                ));
                 Access::Read
             }
             Role::Read | Role::Dir | Role::Manifest | Role::RevisionOrPath => Access::Read,
             Role::Write | Role::Archive => Access::Write,
             Role::Tree => {
-                found.push((Access::Read, &role_word.word, role_word.source.clone()));
+                found.push((
+                    Access::Read,
+                    &role_word.word,
+                    role_word.source.clone(),
+                    Named::File,
+                ));
                 Access::Search
             }
             Role::Text
@@ -572,16 +582,29 @@ fn file_words<'c>(
             | Role::Variable
             | Role::Arithmetic => continue,
         };
-        found.push((access, &role_word.word, role_word.source.clone()));
+        found.push((
+            access,
+            &role_word.word,
+            role_word.source.clone(),
+            Named::File,
+        ));
+    }
+    for role_word in &facts.unlisted {
+        found.push((
+            Access::Read,
+            &role_word.word,
+            role_word.source.clone(),
+            Named::Maybe,
+        ));
     }
     for redirection in &command.redirections {
         match &redirection.effect {
             RedirectEffect::WriteFile { target } => {
-                found.push((Access::Write, target, redirection.text.clone()));
+                found.push((Access::Write, target, redirection.text.clone(), Named::File));
             }
             RedirectEffect::Input {
                 from: InputFrom::File(target),
-            } => found.push((Access::Read, target, redirection.text.clone())),
+            } => found.push((Access::Read, target, redirection.text.clone(), Named::File)),
             RedirectEffect::Input { .. }
             | RedirectEffect::Discard
             | RedirectEffect::DuplicateFd
@@ -589,6 +612,24 @@ fn file_words<'c>(
         }
     }
     found
+}
+
+/// Whether a word names a file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Named {
+    /// It does (the command table says so, or a redirection).
+    File,
+    /// It may: a word given to a program the table does not know. It is judged as a file
+    /// when [spelled like one or naming one](named_like_a_file).
+    Maybe,
+}
+
+/// Whether `value` (at `path` where the command runs) is spelled like a file (`.env`,
+/// `~/x`, `a/b`, a glob) or names one that is there: `bat .env` reads it, while the word
+/// `secrets` in `kubectl get secrets` names no file.
+fn named_like_a_file(value: &str, path: &str) -> bool {
+    value.contains(['/', '.', '~', '*', '?', '['])
+        || std::fs::symlink_metadata(unescape_glob(path)).is_ok()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -610,7 +651,7 @@ fn judge_files(
         r.role == Role::RevisionOrPath
             || (r.role == Role::Tree && facts.program.as_deref() == Some("git"))
     });
-    for (access, word, source) in file_words(command, facts) {
+    for (access, word, source, named) in file_words(command, facts) {
         let Some(tool) = (match access {
             Access::Read => files.read,
             Access::Write => files.write,
@@ -679,6 +720,9 @@ fn judge_files(
                 continue;
             }
             for path in folders.resolve(&value) {
+                if named == Named::Maybe && !named_like_a_file(&value, &path) {
+                    continue;
+                }
                 let paths = match expand_glob(&path) {
                     Ok(paths) => paths,
                     Err(why) => {

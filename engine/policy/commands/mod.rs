@@ -22,7 +22,8 @@ use crate::model::command::{
 };
 
 use super::shell::{
-    InputFrom, RedirectEffect, Script, ShellParseError, SimpleCommand, Word, parse_script,
+    Expansion, InputFrom, RedirectEffect, Script, ShellParseError, SimpleCommand, Word,
+    parse_script,
 };
 
 /// The compiled command table.
@@ -274,6 +275,9 @@ pub struct CommandFacts {
     pub read_only: bool,
     /// What the program leaves out of a folder it searches (a `tree` role).
     pub search_skips: Vec<SearchSkip>,
+    /// The words given to a program the table does not know (its operands, and the values
+    /// of its `--name=value` options): any of them may be a file it reads.
+    pub unlisted: Vec<RoleWord>,
 }
 
 /// The operand a program uses when none is given (`rg PATTERN` searches `.`).
@@ -281,6 +285,36 @@ struct DefaultOperand {
     operand: RoleWord,
     /// Not used when the command's input is given (a pipe, `<`, a here-document).
     unless_input: bool,
+}
+
+/// The words given to a program the table does not know that may name a file it reads:
+/// its operands and the values of `--name=value` options (`bat --config=~/.aws/x .env`).
+/// Other options are left out: what they take is unknown.
+fn unlisted_words(words: &[Word]) -> Vec<RoleWord> {
+    words
+        .iter()
+        .filter_map(|word| {
+            let Some(option) = word.raw.strip_prefix('-') else {
+                return Some(word.clone());
+            };
+            // A value only known when it runs stays unknown (and is judged as such).
+            let (_, value) = option.split_once('=')?;
+            Some(match word.literal().and_then(|l| l.split_once('=')) {
+                // The shell leaves `~` there as it is, but programs commonly expand it in
+                // their own option values (git, ssh, cargo): judged as the home folder.
+                Some((_, literal)) if literal.starts_with('~') => {
+                    Word::dynamic(literal, Expansion::Tilde)
+                }
+                Some((_, literal)) => Word::literal_from(value, literal),
+                None => word.clone(),
+            })
+        })
+        .map(|word| RoleWord {
+            role: Role::Read,
+            source: word.raw.clone(),
+            word,
+        })
+        .collect()
 }
 
 impl CommandTable {
@@ -428,6 +462,7 @@ impl CommandTable {
         };
         let name = command_word.rsplit('/').next().unwrap_or(command_word);
         let Some(mut program) = self.programs.get(name) else {
+            facts.unlisted = unlisted_words(&words[1..]);
             return (facts, None);
         };
         facts.program = Some(name.to_owned());

@@ -1815,6 +1815,44 @@ fn archives_are_judged_by_what_they_read_and_run() {
     }
 }
 
+/// A program the command table does not know may read any word it is given: a team rule
+/// `bat *` grants running it, not reading secrets with it. Words spelled like a path, or
+/// naming a file where the command runs, are judged as files it reads; other words (`make
+/// test`, `kubectl get secrets` with no such file) are not files.
+#[test]
+fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
+    let policy = format!(
+        "{TEAM_POLICY}  - name: unlisted\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"bat *\", \"xxd *\", \"make *\", \"kubectl *\", \"sleep *\", \"tool *\"] }} }}\n    decision: allow\n"
+    );
+    let ws = workspace_with(&policy);
+    std::fs::write(ws.root.join("src/token"), "").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (command, expected) in [
+        ("bat .env", "deny"),
+        ("xxd -g 1 ./.env", "deny"),
+        ("bat src/../.env", "deny"),
+        ("bat .e*", "deny"),
+        ("tool --config=.env build", "deny"),
+        ("tool --key=~/.ssh/id_rsa", "deny"),
+        ("bat ~/.ssh/id_rsa", "deny"),
+        ("cd ~/.ssh && bat id_rsa", "deny"),
+        ("bat \"$(echo .env)\"", "ask"),
+        ("bat src/main.rs", "allow"),
+        ("make test", "allow"),
+        ("kubectl get secrets", "allow"),
+        ("sleep 0.5", "allow"),
+        ("tool --color=auto src/main.rs", "allow"),
+        ("cd src && bat token", "allow"),
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, expected, "{command}: {reasons:?}");
+    }
+    // A word naming no file is left alone only while nothing is there by that name.
+    std::fs::create_dir_all(ws.root.join("secrets")).unwrap();
+    let (got, reasons) = decide(&engine, "kubectl get secrets", &[]);
+    assert_eq!(got, "deny", "{reasons:?}");
+}
+
 /// Links below a searched folder are followed: a link to the home folder inside the
 /// workspace makes a search of the workspace a search of the home folder.
 #[test]
