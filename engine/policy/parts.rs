@@ -614,6 +614,30 @@ fn file_words<'c>(
     found
 }
 
+/// The decision on `path` as a call of the file tool that does `access` to it (allowed when
+/// no rule decides).
+fn decide_file(
+    set: &RuleSet,
+    ctx: &MatchContext,
+    call: &CallFacts<'_>,
+    (tool, access): (FileTool<'_>, Access),
+    path: &str,
+    cache: &mut ParseCache,
+) -> PartOutcome {
+    let input = match access {
+        Access::Read => json!({ "file_path": path }),
+        Access::Write => json!({ "file_path": path, "content": "" }),
+        Access::Search => json!({ "path": path, "pattern": "" }),
+    };
+    let pseudo = CallFacts {
+        tool: tool.tool,
+        input: &input,
+        modes: call.modes,
+        flags: tool.flags,
+    };
+    set.decide_whole(&pseudo, ctx, Decision::Allow, cache, None)
+}
+
 /// Whether a word names a file.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Named {
@@ -734,18 +758,31 @@ fn judge_files(
                     }
                 };
                 for path in paths {
-                    let input = match access {
-                        Access::Read => json!({ "file_path": path }),
-                        Access::Write => json!({ "file_path": path, "content": "" }),
-                        Access::Search => json!({ "path": path, "pattern": "" }),
-                    };
-                    let pseudo = CallFacts {
-                        tool: tool.tool,
-                        input: &input,
-                        modes: call.modes,
-                        flags: tool.flags,
-                    };
-                    let file = set.decide_whole(&pseudo, ctx, Decision::Allow, cache, None);
+                    let file = decide_file(set, ctx, call, (tool, access), &path, cache);
+                    if named == Named::Maybe
+                        && let Some(write) = files.write
+                    {
+                        // Such a program may write what it is given too: a location a
+                        // rule keeps from writes is asked about (not denied: it may only
+                        // read it).
+                        let written =
+                            decide_file(set, ctx, call, (write, Access::Write), &path, cache);
+                        if written.by_rule
+                            && let Some(rule) = written
+                                .reasons
+                                .iter()
+                                .filter_map(RuleReason::rule)
+                                .find(|rule| rule.decision == Decision::Deny)
+                        {
+                            outcome.add_analysis(
+                                &command.text,
+                                format!(
+                                    "`{}` may write `{path}`: the command table does not know the program, and `{}` denies writing there",
+                                    command.text, rule.name
+                                ),
+                            );
+                        }
+                    }
                     if file.by_rule && file.decision != Decision::Allow {
                         let how = format!(
                             "`{}` {} `{path}` (judged as `{}` via `{source}`)",

@@ -1822,14 +1822,15 @@ fn archives_are_judged_by_what_they_read_and_run() {
     }
 }
 
-/// A program the command table does not know may read any word it is given: a team rule
-/// `bat *` grants running it, not reading secrets with it. Words spelled like a path, or
-/// naming a file where the command runs, are judged as files it reads; other words (`make
-/// test`, `kubectl get secrets` with no such file) are not files.
+/// A program the command table does not know may read or write any word it is given: a
+/// team rule `bat *` grants running it, not reading secrets or rewriting git's files with
+/// it. Words spelled like a path, or naming a file where the command runs, are judged as
+/// files it reads, and ask where a rule keeps writes out; other words (`make test`,
+/// `kubectl get secrets` with no such file) are not files.
 #[test]
 fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
     let policy = format!(
-        "{TEAM_POLICY}  - name: unlisted\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"bat *\", \"xxd *\", \"make *\", \"kubectl *\", \"sleep *\", \"tool *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: unlisted\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"bat *\", \"xxd *\", \"make *\", \"kubectl *\", \"sleep *\", \"tool *\", \"dos2unix *\", \"sponge *\"] }} }}\n    decision: allow\n"
     );
     let ws = workspace_with(&policy);
     std::fs::write(ws.root.join("src/token"), "").unwrap();
@@ -1850,6 +1851,11 @@ fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
         ("sleep 0.5", "allow"),
         ("tool --color=auto src/main.rs", "allow"),
         ("cd src && bat token", "allow"),
+        // It may write what it is given: a location a rule keeps from writes asks.
+        ("dos2unix .git/config", "ask"),
+        ("echo x | sponge ~/.bashrc", "ask"),
+        ("tool --fix policies/team.yaml", "ask"),
+        ("dos2unix src/main.rs", "allow"),
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, expected, "{command}: {reasons:?}");
