@@ -152,33 +152,89 @@ fn search_call_below(
         .as_ref()
         .and_then(|l| l.at(Side::Resolved))
         .is_some_and(|real| Path::new(real.absolute()).exists());
-    let (location, path_glob) = match literal {
-        Some(literal) if exists => (literal, None),
+    let (locations, path_glob) = match literal {
+        Some(literal) if exists => (vec![literal], None),
         _ => {
             let (folder, glob) = split_glob(path);
-            let Some(location) = known(&folder) else {
+            // A folder missing as written is read where names differ only in case (Gemini
+            // CLI's read-many tool matches `.ENV` and `CONFIG/*` regardless of case).
+            let Some(written) = known(&folder) else {
                 return Vec::new();
             };
-            (location, glob)
+            let locations = written
+                .at(Side::Written)
+                .map(|at| same_but_case(at.absolute()))
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|variant| known(variant))
+                .collect();
+            (locations, glob)
         }
     };
     let what = format!("`{}`", call.tool);
-    let Some(folder) = Below::of(&location, &what) else {
-        return Vec::new();
-    };
-    let globs = path_glob.as_deref().into_iter().chain(text("glob"));
-    // `no_ignore` (ripgrep's `--no-ignore`, Gemini CLI's search) brings ignored files back.
+    let globs: Vec<&str> = path_glob
+        .as_deref()
+        .into_iter()
+        .chain(text("glob"))
+        .collect();
+    // `no_ignore` (ripgrep's `--no-ignore`, Gemini CLI's search) and `respect_git_ignore:
+    // false` (Gemini CLI's read-many tool) bring ignored files back.
     let mut skips = set.commands().search_skips.clone();
-    if call.input.get("no_ignore") == Some(&serde_json::Value::Bool(true)) {
+    let flag = |field: &str| call.input.get(field).and_then(serde_json::Value::as_bool);
+    if flag("no_ignore") == Some(true) || flag("respect_git_ignore") == Some(false) {
         skips.retain(|skip| *skip != SearchSkip::Ignored);
     }
-    let walk = Walk::new(&skips, globs, folder.real);
     let reader = Reader {
         tool: read.tool,
         flags: read.flags,
         modes: call.modes,
     };
-    judge_below(set, ctx, reader, folder, &walk)
+    let mut messages = Vec::new();
+    for location in &locations {
+        let Some(folder) = Below::of(location, &what) else {
+            continue;
+        };
+        let walk = Walk::new(&skips, globs.iter().copied(), folder.real);
+        messages.extend(judge_below(set, ctx, reader, folder, &walk));
+    }
+    messages
+}
+
+/// How many paths [`same_but_case`] gives at most.
+const CASE_VARIANTS: usize = 16;
+
+/// The paths that exist whose names differ from those of `absolute` (which does not exist
+/// as written) only in ASCII case: `/w/.ENV` → `/w/.env`. Each missing name is looked up in
+/// its folder's listing; at most [`CASE_VARIANTS`] paths.
+fn same_but_case(absolute: &str) -> Vec<String> {
+    let mut found = vec![String::new()];
+    for name in absolute.split('/').filter(|name| !name.is_empty()) {
+        let mut next = Vec::new();
+        for base in &found {
+            let folder = if base.is_empty() { "/" } else { base.as_str() };
+            let exact = format!("{base}/{name}");
+            if std::fs::symlink_metadata(&exact).is_ok() {
+                next.push(exact);
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(folder) else {
+                continue;
+            };
+            next.extend(
+                entries
+                    .flatten()
+                    .filter_map(|entry| entry.file_name().into_string().ok())
+                    .filter(|entry| entry.eq_ignore_ascii_case(name))
+                    .map(|entry| format!("{base}/{entry}")),
+            );
+        }
+        next.truncate(CASE_VARIANTS);
+        found = next;
+        if found.is_empty() {
+            break;
+        }
+    }
+    found
 }
 
 /// Decides a call by the parts of its command line (see the module docs).

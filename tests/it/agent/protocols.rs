@@ -121,6 +121,25 @@ fn searches_answer_for_the_files_below_them() {
     answers_in(&project, "gemini", &["before_tool_read_many_glob"]);
 }
 
+/// Gemini CLI's `read_many_files` matches a path missing as written regardless of case
+/// (`.ENV` reads `.env`), and with `respect_git_ignore: false` reads what .gitignore lists.
+#[test]
+fn gemini_read_many_files_is_judged_as_gemini_reads() {
+    let project = Project::standard();
+    std::fs::create_dir_all(project.path().join("build")).unwrap();
+    std::fs::write(project.path().join("build/tls.key"), "KEY\n").unwrap();
+    std::fs::write(project.path().join(".gitignore"), "build/\n").unwrap();
+    std::fs::write(project.path().join(".env"), "TOKEN=1\n").unwrap();
+    answers_in(
+        &project,
+        "gemini",
+        &[
+            "before_tool_read_many_case",
+            "before_tool_read_many_ignored",
+        ],
+    );
+}
+
 #[test]
 fn a_policy_that_does_not_load_denies_with_its_first_diagnostic() {
     let project = Project::with("broken.yaml");

@@ -1598,6 +1598,39 @@ fn analyses(reasons: &[Reason]) -> String {
         .join("\n")
 }
 
+/// A search path that does not exist as written reads the files whose names differ only in
+/// case (Gemini CLI's read-many tool matches `.ENV` and `CONFIG/*` so): they are judged as
+/// the search's files.
+#[test]
+fn a_search_path_missing_as_written_reads_what_differs_only_in_case() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.root.join("config")).unwrap();
+    std::fs::write(ws.root.join("config/.env.production"), "KEY\n").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (path, file) in [
+        (".ENV", "`.env`"),
+        (".Env", "`.env`"),
+        ("CONFIG/*", "`.env.production`"),
+        ("Config/.ENV.*", "`.env.production`"),
+    ] {
+        let (got, reasons) = decide_call(
+            &engine,
+            "Grep",
+            serde_json::json!({"pattern": ".", "path": path}),
+        );
+        assert_eq!(got, "ask", "{path}: {reasons:?}");
+        assert!(analyses(&reasons).contains(file), "{path}: {reasons:?}");
+    }
+    for path in ["SRC/*.rs", "missing", "Missing/*"] {
+        let (got, reasons) = decide_call(
+            &engine,
+            "Grep",
+            serde_json::json!({"pattern": ".", "path": path}),
+        );
+        assert_eq!(got, "allow", "{path}: {reasons:?}");
+    }
+}
+
 /// A folder searched with everything below it is judged by the files the search reads
 /// there: one the rules protect makes the search ask, naming it — for the search tool and
 /// for `grep -r`, `rg` and `git grep`, with a path or without one (they search the folder
