@@ -288,33 +288,57 @@ struct DefaultOperand {
 }
 
 /// The words given to a program the table does not know that may name a file it reads:
-/// its operands and the values of `--name=value` options (`bat --config=~/.aws/x .env`).
-/// Other options are left out: what they take is unknown.
+/// its operands, the values of its options (`--config=FILE`, `-f=FILE`, `-fFILE`),
+/// and response files (`@FILE`, which gcc and javac read arguments from). Which of them are
+/// files is decided where they are judged (spelled like a path, or naming a file).
 fn unlisted_words(words: &[Word]) -> Vec<RoleWord> {
-    words
-        .iter()
-        .filter_map(|word| {
-            let Some(option) = word.raw.strip_prefix('-') else {
-                return Some(word.clone());
-            };
-            // A value only known when it runs stays unknown (and is judged as such).
-            let (_, value) = option.split_once('=')?;
-            Some(match word.literal().and_then(|l| l.split_once('=')) {
-                // The shell leaves `~` there as it is, but programs commonly expand it in
-                // their own option values (git, ssh, cargo): judged as the home folder.
-                Some((_, literal)) if literal.starts_with('~') => {
-                    Word::dynamic(literal, Expansion::Tilde)
-                }
-                Some((_, literal)) => Word::literal_from(value, literal),
-                None => word.clone(),
-            })
-        })
+    let mut found = Vec::new();
+    for word in words {
+        let Some(literal) = word.literal() else {
+            // Only known when it runs, and judged as such; an option other than
+            // `--name=…` may take no file at all.
+            if !word.raw.starts_with('-') || word.raw.contains('=') {
+                found.push(word.clone());
+            }
+            continue;
+        };
+        match literal.strip_prefix('-') {
+            Some(option) => {
+                let value = match option.split_once('=') {
+                    Some((_, value)) => Some(value),
+                    // `-fVALUE`: the letters after the first may be its value.
+                    None if !option.starts_with('-') => {
+                        option.char_indices().nth(1).map(|(at, _)| &option[at..])
+                    }
+                    None => None,
+                };
+                found.extend(value.filter(|v| !v.is_empty()).map(option_value));
+            }
+            None => {
+                found.push(word.clone());
+                found.extend(literal.strip_prefix('@').map(option_value));
+            }
+        }
+    }
+    found
+        .into_iter()
         .map(|word| RoleWord {
             role: Role::Read,
             source: word.raw.clone(),
             word,
         })
         .collect()
+}
+
+/// A value a program takes from inside one of its words. The shell leaves a `~` there as it
+/// is, but programs commonly expand it in their own option values (git, ssh, cargo): it is
+/// judged as the home folder.
+fn option_value(value: &str) -> Word {
+    if value.starts_with('~') {
+        Word::dynamic(value, Expansion::Tilde)
+    } else {
+        Word::literal_from(value, value)
+    }
 }
 
 impl CommandTable {

@@ -1863,7 +1863,7 @@ fn archives_are_judged_by_what_they_read_and_run() {
 #[test]
 fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
     let policy = format!(
-        "{TEAM_POLICY}  - name: unlisted\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"bat *\", \"xxd *\", \"make *\", \"kubectl *\", \"sleep *\", \"tool *\", \"dos2unix *\", \"sponge *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: unlisted\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"bat *\", \"xxd *\", \"make *\", \"kubectl *\", \"sleep *\", \"tool *\", \"dos2unix *\", \"sponge *\", \"gcc *\", \"docker *\"] }} }}\n    decision: allow\n"
     );
     let ws = workspace_with(&policy);
     std::fs::write(ws.root.join("src/token"), "").unwrap();
@@ -1884,6 +1884,14 @@ fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
         ("sleep 0.5", "allow"),
         ("tool --color=auto src/main.rs", "allow"),
         ("cd src && bat token", "allow"),
+        // Values inside its words: `-fFILE`, `-f=FILE`, a response file, `a:b` parts.
+        ("tool -f.env", "deny"),
+        ("tool -f=.env", "deny"),
+        ("gcc @.env", "deny"),
+        ("docker run -v ~/.ssh:/root/.ssh img", "deny"),
+        ("tool -la src", "allow"),
+        ("tool -n5 src/main.rs", "allow"),
+        ("tool https://example.com/a.b", "allow"),
         // It may write what it is given: a location a rule keeps from writes asks.
         ("dos2unix .git/config", "ask"),
         ("echo x | sponge ~/.bashrc", "ask"),
