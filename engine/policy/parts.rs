@@ -279,6 +279,12 @@ fn decide_line(
     // what a search of it leaves out (`echo > .gitignore; rg KEY`): its searches are judged
     // as reading everything.
     let changes_files = facts.iter().any(|facts| !facts.read_only);
+    // bash's `dotglob` (and a `GLOBIGNORE`) make wildcards reach names starting with `.`.
+    let dotfiles = if line.contains("dotglob") || line.contains("GLOBIGNORE") {
+        Dotfiles::Matched
+    } else {
+        Dotfiles::Explicit
+    };
     // Each command is judged as a line of its own.
     let alone: Vec<Arc<Analysed>> = std::mem::take(&mut script.commands)
         .into_iter()
@@ -351,6 +357,7 @@ fn decide_line(
             (command, facts),
             &SearchScope::of(facts, changes_files),
             &folders,
+            dotfiles,
             &mut file_cache,
             &mut outcome,
         );
@@ -721,6 +728,7 @@ fn judge_files(
     (command, facts): (&SimpleCommand, &CommandFacts),
     scope: &SearchScope<'_>,
     folders: &Folders,
+    dotfiles: Dotfiles,
     cache: &mut ParseCache,
     outcome: &mut PartOutcome,
 ) {
@@ -810,7 +818,13 @@ fn judge_files(
                 if named == Named::Maybe && !named_like_a_file(&value, &path) {
                     continue;
                 }
-                let paths = match expand_glob(&path) {
+                // git matches its pathspecs itself, reaching hidden names too.
+                let dotfiles = if revision_paths {
+                    Dotfiles::Matched
+                } else {
+                    dotfiles
+                };
+                let paths = match expand_glob(&path, dotfiles) {
                     Ok(paths) => paths,
                     Err(why) => {
                         outcome.add_analysis(
@@ -1277,10 +1291,21 @@ fn sequence(from: &str, to: &str) -> Option<Vec<String>> {
     }
 }
 
+/// Whether a glob's wildcards reach names that start with `.`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Dotfiles {
+    /// Only a `.` written there reaches them, as in bash without `dotglob`: `*` does not
+    /// reach `.env`, `.e*` does.
+    Explicit,
+    /// Wildcards reach them too (bash's `dotglob`, git's pathspecs).
+    Matched,
+}
+
 /// The files a (possibly glob) path names now, as bash would expand it; the path itself
-/// (unescaped) when it has no glob or matches nothing. `Err` when the glob reaches more than
-/// can be looked at (it is then asked, never judged by its spelling).
-fn expand_glob(path: &str) -> Result<Vec<String>, String> {
+/// (unescaped) when it has no glob or matches nothing. A path ending in `/` names folders
+/// only (`*/`). `Err` when the glob reaches more than can be looked at (it is then asked,
+/// never judged by its spelling).
+fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
     if !has_glob(path) {
         return Ok(vec![unescape_glob(path)]);
     }
@@ -1294,6 +1319,9 @@ fn expand_glob(path: &str) -> Result<Vec<String>, String> {
     for component in path.split('/').filter(|c| !c.is_empty()) {
         let mut next = Vec::new();
         if has_glob(component) {
+            let hidden_reached = dotfiles == Dotfiles::Matched
+                || component.starts_with('.')
+                || component.starts_with("\\.");
             let listed = with_component_glob(component, |matcher| {
                 for base in &bases {
                     let folder = if base.is_empty() { "/" } else { base.as_str() };
@@ -1307,7 +1335,7 @@ fn expand_glob(path: &str) -> Result<Vec<String>, String> {
                         }
                         let name = entry.file_name();
                         let Some(name) = name.to_str() else { continue };
-                        if matcher.is_match(name) {
+                        if matcher.is_match(name) && (hidden_reached || !name.starts_with('.')) {
                             next.push(format!("{base}/{name}"));
                         }
                     }
@@ -1329,6 +1357,12 @@ fn expand_glob(path: &str) -> Result<Vec<String>, String> {
         bases = next;
         if bases.is_empty() {
             // Nothing matches: bash passes the word as written.
+            return Ok(vec![unescape_glob(path)]);
+        }
+    }
+    if path.ends_with('/') {
+        bases.retain(|base| Path::new(base).is_dir());
+        if bases.is_empty() {
             return Ok(vec![unescape_glob(path)]);
         }
     }
@@ -1420,13 +1454,39 @@ mod tests {
         assert!(values("~root/x").is_err());
     }
 
+    /// As in bash without `dotglob`: a name's leading `.` is reached only by a `.` written
+    /// there, and a glob ending in `/` names folders.
+    #[test]
+    fn wildcards_reach_hidden_names_only_when_told() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let root = dir.path().to_string_lossy().into_owned();
+        std::fs::write(dir.path().join(".env"), "x").expect("write");
+        std::fs::write(dir.path().join("a.txt"), "x").expect("write");
+        std::fs::create_dir(dir.path().join("src")).expect("mkdir");
+        let expand = |glob: &str, dotfiles| {
+            let mut paths = expand_glob(&format!("{root}/{glob}"), dotfiles).expect("small");
+            paths.sort();
+            paths
+                .into_iter()
+                .map(|p| p[root.len() + 1..].to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(expand("*", Dotfiles::Explicit), ["a.txt", "src"]);
+        assert_eq!(expand("*", Dotfiles::Matched), [".env", "a.txt", "src"]);
+        assert_eq!(expand(".e*", Dotfiles::Explicit), [".env"]);
+        assert_eq!(expand("\\.e*", Dotfiles::Explicit), [".env"]);
+        assert_eq!(expand("?env", Dotfiles::Explicit), ["?env"]);
+        assert_eq!(expand("[.]env", Dotfiles::Explicit), ["[.]env"]);
+        assert_eq!(expand("*/", Dotfiles::Explicit), ["src"]);
+    }
+
     #[test]
     fn globs_expand_against_the_file_system() {
         let dir = tempfile::tempdir().expect("a temp dir");
         let root = dir.path().to_string_lossy().into_owned();
         std::fs::write(dir.path().join(".env"), "x").expect("write");
         std::fs::write(dir.path().join("a.txt"), "x").expect("write");
-        let expand = |glob: String| expand_glob(&glob).expect("a small folder");
+        let expand = |glob: String| expand_glob(&glob, Dotfiles::Matched).expect("a small folder");
         assert_eq!(expand(format!("{root}/.en?")), [format!("{root}/.env")]);
         assert_eq!(expand(format!("{root}/.e[n]v")), [format!("{root}/.env")]);
         assert_eq!(
@@ -1443,12 +1503,15 @@ mod tests {
                 assert_eq!(expand(format!("{root}/[.]e?v")), [format!("{root}/.env")]);
             }
         }
-        assert!(expand_glob(&format!("{root}/[a")).is_err(), "not a glob");
+        assert!(
+            expand_glob(&format!("{root}/[a"), Dotfiles::Matched).is_err(),
+            "not a glob"
+        );
         for i in 0..=MAX_EXPANSIONS {
             std::fs::write(dir.path().join(format!("f{i}")), "").expect("write");
         }
         assert!(
-            expand_glob(&format!("{root}/f*")).is_err(),
+            expand_glob(&format!("{root}/f*"), Dotfiles::Matched).is_err(),
             "too many to judge"
         );
     }
