@@ -762,6 +762,79 @@ const PREFIXES: &[Prefix] = &[
         inspecting: &[],
         transparency: Transparency::Runner,
     },
+    // Runs a command under a virtual X server; `-e FILE` writes the server's errors.
+    Prefix {
+        name: "xvfb-run",
+        options: OptionSpec {
+            short_flags: "adl",
+            short_with_arg: "efnpsw",
+            long_flags: &["auto-servernum", "auto-display", "listen-tcp"],
+            long_with_arg: &[
+                "error-file",
+                "auth-file",
+                "server-num",
+                "xauth-protocol",
+                "server-args",
+                "wait",
+            ],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "dbus-launch",
+        options: OptionSpec {
+            long_flags: &[
+                "sh-syntax",
+                "csh-syntax",
+                "auto-syntax",
+                "binary-syntax",
+                "close-stderr",
+                "exit-with-session",
+                "exit-with-x11",
+            ],
+            long_with_arg: &["config-file", "autolaunch"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    // A sandbox whose profile decides what the command may reach; an option not listed
+    // here asks.
+    Prefix {
+        name: "firejail",
+        options: OptionSpec {
+            long_flags: &[
+                "quiet",
+                "noprofile",
+                "private",
+                "private-tmp",
+                "private-dev",
+                "noroot",
+                "nosound",
+                "novideo",
+                "no3d",
+                "nonewprivs",
+                "seccomp",
+            ],
+            long_with_arg: &[
+                "net",
+                "profile",
+                "whitelist",
+                "blacklist",
+                "read-only",
+                "name",
+                "caps.drop",
+            ],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
     Prefix {
         name: "proxychains4",
         options: OptionSpec {
@@ -1943,6 +2016,16 @@ mod tests {
             (&["/bin/sh", "-c", "rm"], "RS:rm"),
             (&["nice", "timeout", "5", "rm"], "T:timeout 5 rm"),
             (&["ionice", "-c", "3", "rm", "-rf", "/"], "T:rm -rf /"),
+            (
+                &["xvfb-run", "-a", "-s", "-screen 0 1x1x8", "rm", "x"],
+                "R:rm x",
+            ),
+            (&["dbus-launch", "--exit-with-session", "rm", "x"], "R:rm x"),
+            (&["firejail", "--net=none", "--quiet", "rm", "x"], "R:rm x"),
+            (
+                &["firejail", "--join=1", "rm", "x"],
+                "U:`firejail` option `--join=1` is not understood",
+            ),
             (&["ionice", "-p", "42"], "-"),
             (&["taskset", "-c", "0-2", "rm", "x"], "T:rm x"),
             (&["taskset", "-p", "0x3", "42"], "-"),

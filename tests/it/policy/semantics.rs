@@ -143,8 +143,18 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // A leading `.` is reached only by a `.` written there, as in bash without
         // `dotglob`; a line that turns it on reaches `.env` with `*`.
         c("operand", "cat .e*", "deny", "rule:team-secrets"),
-        c("operand", "shopt -s dotglob; cat *", "deny", "rule:team-secrets"),
-        c("operand", "bash -O dotglob -c 'cat *'", "deny", "rule:team-secrets"),
+        c(
+            "operand",
+            "shopt -s dotglob; cat *",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "operand",
+            "bash -O dotglob -c 'cat *'",
+            "deny",
+            "rule:team-secrets",
+        ),
         c("operand", "git log -p -- '*'", "deny", "rule:team-secrets"),
         c("everyday", "cat *", "allow", "rule:"),
         c("everyday", "ls -d */", "allow", "rule:dev-loop"),
