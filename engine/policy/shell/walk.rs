@@ -658,7 +658,10 @@ impl Walker<'_> {
                 self.script.unresolved.push(Unresolved { text, reason });
                 Ok(())
             }
-            Analysis::ReadsStdin { runner } => {
+            Analysis::ReadsStdin {
+                runner,
+                transparency,
+            } => {
                 let redirected = command
                     .redirections
                     .iter()
@@ -682,7 +685,7 @@ impl Walker<'_> {
                         Ok(())
                     }
                     Some(Some(script)) => {
-                        command.role = Role::TransparentWrapper;
+                        command.role = transparent(transparency);
                         let assignments = command.assignments.clone();
                         self.script.commands.push(command);
                         let first_inner = self.script.commands.len();

@@ -25,9 +25,12 @@ pub(super) enum Analysis {
         script: String,
         transparency: Transparency,
     },
-    /// A shell that reads its script from standard input (`bash`, `sh -s`): the script is
-    /// whatever a here-string, here-document or pipe feeds it.
-    ReadsStdin { runner: String },
+    /// A shell that reads its script from standard input (`bash`, `sh -s`, `at`): the script
+    /// is whatever a here-string, here-document or pipe feeds it.
+    ReadsStdin {
+        runner: String,
+        transparency: Transparency,
+    },
     /// Something that cannot be determined.
     Unresolved(UnresolvedReason),
 }
@@ -245,6 +248,7 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
             shell(base, args)
         }
         "trap" => trap(args),
+        "at" | "batch" => at(base, args),
         "watch" => watch(args),
         "flock" => flock(args),
         "su" | "runuser" => switch_user(base, args),
@@ -1762,6 +1766,7 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
         return Ok(if reads_stdin {
             Analysis::ReadsStdin {
                 runner: runner.to_owned(),
+                transparency,
             }
         } else {
             Analysis::NotAWrapper
@@ -1820,6 +1825,26 @@ const SAFE_SHOPT_OPTIONS: &[&str] = &[
     "nullglob",
     "xpg_echo",
 ];
+
+/// `at [options] TIME` and `batch [options]`: the commands they read from standard input
+/// run later, as a script, so both the scheduling and the script are decided. With `-f
+/// FILE` the script is a file that cannot be seen; `-l`, `-r`, `-d` and `-c` list, remove
+/// or show jobs and run nothing.
+fn at(runner: &str, args: &[Word]) -> Outcome {
+    let spec = OptionSpec {
+        short_flags: "VmMlrdbcv",
+        short_with_arg: "qft",
+        ..OptionSpec::NONE
+    };
+    let scanned = scan_options(runner, args, &spec)?;
+    if scanned.has(&["-l", "-r", "-d", "-c", "-f"]) {
+        return Ok(Analysis::NotAWrapper);
+    }
+    Ok(Analysis::ReadsStdin {
+        runner: runner.to_owned(),
+        transparency: Transparency::Runner,
+    })
+}
 
 /// `trap [-lp] [action] [signal…]`: the action runs later, as a script.
 fn trap(args: &[Word]) -> Outcome {
@@ -1883,7 +1908,10 @@ mod tests {
         };
         match analysis {
             Analysis::NotAWrapper => "-".to_owned(),
-            Analysis::ReadsStdin { runner } => format!("I:{runner}"),
+            Analysis::ReadsStdin {
+                runner,
+                transparency,
+            } => format!("I{}:{runner}", tag(transparency)),
             Analysis::Wraps {
                 inners,
                 transparency,
@@ -2020,6 +2048,12 @@ mod tests {
                 &["xvfb-run", "-a", "-s", "-screen 0 1x1x8", "rm", "x"],
                 "R:rm x",
             ),
+            (&["bash"], "IT:bash"),
+            (&["at", "now"], "IR:at"),
+            (&["at", "-q", "b", "-m", "now"], "IR:at"),
+            (&["batch"], "IR:batch"),
+            (&["at", "-l"], "-"),
+            (&["at", "-f", "job.sh", "now"], "-"),
             (&["dbus-launch", "--exit-with-session", "rm", "x"], "R:rm x"),
             (&["firejail", "--net=none", "--quiet", "rm", "x"], "R:rm x"),
             (

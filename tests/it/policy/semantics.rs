@@ -927,6 +927,14 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "rule:no-rm-rf",
         ),
         c("shell text", "bash <<< 'rm -rf /'", "deny", "rule:no-rm-rf"),
+        // `at` runs what it reads later: the script is judged, and so is scheduling it.
+        c(
+            "shell text",
+            "echo 'rm -rf /' | at now",
+            "deny",
+            "rule:no-rm-rf",
+        ),
+        c("shell text", "at now <<< 'git status'", "ask", "default"),
         c(
             "shell text",
             "bash <<'EOF'\nrm -rf /\nEOF",
