@@ -161,10 +161,15 @@ fn search_call_below(
             let Some(written) = known(&folder) else {
                 return Vec::new();
             };
-            let locations = written
+            let variants = match written
                 .at(Side::Written)
                 .map(|at| same_but_case(at.absolute()))
-                .unwrap_or_default()
+            {
+                Some(Ok(variants)) => variants,
+                Some(Err(why)) => return vec![format!("`{}` searches `{path}`: {why}", call.tool)],
+                None => Vec::new(),
+            };
+            let locations = variants
                 .iter()
                 .filter_map(|variant| known(variant))
                 .collect();
@@ -205,8 +210,9 @@ const CASE_VARIANTS: usize = 16;
 
 /// The paths that exist whose names differ from those of `absolute` (which does not exist
 /// as written) only in ASCII case: `/w/.ENV` → `/w/.env`. Each missing name is looked up in
-/// its folder's listing; at most [`CASE_VARIANTS`] paths.
-fn same_but_case(absolute: &str) -> Vec<String> {
+/// its folder's listing; at most [`CASE_VARIANTS`] paths. `Err` when a folder has more
+/// entries than a glob may read ([`MAX_GLOB_ENTRIES`]): what the path names is not known.
+fn same_but_case(absolute: &str) -> Result<Vec<String>, String> {
     let mut found = vec![String::new()];
     for name in absolute.split('/').filter(|name| !name.is_empty()) {
         let mut next = Vec::new();
@@ -220,13 +226,18 @@ fn same_but_case(absolute: &str) -> Vec<String> {
             let Ok(entries) = std::fs::read_dir(folder) else {
                 continue;
             };
-            next.extend(
-                entries
-                    .flatten()
-                    .filter_map(|entry| entry.file_name().into_string().ok())
-                    .filter(|entry| entry.eq_ignore_ascii_case(name))
-                    .map(|entry| format!("{base}/{entry}")),
-            );
+            for (read, entry) in entries.flatten().enumerate() {
+                if read >= MAX_GLOB_ENTRIES {
+                    return Err(format!(
+                        "`{folder}` has more than {MAX_GLOB_ENTRIES} entries to look for `{name}` in any case, so what it reads cannot be judged"
+                    ));
+                }
+                if let Ok(entry) = entry.file_name().into_string()
+                    && entry.eq_ignore_ascii_case(name)
+                {
+                    next.push(format!("{base}/{entry}"));
+                }
+            }
         }
         next.truncate(CASE_VARIANTS);
         found = next;
@@ -234,7 +245,7 @@ fn same_but_case(absolute: &str) -> Vec<String> {
             break;
         }
     }
-    found
+    Ok(found)
 }
 
 /// Decides a call by the parts of its command line (see the module docs).
@@ -279,8 +290,7 @@ fn decide_line(
     // what a search of it leaves out (`echo > .gitignore; rg KEY`): its searches are judged
     // as reading everything.
     let changes_files = facts.iter().any(|facts| !facts.read_only);
-    // bash's `dotglob` (and a `GLOBIGNORE`) make wildcards reach names starting with `.`.
-    let dotfiles = if line.contains("dotglob") || line.contains("GLOBIGNORE") {
+    let dotfiles = if turns_on_dotglob(line, &script) {
         Dotfiles::Matched
     } else {
         Dotfiles::Explicit
@@ -1289,6 +1299,22 @@ fn sequence(from: &str, to: &str) -> Option<Vec<String>> {
         }
         _ => None,
     }
+}
+
+/// Whether the line may make wildcards reach names that start with `.`: bash's `dotglob`
+/// (`shopt -s dotglob`, `bash -O dotglob`) or a `GLOBIGNORE`, named anywhere in it, also
+/// as a word's value after quote removal (`dotgl""ob`) or an assigned value.
+fn turns_on_dotglob(line: &str, script: &Script) -> bool {
+    let names = |text: &str| text.contains("dotglob") || text.contains("GLOBIGNORE");
+    names(line)
+        || script.commands.iter().any(|command| {
+            command
+                .words
+                .iter()
+                .chain(command.assignments.iter().map(|a| &a.value))
+                .filter_map(Word::literal)
+                .any(names)
+        })
 }
 
 /// Whether a glob's wildcards reach names that start with `.`.

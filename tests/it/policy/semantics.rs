@@ -155,6 +155,12 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:team-secrets",
         ),
+        c(
+            "operand",
+            "bash -O dotgl''ob -c 'cat *'",
+            "deny",
+            "rule:team-secrets",
+        ),
         c("operand", "git log -p -- '*'", "deny", "rule:team-secrets"),
         c("everyday", "cat *", "allow", "rule:"),
         c("everyday", "ls -d */", "allow", "rule:dev-loop"),
@@ -1784,6 +1790,18 @@ fn a_search_of_a_folder_too_large_to_check_asks() {
     assert_eq!(decision, "ask", "{reasons:?}");
     assert!(
         analyses(&reasons).contains("more than 10000 entries below it"),
+        "{reasons:?}"
+    );
+    // A path missing as written is looked for in any case in its folder's listing: one too
+    // long to read asks too.
+    let (decision, reasons) = decide_call(
+        &engine,
+        "Grep",
+        serde_json::json!({"pattern": ".", "path": "many/F1.ENV"}),
+    );
+    assert_eq!(decision, "ask", "{reasons:?}");
+    assert!(
+        analyses(&reasons).contains("more than 10000 entries to look for `F1.ENV`"),
         "{reasons:?}"
     );
 }
