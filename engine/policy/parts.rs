@@ -1302,10 +1302,16 @@ fn sequence(from: &str, to: &str) -> Option<Vec<String>> {
 }
 
 /// Whether the line may make wildcards reach names that start with `.`: bash's `dotglob`
-/// (`shopt -s dotglob`, `bash -O dotglob`) or a `GLOBIGNORE`, named anywhere in it, also
-/// as a word's value after quote removal (`dotgl""ob`) or an assigned value.
+/// (`shopt -s dotglob`, `bash -O dotglob`), a `GLOBIGNORE` or zsh's `GLOB_DOTS` (`setopt
+/// globdots`; zsh ignores case and `_` in option names), named anywhere in it, also as a
+/// word's value after quote removal (`dotgl""ob`) or an assigned value.
 fn turns_on_dotglob(line: &str, script: &Script) -> bool {
-    let names = |text: &str| text.contains("dotglob") || text.contains("GLOBIGNORE");
+    let names = |text: &str| {
+        let text = text.to_ascii_lowercase().replace('_', "");
+        ["dotglob", "globdots", "globignore"]
+            .iter()
+            .any(|name| text.contains(name))
+    };
     names(line)
         || script.commands.iter().any(|command| {
             command

@@ -161,6 +161,12 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:team-secrets",
         ),
+        c(
+            "operand",
+            "zsh -c 'setopt GLOB_DOTS; cat *'",
+            "deny",
+            "rule:team-secrets",
+        ),
         c("operand", "git log -p -- '*'", "deny", "rule:team-secrets"),
         c("everyday", "cat *", "allow", "rule:"),
         c("everyday", "ls -d */", "allow", "rule:dev-loop"),
