@@ -795,10 +795,11 @@ fn judge_files(
         let values = values.into_iter().flat_map(|value| {
             if revision_paths {
                 git_paths(&value)
-            } else if named == Named::Maybe && value.contains(':') {
-                // A word of a program the table does not know may join paths with `:`
-                // (`-v ~/.ssh:/root/.ssh`, `PATH`-like lists): each part may be one.
-                let parts = value.split(':').filter(|part| !part.is_empty());
+            } else if named == Named::Maybe && value.contains([':', ',']) {
+                // A word of a program the table does not know may join paths with `:` or `,`
+                // (`-v ~/.ssh:/root/.ssh`, `PATH`-like lists, `a.txt,b.txt`): each part may
+                // be one.
+                let parts = value.split([':', ',']).filter(|part| !part.is_empty());
                 std::iter::once(value.clone())
                     .chain(parts.map(str::to_owned))
                     .collect()

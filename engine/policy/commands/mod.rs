@@ -22,7 +22,7 @@ use crate::model::command::{
 };
 
 use super::shell::{
-    Expansion, InputFrom, RedirectEffect, Script, ShellParseError, SimpleCommand, Word,
+    Expansion, InputFrom, RedirectEffect, Script, ShellParseError, SimpleCommand, Word, WordKind,
     parse_script,
 };
 
@@ -295,10 +295,23 @@ fn unlisted_words(words: &[Word]) -> Vec<RoleWord> {
     let mut found = Vec::new();
     for word in words {
         let Some(literal) = word.literal() else {
-            // Only known when it runs, and judged as such; an option other than
-            // `--name=…` may take no file at all.
-            if !word.raw.starts_with('-') || word.raw.contains('=') {
-                found.push(word.clone());
+            // Only known when it runs, and judged as such: the word, or what follows an
+            // option's letter (`-X"$HOME/x"`); an option other than `--name=…` may take no
+            // file at all.
+            let attached = word
+                .raw
+                .strip_prefix('-')
+                .filter(|rest| !rest.starts_with('-'))
+                .and_then(|rest| rest.char_indices().nth(1))
+                .map(|(at, _)| &word.raw[1 + at..]);
+            match (&word.kind, attached) {
+                _ if !word.raw.starts_with('-') || word.raw.contains('=') => {
+                    found.push(word.clone());
+                }
+                (WordKind::Dynamic(expansion) | WordKind::Opaque(expansion), Some(rest)) => {
+                    found.push(Word::dynamic(rest, *expansion));
+                }
+                _ => {}
             }
             continue;
         };
@@ -317,6 +330,12 @@ fn unlisted_words(words: &[Word]) -> Vec<RoleWord> {
             None => {
                 found.push(word.clone());
                 found.extend(literal.strip_prefix('@').map(option_value));
+                // `NAME=FILE` operands (`make CONFIG=.env`, dd's `if=FILE`).
+                found.extend(
+                    literal
+                        .split_once('=')
+                        .map(|(_, value)| option_value(value)),
+                );
             }
         }
     }

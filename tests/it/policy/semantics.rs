@@ -1942,6 +1942,10 @@ fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
         ("tool -la src", "allow"),
         ("tool -n5 src/main.rs", "allow"),
         ("tool https://example.com/a.b", "allow"),
+        ("tool x=.env", "deny"),
+        ("tool -X\"$HOME/.ssh/id_rsa\"", "deny"),
+        ("tool README.md,.env", "deny"),
+        ("tool CC=gcc src/main.rs", "allow"),
         // It may write what it is given: a location a rule keeps from writes asks.
         ("dos2unix .git/config", "ask"),
         ("echo x | sponge ~/.bashrc", "ask"),
