@@ -711,6 +711,10 @@ fn decide_file(
     set.decide_whole(&pseudo, ctx, Decision::Allow, cache, None)
 }
 
+/// The name of a file a program might create in a folder it is given: with a policy
+/// file's extension, so that a policy folder keeps it out.
+const NEW_FILE: &str = "new-file.yaml";
+
 /// Whether a word names a file.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Named {
@@ -852,9 +856,16 @@ fn judge_files(
                     {
                         // Such a program may write what it is given too: a location a
                         // rule keeps from writes is asked about (not denied: it may only
-                        // read it).
+                        // read it). A folder counts when a file written in it would be
+                        // kept out (`.git`, a policy folder), not because a protected
+                        // location lies somewhere below it (`docker build .`).
+                        let target = if Path::new(&path).is_dir() {
+                            format!("{}/{NEW_FILE}", path.trim_end_matches('/'))
+                        } else {
+                            path.clone()
+                        };
                         let written =
-                            decide_file(set, ctx, call, (write, Access::Write), &path, cache);
+                            decide_file(set, ctx, call, (write, Access::Write), &target, cache);
                         if written.by_rule
                             && let Some(rule) = written
                                 .reasons

@@ -1951,6 +1951,11 @@ fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
         ("echo x | sponge ~/.bashrc", "ask"),
         ("tool --fix policies/team.yaml", "ask"),
         ("dos2unix src/main.rs", "allow"),
+        // A folder asks when a file written in it would be kept out, not for what lies
+        // below it.
+        ("docker build .", "allow"),
+        ("tool --fix policies", "ask"),
+        ("tool .git/hooks", "ask"),
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, expected, "{command}: {reasons:?}");
