@@ -444,6 +444,10 @@ impl CommandTable {
     pub fn analyse(&self, command: &SimpleCommand) -> CommandFacts {
         let words: Vec<Option<&str>> = command.words.iter().map(Word::literal).collect();
         let (mut facts, default) = self.analyse_words(&command.words, &words);
+        if command.wraps {
+            // Its words are another command's, judged on its own (`nice echo "$(…)"`).
+            facts.unlisted.clear();
+        }
         if let Some(default) = default {
             // A device (`< /dev/null`, a terminal) is no input to read: ripgrep searches its
             // folder then.

@@ -117,6 +117,9 @@ pub struct SimpleCommand {
     pub role: Role,
     /// Its input is the output of the command before it in a pipeline.
     pub piped: bool,
+    /// It runs another command of the script, judged on its own (a wrapper, a runner or a
+    /// shell given a script: `nice cmd`, `sudo cmd`, `bash -c '…'`, `sh <<< '…'`).
+    pub wraps: bool,
 }
 
 impl SimpleCommand {

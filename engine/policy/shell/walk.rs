@@ -541,6 +541,7 @@ impl Walker<'_> {
             origin: self.origin.clone(),
             role: Role::Command,
             piped: self.stdin.is_some(),
+            wraps: false,
         })
     }
 
@@ -686,6 +687,7 @@ impl Walker<'_> {
                     }
                     Some(Some(script)) => {
                         command.role = transparent(transparency);
+                        command.wraps = true;
                         let assignments = command.assignments.clone();
                         self.script.commands.push(command);
                         let first_inner = self.script.commands.len();
@@ -710,6 +712,7 @@ impl Walker<'_> {
                 transparency,
             } => {
                 command.role = transparent(transparency);
+                command.wraps = true;
                 let assignments = command.assignments.clone();
                 self.script.commands.push(command);
                 let first_inner = self.script.commands.len();
@@ -726,6 +729,7 @@ impl Walker<'_> {
                 transparency,
             } => {
                 command.role = transparent(transparency);
+                command.wraps = true;
                 let outer_assignments = command.assignments.clone();
                 let outer_redirections = command.redirections.clone();
                 self.script.commands.push(command);
@@ -756,6 +760,7 @@ impl Walker<'_> {
                         origin: walker.origin.clone(),
                         role: Role::Command,
                         piped: walker.stdin.is_some(),
+                        wraps: false,
                     })?;
                 }
                 if transparency == Transparency::Launcher {

@@ -1895,6 +1895,7 @@ mod tests {
             origin: Origin::Line,
             role: Role::Command,
             piped: false,
+            wraps: false,
         }
     }
 

@@ -170,6 +170,13 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("operand", "git log -p -- '*'", "deny", "rule:team-secrets"),
         c("everyday", "cat *", "allow", "rule:"),
         c("everyday", "ls -d */", "allow", "rule:dev-loop"),
+        // A wrapper's words are the wrapped command's, judged on their own.
+        c(
+            "everyday",
+            "nice echo \"$(git status)\"",
+            "allow",
+            "rule:dev-loop",
+        ),
         c("operand", "cat .e{n,}v", "deny", "rule:team-secrets"),
         c("operand", "cat /etc//shadow", "deny", "rule:team-secrets"),
         c("operand", "cat src/../.env", "deny", "rule:team-secrets"),
