@@ -40,8 +40,9 @@ const RULES_PER_TOOL: usize = 10;
 const DECIDED: usize = 500;
 
 /// A compound command of about 200 characters, like the shell matcher bench's. The command
-/// substitution is the operand of a program the command table does not know (`tool0`): as
-/// a file operand (of `ls`, say) its value, only known when it runs, would ask.
+/// substitution is the operand of a program the command table does not know (`tool0`), any
+/// of whose words may name a file: its value is only known when it runs, so the line asks,
+/// after every part is judged as for a line that is allowed.
 const LINE: &str = "git status && git diff --stat HEAD~3..HEAD -- src/ && ls -la src/policy | ls; \
 nice tool0 \"$(git status)\" 2>&1 >/dev/null && ls 'my dir' *.rs || git diff HEAD~1 -- README.md Cargo.toml engine/lib.rs docs/ tests/";
 
@@ -242,7 +243,7 @@ fn main() {
     });
     let shell = Fixture::shell();
     let line = shell.call(json!({ "command": LINE }));
-    assert_eq!(shell.decide(&line, &[]), Decision::Allow);
+    assert_eq!(shell.decide(&line, &[]), Decision::Ask);
     let decide_shell = median_ns(|| {
         black_box(shell.decide(black_box(&line), &[]));
     });
