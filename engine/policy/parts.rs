@@ -28,9 +28,10 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use globset::{GlobBuilder, GlobMatcher};
+use regex::Regex;
 use serde_json::json;
 
 use super::commands::{Analysed, CommandFacts, EffectFrom};
@@ -1315,15 +1316,22 @@ fn sequence(from: &str, to: &str) -> Option<Vec<String>> {
 
 /// Whether the line may make wildcards reach names that start with `.`: bash's `dotglob`
 /// (`shopt -s dotglob`, `bash -O dotglob`), a `GLOBIGNORE` or zsh's `GLOB_DOTS` (`setopt
-/// globdots`; zsh ignores case and `_` in option names), named anywhere in it, also as a
-/// word's value after quote removal (`dotgl""ob`) or an assigned value.
+/// globdots`; zsh ignores case and `_` in option names, so any case and `_` between the
+/// letters count), named anywhere in it, also as a word's value after quote removal
+/// (`dotgl""ob`) or an assigned value.
 fn turns_on_dotglob(line: &str, script: &Script) -> bool {
-    let names = |text: &str| {
-        let text = text.to_ascii_lowercase().replace('_', "");
-        ["dotglob", "globdots", "globignore"]
-            .iter()
-            .any(|name| text.contains(name))
-    };
+    static NAMES: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        let spelled = |name: &str| {
+            name.chars()
+                .map(String::from)
+                .collect::<Vec<_>>()
+                .join("_*")
+        };
+        let names = ["dotglob", "globdots", "globignore"].map(spelled).join("|");
+        Regex::new(&format!("(?i){names}")).ok()
+    });
+    // (A pattern that did not build would find the names everywhere.)
+    let names = |text: &str| NAMES.as_ref().is_none_or(|names| names.is_match(text));
     names(line)
         || script.commands.iter().any(|command| {
             command
