@@ -275,8 +275,8 @@ pub struct CommandFacts {
     pub read_only: bool,
     /// What the program leaves out of a folder it searches (a `tree` role).
     pub search_skips: Vec<SearchSkip>,
-    /// The words given to a program the table does not know (its operands, and the values
-    /// of its `--name=value` options): any of them may be a file it reads.
+    /// The words given to a program the table does not know that may name a file it reads
+    /// or writes (its operands and the values inside its words, see [`unlisted_words`]).
     pub unlisted: Vec<RoleWord>,
 }
 
