@@ -754,6 +754,12 @@ fn judge_files(
         r.role == Role::RevisionOrPath
             || (r.role == Role::Tree && facts.program.as_deref() == Some("git"))
     });
+    // git matches its pathspecs itself, reaching hidden names too.
+    let dotfiles = if revision_paths {
+        Dotfiles::Matched
+    } else {
+        dotfiles
+    };
     for (access, word, source, named) in file_words(command, facts) {
         let Some(tool) = (match access {
             Access::Read => files.read,
@@ -834,12 +840,6 @@ fn judge_files(
                 if named == Named::Maybe && !named_like_a_file(&value, &path) {
                     continue;
                 }
-                // git matches its pathspecs itself, reaching hidden names too.
-                let dotfiles = if revision_paths {
-                    Dotfiles::Matched
-                } else {
-                    dotfiles
-                };
                 let paths = match expand_glob(&path, dotfiles) {
                     Ok(paths) => paths,
                     Err(why) => {
