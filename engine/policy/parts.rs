@@ -349,6 +349,9 @@ fn decide_line(
                 ),
             );
         }
+        if let Some(why) = prints_secrets(command, &table) {
+            outcome.add_analysis(&command.text, why);
+        }
         if facts.program.as_deref() == Some("git")
             && let Some(repository) = folders.bare_repository()
         {
@@ -806,14 +809,8 @@ fn judge_files(
         let values = values.into_iter().flat_map(|value| {
             if revision_paths {
                 git_paths(&value)
-            } else if named == Named::Maybe && value.contains([':', ',']) {
-                // A word of a program the table does not know may join paths with `:` or `,`
-                // (`-v ~/.ssh:/root/.ssh`, `PATH`-like lists, `a.txt,b.txt`): each part may
-                // be one.
-                let parts = value.split([':', ',']).filter(|part| !part.is_empty());
-                std::iter::once(value.clone())
-                    .chain(parts.map(str::to_owned))
-                    .collect()
+            } else if named == Named::Maybe {
+                unlisted_pieces(&value, home)
             } else {
                 vec![value]
             }
@@ -904,6 +901,143 @@ fn judge_files(
             }
         }
     }
+    if let (Some(copies), Some(write)) = (&facts.copies, files.write) {
+        let judged = (set, ctx, call, write);
+        judge_copies(
+            judged,
+            command,
+            copies,
+            (home, folders, dotfiles),
+            cache,
+            outcome,
+        );
+    }
+}
+
+/// The files `cp`, `mv`, `ln` or `install` writes into a folder (its last operand or `-t`):
+/// each source under its own name (`cp x/.bashrc ~` writes `~/.bashrc`), and for a source
+/// folder every file below it, both inside a folder of its name and in place of the
+/// target (`cp -r x .claude` makes `.claude` a copy of `x` when `.claude` does not exist;
+/// `cp -rT`, `rsync x/ dest`). A source only known when it runs, or a folder too large to
+/// list, asks.
+fn judge_copies(
+    (set, ctx, call, write): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
+    command: &SimpleCommand,
+    copies: &super::commands::Copies,
+    (home, folders, dotfiles): (Option<&str>, &Folders, Dotfiles),
+    cache: &mut ParseCache,
+    outcome: &mut PartOutcome,
+) {
+    let paths = |word: &Word| -> Result<Vec<String>, String> {
+        let mut paths = Vec::new();
+        for value in word_values(word, home, &folders.candidates)? {
+            for path in folders.resolve(&value) {
+                paths.extend(expand_glob(&path, dotfiles)?);
+            }
+        }
+        Ok(paths)
+    };
+    let unknown = |outcome: &mut PartOutcome, word: &Word, why: String| {
+        outcome.add_analysis(
+            &command.text,
+            format!(
+                "`{}` writes `{}` into another folder: {why}",
+                command.text, word.raw
+            ),
+        );
+    };
+    let Ok(targets) = paths(&copies.into) else {
+        // Judged, and asked about, as the written operand itself.
+        return;
+    };
+    let mut written = Vec::new();
+    for source in &copies.sources {
+        let sources = match paths(source) {
+            Ok(sources) => sources,
+            Err(why) => {
+                unknown(outcome, source, why);
+                continue;
+            }
+        };
+        for source_path in sources {
+            let source_path = source_path.trim_end_matches('/');
+            // `cp -r x/. dest` copies what is in `x`, under no name of its own.
+            let name = source_path
+                .rsplit('/')
+                .next()
+                .filter(|name| !matches!(*name, "" | "." | ".."));
+            let below = match files_below(source_path) {
+                Ok(below) => below,
+                Err(why) => {
+                    unknown(outcome, source, why);
+                    continue;
+                }
+            };
+            for target in &targets {
+                let target = target.trim_end_matches('/');
+                if let Some(name) = name {
+                    written.push(format!("{target}/{name}"));
+                }
+                for relative in &below {
+                    if let Some(name) = name {
+                        written.push(format!("{target}/{name}/{relative}"));
+                    }
+                    written.push(format!("{target}/{relative}"));
+                }
+            }
+        }
+    }
+    written.sort();
+    written.dedup();
+    for path in written {
+        let file = decide_file(set, ctx, call, (write, Access::Write), &path, cache);
+        if file.by_rule && file.decision != Decision::Allow {
+            let how = format!(
+                "`{}` writes `{path}` (judged as `{}`: a copy into a folder)",
+                command.text, write.tool
+            );
+            outcome.add_file_outcome(&command.text, file, how);
+        }
+    }
+}
+
+/// The paths below `folder`, relative to it (none when it is not a folder), without
+/// following links; `Err` past [`MAX_GLOB_ENTRIES`] entries.
+fn files_below(folder: &str) -> Result<Vec<String>, String> {
+    let mut found = Vec::new();
+    if !Path::new(folder).is_dir() {
+        return Ok(found);
+    }
+    let mut folders = vec![String::new()];
+    while let Some(relative) = folders.pop() {
+        let listed = if relative.is_empty() {
+            folder.to_owned()
+        } else {
+            format!("{folder}/{relative}")
+        };
+        let Ok(entries) = std::fs::read_dir(&listed) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if found.len() >= MAX_GLOB_ENTRIES {
+                return Err(format!(
+                    "`{folder}` holds more than {MAX_GLOB_ENTRIES} entries, so what is written cannot all be judged"
+                ));
+            }
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let below = if relative.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{relative}/{name}")
+            };
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                folders.push(below.clone());
+            }
+            found.push(below);
+        }
+    }
+    Ok(found)
 }
 
 /// What `command` may read below `folder` (an absolute path), a folder it searches with
@@ -1332,6 +1466,20 @@ fn turns_on_dotglob(line: &str, script: &Script) -> bool {
     });
     // (A pattern that did not build would find the names everywhere.)
     let names = |text: &str| NAMES.as_ref().is_none_or(|names| names.is_match(text));
+    // A word only known when it runs may name it, given to what sets shell options
+    // (`shopt -s d{o,o}tglob`, `setopt $(echo globdots)`, `bash -O "$X"`).
+    let sets_options = |command: &&crate::policy::shell::SimpleCommand| {
+        command
+            .command_word()
+            .and_then(Word::literal)
+            .is_some_and(|name| {
+                let name = name.rsplit('/').next().unwrap_or(name);
+                matches!(
+                    name,
+                    "shopt" | "set" | "setopt" | "unsetopt" | "emulate" | "bash" | "sh" | "zsh"
+                )
+            })
+    };
     names(line)
         || script.commands.iter().any(|command| {
             command
@@ -1341,6 +1489,11 @@ fn turns_on_dotglob(line: &str, script: &Script) -> bool {
                 .filter_map(Word::literal)
                 .any(names)
         })
+        || script
+            .commands
+            .iter()
+            .filter(sets_options)
+            .any(|command| command.words.iter().any(|w| w.literal().is_none()))
 }
 
 /// Whether a glob's wildcards reach names that start with `.`.
@@ -1351,6 +1504,90 @@ enum Dotfiles {
     Explicit,
     /// Wildcards reach them too (bash's `dotglob`, git's pathspecs).
     Matched,
+}
+
+/// Why `command` prints variables the command table calls secret, as `echo $GITHUB_TOKEN`
+/// would: the whole environment (`env`, `printenv`, `set`, `export -p`, `declare -p`) or
+/// a secret one by name (`printenv GITHUB_TOKEN`, `declare -p API_KEY`).
+fn prints_secrets(
+    command: &SimpleCommand,
+    table: &super::commands::CommandTable,
+) -> Option<String> {
+    let name = command.command_word()?.literal()?;
+    let args: Vec<&str> = command.words[1..]
+        .iter()
+        .filter_map(Word::literal)
+        .collect();
+    if args.len() + 1 < command.words.len() {
+        // An argument only known when it runs may name one.
+        return None;
+    }
+    let operands: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let dumps = match name {
+        // `env` with nothing to run prints the environment (its assignments included).
+        "env" => !command.wraps && operands.iter().all(|o| o.contains('=')),
+        "printenv" => operands.is_empty(),
+        "set" => args.is_empty(),
+        // (`declare -f` and `-F` print functions.)
+        "export" | "declare" | "typeset" | "readonly" => {
+            operands.is_empty()
+                && !args
+                    .iter()
+                    .any(|a| a.starts_with('-') && a.contains(['f', 'F']))
+        }
+        _ => return None,
+    };
+    let named = match name {
+        "printenv" | "declare" | "typeset" => operands.iter().find(|o| table.secret_env(o)),
+        _ => None,
+    };
+    if dumps {
+        Some(format!(
+            "`{}` prints every variable, the secret ones among them (`env` in the command table)",
+            command.text
+        ))
+    } else {
+        named.map(|name| {
+            format!(
+                "`{}` prints `{name}`, which holds a secret (`env` in the command table)",
+                command.text
+            )
+        })
+    }
+}
+
+/// The files a word given to a program the table does not know may name: the word, each
+/// part of it joined by `:` or `,` (`-v ~/.ssh:/root/.ssh`, `PATH`-like lists,
+/// `a.txt,b.txt`), what follows a `NAME=` in each (`--x=$HOME/.aws/credentials`, `--mount
+/// type=bind,src=…`), and a file named with a leading `@` (`body=@.env`, which curl, gh and
+/// HTTPie read). A `~` these leave is judged as the home folder: many programs expand it
+/// themselves.
+fn unlisted_pieces(value: &str, home: Option<&str>) -> Vec<String> {
+    let mut pieces = vec![value.to_owned()];
+    let parts = value.split([':', ',']).filter(|part| !part.is_empty());
+    for part in std::iter::once(value).chain(parts) {
+        let after_name = part.split_once('=').map(|(_, after)| after);
+        for piece in std::iter::once(part).chain(after_name) {
+            let unprefixed = piece.strip_prefix('@');
+            for piece in std::iter::once(piece).chain(unprefixed) {
+                let at_home = home.and_then(|home| match piece.strip_prefix('~')? {
+                    "" => Some(home.to_owned()),
+                    rest if rest.starts_with('/') => Some(format!("{home}{rest}")),
+                    _ => None,
+                });
+                for piece in std::iter::once(piece.to_owned()).chain(at_home) {
+                    if !piece.is_empty() && !pieces.contains(&piece) {
+                        pieces.push(piece);
+                    }
+                }
+            }
+        }
+    }
+    pieces
 }
 
 /// The files a (possibly glob) path names now, as bash would expand it; the path itself
@@ -1368,9 +1605,50 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
     };
     let mut bases = vec![String::new()];
     let mut read = 0usize;
-    for component in path.split('/').filter(|c| !c.is_empty()) {
+    let components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    for (at, &component) in components.iter().enumerate() {
         let mut next = Vec::new();
-        if has_glob(component) {
+        if component == "**" {
+            // Any depth, as with bash's `globstar` and in zsh (without `globstar` bash reads
+            // it as `*`, which reaches less): the folder itself and every folder below it,
+            // and as the last component every file below it too.
+            let last = at + 1 == components.len();
+            for base in &bases {
+                if !last {
+                    next.push(base.clone());
+                }
+                let mut folders = vec![base.clone()];
+                while let Some(folder) = folders.pop() {
+                    let listed = if folder.is_empty() {
+                        "/"
+                    } else {
+                        folder.as_str()
+                    };
+                    let Ok(entries) = std::fs::read_dir(listed) else {
+                        continue;
+                    };
+                    for entry in entries.flatten() {
+                        read += 1;
+                        if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
+                            return too_many();
+                        }
+                        let name = entry.file_name();
+                        let Some(name) = name.to_str() else { continue };
+                        if dotfiles == Dotfiles::Explicit && name.starts_with('.') {
+                            continue;
+                        }
+                        let below = format!("{folder}/{name}");
+                        // Links to folders are not followed, as bash does not.
+                        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                            folders.push(below.clone());
+                            next.push(below);
+                        } else if last {
+                            next.push(below);
+                        }
+                    }
+                }
+            }
+        } else if has_glob(component) {
             let hidden_reached = dotfiles == Dotfiles::Matched
                 || component.starts_with('.')
                 || component.starts_with("\\.");
@@ -1506,6 +1784,45 @@ mod tests {
         assert!(values("~root/x").is_err());
     }
 
+    #[test]
+    fn words_of_unknown_programs_are_split_where_files_hide() {
+        let pieces = |value| unlisted_pieces(value, Some("/home/dev"));
+        assert_eq!(pieces("README.md"), ["README.md"]);
+        assert_eq!(
+            pieces("~/.ssh:/root/.ssh"),
+            [
+                "~/.ssh:/root/.ssh",
+                "/home/dev/.ssh:/root/.ssh",
+                "~/.ssh",
+                "/home/dev/.ssh",
+                "/root/.ssh"
+            ]
+        );
+        assert_eq!(
+            pieces("--x=/home/dev/.aws/credentials"),
+            [
+                "--x=/home/dev/.aws/credentials",
+                "/home/dev/.aws/credentials"
+            ]
+        );
+        assert_eq!(
+            pieces("type=bind,src=~/.ssh,dst=/k"),
+            [
+                "type=bind,src=~/.ssh,dst=/k",
+                "bind,src=~/.ssh,dst=/k",
+                "type=bind",
+                "bind",
+                "src=~/.ssh",
+                "~/.ssh",
+                "/home/dev/.ssh",
+                "dst=/k",
+                "/k",
+            ]
+        );
+        assert_eq!(pieces("body=@.env"), ["body=@.env", "@.env", ".env"]);
+        assert_eq!(pieces("@.env"), ["@.env", ".env"]);
+    }
+
     /// As in bash without `dotglob`: a name's leading `.` is reached only by a `.` written
     /// there, and a glob ending in `/` names folders.
     #[test]
@@ -1515,6 +1832,8 @@ mod tests {
         std::fs::write(dir.path().join(".env"), "x").expect("write");
         std::fs::write(dir.path().join("a.txt"), "x").expect("write");
         std::fs::create_dir(dir.path().join("src")).expect("mkdir");
+        std::fs::write(dir.path().join("src/main.rs"), "x").expect("write");
+        std::fs::write(dir.path().join("src/.env.local"), "x").expect("write");
         let expand = |glob: &str, dotfiles| {
             let mut paths = expand_glob(&format!("{root}/{glob}"), dotfiles).expect("small");
             paths.sort();
@@ -1530,6 +1849,16 @@ mod tests {
         assert_eq!(expand("?env", Dotfiles::Explicit), ["?env"]);
         assert_eq!(expand("[.]env", Dotfiles::Explicit), ["[.]env"]);
         assert_eq!(expand("*/", Dotfiles::Explicit), ["src"]);
+        // `**` is any depth (bash's `globstar`, zsh): `**/.e*` reaches `.env` here and below.
+        assert_eq!(
+            expand("**/.e*", Dotfiles::Explicit),
+            [".env", "src/.env.local"]
+        );
+        assert_eq!(
+            expand("**", Dotfiles::Explicit),
+            ["a.txt", "src", "src/main.rs"]
+        );
+        assert_eq!(expand("**/*.rs", Dotfiles::Explicit), ["src/main.rs"]);
     }
 
     #[test]

@@ -523,6 +523,13 @@ impl PartOutcome {
     /// Adds what cannot be known about this part: it asks at least.
     pub(crate) fn add_analysis(&mut self, part: &str, message: String) {
         self.raise(Decision::Ask);
+        // The same finding reached twice (a file named two ways) is said once.
+        let said = self.reasons.iter().any(|reason| {
+            matches!(reason, RuleReason::Analysis { message: said, .. } if *said == message)
+        });
+        if said {
+            return;
+        }
         self.reasons.insert(
             0,
             RuleReason::Analysis {

@@ -278,6 +278,20 @@ pub struct CommandFacts {
     /// The words given to a program the table does not know that may name a file it reads
     /// or writes (its operands and the values inside its words, see [`unlisted_words`]).
     pub unlisted: Vec<RoleWord>,
+    /// What a program whose last operand is written puts there (`cp a b DIR`, `mv x DIR`,
+    /// `ln -s x DIR`, `cp -t DIR a`): when that is a folder, each is written into it under
+    /// its own name.
+    pub copies: Option<Copies>,
+}
+
+/// The operands a program puts into its last operand (or its `-t` folder), see
+/// [`CommandFacts::copies`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copies {
+    /// The last operand, or the `-t` option's value.
+    pub into: Word,
+    /// The other operands.
+    pub sources: Vec<Word>,
 }
 
 /// The operand a program uses when none is given (`rg PATTERN` searches `.`).
@@ -859,6 +873,24 @@ impl CommandTable {
             if let Some(role_word) = role_word {
                 facts.roles.push(role_word);
             }
+        }
+        if program.last == Some(Role::Write) {
+            let target_folder = facts
+                .options
+                .iter()
+                .find(|o| o.canonical == "-t")
+                .and_then(|o| o.value.clone());
+            facts.copies = match (target_folder, facts.operands.split_last()) {
+                (Some(into), _) => Some(Copies {
+                    into,
+                    sources: facts.operands.clone(),
+                }),
+                (None, Some((into, sources))) if !sources.is_empty() => Some(Copies {
+                    into: into.clone(),
+                    sources: sources.to_vec(),
+                }),
+                _ => None,
+            };
         }
         // Words whose content runs code or writes.
         let mut content = Vec::new();

@@ -38,21 +38,21 @@
 //! # Wrappers and script arguments
 //! Wrappers that only change how a command runs (`env`, `command`, `builtin`, `exec`, `nice`,
 //! `ionice`, `taskset`, `chrt`, `numactl`, `prlimit`, `nohup`, `timeout`, `stdbuf`, `time`,
-//! `xargs`, `watch`, and `eval` / `sh -c` with a literal script) are
+//! `xargs`, `parallel`, `entr`, `watch`, and `eval` / `sh -c` with a literal script) are
 //! [`Role::TransparentWrapper`]: the command they run is added as its own entry (origin
 //! [`Origin::Wrapped`] or [`Origin::ScriptArgument`]), so an allow rule judges `nice git
 //! status` by `git status`, and a deny rule sees both. Only a bare command name is
 //! transparent: `/tmp/x/env git status` is judged as itself. Runners that change who runs the
 //! command, where or when (`sudo`, `doas`, `su -c`, `runuser`, `sg`, `pkexec`, `setsid`,
 //! `chroot`, `unshare`, `nsenter`, `systemd-run`, `flock`, `script -c`, `strace`, `find
-//! -exec`, `trap`, `sh -i -c`, `bash -l -c`) are not transparent: the runner and what it runs
+//! -exec`, `trap`, `sh -i -c`, `bash -l -c`, `tmux`, `screen`) are not transparent: the runner and what it runs
 //! must both be allowed. Launchers that run a command in a project's environment (`uv run`,
-//! `poetry run`, `bundle exec`, `pnpm exec`, …) are allowed by their own rule: what they run
+//! `poetry run`, `bundle exec`, `pnpm exec`, `npx`, …) are allowed by their own rule: what they run
 //! is [`Role::Launched`], judged by deny and ask rules only. A wrapper option toolgate does not know, or a script argument that
 //! is not a literal, becomes an [`Unresolved`] entry: it never satisfies an allow rule and
-//! always satisfies a deny rule (fail closed). The list is not exhaustive (`ssh`,
-//! `parallel`, `xvfb-run`, … are not unwrapped): a rule that allows such a command with `*`
-//! allows whatever it runs.
+//! always satisfies a deny rule (fail closed). The list is not exhaustive (`ssh` and
+//! interpreters such as `python3 -c` are not unwrapped): a rule that allows such a command
+//! with `*` allows whatever it runs.
 //!
 //! # Failures
 //! Anything the parser rejects — unterminated quotes, syntax errors, unterminated

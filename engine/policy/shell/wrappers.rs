@@ -6,6 +6,8 @@
 //! [`Analysis::Unresolved`] rather than a guess, because a wrong guess about where the
 //! wrapped command starts would let it escape the rules.
 
+mod multiplexers;
+
 use super::{EnvAssignment, Expansion, SimpleCommand, UnresolvedReason, Word, WordKind};
 
 /// What a command runs besides itself.
@@ -250,6 +252,11 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
         "trap" => trap(args),
         "at" | "batch" => at(base, args),
         "watch" => watch(args),
+        "tmux" => multiplexers::tmux_analyse(args),
+        "screen" => multiplexers::screen_analyse(args),
+        "parallel" => parallel(args),
+        "entr" => entr(args),
+        "npx" => npx(args),
         "flock" => flock(args),
         "su" | "runuser" => switch_user(base, args),
         "sg" => sg(args),
@@ -916,6 +923,231 @@ fn watch(args: &[Word]) -> Outcome {
         script: literal_script("watch", words)?,
         transparency: Transparency::Transparent,
     })
+}
+
+/// How many commands `parallel` may be judged as: one per combination of its arguments.
+const MAX_PARALLEL_JOBS: usize = 64;
+
+/// `parallel [options] [command [args…]] ::: arguments…`: GNU parallel runs the command
+/// through the shell once for each argument (or combination of arguments from several
+/// `:::` sources), with the argument quoted in place of `{}` or appended. Arguments it reads
+/// at run time (standard input, `::::` and `-a` files), other replacement strings
+/// (`{.}`, `{1}`, `{= … =}`), remote hosts and result files ask.
+fn parallel(args: &[Word]) -> Outcome {
+    let spec = OptionSpec {
+        short_flags: "0kqvXmurt",
+        short_with_arg: "jPnNdCE",
+        long_flags: &[
+            "null",
+            "keep-order",
+            "quote",
+            "verbose",
+            "dry-run",
+            "xargs",
+            "ungroup",
+            "group",
+            "line-buffer",
+            "lb",
+            "bar",
+            "progress",
+            "eta",
+            "tag",
+            "no-notice",
+            "will-cite",
+            "shuf",
+            "no-run-if-empty",
+            "pipe",
+            "halt-on-error",
+        ],
+        long_with_arg: &[
+            "jobs",
+            "max-procs",
+            "max-args",
+            "delimiter",
+            "colsep",
+            "halt",
+            "timeout",
+            "retries",
+            "delay",
+            "memfree",
+            "load",
+            "nice",
+            "block",
+            "block-size",
+        ],
+        ..OptionSpec::NONE
+    };
+    let scanned = scan_options("parallel", args, &spec)?;
+    let mut words = Vec::new();
+    for word in &args[scanned.operands..] {
+        words.push(
+            word.literal()
+                .ok_or_else(|| UnresolvedReason::DynamicScript {
+                    runner: "parallel".to_owned(),
+                })?,
+        );
+    }
+    let template_end = words
+        .iter()
+        .position(|w| w.starts_with(":::"))
+        .unwrap_or(words.len());
+    let (template, sources) = words.split_at(template_end);
+    if scanned.has(&["--pipe"]) {
+        // The input is given to the command on its standard input.
+        return match (template, sources) {
+            ([], _) | (_, [_, ..]) => Err(malformed("parallel")),
+            _ => Ok(Analysis::Script {
+                runner: "parallel".to_owned(),
+                script: template.join(" "),
+                transparency: Transparency::Transparent,
+            }),
+        };
+    }
+    // The argument sources, each a list of literal arguments.
+    let mut groups: Vec<Vec<&str>> = Vec::new();
+    for word in sources {
+        match *word {
+            ":::" => groups.push(Vec::new()),
+            // `::::` reads files; `:::+` and `::::+` pair sources up.
+            _ if word.starts_with(":::") => return Err(malformed("parallel")),
+            argument => match groups.last_mut() {
+                Some(group) => group.push(argument),
+                None => return Err(malformed("parallel")),
+            },
+        }
+    }
+    let placeholder = |w: &&str| w.contains('{') && w.contains('}');
+    let substitutes = template.iter().any(|w| w.contains("{}"));
+    if groups.is_empty()
+        || template
+            .iter()
+            .any(|w| placeholder(&w.replace("{}", "").as_str()))
+    {
+        // Arguments read at run time, or a replacement string not modelled here.
+        return Err(malformed("parallel"));
+    }
+    let mut jobs: Vec<Vec<&str>> = vec![Vec::new()];
+    for group in &groups {
+        if jobs.len() * group.len() > MAX_PARALLEL_JOBS {
+            return Err(malformed("parallel"));
+        }
+        jobs = jobs
+            .iter()
+            .flat_map(|job| {
+                group.iter().map(move |argument| {
+                    let mut job = job.clone();
+                    job.push(argument);
+                    job
+                })
+            })
+            .collect();
+    }
+    let quote = |text: &str| format!("'{}'", text.replace('\'', "'\\''"));
+    let quote_command = scanned.has(&["-q", "--quote"]);
+    let inners = jobs
+        .iter()
+        .map(|job| {
+            // Without a command, the arguments are the command.
+            let script = if template.is_empty() {
+                job.join(" ")
+            } else {
+                let arguments = job.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
+                let mut command: Vec<String> = template
+                    .iter()
+                    .map(|w| {
+                        if quote_command {
+                            quote(w)
+                        } else {
+                            (*w).to_owned()
+                        }
+                    })
+                    .map(|w| w.replace("{}", &arguments))
+                    .collect();
+                if !substitutes {
+                    command.push(arguments);
+                }
+                command.join(" ")
+            };
+            Inner {
+                words: ["sh", "-c", script.as_str()]
+                    .iter()
+                    .map(|w| Word::literal_from(w, w))
+                    .collect(),
+                assignments: Vec::new(),
+            }
+        })
+        .collect();
+    Ok(Analysis::Wraps {
+        wrapper: "parallel".to_owned(),
+        inners,
+        transparency: Transparency::Transparent,
+    })
+}
+
+/// `entr [-acdnprsz] utility [args…]`: runs the utility whenever a file it watches changes,
+/// with `/_` standing for the file that changed; with `-s` the utility is a script run by
+/// the shell.
+fn entr(args: &[Word]) -> Outcome {
+    let spec = OptionSpec {
+        short_flags: "acdnprsz",
+        ..OptionSpec::NONE
+    };
+    let scanned = scan_options("entr", args, &spec)?;
+    let words = &args[scanned.operands..];
+    if scanned.has(&["-s"]) {
+        return match words {
+            [script] => option_script("entr", script.literal(), Transparency::Transparent),
+            _ => Err(malformed("entr")),
+        };
+    }
+    let words = words
+        .iter()
+        .map(|word| match word.literal() {
+            Some("/_") => Word::dynamic(&word.raw, Expansion::RuntimeArguments),
+            _ => word.clone(),
+        })
+        .collect();
+    Ok(wraps("entr", words, Vec::new(), Transparency::Transparent))
+}
+
+/// `npx [options] [--] package[@version] [args…]` and `npx -c 'script'`: npm runs a
+/// package's program (fetching the package when the project does not have it) or a script
+/// in the shell, with the project's programs on its path. A launcher: an allow of `npx`
+/// covers what it runs, which deny and ask rules still see.
+fn npx(args: &[Word]) -> Outcome {
+    let spec = OptionSpec {
+        short_flags: "yq",
+        short_with_arg: "pcw",
+        long_flags: &[
+            "yes",
+            "no",
+            "quiet",
+            "silent",
+            "offline",
+            "prefer-offline",
+            "prefer-online",
+            "ignore-scripts",
+            "workspaces",
+            "include-workspace-root",
+        ],
+        long_with_arg: &["package", "call", "workspace", "loglevel"],
+        ..OptionSpec::NONE
+    };
+    let scanned = scan_options("npx", args, &spec)?;
+    if let Some((_, script)) = scanned.last(&["-c", "--call"]) {
+        return option_script("npx", script, Transparency::Launcher);
+    }
+    let mut words = args[scanned.operands..].to_vec();
+    if let Some(program) = words.first().and_then(Word::literal) {
+        // `eslint@9` runs `eslint`; a scoped package keeps its leading `@`.
+        if let Some((name, _version)) = program
+            .rsplit_once('@')
+            .filter(|(name, _)| !name.is_empty())
+        {
+            words[0] = Word::literal_from(name, name);
+        }
+    }
+    Ok(wraps("npx", words, Vec::new(), Transparency::Launcher))
 }
 
 /// `flock [options] FILE command…`, `flock [options] FILE -c script`, `flock [options] FD`.
@@ -2106,6 +2338,123 @@ mod tests {
                 "TS:rm x",
             ),
             (&["unbuffer", "-p", "rm"], "T:rm"),
+            // Terminal multiplexers: one word is a script, several are the command.
+            (&["tmux", "new", "-d", "rm -rf /"], "R:sh -c rm -rf /"),
+            (
+                &["tmux", "new-session", "-d", "-s", "x", "rm", "-rf", "/"],
+                "R:rm -rf /",
+            ),
+            (
+                &["tmux", "new", "-d", "-c", "/tmp", "-e", "A=1", "rm x"],
+                "R:env -C /tmp A=1 sh -c rm x",
+            ),
+            (&["tmux", "run-s", "rm x"], "R:sh -c rm x"),
+            (&["tmux", "-c", "rm x"], "R:sh -c rm x"),
+            (
+                &["tmux", "new", "-d", "a", ";", "splitw", "b;", "neww", "c"],
+                "R:sh -c a | R:sh -c b | R:sh -c c",
+            ),
+            (&["tmux", "new", "-d", "echo a\\;"], "R:sh -c echo a;"),
+            (&["tmux", "ls"], "-"),
+            (&["tmux", "kill-server"], "-"),
+            (&["tmux", "new", "-d", "-s", "x"], "-"),
+            (
+                &["tmux", "send-keys", "-t", "x", "rm x", "Enter"],
+                "U:cannot tell which command `tmux send-keys` runs",
+            ),
+            (
+                &["tmux", "ls", ";", "source", "f"],
+                "U:cannot tell which command `tmux source-file` runs",
+            ),
+            (
+                &["tmux", "display", "-p", "#(rm x)"],
+                "U:cannot tell which command `tmux` runs",
+            ),
+            (
+                &["tmux", "new", "-d", "-c", "#{pane_current_path}", "rm x"],
+                "U:cannot tell which command `tmux new` runs",
+            ),
+            (
+                &["tmux", "run", "-C", "kill-server"],
+                "U:cannot tell which command `tmux run` runs",
+            ),
+            (
+                &["tmux", "-f", "x.conf", "ls"],
+                "U:`tmux` option `-f` is not understood",
+            ),
+            (
+                &["tmux", "new", "-Z", "x"],
+                "U:`tmux new` option `-Z` is not understood",
+            ),
+            (
+                &["tmux", "s", "x"],
+                "U:cannot tell which command `tmux s` runs",
+            ),
+            (&["screen", "-dmS", "x", "rm", "-rf", "/"], "R:rm -rf /"),
+            (&["screen", "-d", "-m", "-S", "x", "rm"], "R:rm"),
+            (&["screen", "rm", "x"], "R:rm x"),
+            (&["screen", "-r", "x"], "-"),
+            (&["screen", "-ls"], "-"),
+            (
+                &["screen", "-r", "x", "rm"],
+                "U:cannot tell which command `screen` runs",
+            ),
+            (
+                &["screen", "-X", "stuff", "rm x"],
+                "U:`screen` option `-X` is not understood",
+            ),
+            (
+                &["screen", "-c", "rc", "rm"],
+                "U:`screen` option `-c` is not understood",
+            ),
+            // GNU parallel: once per argument, through the shell, quoted in place of `{}`.
+            (
+                &["parallel", "rm", "-rf", ":::", "/", "x"],
+                "T:sh -c rm -rf '/' | T:sh -c rm -rf 'x'",
+            ),
+            (
+                &["parallel", "-j4", "cat {}", ":::", "a b"],
+                "T:sh -c cat 'a b'",
+            ),
+            (
+                &["parallel", ":::", "rm x", "ls"],
+                "T:sh -c rm x | T:sh -c ls",
+            ),
+            (
+                &["parallel", "rm", ":::", "-rf", ":::", "/"],
+                "T:sh -c rm '-rf' '/'",
+            ),
+            (&["parallel", "-q", "rm", ":::", "x"], "T:sh -c 'rm' 'x'"),
+            (&["parallel", "--pipe", "wc", "-l"], "TS:wc -l"),
+            (
+                &["parallel", "wc"],
+                "U:cannot tell which command `parallel` runs",
+            ),
+            (
+                &["parallel", "cat", "{.}", ":::", "x"],
+                "U:cannot tell which command `parallel` runs",
+            ),
+            (
+                &["parallel", "cat", "::::", "f"],
+                "U:cannot tell which command `parallel` runs",
+            ),
+            (
+                &["parallel", "-S", "host", "rm", ":::", "x"],
+                "U:`parallel` option `-S` is not understood",
+            ),
+            (&["entr", "-r", "rm", "x"], "T:rm x"),
+            (&["entr", "cat", "/_"], "T:cat </_>"),
+            (&["entr", "-s", "rm x"], "TS:rm x"),
+            (&["npx", "eslint@9", "."], "L:eslint ."),
+            (
+                &["npx", "-y", "--", "@scope/tool@1", "x"],
+                "L:@scope/tool x",
+            ),
+            (&["npx", "-c", "rm x"], "LS:rm x"),
+            (
+                &["npx", "--node-options=x", "y"],
+                "U:`npx` option `--node-options=x` is not understood",
+            ),
             (&["caffeinate", "-i", "-t", "60", "rm"], "T:rm"),
             (&["ssh-agent", "bash", "-c", "rm"], "T:bash -c rm"),
             (&["pkexec", "--user", "root", "rm"], "R:rm"),

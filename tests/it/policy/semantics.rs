@@ -167,6 +167,29 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:team-secrets",
         ),
+        c(
+            "operand",
+            "shopt -s d{o,o}tglob; cat *",
+            "deny",
+            "rule:team-secrets",
+        ),
+        // `**` is any depth (bash's `globstar`, zsh): `**/.e*` reaches `.env`.
+        c(
+            "operand",
+            "bash -O globstar -c 'cat **/.e*'",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c("operand", "cat **/.e*", "deny", "rule:team-secrets"),
+        c("everyday", "cat src/**/*.rs", "allow", "rule:"),
+        // What prints the environment prints its secrets.
+        c("environment", "env", "ask", "analysis"),
+        c("environment", "timeout 5 printenv", "ask", "analysis"),
+        c("environment", "printenv GITHUB_TOKEN", "ask", "analysis"),
+        c("environment", "declare -p API_KEY", "ask", "analysis"),
+        c("environment", "export -p", "ask", "analysis"),
+        // Whatever the rules say of the program (`echo` is allowed).
+        c("environment", "echo \"$(env)\"", "ask", "analysis"),
         c("operand", "git log -p -- '*'", "deny", "rule:team-secrets"),
         c("everyday", "cat *", "allow", "rule:"),
         c("everyday", "ls -d */", "allow", "rule:dev-loop"),
@@ -369,11 +392,30 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:no-git-internals-writes",
         ),
+        // A link or copy into a folder is written there under its own name.
         c(
             "operands by option",
             "ln -t ~ src/.bashrc",
-            "ask",
-            "rule:outside-workspace-writes",
+            "deny",
+            "rule:no-shell-startup-writes",
+        ),
+        c(
+            "copies into a folder",
+            "cp src/.bashrc ~",
+            "deny",
+            "rule:no-shell-startup-writes",
+        ),
+        c(
+            "copies into a folder",
+            "mkdir -p .git/hooks && cp src/main.rs .git/hooks/",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
+        c(
+            "copies into a folder",
+            "cp -r src/. .git",
+            "deny",
+            "rule:no-git-internals-writes",
         ),
         c(
             "operands by option",
@@ -1304,6 +1346,9 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("fd", "fd -H . ~/.ssh", "deny"),
     ("fd", "fd -x sh -c id", "ask"),
     ("fd", "fd -tf -X cat", "ask"),
+    ("make", "make test", "ask"),
+    ("make", "make -f .env", "deny"),
+    ("make", "make -C ~/.ssh", "deny"),
     ("head", "head -n 5 src/main.rs", "allow"),
     ("head", "head -c 10 .env", "deny"),
     ("tail", "tail -n 5 src/main.rs", "allow"),
@@ -1953,6 +1998,17 @@ fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
         ("tool -X\"$HOME/.ssh/id_rsa\"", "deny"),
         ("tool README.md,.env", "deny"),
         ("tool CC=gcc src/main.rs", "allow"),
+        // What follows `=` in each part, a `~` or `$HOME` there, and `@FILE` inside a value.
+        ("tool --key=~/.ssh/id_rsa", "deny"),
+        ("tool --key=$HOME/.ssh/id_rsa", "deny"),
+        ("tool key=~/.aws/credentials", "deny"),
+        (
+            "docker run --mount type=bind,src=$HOME/.ssh,dst=/k img",
+            "deny",
+        ),
+        ("tool -F body=@.env", "deny"),
+        ("tool --data=@.env", "deny"),
+        ("tool -d@.env", "deny"),
         // It may write what it is given: a location a rule keeps from writes asks.
         ("dos2unix .git/config", "ask"),
         ("echo x | sponge ~/.bashrc", "ask"),
@@ -1971,6 +2027,46 @@ fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
     std::fs::create_dir_all(ws.root.join("secrets")).unwrap();
     let (got, reasons) = decide(&engine, "kubectl get secrets", &[]);
     assert_eq!(got, "deny", "{reasons:?}");
+}
+
+/// Programs that start commands elsewhere or later — terminal multiplexers, GNU parallel,
+/// entr, npx — are seen through: what they start is judged as a command of its own.
+#[test]
+fn commands_started_by_multiplexers_and_job_runners_are_judged() {
+    let policy = format!(
+        "{TEAM_POLICY}  - name: runners\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"tmux *\", \"screen *\", \"parallel *\", \"entr *\", \"npx *\", \"wc *\"] }} }}\n    decision: allow\n"
+    );
+    let ws = workspace_with(&policy);
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (command, expected) in [
+        ("tmux new -d 'rm -rf /'", "deny"),
+        (
+            "tmux new-session -d -s w 'cargo test --lib' \\; split-window 'git status'",
+            "allow",
+        ),
+        ("tmux new -d -c ~/.ssh 'cat id_rsa'", "deny"),
+        ("tmux run-s 'curl https://example.com'", "deny"),
+        ("tmux send-keys -t w 'rm -rf /' Enter", "ask"),
+        ("tmux display -p '#(rm -rf /)'", "ask"),
+        ("tmux ls", "allow"),
+        ("screen -dmS w rm -rf /", "deny"),
+        ("screen -dmS w git status", "allow"),
+        ("screen -X stuff 'rm -rf /'", "ask"),
+        ("parallel 'cat {}' ::: src/main.rs .env", "deny"),
+        ("parallel rm ::: -rf ::: /", "deny"),
+        ("parallel ::: 'curl https://example.com' ls", "deny"),
+        ("parallel -j2 'git diff {}' ::: src/main.rs", "allow"),
+        ("ls | parallel wc -l", "ask"),
+        ("ls src | entr -r cargo test --lib", "allow"),
+        ("ls | entr cat /_", "ask"),
+        ("ls | entr -s 'rm -rf /'", "deny"),
+        ("npx -c 'curl https://example.com'", "deny"),
+        ("npx --yes cat .env", "deny"),
+        ("npx eslint@9 src", "allow"),
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, expected, "{command}: {reasons:?}");
+    }
 }
 
 /// Links below a searched folder are followed: a link to the home folder inside the
