@@ -224,6 +224,9 @@ pub enum Role {
     /// A revision or a path (`git show HEAD:.env`, `git diff a b`): the part after `REV:` is
     /// a file read, and so is a word that is not a revision.
     RevisionOrPath,
+    /// A patch (a diff, or mail holding one; `-` is standard input): read, and each file it
+    /// names is written, in the folder the program works in (`patch -i`, `git apply`).
+    Patch,
     /// A network address.
     Network,
     /// An archive file written or read, which `host:file` names on another machine, reached

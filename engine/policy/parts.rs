@@ -296,6 +296,8 @@ fn decide_line(
     } else {
         Dotfiles::Explicit
     };
+    // Whether a command before the one judged may have written a file (a patch it reads).
+    let mut written_before = false;
     // Each command is judged as a line of its own.
     let alone: Vec<Arc<Analysed>> = std::mem::take(&mut script.commands)
         .into_iter()
@@ -375,6 +377,18 @@ fn decide_line(
             &mut file_cache,
             &mut outcome,
         );
+        if let Some(write) = files.write {
+            let judged = (set, ctx, call, write);
+            let before = (written_before, &folders, home);
+            judge_patches(
+                judged,
+                (command, facts),
+                before,
+                &mut file_cache,
+                &mut outcome,
+            );
+        }
+        written_before |= !facts.read_only;
         folders.follow(command, facts, home);
         parts.push(outcome);
     }
@@ -638,7 +652,9 @@ fn file_words<'c>(
                 ));
                 Access::Read
             }
-            Role::Read | Role::Dir | Role::Manifest | Role::RevisionOrPath => Access::Read,
+            Role::Read | Role::Dir | Role::Manifest | Role::RevisionOrPath | Role::Patch => {
+                Access::Read
+            }
             Role::Write | Role::Archive => Access::Write,
             Role::Tree => {
                 found.push((
@@ -999,6 +1015,239 @@ fn judge_copies(
             outcome.add_file_outcome(&command.text, file, how);
         }
     }
+}
+
+/// The largest patch read to find the files it writes; a larger one asks.
+const MAX_PATCH_BYTES: u64 = 8 << 20;
+
+/// The files the patches a command applies write (`patch`, `git apply`, `git am`: a word of
+/// role `patch`, `-` for standard input): every path the patch names, with each number of
+/// leading folders stripped (as `-p` would), in the folders the command works in. A patch
+/// only known when it runs — piped from another command, given by an expansion, missing,
+/// written earlier in the line, or too large — asks.
+fn judge_patches(
+    (set, ctx, call, write): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
+    (command, facts): (&SimpleCommand, &CommandFacts),
+    (written_before, folders, home): (bool, &Folders, Option<&str>),
+    cache: &mut ParseCache,
+    outcome: &mut PartOutcome,
+) {
+    let mut unknown = |why: String| {
+        outcome.add_analysis(
+            &command.text,
+            format!(
+                "`{}` writes the files a patch names, and {why}",
+                command.text
+            ),
+        );
+    };
+    let mut texts = Vec::new();
+    for role_word in facts.roles.iter().filter(|r| r.role == Role::Patch) {
+        if role_word.word.literal() == Some("-") {
+            // Standard input: a file or text the line gives it, or another command's output.
+            let input = command
+                .redirections
+                .iter()
+                .rev()
+                .find_map(|r| match &r.effect {
+                    RedirectEffect::Input { from } => Some(from),
+                    _ => None,
+                });
+            match input {
+                Some(InputFrom::Text(Some(text))) => texts.push(text.clone()),
+                Some(InputFrom::Text(None)) => {
+                    return unknown("the text it is given is only known when it runs".to_owned());
+                }
+                Some(InputFrom::File(word)) => {
+                    match read_patch(word, folders, home, written_before) {
+                        Ok(text) => texts.push(text),
+                        Err(why) => return unknown(why),
+                    }
+                }
+                None if command.piped => {
+                    return unknown("the patch is another command's output".to_owned());
+                }
+                None => {}
+            }
+            continue;
+        }
+        match read_patch(&role_word.word, folders, home, written_before) {
+            Ok(text) => texts.push(text),
+            Err(why) => return unknown(why),
+        }
+    }
+    let mut written: Vec<String> = texts
+        .iter()
+        .flat_map(|text| patch_paths(text))
+        .flat_map(|path| stripped(&path))
+        .flat_map(|path| folders.resolve(&path))
+        .collect();
+    written.sort();
+    written.dedup();
+    for path in written {
+        let file = decide_file(set, ctx, call, (write, Access::Write), &path, cache);
+        if file.by_rule && file.decision != Decision::Allow {
+            let how = format!(
+                "`{}` writes `{path}` (judged as `{}`: a file its patch names)",
+                command.text, write.tool
+            );
+            outcome.add_file_outcome(&command.text, file, how);
+        }
+    }
+}
+
+/// The text of the patch file `word` names.
+fn read_patch(
+    word: &Word,
+    folders: &Folders,
+    home: Option<&str>,
+    written_before: bool,
+) -> Result<String, String> {
+    if written_before {
+        return Err("a command before it may change the patch".to_owned());
+    }
+    let values = word_values(word, home, &folders.candidates)
+        .map_err(|why| format!("`{}`: {why}", word.raw))?;
+    // Each folder the command may run in is tried; every patch found there is judged.
+    let mut text = String::new();
+    let mut found = false;
+    for path in values
+        .iter()
+        .flat_map(|value| folders.resolve(&unescape_glob(value)))
+    {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if meta.len() > MAX_PATCH_BYTES {
+            return Err(format!(
+                "its patch `{path}` is larger than {MAX_PATCH_BYTES} bytes"
+            ));
+        }
+        match std::fs::read(&path) {
+            Ok(bytes) => text.push_str(&String::from_utf8_lossy(&bytes)),
+            Err(error) => return Err(format!("its patch `{path}` cannot be read ({error})")),
+        }
+        text.push('\n');
+        found = true;
+    }
+    if !found {
+        return Err(format!("its patch `{}` is not there to read", word.raw));
+    }
+    Ok(text)
+}
+
+/// The paths a patch names: its `---` and `+++` lines (up to a tab), git's `diff --git`
+/// names (split at every space, as a name may hold one), renames and copies, `Index:` and
+/// context diffs' `***` lines. C-quoted names (`"a/\056git/config"`) are unquoted as git
+/// writes them; `/dev/null` names nothing.
+fn patch_paths(text: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_end_matches('\r');
+        if let Some(names) = line.strip_prefix("diff --git ") {
+            if names.starts_with('"') {
+                let (first, rest) = c_unquoted(names);
+                paths.push(first);
+                paths.push(c_unquoted(rest.trim_start()).0);
+            } else {
+                for (at, _) in names.match_indices(' ') {
+                    paths.push(names[..at].to_owned());
+                    paths.push(names[at + 1..].to_owned());
+                }
+            }
+            continue;
+        }
+        let named = [
+            "--- ",
+            "+++ ",
+            "*** ",
+            "Index: ",
+            "rename from ",
+            "rename to ",
+            "copy from ",
+            "copy to ",
+        ]
+        .iter()
+        .find_map(|prefix| line.strip_prefix(prefix));
+        let Some(name) = named else { continue };
+        if line.starts_with("*** ") && line.ends_with("****") {
+            // A context diff's hunk line (`*** 1,5 ****`).
+            continue;
+        }
+        let name = if name.starts_with('"') {
+            c_unquoted(name).0
+        } else {
+            name.split('\t')
+                .next()
+                .unwrap_or(name)
+                .trim_end()
+                .to_owned()
+        };
+        if !name.is_empty() && name != "/dev/null" {
+            paths.push(name);
+        }
+    }
+    paths
+}
+
+/// A C-quoted name at the start of `text` (as git quotes one), and what follows it.
+fn c_unquoted(text: &str) -> (String, &str) {
+    let Some(body) = text.strip_prefix('"') else {
+        return (text.to_owned(), "");
+    };
+    let mut bytes = Vec::new();
+    let mut chars = body.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '"' => {
+                return (
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    &body[at + 1..],
+                );
+            }
+            '\\' => match chars.next().map(|(_, c)| c) {
+                Some(d @ '0'..='7') => {
+                    let mut value = d.to_digit(8).unwrap_or(0);
+                    for _ in 0..2 {
+                        match chars.clone().next() {
+                            Some((_, d @ '0'..='7')) => {
+                                chars.next();
+                                value = value * 8 + d.to_digit(8).unwrap_or(0);
+                            }
+                            _ => break,
+                        }
+                    }
+                    bytes.push(value as u8);
+                }
+                Some('n') => bytes.push(b'\n'),
+                Some('t') => bytes.push(b'\t'),
+                Some(other) => {
+                    let mut buffer = [0; 4];
+                    bytes.extend(other.encode_utf8(&mut buffer).as_bytes());
+                }
+                None => {}
+            },
+            other => {
+                let mut buffer = [0; 4];
+                bytes.extend(other.encode_utf8(&mut buffer).as_bytes());
+            }
+        }
+    }
+    (String::from_utf8_lossy(&bytes).into_owned(), "")
+}
+
+/// `path` with each number of its leading folders stripped (`a/.git/config`,
+/// `.git/config`, `config`), as `-p` chooses: every one is judged.
+fn stripped(path: &str) -> Vec<String> {
+    let mut found = vec![path.to_owned()];
+    let mut rest = path.trim_start_matches('/');
+    while let Some((_, tail)) = rest.split_once('/') {
+        rest = tail.trim_start_matches('/');
+        if !rest.is_empty() {
+            found.push(rest.to_owned());
+        }
+    }
+    found
 }
 
 /// The paths below `folder`, relative to it (none when it is not a folder), without
@@ -1782,6 +2031,49 @@ mod tests {
         assert!(values("$SECRET_FILE").is_err());
         assert!(values("$(echo x)").is_err());
         assert!(values("~root/x").is_err());
+    }
+
+    #[test]
+    fn a_patch_names_the_files_it_writes() {
+        let patch = "From: x\n\
+            diff --git a/src/x y.rs b/src/x y.rs\n\
+            --- a/src/x y.rs\t2024-01-01\n\
+            +++ b/src/x y.rs\t2024-01-01\n\
+            @@ -1 +1 @@\n\
+            diff --git \"a/\\056git/config\" \"b/\\056git/config\"\n\
+            rename from old.txt\n\
+            rename to .claude/settings.json\n\
+            --- /dev/null\n\
+            *** 1,5 ****\n\
+            Index: notes.md\n";
+        let mut paths = patch_paths(patch);
+        paths.sort();
+        paths.dedup();
+        assert_eq!(
+            paths,
+            [
+                ".claude/settings.json",
+                "a/.git/config",
+                "a/src/x",
+                "a/src/x y.rs",
+                "a/src/x y.rs b/src/x",
+                "b/.git/config",
+                "b/src/x y.rs",
+                "notes.md",
+                "old.txt",
+                "y.rs",
+                "y.rs b/src/x y.rs",
+            ]
+        );
+        assert_eq!(
+            stripped("b/.git/config"),
+            ["b/.git/config", ".git/config", "config"]
+        );
+        assert_eq!(stripped("/etc//x"), ["/etc//x", "x"]);
+        assert_eq!(
+            c_unquoted("\"a\\tb\\303\\251\" rest"),
+            ("a\tbé".to_owned(), " rest")
+        );
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub(super) fn content_effects(
             | Role::RevisionOrPath
             | Role::Network
             | Role::Archive
+            | Role::Patch
             | Role::SearchGlob => Vec::new(),
         };
     };
@@ -72,6 +73,7 @@ pub(super) fn content_effects(
         | Role::RevisionOrPath
         | Role::Network
         | Role::Archive
+        | Role::Patch
         | Role::SearchGlob => Vec::new(),
     }
 }

@@ -1347,6 +1347,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("fd", "fd -x sh -c id", "ask"),
     ("fd", "fd -tf -X cat", "ask"),
     ("make", "make test", "ask"),
+    ("patch", "patch -p1 -i .env", "deny"),
     ("make", "make -f .env", "deny"),
     ("make", "make -C ~/.ssh", "deny"),
     ("head", "head -n 5 src/main.rs", "allow"),
@@ -2027,6 +2028,43 @@ fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
     std::fs::create_dir_all(ws.root.join("secrets")).unwrap();
     let (got, reasons) = decide(&engine, "kubectl get secrets", &[]);
     assert_eq!(got, "deny", "{reasons:?}");
+}
+
+/// A patch writes the files it names: `patch`, `git apply` and `git am` are judged by the
+/// paths inside the patch (with every `-p` strip), read from its file or from the text the
+/// line gives; a patch the line cannot show asks.
+#[test]
+fn a_patch_is_judged_by_the_files_it_names() {
+    let policy = format!(
+        "{TEAM_POLICY}  - name: patches\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"patch *\", \"git apply *\", \"git am *\"] }} }}\n    decision: allow\n"
+    );
+    let ws = workspace_with(&policy);
+    let hooks = "--- /dev/null\n+++ b/.git/hooks/pre-commit\n@@ -0,0 +1 @@\n+touch pwned\n";
+    let quoted = "diff --git \"a/\\056git/config\" \"b/\\056git/config\"\n--- \"a/\\056git/config\"\n+++ \"b/\\056git/config\"\n@@ -1 +1 @@\n-a\n+b\n";
+    let source =
+        "--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1 +1 @@\n-fn main() {}\n+fn main() { }\n";
+    std::fs::write(ws.root.join("hooks.patch"), hooks).unwrap();
+    std::fs::write(ws.root.join("quoted.patch"), quoted).unwrap();
+    std::fs::write(ws.root.join("src.patch"), source).unwrap();
+    std::fs::write(home_of(&ws.root).join("rc.patch"), "+++ b/.bashrc\n").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (command, expected) in [
+        ("patch -p1 < hooks.patch", "deny"),
+        ("patch -p1 -i hooks.patch", "deny"),
+        ("git apply hooks.patch", "deny"),
+        ("git apply quoted.patch", "deny"),
+        ("git am hooks.patch", "deny"),
+        ("patch -p1 <<< '+++ b/.git/config'", "deny"),
+        ("cd ~ && git apply --unsafe-paths rc.patch", "deny"),
+        ("patch -p1 < src.patch", "allow"),
+        ("git apply --check src.patch", "allow"),
+        ("cat hooks.patch | patch -p1", "ask"),
+        ("patch -p1 < missing.patch", "ask"),
+        ("echo x > src.patch; git apply src.patch", "ask"),
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, expected, "{command}: {reasons:?}");
+    }
 }
 
 /// Programs that start commands elsewhere or later — terminal multiplexers, GNU parallel,
