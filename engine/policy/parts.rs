@@ -779,6 +779,7 @@ fn judge_files(
     } else {
         dotfiles
     };
+    let recursive = !facts.unlisted.is_empty() && asks_for_recursion(command);
     for (access, word, source, named) in file_words(command, facts) {
         let Some(tool) = (match access {
             Access::Read => files.read,
@@ -788,6 +789,18 @@ fn judge_files(
             continue;
         };
         if word.literal().is_some_and(|v| v.is_empty() || v == "-") {
+            continue;
+        }
+        // `<(cmd)` and `>(cmd)` are a pipe to a command judged on its own, not a file.
+        let piped_to_command = matches!(
+            word.kind,
+            WordKind::Dynamic(super::shell::Expansion::ProcessSubstitution)
+        ) && (word.raw.starts_with("<(") || word.raw.starts_with(">("))
+            && word.raw.ends_with(')')
+            && word.raw[2..]
+                .find([')'])
+                .is_some_and(|at| at + 3 == word.raw.len());
+        if piped_to_command {
             continue;
         }
         let values = match word_values(word, home, &folders.candidates) {
@@ -866,6 +879,18 @@ fn judge_files(
                 for path in paths {
                     let file = decide_file(set, ctx, call, (tool, access), &path, cache);
                     if named == Named::Maybe
+                        && (recursive || outside_workspace(&path, ctx))
+                        && Path::new(&path).is_dir()
+                    {
+                        // A folder such a program may read and rewrite with everything below
+                        // it (`gzip -rc ~`, `tool -r .claude`): what a rule keeps from reads
+                        // or writes below it asks.
+                        let judged = (set, ctx, call, files);
+                        for message in judge_unlisted_folder(judged, &path, scope, command, cache) {
+                            outcome.add_analysis(&command.text, message);
+                        }
+                    }
+                    if named == Named::Maybe
                         && let Some(write) = files.write
                     {
                         // Such a program may write what it is given too: a location a
@@ -873,27 +898,29 @@ fn judge_files(
                         // read it). A folder counts when a file written in it would be
                         // kept out (`.git`, a policy folder), not because a protected
                         // location lies somewhere below it (`docker build .`).
-                        let target = if Path::new(&path).is_dir() {
-                            format!("{}/{NEW_FILE}", path.trim_end_matches('/'))
+                        // A compressed file's name without its last extension is what
+                        // unpacking it writes (`gzip -d .claude/settings.json.gz`).
+                        let targets = if Path::new(&path).is_dir() {
+                            vec![format!("{}/{NEW_FILE}", path.trim_end_matches('/'))]
                         } else {
-                            path.clone()
+                            let unpacked = Path::new(&path)
+                                .extension()
+                                .and_then(|_| path.rsplit_once('.'))
+                                .map(|(stem, _)| stem.to_owned());
+                            std::iter::once(path.clone()).chain(unpacked).collect()
                         };
-                        let written =
-                            decide_file(set, ctx, call, (write, Access::Write), &target, cache);
-                        if written.by_rule
-                            && let Some(rule) = written
-                                .reasons
-                                .iter()
-                                .filter_map(RuleReason::rule)
-                                .find(|rule| rule.decision == Decision::Deny)
-                        {
-                            outcome.add_analysis(
-                                &command.text,
-                                format!(
-                                    "`{}` may write `{path}`: the command table does not know the program, and `{}` denies writing there",
-                                    command.text, rule.name
-                                ),
-                            );
+                        for target in targets {
+                            let written =
+                                decide_file(set, ctx, call, (write, Access::Write), &target, cache);
+                            if let Some(rule) = denying_rule(&written) {
+                                outcome.add_analysis(
+                                    &command.text,
+                                    format!(
+                                        "`{}` may write `{target}`: the command table does not know the program, and `{rule}` denies writing there",
+                                        command.text
+                                    ),
+                                );
+                            }
                         }
                     }
                     if file.by_rule && file.decision != Decision::Allow {
@@ -1015,6 +1042,93 @@ fn judge_copies(
             outcome.add_file_outcome(&command.text, file, how);
         }
     }
+}
+
+/// The rule that denies `outcome`, when a rule does.
+fn denying_rule(outcome: &PartOutcome) -> Option<String> {
+    if !outcome.by_rule {
+        return None;
+    }
+    outcome
+        .reasons
+        .iter()
+        .filter_map(RuleReason::rule)
+        .find(|rule| rule.decision == Decision::Deny)
+        .map(|rule| rule.name.to_string())
+}
+
+/// Whether `path` (absolute) lies outside the workspace, as written or where it leads.
+fn outside_workspace(path: &str, ctx: &MatchContext) -> bool {
+    match locate(path, ctx) {
+        Some(Location::Known { written, resolved }) => {
+            written.workspace_side() == WorkspaceSide::Outside
+                || resolved
+                    .as_ref()
+                    .is_some_and(|r| r.workspace_side() == WorkspaceSide::Outside)
+        }
+        Some(Location::Unknown { .. }) | None => true,
+    }
+}
+
+/// What a program the table does not know may do to `folder` with everything below it:
+/// each file a rule keeps from reads (as a search of it finds them) or from writes, said as
+/// a reason to ask (it may do neither). A folder too large to look through asks.
+fn judge_unlisted_folder(
+    (set, ctx, call, files): (&RuleSet, &MatchContext, &CallFacts<'_>, &FileTools<'_>),
+    folder: &str,
+    scope: &SearchScope<'_>,
+    command: &SimpleCommand,
+    cache: &mut ParseCache,
+) -> Vec<String> {
+    let mut messages = Vec::new();
+    if let Some(read) = files.read {
+        messages.extend(search_below(
+            set, ctx, read, call.modes, folder, scope, command,
+        ));
+    }
+    if let Some(write) = files.write {
+        let below = match files_below(folder) {
+            Ok(below) => below,
+            Err(why) => {
+                return [
+                    messages,
+                    vec![format!("`{}` may rewrite {why}", command.text)],
+                ]
+                .concat();
+            }
+        };
+        for relative in below {
+            let path = format!("{}/{relative}", folder.trim_end_matches('/'));
+            let written = decide_file(set, ctx, call, (write, Access::Write), &path, cache);
+            if let Some(rule) = denying_rule(&written) {
+                messages.push(format!(
+                    "`{}` may rewrite `{path}`: the command table does not know the program, and `{rule}` denies writing there",
+                    command.text
+                ));
+                // One is reason enough.
+                break;
+            }
+        }
+    }
+    messages
+}
+
+/// Whether a program the table does not know is told to work recursively: `-r`, `-R`,
+/// `--recursive`, or a cluster of short options holding one of them (`gzip -rc`).
+fn asks_for_recursion(command: &SimpleCommand) -> bool {
+    command
+        .words
+        .iter()
+        .skip(1)
+        .filter_map(Word::literal)
+        .any(|word| {
+            word == "--recursive"
+                || word.strip_prefix('-').is_some_and(|cluster| {
+                    !cluster.starts_with('-')
+                        && cluster.chars().all(|c| c.is_ascii_alphanumeric())
+                        && cluster.contains(['r', 'R'])
+                })
+        })
 }
 
 /// The largest patch read to find the files it writes; a larger one asks.

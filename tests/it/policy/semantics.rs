@@ -182,6 +182,22 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("operand", "cat **/.e*", "deny", "rule:team-secrets"),
         c("everyday", "cat src/**/*.rs", "allow", "rule:"),
+        // A process substitution is a pipe to a command judged on its own.
+        c("everyday", "cat <(sort src/main.rs)", "allow", "rule:"),
+        c("operand", "cat <(sort .env)", "deny", "rule:team-secrets"),
+        // grep's `--include` limits a search to the files it matches.
+        c(
+            "everyday",
+            "grep -rn main --include='*.rs' .",
+            "allow",
+            "rule:dev-loop",
+        ),
+        c(
+            "operand",
+            "grep -rn KEY --include='*.env' .",
+            "ask",
+            "analysis",
+        ),
         // What prints the environment prints its secrets.
         c("environment", "env", "ask", "analysis"),
         c("environment", "timeout 5 printenv", "ask", "analysis"),
@@ -1966,7 +1982,7 @@ fn archives_are_judged_by_what_they_read_and_run() {
 #[test]
 fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
     let policy = format!(
-        "{TEAM_POLICY}  - name: unlisted\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"bat *\", \"xxd *\", \"make *\", \"kubectl *\", \"sleep *\", \"tool *\", \"dos2unix *\", \"sponge *\", \"gcc *\", \"docker *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: unlisted\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"bat *\", \"xxd *\", \"make *\", \"kubectl *\", \"sleep *\", \"tool *\", \"dos2unix *\", \"sponge *\", \"gcc *\", \"docker *\", \"gzip *\"] }} }}\n    decision: allow\n"
     );
     let ws = workspace_with(&policy);
     std::fs::write(ws.root.join("src/token"), "").unwrap();
@@ -2020,6 +2036,16 @@ fn words_given_to_a_program_not_in_the_table_are_judged_as_files() {
         ("docker build .", "allow"),
         ("tool --fix policies", "ask"),
         ("tool .git/hooks", "ask"),
+        // Told to work recursively, or given a folder outside the workspace, it may read and
+        // rewrite everything below the folder.
+        ("gzip -rc ~ | cat", "ask"),
+        ("gzip -rc .. | cat", "ask"),
+        ("docker run -v \"$HOME\":/h img", "ask"),
+        ("gzip -r .git", "ask"),
+        ("gzip -rc src | cat", "allow"),
+        // Unpacking `X.gz` writes `X`.
+        ("gzip -d .git/config.gz", "ask"),
+        ("gzip -d src/main.rs.gz", "allow"),
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, expected, "{command}: {reasons:?}");
