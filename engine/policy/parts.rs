@@ -206,13 +206,14 @@ fn search_call_below(
     messages
 }
 
-/// How many paths [`same_but_case`] gives at most.
+/// How many paths [`same_but_case`] judges at most.
 const CASE_VARIANTS: usize = 16;
 
 /// The paths that exist whose names differ from those of `absolute` (which does not exist
 /// as written) only in ASCII case: `/w/.ENV` → `/w/.env`. Each missing name is looked up in
-/// its folder's listing; at most [`CASE_VARIANTS`] paths. `Err` when a folder has more
-/// entries than a glob may read ([`MAX_GLOB_ENTRIES`]): what the path names is not known.
+/// its folder's listing. `Err` when a folder has more entries than a glob may read
+/// ([`MAX_GLOB_ENTRIES`]) or the path names more than [`CASE_VARIANTS`] paths: what it
+/// reads cannot all be judged.
 fn same_but_case(absolute: &str) -> Result<Vec<String>, String> {
     let mut found = vec![String::new()];
     for name in absolute.split('/').filter(|name| !name.is_empty()) {
@@ -240,7 +241,11 @@ fn same_but_case(absolute: &str) -> Result<Vec<String>, String> {
                 }
             }
         }
-        next.truncate(CASE_VARIANTS);
+        if next.len() > CASE_VARIANTS {
+            return Err(format!(
+                "more than {CASE_VARIANTS} paths differ from it only in case, so what it reads cannot all be judged"
+            ));
+        }
         found = next;
         if found.is_empty() {
             break;

@@ -1736,6 +1736,31 @@ fn a_search_path_missing_as_written_reads_what_differs_only_in_case() {
         );
         assert_eq!(got, "allow", "{path}: {reasons:?}");
     }
+    // More names than are judged (decoys beside the one that matters) ask: none is dropped.
+    for variant in 0..17u32 {
+        let name: String = "vault"
+            .chars()
+            .enumerate()
+            .map(|(at, c)| {
+                if variant >> at & 1 == 1 {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                }
+            })
+            .collect();
+        std::fs::create_dir_all(ws.root.join(name)).unwrap();
+    }
+    let (got, reasons) = decide_call(
+        &engine,
+        "Grep",
+        serde_json::json!({"pattern": ".", "path": "VAULT"}),
+    );
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(
+        analyses(&reasons).contains("more than 16 paths"),
+        "{reasons:?}"
+    );
 }
 
 /// A folder searched with everything below it is judged by the files the search reads
