@@ -904,9 +904,9 @@ fn check(
             }),
             Err((_, message)) => unbuilt(mode, message),
         },
-        Compiled::Reaches(paths) => {
-            over_strings(value, mode, |s| Found::Pattern(reached(s, paths)))
-        }
+        Compiled::Reaches(paths) => over_strings(value, mode, |s| {
+            Found::Pattern(reached(s, paths, ctx.home()))
+        }),
         Compiled::Workspace(side) => over_strings(value, mode, |s| {
             Found::place(s, ctx, mode, cache, PathCondition::Workspace, |place| {
                 place.workspace_side() == *side
@@ -953,13 +953,20 @@ fn check(
 /// The first of `paths` that the glob `text` matches (`*` stays within a folder, as a search
 /// tool reads its file filter). A text that is not a glob reaches nothing: the tool refuses
 /// it, and searches nothing.
-fn reached(text: &str, paths: &[String]) -> Option<usize> {
+fn reached(text: &str, paths: &[String], home: Option<&str>) -> Option<usize> {
     let glob = globset::GlobBuilder::new(text)
         .literal_separator(true)
         .build()
         .ok()?
         .compile_matcher();
-    paths.iter().position(|path| glob.is_match(path))
+    // `~/x` is reached by a glob written with the home folder's path too (`/home/dev/**`).
+    let at_home = |path: &String| {
+        let rest = path.strip_prefix('~')?;
+        Some(format!("{}{rest}", home?.trim_end_matches('/')))
+    };
+    paths.iter().position(|path| {
+        glob.is_match(path) || at_home(path).is_some_and(|absolute| glob.is_match(absolute))
+    })
 }
 
 /// A matcher whose automaton cannot be built fails closed: it holds for deny and ask rules
@@ -992,7 +999,9 @@ fn holds(
             Ok(set) => strings_hold(value, mode, |s| set.is_match(s)),
             Err(_) => mode == MatchMode::Any,
         },
-        Compiled::Reaches(paths) => strings_hold(value, mode, |s| reached(s, paths).is_some()),
+        Compiled::Reaches(paths) => {
+            strings_hold(value, mode, |s| reached(s, paths, ctx.home()).is_some())
+        }
         Compiled::Workspace(side) => strings_hold(value, mode, |s| {
             cache.path(s, ctx).is_some_and(|location| {
                 location
@@ -1381,6 +1390,18 @@ mod tests {
         MatchContext::new("/ws")
             .with_policy_locations(["/ws/policies"])
             .with_path_case(PathCase::Sensitive)
+    }
+
+    /// A glob reaches a home folder's file however it names the folder: `~`, or its path.
+    #[test]
+    fn a_glob_reaches_home_files_by_the_home_path_too() {
+        let paths = ["~/.ssh/id_rsa".to_owned(), "~/.aws/credentials".to_owned()];
+        let home = Some("/home/dev");
+        assert_eq!(reached("~/.s?h/*", &paths, home), Some(0));
+        assert_eq!(reached("/home/dev/**", &paths, home), Some(0));
+        assert_eq!(reached("/home/*/.a?s/*", &paths, home), Some(1));
+        assert_eq!(reached("/home/dev/notes/*", &paths, home), None);
+        assert_eq!(reached("/home/dev/**", &paths, None), None);
     }
 
     proptest::proptest! {
