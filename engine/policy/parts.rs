@@ -951,14 +951,14 @@ fn judge_files(
     }
     if let (Some(copies), Some(write)) = (&facts.copies, files.write) {
         let judged = (set, ctx, call, write);
-        judge_copies(
-            judged,
-            command,
-            copies,
-            (home, folders, dotfiles),
-            cache,
-            outcome,
-        );
+        // A backup of what is replaced is written beside it with this suffix (`-b -S`).
+        let suffix = facts
+            .options
+            .iter()
+            .filter(|o| o.canonical == "-S")
+            .find_map(|o| o.value.as_ref().and_then(Word::literal));
+        let how = (home, folders, dotfiles, suffix);
+        judge_copies(judged, command, copies, how, cache, outcome);
     }
 }
 
@@ -972,7 +972,7 @@ fn judge_copies(
     (set, ctx, call, write): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
     command: &SimpleCommand,
     copies: &super::commands::Copies,
-    (home, folders, dotfiles): (Option<&str>, &Folders, Dotfiles),
+    (home, folders, dotfiles, suffix): (Option<&str>, &Folders, Dotfiles, Option<&str>),
     cache: &mut ParseCache,
     outcome: &mut PartOutcome,
 ) {
@@ -1034,6 +1034,14 @@ fn judge_copies(
                 }
             }
         }
+    }
+    if let Some(suffix) = suffix {
+        let backups: Vec<String> = written
+            .iter()
+            .chain(&targets)
+            .map(|path| format!("{}{suffix}", path.trim_end_matches('/')))
+            .collect();
+        written.extend(backups);
     }
     written.sort();
     written.dedup();
@@ -1160,9 +1168,28 @@ fn judge_patches(
             ),
         );
     };
+    // Options that only look at the patch write nothing.
+    let inspects = |o: &&super::commands::UsedOption| {
+        matches!(
+            o.canonical.as_str(),
+            "--check" | "--stat" | "--numstat" | "--summary" | "--dry-run"
+        )
+    };
+    if facts.options.iter().any(|o| inspects(&o))
+        && !facts.options.iter().any(|o| o.canonical == "--apply")
+    {
+        return;
+    }
     let mut texts = Vec::new();
     for role_word in facts.roles.iter().filter(|r| r.role == Role::Patch) {
         if role_word.word.literal() == Some("-") {
+            if command
+                .redirections
+                .iter()
+                .any(|r| r.effect == RedirectEffect::ProcessSubstitution)
+            {
+                return unknown("the patch is another command's output".to_owned());
+            }
             // Standard input: a file or text the line gives it, or another command's output.
             let input = command
                 .redirections
@@ -1195,10 +1222,48 @@ fn judge_patches(
             Err(why) => return unknown(why),
         }
     }
+    for text in &texts {
+        // A link the patch creates may be written through by a later file of it, and a
+        // mail's encoded body hides its paths.
+        let lowered = text.to_ascii_lowercase();
+        if lowered.contains("mode 120000") {
+            return unknown(
+                "the patch creates a link, through which it may write anywhere".to_owned(),
+            );
+        }
+        if lowered.contains("content-transfer-encoding: base64")
+            || lowered.contains("content-transfer-encoding: quoted-printable")
+        {
+            return unknown(
+                "the mail's body is encoded, which hides the paths it names".to_owned(),
+            );
+        }
+    }
+    // Backups are written beside each file (`-B` prefix, `-Y` name prefix, `-z` suffix).
+    let value = |name: &str| {
+        facts
+            .options
+            .iter()
+            .filter(|o| o.canonical == name)
+            .find_map(|o| o.value.as_ref().and_then(Word::literal))
+    };
+    let (prefix, name_prefix, suffix) = (value("-B"), value("-Y"), value("-z"));
     let mut written: Vec<String> = texts
         .iter()
         .flat_map(|text| patch_paths(text))
         .flat_map(|path| stripped(&path))
+        .flat_map(|path| {
+            let (folder, name) = match path.rsplit_once('/') {
+                Some((folder, name)) => (format!("{folder}/"), name.to_owned()),
+                None => (String::new(), path.clone()),
+            };
+            let backups = [
+                prefix.map(|p| format!("{p}{path}")),
+                name_prefix.map(|y| format!("{folder}{y}{name}")),
+                suffix.map(|z| format!("{path}{z}")),
+            ];
+            std::iter::once(path.clone()).chain(backups.into_iter().flatten())
+        })
         .flat_map(|path| folders.resolve(&path))
         .collect();
     written.sort();

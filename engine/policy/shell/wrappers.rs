@@ -257,6 +257,19 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
         "parallel" => parallel(args),
         "entr" => entr(args),
         "npx" => npx(args),
+        // `npm exec` and `npm x` are `npx`; npm's own options before them ask.
+        "npm" => match args.first().and_then(Word::literal) {
+            Some("exec" | "x") => npx(&args[1..]),
+            Some(first)
+                if first.starts_with('-')
+                    && args
+                        .iter()
+                        .any(|w| matches!(w.literal(), Some("exec" | "x"))) =>
+            {
+                Err(unknown("npm", first))
+            }
+            _ => Ok(Analysis::NotAWrapper),
+        },
         "flock" => flock(args),
         "su" | "runuser" => switch_user(base, args),
         "sg" => sg(args),
@@ -936,7 +949,7 @@ const MAX_PARALLEL_JOBS: usize = 64;
 fn parallel(args: &[Word]) -> Outcome {
     let spec = OptionSpec {
         short_flags: "0kqvXmurt",
-        short_with_arg: "jPnNdCE",
+        short_with_arg: "jPnNdE",
         long_flags: &[
             "null",
             "keep-order",
@@ -964,7 +977,6 @@ fn parallel(args: &[Word]) -> Outcome {
             "max-procs",
             "max-args",
             "delimiter",
-            "colsep",
             "halt",
             "timeout",
             "retries",
@@ -1321,7 +1333,8 @@ fn script(args: &[Word]) -> Outcome {
 /// that is not listed, asks.
 fn launcher(program: &str, args: &[Word]) -> Outcome {
     let subcommands: &[&str] = match program {
-        "bundle" | "pnpm" => &["exec"],
+        "bundle" => &["exec"],
+        "pnpm" => &["exec", "dlx"],
         "mise" => &["exec", "x"],
         _ => &["run"],
     };
@@ -2390,6 +2403,26 @@ mod tests {
                 &["tmux", "s", "x"],
                 "U:cannot tell which command `tmux s` runs",
             ),
+            (
+                &["tmux", "-C", "new"],
+                "U:`tmux` option `-C` is not understood",
+            ),
+            (
+                &["tmux", "new", "-d", "-e", "PROMPT_COMMAND=x"],
+                "U:cannot tell which command `tmux new` runs",
+            ),
+            (
+                &["tmux", "showenv", "-g"],
+                "U:cannot tell which command `tmux show-environment` runs",
+            ),
+            (&["npm", "exec", "--", "eslint", "."], "L:eslint ."),
+            (&["npm", "x", "-c", "rm x"], "LS:rm x"),
+            (
+                &["npm", "--prefix", "x", "exec", "rm"],
+                "U:`npm` option `--prefix` is not understood",
+            ),
+            (&["npm", "test"], "-"),
+            (&["pnpm", "dlx", "cowsay", "hi"], "L:cowsay hi"),
             (&["screen", "-dmS", "x", "rm", "-rf", "/"], "R:rm -rf /"),
             (&["screen", "-d", "-m", "-S", "x", "rm"], "R:rm"),
             (&["screen", "rm", "x"], "R:rm x"),

@@ -88,7 +88,6 @@ const TMUX_COMMANDS: &[TmuxCommand] = &[
     tmux("select-pane", "selectp", "DdegLlMmP:RT:t:UZ", Acts::Inert),
     tmux("select-window", "selectw", "lnpTt:", Acts::Inert),
     tmux("show-buffer", "showb", "b:", Acts::Inert),
-    tmux("show-environment", "showenv", "hgst:", Acts::Inert),
     tmux("show-hooks", "", "BF:gpt:w", Acts::Inert),
     tmux("show-messages", "showmsgs", "JTt:", Acts::Inert),
     tmux("show-options", "show", "AgF:Hpqst:vw", Acts::Inert),
@@ -158,6 +157,8 @@ const TMUX_COMMANDS: &[TmuxCommand] = &[
     tmux("set-hook", "", "", Acts::Unseen),
     tmux("set-option", "set", "", Acts::Unseen),
     tmux("set-window-option", "setw", "", Acts::Unseen),
+    // Prints the environment, secrets among it.
+    tmux("show-environment", "showenv", "", Acts::Unseen),
     tmux("show-prompt-history", "showphist", "", Acts::Unseen),
     tmux("source-file", "source", "", Acts::Unseen),
     tmux("suspend-client", "suspendc", "", Acts::Unseen),
@@ -210,6 +211,8 @@ pub(super) fn tmux_analyse(args: &[Word]) -> Outcome {
         };
         for (at, letter) in cluster.char_indices() {
             match takes_value("2c:CDdf:hlL:NqS:T:uUvV", letter) {
+                // Control mode runs the commands it reads from standard input.
+                None | Some(false) if letter == 'C' => return Err(unknown("tmux", "-C")),
                 None => return Err(unknown("tmux", &format!("-{letter}"))),
                 Some(false) => continue,
                 Some(true) => {}
@@ -338,8 +341,13 @@ fn tmux_one(words: &[String]) -> Result<Option<Inner>, super::UnresolvedReason> 
         Acts::Inert | Acts::Unseen => Ok(None),
         Acts::Spawns => {
             if operands.is_empty() {
-                // The default shell, for a person to type into.
-                return Ok(None);
+                // The default shell, for a person to type into; variables given to it
+                // (`-e PROMPT_COMMAND=…`) may run commands in it.
+                return if environment.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(malformed(&label))
+                };
             }
             if formats() {
                 // Formats fill in text the line does not show (`#{pane_current_path}`).
