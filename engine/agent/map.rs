@@ -2,6 +2,7 @@
 //! the toolgate tool, its input fields taken from the agent's input, and the splitting of a
 //! call into one toolgate call per edit, per file of a patch, or per URL. Pure.
 
+use crate::policy::shell::single_quoted;
 use serde_json::{Map, Value};
 
 use crate::model::agent::{AgentSpec, ToolMapping};
@@ -306,11 +307,7 @@ pub fn in_folder(calls: Vec<MappedCall>, cwd: &str, root: &str) -> Vec<MappedCal
 
 /// `command` as run in `folder`: `cd '<folder>' && <command>`.
 fn behind_cd(folder: &str, command: &str) -> String {
-    format!("cd {} && {command}", shell_quote(folder))
-}
-
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
+    format!("cd {} && {command}", single_quoted(folder))
 }
 
 /// A field of the input by name, or a value by JSON pointer.

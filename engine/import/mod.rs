@@ -25,6 +25,7 @@ pub mod claude;
 pub mod codex;
 pub mod gemini;
 
+pub(crate) use crate::policy::shell::shell_word;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -661,21 +662,6 @@ pub fn split_words(line: &str) -> Option<Vec<(String, bool)>> {
         words.push((current, quoted));
     }
     Some(words)
-}
-
-/// A word as a token of a toolgate `shell` pattern (or a command line): plain when it is
-/// safe, else single-quoted, so that it matches exactly that word.
-pub fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && !word.starts_with('~')
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_./:@%+,-".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 /// A `shell` matcher for commands starting with `words` (each matched exactly): the words

@@ -1043,13 +1043,34 @@ fn judge_copies(
             .collect();
         written.extend(backups);
     }
-    written.sort();
-    written.dedup();
-    for path in written {
+    let judged = (set, ctx, call, write);
+    judge_writes(
+        judged,
+        command,
+        written,
+        "a copy into a folder",
+        cache,
+        outcome,
+    );
+}
+
+/// Judges each of `paths` as written by `command` (`why`: how it writes it), adding what a
+/// rule denies or asks to `outcome`.
+fn judge_writes(
+    (set, ctx, call, write): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
+    command: &SimpleCommand,
+    mut paths: Vec<String>,
+    why: &str,
+    cache: &mut ParseCache,
+    outcome: &mut PartOutcome,
+) {
+    paths.sort();
+    paths.dedup();
+    for path in paths {
         let file = decide_file(set, ctx, call, (write, Access::Write), &path, cache);
         if file.by_rule && file.decision != Decision::Allow {
             let how = format!(
-                "`{}` writes `{path}` (judged as `{}`: a copy into a folder)",
+                "`{}` writes `{path}` (judged as `{}`: {why})",
                 command.text, write.tool
             );
             outcome.add_file_outcome(&command.text, file, how);
@@ -1248,7 +1269,7 @@ fn judge_patches(
             .find_map(|o| o.value.as_ref().and_then(Word::literal))
     };
     let (prefix, name_prefix, suffix) = (value("-B"), value("-Y"), value("-z"));
-    let mut written: Vec<String> = texts
+    let written: Vec<String> = texts
         .iter()
         .flat_map(|text| patch_paths(text))
         .flat_map(|path| stripped(&path))
@@ -1266,18 +1287,15 @@ fn judge_patches(
         })
         .flat_map(|path| folders.resolve(&path))
         .collect();
-    written.sort();
-    written.dedup();
-    for path in written {
-        let file = decide_file(set, ctx, call, (write, Access::Write), &path, cache);
-        if file.by_rule && file.decision != Decision::Allow {
-            let how = format!(
-                "`{}` writes `{path}` (judged as `{}`: a file its patch names)",
-                command.text, write.tool
-            );
-            outcome.add_file_outcome(&command.text, file, how);
-        }
-    }
+    let judged = (set, ctx, call, write);
+    judge_writes(
+        judged,
+        command,
+        written,
+        "a file its patch names",
+        cache,
+        outcome,
+    );
 }
 
 /// The text of the patch file `word` names.

@@ -71,6 +71,26 @@ pub use walk::parse_script;
 pub(crate) use walk::{byte_offset, parse_tokens, tokenize};
 pub(crate) use word::{Found, Part, Quoting, split_word, unquoted_expansions};
 
+/// A word as one shell word that means it (and as a token of a toolgate `shell` pattern):
+/// as it is when that is safe, else single-quoted.
+pub(crate) fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && !word.starts_with('~')
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:@%+,-".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        single_quoted(word)
+    }
+}
+
+/// `text` single-quoted for the shell, whatever it holds (`'` is written `'\''`).
+pub(crate) fn single_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
 /// How deep scripts may nest inside each other (substitutions, `eval`, `sh -c`, wrappers).
 /// Deeper input is refused rather than half-analysed.
 const MAX_SCRIPT_DEPTH: usize = 16;

@@ -1054,7 +1054,6 @@ fn parallel(args: &[Word]) -> Outcome {
             })
             .collect();
     }
-    let quote = |text: &str| format!("'{}'", text.replace('\'', "'\\''"));
     let quote_command = scanned.has(&["-q", "--quote"]);
     let inners = jobs
         .iter()
@@ -1063,12 +1062,16 @@ fn parallel(args: &[Word]) -> Outcome {
             let script = if template.is_empty() {
                 job.join(" ")
             } else {
-                let arguments = job.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
+                let arguments = job
+                    .iter()
+                    .map(|a| super::single_quoted(a))
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let mut command: Vec<String> = template
                     .iter()
                     .map(|w| {
                         if quote_command {
-                            quote(w)
+                            super::single_quoted(w)
                         } else {
                             (*w).to_owned()
                         }

@@ -3,6 +3,7 @@
 //! be made to run later and out of sight (keys typed into a pane, a configuration file,
 //! key bindings, hooks) asks.
 
+use super::super::shell_word;
 use super::{Analysis, Inner, Outcome, Transparency, Word, malformed, unknown};
 
 /// What a tmux command does with its operands.
@@ -396,22 +397,9 @@ fn spawned(folder: Option<&str>, environment: &[&str], operands: &[&str]) -> Inn
     Inner {
         words: words
             .iter()
-            .map(|w| Word::literal_from(&quoted(w), w))
+            .map(|w| Word::literal_from(&shell_word(w), w))
             .collect(),
         assignments: Vec::new(),
-    }
-}
-
-/// `text` as a shell word that means it.
-fn quoted(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-    if plain {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 
