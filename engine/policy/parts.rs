@@ -581,15 +581,7 @@ impl Folders {
         self.candidates
             .iter()
             .filter(|folder| **folder != self.root)
-            .find(|folder| match locate(folder, ctx) {
-                Some(Location::Known { written, resolved }) => {
-                    written.workspace_side() == WorkspaceSide::Outside
-                        || resolved
-                            .as_ref()
-                            .is_some_and(|r| r.workspace_side() == WorkspaceSide::Outside)
-                }
-                Some(Location::Unknown { .. }) | None => true,
-            })
+            .find(|folder| outside_workspace(folder, ctx))
             .map(|folder| format!("`{folder}`"))
     }
 
