@@ -59,6 +59,7 @@
 //! here-documents, nesting deeper than the limits below — is a [`ShellParseError`] value,
 //! never a panic. The parser is also guarded against its own panics.
 
+mod loops;
 mod walk;
 mod word;
 mod wrappers;

@@ -14,6 +14,7 @@ use brush_parser::ast::{
 };
 use brush_parser::{ParseError, Token, TokenizerError};
 
+use super::loops::{self, Loops};
 use super::word::{
     Found, PARSER_OPTIONS, is_plain, scan_heredoc, scan_text, split_word, word_from_parts,
 };
@@ -43,7 +44,15 @@ use super::{
 /// ```
 pub fn parse_script(line: &str) -> Result<Script, ShellParseError> {
     let mut script = Script::default();
-    walk_source(line, Origin::Line, 0, &mut script)?;
+    let mut loops = Loops::default();
+    walk_source(line, Origin::Line, 0, &mut script, &mut loops)?;
+    if !loops.used.is_empty() && !loops::bindings_hold(line, &script, &loops.used) {
+        // Something may set a loop's variable: its values are not known after all.
+        script = Script::default();
+        loops = Loops::default();
+        loops.disabled = true;
+        walk_source(line, Origin::Line, 0, &mut script, &mut loops)?;
+    }
     Ok(script)
 }
 
@@ -53,6 +62,7 @@ fn walk_source(
     origin: Origin,
     depth: usize,
     script: &mut Script,
+    loops: &mut Loops,
 ) -> Result<(), ShellParseError> {
     if depth > MAX_SCRIPT_DEPTH {
         return Err(ShellParseError::new(
@@ -71,16 +81,23 @@ fn walk_source(
             )
         }
     })?;
+    // Another shell, or code run later, does not see the values of the loops around it.
+    let hidden = matches!(origin, Origin::ScriptArgument { .. }).then(|| loops.hide());
     let mut walker = Walker {
         stdin: None,
         script,
+        loops,
         depth,
         origin,
     };
-    for list in &program.complete_commands {
-        walker.list(list, &[])?;
+    let walked = program
+        .complete_commands
+        .iter()
+        .try_for_each(|list| walker.list(list, &[]));
+    if let Some(bound) = hidden {
+        walker.loops.restore(bound);
     }
-    Ok(())
+    walked
 }
 
 /// Parses a program behind the guards described in the module docs.
@@ -224,6 +241,7 @@ type Walked = Result<(), ShellParseError>;
 
 struct Walker<'s> {
     script: &'s mut Script,
+    loops: &'s mut Loops,
     depth: usize,
     origin: Origin,
     /// What a pipe feeds the command being walked: `None` when it is not piped into,
@@ -233,7 +251,7 @@ struct Walker<'s> {
 
 impl Walker<'_> {
     fn nested(&mut self, source: &str, origin: Origin) -> Walked {
-        walk_source(source, origin, self.depth + 1, self.script)
+        walk_source(source, origin, self.depth + 1, self.script, self.loops)
     }
 
     fn list(&mut self, list: &ast::CompoundList, inherited: &[Redirection]) -> Walked {
@@ -337,7 +355,7 @@ impl Walker<'_> {
                 for value in clause.values.iter().flatten() {
                     self.word(value)?;
                 }
-                self.list(&clause.body.list, inherited)
+                self.for_body(clause, inherited)
             }
             CompoundCommand::CaseClause(clause) => {
                 self.word(&clause.value)?;
@@ -373,6 +391,36 @@ impl Walker<'_> {
                 self.command(&coprocess.body, inherited)
             }
         }
+    }
+
+    /// Walks a `for` loop's body once per value when the values are written out (see
+    /// [`loops`]), else once with the variable unknown. Commands that come out the same in
+    /// every walk are kept once.
+    fn for_body(&mut self, clause: &ast::ForClauseCommand, inherited: &[Redirection]) -> Walked {
+        let written: Option<Vec<String>> = clause
+            .values
+            .as_ref()
+            .map(|values| values.iter().map(|v| v.value.clone()).collect());
+        let Some(values) = self.loops.values(written.as_deref()) else {
+            self.loops.enter(&clause.variable_name, None, 1);
+            let walked = self.list(&clause.body.list, inherited);
+            self.loops.leave();
+            return walked;
+        };
+        let first_command = self.script.commands.len();
+        let first_unresolved = self.script.unresolved.len();
+        let first_construct = self.script.constructs.len();
+        let walks = values.len();
+        for value in values {
+            self.loops.enter(&clause.variable_name, Some(value), walks);
+            let walked = self.list(&clause.body.list, inherited);
+            self.loops.leave();
+            walked?;
+        }
+        keep_first(&mut self.script.commands, first_command);
+        keep_first(&mut self.script.unresolved, first_unresolved);
+        keep_first(&mut self.script.constructs, first_construct);
+        Ok(())
     }
 
     fn test_expr(&mut self, expr: &ExtendedTestExpr) -> Walked {
@@ -421,6 +469,9 @@ impl Walker<'_> {
         if is_plain(raw) {
             return Ok(Word::literal_from(raw, raw));
         }
+        if let Some(substituted) = self.loops.substitute(raw) {
+            return self.raw_word(&substituted);
+        }
         let mut found = Found::default();
         let parts = split_word(raw, &mut found)?;
         found.variables.extend(brace_built_names(raw));
@@ -442,6 +493,7 @@ impl Walker<'_> {
         let mut inner = Walker {
             stdin: None,
             script: self.script,
+            loops: self.loops,
             depth: self.depth + 1,
             origin: Origin::ProcessSubstitution,
         };
@@ -747,6 +799,7 @@ impl Walker<'_> {
                     let mut walker = Walker {
                         stdin: self.stdin.clone(),
                         script: self.script,
+                        loops: self.loops,
                         depth: self.depth + 1,
                         origin: Origin::Wrapped {
                             wrapper: wrapper.clone(),
@@ -770,6 +823,18 @@ impl Walker<'_> {
             }
         }
     }
+}
+
+/// Removes the entries from `first` on that equal an earlier one from `first` on.
+fn keep_first<T: PartialEq>(entries: &mut Vec<T>, first: usize) {
+    let mut kept = first;
+    for at in first..entries.len() {
+        if !entries[first..kept].contains(&entries[at]) {
+            entries.swap(kept, at);
+            kept += 1;
+        }
+    }
+    entries.truncate(kept);
 }
 
 /// The variable names a brace expansion right after `$NAME` builds: bash expands braces
@@ -960,6 +1025,19 @@ mod tests {
                 &["L a", "L b", "L c", "L d"],
             ),
             ("for x in $(a); do b; done", &["C a", "L b"]),
+            (
+                "for f in a 'b c'; do cat \"$f\" $f; ls; done",
+                &["L cat a a", "L ls", "L cat b c <$f>"],
+            ),
+            ("for f in *.rs; do cat \"$f\"; done", &["L cat <*.rs>"]),
+            (
+                "for f in a; do read f; cat \"$f\"; done",
+                &["L read f", "L cat <\"$f\">"],
+            ),
+            (
+                "for f in a; do cat \"$(echo \"$f\")\"; done",
+                &["C echo a", "L cat <\"$(echo \"$f\")\">"],
+            ),
             ("case $(a) in $(b)) c;; esac", &["C a", "C b", "L c"]),
             ("f() { a; }; function g { b; }", &["L a", "L b"]),
             ("coproc a", &["L a"]),

