@@ -53,7 +53,63 @@ pub fn parse_script(line: &str) -> Result<Script, ShellParseError> {
         loops.disabled = true;
         walk_source(line, Origin::Line, 0, &mut script, &mut loops)?;
     }
+    export_to_later_commands(&mut script);
     Ok(script)
+}
+
+/// Gives the commands after an `export NAME=VALUE` (or `declare -x`, `typeset -x`) the
+/// variables it exports: `export GCONV_PATH=.; git log` runs `git log` as
+/// `GCONV_PATH=. git log` does. `export NAME` exports a value set earlier: unknown here.
+fn export_to_later_commands(script: &mut Script) {
+    let mut exported: Vec<EnvAssignment> = Vec::new();
+    for command in &mut script.commands {
+        if !exported.is_empty() {
+            let mut assignments = exported.clone();
+            assignments.append(&mut command.assignments);
+            command.assignments = assignments;
+        }
+        exported.extend(exports(command));
+    }
+}
+
+/// The variables a command exports to the commands after it.
+fn exports(command: &SimpleCommand) -> Vec<EnvAssignment> {
+    let Some((program, arguments)) = command.words.split_first() else {
+        return Vec::new();
+    };
+    let exporting = match program.literal() {
+        Some("export") => true,
+        Some("declare" | "typeset" | "local" | "readonly") => arguments
+            .iter()
+            .map_while(|w| w.literal().filter(|o| o.starts_with('-')))
+            .any(|option| option.contains('x')),
+        _ => false,
+    };
+    // `export -n` removes the export, `-f` exports functions, `-p` prints.
+    let other_meaning = arguments
+        .iter()
+        .filter_map(Word::literal)
+        .any(|w| w.starts_with('-') && w.contains(['n', 'f', 'p']) && !w.contains('x'));
+    if !exporting || other_meaning {
+        return Vec::new();
+    }
+    arguments
+        .iter()
+        .filter(|w| !w.literal().is_some_and(|o| o.starts_with('-')))
+        .map(|word| match word.raw.split_once('=') {
+            Some((name, value)) => EnvAssignment {
+                name: name.trim_end_matches('+').to_owned(),
+                value: match word.literal().and_then(|l| l.split_once('=')) {
+                    Some((_, value)) => Word::literal_from(value, value),
+                    None => Word::dynamic(value, Expansion::Parameter),
+                },
+            },
+            None => EnvAssignment {
+                name: word.raw.clone(),
+                value: Word::dynamic(&format!("${}", word.raw), Expansion::Parameter),
+            },
+        })
+        .collect()
 }
 
 /// Parses `source` and adds what it runs to `script`.
@@ -1177,6 +1233,38 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn later_commands_run_with_what_a_line_exports() {
+        let assignments = |line: &str| -> Vec<Vec<String>> {
+            parse_script(line)
+                .unwrap()
+                .commands
+                .iter()
+                .map(|c| {
+                    c.assignments
+                        .iter()
+                        .map(|a| format!("{}={}", a.name, a.value.raw))
+                        .collect()
+                })
+                .collect()
+        };
+        assert_eq!(
+            assignments("export A=1 B=\"$X\"; git log; X=2 ls"),
+            [
+                vec![],
+                vec!["A=1", "B=\"$X\""],
+                vec!["A=1", "B=\"$X\"", "X=2"]
+            ]
+        );
+        assert_eq!(
+            assignments("declare -gx C; sh -c 'ls'"),
+            [vec![], vec!["C=$C"], vec!["C=$C"]]
+        );
+        for line in ["export -n A; ls", "declare -r A=1; ls", "export -p; ls"] {
+            assert!(assignments(line).iter().all(Vec::is_empty), "{line}");
+        }
     }
 
     #[test]

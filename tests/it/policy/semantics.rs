@@ -362,6 +362,19 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:no-curl",
         ),
+        // A variable exported in the line is in the environment of every later command.
+        c(
+            "exported variable",
+            "export GCONV_PATH=. && git diff HEAD",
+            "ask",
+            "default",
+        ),
+        c(
+            "exported variable",
+            "declare -x FOO=1; git status",
+            "ask",
+            "default",
+        ),
         // ... only while nothing else in the line can set it.
         c(
             "loop variable",
