@@ -1732,15 +1732,18 @@ fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Ve
     Ok(values)
 }
 
-/// The name of a plain parameter reference at the start of `text` (`$NAME`, `${NAME}`).
+/// The name of a plain parameter reference at the start of `text` (`$NAME`, `${NAME}`, and
+/// zsh's `$~NAME`, `$^NAME`, `$=NAME`, which expand it too).
 fn parameter_name(text: &str) -> Option<&str> {
     let rest = text.strip_prefix('$')?;
     let (name, _) = match rest.strip_prefix('{') {
         Some(inner) => {
+            let inner = inner.strip_prefix(['~', '^', '=']).unwrap_or(inner);
             let end = inner.find('}')?;
             (&inner[..end], ())
         }
         None => {
+            let rest = rest.strip_prefix(['~', '^', '=']).unwrap_or(rest);
             let end = rest
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                 .unwrap_or(rest.len());

