@@ -2098,12 +2098,26 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
             let hidden_reached = dotfiles == Dotfiles::Matched
                 || component.starts_with('.')
                 || component.starts_with("\\.");
+            // A pattern written with a leading `.` matches `.` and `..` in POSIX sh (dash),
+            // bash before 5.2 and bash with `globskipdots` off: `.*/.*/.aws` leaves the
+            // workspace.
+            let dot_entries: &[&str] = if component.starts_with('.') || component.starts_with("\\.")
+            {
+                &[".", ".."]
+            } else {
+                &[]
+            };
             let listed = with_component_glob(component, |matcher| {
                 for base in &bases {
                     let folder = if base.is_empty() { "/" } else { base.as_str() };
                     let Ok(entries) = std::fs::read_dir(folder) else {
                         continue;
                     };
+                    for dots in dot_entries {
+                        if matcher.is_match(dots) {
+                            next.push(format!("{base}/{dots}"));
+                        }
+                    }
                     for entry in entries.flatten() {
                         read += 1;
                         if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {

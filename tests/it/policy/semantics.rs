@@ -362,6 +362,19 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:no-curl",
         ),
+        // `.*` matches `..` in dash and bash before 5.2: it leaves the workspace.
+        c(
+            "operand",
+            "cat .*/home/.ssh/id_rsa",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "operand",
+            "sh -c 'cat .?/home/.aws/credentials'",
+            "deny",
+            "rule:no-secrets",
+        ),
         // zsh's own parameter forms, which bash leaves as text: `$~HOME` is `$HOME` there,
         // and the `e` flag runs the substitutions in a value.
         c("zsh", "cat $~HOME/.ssh/id_rsa", "deny", "rule:no-secrets"),
