@@ -227,6 +227,10 @@ pub enum Role {
     /// A patch (a diff, or mail holding one; `-` is standard input): read, and each file it
     /// names is written, in the folder the program works in (`patch -i`, `git apply`).
     Patch,
+    /// An archive the program unpacks (`unzip`): read, and each entry it holds is written in
+    /// the folder the program works in (or its `-d` folder). An archive whose entries cannot
+    /// be listed (not a zip, missing, written earlier in the line, holding a link) asks.
+    Unpack,
     /// A network address.
     Network,
     /// An archive file written or read, which `host:file` names on another machine, reached

@@ -392,6 +392,13 @@ fn decide_line(
                 &mut file_cache,
                 &mut outcome,
             );
+            judge_unpacked(
+                judged,
+                (command, facts),
+                before,
+                &mut file_cache,
+                &mut outcome,
+            );
         }
         written_before |= !facts.read_only;
         folders.follow(command, facts, home);
@@ -649,9 +656,12 @@ fn file_words<'c>(
                 ));
                 Access::Read
             }
-            Role::Read | Role::Dir | Role::Manifest | Role::RevisionOrPath | Role::Patch => {
-                Access::Read
-            }
+            Role::Read
+            | Role::Dir
+            | Role::Manifest
+            | Role::RevisionOrPath
+            | Role::Patch
+            | Role::Unpack => Access::Read,
             Role::Write | Role::Archive => Access::Write,
             Role::Tree => {
                 found.push((
@@ -1328,6 +1338,121 @@ fn read_patch(
         return Err(format!("its patch `{}` is not there to read", word.raw));
     }
     Ok(text)
+}
+
+/// The most entries of an archive judged one by one; a larger one asks.
+const MAX_ARCHIVE_ENTRIES: usize = 10_000;
+
+/// The files an archive a command unpacks writes (`unzip`, `7z x`: a word of role
+/// `unpack`): every entry of the zip's directory, in the folders the command works in (its
+/// `-d` folder), and under its own name alone with `-j` (`7z e`). Listing, testing and
+/// printing (`-l`, `-v`, `-t`, `-Z`, `-p`, `-c`, `-z`) write nothing. An archive whose entries cannot be listed — not a
+/// zip, missing, given by an expansion, written earlier in the line, holding a link through
+/// which later entries would write, or too large — asks.
+fn judge_unpacked(
+    judged: (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
+    (command, facts): (&SimpleCommand, &CommandFacts),
+    (written_before, folders, home): (bool, &Folders, Option<&str>),
+    cache: &mut ParseCache,
+    outcome: &mut PartOutcome,
+) {
+    let archives: Vec<&Word> = facts
+        .roles
+        .iter()
+        .filter(|r| r.role == Role::Unpack)
+        .map(|r| &r.word)
+        .collect();
+    let used = |name: &str| facts.options.iter().any(|o| o.canonical == name);
+    if archives.is_empty()
+        || ["-l", "-v", "-t", "-Z", "-p", "-c", "-z"]
+            .iter()
+            .any(|o| used(o))
+    {
+        return;
+    }
+    let mut unknown = |why: String| {
+        outcome.add_analysis(
+            &command.text,
+            format!(
+                "`{}` writes the files its archive holds, and {why}",
+                command.text
+            ),
+        );
+    };
+    let mut written = Vec::new();
+    for word in archives {
+        if written_before {
+            return unknown("a command before it may change the archive".to_owned());
+        }
+        let values = match word_values(word, home, &folders.candidates) {
+            Ok(values) => values,
+            Err(why) => return unknown(format!("`{}`: {why}", word.raw)),
+        };
+        let mut found = false;
+        for path in values
+            .iter()
+            .flat_map(|value| folders.resolve(&unescape_glob(value)))
+        {
+            // `unzip x` also tries `x.zip`.
+            let Some(path) = [path.clone(), format!("{path}.zip")]
+                .into_iter()
+                .find(|p| Path::new(p).is_file())
+            else {
+                continue;
+            };
+            match zip_entries(&path) {
+                Ok(entries) => written.extend(entries),
+                Err(why) => return unknown(format!("its archive `{path}` {why}")),
+            }
+            found = true;
+        }
+        if !found {
+            return unknown(format!("its archive `{}` is not there to read", word.raw));
+        }
+    }
+    let junk_paths = used("-j") || facts.subcommand.as_deref() == Some("e");
+    let written: Vec<String> = written
+        .iter()
+        .flat_map(|entry| {
+            let name = entry.rsplit('/').next().unwrap_or(entry);
+            let junked = junk_paths.then(|| name.to_owned());
+            std::iter::once(entry.clone()).chain(junked)
+        })
+        .flat_map(|path| folders.resolve(&path))
+        .collect();
+    judge_writes(
+        judged,
+        command,
+        written,
+        "a file its archive holds",
+        cache,
+        outcome,
+    );
+}
+
+/// The names of the entries of the zip archive at `path`; `Err` says why they cannot be
+/// known.
+fn zip_entries(path: &str) -> Result<Vec<String>, String> {
+    let file = std::fs::File::open(path).map_err(|error| format!("cannot be read ({error})"))?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|error| format!("is not a zip archive whose entries can be listed ({error})"))?;
+    if archive.len() > MAX_ARCHIVE_ENTRIES {
+        return Err(format!("holds more than {MAX_ARCHIVE_ENTRIES} entries"));
+    }
+    let mut entries = Vec::with_capacity(archive.len());
+    for index in 0..archive.len() {
+        let entry = archive
+            .by_index_raw(index)
+            .map_err(|error| format!("has an entry that cannot be read ({error})"))?;
+        if entry.is_symlink() {
+            return Err("holds a link, through which later entries may write anywhere".to_owned());
+        }
+        let name = entry
+            .name()
+            .map_err(|error| format!("has an entry whose name cannot be read ({error})"))?;
+        entries.push(name.trim_end_matches('/').to_owned());
+    }
+    Ok(entries)
 }
 
 /// The paths a patch names: its `---` and `+++` lines (up to a tab), git's `diff --git`

@@ -37,6 +37,7 @@ pub(super) fn content_effects(
             | Role::Network
             | Role::Archive
             | Role::Patch
+            | Role::Unpack
             | Role::SearchGlob => Vec::new(),
         };
     };
@@ -74,6 +75,7 @@ pub(super) fn content_effects(
         | Role::Network
         | Role::Archive
         | Role::Patch
+        | Role::Unpack
         | Role::SearchGlob => Vec::new(),
     }
 }

@@ -1456,6 +1456,9 @@ fn plan_shows_each_part() {
 /// reaches the network is not.
 const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("tar", "tar -czf /tmp/k.tgz ~/.ssh", "deny"),
+    ("7z", "7z a /tmp/k.7z ~/.ssh", "deny"),
+    ("7z", "7z x a.7z", "ask"),
+    ("cpio", "cpio -i < a.cpio", "ask"),
     ("tar", "tar -czf out.tgz -C ~ .aws", "deny"),
     ("tar", "tar --to-command=sh -xf a.tar", "ask"),
     ("tar", "tar -czf out.tgz src", "ask"),
@@ -2118,6 +2121,74 @@ fn archives_are_judged_by_what_they_read_and_run() {
         ("scp src/main.rs host:x", "allow"),
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, expected, "{command}: {reasons:?}");
+    }
+}
+
+/// Writes a zip archive holding `files` (name, content) and `links` (name, target).
+fn write_zip(path: &Path, files: &[(&str, &str)], links: &[(&str, &str)]) {
+    use std::io::Write as _;
+    let options =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for (name, target) in links {
+        writer.add_symlink(*name, *target, options).unwrap();
+    }
+    for (name, content) in files {
+        writer.start_file(*name, options).unwrap();
+        writer.write_all(content.as_bytes()).unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+/// Unpacking writes what the archive holds: a zip's entries are judged as the files
+/// written, where it unpacks them (issue 18, unpackers allowed by a team's `unzip *`).
+#[test]
+fn an_unpacked_archive_is_judged_by_its_entries() {
+    let policy = format!(
+        "{TEAM_POLICY}  - name: unpackers\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"unzip *\", \"7z *\", \"cpio *\"] }} }}\n    decision: allow\n"
+    );
+    let ws = workspace_with(&policy);
+    write_zip(
+        &ws.root.join("ok.zip"),
+        &[("src/new.rs", "x"), ("docs/a.md", "x")],
+        &[],
+    );
+    write_zip(
+        &ws.root.join("hooks.zip"),
+        &[("hooks/pre-commit", "x")],
+        &[],
+    );
+    write_zip(&ws.root.join("rc.zip"), &[("a/.bashrc", "x")], &[]);
+    write_zip(
+        &ws.root.join("link.zip"),
+        &[("l/pre-commit", "x")],
+        &[("l", ".git/hooks")],
+    );
+    std::fs::write(ws.root.join("fake.zip"), "not a zip").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let home = home_of(&ws.root);
+    for (command, expected) in [
+        ("unzip ok.zip".to_owned(), "allow"),
+        ("unzip -o ok".to_owned(), "allow"),
+        ("unzip -l hooks.zip".to_owned(), "allow"),
+        ("unzip -p hooks.zip".to_owned(), "allow"),
+        ("unzip -d .git hooks.zip".to_owned(), "deny"),
+        ("unzip -od.git hooks.zip".to_owned(), "deny"),
+        ("cd .git && unzip ../hooks.zip".to_owned(), "deny"),
+        ("unzip rc.zip".to_owned(), "allow"),
+        (format!("unzip -j rc.zip -d {}", home.display()), "deny"),
+        ("7z x -o.git hooks.zip".to_owned(), "deny"),
+        ("7z l hooks.zip".to_owned(), "allow"),
+        // Entries that cannot be listed ask.
+        ("unzip link.zip".to_owned(), "ask"),
+        ("unzip fake.zip".to_owned(), "ask"),
+        ("unzip missing.zip".to_owned(), "ask"),
+        ("cp fake.zip x.zip && unzip x.zip".to_owned(), "ask"),
+        // cpio's archive comes on standard input: only a rule naming `-i` grants it.
+        ("cpio -i < x.cpio".to_owned(), "ask"),
+    ] {
+        let (got, reasons) = decide(&engine, &command, &[]);
         assert_eq!(got, expected, "{command}: {reasons:?}");
     }
 }
