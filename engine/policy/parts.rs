@@ -359,16 +359,24 @@ fn decide_line(
         if let Some(why) = prints_secrets(command, &table) {
             outcome.add_analysis(&command.text, why);
         }
-        if facts.program.as_deref() == Some("git")
-            && let Some(repository) = folders.bare_repository()
-        {
-            outcome.add_analysis(
-                &command.text,
-                format!(
-                    "`{}` would open `{repository}` as a repository: its `config` can run code, and only `.git/` folders are kept from writes",
-                    command.text
-                ),
-            );
+        if facts.program.as_deref() == Some("git") {
+            if let Some(repository) = folders.bare_repository() {
+                outcome.add_analysis(
+                    &command.text,
+                    format!(
+                        "`{}` would open `{repository}` as a repository: its `config` can run code, and only `.git/` folders are kept from writes",
+                        command.text
+                    ),
+                );
+            } else if written_before && let Some(folder) = folders.without_repository() {
+                outcome.add_analysis(
+                    &command.text,
+                    format!(
+                        "`{}` runs in `{folder}`, which a command before it in the line may lay out as a repository (moved, copied, linked or unpacked there): its `config` can run code",
+                        command.text
+                    ),
+                );
+            }
         }
         judge_files(
             set,
@@ -511,6 +519,18 @@ impl Folders {
             }
         }
         None
+    }
+
+    /// A folder the command may run in, other than the workspace root, that holds no
+    /// `.git`: git would open it as a repository if it were laid out as one.
+    fn without_repository(&self) -> Option<&str> {
+        self.candidates
+            .iter()
+            .find(|folder| {
+                folder.trim_end_matches('/') != self.root.trim_end_matches('/')
+                    && !Path::new(folder).join(".git").exists()
+            })
+            .map(String::as_str)
     }
 
     /// After `cd DIR` (or `pushd DIR`), relative paths are also taken in `DIR`. A `cd` is

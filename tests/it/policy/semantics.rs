@@ -1774,6 +1774,10 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
         "git -C evil/refs log",
         "git --git-dir=ev/w status",
         "cd ev/w && git status",
+        // A layout moved, copied or linked into place by the line itself.
+        "mv evil b && git -C b log -p",
+        "cp -r evil b; cd b && git status",
+        "ln -s evil b && git --git-dir=b log",
     ] {
         let (decision, reasons) = decide(&engine, command, &[]);
         assert_eq!(decision, "ask", "{command}: {reasons:?}");
@@ -1784,7 +1788,12 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
             "{command}: {reasons:?}"
         );
     }
-    for command in ["git status", "git -C src status", "cd src && git diff"] {
+    for command in [
+        "git status",
+        "git -C src status",
+        "cd src && git diff",
+        "cargo test && git status",
+    ] {
         assert_eq!(decide(&engine, command, &[]).0, "allow", "{command}");
     }
 }
