@@ -303,6 +303,8 @@ fn decide_line(
     };
     // Whether a command before the one judged may have written a file (a patch it reads).
     let mut written_before = false;
+    // The start points of the last `find`: what `{}` stands for in the command it runs.
+    let mut find_starts: Vec<Word> = Vec::new();
     // Each command is judged as a line of its own.
     let alone: Vec<Arc<Analysed>> = std::mem::take(&mut script.commands)
         .into_iter()
@@ -378,18 +380,23 @@ fn decide_line(
                 );
             }
         }
+        let found_by_find = matches!(&command.origin, super::shell::Origin::Wrapped { wrapper } if wrapper == "find")
+            .then_some(find_starts.as_slice());
         judge_files(
             set,
             call,
             ctx,
             files,
             (command, facts),
-            &SearchScope::of(facts, changes_files),
+            (&SearchScope::of(facts, changes_files), found_by_find),
             &folders,
             dotfiles,
             &mut file_cache,
             &mut outcome,
         );
+        if facts.program.as_deref() == Some("find") {
+            find_starts = starting_points(command);
+        }
         if let Some(write) = files.write {
             let judged = (set, ctx, call, write);
             let before = (written_before, &folders, home);
@@ -624,6 +631,35 @@ impl Folders {
     }
 }
 
+/// The starting points of a `find` command: the words before its expression (after `-H`,
+/// `-L`, `-P`, `-D …`, `-O…`), or `.` when it names none.
+fn starting_points(command: &SimpleCommand) -> Vec<Word> {
+    let mut words = command.words.iter().skip(1).peekable();
+    while let Some(option) = words.peek().and_then(|w| w.literal()) {
+        match option {
+            "-H" | "-L" | "-P" => {}
+            "-D" => {
+                words.next();
+            }
+            _ if option.starts_with("-O") => {}
+            _ => break,
+        }
+        words.next();
+    }
+    let starts: Vec<Word> = words
+        .take_while(|w| {
+            !w.literal()
+                .is_some_and(|v| v.starts_with('-') || matches!(v, "(" | "!" | ")" | ","))
+        })
+        .cloned()
+        .collect();
+    if starts.is_empty() {
+        vec![Word::literal_from(".", ".")]
+    } else {
+        starts
+    }
+}
+
 /// The folder git would open as a bare repository when run in `folder`: the first, from
 /// `folder` up, that holds a `HEAD` file beside `objects/` and `refs/` folders (or beside a
 /// `commondir` file, which points to them elsewhere) — unless one with a `.git` comes
@@ -787,13 +823,34 @@ fn judge_files(
     ctx: &MatchContext,
     files: &FileTools<'_>,
     (command, facts): (&SimpleCommand, &CommandFacts),
-    scope: &SearchScope<'_>,
+    (scope, found_by_find): (&SearchScope<'_>, Option<&[Word]>),
     folders: &Folders,
     dotfiles: Dotfiles,
     cache: &mut ParseCache,
     outcome: &mut PartOutcome,
 ) {
     let home = ctx.home();
+    let mut words = file_words(command, facts);
+    if let Some(starts) = found_by_find {
+        // In the command `find -exec` runs, `{}` is each file found below the starting
+        // points: reading it is a search of them, everything below included.
+        words = words
+            .into_iter()
+            .flat_map(|(access, word, source, named)| {
+                let found = matches!(access, Access::Read | Access::Search)
+                    && word.raw == "{}"
+                    && word.kind == WordKind::Dynamic(super::shell::Expansion::RuntimeArguments);
+                if found {
+                    starts
+                        .iter()
+                        .map(|start| (Access::Search, start, source.clone(), Named::File))
+                        .collect()
+                } else {
+                    vec![(access, word, source, named)]
+                }
+            })
+            .collect();
+    }
     // git reads its operands as revisions and pathspecs (`git show HEAD:x`, `git grep K --
     // ':(icase).ENV'`).
     let revision_paths = facts.roles.iter().any(|r| {
@@ -807,7 +864,7 @@ fn judge_files(
         dotfiles
     };
     let recursive = !facts.unlisted.is_empty() && asks_for_recursion(command);
-    for (access, word, source, named) in file_words(command, facts) {
+    for (access, word, source, named) in words {
         let Some(tool) = (match access {
             Access::Read => files.read,
             Access::Write => files.write,

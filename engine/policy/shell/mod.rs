@@ -286,7 +286,7 @@ impl fmt::Display for Expansion {
             Self::Brace => "brace expansion",
             Self::AnsiC => "ANSI-C string",
             Self::Translation => "locale translation",
-            Self::RuntimeArguments => "arguments supplied at run time",
+            Self::RuntimeArguments => "argument supplied at run time",
             Self::Arithmetic => "arithmetic evaluation",
             Self::Indirection => "indirect expansion",
             Self::Prompt => "prompt expansion",

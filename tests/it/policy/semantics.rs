@@ -390,6 +390,33 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "default",
         ),
+        // `{}` in what `find -exec` runs is every file found below the starting points.
+        c(
+            "find -exec",
+            "find src -name '*.rs' -exec wc -l {} +",
+            "allow",
+            "rule:",
+        ),
+        c(
+            "find -exec",
+            "find . -exec grep -l KEY {} +",
+            "ask",
+            "analysis",
+        ),
+        c("find -exec", "find ~ -exec cat {} \\;", "deny", "rule:"),
+        c(
+            "find -exec",
+            "find src -exec rm -rf {} +",
+            "deny",
+            "rule:no-rm-rf",
+        ),
+        c("find -exec", "find src -exec tee {} \\;", "ask", "analysis"),
+        c(
+            "find -exec",
+            "find src -execdir cat {} \\;",
+            "ask",
+            "default",
+        ),
         // A variable exported in the line is in the environment of every later command.
         c(
             "exported variable",
