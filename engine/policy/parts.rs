@@ -302,7 +302,7 @@ fn decide_line(
         Dotfiles::Explicit
     };
     // Whether a command before the one judged may have written a file (a patch it reads).
-    let mut written_before = false;
+    let mut line_written = false;
     // The start points of the last `find`: what `{}` stands for in the command it runs.
     let mut find_starts: Vec<Word> = Vec::new();
     // Each command is judged as a line of its own.
@@ -320,10 +320,17 @@ fn decide_line(
             })
         })
         .collect();
+    // A command in a loop's body may run again after any other command of a loop.
+    let loops_write = alone.iter().any(|part| {
+        part.commands()
+            .next()
+            .is_some_and(|(command, facts)| command.repeats && writes_content(facts))
+    });
     for part in &alone {
         let Some((command, facts)) = part.commands().next() else {
             continue;
         };
+        let written_before = line_written || (command.repeats && loops_write);
         cache.seed(line, Arc::clone(part));
         let part = LinePart {
             label: (!single).then_some(command.text.as_str()),
@@ -359,6 +366,9 @@ fn decide_line(
             );
         }
         if let Some(why) = prints_secrets(command, &table) {
+            outcome.add_analysis(&command.text, why);
+        }
+        if let Some(why) = exports_everything(command) {
             outcome.add_analysis(&command.text, why);
         }
         if facts.program.as_deref() == Some("git") {
@@ -415,7 +425,7 @@ fn decide_line(
                 &mut outcome,
             );
         }
-        written_before |= !facts.read_only;
+        line_written |= writes_content(facts);
         folders.follow(command, facts, home);
         parts.push(outcome);
     }
@@ -1422,7 +1432,8 @@ const MAX_ARCHIVE_ENTRIES: usize = 10_000;
 
 /// The files an archive a command unpacks writes (`unzip`, `7z x`: a word of role
 /// `unpack`): every entry of the zip's directory, in the folders the command works in (its
-/// `-d` folder), and under its own name alone with `-j` (`7z e`). Listing, testing and
+/// `-d` folder), with `\` as a separator too, in lower case with `-L`, and under its own
+/// name alone with `-j` (`7z e`). Listing, testing and
 /// printing (`-l`, `-v`, `-t`, `-Z`, `-p`, `-c`, `-z`) write nothing. An archive whose entries cannot be listed — not a
 /// zip, missing, given by an expansion, written earlier in the line, holding a link through
 /// which later entries would write, or too large — asks.
@@ -1488,12 +1499,22 @@ fn judge_unpacked(
         }
     }
     let junk_paths = used("-j") || facts.subcommand.as_deref() == Some("e");
+    // unzip reads `\` as a folder separator in archives made on DOS or Windows, and `-L`
+    // writes names in lower case.
+    let lower_case = used("-L");
     let written: Vec<String> = written
         .iter()
         .flat_map(|entry| {
-            let name = entry.rsplit('/').next().unwrap_or(entry);
-            let junked = junk_paths.then(|| name.to_owned());
-            std::iter::once(entry.clone()).chain(junked)
+            let slashed = entry.replace('\\', "/");
+            let lowered = lower_case.then(|| slashed.to_lowercase());
+            [Some(entry.clone()), Some(slashed), lowered]
+                .into_iter()
+                .flatten()
+        })
+        .flat_map(|entry| {
+            let name = entry.rsplit('/').next().unwrap_or(&entry).to_owned();
+            let junked = junk_paths.then_some(name);
+            std::iter::once(entry).chain(junked)
         })
         .flat_map(|path| folders.resolve(&path))
         .collect();
@@ -2154,6 +2175,43 @@ enum Dotfiles {
     Matched,
 }
 
+/// Whether a command may write content a later command reads as a patch, an archive or a
+/// repository: any that is not read-only but `mkdir` and `touch`.
+fn writes_content(facts: &CommandFacts) -> bool {
+    !facts.read_only && !matches!(facts.program.as_deref(), Some("mkdir" | "touch"))
+}
+
+/// Why `command` may turn on `allexport` (`set -a`, `set -o allexport`, or a word only
+/// known when it runs): every variable set after it (by `read`, a `for` loop, `NAME=…`) is
+/// then exported to the commands after it, unseen.
+fn exports_everything(command: &SimpleCommand) -> Option<String> {
+    if command.command_word()?.literal()? != "set" {
+        return None;
+    }
+    // Options end at `--`; what follows sets the positional parameters.
+    let words: Vec<&Word> = command.words[1..]
+        .iter()
+        .take_while(|w| w.literal() != Some("--"))
+        .collect();
+    let turns_on = words
+        .iter()
+        .enumerate()
+        .any(|(at, word)| match word.literal() {
+            // A word only known when it runs may be `-a`.
+            None => true,
+            Some("-o") => words
+                .get(at + 1)
+                .is_some_and(|next| matches!(next.literal(), None | Some("allexport"))),
+            Some(option) => option.starts_with('-') && option.contains('a'),
+        });
+    turns_on.then(|| {
+        format!(
+            "`{}` may export every variable set after it (`allexport`), which changes what later commands do",
+            command.text
+        )
+    })
+}
+
 /// Why `command` prints variables the command table calls secret, as `echo $GITHUB_TOKEN`
 /// would: the whole environment (`env`, `printenv`, `set`, `export -p`, `declare -p`) or
 /// a secret one by name (`printenv GITHUB_TOKEN`, `declare -p API_KEY`).
@@ -2399,6 +2457,32 @@ mod tests {
         let word = &script.commands.last().expect("a command").words[1];
         word_values(word, Some("/home/dev"), &["/ws".to_owned()])
             .map(|v| v.into_iter().map(|s| unescape_glob(&s)).collect())
+    }
+
+    #[test]
+    fn set_may_turn_on_allexport() {
+        let turns_on = |line: &str| {
+            let script = parse_script(line).expect("parses");
+            exports_everything(&script.commands[0]).is_some()
+        };
+        for line in [
+            "set -a",
+            "set -ea",
+            "set -o allexport",
+            "set -o \"$X\"",
+            "set $OPTS",
+        ] {
+            assert!(turns_on(line), "{line}");
+        }
+        for line in [
+            "set -e",
+            "set -euo pipefail",
+            "set -x",
+            "set -- -a",
+            "set +o allexport",
+        ] {
+            assert!(!turns_on(line), "{line}");
+        }
     }
 
     #[test]

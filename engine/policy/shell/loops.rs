@@ -44,6 +44,8 @@ pub(super) struct Loops {
     bound: Vec<Binding>,
     /// Names whose value was put in place of a reference.
     pub(super) used: Vec<String>,
+    /// How many loop bodies (of any kind) the walker is in.
+    pub(super) repeating: usize,
 }
 
 /// A loop variable in one walk of the loop's body.
@@ -57,10 +59,14 @@ pub(super) struct Binding {
 }
 
 impl Loops {
-    /// The values a `for` loop binds its variable to, one walk of the body each, or `None`
-    /// when they are not all written out (or there are too many).
-    pub(super) fn values(&self, values: Option<&[String]>) -> Option<Vec<String>> {
+    /// The values a `for` loop over `name` binds it to, one walk of the body each, or `None`
+    /// when they are not all written out (or there are too many), or the shell itself sets
+    /// the variable.
+    pub(super) fn values(&self, name: &str, values: Option<&[String]>) -> Option<Vec<String>> {
         let values = values?;
+        if shell_sets(name) {
+            return None;
+        }
         let walks: usize = self.bound.iter().map(|b| b.walks).product();
         let fits = !values.is_empty()
             && values.len() <= MAX_VALUES
@@ -217,11 +223,20 @@ fn reference(rest: &str) -> Option<(Option<&str>, usize)> {
         return None;
     }
     let length = name_length(rest);
-    Some(if length == 0 {
-        (None, 0)
-    } else {
-        (Some(&rest[..length]), length)
-    })
+    if length == 0 {
+        return Some((None, 0));
+    }
+    // zsh reads a modifier or subscript written after the name (`$f:h`, `$f[1,2]`).
+    let after = &rest[length..];
+    if after.starts_with('[')
+        || after
+            .strip_prefix(':')
+            .and_then(|modifier| modifier.chars().next())
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '&')
+    {
+        return None;
+    }
+    Some((Some(&rest[..length]), length))
 }
 
 /// `"$NAME"` or `"${NAME}"` as a whole word: its name.
@@ -242,6 +257,36 @@ fn whole_quoted_reference(raw: &str) -> Option<&str> {
 /// A header word is written out when it has no expansion but globs, `~` and quotes.
 fn written_out(raw: &str) -> bool {
     !raw.contains(['$', '`', '{', '}', '(', ')'])
+}
+
+/// Whether the shell sets the variable itself: bash's (all capitals: `REPLY` by `read`,
+/// `OPTARG`, `BASH_REMATCH`), `_` (the last argument of the command before), and zsh's
+/// lower-case ones.
+fn shell_sets(name: &str) -> bool {
+    const ZSH: &[&str] = &[
+        "reply",
+        "match",
+        "mbegin",
+        "mend",
+        "argv",
+        "status",
+        "pipestatus",
+        "path",
+        "cdpath",
+        "fpath",
+        "manpath",
+        "mailpath",
+        "module_path",
+        "psvar",
+        "signals",
+        "watch",
+        "fignore",
+        "histchars",
+        "prompt",
+        "options",
+        "parameters",
+    ];
+    name.starts_with('_') || !name.chars().any(|c| c.is_ascii_lowercase()) || ZSH.contains(&name)
 }
 
 /// The value of a header word when it is a literal (no glob, no `~`).
@@ -547,6 +592,8 @@ mod tests {
         loops.enter("f", Some("README.md".to_owned()), 1);
         assert_eq!(loops.substitute("src/$f").as_deref(), Some("src/README.md"));
         assert_eq!(loops.substitute("\\$f"), None);
+        assert_eq!(loops.substitute("\"$f:s/_//\""), None);
+        assert_eq!(loops.substitute("$f[2,3]"), None);
         assert!(loops.used.contains(&"IFS".to_owned()));
         loops.enter("f", None, 1);
         assert_eq!(loops.substitute("\"$f\""), None);

@@ -398,7 +398,7 @@ impl Walker<'_> {
                 {
                     self.text(&expr.value)?;
                 }
-                self.list(&clause.body.list, inherited)
+                self.repeating(|walker| walker.list(&clause.body.list, inherited))
             }
             CompoundCommand::BraceGroup(group) => self.list(&group.list, inherited),
             CompoundCommand::Subshell(subshell) => self.list(&subshell.list, inherited),
@@ -411,7 +411,7 @@ impl Walker<'_> {
                 for value in clause.values.iter().flatten() {
                     self.word(value)?;
                 }
-                self.for_body(clause, inherited)
+                self.repeating(|walker| walker.for_body(clause, inherited))
             }
             CompoundCommand::CaseClause(clause) => {
                 self.word(&clause.value)?;
@@ -436,10 +436,11 @@ impl Walker<'_> {
                 }
                 Ok(())
             }
-            CompoundCommand::WhileClause(clause) | CompoundCommand::UntilClause(clause) => {
-                self.list(&clause.0, inherited)?;
-                self.list(&clause.1.list, inherited)
-            }
+            CompoundCommand::WhileClause(clause) | CompoundCommand::UntilClause(clause) => self
+                .repeating(|walker| {
+                    walker.list(&clause.0, inherited)?;
+                    walker.list(&clause.1.list, inherited)
+                }),
             CompoundCommand::Coprocess(coprocess) => {
                 if let Some(name) = &coprocess.name {
                     self.word(name)?;
@@ -447,6 +448,14 @@ impl Walker<'_> {
                 self.command(&coprocess.body, inherited)
             }
         }
+    }
+
+    /// Walks the body of a loop: what it runs may run again after what follows it.
+    fn repeating(&mut self, walk: impl FnOnce(&mut Self) -> Walked) -> Walked {
+        self.loops.repeating += 1;
+        let walked = walk(self);
+        self.loops.repeating -= 1;
+        walked
     }
 
     /// Walks a `for` loop's body once per value when the values are written out (see
@@ -457,7 +466,7 @@ impl Walker<'_> {
             .values
             .as_ref()
             .map(|values| values.iter().map(|v| v.value.clone()).collect());
-        let Some(values) = self.loops.values(written.as_deref()) else {
+        let Some(values) = self.loops.values(&clause.variable_name, written.as_deref()) else {
             self.loops.enter(&clause.variable_name, None, 1);
             let walked = self.list(&clause.body.list, inherited);
             self.loops.leave();
@@ -650,6 +659,7 @@ impl Walker<'_> {
             role: Role::Command,
             piped: self.stdin.is_some(),
             wraps: false,
+            repeats: self.loops.repeating > 0,
         })
     }
 
@@ -870,6 +880,7 @@ impl Walker<'_> {
                         role: Role::Command,
                         piped: walker.stdin.is_some(),
                         wraps: false,
+                        repeats: walker.loops.repeating > 0,
                     })?;
                 }
                 if transparency == Transparency::Launcher {
@@ -1233,6 +1244,24 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn commands_in_a_loop_body_repeat() {
+        let script = parse_script("while a; do b $(c); done; for x in 1; do d; done; e").unwrap();
+        let repeats: Vec<(String, bool)> = script
+            .commands
+            .iter()
+            .map(|c| (c.text.clone(), c.repeats))
+            .collect();
+        let expected = [
+            ("a", true),
+            ("c", true),
+            ("b $(c)", true),
+            ("d", true),
+            ("e", false),
+        ];
+        assert_eq!(repeats, expected.map(|(t, r)| (t.to_owned(), r)).to_vec());
     }
 
     #[test]

@@ -123,6 +123,16 @@ fn split_word_at_depth(
     Ok(splitter.parts)
 }
 
+/// Whether text right after a parameter is a zsh modifier (`:h`, `:s/…/`, `:&`) or
+/// subscript (`[2,3]`).
+fn zsh_modified(text: &str) -> bool {
+    text.starts_with('[')
+        || text
+            .strip_prefix(':')
+            .and_then(|rest| rest.chars().next())
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '&')
+}
+
 /// Scans a here-document body (expanded like a double-quoted string, without quote
 /// removal) for command substitutions and variables.
 pub(crate) fn scan_heredoc(body: &str, found: &mut Found) -> Result<(), ShellParseError> {
@@ -240,6 +250,15 @@ impl Splitter<'_> {
             if texts == 0 {
                 self.piece(piece, quoting)?;
                 rest = &rest[1..];
+                // zsh applies a modifier (`$PWD:h`, `$f:s/a/b/`) or a subscript (`$f[2,3]`)
+                // written right after a parameter, which bash leaves as text: the value is
+                // then not what bash would make of it.
+                if matches!(piece.piece, WordPiece::ParameterExpansion(_))
+                    && let Some(WordPiece::Text(next)) = rest.first().map(|p| &p.piece)
+                    && zsh_modified(next)
+                {
+                    self.expansion(Expansion::ZshFlags, Strength::Dynamic, piece.end_index);
+                }
                 continue;
             }
             let text: String = rest[..texts]
@@ -777,6 +796,7 @@ mod tests {
             ("$=x", WordKind::Dynamic(Expansion::Parameter)),
             ("a$~", lit("a$~")),
             ("${~}", lit("${~}")),
+            ("$PWD:h/x", WordKind::Dynamic(Expansion::Parameter)),
         ];
         for (raw, expected) in table {
             assert_eq!(&word(raw).0, expected, "word {raw}");

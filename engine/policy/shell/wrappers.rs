@@ -1995,8 +1995,8 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
                     }
                 }
                 // `-k` puts every `NAME=value` word in the command's environment.
-                'a' | 'b' | 'e' | 'f' | 'h' | 'm' | 'n' | 'p' | 't' | 'u' | 'v' | 'x' | 'B'
-                | 'C' | 'E' | 'H' | 'P' | 'T' | 'r' | 's' => {}
+                'b' | 'e' | 'f' | 'h' | 'm' | 'n' | 'p' | 't' | 'u' | 'v' | 'x' | 'B' | 'C'
+                | 'E' | 'H' | 'P' | 'T' | 'r' | 's' => {}
                 _ => return Err(unknown(runner, &format!("-{c}"))),
             }
         }
@@ -2036,9 +2036,9 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
 
 /// The `set -o` options a shell given a script may be started with: none changes which
 /// commands run or where (`keyword`, bash's `-k`, puts `NAME=value` words in a command's
-/// environment, and is not among them).
+/// environment, and `allexport`, `-a`, exports every variable the script sets: neither is
+/// among them).
 const SAFE_SET_OPTIONS: &[&str] = &[
-    "allexport",
     "braceexpand",
     "errexit",
     "errtrace",
@@ -2144,6 +2144,7 @@ mod tests {
             role: Role::Command,
             piped: false,
             wraps: false,
+            repeats: false,
         }
     }
 

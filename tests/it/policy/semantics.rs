@@ -377,6 +377,7 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         // zsh's own parameter forms, which bash leaves as text: `$~HOME` is `$HOME` there,
         // and the `e` flag runs the substitutions in a value.
+        c("zsh", "cat $PWD:h/home/.ssh/id_rsa", "ask", "analysis"),
         c("zsh", "cat $~HOME/.ssh/id_rsa", "deny", "rule:no-secrets"),
         c(
             "zsh",
@@ -431,6 +432,31 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "default",
         ),
         // ... only while nothing else in the line can set it.
+        c(
+            "loop variable",
+            "for REPLY in README.md; do read < x; cat \"$REPLY\"; done",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "loop variable",
+            "for f in x.e_nv; do cat \"$f:s/_//\"; done",
+            "ask",
+            "analysis",
+        ),
+        // A loop's body runs again after what follows it in the body.
+        c(
+            "loop variable",
+            "for i in 1 2; do git -C src status; cp -r x src; done",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "allexport",
+            "set -a; read MAGIC < x; echo ok",
+            "ask",
+            "analysis",
+        ),
         c(
             "loop variable",
             "for f in README.md; do read f < x; cat \"$f\"; done",
@@ -2197,6 +2223,16 @@ fn an_unpacked_archive_is_judged_by_its_entries() {
     );
     write_zip(&ws.root.join("rc.zip"), &[("a/.bashrc", "x")], &[]);
     write_zip(
+        &ws.root.join("dos.zip"),
+        &[(".git\\hooks\\pre-commit", "x")],
+        &[],
+    );
+    write_zip(
+        &ws.root.join("caps.zip"),
+        &[(".GIT/HOOKS/PRE-COMMIT", "x")],
+        &[],
+    );
+    write_zip(
         &ws.root.join("link.zip"),
         &[("l/pre-commit", "x")],
         &[("l", ".git/hooks")],
@@ -2216,6 +2252,10 @@ fn an_unpacked_archive_is_judged_by_its_entries() {
         (format!("unzip -j rc.zip -d {}", home.display()), "deny"),
         ("7z x -o.git hooks.zip".to_owned(), "deny"),
         ("7z l hooks.zip".to_owned(), "allow"),
+        // unzip reads `\` as a separator, and `-L` lowers names.
+        ("unzip dos.zip".to_owned(), "deny"),
+        ("unzip caps.zip".to_owned(), "allow"),
+        ("unzip -LL caps.zip".to_owned(), "deny"),
         // Entries that cannot be listed ask.
         ("unzip link.zip".to_owned(), "ask"),
         ("unzip fake.zip".to_owned(), "ask"),
