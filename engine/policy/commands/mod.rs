@@ -596,7 +596,9 @@ impl CommandTable {
                             program = sub;
                         }
                         None => {
-                            // An unknown subcommand: nothing more is known about it.
+                            // An unknown subcommand: nothing more is known about it. Its
+                            // words are kept as operands, so that a pattern compares them
+                            // word by word (`git stash list` is not `git stash list -p`).
                             facts.subcommand = Some(path.clone());
                             facts.read_only = false;
                             facts.effects.push(EffectSource {
@@ -604,6 +606,7 @@ impl CommandTable {
                                 cause: format!("{name} {path}"),
                                 from: EffectFrom::Program,
                             });
+                            facts.operands.extend(words[i..].iter().cloned());
                             return (facts, None);
                         }
                     }

@@ -418,6 +418,32 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "default",
         ),
+        // A pattern without `*` holds for those words only, under a subcommand the table does
+        // not know too (`git stash list` takes log's options, `--output` among them).
+        c(
+            "exact pattern",
+            "git stash list",
+            "allow",
+            "rule:git-listings",
+        ),
+        c(
+            "exact pattern",
+            "git stash list --output=x",
+            "ask",
+            "default",
+        ),
+        c(
+            "exact pattern",
+            "git branch -a",
+            "allow",
+            "rule:git-listings",
+        ),
+        c(
+            "exact pattern",
+            "node -v && python3 --version",
+            "allow",
+            "rule:version-queries",
+        ),
         // A variable exported in the line is in the environment of every later command.
         c(
             "exported variable",
