@@ -303,8 +303,10 @@ fn decide_line(
     };
     // Whether a command before the one judged may have written a file (a patch it reads).
     let mut line_written = false;
+    // Whether one may have changed the file system at all (`mkdir` too).
+    let mut line_changed = false;
     // The start points of the last `find`: what `{}` stands for in the command it runs.
-    let mut find_starts: Vec<Word> = Vec::new();
+    let mut find_starts: Option<Vec<Word>> = None;
     // Each command is judged as a line of its own.
     let alone: Vec<Arc<Analysed>> = std::mem::take(&mut script.commands)
         .into_iter()
@@ -320,17 +322,45 @@ fn decide_line(
             })
         })
         .collect();
-    // A command in a loop's body may run again after any other command of a loop.
-    let loops_write = alone.iter().any(|part| {
-        part.commands()
-            .next()
-            .is_some_and(|(command, facts)| command.repeats && writes_content(facts))
-    });
-    for part in &alone {
+    // A command in a loop's body, a pipeline or a `&` list may run after, or while, any
+    // other such command: those that write count as written before it.
+    let overlapping = |writes: fn(&CommandFacts) -> bool| {
+        alone
+            .iter()
+            .filter(|part| {
+                part.commands()
+                    .next()
+                    .is_some_and(|(command, facts)| command.overlaps && writes(facts))
+            })
+            .count()
+    };
+    let overlapping_writers = overlapping(writes_content);
+    let overlapping_changers = overlapping(|facts| !facts.read_only);
+    // And one in a `&` list runs while the commands after it do.
+    let mut later_writes: Vec<(bool, bool)> = alone
+        .iter()
+        .rev()
+        .scan((false, false), |later, part| {
+            let here = *later;
+            if let Some((_, facts)) = part.commands().next() {
+                later.0 |= writes_content(facts);
+                later.1 |= !facts.read_only;
+            }
+            Some(here)
+        })
+        .collect();
+    later_writes.reverse();
+    for (part, (later_written, later_changed)) in alone.iter().zip(later_writes) {
         let Some((command, facts)) = part.commands().next() else {
             continue;
         };
-        let written_before = line_written || (command.repeats && loops_write);
+        let others = |count: usize, itself: bool| count > usize::from(itself);
+        let written_before = line_written
+            || (command.overlaps
+                && (later_written || others(overlapping_writers, writes_content(facts))));
+        let changed_before = line_changed
+            || (command.overlaps
+                && (later_changed || others(overlapping_changers, !facts.read_only)));
         cache.seed(line, Arc::clone(part));
         let part = LinePart {
             label: (!single).then_some(command.text.as_str()),
@@ -380,7 +410,9 @@ fn decide_line(
                         command.text
                     ),
                 );
-            } else if written_before && let Some(folder) = folders.without_repository() {
+            } else if let Some(folder) = folders.without_repository()
+                && (written_before || (changed_before && holds_head(folder, ctx.workspace_root())))
+            {
                 outcome.add_analysis(
                     &command.text,
                     format!(
@@ -390,8 +422,9 @@ fn decide_line(
                 );
             }
         }
-        let found_by_find = matches!(&command.origin, super::shell::Origin::Wrapped { wrapper } if wrapper == "find")
-            .then_some(find_starts.as_slice());
+        let found_by_find = find_starts
+            .as_deref()
+            .filter(|_| matches!(&command.origin, super::shell::Origin::Wrapped { wrapper } if wrapper == "find"));
         judge_files(
             set,
             call,
@@ -426,6 +459,7 @@ fn decide_line(
             );
         }
         line_written |= writes_content(facts);
+        line_changed |= !facts.read_only;
         folders.follow(command, facts, home);
         parts.push(outcome);
     }
@@ -642,8 +676,16 @@ impl Folders {
 }
 
 /// The starting points of a `find` command: the words before its expression (after `-H`,
-/// `-L`, `-P`, `-D …`, `-O…`), or `.` when it names none.
-fn starting_points(command: &SimpleCommand) -> Vec<Word> {
+/// `-L`, `-P`, `-D …`, `-O…`), or `.` when it names none. None when it reads them from a
+/// file or its input (`-files0-from`).
+fn starting_points(command: &SimpleCommand) -> Option<Vec<Word>> {
+    if command
+        .words
+        .iter()
+        .any(|w| w.literal().is_some_and(|v| v.starts_with("-files0-from")))
+    {
+        return None;
+    }
     let mut words = command.words.iter().skip(1).peekable();
     while let Some(option) = words.peek().and_then(|w| w.literal()) {
         match option {
@@ -664,9 +706,9 @@ fn starting_points(command: &SimpleCommand) -> Vec<Word> {
         .cloned()
         .collect();
     if starts.is_empty() {
-        vec![Word::literal_from(".", ".")]
+        Some(vec![Word::literal_from(".", ".")])
     } else {
-        starts
+        Some(starts)
     }
 }
 
@@ -1450,9 +1492,20 @@ fn judge_unpacked(
         .filter(|r| r.role == Role::Unpack)
         .map(|r| &r.word)
         .collect();
-    let used = |name: &str| facts.options.iter().any(|o| o.canonical == name);
-    if archives.is_empty()
-        || ["-l", "-v", "-t", "-Z", "-p", "-c", "-z"]
+    let used = |name: &str| {
+        facts
+            .options
+            .iter()
+            .any(|o| o.canonical == name && o.info.is_some())
+    };
+    if archives.is_empty() {
+        return;
+    }
+    // An option the table does not know may change where or how entries are written
+    // (7z's `-spf` keeps absolute paths, `-snl` makes links).
+    let unknown_option = facts.options.iter().find(|o| o.info.is_none());
+    if unknown_option.is_none()
+        && ["-l", "-v", "-t", "-Z", "-p", "-c", "-z"]
             .iter()
             .any(|o| used(o))
     {
@@ -1467,6 +1520,13 @@ fn judge_unpacked(
             ),
         );
     };
+    if let Some(option) = unknown_option {
+        return unknown(format!(
+            "its option `{}` is not in the command table",
+            option.canonical
+        ));
+    }
+
     let mut written = Vec::new();
     for word in archives {
         if written_before {
@@ -1545,10 +1605,18 @@ fn zip_entries(path: &str) -> Result<Vec<String>, String> {
         if entry.is_symlink() {
             return Err("holds a link, through which later entries may write anywhere".to_owned());
         }
+        // The name as stored, and the Unicode one an extra field may give (`unzip -UU`
+        // uses the first).
+        let stored = String::from_utf8_lossy(entry.name_raw()).into_owned();
         let name = entry
             .name()
             .map_err(|error| format!("has an entry whose name cannot be read ({error})"))?;
-        entries.push(name.trim_end_matches('/').to_owned());
+        for name in [stored.as_str(), &name] {
+            let name = name.trim_end_matches('/').to_owned();
+            if !entries.contains(&name) {
+                entries.push(name);
+            }
+        }
     }
     Ok(entries)
 }
@@ -2175,8 +2243,18 @@ enum Dotfiles {
     Matched,
 }
 
+/// Whether `folder`, or a folder above it below `root`, holds a `HEAD` file: the start of a
+/// repository's layout, which `mkdir` of `refs/` or `objects/` completes.
+fn holds_head(folder: &str, root: &str) -> bool {
+    Path::new(folder)
+        .ancestors()
+        .take_while(|dir| *dir != Path::new(root))
+        .any(|dir| dir.join("HEAD").is_file())
+}
+
 /// Whether a command may write content a later command reads as a patch, an archive or a
-/// repository: any that is not read-only but `mkdir` and `touch`.
+/// repository: any that is not read-only but `mkdir` and `touch` (which may still complete
+/// a repository's layout of folders, see [`holds_head`]).
 fn writes_content(facts: &CommandFacts) -> bool {
     !facts.read_only && !matches!(facts.program.as_deref(), Some("mkdir" | "touch"))
 }
@@ -2199,10 +2277,15 @@ fn exports_everything(command: &SimpleCommand) -> Option<String> {
         .any(|(at, word)| match word.literal() {
             // A word only known when it runs may be `-a`.
             None => true,
-            Some("-o") => words
-                .get(at + 1)
-                .is_some_and(|next| matches!(next.literal(), None | Some("allexport"))),
-            Some(option) => option.starts_with('-') && option.contains('a'),
+            // `-o NAME`, also at the end of a cluster (`-euo allexport`).
+            Some(option) if option.starts_with('-') && !option.starts_with("--") => {
+                option.contains('a')
+                    || (option.ends_with('o')
+                        && words
+                            .get(at + 1)
+                            .is_some_and(|next| matches!(next.literal(), None | Some("allexport"))))
+            }
+            Some(_) => false,
         });
     turns_on.then(|| {
         format!(
@@ -2469,6 +2552,7 @@ mod tests {
             "set -a",
             "set -ea",
             "set -o allexport",
+            "set -euo allexport",
             "set -o \"$X\"",
             "set $OPTS",
         ] {

@@ -993,8 +993,16 @@ fn is_extended_glob(raw: &str) -> bool {
 /// `-uo$HOME/x` is `-u -o $HOME/x`). Empty when it starts with no option.
 fn dynamic_options(program: &CompiledProgram, word: &Word) -> Vec<UsedOption> {
     let raw = word.raw.as_str();
+    // The value keeps the word's expansion: `--from-file={}` in what `find -exec` runs is
+    // an argument supplied at run time, not the text `{}`.
+    let expansion = match word.kind {
+        WordKind::Dynamic(expansion) | WordKind::Opaque(expansion) => expansion,
+        WordKind::Literal(_) => super::shell::Expansion::Parameter,
+    };
     if raw.starts_with("--") || program.style != OptionStyle::Gnu || !raw.starts_with('-') {
-        return dynamic_option(program, raw).into_iter().collect();
+        return dynamic_option(program, raw, expansion)
+            .into_iter()
+            .collect();
     }
     let mut options = Vec::new();
     let mut at = 1;
@@ -1003,7 +1011,8 @@ fn dynamic_options(program: &CompiledProgram, word: &Word) -> Vec<UsedOption> {
             break;
         }
         let end = at + letter.len_utf8();
-        let Some(option) = dynamic_option(program, &format!("-{letter}{}", &raw[end..])) else {
+        let Some(option) = dynamic_option(program, &format!("-{letter}{}", &raw[end..]), expansion)
+        else {
             break;
         };
         let takes_value = option
@@ -1023,15 +1032,16 @@ fn dynamic_options(program: &CompiledProgram, word: &Word) -> Vec<UsedOption> {
     // What is left after the letters is only known when it runs: it may spell more
     // options, so the last letter keeps it as a value.
     if let Some(last) = options.last_mut() {
-        last.value = Some(Word::dynamic(
-            &raw[at..],
-            super::shell::Expansion::Parameter,
-        ));
+        last.value = Some(Word::dynamic(&raw[at..], expansion));
     }
     options
 }
 
-fn dynamic_option(program: &CompiledProgram, raw: &str) -> Option<UsedOption> {
+fn dynamic_option(
+    program: &CompiledProgram,
+    raw: &str,
+    expansion: super::shell::Expansion,
+) -> Option<UsedOption> {
     let (spelling, rest) = if raw.starts_with("--") {
         raw.split_once('=')?
     } else if program.style == OptionStyle::Gnu && raw.starts_with('-') {
@@ -1057,7 +1067,7 @@ fn dynamic_option(program: &CompiledProgram, raw: &str) -> Option<UsedOption> {
     let canonical = info
         .as_ref()
         .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
-    let value = Word::dynamic(rest, super::shell::Expansion::Parameter);
+    let value = Word::dynamic(rest, expansion);
     Some(UsedOption {
         canonical,
         value: Some(value),

@@ -44,8 +44,8 @@ pub(super) struct Loops {
     bound: Vec<Binding>,
     /// Names whose value was put in place of a reference.
     pub(super) used: Vec<String>,
-    /// How many loop bodies (of any kind) the walker is in.
-    pub(super) repeating: usize,
+    /// How many loop bodies, pipelines and `&` lists the walker is in.
+    pub(super) overlapping: usize,
 }
 
 /// A loop variable in one walk of the loop's body.

@@ -141,8 +141,9 @@ pub struct SimpleCommand {
     /// It runs another command of the script, judged on its own (a wrapper, a runner or a
     /// shell given a script: `nice cmd`, `sudo cmd`, `bash -c '…'`, `sh <<< '…'`).
     pub wraps: bool,
-    /// It is in the body of a loop: it may run again after the commands that follow it.
-    pub repeats: bool,
+    /// It may run after, or while, commands that follow it: in a loop's body (it runs
+    /// again), a pipeline or a `&` list (they run at the same time).
+    pub overlaps: bool,
 }
 
 impl SimpleCommand {

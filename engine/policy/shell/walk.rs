@@ -312,20 +312,34 @@ impl Walker<'_> {
 
     fn list(&mut self, list: &ast::CompoundList, inherited: &[Redirection]) -> Walked {
         for item in &list.0 {
-            let and_or = &item.0;
-            self.pipeline(&and_or.first, inherited)?;
-            for next in &and_or.additional {
-                match next {
-                    AndOr::And(pipeline) | AndOr::Or(pipeline) => {
-                        self.pipeline(pipeline, inherited)?
+            let walk = |walker: &mut Self| {
+                let and_or = &item.0;
+                walker.pipeline(&and_or.first, inherited)?;
+                for next in &and_or.additional {
+                    match next {
+                        AndOr::And(pipeline) | AndOr::Or(pipeline) => {
+                            walker.pipeline(pipeline, inherited)?
+                        }
                     }
                 }
+                Ok(())
+            };
+            match item.1 {
+                ast::SeparatorOperator::Async => self.overlapping(walk)?,
+                ast::SeparatorOperator::Sequence => walk(self)?,
             }
         }
         Ok(())
     }
 
     fn pipeline(&mut self, pipeline: &ast::Pipeline, inherited: &[Redirection]) -> Walked {
+        if pipeline.seq.len() > 1 {
+            return self.overlapping(|walker| walker.pipeline_commands(pipeline, inherited));
+        }
+        self.pipeline_commands(pipeline, inherited)
+    }
+
+    fn pipeline_commands(&mut self, pipeline: &ast::Pipeline, inherited: &[Redirection]) -> Walked {
         let mut piped = None;
         for command in &pipeline.seq {
             let before = self.script.commands.len();
@@ -398,7 +412,7 @@ impl Walker<'_> {
                 {
                     self.text(&expr.value)?;
                 }
-                self.repeating(|walker| walker.list(&clause.body.list, inherited))
+                self.overlapping(|walker| walker.list(&clause.body.list, inherited))
             }
             CompoundCommand::BraceGroup(group) => self.list(&group.list, inherited),
             CompoundCommand::Subshell(subshell) => self.list(&subshell.list, inherited),
@@ -411,7 +425,7 @@ impl Walker<'_> {
                 for value in clause.values.iter().flatten() {
                     self.word(value)?;
                 }
-                self.repeating(|walker| walker.for_body(clause, inherited))
+                self.overlapping(|walker| walker.for_body(clause, inherited))
             }
             CompoundCommand::CaseClause(clause) => {
                 self.word(&clause.value)?;
@@ -437,7 +451,7 @@ impl Walker<'_> {
                 Ok(())
             }
             CompoundCommand::WhileClause(clause) | CompoundCommand::UntilClause(clause) => self
-                .repeating(|walker| {
+                .overlapping(|walker| {
                     walker.list(&clause.0, inherited)?;
                     walker.list(&clause.1.list, inherited)
                 }),
@@ -450,11 +464,12 @@ impl Walker<'_> {
         }
     }
 
-    /// Walks the body of a loop: what it runs may run again after what follows it.
-    fn repeating(&mut self, walk: impl FnOnce(&mut Self) -> Walked) -> Walked {
-        self.loops.repeating += 1;
+    /// Walks a loop's body, a pipeline or a `&` list: what it runs may run again after, or
+    /// at the same time as, what follows it.
+    fn overlapping(&mut self, walk: impl FnOnce(&mut Self) -> Walked) -> Walked {
+        self.loops.overlapping += 1;
         let walked = walk(self);
-        self.loops.repeating -= 1;
+        self.loops.overlapping -= 1;
         walked
     }
 
@@ -659,7 +674,7 @@ impl Walker<'_> {
             role: Role::Command,
             piped: self.stdin.is_some(),
             wraps: false,
-            repeats: self.loops.repeating > 0,
+            overlaps: self.loops.overlapping > 0,
         })
     }
 
@@ -880,7 +895,7 @@ impl Walker<'_> {
                         role: Role::Command,
                         piped: walker.stdin.is_some(),
                         wraps: false,
-                        repeats: walker.loops.repeating > 0,
+                        overlaps: walker.loops.overlapping > 0,
                     })?;
                 }
                 if transparency == Transparency::Launcher {
@@ -1247,12 +1262,14 @@ mod tests {
     }
 
     #[test]
-    fn commands_in_a_loop_body_repeat() {
-        let script = parse_script("while a; do b $(c); done; for x in 1; do d; done; e").unwrap();
-        let repeats: Vec<(String, bool)> = script
+    fn commands_that_may_run_after_later_ones_overlap() {
+        let script =
+            parse_script("while a; do b $(c); done; for x in 1; do d; done; e; f | g; h & i")
+                .unwrap();
+        let overlaps: Vec<(String, bool)> = script
             .commands
             .iter()
-            .map(|c| (c.text.clone(), c.repeats))
+            .map(|c| (c.text.clone(), c.overlaps))
             .collect();
         let expected = [
             ("a", true),
@@ -1260,8 +1277,12 @@ mod tests {
             ("b $(c)", true),
             ("d", true),
             ("e", false),
+            ("f", true),
+            ("g", true),
+            ("h", true),
+            ("i", false),
         ];
-        assert_eq!(repeats, expected.map(|(t, r)| (t.to_owned(), r)).to_vec());
+        assert_eq!(overlaps, expected.map(|(t, r)| (t.to_owned(), r)).to_vec());
     }
 
     #[test]

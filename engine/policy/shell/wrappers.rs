@@ -2144,7 +2144,7 @@ mod tests {
             role: Role::Command,
             piped: false,
             wraps: false,
-            repeats: false,
+            overlaps: false,
         }
     }
 

@@ -418,6 +418,27 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "default",
         ),
+        // `{}` inside an option's value is still the file found, and starting points read
+        // from a file are not known.
+        c(
+            "find -exec",
+            "find ~ -name id_rsa -exec diff --from-file={} /dev/null \\;",
+            "deny",
+            "rule:no-search-above-secrets",
+        ),
+        c(
+            "find -exec",
+            "find -files0-from list -exec cat {} +",
+            "ask",
+            "analysis",
+        ),
+        // zsh ties `path` and `cdpath` to `PATH` and `CDPATH`.
+        c(
+            "loop variable",
+            "for cdpath in ~; do cd .aws && cat credentials; done",
+            "ask",
+            "analysis",
+        ),
         // A pattern without `*` holds for those words only, under a subcommand the table does
         // not know too (`git stash list` takes log's options, `--output` among them).
         c(
@@ -2278,6 +2299,13 @@ fn an_unpacked_archive_is_judged_by_its_entries() {
         (format!("unzip -j rc.zip -d {}", home.display()), "deny"),
         ("7z x -o.git hooks.zip".to_owned(), "deny"),
         ("7z l hooks.zip".to_owned(), "allow"),
+        ("7z x -y ok.zip".to_owned(), "allow"),
+        // An option the table does not know may change where entries go (`-spf`).
+        ("7z x -spf ok.zip".to_owned(), "ask"),
+        // A command running at the same time may change the archive.
+        ("unzip -o ok.zip | cp fake.zip ok.zip".to_owned(), "ask"),
+        ("unzip -o ok.zip & cp fake.zip ok.zip".to_owned(), "ask"),
+        ("unzip -o ok.zip | tail -3".to_owned(), "allow"),
         // unzip reads `\` as a separator, and `-L` lowers names.
         ("unzip dos.zip".to_owned(), "deny"),
         ("unzip caps.zip".to_owned(), "allow"),
