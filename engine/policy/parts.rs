@@ -324,27 +324,27 @@ fn decide_line(
         .collect();
     // A command in a loop's body, a pipeline or a `&` list may run after, or while, any
     // other such command: those that write count as written before it.
-    let overlapping = |writes: fn(&CommandFacts) -> bool| {
+    let overlapping = |writes: fn(&SimpleCommand, &CommandFacts) -> bool| {
         alone
             .iter()
             .filter(|part| {
                 part.commands()
                     .next()
-                    .is_some_and(|(command, facts)| command.overlaps && writes(facts))
+                    .is_some_and(|(command, facts)| command.overlaps && writes(command, facts))
             })
             .count()
     };
     let overlapping_writers = overlapping(writes_content);
-    let overlapping_changers = overlapping(|facts| !facts.read_only);
+    let overlapping_changers = overlapping(may_change_files);
     // And one in a `&` list runs while the commands after it do.
     let mut later_writes: Vec<(bool, bool)> = alone
         .iter()
         .rev()
         .scan((false, false), |later, part| {
             let here = *later;
-            if let Some((_, facts)) = part.commands().next() {
-                later.0 |= writes_content(facts);
-                later.1 |= !facts.read_only;
+            if let Some((command, facts)) = part.commands().next() {
+                later.0 |= writes_content(command, facts);
+                later.1 |= may_change_files(command, facts);
             }
             Some(here)
         })
@@ -357,10 +357,11 @@ fn decide_line(
         let others = |count: usize, itself: bool| count > usize::from(itself);
         let written_before = line_written
             || (command.overlaps
-                && (later_written || others(overlapping_writers, writes_content(facts))));
+                && (later_written || others(overlapping_writers, writes_content(command, facts))));
         let changed_before = line_changed
             || (command.overlaps
-                && (later_changed || others(overlapping_changers, !facts.read_only)));
+                && (later_changed
+                    || others(overlapping_changers, may_change_files(command, facts))));
         cache.seed(line, Arc::clone(part));
         let part = LinePart {
             label: (!single).then_some(command.text.as_str()),
@@ -458,8 +459,8 @@ fn decide_line(
                 &mut outcome,
             );
         }
-        line_written |= writes_content(facts);
-        line_changed |= !facts.read_only;
+        line_written |= writes_content(command, facts);
+        line_changed |= may_change_files(command, facts);
         folders.follow(command, facts, home);
         parts.push(outcome);
     }
@@ -1475,10 +1476,11 @@ const MAX_ARCHIVE_ENTRIES: usize = 10_000;
 /// The files an archive a command unpacks writes (`unzip`, `7z x`: a word of role
 /// `unpack`): every entry of the zip's directory, in the folders the command works in (its
 /// `-d` folder), with `\` as a separator too, in lower case with `-L`, and under its own
-/// name alone with `-j` (`7z e`). Listing, testing and
-/// printing (`-l`, `-v`, `-t`, `-Z`, `-p`, `-c`, `-z`) write nothing. An archive whose entries cannot be listed — not a
+/// name alone with `-j` (`7z e`). unzip's listing, testing and printing (`-l`, `-v`, `-t`,
+/// `-Z`, `-p`, `-c`, `-z`) write nothing. An archive whose entries cannot be listed — not a
 /// zip, missing, given by an expansion, written earlier in the line, holding a link through
-/// which later entries would write, or too large — asks.
+/// which later entries would write, or too large — or an option the table does not know
+/// asks.
 fn judge_unpacked(
     judged: (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
     (command, facts): (&SimpleCommand, &CommandFacts),
@@ -1504,11 +1506,11 @@ fn judge_unpacked(
     // An option the table does not know may change where or how entries are written
     // (7z's `-spf` keeps absolute paths, `-snl` makes links).
     let unknown_option = facts.options.iter().find(|o| o.info.is_none());
-    if unknown_option.is_none()
+    let lists_only = facts.program.as_deref() == Some("unzip")
         && ["-l", "-v", "-t", "-Z", "-p", "-c", "-z"]
             .iter()
-            .any(|o| used(o))
-    {
+            .any(|o| used(o));
+    if unknown_option.is_none() && lists_only {
         return;
     }
     let mut unknown = |why: String| {
@@ -2255,8 +2257,14 @@ fn holds_head(folder: &str, root: &str) -> bool {
 /// Whether a command may write content a later command reads as a patch, an archive or a
 /// repository: any that is not read-only but `mkdir` and `touch` (which may still complete
 /// a repository's layout of folders, see [`holds_head`]).
-fn writes_content(facts: &CommandFacts) -> bool {
-    !facts.read_only && !matches!(facts.program.as_deref(), Some("mkdir" | "touch"))
+fn writes_content(command: &SimpleCommand, facts: &CommandFacts) -> bool {
+    may_change_files(command, facts) && !matches!(facts.program.as_deref(), Some("mkdir" | "touch"))
+}
+
+/// Whether a command may change the file system: any that is not read-only, but a wrapper
+/// (`timeout`, `nice`), whose command is judged as its own entry.
+fn may_change_files(command: &SimpleCommand, facts: &CommandFacts) -> bool {
+    !facts.read_only && command.role != ShellRole::TransparentWrapper
 }
 
 /// Why `command` may turn on `allexport` (`set -a`, `set -o allexport`, or a word only

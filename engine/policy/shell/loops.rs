@@ -44,7 +44,8 @@ pub(super) struct Loops {
     bound: Vec<Binding>,
     /// Names whose value was put in place of a reference.
     pub(super) used: Vec<String>,
-    /// How many loop bodies, pipelines and `&` lists the walker is in.
+    /// How many loop bodies, pipelines, `&` lists, coprocesses and process substitutions the
+    /// walker is in.
     pub(super) overlapping: usize,
 }
 

@@ -142,7 +142,8 @@ pub struct SimpleCommand {
     /// shell given a script: `nice cmd`, `sudo cmd`, `bash -c '…'`, `sh <<< '…'`).
     pub wraps: bool,
     /// It may run after, or while, commands that follow it: in a loop's body (it runs
-    /// again), a pipeline or a `&` list (they run at the same time).
+    /// again), a pipeline, a `&` list, a coprocess or a process substitution (they run at
+    /// the same time).
     pub overlaps: bool,
 }
 

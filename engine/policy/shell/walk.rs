@@ -459,13 +459,14 @@ impl Walker<'_> {
                 if let Some(name) = &coprocess.name {
                     self.word(name)?;
                 }
-                self.command(&coprocess.body, inherited)
+                // A coprocess runs while the commands after it do.
+                self.overlapping(|walker| walker.command(&coprocess.body, inherited))
             }
         }
     }
 
-    /// Walks a loop's body, a pipeline or a `&` list: what it runs may run again after, or
-    /// at the same time as, what follows it.
+    /// Walks a loop's body, a pipeline, a `&` list, a coprocess or a process substitution:
+    /// what it runs may run again after, or at the same time as, what follows it.
     fn overlapping(&mut self, walk: impl FnOnce(&mut Self) -> Walked) -> Walked {
         self.loops.overlapping += 1;
         let walked = walk(self);
@@ -577,7 +578,9 @@ impl Walker<'_> {
             depth: self.depth + 1,
             origin: Origin::ProcessSubstitution,
         };
-        inner.list(&subshell.list, &[])?;
+        // A process substitution runs while the command it is given to, and those after
+        // it, do.
+        inner.overlapping(|walker| walker.list(&subshell.list, &[]))?;
         Ok(Word::dynamic(
             &format!("{kind}{subshell}"),
             Expansion::ProcessSubstitution,

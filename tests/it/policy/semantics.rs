@@ -461,9 +461,9 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c(
             "exact pattern",
-            "node -v && python3 --version",
-            "allow",
-            "rule:version-queries",
+            "git config --get --includes --file x.cfg pypi.password",
+            "ask",
+            "default",
         ),
         // A variable exported in the line is in the environment of every later command.
         c(
@@ -2306,6 +2306,18 @@ fn an_unpacked_archive_is_judged_by_its_entries() {
         ("unzip -o ok.zip | cp fake.zip ok.zip".to_owned(), "ask"),
         ("unzip -o ok.zip & cp fake.zip ok.zip".to_owned(), "ask"),
         ("unzip -o ok.zip | tail -3".to_owned(), "allow"),
+        (
+            "coproc unzip -o ok.zip; cp fake.zip ok.zip".to_owned(),
+            "ask",
+        ),
+        (
+            "echo > >(unzip -o ok.zip); cp fake.zip ok.zip".to_owned(),
+            "ask",
+        ),
+        // A wrapper writes nothing itself.
+        ("timeout 5 true; unzip -o ok.zip".to_owned(), "allow"),
+        // 7z's `-p` is a password, not unzip's printing.
+        ("7z x -p1 -y -o.git hooks.zip".to_owned(), "deny"),
         // unzip reads `\` as a separator, and `-L` lowers names.
         ("unzip dos.zip".to_owned(), "deny"),
         ("unzip caps.zip".to_owned(), "allow"),
