@@ -1430,6 +1430,21 @@ fn judge_patches(
     );
 }
 
+/// Where `word` leads in each folder the command may run in (a glob as written, its escapes
+/// removed); `Err` says why its value is only known when it runs.
+fn word_locations(
+    word: &Word,
+    folders: &Folders,
+    home: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let values = word_values(word, home, &folders.candidates)
+        .map_err(|why| format!("`{}`: {why}", word.raw))?;
+    Ok(values
+        .iter()
+        .flat_map(|value| folders.resolve(&unescape_glob(value)))
+        .collect())
+}
+
 /// The text of the patch file `word` names.
 fn read_patch(
     word: &Word,
@@ -1440,15 +1455,10 @@ fn read_patch(
     if written_before {
         return Err("a command before it may change the patch".to_owned());
     }
-    let values = word_values(word, home, &folders.candidates)
-        .map_err(|why| format!("`{}`: {why}", word.raw))?;
     // Each folder the command may run in is tried; every patch found there is judged.
     let mut text = String::new();
     let mut found = false;
-    for path in values
-        .iter()
-        .flat_map(|value| folders.resolve(&unescape_glob(value)))
-    {
+    for path in word_locations(word, folders, home)? {
         let Ok(meta) = std::fs::metadata(&path) else {
             continue;
         };
@@ -1534,15 +1544,12 @@ fn judge_unpacked(
         if written_before {
             return unknown("a command before it may change the archive".to_owned());
         }
-        let values = match word_values(word, home, &folders.candidates) {
-            Ok(values) => values,
-            Err(why) => return unknown(format!("`{}`: {why}", word.raw)),
+        let paths = match word_locations(word, folders, home) {
+            Ok(paths) => paths,
+            Err(why) => return unknown(why),
         };
         let mut found = false;
-        for path in values
-            .iter()
-            .flat_map(|value| folders.resolve(&unescape_glob(value)))
-        {
+        for path in paths {
             // `unzip x` also tries `x.zip`.
             let Some(path) = [path.clone(), format!("{path}.zip")]
                 .into_iter()

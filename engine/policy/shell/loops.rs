@@ -228,13 +228,7 @@ fn reference(rest: &str) -> Option<(Option<&str>, usize)> {
         return Some((None, 0));
     }
     // zsh reads a modifier or subscript written after the name (`$f:h`, `$f[1,2]`).
-    let after = &rest[length..];
-    if after.starts_with('[')
-        || after
-            .strip_prefix(':')
-            .and_then(|modifier| modifier.chars().next())
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '&')
-    {
+    if super::word::zsh_modified(&rest[length..]) {
         return None;
     }
     Some((Some(&rest[..length]), length))

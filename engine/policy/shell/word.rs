@@ -125,7 +125,7 @@ fn split_word_at_depth(
 
 /// Whether text right after a parameter is a zsh modifier (`:h`, `:s/…/`, `:&`) or
 /// subscript (`[2,3]`).
-fn zsh_modified(text: &str) -> bool {
+pub(super) fn zsh_modified(text: &str) -> bool {
     text.starts_with('[')
         || text
             .strip_prefix(':')
