@@ -55,6 +55,11 @@ const REPLY_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long the server waits for a client to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Longest request line the server reads (four times `hook`'s default `--max-input`, the
+/// payload plus its JSON escaping and the client's arguments); a longer one is not answered
+/// and its client decides in its own process.
+const MAX_REQUEST_BYTES: u64 = 32 * 1024 * 1024;
+
 /// Requests served at once; more are refused (their clients decide in their own process).
 const MAX_CONNECTIONS: usize = 32;
 
@@ -333,8 +338,9 @@ impl Server {
         let mut line = String::new();
         // The payload limit is the client's to enforce; this bounds what one client can make
         // the server hold.
-        let limit = super::hook::DEFAULT_MAX_INPUT.saturating_mul(4);
-        let read = BufReader::new(&stream).take(limit).read_line(&mut line);
+        let read = BufReader::new(&stream)
+            .take(MAX_REQUEST_BYTES)
+            .read_line(&mut line);
         let Some(request) = read
             .ok()
             .and_then(|_| serde_json::from_str::<Request>(&line).ok())

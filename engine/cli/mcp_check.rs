@@ -9,6 +9,7 @@ use rmcp::model::Tool;
 
 use super::GlobalOptions;
 use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::mcp::Server;
 use crate::model::handler::HandlerSpec;
 use crate::snapshot::{Snapshot, load};
 
@@ -44,7 +45,7 @@ pub async fn run(
         }
         let listed = match crate::handler::mcp::spec(name, entry, &snapshot.workspace_root) {
             Ok(spec) => {
-                let server = crate::mcp::Server::new(spec);
+                let server = Server::new(spec);
                 let listed = server.list_tools().await.map_err(|error| error.to_string());
                 server.shutdown().await;
                 listed

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::GlobalOptions;
 use crate::diagnostics::{Diagnostic, closest};
+use crate::mcp::{McpError, Server};
 use crate::snapshot::load;
 
 /// What `mcp import` writes where.
@@ -41,7 +42,7 @@ pub enum McpImportError {
     },
     /// The server could not be reached or listed.
     #[error(transparent)]
-    Server(#[from] crate::mcp::McpError),
+    Server(#[from] McpError),
     /// Its entry cannot be used.
     #[error("{0}")]
     Entry(String),
@@ -97,7 +98,7 @@ pub async fn run(
     };
     let spec = crate::handler::mcp::spec(server, entry, &snapshot.workspace_root)
         .map_err(McpImportError::Entry)?;
-    let connection = crate::mcp::Server::new(spec);
+    let connection = Server::new(spec);
     let listed = connection.list_tools().await;
     connection.shutdown().await;
     let tools = listed?;

@@ -43,7 +43,7 @@ use super::rules::{LinePart, RuleSet};
 use super::search::{Below, Reader, Walk, judge_below, split_glob};
 use super::shell::{
     Found, InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
-    Word, WordKind, split_word, unquoted_expansions,
+    Word, WordKind, name_char, name_length, split_word, unquoted_expansions,
 };
 use crate::model::command::{Effect, Role, SearchSkip};
 use crate::model::resolved::ResolvedConcurrency;
@@ -2044,14 +2044,10 @@ fn parameter_name(text: &str) -> Option<&str> {
         }
         None => {
             let rest = rest.strip_prefix(['~', '^', '=']).unwrap_or(rest);
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            (&rest[..end], ())
+            (&rest[..name_length(rest)], ())
         }
     };
-    (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        .then_some(name)
+    (!name.is_empty() && name.chars().all(name_char)).then_some(name)
 }
 
 fn escape_glob(text: &str) -> String {

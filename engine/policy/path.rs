@@ -60,6 +60,7 @@ use aho_corasick::AhoCorasick;
 use super::glob::GlobList;
 use super::glob::{GlobSyntaxError, parse_globs};
 use super::mode::MatchMode;
+use super::shell::name_char;
 use crate::diagnostics::Format;
 use crate::model::rule::WorkspaceSide;
 
@@ -369,10 +370,7 @@ fn unreadable(raw: &str) -> Option<UnknownLocation> {
     // A `$` inside a name stays a character (`routes/posts.$id.tsx`).
     let leading = rest.strip_prefix('$').is_some_and(|name| {
         let end = name.find('/').unwrap_or(name.len());
-        end > 0
-            && name[..end]
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        end > 0 && name[..end].chars().all(name_char)
     });
     let expands = leading || rest.contains("${") || rest.contains("$(");
     expands.then_some(UnknownLocation::Expansion)

@@ -6,6 +6,7 @@
 use crate::model::command::{Effect, Role};
 
 use super::{EffectFrom, EffectSource, RoleWord};
+use crate::policy::shell::name_length;
 
 /// The effects of a word's content, by its role. `effective` says whether setting a variable
 /// changes what later commands do (the table's `env` section).
@@ -104,9 +105,7 @@ fn variable_name(text: &str) -> &str {
 pub(super) fn assigned_variables(raw: &str) -> impl Iterator<Item = &str> {
     raw.match_indices("${").filter_map(|(at, _)| {
         let rest = &raw[at + 2..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
+        let end = name_length(rest);
         let mut after = &rest[end..];
         if let Some(subscript) = after.strip_prefix('[') {
             after = subscript.split_once(']').map_or("", |(_, tail)| tail);

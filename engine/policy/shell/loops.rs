@@ -27,7 +27,7 @@
 //! When the check fails the line is walked again without bindings.
 
 use super::word::is_plain;
-use super::{Script, SimpleCommand, Word, WordKind};
+use super::{Script, SimpleCommand, Word, WordKind, is_variable_name, name_length};
 
 /// The most values a loop may bind; a longer list is left unknown.
 pub(super) const MAX_VALUES: usize = 16;
@@ -208,12 +208,7 @@ fn reference(rest: &str) -> Option<(Option<&str>, usize)> {
             .chars()
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-        if starts {
-            text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(text.len())
-        } else {
-            0
-        }
+        if starts { name_length(text) } else { 0 }
     };
     if let Some(braced) = rest.strip_prefix('{') {
         let length = name_length(braced);
@@ -241,12 +236,7 @@ fn whole_quoted_reference(raw: &str) -> Option<&str> {
         .strip_prefix('{')
         .and_then(|braced| braced.strip_suffix('}'))
         .unwrap_or(inner);
-    let is_name = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    is_name.then_some(name)
+    is_variable_name(name).then_some(name)
 }
 
 /// A header word is written out when it has no expansion but globs, `~` and quotes.
@@ -418,9 +408,7 @@ fn assigned_name(name: &str) -> &str {
 
 /// `NAME=…` or `NAME+=…` whose value alone is expanded: the variable it sets is written out.
 fn names_a_literal_variable(raw: &str) -> bool {
-    let length = raw
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(raw.len());
+    let length = name_length(raw);
     length > 0
         && !raw.starts_with(|c: char| c.is_ascii_digit())
         && (raw[length..].starts_with('=') || raw[length..].starts_with("+="))

@@ -87,6 +87,21 @@ pub(crate) fn shell_word(word: &str) -> String {
     }
 }
 
+/// Whether `c` may be part of a shell variable's name.
+pub(crate) fn name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// How many name characters `text` starts with (`HOME/x` → 4).
+pub(crate) fn name_length(text: &str) -> usize {
+    text.find(|c: char| !name_char(c)).unwrap_or(text.len())
+}
+
+/// Whether `text` is a variable's name: name characters, the first not a digit.
+pub(crate) fn is_variable_name(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && text.chars().all(name_char)
+}
+
 /// `text` single-quoted for the shell, whatever it holds (`'` is written `'\''`).
 pub(crate) fn single_quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))

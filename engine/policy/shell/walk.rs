@@ -22,7 +22,7 @@ use super::wrappers::{self, Analysis, Transparency};
 use super::{
     Construct, ConstructKind, EnvAssignment, Expansion, InputFrom, MAX_SCRIPT_DEPTH,
     MAX_SYNTAX_DEPTH, Origin, RedirectEffect, Redirection, Role, Script, ShellParseError,
-    SimpleCommand, Unresolved, UnresolvedReason, Word,
+    SimpleCommand, Unresolved, UnresolvedReason, Word, name_length,
 };
 
 /// Parses `line` and returns every simple command it would run.
@@ -925,11 +925,10 @@ fn keep_first<T: PartialEq>(entries: &mut Vec<T>, first: usize) {
 /// The variable names a brace expansion right after `$NAME` builds: bash expands braces
 /// first, so `$GITHUB_{TOKEN,}` expands `$GITHUB_TOKEN` and `$GITHUB_`.
 fn brace_built_names(raw: &str) -> Vec<String> {
-    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let mut names = Vec::new();
     for (at, _) in raw.match_indices('$') {
         let rest = &raw[at + 1..];
-        let name_end = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());
+        let name_end = name_length(rest);
         let Some(braces) = rest[name_end..].strip_prefix('{') else {
             continue;
         };
@@ -940,10 +939,8 @@ fn brace_built_names(raw: &str) -> Vec<String> {
             continue;
         };
         for alternative in braces[..close].split([',', '.']) {
-            let tail_end = alternative
-                .find(|c: char| !is_name(c))
-                .unwrap_or(alternative.len());
-            names.push(format!("{}{}", &rest[..name_end], &alternative[..tail_end]));
+            let tail = &alternative[..name_length(alternative)];
+            names.push(format!("{}{tail}", &rest[..name_end]));
         }
     }
     names

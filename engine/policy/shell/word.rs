@@ -13,7 +13,7 @@ use brush_parser::word::{
     Parameter, ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource,
 };
 
-use super::{Expansion, ShellParseError, Word, WordKind};
+use super::{Expansion, ShellParseError, Word, WordKind, name_length};
 
 /// Parser options used for every parse. Tilde expansion is off in the word grammar because
 /// its `~N` rule panics on numbers that overflow; tildes are detected on the unquoted text
@@ -198,12 +198,7 @@ impl Splitter<'_> {
             }
             let name = form
                 .strip_prefix(['~', '^', '='])
-                .map(|name| {
-                    let end = name
-                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                        .unwrap_or(name.len());
-                    &name[..end]
-                })
+                .map(|name| &name[..name_length(name)])
                 .filter(|name| !name.is_empty());
             let closed = |length: usize| match braced {
                 Some(inner) => inner[1 + length..].starts_with('}').then_some(length + 3),

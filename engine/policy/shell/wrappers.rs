@@ -8,7 +8,9 @@
 
 mod multiplexers;
 
-use super::{EnvAssignment, Expansion, SimpleCommand, UnresolvedReason, Word, WordKind};
+use super::{
+    EnvAssignment, Expansion, SimpleCommand, UnresolvedReason, Word, WordKind, is_variable_name,
+};
 
 /// What a command runs besides itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1591,12 +1593,7 @@ fn strace(args: &[Word]) -> Outcome {
 /// `NAME=value` as `env` and `sudo` read it (the name must be a valid variable name).
 fn as_assignment(word: &Word) -> Option<EnvAssignment> {
     let (name, value) = word.raw.split_once('=')?;
-    let mut chars = name.chars();
-    let valid = chars
-        .next()
-        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
-        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
-    if !valid {
+    if !is_variable_name(name) {
         return None;
     }
     let value = match &word.kind {
