@@ -102,7 +102,8 @@ pub struct Program {
     /// The role of the last operand when there are two or more (`cp a b dest`: `write`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_operand: Option<Role>,
-    /// Operands of the form `key=value` (`dd if=a of=b`) by key.
+    /// Operands of the form `key=value` (`dd if=a of=b`) by key; `*` stands for every key
+    /// not listed (make reads any `NAME=value`, `NAME:=value` as a line of its makefile).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub keyed_operands: IndexMap<String, Role>,
     /// How options are spelled (default `gnu`).
@@ -112,6 +113,10 @@ pub struct Program {
     /// program's own (`git -C dir log`).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub subcommands: IndexMap<String, Program>,
+    /// The program's options may also be given after its subcommand, and mean the same
+    /// there (npm reads `npm run test --prefix DIR` as `npm --prefix DIR run test`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub options_anywhere: bool,
     /// A short option's value attached after `=` is the value without it, as clap reads it
     /// (`rg -g=.env` is `rg -g .env`); GNU `getopt` keeps the `=`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

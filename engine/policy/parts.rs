@@ -714,9 +714,10 @@ fn starting_points(command: &SimpleCommand) -> Option<Vec<Word>> {
 }
 
 /// The folder git would open as a bare repository when run in `folder`: the first, from
-/// `folder` up, that holds a `HEAD` file beside `objects/` and `refs/` folders (or beside a
-/// `commondir` file, which points to them elsewhere) — unless one with a `.git` comes
-/// first. Anyone who can write files can lay one out, and git runs
+/// `folder` up, that holds a `HEAD` beside `objects` and `refs` (or beside a `commondir`
+/// file, which points to them elsewhere) — unless one with a `.git` comes first. Any kind of
+/// entry counts, links to nothing included: git asks only that `objects` and `refs` can be
+/// entered, which an executable file passes, and reads a `HEAD` link without following it. Anyone who can write files can lay one out, and git runs
 /// commands its `config` names (`core.fsmonitor`, `core.pager`, hooks). Inside the
 /// workspace the walk stops at its `root`: above it an agent writes nothing unasked.
 fn bare_repository(folder: &str, root: &str) -> Option<String> {
@@ -729,10 +730,8 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
             return None;
         }
         // A linked layout (`commondir` naming another folder, as worktrees use) counts too.
-        if current.join("HEAD").is_file()
-            && ((current.join("objects").is_dir() && current.join("refs").is_dir())
-                || current.join("commondir").is_file())
-        {
+        let has = |name: &str| current.join(name).symlink_metadata().is_ok();
+        if has("HEAD") && ((has("objects") && has("refs")) || has("commondir")) {
             return Some(current.display().to_string());
         }
         if Some(current) == stop {
@@ -2111,7 +2110,7 @@ fn expand_braces(raw: &str) -> Result<Vec<String>, String> {
                 continue;
             }
             (None, '{') => {
-                if let Some((alternatives, end)) = brace_group(&chars, i) {
+                if let Some((alternatives, end)) = brace_group(&chars, i)? {
                     let mut next = Vec::new();
                     for prefix in &out {
                         for alternative in &alternatives {
@@ -2138,8 +2137,10 @@ fn expand_braces(raw: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// The alternatives of the brace group starting at `open`, and the index of its `}`.
-fn brace_group(chars: &[char], open: usize) -> Option<(Vec<String>, usize)> {
+/// The alternatives of the brace group starting at `open`, and the index of its `}`;
+/// `Ok(None)` when it is not a group (bash keeps it as written), `Err` for a sequence of more
+/// than [`MAX_EXPANSIONS`] words.
+fn brace_group(chars: &[char], open: usize) -> Result<Option<(Vec<String>, usize)>, String> {
     let mut depth = 0;
     let mut alternatives = vec![String::new()];
     let mut i = open + 1;
@@ -2149,12 +2150,11 @@ fn brace_group(chars: &[char], open: usize) -> Option<(Vec<String>, usize)> {
             '{' => depth += 1,
             '}' if depth == 0 => {
                 if alternatives.len() > 1 {
-                    return Some((alternatives, i));
+                    return Ok(Some((alternatives, i)));
                 }
-                // `{1..3}` and `{a..c}`.
+                // `{1..3}`, `{a..c}`, `{01..10..2}`.
                 let body = alternatives.pop().unwrap_or_default();
-                let (from, to) = body.split_once("..")?;
-                return sequence(from, to).map(|values| (values, i));
+                return Ok(sequence(&body)?.map(|values| (values, i)));
             }
             '}' => depth -= 1,
             ',' if depth == 0 => {
@@ -2169,25 +2169,64 @@ fn brace_group(chars: &[char], open: usize) -> Option<(Vec<String>, usize)> {
         }
         i += 1;
     }
-    None
+    Ok(None)
 }
 
-fn sequence(from: &str, to: &str) -> Option<Vec<String>> {
-    if let (Ok(a), Ok(b)) = (from.parse::<i64>(), to.parse::<i64>()) {
-        let (low, high) = (a.min(b), a.max(b));
-        if high - low > MAX_EXPANSIONS as i64 {
-            return None;
-        }
-        return Some((low..=high).map(|n| n.to_string()).collect());
-    }
-    let (mut a, mut b) = (from.chars(), to.chars());
-    match (a.next(), a.next(), b.next(), b.next()) {
-        (Some(x), None, Some(y), None) if x.is_ascii_alphabetic() && y.is_ascii_alphabetic() => {
-            let (low, high) = (x.min(y), x.max(y));
-            Some((low..=high).map(String::from).collect())
-        }
+/// bash's sequence expression `x..y[..step]`, integers (zero-padded to the longer end when
+/// either is written with a leading zero) or single letters, in the order bash writes them;
+/// `Ok(None)` when `body` is not one (bash keeps it as written), `Err` past
+/// [`MAX_EXPANSIONS`] words.
+fn sequence(body: &str) -> Result<Option<Vec<String>>, String> {
+    let ends: Vec<&str> = body.split("..").collect();
+    let (from, to, step) = match ends.as_slice() {
+        [from, to] => (*from, *to, 1),
+        [from, to, step] => match step.parse::<i64>() {
+            Ok(step) => (*from, *to, step.unsigned_abs().max(1)),
+            Err(_) => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let numbers = (from.parse::<i64>(), to.parse::<i64>());
+    let letter = |end: &str| match end.as_bytes() {
+        [byte] if byte.is_ascii_alphabetic() => Some(i64::from(*byte)),
         _ => None,
+    };
+    let (start, end, as_number) = match numbers {
+        (Ok(start), Ok(end)) => (start, end, true),
+        _ => match (letter(from), letter(to)) {
+            (Some(start), Some(end)) => (start, end, false),
+            _ => return Ok(None),
+        },
+    };
+    let count = start.abs_diff(end) / step + 1;
+    if count > MAX_EXPANSIONS as u64 {
+        return Err("the braces expand to too many words".to_owned());
     }
+    let padded = |end: &str| {
+        let digits = end.strip_prefix('-').unwrap_or(end);
+        digits.len() > 1 && digits.starts_with('0')
+    };
+    let width = if padded(from) || padded(to) {
+        from.len().max(to.len())
+    } else {
+        0
+    };
+    let step = i64::try_from(step).unwrap_or(i64::MAX);
+    let mut values = Vec::new();
+    let mut at = start;
+    for _ in 0..count {
+        values.push(if as_number {
+            format!("{at:0width$}")
+        } else {
+            u8::try_from(at).map(char::from).unwrap_or('?').to_string()
+        });
+        at = if start <= end {
+            at.saturating_add(step)
+        } else {
+            at.saturating_sub(step)
+        };
+    }
+    Ok(Some(values))
 }
 
 /// Whether the line may make wildcards reach names that start with `.`: bash's `dotglob`
@@ -2248,13 +2287,13 @@ enum Dotfiles {
     Matched,
 }
 
-/// Whether `folder`, or a folder above it below `root`, holds a `HEAD` file: the start of a
+/// Whether `folder`, or a folder above it below `root`, holds a `HEAD`: the start of a
 /// repository's layout, which `mkdir` of `refs/` or `objects/` completes.
 fn holds_head(folder: &str, root: &str) -> bool {
     Path::new(folder)
         .ancestors()
         .take_while(|dir| *dir != Path::new(root))
-        .any(|dir| dir.join("HEAD").is_file())
+        .any(|dir| dir.join("HEAD").symlink_metadata().is_ok())
 }
 
 /// Whether a command may write content a later command reads as a patch, an archive or a
@@ -2307,7 +2346,8 @@ fn exports_everything(command: &SimpleCommand) -> Option<String> {
 }
 
 /// Why `command` prints variables the command table calls secret, as `echo $GITHUB_TOKEN`
-/// would: the whole environment (`env`, `printenv`, `set`, `export -p`, `declare -p`) or
+/// would: the whole environment (`env`, `printenv`, `set`, `export -p`, `declare -p`, `make
+/// -p`, `npm run env`) or
 /// a secret one by name (`printenv GITHUB_TOKEN`, `declare -p API_KEY`).
 fn prints_secrets(
     command: &SimpleCommand,
@@ -2339,6 +2379,16 @@ fn prints_secrets(
                     .iter()
                     .any(|a| a.starts_with('-') && a.contains(['f', 'F']))
         }
+        // make's database (`-p`) holds every variable of the environment.
+        "make" => args.iter().any(|a| {
+            *a == "--print-data-base"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('p'))
+        }),
+        // npm's built-in `env` script.
+        "npm" => matches!(
+            operands.as_slice(),
+            [run, "env", ..] if matches!(*run, "run" | "run-script" | "rum" | "urn")
+        ),
         _ => return None,
     };
     let named = match name {
@@ -2551,6 +2601,36 @@ mod tests {
         let word = &script.commands.last().expect("a command").words[1];
         word_values(word, Some("/home/dev"), &["/ws".to_owned()])
             .map(|v| v.into_iter().map(|s| unescape_glob(&s)).collect())
+    }
+
+    /// Sequence expressions as bash 5 writes them (`echo /etc/shado{w..w..1}` is
+    /// `/etc/shadow`); one too long to write out is refused, never judged as written.
+    #[test]
+    fn braces_expand_as_bash_expands_them() {
+        let table: &[(&str, &[&str])] = &[
+            ("/etc/shado{w..w..1}", &["/etc/shadow"]),
+            ("{1..10..3}", &["1", "4", "7", "10"]),
+            ("{5..1..2}", &["5", "3", "1"]),
+            ("{01..3}", &["01", "02", "03"]),
+            ("{-01..2}", &["-01", "000", "001", "002"]),
+            ("{-3..3..2}", &["-3", "-1", "1", "3"]),
+            ("{a..e..2}", &["a", "c", "e"]),
+            ("{1..3..0}", &["1", "2", "3"]),
+            ("{+..0}", &["{+..0}"]),
+            ("{1..3..x}", &["{1..3..x}"]),
+            ("x{a,b}{1..2}", &["xa1", "xa2", "xb1", "xb2"]),
+        ];
+        for (raw, expected) in table {
+            let expected: Vec<String> = expected.iter().map(|v| (*v).to_owned()).collect();
+            assert_eq!(expand_braces(raw), Ok(expected), "{raw}");
+        }
+        for raw in [
+            "/proc/{1..9999}/root/etc/shadow",
+            "{a..z}{a..z}",
+            "{0..100000..2}",
+        ] {
+            assert!(expand_braces(raw).is_err(), "{raw}");
+        }
     }
 
     #[test]

@@ -160,6 +160,10 @@ pub enum UnknownLocation {
     /// A `$` expansion other than `$HOME` (a leading `$NAME/`, or `${…}` or `$(…)`
     /// anywhere): a tool that expands `$HOME` may expand it to anything.
     Expansion,
+    /// It goes through a process's view of the file system (`/proc/self/cwd`, `/dev/fd/..`,
+    /// `/proc/<pid>/root`, a folder's descriptor): those name what the process running the
+    /// command sees, which toolgate cannot see from its own process.
+    ProcessView,
 }
 
 impl fmt::Display for UnknownLocation {
@@ -171,6 +175,11 @@ impl fmt::Display for UnknownLocation {
             Self::Nul => "it holds a NUL byte, where a program may end the path",
             Self::Padded => "it starts or ends with white space, which a tool may trim",
             Self::Expansion => "it holds a `$` expansion whose value is not known",
+            Self::ProcessView => {
+                "it goes through a process's own view of the file system (`/proc/…/cwd`, \
+                 `/proc/…/root`, a descriptor in `/proc/…/fd`), which only the process running \
+                 the command sees"
+            }
         })
     }
 }
@@ -436,11 +445,17 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
                 None => resolved_root.clone(),
             })
     } else if expanded.starts_with('/') {
-        resolve(&expanded)
+        match resolve(&expanded) {
+            Ok(resolved) => resolved,
+            Err(why) => return unknown(why),
+        }
     } else if root.starts_with('/') {
         // The root was resolved when the context was made: walk only what is below it.
         let real_root = ctx.workspace.resolved.as_deref().unwrap_or(root);
-        resolve_below(real_root.trim_end_matches('/').to_owned(), &expanded)
+        match resolve_below(real_root.trim_end_matches('/').to_owned(), &expanded) {
+            Ok(resolved) => resolved,
+            Err(why) => return unknown(why),
+        }
     } else {
         // A relative root: nothing is resolved (see `MatchContext::new`).
         None
@@ -471,8 +486,25 @@ fn count_components(path: &str) -> usize {
 const MAX_LINKS: usize = 40;
 
 /// Where an absolute path leads through its symlinks (see [`resolve_below`]).
-fn resolve(absolute: &str) -> Option<String> {
+fn resolve(absolute: &str) -> Result<Option<String>, UnknownLocation> {
     resolve_below(String::new(), absolute)
+}
+
+/// Whether `folder` (absolute, no link in it) is a process's folder in `/proc`: its own
+/// links (`cwd`, `root`, `fd/N`) are that process's, not toolgate's.
+fn is_process_folder(folder: &str) -> bool {
+    let Some(rest) = folder.strip_prefix("/proc/") else {
+        return false;
+    };
+    let number = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let mut components = rest.split('/');
+    let first = components.next().unwrap_or_default();
+    let process = matches!(first, "self" | "thread-self") || number(first);
+    match (components.next(), components.next(), components.next()) {
+        (None, _, _) => process,
+        (Some("task"), Some(thread), None) => process && number(thread),
+        _ => false,
+    }
 }
 
 /// Where `rest` (components separated by `/`, `..` kept) leads from the folder `real` (an
@@ -482,7 +514,13 @@ fn resolve(absolute: &str) -> Option<String> {
 /// component that does not exist, the rest is appended as written (folded: nothing below a
 /// missing folder can redirect it). One `lstat` per component walked; `None` after more than
 /// [`MAX_LINKS`] links (a loop).
-fn resolve_below(mut real: String, rest: &str) -> Option<String> {
+///
+/// A process's own links in `/proc` are not followed: `cwd` (the shell may have changed
+/// folder), `root` and `map_files` of another process, and a descriptor in `fd` with more
+/// components after it (a folder the process holds open) make the location unknown; a
+/// descriptor at the end (`/dev/stdin`) is the stream it is, taken as written; `/proc/self/root`
+/// is `/`.
+fn resolve_below(mut real: String, rest: &str) -> Result<Option<String>, UnknownLocation> {
     // The components still to walk, the next one last.
     let push = |pending: &mut Vec<String>, path: &str| {
         let components = path.split('/').rev().filter(|c| !matches!(*c, "" | "."));
@@ -497,6 +535,29 @@ fn resolve_below(mut real: String, rest: &str) -> Option<String> {
             real.truncate(real.rfind('/').unwrap_or(0));
             continue;
         }
+        // `/proc/self` is a link to toolgate's own process: keep it as written.
+        if real == "/proc" && matches!(component.as_str(), "self" | "thread-self") {
+            real = format!("/proc/{component}");
+            continue;
+        }
+        if is_process_folder(&real) {
+            match component.as_str() {
+                "root" if real == "/proc/self" || real == "/proc/thread-self" => {
+                    real.clear();
+                    continue;
+                }
+                "cwd" | "root" | "map_files" => return Err(UnknownLocation::ProcessView),
+                _ => {}
+            }
+        }
+        let descriptor = real.strip_suffix("/fd").is_some_and(is_process_folder);
+        if descriptor {
+            if pending.last().is_some_and(|next| next != "..") {
+                return Err(UnknownLocation::ProcessView);
+            }
+            real = format!("{real}/{component}");
+            continue;
+        }
         let next = format!("{real}/{component}");
         if missing {
             real = next;
@@ -505,9 +566,12 @@ fn resolve_below(mut real: String, rest: &str) -> Option<String> {
         match std::fs::symlink_metadata(&next) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 links += 1;
-                let target = std::fs::read_link(&next)
+                let Some(target) = std::fs::read_link(&next)
                     .ok()
-                    .filter(|_| links <= MAX_LINKS)?;
+                    .filter(|_| links <= MAX_LINKS)
+                else {
+                    return Ok(None);
+                };
                 let target = target.to_string_lossy();
                 if target.starts_with('/') {
                     real.clear();
@@ -524,7 +588,7 @@ fn resolve_below(mut real: String, rest: &str) -> Option<String> {
     if real.is_empty() {
         real.push('/');
     }
-    Some(real)
+    Ok(Some(real))
 }
 
 /// Folds a pattern like a path (leading `./`, repeated slashes), keeping its glob syntax, and
@@ -666,7 +730,7 @@ impl Anchor {
             written.push('.');
         }
         let resolved = (written.starts_with('/') && count_components(&written) <= MAX_COMPONENTS)
-            .then(|| resolve(&written))
+            .then(|| resolve(&written).ok().flatten())
             .flatten()
             .filter(|resolved| *resolved != written);
         let exists = std::fs::metadata(&written).is_ok();
@@ -687,6 +751,11 @@ impl Anchor {
 
     /// What follows the anchor in `location` (empty for the anchor itself), when `location`
     /// is the anchor or lies under it, in its written or its resolved form.
+    /// Whether `location` is this anchor or lies below it.
+    fn holds_anchor(&self, location: &str, case: PathCase) -> bool {
+        self.strip(location, case).is_some()
+    }
+
     fn strip<'l>(&self, location: &'l str, case: PathCase) -> Option<&'l str> {
         std::iter::once(self.written.as_str())
             .chain(self.resolved.as_deref())
@@ -719,6 +788,9 @@ fn strip_anchor<'l>(location: &'l str, anchor: &str, case: PathCase) -> Option<&
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatchContext {
     workspace: Anchor,
+    /// The workspace root holds the home folder (it is `/`, the home folder or above it):
+    /// too wide to mean a project, so no path is inside it.
+    wide: bool,
     home: Option<Anchor>,
     policy_locations: Vec<Anchor>,
     path_case: PathCase,
@@ -731,8 +803,10 @@ impl MatchContext {
     /// (see [`Self::with_policy_locations`]). Path case is the root's file system's
     /// ([`PathCase::of_folder`]). Reads the file system to resolve the root's symlinks.
     pub fn new(workspace_root: impl AsRef<Path>) -> Self {
+        let workspace = Anchor::new(workspace_root.as_ref(), ".");
         Self {
-            workspace: Anchor::new(workspace_root.as_ref(), "."),
+            wide: workspace.holds_anchor("/", PathCase::Sensitive),
+            workspace,
             home: None,
             policy_locations: Vec::new(),
             path_case: PathCase::of_folder(workspace_root.as_ref()),
@@ -741,9 +815,18 @@ impl MatchContext {
 
     /// The same context with a home folder: `~` and `$HOME` in patterns and paths stand for
     /// it. Without one, a path starting with `~` has an unknown location (fail closed).
+    ///
+    /// A workspace root that holds the home folder (an agent started in `~` or `/`) is too
+    /// wide to mean a project: no path is inside it, so relative patterns match nothing and
+    /// `workspace: inside` never holds (every write asks as one outside the workspace).
     #[must_use]
     pub fn with_home(mut self, home: impl AsRef<Path>) -> Self {
-        self.home = Some(Anchor::new(home.as_ref(), &self.workspace.written));
+        let home = Anchor::new(home.as_ref(), &self.workspace.written);
+        let case = self.path_case;
+        self.wide |= std::iter::once(home.written.as_str())
+            .chain(home.resolved.as_deref())
+            .any(|location| self.workspace.holds_anchor(location, case));
+        self.home = Some(home);
         self
     }
 
@@ -787,7 +870,11 @@ impl MatchContext {
     /// The forms of an absolute (folded) location.
     fn place(&self, absolute: String) -> NormalisedPath {
         let case = self.path_case;
-        let in_workspace = self.workspace.strip(&absolute, case);
+        let in_workspace = if self.wide {
+            None
+        } else {
+            self.workspace.strip(&absolute, case)
+        };
         let relative_at = in_workspace
             .filter(|rest| !rest.is_empty())
             .map(|rest| absolute.len() - rest.len());
@@ -1355,13 +1442,24 @@ mod tests {
             let actual = actual.as_ref().map(|p| (p.absolute(), p.relative()));
             assert_eq!(actual, *expected, "path {raw:?}");
         }
+        // A root that holds the home folder is no project: nothing is inside it.
         let root = MatchContext::new("/");
-        assert_eq!(
-            normalise("x/y", &root)
-                .as_ref()
-                .and_then(NormalisedPath::relative),
-            Some("x/y")
-        );
+        let x = normalise("x/y", &root).unwrap();
+        assert_eq!((x.absolute(), x.relative()), ("/x/y", None));
+        assert_eq!(x.workspace_side(), WorkspaceSide::Outside);
+        for (workspace, home) in [("/home/dev", "/home/dev"), ("/home", "/home/dev")] {
+            let ctx = MatchContext::new(workspace).with_home(home);
+            let bashrc = normalise("~/.cargo/env", &ctx).unwrap();
+            assert_eq!(bashrc.relative(), None, "{workspace}");
+            assert_eq!(
+                bashrc.workspace_side(),
+                WorkspaceSide::Outside,
+                "{workspace}"
+            );
+        }
+        let project = MatchContext::new("/home/dev/app").with_home("/home/dev");
+        let main = normalise("src/main.rs", &project).unwrap();
+        assert_eq!(main.relative(), Some("src/main.rs"));
     }
 
     #[test]
@@ -1540,6 +1638,42 @@ mod tests {
     }
 
     #[test]
+    fn a_process_view_of_the_file_system_is_an_unknown_location() {
+        let ws = tempfile::tempdir().unwrap();
+        let ctx = MatchContext::new(ws.path()).with_path_case(PathCase::Sensitive);
+        let why = |raw: &str| match locate(raw, &ctx).unwrap() {
+            Location::Unknown { why, .. } => Some(why),
+            Location::Known { .. } => None,
+        };
+        // A `cd` earlier in the line moves the shell, not toolgate: its `cwd` is not ours.
+        for raw in [
+            "/proc/self/cwd/.aws/credentials",
+            "/proc/thread-self/cwd/x",
+            "/dev/fd/../cwd/.ssh/id_rsa",
+            "/proc/self/task/1/cwd/x",
+            "/proc/999999/root/home/dev/.ssh/id_rsa",
+            "/proc/1/cwd",
+            "/proc/self/fd/3/id_rsa",
+            "/dev/fd/3/x",
+            "/proc/self/map_files/x",
+        ] {
+            assert_eq!(why(raw), Some(UnknownLocation::ProcessView), "{raw}");
+        }
+        // A descriptor at the end is the stream it is; our own root is `/`.
+        let written = |raw: &str| match locate(raw, &ctx).unwrap() {
+            Location::Known { written, resolved } => {
+                resolved.unwrap_or(written).absolute().to_owned()
+            }
+            Location::Unknown { raw, why } => panic!("{raw}: {why}"),
+        };
+        assert_eq!(written("/dev/stdin"), "/proc/self/fd/0");
+        assert_eq!(written("/proc/self/fd/1"), "/proc/self/fd/1");
+        assert_eq!(written("/proc/self/root/etc/shadow"), "/etc/shadow");
+        assert_eq!(written("/proc/cpuinfo"), "/proc/cpuinfo");
+        assert_eq!(written("/proc/self/status"), "/proc/self/status");
+    }
+
+    #[test]
     fn resolves_symlinks_of_the_deepest_existing_ancestor() {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
@@ -1622,7 +1756,7 @@ mod tests {
                 if let Ok(real) = std::fs::canonicalize(&absolute) {
                     compared += 1;
                     assert_eq!(
-                        resolve(&absolute).as_deref(),
+                        resolve(&absolute).ok().flatten().as_deref(),
                         Some(real.to_string_lossy().as_ref()),
                         "path {path}"
                     );

@@ -119,8 +119,9 @@ fn next_id() -> u64 {
 }
 
 impl CompiledProgram {
-    fn compile(program: &Program) -> Self {
-        let mut options = HashMap::new();
+    /// `inherited`: the options of a program above whose options may follow its subcommand.
+    fn compile(program: &Program, inherited: &HashMap<String, Arc<OptionInfo>>) -> Self {
+        let mut options = inherited.clone();
         for (canonical, spec) in &program.options {
             let info = Arc::new(option_info(canonical, spec));
             for alias in &spec.aliases {
@@ -128,6 +129,21 @@ impl CompiledProgram {
             }
             options.insert(canonical.clone(), info);
         }
+        let risky_options = options.values().any(|info| {
+            !info.effects.is_empty()
+                || matches!(info.value, Some(Role::Write | Role::Exec))
+                || matches!(info.second_value, Some(Role::Write | Role::Exec))
+        });
+        let passed_down = if program.options_anywhere {
+            &options
+        } else {
+            inherited
+        };
+        let subcommands = program
+            .subcommands
+            .iter()
+            .map(|(name, sub)| (name.clone(), Self::compile(sub, passed_down)))
+            .collect();
         Self {
             read_only: program.read_only.unwrap_or(false),
             effects: program.effects.clone(),
@@ -144,16 +160,8 @@ impl CompiledProgram {
                 .map(|(key, role)| (key.clone(), *role))
                 .collect(),
             style: program.option_style.unwrap_or_default(),
-            risky_options: program.options.values().any(|spec| {
-                !spec.effects.is_empty()
-                    || matches!(spec.value, Some(Role::Write | Role::Exec))
-                    || matches!(spec.second_value, Some(Role::Write | Role::Exec))
-            }),
-            subcommands: program
-                .subcommands
-                .iter()
-                .map(|(name, sub)| (name.clone(), Self::compile(sub)))
-                .collect(),
+            risky_options,
+            subcommands,
             default_operand: program.default_operand.clone(),
             default_unless_input: program.default_unless_input,
             search_skips: program.search_skips.clone(),
@@ -397,7 +405,12 @@ impl CommandTable {
             programs: section
                 .programs
                 .iter()
-                .map(|(name, program)| (name.clone(), CompiledProgram::compile(program)))
+                .map(|(name, program)| {
+                    (
+                        name.clone(),
+                        CompiledProgram::compile(program, &HashMap::new()),
+                    )
+                })
                 .collect(),
             env: section
                 .env
@@ -849,7 +862,10 @@ impl CommandTable {
             let keyed = word
                 .literal()
                 .and_then(|value| value.split_once('='))
-                .and_then(|(key, rest)| Some((*program.keyed.get(key)?, rest)));
+                .and_then(|(key, rest)| {
+                    let role = program.keyed.get(key).or_else(|| program.keyed.get("*"))?;
+                    Some((*role, rest))
+                });
             let role_word = match keyed {
                 Some((role, rest)) => Some(RoleWord {
                     role,

@@ -81,9 +81,15 @@ pub(super) fn content_effects(
     }
 }
 
-/// Whether a jq program reads the environment: `$ENV`, or the `env` builtin as a word.
+/// Whether a jq program reads the environment: `$ENV` (jq 1.6 also reads `$ ENV`, blanks
+/// between), or the `env` builtin as a word.
 fn reads_environment(program: &str) -> bool {
-    program.contains("$ENV")
+    let dollar_env = program.match_indices('$').any(|(at, _)| {
+        let rest = program[at + 1..].trim_start();
+        rest.strip_prefix("ENV")
+            .is_some_and(|after| !after.starts_with(crate::policy::shell::name_char))
+    });
+    dollar_env
         || program.match_indices("env").any(|(at, _)| {
             let before = program[..at].chars().next_back();
             let after = program[at + 3..].chars().next();

@@ -87,6 +87,11 @@ fn snapshot(root: &Path) -> Arc<Snapshot> {
 
 /// The built-in policies and `policies`, in the workspace `root` with its fake home.
 fn snapshot_of(root: &Path, policies: PathBuf) -> Arc<Snapshot> {
+    snapshot_in(root, policies, home_of(root))
+}
+
+/// The built-in policies and `policies`, in the workspace `root` with the home folder `home`.
+fn snapshot_in(root: &Path, policies: PathBuf, home: PathBuf) -> Arc<Snapshot> {
     let mut options = LoadOptions::new(LayerOptions {
         no_builtin: false,
         enforced: Vec::new(),
@@ -94,7 +99,7 @@ fn snapshot_of(root: &Path, policies: PathBuf) -> Arc<Snapshot> {
         ..Default::default()
     });
     options.workspace_root = root.to_path_buf();
-    options.home = Some(home_of(root));
+    options.home = Some(home);
     let outcome = load(&options, 1);
     match outcome.snapshot {
         Some(snapshot) => snapshot,
@@ -309,7 +314,7 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c(
             "loop variable",
-            "for CDPATH in ~; do cd .aws && cat credentials; done",
+            "for CDPATH in ~; do cd .config/gh && cat hosts.yml; done",
             "ask",
             "analysis",
         ),
@@ -435,7 +440,7 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // zsh ties `path` and `cdpath` to `PATH` and `CDPATH`.
         c(
             "loop variable",
-            "for cdpath in ~; do cd .aws && cat credentials; done",
+            "for cdpath in ~; do cd .config/gh && cat hosts.yml; done",
             "ask",
             "analysis",
         ),
@@ -712,7 +717,7 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c(
             "effective variable",
-            "echo ${CDPATH[0]:=~}; cd .aws && cat credentials",
+            "echo ${CDPATH[0]:=~}; cd .config/gh && cat hosts.yml",
             "ask",
             "default",
         ),
@@ -1364,6 +1369,45 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         // A line that cannot be parsed asks, with its own reason.
         c("unparseable", "echo 'unterminated", "ask", "analysis"),
+        // A process's own links in `/proc` are its own: after `cd ~`, the shell's `cwd` is
+        // the home folder, not toolgate's. Their location is unknown, which deny rules hold.
+        c(
+            "process view",
+            "cd ~ && cat /proc/self/cwd/.aws/credentials",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "process view",
+            "cd ~ && head /dev/fd/../cwd/.ssh/id_rsa",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "process view",
+            "cat /proc/{1..99}/root/etc/shadow",
+            "deny",
+            "rule:no-secrets",
+        ),
+        // bash writes every sequence out (with a step too); one too long to write asks.
+        c(
+            "braces",
+            "cat /etc/shado{w..w..1}",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "braces",
+            "cat /proc/{1..9999}/root/etc/shadow",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "process view",
+            "cd .git/hooks && echo x > /proc/self/cwd/pre-commit",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
     ]
 }
 
@@ -1382,6 +1426,80 @@ fn shell_calls_are_judged_by_what_they_do() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Programs a team allows with `X *` whose command line carries code: make reads every
+/// `NAME=value` as a makefile line, npm reads its options after the subcommand too, jq runs
+/// the programs of `--run-tests`; and the ones that print the environment.
+#[test]
+fn allowed_runners_still_ask_for_code_on_their_command_line() {
+    let ws = workspace_with(&format!(
+        "{TEAM_POLICY}  - name: runners\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"make *\", \"npm run *\", \"jq *\"] }} }}\n    decision: allow\n"
+    ));
+    std::fs::write(ws.root.join("package.json"), "{\"name\": \"x\"}\n").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for command in [
+        "make 'X:=$(shell id > /tmp/pwned)'",
+        "make 'X!=id'",
+        "make 'SHELL:=/bin/sh' '.SHELLFLAGS:=-c id;'",
+        "make CC='sh -c id'",
+        "make -pn",
+        "make --print-data-base -q",
+        "npm run env",
+        "npm run test --script-shell=./x.sh",
+        "npm run test --script-sh=./x.sh",
+        "npm run test --node-options=--require=./x.js",
+        "npm run test --userconfig=./rc",
+        "npm run test --prefix ../other",
+        "npm run test -C ../other",
+        "jq -n '$ ENV'",
+        "jq --run-tests tests.txt",
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, "ask", "`{command}`: {reasons:?}");
+    }
+    for command in [
+        "make test",
+        "make -j4 build",
+        "npm run test",
+        "npm run lint -- --fix",
+        "jq .name package.json",
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, "allow", "`{command}`: {reasons:?}");
+    }
+}
+
+/// A workspace root that holds the home folder (an agent started in `~` or `/`) is no
+/// project: a team's "inside the workspace" rules allow nothing there, and writes ask.
+#[test]
+fn a_workspace_root_holding_the_home_folder_is_no_project() {
+    let ws = workspace_with(&format!(
+        "{TEAM_POLICY}  - name: files-inside\n    tools: [Read, Write, Edit]\n    match: {{ file_path: {{ workspace: inside }} }}\n    decision: allow\n    priority: 10\n  - name: files-here\n    tools: [Write]\n    match: {{ file_path: {{ path: [\"./**\"] }} }}\n    decision: allow\n    priority: 10\n"
+    ));
+    let home = home_of(&ws.root);
+    let write = |engine: &Engine, path: &str| {
+        decide_call(engine, "Write", json!({"file_path": path, "content": "x"}))
+    };
+    // In a project below the home folder, the rules allow what they say.
+    let project = Engine::builder(snapshot(&ws.root)).build();
+    assert_eq!(write(&project, "src/lib.rs").0, "allow");
+    for root in [
+        home.clone(),
+        home.parent().unwrap().to_path_buf(),
+        PathBuf::from("/"),
+    ] {
+        let snapshot = snapshot_in(&root, ws.root.join("policies"), home.clone());
+        let engine = Engine::builder(snapshot).build();
+        for path in [
+            home.join(".config/tool/init.sh").display().to_string(),
+            "~/other-project/Makefile".to_owned(),
+            "~/notes.txt".to_owned(),
+        ] {
+            let (got, reasons) = write(&engine, &path);
+            assert_eq!(got, "ask", "root {}: {path}: {reasons:?}", root.display());
+        }
+    }
 }
 
 #[test]
@@ -1866,6 +1984,19 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
     std::fs::create_dir_all(&linked).unwrap();
     std::fs::write(linked.join("HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::write(linked.join("commondir"), "../../evil\n").unwrap();
+    // git only asks that `objects` and `refs` can be entered (an executable file can) and
+    // reads a `HEAD` link without following it.
+    let files = ws.root.join("files");
+    std::fs::create_dir_all(files.join("refs")).unwrap();
+    std::fs::write(files.join("objects"), "").unwrap();
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(files.join("objects"), executable).unwrap();
+    std::os::unix::fs::symlink("refs/heads/main", files.join("HEAD")).unwrap();
+    std::fs::copy(evil.join("config"), files.join("config")).unwrap();
+    let linked_refs = ws.root.join("links");
+    std::fs::create_dir_all(linked_refs.join("objects")).unwrap();
+    std::os::unix::fs::symlink("/bin/true", linked_refs.join("refs")).unwrap();
+    std::fs::write(linked_refs.join("HEAD"), "ref: refs/heads/main\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
     for command in [
         "git -C evil status",
@@ -1874,6 +2005,8 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
         "git -C evil/refs log",
         "git --git-dir=ev/w status",
         "cd ev/w && git status",
+        "cd files && git status",
+        "git -C links diff",
         // A layout moved, copied or linked into place by the line itself.
         "mv evil b && git -C b log -p",
         "cp -r evil b; cd b && git status",
