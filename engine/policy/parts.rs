@@ -928,15 +928,7 @@ fn judge_files(
             continue;
         }
         // `<(cmd)` and `>(cmd)` are a pipe to a command judged on its own, not a file.
-        let piped_to_command = matches!(
-            word.kind,
-            WordKind::Dynamic(super::shell::Expansion::ProcessSubstitution)
-        ) && (word.raw.starts_with("<(") || word.raw.starts_with(">("))
-            && word.raw.ends_with(')')
-            && word.raw[2..]
-                .find([')'])
-                .is_some_and(|at| at + 3 == word.raw.len());
-        if piped_to_command {
+        if word.is_process_substitution() {
             continue;
         }
         let values = match word_values(word, home, &folders.candidates) {

@@ -1096,10 +1096,12 @@ fn dynamic_option(
 /// Whether a word expanded at run time could become an option (`$OPT`, `"$X"`, `$(…)`,
 /// `*`), rather than text that starts with a literal non-dash.
 fn may_expand_to_option(word: &Word) -> bool {
-    !word
-        .raw
-        .trim_start_matches(['"', '\''])
-        .starts_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '_' | '~'))
+    // `<(cmd)` is a `/dev/fd/N` path.
+    !word.is_process_substitution()
+        && !word
+            .raw
+            .trim_start_matches(['"', '\''])
+            .starts_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '_' | '~'))
 }
 
 /// A parsed command line with what the table says each of its commands does.

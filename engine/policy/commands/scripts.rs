@@ -148,20 +148,24 @@ pub(crate) fn sed_files(script: &str) -> Vec<(Role, String)> {
     files
 }
 
-/// Records the file named from `i` to the end of the line, for `role`.
-fn sed_file(chars: &[char], i: usize, role: Role, files: &mut Vec<(Role, String)>) {
+/// Records the file named from `i` to the end of the line, for `role`; whether it is a file
+/// (not a standard stream).
+fn sed_file(chars: &[char], i: usize, role: Role, files: &mut Vec<(Role, String)>) -> bool {
     let name: String = chars[i.min(chars.len())..end_of_line(chars, i)]
         .iter()
         .collect::<String>()
         .trim_start()
         .to_owned();
-    let standard = matches!(
-        name.as_str(),
-        "" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin"
-    );
+    let standard = is_standard_stream(&name);
     if !standard && !files.contains(&(role, name.clone())) {
         files.push((role, name));
     }
+    !standard
+}
+
+/// Whether a file name a script writes or reads is a standard stream (or none), not a file.
+fn is_standard_stream(name: &str) -> bool {
+    matches!(name, "" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin")
 }
 
 /// Whether a delimiter inside a bracket expression of a regular expression ends it.
@@ -211,8 +215,9 @@ fn scan_sed(script: &str, brackets: Brackets, files: &mut Vec<(Role, String)>) -
                         match flag {
                             'e' => add(Effect::Exec, &mut effects),
                             'w' => {
-                                add(Effect::Write, &mut effects);
-                                sed_file(&chars, i + 1, Role::Write, files);
+                                if sed_file(&chars, i + 1, Role::Write, files) {
+                                    add(Effect::Write, &mut effects);
+                                }
                                 i = end_of_line(&chars, i);
                                 break;
                             }
@@ -228,8 +233,9 @@ fn scan_sed(script: &str, brackets: Brackets, files: &mut Vec<(Role, String)>) -
                 i = end_of_line(&chars, i);
             }
             'w' | 'W' => {
-                add(Effect::Write, &mut effects);
-                sed_file(&chars, i, Role::Write, files);
+                if sed_file(&chars, i, Role::Write, files) {
+                    add(Effect::Write, &mut effects);
+                }
                 i = end_of_line(&chars, i);
             }
             'r' | 'R' => {
@@ -365,6 +371,25 @@ pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
     }
     let bytes = program.as_bytes();
     let writes = bytes.windows(2).enumerate().any(|(at, pair)| {
+        // `print > "/dev/stderr";`: a standard stream, the whole target.
+        let to_stream = || {
+            let target = program[at + 1..].trim_start_matches('>').trim_start();
+            target
+                .strip_prefix('"')
+                .and_then(|quoted| quoted.split_once('"'))
+                .is_some_and(|(name, after)| {
+                    is_standard_stream(name)
+                        && !name.is_empty()
+                        && after
+                            .trim_start_matches([' ', '\t'])
+                            .chars()
+                            .next()
+                            .is_none_or(|c| matches!(c, ';' | '}' | '\n'))
+                })
+        };
+        if pair[0] == b'>' && to_stream() {
+            return false;
+        }
         pair == b">>"
             || (pair[0] == b'>'
                 && bytes[at + 1..]
@@ -402,11 +427,7 @@ pub(crate) fn awk_files(program: &str) -> Vec<(Role, String)> {
             continue;
         };
         let name = literal[..end].to_owned();
-        let standard = matches!(
-            name.as_str(),
-            "" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin"
-        );
-        if !standard && !files.contains(&(role, name.clone())) {
+        if !is_standard_stream(&name) && !files.contains(&(role, name.clone())) {
             files.push((role, name));
         }
     }
@@ -452,6 +473,8 @@ mod tests {
             ("1e id", vec![Effect::Exec]),
             ("s/x/id/e", vec![Effect::Exec]),
             ("w out", vec![Effect::Write]),
+            ("w /dev/stdout", vec![]),
+            ("s/a/b/w /dev/stderr", vec![]),
             ("s/a/b/w /tmp/x", vec![Effect::Write]),
             ("$!N;P;D", vec![]),
             ("1r /etc/passwd", vec![Effect::Exec]),
@@ -547,6 +570,17 @@ mod tests {
         assert_eq!(awk_effects("{system(\"id\")}"), [Effect::Exec]);
         assert_eq!(awk_effects("{print | \"sh\"}"), [Effect::Exec]);
         assert_eq!(awk_effects("{print > \"out\"}"), [Effect::Write]);
+        // The standard streams are not files; anything joined to the name makes one.
+        assert!(awk_effects("{print > \"/dev/stderr\"}").is_empty());
+        assert!(awk_effects("{print $1 >> \"/dev/stdout\"; n++}").is_empty());
+        assert_eq!(
+            awk_effects("{print > \"/dev/stderr\" \"x\"}"),
+            [Effect::Write]
+        );
+        assert_eq!(
+            awk_effects("{print > \"/dev/stderr\"; print > \"out\"}"),
+            [Effect::Write]
+        );
         assert_eq!(awk_effects("@load \"x\"; {print}"), [Effect::Exec]);
         // Output redirected to a field or a variable, and functions called by name.
         assert_eq!(awk_effects("{print $1 > $2}"), [Effect::Write]);

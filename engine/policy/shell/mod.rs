@@ -230,6 +230,17 @@ impl Word {
         }
     }
 
+    /// Whether the word is one process substitution, `<(cmd)` or `>(cmd)`: a pipe to a
+    /// command judged on its own, which the shell passes as a `/dev/fd/N` path.
+    pub fn is_process_substitution(&self) -> bool {
+        matches!(self.kind, WordKind::Dynamic(Expansion::ProcessSubstitution))
+            && (self.raw.starts_with("<(") || self.raw.starts_with(">("))
+            && self.raw.ends_with(')')
+            && self.raw[2..]
+                .find(')')
+                .is_some_and(|at| at + 3 == self.raw.len())
+    }
+
     pub(crate) fn literal_from(raw: &str, value: &str) -> Self {
         Self {
             raw: raw.to_owned(),

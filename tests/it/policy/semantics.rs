@@ -1389,6 +1389,26 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:no-secrets",
         ),
+        // A process substitution is a `/dev/fd/N` path, never an option; the standard streams
+        // are not files.
+        c(
+            "everyday",
+            "diff <(sort src/main.rs) <(sort src/main.rs)",
+            "allow",
+            "rule:read-only-inspection",
+        ),
+        c(
+            "everyday",
+            "awk '{print > \"/dev/stderr\"}' src/main.rs",
+            "allow",
+            "rule:read-only-inspection",
+        ),
+        c(
+            "everyday",
+            "sed -n 's/fn/FN/w /dev/stdout' src/main.rs",
+            "allow",
+            "rule:",
+        ),
         // bash writes every sequence out (with a step too); one too long to write asks.
         c(
             "braces",
