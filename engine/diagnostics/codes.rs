@@ -79,6 +79,8 @@ pub enum Code {
     SemanticRuleNeverMatches,
     /// `toolgate::semantic::rule_shadowed` (warning)
     SemanticRuleShadowed,
+    /// `toolgate::semantic::loose_pattern` (warning)
+    SemanticLoosePattern,
     /// `toolgate::semantic::budget_ineffective` (warning)
     SemanticBudgetIneffective,
     /// `toolgate::semantic::exempt_unbounded` (warning)
@@ -176,6 +178,7 @@ impl Code {
         Code::SemanticUnknownField,
         Code::SemanticRuleNeverMatches,
         Code::SemanticRuleShadowed,
+        Code::SemanticLoosePattern,
         Code::SemanticBudgetIneffective,
         Code::SemanticExemptUnbounded,
         Code::SemanticExampleFailed,
@@ -550,6 +553,22 @@ impl Code {
                  decision: deny, priority: 10 }\n- { name: git, tools: [Bash], decision: \
                  allow }\n```\nRaise the priority of `git` or narrow `all`.",
             ),
+            Code::SemanticLoosePattern => warning(
+                "toolgate::semantic::loose_pattern",
+                "a text pattern on a path or URL reaches more than it seems to",
+                "## What it means\nA `glob` or `regex` compares the text of a field that names \
+                 a file (`file_path`, `path`, `*_path`) or a web address (`url`, `*_url`), \
+                 not the place it names. For paths: `src/**` matches `src/../../etc/passwd` \
+                 and misses `./src/x`; `*.md` matches `/etc/x.md`. For URLs: a wildcard in \
+                 the host (`https://docs.rs*`) also matches `https://docs.rs.evil.example/` and \
+                 `https://docs.rs@10.0.0.1/`, whose host is another.\n\n## Why\nAn allow \
+                 rule written so allows calls outside what it names, and a deny rule misses \
+                 other spellings of the same file.\n\n## Example\n```yaml\n- name: docs\n  \
+                 tools: [Write]\n  match:\n    file_path: { glob: \"docs/**\" }\n  decision: \
+                 allow\n```\nMatch the location with `path: [\"docs/**\"]` (anchored at the \
+                 workspace, `..` and links resolved), or `workspace: inside`. For a URL, end \
+                 the host with `/` (`https://docs.rs/*`).",
+            ),
             Code::SemanticBudgetIneffective => warning(
                 "toolgate::semantic::budget_ineffective",
                 "a smaller budget limit makes another one ineffective",
@@ -773,7 +792,7 @@ mod tests {
             assert!(code.as_str().starts_with("toolgate::"), "{code}");
             assert_eq!(code.as_str().parse::<Code>(), Ok(code));
         }
-        assert_eq!(seen.len(), 50);
+        assert_eq!(seen.len(), 51);
         assert!("toolgate::nope".parse::<Code>().is_err());
     }
 
@@ -802,6 +821,7 @@ mod tests {
             [
                 "toolgate::semantic::rule_never_matches",
                 "toolgate::semantic::rule_shadowed",
+                "toolgate::semantic::loose_pattern",
                 "toolgate::semantic::budget_ineffective",
                 "toolgate::semantic::exempt_unbounded",
                 "toolgate::semantic::untrusted_hint",

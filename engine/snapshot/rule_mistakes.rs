@@ -11,6 +11,9 @@
 //!   object); a warning when a schema leaves it open, a tool has no input schema, or only
 //!   some covered tools define it (then only for the tools the rule names: those a glob such
 //!   as `*` reaches may well lack it).
+//! - **A text pattern on a path or a URL** (a `loose_pattern` warning): `glob` or `regex`
+//!   on `file_path`, `path` or `*_path` compares the text, not the place (`src/**` matches
+//!   `src/../../x`); a wildcard in a URL glob's host (`https://docs.rs*`) matches other hosts.
 //! - **A matcher that can never hold on a field the schema defines** (a `rule_never_matches`
 //!   warning): `equals` a value of the wrong type or outside the field's `enum`, `exists:
 //!   false` on a required field, string patterns on a field that is never a string. Inputs
@@ -212,6 +215,13 @@ pub(super) fn against_schemas(
                 related: schemas_of(lacking.into_iter(), tools),
             });
         }
+        if let Some((diagnostic, kind)) = loose_pattern(&rule.name, selector, &segments, matcher) {
+            findings.push(Finding {
+                diagnostic,
+                place: Place::Value(format!("{at}/{kind}")),
+                related: Vec::new(),
+            });
+        }
         if let Some((diagnostic, kind, tool)) = never_holds(&rule.name, selector, matcher, &fields)
         {
             findings.push(Finding {
@@ -222,6 +232,55 @@ pub(super) fn against_schemas(
         }
     }
     findings
+}
+
+/// The `loose_pattern` warning for a `glob` or `regex` on a field that names a file or a web
+/// address, and the matcher kind it is about.
+fn loose_pattern(
+    rule: &str,
+    selector: &str,
+    segments: &[Cow<'_, str>],
+    matcher: &ArgMatcher,
+) -> Option<(Diagnostic, &'static str)> {
+    let field = segments.last()?.as_ref();
+    let names_path = field == "path" || field.ends_with("_path") || field.ends_with("Path");
+    let names_url = field == "url" || field.ends_with("_url");
+    // An empty list is `empty_matcher`'s to report.
+    let listed = |patterns: &Option<OneOrMany<String>>| {
+        patterns.as_ref().is_some_and(|p| !p.as_slice().is_empty())
+    };
+    let kind = if listed(&matcher.glob) {
+        "glob"
+    } else if listed(&matcher.regex) {
+        "regex"
+    } else {
+        return None;
+    };
+    if names_path {
+        let message = format!(
+            "rule `{rule}`: `{kind}` compares the text of `{selector}`, not the file it names (`src/**` matches `src/../../etc/passwd`)"
+        );
+        let help = "match the location with `path:` (anchored at the workspace, `..` and links resolved) or `workspace: inside`";
+        return Some((
+            Diagnostic::new(Code::SemanticLoosePattern, message).with_help(help),
+            kind,
+        ));
+    }
+    let globs = matcher.glob.as_ref().filter(|_| names_url)?;
+    let loose = globs.as_slice().iter().find(|glob| {
+        glob.split_once("://").is_some_and(|(_, rest)| {
+            let host = rest.split('/').next().unwrap_or(rest);
+            host.contains(['*', '?', '[', '{'])
+        })
+    })?;
+    let message = format!(
+        "rule `{rule}`: the host of `{loose}` has a wildcard, which also matches other hosts (`…evil.example/`, `…@10.0.0.1/`)"
+    );
+    Some((
+        Diagnostic::new(Code::SemanticLoosePattern, message)
+            .with_help("end the host with `/` (`https://docs.rs/*`), or name each host"),
+        "glob",
+    ))
 }
 
 /// Related places for a finding about these tools' input: each one's input schema, or the

@@ -381,6 +381,8 @@ fn empty_matcher() {
         &[
             at("empty_matcher", "policy.yaml:19:25", "[] }"),
             at("empty_matcher", "policy.yaml:24:26", "[], glob"),
+            // The glob beside the empty list compares text.
+            at("loose_pattern", "policy.yaml:24:36", "[\"*.pem\"]"),
             at("empty_matcher", "policy.yaml:28:12", "{}"),
             at("empty_matcher", "policy.yaml:33:18", "{}"),
             at(
@@ -488,6 +490,24 @@ fn rule_shadowed_by_an_enforced_deny() {
             "name: allow-shell",
         )
         .rel("the shadowing rule", "org/org.yaml:5:5", "name: no-shell")],
+    );
+}
+
+/// Text patterns on a path or a URL: a warning each; `path:` is not one.
+#[test]
+fn loose_pattern() {
+    case(
+        "loose_pattern",
+        NO_BUILTIN,
+        0,
+        &[
+            at("loose_pattern", "policy.yaml:17:26", "\"docs/**\""),
+            at(
+                "loose_pattern",
+                "policy.yaml:22:20",
+                "[\"https://docs.rs/*\"",
+            ),
+        ],
     );
 }
 
