@@ -1021,7 +1021,7 @@ fn holds(
                 cache.path(s, ctx).is_some_and(|location| {
                     location
                         .judge(mode, |place| {
-                            matcher.matches_normalised(place, ctx).is_some()
+                            matcher.matches_normalised(place, ctx, mode).is_some()
                         })
                         .holds
                 })

@@ -2372,8 +2372,9 @@ fn prints_secrets(
                     .any(|a| a.starts_with('-') && a.contains(['f', 'F']))
         }
         // make's database (`-p`) holds every variable of the environment.
+        // (Any unambiguous prefix of a long option is that option: `--print-data`.)
         "make" => args.iter().any(|a| {
-            *a == "--print-data-base"
+            (a.len() >= "--print-da".len() && "--print-data-base".starts_with(a))
                 || (a.starts_with('-') && !a.starts_with("--") && a.contains('p'))
         }),
         // npm's built-in `env` script.

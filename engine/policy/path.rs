@@ -77,6 +77,10 @@ pub struct NormalisedPath {
     absolute: String,
     /// Where the workspace-relative form starts in `absolute`.
     relative_at: Option<usize>,
+    /// The same under a workspace root too wide to be a project (see
+    /// [`MatchContext::with_home`]): read by deny and ask rules only, so that a relative
+    /// pattern still denies there and never allows.
+    wide_relative_at: Option<usize>,
     /// Inside the workspace: under its root, or the root itself.
     inside: bool,
     /// The home-relative form, `~` or `~/…`.
@@ -94,6 +98,16 @@ impl NormalisedPath {
     /// The workspace-relative form, when the path lies strictly inside the workspace.
     pub fn relative(&self) -> Option<&str> {
         self.relative_at.and_then(|at| self.absolute.get(at..))
+    }
+
+    /// The workspace-relative form a rule judging in `mode` reads: under a root too wide to
+    /// be a project, deny and ask rules ([`MatchMode::Any`]) still read it, allow rules not.
+    pub fn relative_in(&self, mode: MatchMode) -> Option<&str> {
+        let at = match mode {
+            MatchMode::All => self.relative_at,
+            MatchMode::Any => self.relative_at.or(self.wide_relative_at),
+        };
+        at.and_then(|at| self.absolute.get(at..))
     }
 
     /// The home-relative form (`~/.ssh/id_rsa`), when the path lies under the home folder.
@@ -870,14 +884,15 @@ impl MatchContext {
     /// The forms of an absolute (folded) location.
     fn place(&self, absolute: String) -> NormalisedPath {
         let case = self.path_case;
-        let in_workspace = if self.wide {
-            None
-        } else {
-            self.workspace.strip(&absolute, case)
-        };
-        let relative_at = in_workspace
+        let under_root = self.workspace.strip(&absolute, case);
+        let relative_at = under_root
             .filter(|rest| !rest.is_empty())
             .map(|rest| absolute.len() - rest.len());
+        let (in_workspace, relative_at, wide_relative_at) = if self.wide {
+            (None, None, relative_at)
+        } else {
+            (under_root, relative_at, None)
+        };
         let home = self
             .home
             .as_ref()
@@ -902,6 +917,7 @@ impl MatchContext {
             inside: in_workspace.is_some(),
             absolute,
             relative_at,
+            wide_relative_at,
             home,
             policy_file,
         }
@@ -963,11 +979,11 @@ impl AnchoredSets {
 
     /// The first pattern (by index in the rule's list) one location matches, each pattern
     /// tried against the form its anchoring names.
-    fn first_match(&self, path: &NormalisedPath) -> Option<usize> {
+    fn first_match(&self, path: &NormalisedPath, mode: MatchMode) -> Option<usize> {
         [
             (&self.absolute, Some(path.absolute())),
             (&self.home, path.home()),
-            (&self.workspace, path.relative()),
+            (&self.workspace, path.relative_in(mode)),
         ]
         .into_iter()
         .filter_map(|(set, form)| set.as_ref()?.first_match(form?))
@@ -1180,23 +1196,29 @@ impl PathMatcher {
                 path,
             };
         };
-        let Judgement { holds, side } =
-            location.judge(mode, |place| self.matches_normalised(place, ctx).is_some());
+        let Judgement { holds, side } = location.judge(mode, |place| {
+            self.matches_normalised(place, ctx, mode).is_some()
+        });
         PathVerdict {
             holds,
             pattern: location
                 .at(side)
-                .and_then(|place| self.matches_normalised(place, ctx)),
+                .and_then(|place| self.matches_normalised(place, ctx, mode)),
             side,
             path,
         }
     }
 
     /// The first pattern (by index) one location matches, each pattern against the form its
-    /// anchoring names; `None` also when the automaton cannot be built (see
-    /// [`PathMatcher::build`]).
-    pub fn matches_normalised(&self, path: &NormalisedPath, ctx: &MatchContext) -> Option<usize> {
-        self.sets(ctx.path_case()).ok()?.first_match(path)
+    /// anchoring names as a rule judging in `mode` reads it ([`NormalisedPath::relative_in`]);
+    /// `None` also when the automaton cannot be built (see [`PathMatcher::build`]).
+    pub fn matches_normalised(
+        &self,
+        path: &NormalisedPath,
+        ctx: &MatchContext,
+        mode: MatchMode,
+    ) -> Option<usize> {
+        self.sets(ctx.path_case()).ok()?.first_match(path, mode)
     }
 }
 
@@ -1834,7 +1856,7 @@ mod tests {
             let form = match Anchoring::of(&folded) {
                 Anchoring::Absolute => Some(path.absolute()),
                 Anchoring::Home => path.home(),
-                Anchoring::Workspace => path.relative(),
+                Anchoring::Workspace => path.relative_in(MatchMode::Any),
             };
             let set = build_glob_set(&[folded], true, case == PathCase::Insensitive).unwrap();
             form.is_some_and(|form| set.is_match(form))
@@ -1888,7 +1910,7 @@ mod tests {
             ] {
                 let path = normalise(raw, &ctx).unwrap();
                 assert_eq!(
-                    matcher.matches_normalised(&path, &ctx),
+                    matcher.matches_normalised(&path, &ctx, MatchMode::Any),
                     reference_match(&patterns, &path, case),
                     "{raw:?} {case:?}"
                 );
@@ -1913,14 +1935,15 @@ mod tests {
             let ctx = MatchContext::new(root).with_home("/ws/src").with_path_case(PathCase::Sensitive);
             if let Some(path) = normalise(&raw, &ctx) {
                 proptest::prop_assert_eq!(
-                    matcher.matches_normalised(&path, &ctx),
+                    matcher.matches_normalised(&path, &ctx, MatchMode::Any),
                     reference_match(&patterns, &path, PathCase::Sensitive)
                 );
             }
         }
 
         /// Whatever the path, the relative patterns `**`, `./**` and `**/*` never match a
-        /// location outside the workspace.
+        /// location outside the workspace for an allow rule (deny and ask rules still read a
+        /// relative form under a root too wide to be a project).
         #[test]
         fn relative_patterns_never_match_outside_the_workspace(
             raw in "(/|~/|\\$HOME/)?((\\.\\.|\\.|ws|app|x|~|/)/?){0,8}",
@@ -1932,7 +1955,7 @@ mod tests {
             if let Some(location) = locate(&raw, &ctx) {
                 for side in [Side::Written, Side::Resolved] {
                     if let Some(place) = location.at(side)
-                        && matcher.matches_normalised(place, &ctx).is_some()
+                        && matcher.matches_normalised(place, &ctx, MatchMode::All).is_some()
                     {
                         let absolute = place.absolute();
                         proptest::prop_assert!(

@@ -859,13 +859,18 @@ impl CommandTable {
                 unless_input: program.default_unless_input,
             });
         for (position, word) in operands {
-            let keyed = word
-                .literal()
-                .and_then(|value| value.split_once('='))
-                .and_then(|(key, rest)| {
+            let keyed = match word.literal() {
+                Some(value) => value.split_once('=').and_then(|(key, rest)| {
                     let role = program.keyed.get(key).or_else(|| program.keyed.get("*"))?;
                     Some((*role, rest))
-                });
+                }),
+                // A word only known when it runs may be any `NAME=value` (`X?=y` is a glob
+                // that matches nothing, so bash passes it on as written).
+                None => program
+                    .keyed
+                    .get("*")
+                    .map(|role| (*role, word.raw.as_str())),
+            };
             let role_word = match keyed {
                 Some((role, rest)) => Some(RoleWord {
                     role,

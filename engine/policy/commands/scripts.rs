@@ -81,11 +81,22 @@ pub(super) fn content_effects(
     }
 }
 
+/// `text` after the white space and `#` comments at its start, which jq skips between tokens.
+fn skip_blanks_and_comments(mut text: &str) -> &str {
+    loop {
+        text = text.trim_start();
+        match text.strip_prefix('#') {
+            Some(comment) => text = comment.split_once('\n').map_or("", |(_, after)| after),
+            None => return text,
+        }
+    }
+}
+
 /// Whether a jq program reads the environment: `$ENV` (jq 1.6 also reads `$ ENV`, blanks
-/// between), or the `env` builtin as a word.
+/// and comments between), or the `env` builtin as a word.
 fn reads_environment(program: &str) -> bool {
     let dollar_env = program.match_indices('$').any(|(at, _)| {
-        let rest = program[at + 1..].trim_start();
+        let rest = skip_blanks_and_comments(&program[at + 1..]);
         rest.strip_prefix("ENV")
             .is_some_and(|after| !after.starts_with(crate::policy::shell::name_char))
     });

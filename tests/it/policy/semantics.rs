@@ -1383,6 +1383,19 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:no-secrets",
         ),
+        // A process's memory holds its environment; another process's descriptors its files.
+        c(
+            "process view",
+            "tail -c +4096 /proc/self/mem",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "process view",
+            "cat /proc/1/fd/3",
+            "deny",
+            "rule:no-secrets",
+        ),
         c(
             "process view",
             "cat /proc/{1..99}/root/etc/shadow",
@@ -1473,7 +1486,14 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
         "npm run test --prefix ../other",
         "npm run test -C ../other",
         "jq -n '$ ENV'",
+        "jq -n '$#x\nENV.X'",
         "jq --run-tests tests.txt",
+        // `?` makes the word a glob that matches nothing: bash passes it on as written.
+        "make test PYTHON?=./evil.sh",
+        "make MAKEFILES?=payload.txt test",
+        "make $TARGET",
+        // Any unambiguous prefix of `--print-data-base`.
+        "make --print-data",
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, "ask", "`{command}`: {reasons:?}");
@@ -1495,7 +1515,7 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
 #[test]
 fn a_workspace_root_holding_the_home_folder_is_no_project() {
     let ws = workspace_with(&format!(
-        "{TEAM_POLICY}  - name: files-inside\n    tools: [Read, Write, Edit]\n    match: {{ file_path: {{ workspace: inside }} }}\n    decision: allow\n    priority: 10\n  - name: files-here\n    tools: [Write]\n    match: {{ file_path: {{ path: [\"./**\"] }} }}\n    decision: allow\n    priority: 10\n"
+        "{TEAM_POLICY}  - name: private\n    tools: [Read]\n    match: {{ file_path: {{ path: [\"private/**\"] }} }}\n    decision: deny\n    priority: 100\n  - name: files-inside\n    tools: [Read, Write, Edit]\n    match: {{ file_path: {{ workspace: inside }} }}\n    decision: allow\n    priority: 10\n  - name: files-here\n    tools: [Write]\n    match: {{ file_path: {{ path: [\"./**\"] }} }}\n    decision: allow\n    priority: 10\n"
     ));
     let home = home_of(&ws.root);
     let write = |engine: &Engine, path: &str| {
@@ -1520,6 +1540,11 @@ fn a_workspace_root_holding_the_home_folder_is_no_project() {
             assert_eq!(got, "ask", "root {}: {path}: {reasons:?}", root.display());
         }
     }
+    // A relative pattern still denies there: it never allows, it always protects.
+    let snapshot = snapshot_in(&home, ws.root.join("policies"), home.clone());
+    let engine = Engine::builder(snapshot).build();
+    let (got, reasons) = decide_call(&engine, "Read", json!({"file_path": "~/private/notes.md"}));
+    assert_eq!(got, "deny", "{reasons:?}");
 }
 
 #[test]
