@@ -717,9 +717,10 @@ fn starting_points(command: &SimpleCommand) -> Option<Vec<Word>> {
 /// `folder` up, that holds a `HEAD` beside `objects` and `refs` (or beside a `commondir`
 /// file, which points to them elsewhere) — unless one with a `.git` comes first. Any kind of
 /// entry counts, links to nothing included: git asks only that `objects` and `refs` can be
-/// entered, which an executable file passes, and reads a `HEAD` link without following it. Anyone who can write files can lay one out, and git runs
-/// commands its `config` names (`core.fsmonitor`, `core.pager`, hooks). Inside the
-/// workspace the walk stops at its `root`: above it an agent writes nothing unasked.
+/// entered, which an executable file passes, and reads a `HEAD` link without following it.
+/// Anyone who can write files can lay one out, and git runs commands its `config` names
+/// (`core.fsmonitor`, `core.pager`, hooks). Inside the workspace the walk stops at its
+/// `root`: above it an agent writes nothing unasked.
 fn bare_repository(folder: &str, root: &str) -> Option<String> {
     let mut current = std::path::Path::new(folder);
     let stop = current

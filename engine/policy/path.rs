@@ -763,13 +763,13 @@ impl Anchor {
             .any(|place| strip_anchor(place, folder, case).is_some_and(|rest| !rest.is_empty()))
     }
 
-    /// What follows the anchor in `location` (empty for the anchor itself), when `location`
-    /// is the anchor or lies under it, in its written or its resolved form.
-    /// Whether `location` is this anchor or lies below it.
-    fn holds_anchor(&self, location: &str, case: PathCase) -> bool {
+    /// Whether `location` is the anchor or lies under it, in its written or resolved form.
+    fn contains(&self, location: &str, case: PathCase) -> bool {
         self.strip(location, case).is_some()
     }
 
+    /// What follows the anchor in `location` (empty for the anchor itself), when `location`
+    /// is the anchor or lies under it, in its written or its resolved form.
     fn strip<'l>(&self, location: &'l str, case: PathCase) -> Option<&'l str> {
         std::iter::once(self.written.as_str())
             .chain(self.resolved.as_deref())
@@ -803,7 +803,7 @@ fn strip_anchor<'l>(location: &'l str, anchor: &str, case: PathCase) -> Option<&
 pub struct MatchContext {
     workspace: Anchor,
     /// The workspace root holds the home folder (it is `/`, the home folder or above it):
-    /// too wide to mean a project, so no path is inside it.
+    /// too wide to mean a project, so no path is inside it (see [`Self::with_home`]).
     wide: bool,
     home: Option<Anchor>,
     policy_locations: Vec<Anchor>,
@@ -819,7 +819,7 @@ impl MatchContext {
     pub fn new(workspace_root: impl AsRef<Path>) -> Self {
         let workspace = Anchor::new(workspace_root.as_ref(), ".");
         Self {
-            wide: workspace.holds_anchor("/", PathCase::Sensitive),
+            wide: workspace.contains("/", PathCase::Sensitive),
             workspace,
             home: None,
             policy_locations: Vec::new(),
@@ -831,15 +831,16 @@ impl MatchContext {
     /// it. Without one, a path starting with `~` has an unknown location (fail closed).
     ///
     /// A workspace root that holds the home folder (an agent started in `~` or `/`) is too
-    /// wide to mean a project: no path is inside it, so relative patterns match nothing and
-    /// `workspace: inside` never holds (every write asks as one outside the workspace).
+    /// wide to mean a project: no path is inside it, so relative patterns allow nothing (deny
+    /// and ask rules still read them, [`NormalisedPath::relative_in`]) and `workspace:
+    /// inside` never holds (every write asks as one outside the workspace).
     #[must_use]
     pub fn with_home(mut self, home: impl AsRef<Path>) -> Self {
         let home = Anchor::new(home.as_ref(), &self.workspace.written);
         let case = self.path_case;
         self.wide |= std::iter::once(home.written.as_str())
             .chain(home.resolved.as_deref())
-            .any(|location| self.workspace.holds_anchor(location, case));
+            .any(|location| self.workspace.contains(location, case));
         self.home = Some(home);
         self
     }

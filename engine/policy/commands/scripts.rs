@@ -384,19 +384,15 @@ pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
     let writes = bytes.windows(2).enumerate().any(|(at, pair)| {
         // `print > "/dev/stderr";`: a standard stream, the whole target.
         let to_stream = || {
-            let target = program[at + 1..].trim_start_matches('>').trim_start();
-            target
-                .strip_prefix('"')
-                .and_then(|quoted| quoted.split_once('"'))
-                .is_some_and(|(name, after)| {
-                    is_standard_stream(name)
-                        && !name.is_empty()
-                        && after
-                            .trim_start_matches([' ', '\t'])
-                            .chars()
-                            .next()
-                            .is_none_or(|c| matches!(c, ';' | '}' | '\n'))
-                })
+            redirection_target(program, at).is_some_and(|(name, after)| {
+                is_standard_stream(name)
+                    && !name.is_empty()
+                    && after
+                        .trim_start_matches([' ', '\t'])
+                        .chars()
+                        .next()
+                        .is_none_or(|c| matches!(c, ';' | '}' | '\n'))
+            })
         };
         if pair[0] == b'>' && to_stream() {
             return false;
@@ -430,19 +426,24 @@ pub(crate) fn awk_files(program: &str) -> Vec<(Role, String)> {
             '<' if in_getline_statement(&program[..at]) => Role::Read,
             _ => continue,
         };
-        let rest = program[at + 1..].trim_start_matches(['>', ' ', '\t']);
-        let Some(literal) = rest.strip_prefix('"') else {
+        let Some((name, _)) = redirection_target(program, at) else {
             continue;
         };
-        let Some(end) = literal.find('"') else {
-            continue;
-        };
-        let name = literal[..end].to_owned();
+        let name = name.to_owned();
         if !is_standard_stream(&name) && !files.contains(&(role, name.clone())) {
             files.push((role, name));
         }
     }
     files
+}
+
+/// The string literal the redirection at `at` (`>`, `>>`, `<`) names, and the text after it:
+/// `print > "out"; n++` gives `("out", "; n++")`.
+fn redirection_target(program: &str, at: usize) -> Option<(&str, &str)> {
+    program[at + 1..]
+        .trim_start_matches(['>', ' ', '\t'])
+        .strip_prefix('"')?
+        .split_once('"')
 }
 
 /// Whether the text before a `<` is inside a `getline` statement.
