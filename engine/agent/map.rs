@@ -5,7 +5,7 @@
 use crate::policy::shell::single_quoted;
 use serde_json::{Map, Value};
 
-use crate::model::agent::{AgentSpec, ToolMapping};
+use crate::model::agent::{AgentSpec, FieldNames, ToolMapping};
 use crate::snapshot::Snapshot;
 
 /// What the tool map makes of an agent's call.
@@ -245,14 +245,15 @@ fn fields(mapping: &ToolMapping, item: &Value) -> Result<Value, String> {
     for (field, value) in &mapping.set {
         out.insert(field.clone(), value.clone());
     }
-    for (field, source) in &mapping.input {
-        if let Some(value) = get(item, source) {
+    for (field, sources) in &mapping.input {
+        if let Some(value) = one_value(item, sources)? {
             out.insert(field.clone(), value.clone());
         }
     }
-    if let Some(source) = &mapping.cd
-        && let Some(folder) = get(item, source)
+    if let Some(sources) = &mapping.cd
+        && let Some(folder) = one_value(item, sources)?
     {
+        let source = sources.quoted();
         let command = match (folder, out.get("command")) {
             (Value::String(folder), _) if folder.is_empty() => None,
             (Value::String(folder), Some(Value::String(command))) => {
@@ -260,12 +261,12 @@ fn fields(mapping: &ToolMapping, item: &Value) -> Result<Value, String> {
             }
             (Value::String(_), _) => {
                 return Err(format!(
-                    "the call names a folder in `{source}` but no command to run there"
+                    "the call names a folder in {source} but no command to run there"
                 ));
             }
             _ => {
                 return Err(format!(
-                    "`{source}` (the folder the command runs in) is not a string"
+                    "{source} (the folder the command runs in) is not a string"
                 ));
             }
         };
@@ -311,6 +312,27 @@ fn behind_cd(folder: &str, command: &str) -> String {
 }
 
 /// A field of the input by name, or a value by JSON pointer.
+/// The value the agent gave under any of `sources` (the names of one field), or none; two
+/// names given different values are an error (which the agent's tool reads is not known).
+fn one_value<'v>(input: &'v Value, sources: &FieldNames) -> Result<Option<&'v Value>, String> {
+    let mut found: Option<(&str, &Value)> = None;
+    for source in sources.as_slice() {
+        let Some(value) = get(input, source) else {
+            continue;
+        };
+        match found {
+            Some((first, seen)) if seen != value => {
+                return Err(format!(
+                    "the call gives `{first}` and `{source}`, two names of one field, different values: which one the tool uses is not known"
+                ));
+            }
+            Some(_) => {}
+            None => found = Some((source, value)),
+        }
+    }
+    Ok(found.map(|(_, value)| value))
+}
+
 fn get<'v>(input: &'v Value, source: &str) -> Option<&'v Value> {
     if source.starts_with('/') {
         input.pointer(source)
@@ -334,22 +356,37 @@ pub fn carry_back(
     };
     // A rewrite of a command judged behind a `cd` cannot be given back without the `cd`
     // (the agent would run it in its folder again).
-    let moved = mapping
-        .cd
-        .as_deref()
-        .is_some_and(|source| get(agent_input, source).is_some());
-    if moved || mapping.each.is_some() || mapping.input.values().any(|s| s.starts_with('/')) {
+    let moved = mapping.cd.as_ref().is_some_and(|sources| {
+        sources
+            .as_slice()
+            .iter()
+            .any(|source| get(agent_input, source).is_some())
+    });
+    let by_pointer = mapping
+        .input
+        .values()
+        .flat_map(FieldNames::as_slice)
+        .any(|source| source.starts_with('/'));
+    if moved || mapping.each.is_some() || by_pointer {
         return None;
     }
     let mut out = agent_input.as_object().cloned().unwrap_or_default();
-    for (field, source) in &mapping.input {
-        match rewritten.get(field) {
-            Some(value) => {
-                out.insert(source.clone(), value.clone());
-            }
-            None => {
-                out.shift_remove(source);
-            }
+    for (field, sources) in &mapping.input {
+        // The rewrite goes back under the name the agent used (the first name when it sent
+        // none); the field's other names are dropped.
+        let sources = sources.as_slice();
+        let used = sources
+            .iter()
+            .find(|source| out.contains_key(source.as_str()))
+            .or(sources.first());
+        for source in sources.iter().filter(|source| Some(*source) != used) {
+            out.shift_remove(source);
+        }
+        if let Some(used) = used {
+            match rewritten.get(field) {
+                Some(value) => out.insert(used.clone(), value.clone()),
+                None => out.shift_remove(used),
+            };
         }
     }
     Some(Value::Object(out))
@@ -628,8 +665,8 @@ mod tests {
         let mapping = ToolMapping {
             tool: Some("Bash".into()),
             input: [
-                ("command".to_owned(), "command".to_owned()),
-                ("run_in_background".to_owned(), "is_background".to_owned()),
+                ("command".to_owned(), "command".into()),
+                ("run_in_background".to_owned(), "is_background".into()),
             ]
             .into_iter()
             .collect(),
@@ -643,13 +680,73 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_field_is_read_under_any_of_its_names() {
+        let mapping = ToolMapping {
+            tool: Some("Glob".into()),
+            input: [
+                ("pattern".to_owned(), "pattern".into()),
+                (
+                    "path".to_owned(),
+                    FieldNames::Many(vec!["dir_path".into(), "path".into()]),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+            ..ToolMapping::default()
+        };
+        // The older name is read as the newer one: a search of `~/.ssh` is judged there,
+        // not in the project root.
+        for agent in [
+            json!({"pattern": "*", "path": "/home/u/.ssh"}),
+            json!({"pattern": "*", "dir_path": "/home/u/.ssh"}),
+            json!({"pattern": "*", "dir_path": "/home/u/.ssh", "path": "/home/u/.ssh"}),
+        ] {
+            assert_eq!(
+                fields(&mapping, &agent).unwrap(),
+                json!({"pattern": "*", "path": "/home/u/.ssh"})
+            );
+        }
+        assert_eq!(
+            fields(&mapping, &json!({"pattern": "*"})).unwrap(),
+            json!({"pattern": "*"})
+        );
+        // Two names with different values: which one the tool reads is not guessed.
+        let error = fields(
+            &mapping,
+            &json!({"pattern": "*", "dir_path": "src", "path": "/home/u/.ssh"}),
+        )
+        .unwrap_err();
+        assert!(error.contains("`dir_path` and `path`"), "{error}");
+        // A rewrite goes back under the name the agent used.
+        assert_eq!(
+            carry_back(
+                Some(&mapping),
+                &json!({"pattern": "*", "path": "src"}),
+                &json!({"pattern": "*", "path": "src/engine"})
+            ),
+            Some(json!({"pattern": "*", "path": "src/engine"}))
+        );
+        assert_eq!(
+            carry_back(
+                Some(&mapping),
+                &json!({"pattern": "*"}),
+                &json!({"pattern": "*", "path": "src"})
+            ),
+            Some(json!({"pattern": "*", "dir_path": "src"}))
+        );
+    }
+
     fn shell_mapping() -> ToolMapping {
         ToolMapping {
             tool: Some("Bash".into()),
-            input: [("command".to_owned(), "command".to_owned())]
+            input: [("command".to_owned(), "command".into())]
                 .into_iter()
                 .collect(),
-            cd: Some("dir_path".into()),
+            cd: Some(FieldNames::Many(vec![
+                "dir_path".into(),
+                "directory".into(),
+            ])),
             ..ToolMapping::default()
         }
     }

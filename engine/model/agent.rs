@@ -59,9 +59,11 @@ pub struct ToolMapping {
     pub tool: Option<String>,
     /// The toolgate tool's input fields, each taken from a field of the agent's input: a
     /// field name, or a JSON pointer (`/edits/0/new_string`). A field the agent did not send
-    /// is left out; fields not listed are not judged.
+    /// is left out; fields not listed are not judged. A list names every spelling the agent
+    /// has used for the field (`[dir_path, path]`, its older name): whichever it sends is
+    /// taken, and a call giving two of them different values is refused, never guessed.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub input: IndexMap<String, String>,
+    pub input: IndexMap<String, FieldNames>,
     /// Input fields with a fixed value.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub set: IndexMap<String, Value>,
@@ -74,25 +76,40 @@ pub struct ToolMapping {
     /// judged as `cd '<folder>' && <command>`, so the folder and the command's relative paths
     /// are judged where the command really runs, not in the project root. A mapping without
     /// a `command` field cannot use it.
+    /// A list names every spelling the agent has used for the field (Gemini CLI's
+    /// `dir_path`, `directory` before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cd: Option<String>,
+    pub cd: Option<FieldNames>,
     /// Leaves the tool unmapped (unknown to the policy), e.g. to switch off a built-in
     /// mapping.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
 }
 
-/// The array field, or fields, a call is split by.
+/// One field of the agent's input, or several: the array fields a call is split by (each in
+/// turn), or the names one input field has had (`dir_path`, and `path` before it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum ItemFields {
+pub enum FieldNames {
     /// One field.
     One(String),
-    /// Several fields, each split in turn.
+    /// Several fields.
     Many(Vec<String>),
 }
 
-impl ItemFields {
+impl From<&str> for FieldNames {
+    fn from(field: &str) -> Self {
+        Self::One(field.to_owned())
+    }
+}
+
+impl FieldNames {
+    /// The names in backquotes, joined by "or" (`` `dir_path` or `path` ``).
+    pub fn quoted(&self) -> String {
+        let names: Vec<String> = self.as_slice().iter().map(|f| format!("`{f}`")).collect();
+        names.join(" or ")
+    }
+
     /// The fields.
     pub fn as_slice(&self) -> &[String] {
         match self {
@@ -113,7 +130,7 @@ pub struct Each {
     /// element as `item` (any other element). A list of fields (`[paths, include]`) splits
     /// each one the input has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub items: Option<ItemFields>,
+    pub items: Option<FieldNames>,
     /// One call per file the patch in this field touches (Codex's `apply_patch` format:
     /// `*** Add File:`, `*** Update File:` with `*** Move to:`, `*** Delete File:`). Items
     /// have `path`, `kind` (`add`, `update`, `delete`, `move`), `removed` (the lines taken

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use crate::diagnostics::{Code, Diagnostic};
 use crate::load::spans::join_pointer;
+use crate::model::agent::FieldNames;
 use crate::model::contract::TimeoutSpec;
 use crate::snapshot::{Snapshot, Tool};
 
@@ -131,7 +132,7 @@ pub struct ExplainAgentTool {
     pub each: Option<String>,
     /// The agent's field naming the folder a command runs in (judged as a `cd` into it).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cd: Option<String>,
+    pub cd: Option<FieldNames>,
     /// `file:line:column` of the mapping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
@@ -639,10 +640,15 @@ impl ExplainReport {
                 .as_object()
                 .map(|map| {
                     map.iter()
-                        .map(|(field, source)| match source.as_str() {
-                            Some(source) if source == field => field.clone(),
-                            Some(source) => format!("{field} ← {source}"),
-                            None => field.clone(),
+                        .map(|(field, source)| match source {
+                            Value::String(source) if source == field => field.clone(),
+                            Value::String(source) => format!("{field} ← {source}"),
+                            Value::Array(names) => {
+                                let names: Vec<&str> =
+                                    names.iter().filter_map(Value::as_str).collect();
+                                format!("{field} ← {}", names.join(" or "))
+                            }
+                            _ => field.clone(),
                         })
                         .collect()
                 })
@@ -657,7 +663,7 @@ impl ExplainReport {
                 line.push_str(&format!(" (one call per {each})"));
             }
             if let Some(cd) = &mapped.cd {
-                line.push_str(&format!(" (run in `{cd}`)"));
+                line.push_str(&format!(" (run in {})", cd.quoted()));
             }
             if let Some(location) = &mapped.location {
                 line.push_str(&format!("  {location}"));

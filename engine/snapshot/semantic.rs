@@ -1168,13 +1168,14 @@ fn check_agents(checker: &mut Checker<'_>, names: &ToolNames) {
                 &join_pointer(&join_pointer("/agents", agent), "tools"),
                 agent_tool,
             );
-            if let Some(source) = &mapping.cd
+            if let Some(sources) = &mapping.cd
                 && !mapping.input.contains_key("command")
             {
+                let source = sources.quoted();
                 let diagnostic = Diagnostic::new(
                     Code::SemanticContradiction,
                     format!(
-                        "agent `{agent}` runs its tool `{agent_tool}` in the folder its field `{source}` names, but maps no `command` to run there"
+                        "agent `{agent}` runs its tool `{agent_tool}` in the folder its field {source} names, but maps no `command` to run there"
                     ),
                 )
                 .with_help(format!(

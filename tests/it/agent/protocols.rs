@@ -92,6 +92,22 @@ fn gemini_cli_before_tool_and_after_tool() {
     );
 }
 
+/// Older Gemini CLI releases name some fields differently (`absolute_path`, `path`,
+/// `directory`): each is judged as the field it is, and two names of one field with
+/// different values are refused.
+#[test]
+fn gemini_cli_older_field_names_are_judged() {
+    answers(
+        "gemini",
+        &[
+            "before_tool_read_older_name",
+            "before_tool_list_older_name",
+            "before_tool_shell_older_folder",
+            "before_tool_glob_two_names",
+        ],
+    );
+}
+
 #[test]
 fn qwen_code_pre_tool_use_in_claude_code_format() {
     answers(
