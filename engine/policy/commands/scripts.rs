@@ -254,10 +254,22 @@ fn scan_sed(script: &str, brackets: Brackets, files: &mut Vec<(Role, String)>) -
                 sed_file(&chars, i, Role::Read, files);
                 i = end_of_line(&chars, i);
             }
-            'a' | 'i' | 'c' | ':' | 'b' | 't' | 'T' | 'q' | 'Q' | 'l' | 'L' | 'v' => {
-                i = end_of_command(&chars, i);
+            // A label, or `v`'s version: GNU sed ends it at a blank or `;` and reads what
+            // follows as the next command (`:x w FILE` writes FILE).
+            ':' | 'b' | 't' | 'T' | 'v' => i = end_of_label(&chars, i),
+            // An exit code or line length: digits only; sed reads on after them.
+            'q' | 'Q' | 'l' | 'L' => {
+                while chars
+                    .get(i)
+                    .is_some_and(|c| matches!(c, ' ' | '\t' | '0'..='9'))
+                {
+                    i += 1;
+                }
             }
+            'a' | 'i' | 'c' => i = end_of_command(&chars, i),
             'p' | 'P' | 'd' | 'D' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | 'z' | '=' | 'F' => {}
+            // A block after an address (`/x/{p;n}`): its commands follow.
+            '{' | '}' => {}
             '#' => i = end_of_line(&chars, i),
             _ => {
                 // Not a sed command toolgate knows: fail closed.
@@ -346,6 +358,21 @@ fn end_of_line(chars: &[char], i: usize) -> usize {
         .iter()
         .position(|&c| c == '\n')
         .map_or(chars.len(), |at| i + at)
+}
+
+/// The index after a label (or `v`'s version) that starts after blanks at `i`: it ends at
+/// a blank, a newline or `;`, as GNU sed reads it.
+fn end_of_label(chars: &[char], mut i: usize) -> usize {
+    while chars.get(i).is_some_and(|c| matches!(c, ' ' | '\t')) {
+        i += 1;
+    }
+    while chars
+        .get(i)
+        .is_some_and(|c| !matches!(c, ' ' | '\t' | '\n' | ';'))
+    {
+        i += 1;
+    }
+    i
 }
 
 fn end_of_command(chars: &[char], i: usize) -> usize {
@@ -502,6 +529,26 @@ mod tests {
             ("/[/]/e id", vec![Effect::Exec]),
             // …and seds without that extension end it at the first delimiter.
             ("s/[/x/w out;]/y/", vec![Effect::Write]),
+            // Labels and `v`'s version end at a blank or `;`: what follows is a command
+            // (GNU sed 4.9 writes, reads and runs these).
+            (":x w .git/config", vec![Effect::Write]),
+            (": x w out", vec![Effect::Write]),
+            (":x\tw out", vec![Effect::Write]),
+            ("bx;:x w out", vec![Effect::Write]),
+            ("v 4.2 w out", vec![Effect::Write]),
+            ("b x w out", vec![Effect::Write]),
+            ("t x w out", vec![Effect::Write]),
+            ("T x;w out", vec![Effect::Write]),
+            (":a e id", vec![Effect::Exec]),
+            (":a s/.*/id/e", vec![Effect::Exec]),
+            (":a r .env", vec![Effect::Exec]),
+            ("q 0 w out", vec![Effect::Write]),
+            // Everyday loops stay plain.
+            (":a;N;$!ba;s/\n/ /g", vec![]),
+            (":a\nN\n$!ba\ns/\n/ /g", vec![]),
+            ("/x/{:l;n;bl}", vec![]),
+            ("10q", vec![]),
+            ("l 40", vec![]),
         ] {
             assert_eq!(sed_effects(script), expected, "{script}");
         }
