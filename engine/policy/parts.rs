@@ -638,9 +638,17 @@ impl Folders {
             Ok(values) => {
                 let mut next = self.candidates.clone();
                 for value in values {
-                    for folder in self.resolve(&value) {
-                        if !next.contains(&folder) {
-                            next.push(folder);
+                    for written in self.resolve(&value) {
+                        // A glob names the folders it matches (`cd evil[5]` enters `evil5`),
+                        // as bash expands it; one too wide to list leaves the folder unknown.
+                        let Ok(folders) = expand_glob(&written, Dotfiles::Explicit) else {
+                            self.lost = Some(command.text.clone());
+                            continue;
+                        };
+                        for folder in folders {
+                            if !next.contains(&folder) {
+                                next.push(folder);
+                            }
                         }
                     }
                 }

@@ -2086,6 +2086,11 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
     std::fs::create_dir_all(linked_refs.join("objects")).unwrap();
     std::os::unix::fs::symlink("/bin/true", linked_refs.join("refs")).unwrap();
     std::fs::write(linked_refs.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    // A folder whose name holds a glob's characters.
+    let odd = ws.root.join("odd[1]");
+    std::fs::create_dir_all(odd.join("objects")).unwrap();
+    std::fs::create_dir_all(odd.join("refs")).unwrap();
+    std::fs::write(odd.join("HEAD"), "ref: refs/heads/main\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
     for command in [
         "git -C evil status",
@@ -2096,6 +2101,12 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
         "cd ev/w && git status",
         "cd files && git status",
         "git -C links diff",
+        // A glob names the folder it matches, as bash expands it; quoting keeps a name.
+        "cd evi[l] && git status",
+        "cd evi? && git status",
+        "cd \"ev\"[i]l && git diff",
+        "git -C e*l status",
+        "cd 'odd[1]' && git status",
         // A layout moved, copied or linked into place by the line itself.
         "mv evil b && git -C b log -p",
         "cp -r evil b; cd b && git status",
