@@ -278,6 +278,7 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
         "script" => script(args),
         "strace" => strace(args),
         "faketime" => faketime(args),
+        _ if is_python(base) => python_module(base, args),
         "uv" | "poetry" | "pipenv" | "pdm" | "bundle" | "pnpm" | "conda" | "mise" => {
             launcher(base, args)
         }
@@ -1543,6 +1544,63 @@ fn launcher(program: &str, args: &[Word]) -> Outcome {
     Ok(wraps(&name, words, Vec::new(), Transparency::Launcher))
 }
 
+/// Whether `base` names a Python interpreter (`python`, `python3`, `python3.12`).
+fn is_python(base: &str) -> bool {
+    base.strip_prefix("python")
+        .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// `python [options] -m MODULE args…` runs the module as a program (`python3 -m pytest -x`
+/// is `pytest -x`): a launcher of it, so the command table judges the module's options and
+/// files. Python's own options before `-m` are flags (`-B`, `-u`, clustered as `-Bu`) and
+/// `-W`/`-X` with a value; any other (`-c`, a script) leaves it no wrapper, and an unknown
+/// option asks.
+fn python_module(base: &str, args: &[Word]) -> Outcome {
+    const FLAGS: &str = "bBdEiIOPqsSuvV";
+    let mut rest = args;
+    while let Some((first, tail)) = rest.split_first() {
+        let Some(text) = first.literal() else {
+            return Err(malformed(base));
+        };
+        let Some(cluster) = text.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            // A script (or nothing known): not a module run.
+            return Ok(Analysis::NotAWrapper);
+        };
+        rest = tail;
+        for (at, letter) in cluster.char_indices() {
+            let attached = &cluster[at + letter.len_utf8()..];
+            match letter {
+                _ if FLAGS.contains(letter) => continue,
+                'W' | 'X' => {
+                    if attached.is_empty() {
+                        rest = rest.get(1..).ok_or_else(|| malformed(base))?;
+                    }
+                    break;
+                }
+                'm' => {
+                    let (module, inner) = if attached.is_empty() {
+                        let (module, inner) = rest.split_first().ok_or_else(|| malformed(base))?;
+                        (module.clone(), inner)
+                    } else {
+                        (Word::literal_from(attached, attached), rest)
+                    };
+                    let mut words = vec![module];
+                    words.extend(inner.iter().cloned());
+                    return Ok(wraps(
+                        &format!("{base} -m"),
+                        words,
+                        Vec::new(),
+                        Transparency::Launcher,
+                    ));
+                }
+                'c' => return Ok(Analysis::NotAWrapper),
+                _ => return Err(unknown(base, text)),
+            }
+        }
+    }
+    Ok(Analysis::NotAWrapper)
+}
+
 /// `faketime [-m] [-f] [--exclude-monotonic] [--disable-shm] TIMESTAMP command…`: its options
 /// are compared whole, one a word, with no `--` (`faketime -- cat x` runs `cat` at the time
 /// `--`); anything else that looks like an option asks.
@@ -2569,6 +2627,24 @@ mod tests {
                 "U:cannot tell which command `mise exec` runs",
             ),
             (&["/tmp/uv", "run", "rm"], "R:rm"),
+            // `python -m MODULE` runs the module as a program.
+            (&["python3", "-m", "pytest", "-x"], "L:pytest -x"),
+            (&["python", "-Bm", "pytest"], "L:pytest"),
+            (
+                &["python3.12", "-X", "dev", "-mpytest", "tests"],
+                "L:pytest tests",
+            ),
+            (
+                &["python3", "-W", "error", "-m", "http.server"],
+                "L:http.server",
+            ),
+            (&["python3", "script.py", "-m", "x"], "-"),
+            (&["python3", "-c", "print(1)"], "-"),
+            (
+                &["python3", "-Q", "-m", "pytest"],
+                "U:`python3` option `-Q` is not understood",
+            ),
+            (&["pythonista", "-m", "x"], "-"),
         ];
         for (words, expected) in table {
             assert_eq!(

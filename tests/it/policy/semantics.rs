@@ -1554,6 +1554,56 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
     }
 }
 
+/// Test runners and builds a team allows with `X *` write where their options say, and run
+/// the code of the folder they run in: pytest (also as `python3 -m pytest`) and cargo.
+#[test]
+fn allowed_test_runners_write_and_run_only_where_allowed() {
+    let ws = workspace_with(&format!(
+        "{TEAM_POLICY}  - name: runners\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"python3 -m pytest *\", \"pytest *\", \"cargo build *\"] }} }}\n    decision: allow\n"
+    ));
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (command, expected) in [
+        // `--basetemp` empties the folder it names.
+        ("python3 -m pytest --basetemp=/tmp/elsewhere", "ask"),
+        ("pytest --basetemp ~/projects/other", "ask"),
+        ("python3 -m pytest --junitxml=.git/hooks/pre-commit", "deny"),
+        ("python3 -m pytest --junit-xml=/etc/cron.d/x", "ask"),
+        ("pytest --log-file=~/.bashrc", "deny"),
+        ("python3 -m pytest --pastebin=all", "ask"),
+        ("python3 -m pytest -o cache_dir=/tmp/x", "ask"),
+        ("python3 -m pytest -c ../other/pytest.ini", "ask"),
+        ("python3 -m pytest --rootdir=/tmp/x", "ask"),
+        // Run in a folder outside the workspace, its `conftest.py` runs.
+        ("cd .. && python3 -m pytest", "ask"),
+        ("cd ~ && pytest", "ask"),
+        ("python3 -X dev -m pytest --basetemp=/tmp/x", "ask"),
+        (
+            "cargo build --artifact-dir .git/hooks -Z unstable-options",
+            "deny",
+        ),
+        ("cargo build --out-dir /usr/local/bin", "ask"),
+        ("cargo build --lockfile-path .git/config", "deny"),
+        ("cargo build -Z unstable-options", "ask"),
+        ("cargo build --config 'build.rustc-wrapper=\"./x\"'", "ask"),
+        ("cargo build -C /tmp", "ask"),
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, expected, "`{command}`: {reasons:?}");
+    }
+    for command in [
+        "python3 -m pytest",
+        "python3 -m pytest -x -q tests/test_app.py",
+        "python3 -m pytest -p no:cacheprovider -k fast",
+        "python3 -m pytest --junitxml=report.xml",
+        "pytest -n 4 --tb=short",
+        "cargo build --release",
+        "cargo build --target-dir target/other",
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, "allow", "`{command}`: {reasons:?}");
+    }
+}
+
 /// A workspace root that holds the home folder (an agent started in `~` or `/`) is no
 /// project: a team's "inside the workspace" rules allow nothing there, and writes ask.
 #[test]
