@@ -900,7 +900,13 @@ fn judge_files(
             .flat_map(|(access, word, source, named)| {
                 let found = matches!(access, Access::Read | Access::Search)
                     && word.raw == "{}"
-                    && word.kind == WordKind::Dynamic(super::shell::Expansion::RuntimeArguments);
+                    && matches!(
+                        word.kind,
+                        WordKind::Dynamic(
+                            super::shell::Expansion::RuntimeArguments
+                                | super::shell::Expansion::FoundPath
+                        )
+                    );
                 if found {
                     starts
                         .iter()
@@ -1960,6 +1966,7 @@ fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Ve
             super::shell::Expansion::CommandSubstitution
                 | super::shell::Expansion::ProcessSubstitution
                 | super::shell::Expansion::RuntimeArguments
+                | super::shell::Expansion::FoundPath
         )
     {
         return Err(format!(

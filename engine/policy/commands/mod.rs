@@ -1101,8 +1101,9 @@ fn dynamic_option(
 /// Whether a word expanded at run time could become an option (`$OPT`, `"$X"`, `$(…)`,
 /// `*`), rather than text that starts with a literal non-dash.
 fn may_expand_to_option(word: &Word) -> bool {
-    // `<(cmd)` is a `/dev/fd/N` path.
+    // `<(cmd)` is a `/dev/fd/N` path; find's `{}` starts with a starting point.
     !word.is_process_substitution()
+        && word.kind != WordKind::Dynamic(super::shell::Expansion::FoundPath)
         && !word
             .raw
             .trim_start_matches(['"', '\''])

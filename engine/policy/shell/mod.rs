@@ -294,6 +294,10 @@ pub enum Expansion {
     Translation,
     /// Arguments a wrapper appends or substitutes at run time (`xargs`, `find -exec {}`).
     RuntimeArguments,
+    /// A path `find` found, as the whole word `{}` of `find -exec`: it starts with one of
+    /// find's starting points, which never start with `-` (find reads such a word as its
+    /// expression), so it is never an option.
+    FoundPath,
     /// `$((…))`, `$[…]`, `${x:offset}` or an array subscript: arithmetic evaluation.
     Arithmetic,
     /// `${!x}`: the value names another variable.
@@ -317,6 +321,7 @@ impl fmt::Display for Expansion {
             Self::AnsiC => "ANSI-C string",
             Self::Translation => "locale translation",
             Self::RuntimeArguments => "argument supplied at run time",
+            Self::FoundPath => "path found by `find`",
             Self::Arithmetic => "arithmetic evaluation",
             Self::Indirection => "indirect expansion",
             Self::Prompt => "prompt expansion",

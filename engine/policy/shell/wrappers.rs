@@ -1925,10 +1925,16 @@ fn find(args: &[Word]) -> Outcome {
             .position(|w| matches!(w.literal(), Some(";" | "+")))
             .map(|offset| start + offset)
             .ok_or_else(|| malformed("find"))?;
+        // Starting points read from a file (`-files0-from`) may start with `-`.
+        let listed_starts = args
+            .iter()
+            .any(|w| w.literal().is_some_and(|v| v.starts_with("-files0-from")));
         let words: Vec<Word> = args[start..end]
             .iter()
             .map(|w| {
-                if holds_placeholder(w, "{}") {
+                if w.literal() == Some("{}") && !listed_starts {
+                    Word::dynamic(&w.raw, Expansion::FoundPath)
+                } else if holds_placeholder(w, "{}") {
                     Word::dynamic(&w.raw, Expansion::RuntimeArguments)
                 } else {
                     w.clone()
