@@ -118,6 +118,9 @@ fn qwen_code_pre_tool_use_in_claude_code_format() {
             "pre_tool_use_read_env",
             "pre_tool_use_edit",
             "pre_tool_use_read_many_include",
+            // Names of older releases.
+            "pre_tool_use_read_older_name",
+            "pre_tool_use_search_older_name",
         ],
     );
 }
