@@ -117,6 +117,11 @@ pub struct Program {
     /// there (npm reads `npm run test --prefix DIR` as `npm --prefix DIR run test`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub options_anywhere: bool,
+    /// An operand `@FILE` stands for the arguments FILE holds (argparse's
+    /// `fromfile_prefix_chars`, as pytest reads it; binutils): FILE is read, and the
+    /// arguments in it, which the line does not show, count as code.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub response_files: bool,
     /// A short option's value attached after `=` is the value without it, as clap reads it
     /// (`rg -g=.env` is `rg -g .env`); GNU `getopt` keeps the `=`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -250,6 +255,10 @@ pub enum Role {
     Variable,
     /// An arithmetic expression (`let`): bash evaluates it, and subscripts in it run code.
     Arithmetic,
+    /// A target the program may create or rewrite as a file (`make`'s built-in rules copy
+    /// `x.sh` to `x`): judged as written when it is spelled like a path (`/`, `.`, `~`, a
+    /// glob) or names a file that is there; a bare name (`all`, `test`) is not a file.
+    Target,
 }
 
 /// An effect beyond reading.

@@ -780,6 +780,15 @@ fn file_words<'c>(
             | Role::Patch
             | Role::Unpack => Access::Read,
             Role::Write | Role::Archive => Access::Write,
+            Role::Target => {
+                found.push((
+                    Access::Write,
+                    &role_word.word,
+                    role_word.source.clone(),
+                    Named::Maybe,
+                ));
+                continue;
+            }
             Role::Tree => {
                 found.push((
                     Access::Read,

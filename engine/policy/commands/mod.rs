@@ -70,6 +70,7 @@ struct CompiledProgram {
     search_skips: Vec<SearchSkip>,
     dashless_first: bool,
     short_equals: bool,
+    response_files: bool,
 }
 
 /// One option of a program, as the table describes it.
@@ -167,6 +168,7 @@ impl CompiledProgram {
             search_skips: program.search_skips.clone(),
             dashless_first: program.dashless_first,
             short_equals: program.short_equals,
+            response_files: program.response_files,
         }
     }
 }
@@ -757,6 +759,20 @@ impl CommandTable {
                 }
             }
         }
+        // A value the shell may split (`-name $(cat f)`, xargs' input after `-name`): its
+        // later words are options and operands the line does not show.
+        for option in &facts.options {
+            if let Some(value) = option.value.as_ref().filter(|value| value.may_split()) {
+                facts.effects.push(EffectSource {
+                    effect: Effect::Exec,
+                    cause: format!(
+                        "{} {} (it may split into several words: options and files the line does not show)",
+                        option.canonical, value.raw
+                    ),
+                    from: EffectFrom::Content,
+                });
+            }
+        }
         facts.read_only = program.read_only;
         let (program_name, program_effects) = (
             match &facts.subcommand {
@@ -896,6 +912,23 @@ impl CommandTable {
             facts.operands.push(word.clone());
             if let Some(role_word) = role_word {
                 facts.roles.push(role_word);
+            }
+            // `@FILE` stands for the arguments FILE holds.
+            if let Some(file) = word
+                .literal()
+                .and_then(|value| value.strip_prefix('@'))
+                .filter(|file| program.response_files && !file.is_empty())
+            {
+                facts.roles.push(RoleWord {
+                    role: Role::Read,
+                    word: Word::literal_from(file, file),
+                    source: word.raw.clone(),
+                });
+                facts.effects.push(EffectSource {
+                    effect: Effect::Exec,
+                    cause: format!("{} (its arguments are read from the file)", word.raw),
+                    from: EffectFrom::Content,
+                });
             }
         }
         if program.last == Some(Role::Write) {

@@ -39,6 +39,7 @@ pub(super) fn content_effects(
             | Role::Archive
             | Role::Patch
             | Role::Unpack
+            | Role::Target
             | Role::SearchGlob => Vec::new(),
         };
     };
@@ -77,6 +78,7 @@ pub(super) fn content_effects(
         | Role::Archive
         | Role::Patch
         | Role::Unpack
+        | Role::Target
         | Role::SearchGlob => Vec::new(),
     }
 }

@@ -230,6 +230,33 @@ impl Word {
         }
     }
 
+    /// Whether the shell may make several words of it (or none): an unquoted expansion is
+    /// split at blanks and globbed, a brace expands to several words, and `xargs` hands the
+    /// words of its input. A literal, a wholly double-quoted word, a lone tilde, find's `{}`
+    /// and a word `xargs -I` puts its input into stay one word.
+    pub fn may_split(&self) -> bool {
+        match &self.kind {
+            WordKind::Literal(_) => false,
+            WordKind::Dynamic(Expansion::FoundPath) => false,
+            WordKind::Dynamic(Expansion::RuntimeArguments) => self.raw == INPUT_ARGUMENTS,
+            // The processor count is one number (`make -j$(nproc)`).
+            WordKind::Dynamic(Expansion::CommandSubstitution)
+                if matches!(self.raw.as_str(), "$(nproc)" | "`nproc`" | "\"$(nproc)\"") =>
+            {
+                false
+            }
+            WordKind::Dynamic(_) | WordKind::Opaque(_) => {
+                let quoted = self.raw.len() >= 2
+                    && self.raw.starts_with('"')
+                    && self.raw.ends_with('"')
+                    && !self.raw[1..self.raw.len() - 1].contains('"');
+                let tilde_only = self.kind == WordKind::Dynamic(Expansion::Tilde)
+                    && !self.raw.contains(['$', '`', '*', '?', '[', '{']);
+                !quoted && !tilde_only
+            }
+        }
+    }
+
     /// Whether the word is one process substitution, `<(cmd)` or `>(cmd)`: a pipe to a
     /// command judged on its own, which the shell passes as a `/dev/fd/N` path.
     pub fn is_process_substitution(&self) -> bool {
@@ -261,6 +288,9 @@ impl fmt::Display for Word {
         f.write_str(&self.raw)
     }
 }
+
+/// The word `xargs` appends for the arguments it reads from its input.
+pub const INPUT_ARGUMENTS: &str = "<arguments from input>";
 
 /// What is known about a word's value.
 #[derive(Debug, Clone, PartialEq, Eq)]

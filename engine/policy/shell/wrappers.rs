@@ -1834,7 +1834,7 @@ fn xargs(args: &[Word]) -> Outcome {
             }
         }
         None => words.push(Word::dynamic(
-            "<arguments from input>",
+            super::INPUT_ARGUMENTS,
             Expansion::RuntimeArguments,
         )),
     }

@@ -984,6 +984,50 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:no-secrets",
         ),
+        // A value the shell may split: its later words are options and files.
+        c(
+            "split value",
+            "find . -maxdepth 0 -name $(cat notes.txt)",
+            "ask",
+            "default",
+        ),
+        c(
+            "split value",
+            "echo x | xargs find . -name",
+            "ask",
+            "default",
+        ),
+        c(
+            "split value",
+            "head -n $(echo 1 .env) README.md",
+            "ask",
+            "default",
+        ),
+        c(
+            "split value",
+            "sort -k $(echo 1 -o out.txt) README.md",
+            "ask",
+            "default",
+        ),
+        c(
+            "split value",
+            "grep -e $PATTERN README.md",
+            "ask",
+            "default",
+        ),
+        c(
+            "everyday",
+            "head -n \"$(echo 5)\" README.md",
+            "allow",
+            "rule:",
+        ),
+        c("everyday", "head -n ~ README.md", "allow", "rule:"),
+        c(
+            "response file",
+            "strings @.env",
+            "deny",
+            "rule:team-secrets",
+        ),
         c("folder stack", "pushd +1 && cat notes", "ask", "analysis"),
         c(
             "awk",
@@ -1568,6 +1612,9 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
         "make $TARGET",
         // Any unambiguous prefix of `--print-data-base`.
         "make --print-data",
+        // A target is a file make may write (its built-in rules copy `x.sh` to `x`).
+        "make ~/.bashrc",
+        "make -k $(cat targets.txt)",
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, "ask", "`{command}`: {reasons:?}");
@@ -1578,6 +1625,7 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
         "npm run test",
         "npm run lint -- --fix",
         "npm run build -g",
+        "make -j$(nproc) test",
         "jq .name package.json",
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
@@ -1617,6 +1665,17 @@ fn allowed_test_runners_write_and_run_only_where_allowed() {
         ("cargo build -Z unstable-options", "ask"),
         ("cargo build --config 'build.rustc-wrapper=\"./x\"'", "ask"),
         ("cargo build -C /tmp", "ask"),
+        // `@FILE` is read for more arguments; `--debug` writes its log where it is told.
+        ("python3 -m pytest @.env", "deny"),
+        ("python3 -m pytest @args.txt", "ask"),
+        ("python3 -m pytest --debug ~/.bashrc", "deny"),
+        (
+            "python3 -m pytest --debug=.claude/settings.local.json",
+            "deny",
+        ),
+        // `--basetemp` empties the folder: one holding an agent's settings is theirs.
+        ("python3 -m pytest --basetemp=.claude", "deny"),
+        ("python3 -m pytest --basetemp .vscode", "deny"),
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, expected, "`{command}`: {reasons:?}");
