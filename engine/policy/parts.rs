@@ -613,17 +613,21 @@ impl Folders {
 
     /// A command whose option names the folder it works in (a value of role `dir`: `git -C
     /// DIR`, `env -C DIR`, `cargo -C DIR`) takes its relative paths there, and so may what
-    /// it runs.
+    /// it runs; so does one given a project file (role `manifest`: `cargo --manifest-path
+    /// F`, pytest's test paths), in that file's folder. `cd` is followed on its own.
     fn enter(&mut self, command: &SimpleCommand, facts: &CommandFacts, home: Option<&str>) {
-        for option in &facts.options {
-            let (Some(info), Some(word)) = (&option.info, &option.value) else {
+        if matches!(facts.program.as_deref(), Some("cd" | "pushd" | "popd")) {
+            return;
+        }
+        for role_word in &facts.roles {
+            if !matches!(role_word.role, Role::Dir | Role::Manifest) {
                 continue;
-            };
-            let target = word_values(word, home, &self.candidates).map_err(|_| ());
-            match info.value {
-                Some(Role::Dir) => self.add(command, target),
+            }
+            let target = word_values(&role_word.word, home, &self.candidates).map_err(|_| ());
+            match role_word.role {
+                Role::Dir => self.add(command, target),
                 // The folder of the project file.
-                Some(Role::Manifest) => {
+                Role::Manifest => {
                     let folders = target.map(|files| files.iter().map(|f| folder_of(f)).collect());
                     self.add(command, folders);
                 }

@@ -1655,6 +1655,8 @@ fn allowed_test_runners_write_and_run_only_where_allowed() {
         // Run in a folder outside the workspace, its `conftest.py` runs.
         ("cd .. && python3 -m pytest", "ask"),
         ("cd ~ && pytest", "ask"),
+        ("python3 -m pytest ../other/tests", "ask"),
+        ("pytest /tmp/elsewhere/test_a.py", "ask"),
         ("python3 -X dev -m pytest --basetemp=/tmp/x", "ask"),
         (
             "cargo build --artifact-dir .git/hooks -Z unstable-options",
