@@ -245,6 +245,10 @@ impl Word {
             {
                 false
             }
+            // A glob's words are the names of files that are there (`--include=*.rs` is one
+            // word unless a file of that name exists); one named to read as an option would
+            // have to be made first.
+            WordKind::Dynamic(Expansion::Glob) if !self.raw.contains(['$', '`']) => false,
             WordKind::Dynamic(_) | WordKind::Opaque(_) => {
                 let quoted = self.raw.len() >= 2
                     && self.raw.starts_with('"')

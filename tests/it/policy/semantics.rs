@@ -1023,6 +1023,12 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("everyday", "head -n ~ README.md", "allow", "rule:"),
         c(
+            "everyday",
+            "grep -rn --include=*.rs fn src",
+            "allow",
+            "rule:",
+        ),
+        c(
             "response file",
             "strings @.env",
             "deny",
