@@ -620,19 +620,16 @@ impl Folders {
             return;
         }
         for role_word in &facts.roles {
-            if !matches!(role_word.role, Role::Dir | Role::Manifest) {
-                continue;
-            }
-            let target = word_values(&role_word.word, home, &self.candidates).map_err(|_| ());
-            match role_word.role {
-                Role::Dir => self.add(command, target),
+            let values = || word_values(&role_word.word, home, &self.candidates).map_err(|_| ());
+            let target = match role_word.role {
+                Role::Dir => values(),
                 // The folder of the project file.
                 Role::Manifest => {
-                    let folders = target.map(|files| files.iter().map(|f| folder_of(f)).collect());
-                    self.add(command, folders);
+                    values().map(|files| files.iter().map(|f| folder_of(f)).collect())
                 }
-                _ => {}
-            }
+                _ => continue,
+            };
+            self.add(command, target);
         }
     }
 
