@@ -277,11 +277,16 @@ fn fields(mapping: &ToolMapping, item: &Value) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
-/// `text` as one single-quoted shell word.
 /// Calls made in the agent's working folder `cwd` when that is not the workspace root: a
-/// command is judged as `cd '<cwd>' && <command>`, and a relative `file_path` or `path` as
-/// one under `cwd` (where the agent's tool takes it).
-pub fn in_folder(calls: Vec<MappedCall>, cwd: &str, root: &str) -> Vec<MappedCall> {
+/// command is judged as `cd '<cwd>' && <command>`, a relative `file_path` or `path` as
+/// one under `cwd` (where the agent's tool takes it), and a call without the field its
+/// mapping [defaults to the working folder](ToolMapping::defaults_to_cwd) with `cwd` in it.
+pub fn in_folder(
+    calls: Vec<MappedCall>,
+    mapping: Option<&ToolMapping>,
+    cwd: &str,
+    root: &str,
+) -> Vec<MappedCall> {
     if cwd.trim_end_matches('/') == root.trim_end_matches('/') {
         return calls;
     }
@@ -289,6 +294,11 @@ pub fn in_folder(calls: Vec<MappedCall>, cwd: &str, root: &str) -> Vec<MappedCal
         .into_iter()
         .map(|mut call| {
             if let Value::Object(fields) = &mut call.input {
+                if let Some(field) = mapping.and_then(|m| m.defaults_to_cwd.as_ref())
+                    && fields.get(field).is_none_or(|value| value == "")
+                {
+                    fields.insert(field.clone(), Value::String(cwd.to_owned()));
+                }
                 if let Some(Value::String(command)) = fields.get_mut("command") {
                     *command = behind_cd(cwd, command);
                 }

@@ -332,6 +332,7 @@ pub async fn decide(
     let calls = match &payload.cwd {
         Some(cwd) => map::in_folder(
             calls,
+            mapping,
             &cwd.to_string_lossy(),
             snapshot.match_ctx.workspace_root(),
         ),

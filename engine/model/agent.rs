@@ -80,6 +80,12 @@ pub struct ToolMapping {
     /// `dir_path`, `directory` before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cd: Option<FieldNames>,
+    /// A mapped input field naming a folder that the agent's tool takes to be its working
+    /// folder when the agent sends none (Claude Code's `Grep` and `Glob` search the folder
+    /// the session is in). When the hook reports a working folder other than the workspace
+    /// root, a call without the field is judged with that folder in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaults_to_cwd: Option<String>,
     /// Leaves the tool unmapped (unknown to the policy), e.g. to switch off a built-in
     /// mapping.
     #[serde(default, skip_serializing_if = "Option::is_none")]

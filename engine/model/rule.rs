@@ -112,6 +112,14 @@ pub struct ArgMatcher {
     /// when the value's glob matches one of them (`.en?` and `**/.e*` reach `.env`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reaches: Option<OneOrMany<String>>,
+    /// With `reaches`: the input field naming the folder the glob is taken in (the
+    /// workspace root when the field is absent or empty), for a tool that lists files
+    /// (`Glob`). The glob is then compared as a location: its folder part is located as a
+    /// path argument is (`~` expanded, `..` resolved, symlinks followed: written and
+    /// resolved both count), and the `reaches` paths are taken as locations too (`~/` under
+    /// the home folder, a relative one under the workspace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reaches_from: Option<String>,
     /// The value equals this JSON value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equals: Option<serde_json::Value>,

@@ -45,7 +45,9 @@ use super::glob::parse_globs;
 use super::mode::MatchMode;
 use super::path::{Location, MatchContext, PathCase, PathMatcher, Side, locate};
 use super::pattern::{CommandKeys, RedirectionPolicy, ShellMatcher, ShellVerdict};
+use super::search::split_glob;
 use super::shell::Role;
+use super::shell::wildcard::{escape_glob, widened};
 use crate::diagnostics::diagnostic::lowercase_first;
 use crate::model::rule::WorkspaceSide;
 use crate::model::rule::{ArgMatcher, OneOrMany};
@@ -199,7 +201,7 @@ enum Compiled {
     Glob(Deferred<GlobList>),
     Regex(Deferred<RegexSet>),
     /// `reaches`: the paths a value's glob must not match.
-    Reaches(Box<[String]>),
+    Reaches(Box<Reaches>),
     Workspace(WorkspaceSide),
     PolicyFiles(bool),
     Path(Box<PathMatcher>),
@@ -376,7 +378,10 @@ impl CompiledArgMatchers {
                 }
             }
             if let Some(paths) = &spec.reaches {
-                matchers.push(Compiled::Reaches(OneOrMany::as_slice(paths).into()));
+                matchers.push(Compiled::Reaches(Box::new(Reaches {
+                    paths: OneOrMany::as_slice(paths).into(),
+                    from: spec.reaches_from.clone(),
+                })));
             }
             if let Some(side) = spec.workspace {
                 matchers.push(Compiled::Workspace(side));
@@ -575,7 +580,7 @@ impl CompiledArgMatchers {
             entry
                 .matchers
                 .iter()
-                .all(|matcher| holds(matcher, value, ctx, mode, cache))
+                .all(|matcher| holds(matcher, (value, input), ctx, mode, cache))
         })
     }
 
@@ -595,7 +600,7 @@ impl CompiledArgMatchers {
             let mut checks = Vec::with_capacity(entry.matchers.len());
             let mut holds = true;
             for matcher in &entry.matchers {
-                let check = check(matcher, value, ctx, mode, cache);
+                let check = check(matcher, (value, input), ctx, mode, cache);
                 holds = check.holds;
                 checks.push(check);
                 if !holds {
@@ -876,7 +881,7 @@ impl Found {
 
 fn check(
     matcher: &Compiled,
-    value: Option<&Value>,
+    (value, input): (Option<&Value>, &Value),
     ctx: &MatchContext,
     mode: MatchMode,
     cache: &mut ParseCache,
@@ -904,8 +909,8 @@ fn check(
             }),
             Err((_, message)) => unbuilt(mode, message),
         },
-        Compiled::Reaches(paths) => over_strings(value, mode, |s| {
-            Found::Pattern(reached(s, paths, ctx.home()))
+        Compiled::Reaches(reaches) => over_strings(value, mode, |s| {
+            Found::Pattern(reaches.reached(s, input, ctx))
         }),
         Compiled::Workspace(side) => over_strings(value, mode, |s| {
             Found::place(s, ctx, mode, cache, PathCondition::Workspace, |place| {
@@ -950,23 +955,92 @@ fn check(
     }
 }
 
-/// The first of `paths` that the glob `text` matches (`*` stays within a folder, as a search
-/// tool reads its file filter). A text that is not a glob reaches nothing: the tool refuses
-/// it, and searches nothing.
-fn reached(text: &str, paths: &[String], home: Option<&str>) -> Option<usize> {
-    let glob = globset::GlobBuilder::new(text)
-        .literal_separator(true)
-        .build()
-        .ok()?
-        .compile_matcher();
-    // `~/x` is reached by a glob written with the home folder's path too (`/home/dev/**`).
-    let at_home = |path: &String| {
-        let rest = path.strip_prefix('~')?;
-        Some(format!("{}{rest}", home?.trim_end_matches('/')))
-    };
-    paths.iter().position(|path| {
-        glob.is_match(path) || at_home(path).is_some_and(|absolute| glob.is_match(absolute))
-    })
+/// A `reaches` condition: the paths a glob must not match, and the field naming the folder
+/// it is taken in.
+#[derive(Debug, Clone)]
+struct Reaches {
+    paths: Box<[String]>,
+    from: Option<String>,
+}
+
+impl Reaches {
+    /// The first of the paths that the glob `text` matches (`*` stays within a folder, as a
+    /// search tool reads its file filter). The glob is [widened](widened) to what an agent's
+    /// glob library may read in it and matched without regard to case (Gemini CLI's
+    /// tools ignore it). `~/x` is reached by a glob written with the home folder's path
+    /// too (`/home/dev/**`). A text that is not a glob even widened reaches nothing: the
+    /// tool refuses it, and searches nothing.
+    fn reached(&self, text: &str, input: &Value, ctx: &MatchContext) -> Option<usize> {
+        let text = widened(text);
+        let Some(from) = &self.from else {
+            let glob = glob_matcher(&text)?;
+            let home = ctx.home();
+            let at_home = |path: &String| {
+                let rest = path.strip_prefix('~')?;
+                Some(format!("{}{rest}", home?.trim_end_matches('/')))
+            };
+            return self.paths.iter().position(|path| {
+                glob.is_match(path) || at_home(path).is_some_and(|absolute| glob.is_match(absolute))
+            });
+        };
+        // As a location: the folder part located in the folder the call names, the rest
+        // matched below it.
+        let folder = input
+            .get(from)
+            .and_then(Value::as_str)
+            .filter(|folder| !folder.is_empty())
+            .unwrap_or(".");
+        let (start, rest) = split_glob(&text);
+        let joined = if start.starts_with(['/', '~']) || start.starts_with("$HOME") {
+            start
+        } else {
+            format!("{}/{start}", folder.trim_end_matches('/'))
+        };
+        // `..` below a wildcard leads anywhere a link below it may lead.
+        let anywhere = rest
+            .as_deref()
+            .is_some_and(|rest| rest.split('/').any(|c| c == ".."));
+        let location = locate(&joined, ctx);
+        let places: Vec<&str> = match &location {
+            Some(Location::Known { .. }) if !anywhere => [Side::Written, Side::Resolved]
+                .into_iter()
+                .filter_map(|side| location.as_ref()?.at(side))
+                .map(|place| place.absolute())
+                .collect(),
+            // Where it starts cannot be told: it may reach anything.
+            _ => return Some(0),
+        };
+        let targets: Vec<String> = self
+            .paths
+            .iter()
+            .map(
+                |path| match locate(path, ctx).as_ref().and_then(|l| l.at(Side::Written)) {
+                    Some(place) => place.absolute().to_owned(),
+                    None => path.clone(),
+                },
+            )
+            .collect();
+        places.iter().find_map(|place| {
+            let glob = match &rest {
+                Some(rest) => format!("{}/{rest}", escape_glob(place.trim_end_matches('/'))),
+                None => escape_glob(place),
+            };
+            let glob = glob_matcher(&glob)?;
+            targets.iter().position(|target| glob.is_match(target))
+        })
+    }
+}
+
+/// The matcher of a glob read as a search tool reads it: `*` within a folder, case ignored.
+fn glob_matcher(text: &str) -> Option<globset::GlobMatcher> {
+    Some(
+        globset::GlobBuilder::new(text)
+            .literal_separator(true)
+            .case_insensitive(true)
+            .build()
+            .ok()?
+            .compile_matcher(),
+    )
 }
 
 /// A matcher whose automaton cannot be built fails closed: it holds for deny and ask rules
@@ -983,7 +1057,7 @@ fn unbuilt(mode: MatchMode, message: &str) -> (bool, CheckDetail) {
 /// [`check`]`.holds` without the detail.
 fn holds(
     matcher: &Compiled,
-    value: Option<&Value>,
+    (value, input): (Option<&Value>, &Value),
     ctx: &MatchContext,
     mode: MatchMode,
     cache: &mut ParseCache,
@@ -999,8 +1073,8 @@ fn holds(
             Ok(set) => strings_hold(value, mode, |s| set.is_match(s)),
             Err(_) => mode == MatchMode::Any,
         },
-        Compiled::Reaches(paths) => {
-            strings_hold(value, mode, |s| reached(s, paths, ctx.home()).is_some())
+        Compiled::Reaches(reaches) => {
+            strings_hold(value, mode, |s| reaches.reached(s, input, ctx).is_some())
         }
         Compiled::Workspace(side) => strings_hold(value, mode, |s| {
             cache.path(s, ctx).is_some_and(|location| {
@@ -1395,13 +1469,36 @@ mod tests {
     /// A glob reaches a home folder's file however it names the folder: `~`, or its path.
     #[test]
     fn a_glob_reaches_home_files_by_the_home_path_too() {
-        let paths = ["~/.ssh/id_rsa".to_owned(), "~/.aws/credentials".to_owned()];
-        let home = Some("/home/dev");
-        assert_eq!(reached("~/.s?h/*", &paths, home), Some(0));
-        assert_eq!(reached("/home/dev/**", &paths, home), Some(0));
-        assert_eq!(reached("/home/*/.a?s/*", &paths, home), Some(1));
-        assert_eq!(reached("/home/dev/notes/*", &paths, home), None);
-        assert_eq!(reached("/home/dev/**", &paths, None), None);
+        let reaches = |from: Option<&str>| Reaches {
+            paths: ["~/.ssh/id_rsa".to_owned(), "~/.aws/credentials".to_owned()].into(),
+            from: from.map(str::to_owned),
+        };
+        let home = ctx().with_home("/home/dev");
+        let reached = |glob: &str, input: Value, ctx: &MatchContext| {
+            [reaches(None), reaches(Some("path"))].map(|r| r.reached(glob, &input, ctx))
+        };
+        let none = json!({});
+        assert_eq!(reached("~/.s?h/*", none.clone(), &home), [Some(0); 2]);
+        assert_eq!(reached("/home/dev/**", none.clone(), &home), [Some(0); 2]);
+        assert_eq!(reached("/home/*/.a?s/*", none.clone(), &home), [Some(1); 2]);
+        assert_eq!(reached("/home/dev/notes/*", none.clone(), &home), [None; 2]);
+        assert_eq!(reached("/home/dev/**", none.clone(), &ctx()), [None; 2]);
+        // As agents' glob libraries read it: extglobs, brackets, any case.
+        assert_eq!(reached("~/@(.ssh)/*", none.clone(), &home), [Some(0); 2]);
+        assert_eq!(reached("~/.[!A]ws/*", none.clone(), &home), [Some(1); 2]);
+        assert_eq!(reached("~/.SSH/*", none.clone(), &home), [Some(0); 2]);
+        // Taken in the folder the call names, only with `reaches_from`.
+        let in_home = json!({ "path": "~" });
+        assert_eq!(reached(".s?h/*", in_home.clone(), &home), [None, Some(0)]);
+        assert_eq!(reached("./.s?h/*", in_home.clone(), &home), [None, Some(0)]);
+        assert_eq!(reached("x/../.a?s/*", in_home, &home), [None, Some(1)]);
+        let in_app = json!({ "path": "/home/dev/app" });
+        assert_eq!(reached("../.a?s/*", in_app.clone(), &home), [None, Some(1)]);
+        assert_eq!(reached("notes/*.md", in_app, &home), [None; 2]);
+        let above = json!({ "path": "/home" });
+        assert_eq!(reached("dev/.s?h/*", above, &home), [None, Some(0)]);
+        // `..` below a wildcard may lead anywhere.
+        assert_eq!(reached("src/*/../x", none, &home), [None, Some(0)]);
     }
 
     proptest::proptest! {

@@ -30,7 +30,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
-use globset::{GlobBuilder, GlobMatcher};
 use regex::Regex;
 use serde_json::json;
 
@@ -41,6 +40,7 @@ use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
 use super::search::{Below, Reader, Walk, judge_below, split_glob};
+use super::shell::wildcard::{Wildcard, escape_glob, has_glob, unescape_glob};
 use super::shell::{
     Found, InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
     Word, WordKind, name_char, name_length, split_word, unquoted_expansions,
@@ -2067,45 +2067,6 @@ fn parameter_name(text: &str) -> Option<&str> {
     (!name.is_empty() && name.chars().all(name_char)).then_some(name)
 }
 
-fn escape_glob(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn unescape_glob(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(next) = chars.next() {
-                out.push(next);
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn has_glob(text: &str) -> bool {
-    let mut escaped = false;
-    for c in text.chars() {
-        match (escaped, c) {
-            (true, _) => escaped = false,
-            (false, '\\') => escaped = true,
-            (false, '*' | '?' | '[') => return true,
-            (false, _) => {}
-        }
-    }
-    false
-}
-
 /// Brace expansion (`a{b,c}d`, `{1..3}`), outside quotes; `Err` past [`MAX_EXPANSIONS`].
 fn expand_braces(raw: &str) -> Result<Vec<String>, String> {
     let mut out = vec![String::new()];
@@ -2537,7 +2498,7 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
                         continue;
                     };
                     for dots in dot_entries {
-                        if matcher.is_match(dots) {
+                        if matcher.matches(dots) {
                             next.push(format!("{base}/{dots}"));
                         }
                     }
@@ -2548,7 +2509,7 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
                         }
                         let name = entry.file_name();
                         let Some(name) = name.to_str() else { continue };
-                        if matcher.is_match(name) && (hidden_reached || !name.starts_with('.')) {
+                        if matcher.matches(name) && (hidden_reached || !name.starts_with('.')) {
                             next.push(format!("{base}/{name}"));
                         }
                     }
@@ -2556,9 +2517,9 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
                 true
             });
             match listed {
-                None => return Err(format!("`{component}` is not a glob toolgate can read")),
-                Some(false) => return too_many(),
-                Some(true) => {}
+                Err(why) => return Err(why),
+                Ok(false) => return too_many(),
+                Ok(true) => {}
             }
         } else {
             let plain = unescape_glob(component);
@@ -2582,31 +2543,25 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
     Ok(bases)
 }
 
-/// Runs `with` on the matcher of one glob component (`*` and `?` within a name, `[…]`,
-/// backslash escapes); `None` when it is not a glob. Compiling one costs more than judging
-/// the rest of a line, and models run the same globs again and again (`*.rs`), so the last
-/// [`CACHED_GLOBS`] compiled on this thread are kept.
-fn with_component_glob<T>(component: &str, with: impl FnOnce(&GlobMatcher) -> T) -> Option<T> {
+/// Runs `with` on the matcher of one glob component (see [`Wildcard`]); `Err` when it
+/// cannot be read. Compiling one costs more than judging the rest of a line, and models run
+/// the same globs again and again (`*.rs`), so the last [`CACHED_GLOBS`] compiled on this
+/// thread are kept.
+fn with_component_glob<T>(component: &str, with: impl FnOnce(&Wildcard) -> T) -> Result<T, String> {
     thread_local! {
-        static COMPILED: RefCell<HashMap<String, GlobMatcher>> = RefCell::new(HashMap::new());
+        static COMPILED: RefCell<HashMap<String, Wildcard>> = RefCell::new(HashMap::new());
     }
     COMPILED.with_borrow_mut(|compiled| {
-        if !compiled.contains_key(component) {
-            // Case is ignored, as with bash's `nocaseglob` (`bash -O nocaseglob -c 'cat
-            // .EN?'`): a glob then reaches more files, and each is judged.
-            let matcher = GlobBuilder::new(component)
-                .literal_separator(true)
-                .backslash_escape(true)
-                .case_insensitive(true)
-                .build()
-                .ok()?
-                .compile_matcher();
-            if compiled.len() >= CACHED_GLOBS {
-                compiled.clear();
-            }
-            compiled.insert(component.to_owned(), matcher);
+        if let Some(wildcard) = compiled.get(component) {
+            return Ok(with(wildcard));
         }
-        compiled.get(component).map(with)
+        let wildcard = Wildcard::new(component)?;
+        let result = with(&wildcard);
+        if compiled.len() >= CACHED_GLOBS {
+            compiled.clear();
+        }
+        compiled.insert(component.to_owned(), wildcard);
+        Ok(result)
     })
 }
 
@@ -2867,9 +2822,18 @@ mod tests {
                 assert_eq!(expand(format!("{root}/[.]e?v")), [format!("{root}/.env")]);
             }
         }
+        // Brackets as bash reads them: a negated one is matched with case too (`[!N]`
+        // reaches `n`), a `[` without its `]` is a name, and one whose matches depend on the
+        // locale cannot be judged.
+        assert_eq!(expand(format!("{root}/.e[!N]v")), [format!("{root}/.env")]);
+        assert_eq!(
+            expand(format!("{root}/.e[![:upper:]]v")),
+            [format!("{root}/.env")]
+        );
+        assert_eq!(expand(format!("{root}/[a")), [format!("{root}/[a")]);
         assert!(
-            expand_glob(&format!("{root}/[a"), Dotfiles::Matched).is_err(),
-            "not a glob"
+            expand_glob(&format!("{root}/.e[[.n.]]v"), Dotfiles::Matched).is_err(),
+            "a collating symbol"
         );
         for i in 0..=MAX_EXPANSIONS {
             std::fs::write(dir.path().join(format!("f{i}")), "").expect("write");

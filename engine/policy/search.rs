@@ -31,6 +31,7 @@ use super::matcher::ParseCache;
 use super::path::{Location, MatchContext, NormalisedPath, Side, listed};
 use super::rule::{CallFacts, RuleReason};
 use super::rules::RuleSet;
+use super::shell::wildcard::widened;
 use crate::model::command::SearchSkip;
 use crate::model::resolved::ResolvedConcurrency;
 use crate::model::rule::WorkspaceSide;
@@ -80,11 +81,19 @@ impl Walk {
             };
         }
         let mut builder = OverrideBuilder::new(folder);
-        // Matching more files than ripgrep would only judges more of them.
+        // Matching more files than ripgrep would only judges more of them: case is
+        // ignored, and the glob is widened to what an agent's glob library may read in it
+        // (brackets, extglobs). An exclusion (`!target`) widened would leave out more than
+        // it does, so one that changes is dropped.
         let _ = builder.case_insensitive(true);
         let only = globs
             .into_iter()
-            .try_for_each(|glob| builder.add(glob).map(drop))
+            .filter_map(|glob| {
+                let wide = widened(glob);
+                let exclusion = glob.starts_with('!') && !glob.starts_with("!(");
+                (!exclusion || wide == glob).then_some(wide)
+            })
+            .try_for_each(|glob| builder.add(&glob).map(drop))
             .ok()
             .and_then(|()| builder.build().ok());
         Self {
@@ -98,12 +107,13 @@ impl Walk {
 /// that holds one and the glob after it (`src/**/*.ts` → `src`, `**/*.ts`); the path itself
 /// when it holds none.
 pub(crate) fn split_glob(path: &str) -> (String, Option<String>) {
+    let path = widened(path);
     let components: Vec<&str> = path.split('/').collect();
     let Some(at) = components
         .iter()
         .position(|c| c.contains(['*', '?', '[', '{']))
     else {
-        return (path.to_owned(), None);
+        return (path, None);
     };
     let folder = match components[..at].join("/") {
         folder if folder.is_empty() && path.starts_with('/') => "/".to_owned(),
@@ -289,15 +299,17 @@ mod tests {
     use proptest::prelude::*;
 
     use super::split_glob;
+    use crate::policy::shell::wildcard::widened;
 
     const GLOB: [char; 4] = ['*', '?', '[', '{'];
 
     proptest! {
         /// The folder holds no glob character, the glob starts at a component that holds
-        /// one, and the two make the path again.
+        /// one, and the two make the path (widened) again.
         #[test]
         fn a_split_path_joins_again(path in "/?([a-z.]{1,3}[*?{\\[]?/){0,4}[a-z*?.]{0,3}") {
             let (folder, glob) = split_glob(&path);
+            let path = widened(&path);
             match glob {
                 None => {
                     prop_assert!(!path.contains(GLOB));

@@ -143,6 +143,7 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
         workspace,
         policy_files,
         allow_redirection: _,
+        reaches_from: _,
     } = matcher;
     let mut conditions = Vec::new();
     if let Some(value) = equals {

@@ -61,6 +61,7 @@
 
 mod loops;
 mod walk;
+pub(crate) mod wildcard;
 mod word;
 mod wrappers;
 

@@ -338,3 +338,46 @@ fn the_project_is_the_one_the_agent_names_in_the_environment() {
     let out = unnamed.stdout.clone();
     assert!(!out.contains("no-recursive-delete"), "{out}");
 }
+
+/// Claude Code's `Grep` and `Glob` without a `path` search the folder the session is in:
+/// with the session `cd`'d into `~/.ssh`, they are judged as searches of it.
+#[test]
+fn a_search_without_a_path_is_one_of_the_working_folder() {
+    let project = Project::standard();
+    let home = tempfile::tempdir().unwrap();
+    let ssh = home.path().join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), "KEY\n").unwrap();
+    for (tool, input) in [
+        ("Grep", serde_json::json!({ "pattern": "." })),
+        ("Glob", serde_json::json!({ "pattern": "*" })),
+        ("Grep", serde_json::json!({ "pattern": ".", "path": "" })),
+    ] {
+        let payload = serde_json::json!({
+            "session_id": "s1",
+            "transcript_path": "/tmp/t.jsonl",
+            "cwd": ssh,
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool,
+            "tool_input": input,
+            "tool_use_id": "toolu_1",
+        })
+        .to_string();
+        let run = super::run_hook_with_env(
+            "claude",
+            payload.as_bytes(),
+            &[],
+            &[],
+            &[
+                ("CLAUDE_PROJECT_DIR", project.path()),
+                ("HOME", home.path()),
+            ],
+        );
+        let out = run.stdout.clone();
+        assert!(
+            out.contains("\"permissionDecision\":\"deny\""),
+            "{tool} {input}: {out}"
+        );
+        assert!(out.contains("no-secrets-search"), "{tool} {input}: {out}");
+    }
+}

@@ -145,6 +145,30 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("operand", "cat \"$PWD/.env\"", "deny", "rule:team-secrets"),
         c("operand", "cat .en?", "deny", "rule:team-secrets"),
         c("operand", "cat .e[n]v", "deny", "rule:team-secrets"),
+        // Brackets as bash reads them: case matters to a negated one (`[!N]` matches `n`),
+        // POSIX classes are members, and one whose matches depend on the locale asks.
+        c("operand", "head .e[!N]v", "deny", "rule:team-secrets"),
+        c("operand", "head .e[^N]v", "deny", "rule:team-secrets"),
+        c(
+            "operand",
+            "head .e[![:upper:]]v",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "operand",
+            "tail ~/.[!A]ws/credentials",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "operand",
+            "cd ~/.[!A]ws && head credentials",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c("operand", "head .e[[.n.]]v", "ask", "analysis"),
+        c("operand", "head .e[[=n=]]v", "ask", "analysis"),
         // A leading `.` is reached only by a `.` written there, as in bash without
         // `dotglob`; a line that turns it on reaches `.env` with `*`.
         c("operand", "cat .e*", "deny", "rule:team-secrets"),
@@ -2402,6 +2426,35 @@ fn a_search_path_missing_as_written_reads_what_differs_only_in_case() {
         analyses(&reasons).contains("more than 16 paths"),
         "{reasons:?}"
     );
+}
+
+/// A search path or file filter is read as the agents' glob libraries may read it: an
+/// extglob (`@(.env)`, `!(src)`) or a bracket (`.e[!N]v`, which ripgrep matches
+/// case-sensitively) reaches at least the files it may match, and those are judged.
+#[test]
+fn search_globs_reach_what_the_agents_libraries_match() {
+    let ws = workspace();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for input in [
+        serde_json::json!({"pattern": ".", "path": "@(.env)"}),
+        serde_json::json!({"pattern": ".", "path": "+(.env)"}),
+        serde_json::json!({"pattern": ".", "path": "!(src)"}),
+        serde_json::json!({"pattern": ".", "glob": ".e[!N]v"}),
+        serde_json::json!({"pattern": ".", "glob": "@(.env)"}),
+    ] {
+        let (got, reasons) = decide_call(&engine, "Grep", input.clone());
+        assert_ne!(got, "allow", "{input}: {reasons:?}");
+    }
+    for input in [
+        serde_json::json!({"pattern": ".", "path": "@(src)"}),
+        serde_json::json!({"pattern": ".", "glob": "*.rs"}),
+        // An exclusion leaves out less once widened: `!.e[!N]v` keeps `.env` out only if
+        // ripgrep would; the search of the rest is as without it.
+        serde_json::json!({"pattern": ".", "path": "src", "glob": "!.e[!N]v"}),
+    ] {
+        let (got, reasons) = decide_call(&engine, "Grep", input.clone());
+        assert_eq!(got, "allow", "{input}: {reasons:?}");
+    }
 }
 
 /// A folder searched with everything below it is judged by the files the search reads

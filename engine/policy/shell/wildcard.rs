@@ -1,0 +1,382 @@
+//! One component of a pathname pattern (`*.rs`, `.e[!N]v`, `[[:alpha:]]x`), matched against
+//! a file name as bash matches it.
+//!
+//! bash's brackets are not those of the glob crates: `[!…]` and `[^…]` negate, a `]` right
+//! after the opening bracket (or its `!`) is a member, POSIX classes (`[[:upper:]]`) are
+//! members, a backslash escapes the next character, and a `[` without its `]` is a literal.
+//! A pattern is matched both with and without regard to case: bash is case-sensitive unless
+//! `nocaseglob` is on, and a negated bracket (`[!N]`) matches `n` only with case — so one
+//! side alone would reach fewer files than bash may. Collating symbols and equivalence
+//! classes (`[[.n.]]`, `[[=n=]]`), unknown class names and reversed ranges are refused: what
+//! they match depends on the locale, so the word's files cannot be judged.
+
+use regex::Regex;
+
+/// A compiled pattern component.
+#[derive(Debug)]
+pub(crate) struct Wildcard {
+    exact: Regex,
+    any_case: Regex,
+}
+
+/// The class names bash (and the `regex` crate) know inside brackets.
+const CLASSES: &[&str] = &[
+    "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct",
+    "space", "upper", "word", "xdigit",
+];
+
+impl Wildcard {
+    /// Compiles one component (no `/`). `Err` says why it cannot be read.
+    pub(crate) fn new(component: &str) -> Result<Self, String> {
+        let body = regex_of(component)?;
+        let build = |flags: &str| {
+            Regex::new(&format!("(?s{flags})^(?:{body})$"))
+                .map_err(|err| format!("`{component}` is not a pattern toolgate can read: {err}"))
+        };
+        Ok(Self {
+            exact: build("")?,
+            any_case: build("i")?,
+        })
+    }
+
+    /// Whether `name` matches, with case or without it.
+    pub(crate) fn matches(&self, name: &str) -> bool {
+        self.exact.is_match(name) || self.any_case.is_match(name)
+    }
+}
+
+/// A glob an agent's tool or a search program reads (ripgrep's `--glob`, the glob libraries
+/// of the agents' tools, with their extglobs and POSIX classes), rewritten for the glob
+/// crates so that it matches at least every path it may match, whatever the case or locale:
+/// each bracket expression becomes `?` and each extglob group (`@(…)`, `!(…)`, `+(…)`,
+/// `*(…)`, `?(…)`) becomes `*`. Matching more paths only judges more of them.
+pub(crate) fn widened(glob: &str) -> String {
+    let chars: Vec<char> = glob.chars().collect();
+    let mut out = String::new();
+    let mut at = 0;
+    while at < chars.len() {
+        let c = chars[at];
+        match c {
+            '\\' if at + 1 < chars.len() => {
+                out.extend([c, chars[at + 1]]);
+                at += 2;
+            }
+            '[' => match bracket(&chars, at, glob) {
+                Some((_, next)) => {
+                    out.push('?');
+                    at = next;
+                }
+                None => {
+                    out.push_str("\\[");
+                    at += 1;
+                }
+            },
+            // Nested braces, which the glob crates refuse.
+            '{' => match group_end(&chars, at, ('{', '}')) {
+                Some(next) if chars[at + 1..next].contains(&'{') => {
+                    out.push('*');
+                    at = next;
+                }
+                _ => {
+                    out.push(c);
+                    at += 1;
+                }
+            },
+            '@' | '!' | '+' | '*' | '?' if chars.get(at + 1) == Some(&'(') => {
+                match group_end(&chars, at + 1, ('(', ')')) {
+                    // `@(a|b)` without groups inside is exactly `{a,b}`.
+                    Some(next)
+                        if c == '@'
+                            && !chars[at + 2..next - 1]
+                                .iter()
+                                .any(|c| matches!(c, '(' | ')' | '{' | '}' | ',' | '\\')) =>
+                    {
+                        let alternatives: String = chars[at + 2..next - 1].iter().collect();
+                        out.push('{');
+                        out.push_str(&widened(&alternatives.replace('|', ",")));
+                        out.push('}');
+                        at = next;
+                    }
+                    Some(next) => {
+                        out.push('*');
+                        at = next;
+                    }
+                    None => {
+                        out.push(c);
+                        at += 1;
+                    }
+                }
+            }
+            _ => {
+                out.push(c);
+                at += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Where the group opening at `open` (with `(` or `{`) ends (after its closing character),
+/// nested groups and escapes included; `None` when it is not closed.
+fn group_end(chars: &[char], open: usize, (opening, closing): (char, char)) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut at = open;
+    while at < chars.len() {
+        match chars[at] {
+            '\\' => at += 1,
+            c if c == opening => depth += 1,
+            c if c == closing => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+/// `text` with every character a pattern reads escaped: it then matches only itself.
+pub(crate) fn escape_glob(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` with its backslash escapes removed: the name a pattern that matches nothing
+/// stands for.
+pub(crate) fn unescape_glob(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(next) = chars.next() {
+                out.push(next);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether `text` holds an unescaped `*`, `?` or `[`.
+pub(crate) fn has_glob(text: &str) -> bool {
+    let mut escaped = false;
+    for c in text.chars() {
+        match (escaped, c) {
+            (true, _) => escaped = false,
+            (false, '\\') => escaped = true,
+            (false, '*' | '?' | '[') => return true,
+            (false, _) => {}
+        }
+    }
+    false
+}
+
+/// The regular expression (without anchors) bash's pattern `component` stands for.
+fn regex_of(component: &str) -> Result<String, String> {
+    let chars: Vec<char> = component.chars().collect();
+    let mut out = String::new();
+    let mut at = 0;
+    while at < chars.len() {
+        match chars[at] {
+            '\\' if at + 1 < chars.len() => {
+                out.push_str(&literal(chars[at + 1]));
+                at += 2;
+            }
+            '*' => {
+                out.push_str(".*");
+                at += 1;
+            }
+            '?' => {
+                out.push('.');
+                at += 1;
+            }
+            '[' => match bracket(&chars, at, component) {
+                Some((class, next)) => {
+                    out.push_str(&class?);
+                    at = next;
+                }
+                None => {
+                    out.push_str(&literal('['));
+                    at += 1;
+                }
+            },
+            c => {
+                out.push_str(&literal(c));
+                at += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The bracket expression opening at `open`: its class (`Err` says why it cannot be read)
+/// and where it ends; `None` when it has no closing `]` (the `[` is then a literal).
+fn bracket(
+    chars: &[char],
+    open: usize,
+    component: &str,
+) -> Option<(Result<String, String>, usize)> {
+    let mut refused = None;
+    let mut refuse = |what: String| {
+        refused.get_or_insert(format!(
+            "`{component}` holds {what}, whose matches depend on the locale"
+        ));
+    };
+    let mut at = open + 1;
+    let negated = matches!(chars.get(at), Some('!' | '^'));
+    if negated {
+        at += 1;
+    }
+    let mut members = String::new();
+    let mut first = true;
+    loop {
+        let &c = chars.get(at)?;
+        match c {
+            ']' if !first => break,
+            '[' if matches!(chars.get(at + 1), Some(':' | '.' | '=')) => {
+                let kind = chars[at + 1];
+                let end = (at + 2..chars.len().saturating_sub(1))
+                    .find(|&i| chars[i] == kind && chars[i + 1] == ']');
+                let Some(end) = end else {
+                    // `[:` without its `:]` is two members.
+                    members.push_str(&literal('['));
+                    at += 1;
+                    first = false;
+                    continue;
+                };
+                let name: String = chars[at + 2..end].iter().collect();
+                match kind {
+                    ':' if CLASSES.contains(&name.as_str()) => {
+                        members.push_str(&format!("[:{name}:]"));
+                    }
+                    ':' => refuse(format!("the unknown class `[:{name}:]`")),
+                    _ => refuse(format!("`[{kind}{name}{kind}]`")),
+                }
+                at = end + 2;
+            }
+            _ => {
+                let (from, after) = member(chars, at);
+                // `a-z`, unless the `-` is last (`[a-]`).
+                if chars.get(after) == Some(&'-') && chars.get(after + 1).is_some_and(|&c| c != ']')
+                {
+                    let (to, next) = member(chars, after + 1);
+                    if to < from {
+                        refuse(format!("the reversed range `{from}-{to}`"));
+                    }
+                    members.push_str(&format!("{}-{}", literal(from), literal(to)));
+                    at = next;
+                } else {
+                    members.push_str(&literal(from));
+                    at = after;
+                }
+            }
+        }
+        first = false;
+    }
+    let class = match refused {
+        Some(why) => Err(why),
+        None => Ok(format!("[{}{members}]", if negated { "^" } else { "" })),
+    };
+    Some((class, at + 1))
+}
+
+/// The character at `at` of a bracket (a backslash escapes the next one) and where the next
+/// member starts.
+fn member(chars: &[char], at: usize) -> (char, usize) {
+    match chars.get(at + 1) {
+        Some(&escaped) if chars[at] == '\\' => (escaped, at + 2),
+        _ => (chars[at], at + 1),
+    }
+}
+
+/// `c` as a regular expression matching only it.
+fn literal(c: char) -> String {
+    format!("\\x{{{:x}}}", c as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each row: a pattern, names it matches, names it does not (as bash 5.2 expands them).
+    #[test]
+    fn components_match_as_bash_matches_them() {
+        let rows: &[(&str, &[&str], &[&str])] = &[
+            ("*.rs", &["lib.rs", ".rs", "x.RS"], &["lib.rs.bak"]),
+            ("?bc", &["abc", "Abc"], &["bc", "abcd"]),
+            (".e[!N]v", &[".env", ".exv"], &[".eNv", ".ev"]),
+            (".e[^N]v", &[".env"], &[]),
+            (".e[![:upper:]]v", &[".env"], &[]),
+            (".e[[:alpha:]]v", &[".env", ".eXv"], &[".e1v"]),
+            ("[[:upper:]a]bc", &["Abc", "abc"], &["1bc"]),
+            ("[]]x", &["]x"], &["x"]),
+            ("[\\]]x", &["]x"], &[]),
+            ("[!]]x", &["ax"], &["]x"]),
+            ("[a-b]bc", &["abc", "bbc", "Abc"], &["cbc"]),
+            ("[A-a]bc", &["Abc", "abc", "_bc"], &[]),
+            ("[a-]x", &["ax", "-x"], &["bx"]),
+            (".e[n", &[".e[n"], &[".en"]),
+            (".e\\nv", &[".env"], &[".e\\nv"]),
+            ("a.b", &["a.b"], &["axb"]),
+            ("[*]", &["*"], &["x"]),
+            ("x$(y)", &["x$(y)"], &["x"]),
+        ];
+        for (pattern, matched, unmatched) in rows {
+            let wildcard = Wildcard::new(pattern).unwrap();
+            for name in *matched {
+                assert!(wildcard.matches(name), "`{pattern}` should match `{name}`");
+            }
+            for name in *unmatched {
+                assert!(
+                    !wildcard.matches(name),
+                    "`{pattern}` should not match `{name}`"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn agent_globs_are_widened_to_what_they_may_match() {
+        for (glob, widened_to) in [
+            ("src/**/*.rs", "src/**/*.rs"),
+            (".e[!N]v", ".e?v"),
+            (".e[[:alpha:]]v", ".e?v"),
+            (".e[[.n.]]v", ".e?v"),
+            ("@(.env.local)", "{.env.local}"),
+            ("config/@(*.pem)", "config/{*.pem}"),
+            ("deploy/@(secrets)/*", "deploy/{secrets}/*"),
+            ("@(.e[!N]v|x)", "{.e?v,x}"),
+            ("@(a,b)", "*"),
+            ("!(src)", "*"),
+            ("~/+(.ssh|.aws)/*", "~/*/*"),
+            ("x/@(a|@(b|c))y", "x/*y"),
+            ("x/@(a|+(b))y", "x/*y"),
+            ("app/(group)/page.tsx", "app/(group)/page.tsx"),
+            ("a[b", "a\\[b"),
+            ("\\[x]", "\\[x]"),
+            ("@(open", "@(open"),
+            ("{src,lib}/*.rs", "{src,lib}/*.rs"),
+            ("~/{x,{.ssh,y}}/*", "~/*/*"),
+        ] {
+            assert_eq!(widened(glob), widened_to, "{glob}");
+        }
+    }
+
+    #[test]
+    fn locale_dependent_brackets_are_refused() {
+        for pattern in [".e[[.n.]]v", ".e[[=n=]]v", "[[:foo:]]bc", "[z-a]bc"] {
+            let err = Wildcard::new(pattern).unwrap_err();
+            assert!(err.contains(pattern), "{err}");
+        }
+    }
+}
