@@ -1030,6 +1030,17 @@ fn judge_files(
                     }
                 };
                 for path in paths {
+                    // A folder a copy goes into stays: what lands in it is judged (see
+                    // `judge_copies`), not the folder (`cp x .` with the policies below `.`).
+                    if access == Access::Write
+                        && facts
+                            .copies
+                            .as_ref()
+                            .is_some_and(|copies| copies.into.raw == word.raw)
+                        && Path::new(&path).is_dir()
+                    {
+                        continue;
+                    }
                     let file = decide_file(set, ctx, call, (tool, access), &path, cache);
                     if named == Named::Maybe
                         && (recursive || outside_workspace(&path, ctx))
@@ -2290,7 +2301,8 @@ fn may_change_files(command: &SimpleCommand, facts: &CommandFacts) -> bool {
 
 /// Why `command` may turn on `allexport` (`set -a`, `set -o allexport`, or a word only
 /// known when it runs): every variable set after it (by `read`, a `for` loop, `NAME=…`) is
-/// then exported to the commands after it, unseen.
+/// then exported to the commands after it, unseen. `keyword` (`set -k`) does the same
+/// with every `NAME=value` word of a later command.
 fn exports_everything(command: &SimpleCommand) -> Option<String> {
     if command.command_word()?.literal()? != "set" {
         return None;
@@ -2308,17 +2320,17 @@ fn exports_everything(command: &SimpleCommand) -> Option<String> {
             None => true,
             // `-o NAME`, also at the end of a cluster (`-euo allexport`).
             Some(option) if option.starts_with('-') && !option.starts_with("--") => {
-                option.contains('a')
+                option.contains(['a', 'k'])
                     || (option.ends_with('o')
-                        && words
-                            .get(at + 1)
-                            .is_some_and(|next| matches!(next.literal(), None | Some("allexport"))))
+                        && words.get(at + 1).is_some_and(|next| {
+                            matches!(next.literal(), None | Some("allexport" | "keyword"))
+                        }))
             }
             Some(_) => false,
         });
     turns_on.then(|| {
         format!(
-            "`{}` may export every variable set after it (`allexport`), which changes what later commands do",
+            "`{}` may export every variable set after it (`allexport`, `keyword`), which changes what later commands do",
             command.text
         )
     })

@@ -52,7 +52,8 @@ pub(crate) struct Walk {
 
 impl Walk {
     /// A walk that leaves out `skips`, or, given globs, one limited to the files they match,
-    /// hidden and ignored ones included. A glob may hold several, separated by white space
+    /// hidden and ignored ones included (exclusions, `!target`, are not read: they only
+    /// leave files out). A glob may hold several, separated by white space
     /// (U+FEFF too) or by commas outside braces (`*.rs,.env`), as Claude Code's search tool
     /// splits them.
     /// Globs that cannot be read limit nothing and leave nothing out.
@@ -73,6 +74,9 @@ impl Walk {
                     glob.split(',').filter(|g| !g.is_empty()).collect()
                 }
             })
+            // An exclusion (`!target`) only leaves files out: it brings nothing back, and
+            // judging the files it leaves out too only judges more.
+            .filter(|glob| !glob.starts_with('!') || glob.starts_with("!("))
             .collect();
         if globs.is_empty() {
             return Self {
@@ -83,17 +87,11 @@ impl Walk {
         let mut builder = OverrideBuilder::new(folder);
         // Matching more files than ripgrep would only judges more of them: case is
         // ignored, and the glob is widened to what an agent's glob library may read in it
-        // (brackets, extglobs). An exclusion (`!target`) widened would leave out more than
-        // it does, so one that changes is dropped.
+        // (brackets, extglobs).
         let _ = builder.case_insensitive(true);
         let only = globs
             .into_iter()
-            .filter_map(|glob| {
-                let wide = widened(glob);
-                let exclusion = glob.starts_with('!') && !glob.starts_with("!(");
-                (!exclusion || wide == glob).then_some(wide)
-            })
-            .try_for_each(|glob| builder.add(&glob).map(drop))
+            .try_for_each(|glob| builder.add(&widened(glob)).map(drop))
             .ok()
             .and_then(|()| builder.build().ok());
         Self {

@@ -45,7 +45,7 @@
 //! transparent: `/tmp/x/env git status` is judged as itself. Runners that change who runs the
 //! command, where or when (`sudo`, `doas`, `su -c`, `runuser`, `sg`, `pkexec`, `setsid`,
 //! `chroot`, `unshare`, `nsenter`, `systemd-run`, `flock`, `script -c`, `strace`, `find
-//! -exec`, `trap`, `sh -i -c`, `bash -l -c`, `tmux`, `screen`) are not transparent: the runner and what it runs
+//! -exec`, `trap`, `sh -i -c`, `tmux`, `screen`) are not transparent: the runner and what it runs
 //! must both be allowed. Launchers that run a command in a project's environment (`uv run`,
 //! `poetry run`, `bundle exec`, `pnpm exec`, `npx`, …) are allowed by their own rule: what they run
 //! is [`Role::Launched`], judged by deny and ask rules only. A wrapper option toolgate does not know, or a script argument that

@@ -2021,7 +2021,10 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
         }
         if let Some(long) = text.strip_prefix("--") {
             match long {
-                "login" => transparency = Transparency::Runner,
+                // A login shell runs the start-up files (`~/.profile`, `~/.zprofile`), which
+                // the built-in rules keep agents from writing (`no-shell-startup-writes`):
+                // what the person set up, as in the agent's own shell.
+                "login" => {}
                 "rcfile" | "init-file" => {
                     transparency = Transparency::Runner;
                     i += 1;
@@ -2039,8 +2042,11 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
         for c in cluster.chars() {
             match c {
                 'c' => command_mode = true,
-                // Interactive and login shells read start-up files that are not visible.
-                'i' | 'l' => transparency = Transparency::Runner,
+                // An interactive shell reads `~/.bashrc` and expands aliases and history
+                // in what it runs.
+                'i' => transparency = Transparency::Runner,
+                // A login shell: as `--login`.
+                'l' => {}
                 // `-o NAME` and `-O NAME` take the option's name from the next words.
                 'o' | 'O' => {
                     named += 1;
@@ -2336,8 +2342,9 @@ mod tests {
             (&["sh", "-c", "rm -rf /"], "TS:rm -rf /"),
             (&["bash", "-ec", "rm x", "name", "arg"], "TS:rm x"),
             (&["bash", "-o", "pipefail", "-c", "rm x"], "TS:rm x"),
-            (&["bash", "-lc", "rm x"], "RS:rm x"),
-            (&["bash", "--login", "-c", "rm x"], "RS:rm x"),
+            (&["bash", "-lc", "rm x"], "TS:rm x"),
+            (&["bash", "--login", "-c", "rm x"], "TS:rm x"),
+            (&["bash", "-ic", "rm x"], "RS:rm x"),
             (
                 &["bash", "-c", "$X"],
                 "U:the script given to `bash` is not a literal",

@@ -101,7 +101,7 @@ const BYPASSES: &[(&str, &str)] = &[
     ("sh -c", "sh -c 'rm -rf /'"),
     ("sh -c", "bash -c 'git status; rm -rf /'"),
     ("sh -c", "bash -c \"$CMD\""),
-    ("sh -c", "bash -lc 'git status'"),
+    ("sh -c", "bash -ic 'git status'"),
     ("sh -c", "zsh -c 'rm -rf /'"),
     ("sh -c", "/bin/sh -c 'git status'"),
     ("trap", "trap 'rm -rf /' EXIT; git status"),
@@ -229,6 +229,10 @@ const BENIGN: &[&str] = &[
     "! git status",
     "eval 'git status'",
     "sh -c 'git status && ls'",
+    // A login shell runs the start-up files, which the built-in rules keep agents from
+    // writing: they hold what the person set up (Codex runs every command so).
+    "bash -lc 'git status'",
+    "zsh -lc 'ls -la'",
     "ls <<'EOF'\n$(rm -rf /)\nEOF\n",
     "'git' \"status\"",
     "\\ls",

@@ -352,6 +352,9 @@ fn a_search_without_a_path_is_one_of_the_working_folder() {
         ("Grep", serde_json::json!({ "pattern": "." })),
         ("Glob", serde_json::json!({ "pattern": "*" })),
         ("Grep", serde_json::json!({ "pattern": ".", "path": "" })),
+        // Older releases' listing tool.
+        ("LS", serde_json::json!({})),
+        ("LS", serde_json::json!({ "path": ssh })),
     ] {
         let payload = serde_json::json!({
             "session_id": "s1",
