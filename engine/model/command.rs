@@ -126,6 +126,11 @@ pub struct Program {
     /// (`rg -g=.env` is `rg -g .env`); GNU `getopt` keeps the `=`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub short_equals: bool,
+    /// The program the words after `--` are given to, read with its entry in the table
+    /// (`cargo test -- --logfile F` hands them to the test harness, `libtest`, which writes
+    /// F). Without it they are operands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_dashes: Option<String>,
     /// The first word after the program may be short options without their `-` (tar's old
     /// style: `tar xzf a.tgz` is `tar -xzf a.tgz`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

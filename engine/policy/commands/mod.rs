@@ -71,6 +71,7 @@ struct CompiledProgram {
     dashless_first: bool,
     short_equals: bool,
     response_files: bool,
+    after_dashes: Option<String>,
 }
 
 /// One option of a program, as the table describes it.
@@ -169,6 +170,7 @@ impl CompiledProgram {
             dashless_first: program.dashless_first,
             short_equals: program.short_equals,
             response_files: program.response_files,
+            after_dashes: program.after_dashes.clone(),
         }
     }
 }
@@ -545,6 +547,8 @@ impl CommandTable {
         let mut has_subcommands = !program.subcommands.is_empty();
         let mut end_of_options = false;
         let mut operands: Vec<(usize, &Word)> = Vec::new();
+        // What the words after `--` do, given to another program (`after_dashes`).
+        let mut given: Option<CommandFacts> = None;
         // tar's old style: the first word's letters are options (`tar xzf a.tgz`).
         if program.dashless_first
             && let Some(Some(letters)) = literals.get(1)
@@ -633,6 +637,14 @@ impl CommandTable {
             }
             let before_subcommand = has_subcommands && facts.subcommand.is_none();
             if program.style == OptionStyle::Gnu && value == "--" {
+                if let Some(inner) = &program.after_dashes {
+                    // The rest is the other program's command line.
+                    let mut rest = vec![Word::literal_from(inner, inner)];
+                    rest.extend(words[i..].iter().cloned());
+                    let literals: Vec<Option<&str>> = rest.iter().map(Word::literal).collect();
+                    given = Some(self.analyse_words(&rest, &literals).0);
+                    break;
+                }
                 end_of_options = true;
                 continue;
             }
@@ -977,6 +989,11 @@ impl CommandTable {
             })
             .collect();
         facts.roles.extend(script_files);
+        if let Some(given) = given {
+            facts.roles.extend(given.roles);
+            facts.effects.extend(given.effects);
+            facts.unlisted.extend(given.unlisted);
+        }
         // A word the program writes (`uniq in out`, `cp a b`) is judged as a file write, and
         // the command is not read-only.
         if !facts.effects.is_empty() || facts.roles.iter().any(|r| r.role == Role::Write) {

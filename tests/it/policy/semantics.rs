@@ -1332,6 +1332,29 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "default",
         ),
         c("option", "tree -o out.txt", "ask", "default"),
+        // diff's `--to-file`/`--from-file` is compared like an operand: a folder with
+        // everything below it.
+        c("option", "diff -rN --to-file ~ src", "deny", "rule:"),
+        c("option", "diff -rN --from-file=. src", "ask", "analysis"),
+        // The words after `cargo test --` are the test harness's: `--logfile` writes.
+        c(
+            "option",
+            "cargo test -- --logfile .git/config",
+            "deny",
+            "rule:no-git-internals-writes",
+        ),
+        c(
+            "option",
+            "cargo test -q -- --logfile=out.txt",
+            "ask",
+            "default",
+        ),
+        c(
+            "everyday",
+            "cargo test -- --nocapture",
+            "allow",
+            "rule:dev-loop",
+        ),
         c(
             "option",
             "cargo test --config 'target.x.runner=[\"sh\"]'",
@@ -2266,6 +2289,8 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("git", "git show HEAD:.env", "deny"),
     ("cargo", "cargo tree", "allow"),
     ("cargo", "cargo test", "ask"),
+    ("cargo", "cargo bench -- --logfile .git/config", "deny"),
+    ("libtest", "cargo test -- --logfile x.txt", "ask"),
     (
         "cargo",
         "cargo test --config 'target.x.runner=[\"sh\"]'",
