@@ -126,6 +126,11 @@ pub struct Program {
     /// (`rg -g=.env` is `rg -g .env`); GNU `getopt` keeps the `=`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub short_equals: bool,
+    /// The program prints the content of the files a git repository tracks, beyond those
+    /// its operands name (`git show`, `git diff`): each tracked file the operands' folders
+    /// hold (all of them, given no file) is judged as read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prints_tracked: bool,
     /// The program the words after `--` are given to, read with its entry in the table
     /// (`cargo test -- --logfile F` hands them to the test harness, `libtest`, which writes
     /// F). Without it they are operands.
@@ -188,6 +193,10 @@ pub struct OptionSpec {
     /// --hidden`: `[hidden]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub search_includes: Vec<SearchSkip>,
+    /// With this option, the program prints tracked files' content (`git log -p`; see the
+    /// program's `prints_tracked`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prints_tracked: bool,
 }
 
 /// One role, or roles by position.

@@ -28,6 +28,7 @@
 
 pub mod commands;
 pub mod decide;
+mod git_index;
 mod glob;
 mod groups;
 pub mod matcher;

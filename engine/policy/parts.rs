@@ -34,8 +34,9 @@ use regex::Regex;
 use serde_json::json;
 
 use super::commands::{Analysed, CommandFacts, EffectFrom};
+use super::git_index;
 use super::matcher::ParseCache;
-use super::path::{Location, MatchContext, Side, locate};
+use super::path::{Location, MatchContext, Side, listed, locate};
 use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
@@ -440,6 +441,14 @@ fn decide_line(
         );
         if facts.program.as_deref() == Some("find") {
             find_starts = starting_points(command);
+        }
+        if facts.prints_tracked
+            && let Some(read) = files.read
+        {
+            let judged = (set, ctx, call, read);
+            for message in judge_tracked(judged, (command, facts), &folders) {
+                outcome.add_analysis(&command.text, message);
+            }
         }
         if let Some(write) = files.write {
             let judged = (set, ctx, call, write);
@@ -1211,6 +1220,113 @@ fn judge_copies(
         cache,
         outcome,
     );
+}
+
+/// How many tracked files a command that prints them may have judged; past it, it asks.
+const MAX_TRACKED: usize = 50_000;
+
+/// Why a command that prints the content of its repository's tracked files
+/// ([`CommandFacts::prints_tracked`]: `git show HEAD`, `git log -p`) asks: the tracked files
+/// below the folders its operands name (all of them when it names no file) that the read
+/// tool's rules deny or ask reading, one message per rule — a `.env` committed once is in
+/// every `git show` of that commit, whatever the work tree holds. Files it names are judged
+/// as its operands already.
+fn judge_tracked(
+    (set, ctx, call, read): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
+    (command, facts): (&SimpleCommand, &CommandFacts),
+    folders: &Folders,
+) -> Vec<String> {
+    // The pathspecs: a file named, a folder named (its files are printed), or one that
+    // cannot be told (a word only known when it runs, git's `:(…)` and `:!` magic), which
+    // may print any tracked file. A word naming nothing here is a revision.
+    let (mut named_file, mut below, mut anywhere) = (false, Vec::new(), false);
+    for role_word in facts
+        .roles
+        .iter()
+        .filter(|r| r.role == Role::RevisionOrPath)
+    {
+        let Some(value) = role_word.word.literal() else {
+            anywhere = true;
+            continue;
+        };
+        if value.starts_with(':') && !value.starts_with(":/") || has_glob(value) {
+            anywhere = true;
+            continue;
+        }
+        for path in folders.resolve(value.trim_start_matches(":/")) {
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => below.push(path),
+                Ok(_) => named_file = true,
+                Err(_) => {}
+            }
+        }
+    }
+    if named_file && below.is_empty() && !anywhere {
+        return Vec::new();
+    }
+    let within = |path: &str| {
+        anywhere
+            || below.is_empty()
+            || below
+                .iter()
+                .any(|folder| Path::new(path).starts_with(Path::new(folder.trim_end_matches("/."))))
+    };
+    let mut protected: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for folder in &folders.candidates {
+        let tracked = match git_index::tracked_files(Path::new(folder)) {
+            Ok(Some(tracked)) => tracked,
+            Ok(None) => continue,
+            Err(why) => {
+                return vec![format!(
+                    "`{}` prints files its repository tracks, which cannot be told: {why}",
+                    command.text
+                )];
+            }
+        };
+        if tracked.paths.len() > MAX_TRACKED {
+            return vec![format!(
+                "`{}` prints files its repository tracks: more than {MAX_TRACKED}, too many to check for files the rules protect",
+                command.text
+            )];
+        }
+        for relative in &tracked.paths {
+            let path = tracked.root.join(relative).to_string_lossy().into_owned();
+            if !within(&path) {
+                continue;
+            }
+            // A cache of its own per file (a cache is made for the few strings of one call).
+            // What is printed is the committed file, wherever a link on disk leads: its
+            // location is as written.
+            let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
+            cache.seed_path(&path, listed(path.clone(), path.clone(), ctx));
+            let file = decide_file(set, ctx, call, (read, Access::Read), &path, &mut cache);
+            if let Some(rule) = file
+                .reasons
+                .iter()
+                .filter_map(RuleReason::rule)
+                .find(|rule| file.by_rule && rule.decision != Decision::Allow)
+            {
+                protected
+                    .entry(rule.name.to_string())
+                    .or_default()
+                    .push(relative.clone());
+            }
+        }
+    }
+    protected
+        .into_iter()
+        .map(|(rule, files)| {
+            let mut named: Vec<String> = files.iter().take(3).map(|f| format!("`{f}`")).collect();
+            if files.len() > 3 {
+                named.push(format!("{} more", files.len() - 3));
+            }
+            format!(
+                "`{}` may print files its repository tracks that the rule `{rule}` keeps from reads: {}",
+                command.text,
+                named.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// Judges each of `paths` as written by `command` (`why`: how it writes it), adding what a

@@ -72,6 +72,7 @@ struct CompiledProgram {
     short_equals: bool,
     response_files: bool,
     after_dashes: Option<String>,
+    prints_tracked: bool,
 }
 
 /// One option of a program, as the table describes it.
@@ -92,6 +93,7 @@ pub struct OptionInfo {
     replaces_first_operand: bool,
     default_operand: Option<String>,
     search_includes: Vec<SearchSkip>,
+    prints_tracked: bool,
 }
 
 /// Whether `text` matches `pattern`, where `*` stands for any characters.
@@ -171,6 +173,7 @@ impl CompiledProgram {
             short_equals: program.short_equals,
             response_files: program.response_files,
             after_dashes: program.after_dashes.clone(),
+            prints_tracked: program.prints_tracked,
         }
     }
 }
@@ -215,6 +218,7 @@ fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
         replaces_first_operand: spec.replaces_first_operand,
         default_operand: spec.default_operand.clone(),
         search_includes: spec.search_includes.clone(),
+        prints_tracked: spec.prints_tracked,
     }
 }
 
@@ -287,6 +291,9 @@ pub struct CommandFacts {
     pub read_only: bool,
     /// What the program leaves out of a folder it searches (a `tree` role).
     pub search_skips: Vec<SearchSkip>,
+    /// It prints the content of the files its repository tracks (see
+    /// [`Program::prints_tracked`](crate::model::command::Program::prints_tracked)).
+    pub prints_tracked: bool,
     /// The words given to a program the table does not know that may name a file it reads
     /// or writes (its operands and the values inside its words, see [`unlisted_words`]).
     pub unlisted: Vec<RoleWord>,
@@ -786,6 +793,7 @@ impl CommandTable {
             }
         }
         facts.read_only = program.read_only;
+        facts.prints_tracked = program.prints_tracked;
         let (program_name, program_effects) = (
             match &facts.subcommand {
                 Some(sub) => format!("{name} {sub}"),
@@ -830,6 +838,7 @@ impl CommandTable {
             facts
                 .search_skips
                 .retain(|skip| !info.search_includes.contains(skip));
+            facts.prints_tracked |= info.prints_tracked;
             for effect in &info.effects {
                 let effect = EffectSource {
                     effect: *effect,

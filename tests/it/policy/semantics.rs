@@ -3092,3 +3092,59 @@ fn a_search_follows_links_below_the_folder() {
         decide_call(&engine, "Grep", json!({ "pattern": "x", "path": "vendor" }));
     assert_eq!(decision, "ask", "{reasons:?}");
 }
+
+/// `git show`, `git diff` and `git log -p` print the files the repository tracks, not only
+/// those their operands name: a `.env` committed once is printed whatever the work tree
+/// holds, so those commands ask when such a file is tracked.
+#[test]
+fn git_prints_the_files_its_repository_tracks() {
+    let ws = workspace();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ws.root)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .is_ok_and(|out| out.status.success())
+    };
+    // The workspace's `.git` is a bare layout of folders; make it a repository.
+    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
+    if !git(&["init", "-q"]) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let engine = || Engine::builder(snapshot(&ws.root)).build();
+    assert!(git(&["add", "src/main.rs"]));
+    for line in ["git show HEAD", "git diff", "git log -p -5"] {
+        let (got, reasons) = decide(&engine(), line, &[]);
+        assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+    assert!(git(&["add", ".env"]));
+    let engine = engine();
+    for line in [
+        "git show HEAD",
+        "git diff --cached",
+        "git log -p -5",
+        "git log -U3",
+        "git show HEAD -- .",
+        "git log -p -- ':!src'",
+        "git cat-file -p 96a2df6",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("keeps from reads: `.env`"),
+            "{line}: {reasons:?}"
+        );
+    }
+    for line in [
+        "git show HEAD -- src/main.rs",
+        "git diff HEAD~1 -- src",
+        "git log --oneline -5",
+        "git status",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+}

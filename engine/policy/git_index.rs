@@ -1,0 +1,237 @@
+//! The files a git repository tracks, read from its index (`.git/index`): what `git show`,
+//! `git log -p` and `git diff` may print, whatever the work tree holds.
+//!
+//! The index format is git's own (`Documentation/gitformat-index.txt`): a header (`DIRC`,
+//! version 2, 3 or 4, the number of entries), then one entry per tracked path, sorted, with
+//! its stat data, object name and flags; in versions 2 and 3 the path is NUL-terminated and
+//! padded to eight bytes, in version 4 it is stored as the number of bytes to drop from the
+//! previous path and the rest. Extensions after the entries are not read. Nothing here runs
+//! git: a repository's configuration can run code.
+
+use std::path::{Path, PathBuf};
+
+/// The largest index read: past it, what a repository tracks is not judged file by file.
+pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A repository's work tree and the paths its index tracks (relative to the work tree).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tracked {
+    pub root: PathBuf,
+    pub paths: Vec<String>,
+}
+
+/// The repository `folder` lies in (its `.git` folder, or a `.git` file naming one, found
+/// there or in a folder above) and the paths it tracks; `Ok(None)` outside any repository.
+/// `Err` says why the index cannot be read (too large, not an index).
+pub fn tracked_files(folder: &Path) -> Result<Option<Tracked>, String> {
+    let Some((root, git_dir)) = find_repository(folder) else {
+        return Ok(None);
+    };
+    let index = git_dir.join("index");
+    let paths = match std::fs::metadata(&index) {
+        // A repository without an index tracks nothing yet.
+        Err(_) => Vec::new(),
+        Ok(meta) if meta.len() > MAX_INDEX_BYTES => {
+            return Err(format!(
+                "`{}` is larger than {} MiB",
+                index.display(),
+                MAX_INDEX_BYTES / 1024 / 1024
+            ));
+        }
+        Ok(_) => {
+            let bytes = std::fs::read(&index)
+                .map_err(|err| format!("`{}` cannot be read: {err}", index.display()))?;
+            let sha256 = std::fs::read_to_string(git_dir.join("config")).is_ok_and(|config| {
+                config.lines().any(|line| {
+                    line.replace(' ', "")
+                        .eq_ignore_ascii_case("objectformat=sha256")
+                })
+            });
+            let hash = if sha256 { 32 } else { 20 };
+            read_index(&bytes, hash).map_err(|why| format!("`{}` {why}", index.display()))?
+        }
+    };
+    Ok(Some(Tracked { root, paths }))
+}
+
+/// The work tree and git folder of the repository `folder` lies in.
+fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
+    for root in folder.ancestors() {
+        let dot_git = root.join(".git");
+        if dot_git.is_dir() {
+            return Some((root.to_path_buf(), dot_git));
+        }
+        // A worktree or submodule: `.git` is a file naming the git folder.
+        if let Ok(text) = std::fs::read_to_string(&dot_git)
+            && let Some(git_dir) = text.trim().strip_prefix("gitdir:")
+        {
+            return Some((root.to_path_buf(), root.join(git_dir.trim())));
+        }
+    }
+    None
+}
+
+/// The paths of an index's entries; `hash` is the length of an object name.
+fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<String>, String> {
+    let not_an_index = |what: &str| Err(format!("is not a git index ({what})"));
+    if bytes.len() < 12 || &bytes[..4] != b"DIRC" {
+        return not_an_index("no `DIRC` header");
+    }
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    };
+    let (Some(version), Some(count)) = (word(4), word(8)) else {
+        return not_an_index("a short header");
+    };
+    if !(2..=4).contains(&version) {
+        return not_an_index(&format!("version {version}"));
+    }
+    // Stat data (40 bytes), the object name, the flags.
+    let fixed = 40 + hash + 2;
+    let mut paths: Vec<String> = Vec::new();
+    let mut at = 12;
+    let mut previous: Vec<u8> = Vec::new();
+    for _ in 0..count {
+        let start = at;
+        let Some(flags) = bytes
+            .get(start + fixed - 2..start + fixed)
+            .map(|f| u16::from_be_bytes([f[0], f[1]]))
+        else {
+            return not_an_index("an entry past its end");
+        };
+        at = start + fixed;
+        if version >= 3 && flags & 0x4000 != 0 {
+            at += 2;
+        }
+        let path = if version == 4 {
+            let Some((drop, after)) = varint(bytes, at) else {
+                return not_an_index("a bad path prefix");
+            };
+            let Some(len) = bytes
+                .get(after..)
+                .and_then(|rest| rest.iter().position(|&b| b == 0))
+            else {
+                return not_an_index("an unterminated path");
+            };
+            let Some(kept) = previous.len().checked_sub(drop) else {
+                return not_an_index("a bad path prefix");
+            };
+            let mut path = previous[..kept].to_vec();
+            path.extend_from_slice(&bytes[after..after + len]);
+            at = after + len + 1;
+            path
+        } else {
+            let Some(len) = bytes
+                .get(at..)
+                .and_then(|rest| rest.iter().position(|&b| b == 0))
+            else {
+                return not_an_index("an unterminated path");
+            };
+            let path = bytes[at..at + len].to_vec();
+            // NUL-terminated and padded to a multiple of eight bytes from the entry's start.
+            let entry = at + len - start;
+            at = start + (entry + 8) / 8 * 8;
+            path
+        };
+        // A path that is not UTF-8 is judged by its readable form.
+        paths.push(String::from_utf8_lossy(&path).into_owned());
+        previous = path;
+    }
+    paths.dedup();
+    Ok(paths)
+}
+
+/// A version 4 path prefix length (git's offset encoding) at `at`, and where it ends.
+fn varint(bytes: &[u8], mut at: usize) -> Option<(usize, usize)> {
+    let mut byte = *bytes.get(at)?;
+    at += 1;
+    let mut value = usize::from(byte & 0x7f);
+    while byte & 0x80 != 0 {
+        byte = *bytes.get(at)?;
+        at += 1;
+        value = value.checked_add(1)?.checked_mul(128)? + usize::from(byte & 0x7f);
+    }
+    Some((value, at))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> bool {
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .is_ok_and(|out| out.status.success())
+    }
+
+    /// The index git writes, in each version, lists what `git ls-files` lists.
+    #[test]
+    fn the_index_lists_the_tracked_files() {
+        let dir = tempfile::tempdir().unwrap();
+        if !git(dir.path(), &["init", "-q"]) {
+            eprintln!("skipped: git is not installed");
+            return;
+        }
+        let files = [
+            ".env",
+            "src/main.rs",
+            "src/a/b/deep.rs",
+            "README.md",
+            "ü.txt",
+        ];
+        for file in files {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        std::fs::write(dir.path().join("untracked.txt"), "x").unwrap();
+        assert!(git(
+            dir.path(),
+            &["add", ".env", "src", "README.md", "ü.txt"]
+        ));
+        let mut expected: Vec<String> = files.iter().map(|f| (*f).to_owned()).collect();
+        expected.sort();
+        for version in ["2", "3", "4"] {
+            assert!(git(
+                dir.path(),
+                &["update-index", "--index-version", version]
+            ));
+            let tracked = tracked_files(&dir.path().join("src/a")).unwrap().unwrap();
+            assert_eq!(tracked.root, dir.path());
+            let mut paths = tracked.paths;
+            paths.sort();
+            assert_eq!(paths, expected, "index version {version}");
+        }
+    }
+
+    #[test]
+    fn a_folder_outside_a_repository_tracks_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(tracked_files(dir.path()).unwrap(), None);
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let tracked = tracked_files(dir.path()).unwrap().unwrap();
+        assert!(tracked.paths.is_empty());
+    }
+
+    #[test]
+    fn what_is_not_an_index_is_an_error() {
+        for bytes in [
+            &b"DIRC"[..],
+            b"XXXX\0\0\0\x02\0\0\0\x01",
+            b"DIRC\0\0\0\x02\0\0\0\x05",
+        ] {
+            assert!(read_index(bytes, 20).is_err(), "{bytes:?}");
+        }
+        assert_eq!(
+            read_index(b"DIRC\0\0\0\x02\0\0\0\0", 20).unwrap(),
+            Vec::<String>::new()
+        );
+    }
+}
