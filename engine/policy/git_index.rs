@@ -27,6 +27,17 @@ pub fn tracked_files(folder: &Path) -> Result<Option<Tracked>, String> {
     let Some((root, git_dir)) = find_repository(folder) else {
         return Ok(None);
     };
+    let paths = tracked_in(&root, &git_dir, SUBMODULE_DEPTH)?;
+    Ok(Some(Tracked { root, paths }))
+}
+
+/// How deep submodules inside submodules are read.
+const SUBMODULE_DEPTH: usize = 3;
+
+/// The paths the repository with the work tree `root` and git folder `git_dir` tracks,
+/// with those of its submodules (`git show --submodule=diff` prints their files too), to
+/// `depth` levels.
+fn tracked_in(root: &Path, git_dir: &Path, depth: usize) -> Result<Vec<String>, String> {
     let index = git_dir.join("index");
     let paths = match std::fs::metadata(&index) {
         // A repository without an index tracks nothing yet.
@@ -51,14 +62,43 @@ pub fn tracked_files(folder: &Path) -> Result<Option<Tracked>, String> {
             read_index(&bytes, hash).map_err(|why| format!("`{}` {why}", index.display()))?
         }
     };
-    Ok(Some(Tracked { root, paths }))
+    let mut tracked = Vec::with_capacity(paths.len());
+    for (path, mode) in paths {
+        match mode & 0o170000 {
+            // A sparse index lists a folder it leaves out as one entry.
+            0o040000 => {
+                return Err(format!(
+                    "`{}` is sparse: the files below `{path}` are not listed",
+                    index.display()
+                ));
+            }
+            // A submodule: its own files, below it.
+            0o160000 => {
+                let sub = root.join(&path);
+                let found = find_repository(&sub).filter(|(r, _)| *r == sub);
+                if let Some((sub_root, sub_git)) = found {
+                    if depth == 0 {
+                        return Err(format!("`{path}` holds submodules too deep to read"));
+                    }
+                    let below = tracked_in(&sub_root, &sub_git, depth - 1)?;
+                    tracked.extend(below.into_iter().map(|p| format!("{path}/{p}")));
+                }
+                tracked.push(path);
+            }
+            _ => tracked.push(path),
+        }
+    }
+    Ok(tracked)
 }
 
 /// The work tree and git folder of the repository `folder` lies in.
 fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
     for root in folder.ancestors() {
         let dot_git = root.join(".git");
-        if dot_git.is_dir() {
+        let Ok(meta) = std::fs::metadata(&dot_git) else {
+            continue;
+        };
+        if meta.is_dir() {
             return Some((root.to_path_buf(), dot_git));
         }
         // A worktree or submodule: `.git` is a file naming the git folder.
@@ -71,8 +111,9 @@ fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
     None
 }
 
-/// The paths of an index's entries; `hash` is the length of an object name.
-fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<String>, String> {
+/// The paths of an index's entries with their modes; `hash` is the length of an object
+/// name. A split index (its `link` extension: the entries are in another file) is an error.
+fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<(String, u32)>, String> {
     let not_an_index = |what: &str| Err(format!("is not a git index ({what})"));
     if bytes.len() < 12 || &bytes[..4] != b"DIRC" {
         return not_an_index("no `DIRC` header");
@@ -88,7 +129,7 @@ fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<String>, String> {
     }
     // Stat data (40 bytes), the object name, the flags.
     let fixed = 40 + hash + 2;
-    let mut paths: Vec<String> = Vec::new();
+    let mut paths: Vec<(String, u32)> = Vec::new();
     let mut at = 12;
     let mut previous: Vec<u8> = Vec::new();
     for _ in 0..count {
@@ -99,6 +140,7 @@ fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<String>, String> {
         else {
             return not_an_index("an entry past its end");
         };
+        let mode = word(start + 24).unwrap_or(0);
         at = start + fixed;
         if version >= 3 && flags & 0x4000 != 0 {
             at += 2;
@@ -134,10 +176,23 @@ fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<String>, String> {
             path
         };
         // A path that is not UTF-8 is judged by its readable form.
-        paths.push(String::from_utf8_lossy(&path).into_owned());
+        paths.push((String::from_utf8_lossy(&path).into_owned(), mode));
         previous = path;
     }
     paths.dedup();
+    // Extensions: a signature, a size, the data; the index's checksum ends the file.
+    while at + 8 + hash <= bytes.len() {
+        let (signature, Some(size)) = (&bytes[at..at + 4], word(at + 4)) else {
+            break;
+        };
+        if signature == b"link" {
+            return Err(
+                "is split (`core.splitIndex`): most of what it tracks is in another file"
+                    .to_owned(),
+            );
+        }
+        at += 8 + size as usize;
+    }
     Ok(paths)
 }
 
@@ -211,6 +266,35 @@ mod tests {
         }
     }
 
+    /// A split index keeps most entries in another file: it cannot be judged from the index
+    /// alone. A submodule's files are listed below it.
+    #[test]
+    fn split_indexes_and_submodules() {
+        let dir = tempfile::tempdir().unwrap();
+        if !git(dir.path(), &["init", "-q"]) {
+            eprintln!("skipped: git is not installed");
+            return;
+        }
+        std::fs::write(dir.path().join("a.txt"), "x").unwrap();
+        assert!(git(dir.path(), &["add", "a.txt"]));
+        let sub = dir.path().join("lib");
+        std::fs::create_dir(&sub).unwrap();
+        assert!(git(&sub, &["init", "-q"]));
+        std::fs::write(sub.join(".env"), "K=1").unwrap();
+        assert!(git(&sub, &["add", ".env"]));
+        let gitlink = "160000,4b825dc642cb6eb9a060e54bf8d69288fbee4904,lib";
+        assert!(git(
+            dir.path(),
+            &["update-index", "--add", "--cacheinfo", gitlink]
+        ));
+        let mut paths = tracked_files(dir.path()).unwrap().unwrap().paths;
+        paths.sort();
+        assert_eq!(paths, ["a.txt", "lib", "lib/.env"]);
+        assert!(git(dir.path(), &["update-index", "--split-index"]));
+        let err = tracked_files(dir.path()).unwrap_err();
+        assert!(err.contains("split"), "{err}");
+    }
+
     #[test]
     fn a_folder_outside_a_repository_tracks_nothing() {
         let dir = tempfile::tempdir().unwrap();
@@ -231,7 +315,7 @@ mod tests {
         }
         assert_eq!(
             read_index(b"DIRC\0\0\0\x02\0\0\0\0", 20).unwrap(),
-            Vec::<String>::new()
+            Vec::<(String, u32)>::new()
         );
     }
 }

@@ -47,7 +47,7 @@ use super::path::{Location, MatchContext, PathCase, PathMatcher, Side, locate};
 use super::pattern::{CommandKeys, RedirectionPolicy, ShellMatcher, ShellVerdict};
 use super::search::split_glob;
 use super::shell::Role;
-use super::shell::wildcard::{escape_glob, widened};
+use super::shell::wildcard::{escape_glob, readings, unescape_glob, widened};
 use crate::diagnostics::diagnostic::lowercase_first;
 use crate::model::rule::WorkspaceSide;
 use crate::model::rule::{ArgMatcher, OneOrMany};
@@ -702,21 +702,30 @@ impl ParseCache {
 /// Whether a line only reads, by the command table: it parses, every command it runs is
 /// known to the table as read-only (wrappers are judged through what they run), no command
 /// hides another, evaluates an expression or writes a file, and every environment
-/// assignment is harmless.
+/// assignment is harmless — or, alone on its command (`n=0; …`), sets a shell variable of
+/// the script's own: a name with a lower-case letter that the table does not list as
+/// changing what programs do or as a secret (programs read upper-case names; `http_proxy`
+/// and zsh's `path` are listed).
 pub fn line_is_read_only(analysed: &Analysed, table: &CommandTable) -> bool {
     let Ok(script) = &analysed.script else {
         return false;
+    };
+    let own_variable = |name: &str| {
+        name.bytes().any(|b| b.is_ascii_lowercase())
+            && !table.effective_env(name)
+            && !table.secret_env(name)
     };
     script.unresolved.is_empty()
         && script.constructs.is_empty()
         && !script.commands.is_empty()
         && analysed.commands().all(|(command, facts)| {
-            command
-                .assignments
-                .iter()
-                .all(|assignment| table.harmless_env(&assignment.name))
-                && command.file_writes().next().is_none()
-                && (command.role == Role::TransparentWrapper || facts.read_only)
+            let alone = command.words.is_empty();
+            command.assignments.iter().all(|assignment| {
+                table.harmless_env(&assignment.name) || (alone && own_variable(&assignment.name))
+            }) && command.file_writes().next().is_none()
+                && (command.role == Role::TransparentWrapper
+                    || facts.read_only
+                    || (alone && !command.assignments.is_empty()))
                 && !command
                     .words
                     .iter()
@@ -971,6 +980,13 @@ impl Reaches {
     /// too (`/home/dev/**`). A text that is not a glob even widened reaches nothing: the
     /// tool refuses it, and searches nothing.
     fn reached(&self, text: &str, input: &Value, ctx: &MatchContext) -> Option<usize> {
+        readings(text)
+            .iter()
+            .find_map(|reading| self.reached_as(reading, input, ctx))
+    }
+
+    /// [`Self::reached`] for one reading of the glob ([`readings`]).
+    fn reached_as(&self, text: &str, input: &Value, ctx: &MatchContext) -> Option<usize> {
         let text = widened(text);
         let Some(from) = &self.from else {
             let glob = glob_matcher(&text)?;
@@ -1000,7 +1016,7 @@ impl Reaches {
         let anywhere = rest
             .as_deref()
             .is_some_and(|rest| rest.split('/').any(|c| c == ".."));
-        let location = locate(&joined, ctx);
+        let location = locate(&unescape_glob(&joined), ctx);
         let places: Vec<&str> = match &location {
             Some(Location::Known { .. }) if !anywhere => [Side::Written, Side::Resolved]
                 .into_iter()

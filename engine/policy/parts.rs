@@ -41,7 +41,7 @@ use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
 use super::search::{Below, Reader, Walk, judge_below, split_glob};
-use super::shell::wildcard::{Wildcard, escape_glob, has_glob, unescape_glob};
+use super::shell::wildcard::{Wildcard, escape_glob, has_glob, readings, unescape_glob};
 use super::shell::{
     Found, InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
     Word, WordKind, name_char, name_length, split_word, unquoted_expansions,
@@ -130,7 +130,8 @@ impl RuleSet {
 }
 
 /// What a call of the search tool may read below the folder it searches (its `path`, else
-/// the workspace root), limited by its `glob` (see [`search`](super::search)).
+/// the workspace root), limited by its `glob` (see [`search`](super::search)). A path with
+/// a backslash is judged as each way an agent's tool may read it ([`readings`]).
 fn search_call_below(
     set: &RuleSet,
     call: &CallFacts<'_>,
@@ -143,8 +144,27 @@ fn search_call_below(
     if search.tool != call.tool {
         return Vec::new();
     }
+    let path = call
+        .input
+        .get("path")
+        .and_then(serde_json::Value::as_str)
+        .filter(|p| !p.is_empty())
+        .unwrap_or(".");
+    readings(path)
+        .iter()
+        .flat_map(|path| search_path_below(set, call, ctx, read, path))
+        .collect()
+}
+
+/// [`search_call_below`] of one reading of its path.
+fn search_path_below(
+    set: &RuleSet,
+    call: &CallFacts<'_>,
+    ctx: &MatchContext,
+    read: FileTool<'_>,
+    path: &str,
+) -> Vec<String> {
     let text = |field: &str| call.input.get(field).and_then(serde_json::Value::as_str);
-    let path = text("path").filter(|p| !p.is_empty()).unwrap_or(".");
     let known = |path: &str| locate(path, ctx).filter(|l| matches!(l, Location::Known { .. }));
     // A glob in a path that does not exist as written (`src/**/*.ts`, as an agent's
     // read-many tool takes; `app/[id]` may be a folder) searches the folder before it for
@@ -201,7 +221,11 @@ fn search_call_below(
         let Some(folder) = Below::of(location, &what) else {
             continue;
         };
-        let walk = Walk::new(&skips, globs.iter().copied(), folder.real);
+        let walk = Walk::new(
+            &skips,
+            globs.iter().copied(),
+            &[folder.real, ctx.workspace_root()],
+        );
         messages.extend(judge_below(set, ctx, reader, folder, &walk));
     }
     messages
@@ -1255,26 +1279,33 @@ fn judge_tracked(
         }
         for path in folders.resolve(value.trim_start_matches(":/")) {
             match std::fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => below.push(path),
+                // As git reads it: `src/..` is the folder above `src`.
+                Ok(meta) if meta.is_dir() => {
+                    below.push(std::fs::canonicalize(&path).unwrap_or_else(|_| path.into()));
+                }
                 Ok(_) => named_file = true,
                 Err(_) => {}
             }
         }
     }
+    // `--full-diff` prints every file of a commit that touches the pathspecs.
+    anywhere |= facts.options.iter().any(|o| o.canonical == "--full-diff");
     if named_file && below.is_empty() && !anywhere {
         return Vec::new();
     }
-    let within = |path: &str| {
-        anywhere
-            || below.is_empty()
-            || below
-                .iter()
-                .any(|folder| Path::new(path).starts_with(Path::new(folder.trim_end_matches("/."))))
+    let within = |path: &Path| {
+        anywhere || below.is_empty() || below.iter().any(|folder| path.starts_with(folder))
     };
     let mut protected: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut roots = Vec::new();
     for folder in &folders.candidates {
         let tracked = match git_index::tracked_files(Path::new(folder)) {
-            Ok(Some(tracked)) => tracked,
+            // (Each repository once, however many folders the command may run in.)
+            Ok(Some(tracked)) if roots.contains(&tracked.root) => continue,
+            Ok(Some(tracked)) => {
+                roots.push(tracked.root.clone());
+                tracked
+            }
             Ok(None) => continue,
             Err(why) => {
                 return vec![format!(
@@ -1289,11 +1320,12 @@ fn judge_tracked(
                 command.text
             )];
         }
+        let real_root = std::fs::canonicalize(&tracked.root).unwrap_or(tracked.root.clone());
         for relative in &tracked.paths {
-            let path = tracked.root.join(relative).to_string_lossy().into_owned();
-            if !within(&path) {
+            if !within(&real_root.join(relative)) {
                 continue;
             }
+            let path = tracked.root.join(relative).to_string_lossy().into_owned();
             // A cache of its own per file (a cache is made for the few strings of one call).
             // What is printed is the committed file, wherever a link on disk leads: its
             // location is as written.
@@ -1949,7 +1981,11 @@ fn search_below(
     let Some(below) = Below::of(&location, &what) else {
         return Vec::new();
     };
-    let walk = Walk::new(scope.skips, scope.globs.iter().copied(), below.real);
+    let walk = Walk::new(
+        scope.skips,
+        scope.globs.iter().copied(),
+        &[below.real, ctx.workspace_root()],
+    );
     let reader = Reader {
         tool: read.tool,
         flags: read.flags,

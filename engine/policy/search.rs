@@ -31,7 +31,7 @@ use super::matcher::ParseCache;
 use super::path::{Location, MatchContext, NormalisedPath, Side, listed};
 use super::rule::{CallFacts, RuleReason};
 use super::rules::RuleSet;
-use super::shell::wildcard::widened;
+use super::shell::wildcard::{readings, widened};
 use crate::model::command::SearchSkip;
 use crate::model::resolved::ResolvedConcurrency;
 use crate::model::rule::WorkspaceSide;
@@ -46,8 +46,9 @@ const NAMED_FILES: usize = 3;
 pub(crate) struct Walk {
     /// What it leaves out.
     pub skips: Vec<SearchSkip>,
-    /// ripgrep `--glob` patterns limiting it to the files they match.
-    pub only: Option<Override>,
+    /// ripgrep `--glob` patterns limiting it to the files they match, read from each of
+    /// the folders they may be rooted at: a file any of them matches is searched.
+    pub only: Option<Vec<Override>>,
 }
 
 impl Walk {
@@ -60,7 +61,7 @@ impl Walk {
     pub fn new<'g>(
         skips: &[SearchSkip],
         globs: impl IntoIterator<Item = &'g str>,
-        folder: &str,
+        roots: &[&str],
     ) -> Self {
         // JavaScript's `\s`, which Claude Code splits at, is white space and U+FEFF.
         let globs: Vec<&str> = globs
@@ -84,16 +85,28 @@ impl Walk {
                 only: None,
             };
         }
-        let mut builder = OverrideBuilder::new(folder);
         // Matching more files than ripgrep would only judges more of them: case is
-        // ignored, and the glob is widened to what an agent's glob library may read in it
-        // (brackets, extglobs).
-        let _ = builder.case_insensitive(true);
-        let only = globs
-            .into_iter()
-            .try_for_each(|glob| builder.add(&widened(glob)).map(drop))
-            .ok()
-            .and_then(|()| builder.build().ok());
+        // ignored, the glob is widened to what an agent's glob library may read in it
+        // (brackets, extglobs, a backslash as an escape or as a separator), and it is
+        // rooted both at the folder searched and where the search runs (ripgrep roots a
+        // `--glob` with a `/` at its working folder).
+        let globs: Vec<String> = globs
+            .iter()
+            .flat_map(|glob| readings(glob))
+            .map(|glob| widened(&glob))
+            .collect();
+        let only = roots
+            .iter()
+            .map(|root| {
+                let mut builder = OverrideBuilder::new(root);
+                let _ = builder.case_insensitive(true);
+                globs
+                    .iter()
+                    .try_for_each(|glob| builder.add(glob).map(drop))
+                    .ok()
+                    .and_then(|()| builder.build().ok())
+            })
+            .collect();
         Self {
             skips: Vec::new(),
             only,
@@ -153,9 +166,7 @@ pub(crate) fn judge_below(
     if skips(SearchSkip::Ignored) {
         builder.add_custom_ignore_filename(".rgignore");
     }
-    if let Some(only) = &walk.only {
-        builder.overrides(only.clone());
-    }
+
     // Per rule (by name), the files it protects: the rule's decision and reason, the files.
     let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();
     let mut entries = 0usize;
@@ -172,7 +183,17 @@ pub(crate) fn judge_below(
         }
         let through_link =
             entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
-        if entry.file_type().is_some_and(|t| t.is_dir()) {
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        if !is_dir
+            && walk.only.as_ref().is_some_and(|only| {
+                !only
+                    .iter()
+                    .any(|o| o.matched(entry.path(), false).is_whitelist())
+            })
+        {
+            continue;
+        }
+        if is_dir {
             if entry.path_is_symlink() {
                 links.push(entry.path().to_path_buf());
             }

@@ -57,8 +57,14 @@ pub(crate) fn widened(glob: &str) -> String {
     while at < chars.len() {
         let c = chars[at];
         match c {
+            // An escape keeps a character the glob reads from meaning more; before any
+            // other, it is nothing (`\.ssh` is `.ssh`).
             '\\' if at + 1 < chars.len() => {
-                out.extend([c, chars[at + 1]]);
+                let escaped = chars[at + 1];
+                if "*?[]{}()!@+,\\".contains(escaped) {
+                    out.push(c);
+                }
+                out.push(escaped);
                 at += 2;
             }
             '[' => match bracket(&chars, at, glob) {
@@ -114,6 +120,17 @@ pub(crate) fn widened(glob: &str) -> String {
         }
     }
     out
+}
+
+/// The globs an agent's tool may read in `glob`: as written, and, when it holds a
+/// backslash, with each backslash as a folder separator (Gemini CLI's read-many tool turns
+/// `cfg\*` into `cfg/*` before globbing; elsewhere a backslash escapes).
+pub(crate) fn readings(glob: &str) -> Vec<String> {
+    let mut readings = vec![glob.to_owned()];
+    if glob.contains('\\') {
+        readings.push(glob.replace('\\', "/"));
+    }
+    readings
 }
 
 /// Where the group opening at `open` (with `(` or `{`) ends (after its closing character),
@@ -364,6 +381,9 @@ mod tests {
             ("app/(group)/page.tsx", "app/(group)/page.tsx"),
             ("a[b", "a\\[b"),
             ("\\[x]", "\\[x]"),
+            ("~/\\.ssh/*", "~/.ssh/*"),
+            ("~/.a\\ws/*", "~/.aws/*"),
+            ("a\\*b", "a\\*b"),
             ("@(open", "@(open"),
             ("{src,lib}/*.rs", "{src,lib}/*.rs"),
             ("~/{x,{.ssh,y}}/*", "~/*/*"),

@@ -177,6 +177,9 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "rule:team-secrets",
         ),
         c("wrapper", "bash -ic 'git status'", "ask", "default"),
+        // A file type may name hidden files (ripgrep's `sh` names `.env`).
+        c("search", "rg -t sh API", "ask", "analysis"),
+        c("search", "rg --type=sh API .", "ask", "analysis"),
         // An exclusion glob only leaves files out: hidden files stay left out.
         c("everyday", "rg -n fn -g '!*.lock' .", "allow", "rule:"),
         c(
@@ -192,6 +195,28 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "analysis",
         ),
         c("search", "rg -n fn -g '*' -g '!.ENV' .", "ask", "analysis"),
+        // A shell variable of the script's own (a lower-case name no program reads).
+        c("everyday", "n=0; echo $n; git status", "allow", "rule:"),
+        c(
+            "everyday",
+            "count=$(ls src | wc -l); echo $count",
+            "allow",
+            "rule:",
+        ),
+        c(
+            "environment",
+            "http_proxy=http://x; git status",
+            "ask",
+            "default",
+        ),
+        c("environment", "FOO=1; git status", "ask", "default"),
+        c("environment", "path=(/tmp); git status", "ask", "default"),
+        c(
+            "everyday",
+            "CARGO_INCREMENTAL=0 cargo test",
+            "allow",
+            "rule:dev-loop",
+        ),
         c(
             "everyday",
             "set -euo pipefail; git status",
@@ -2577,6 +2602,19 @@ fn search_globs_reach_what_the_agents_libraries_match() {
         let (got, reasons) = decide_call(&engine, "Grep", input.clone());
         assert_ne!(got, "allow", "{input}: {reasons:?}");
     }
+    // A `--glob` with a `/` is rooted where ripgrep runs (the workspace), not at the folder
+    // searched; a backslash may be a folder separator to the agent's tool.
+    std::fs::create_dir_all(ws.root.join("cfg")).unwrap();
+    std::fs::write(ws.root.join("cfg/.env"), "K=1\n").unwrap();
+    for input in [
+        serde_json::json!({"pattern": ".", "path": "cfg", "glob": "cfg/.env"}),
+        serde_json::json!({"pattern": ".", "path": "cfg", "glob": "c*/*"}),
+        serde_json::json!({"pattern": ".", "path": "cfg\\*"}),
+        serde_json::json!({"pattern": ".", "path": "**\\*"}),
+    ] {
+        let (got, reasons) = decide_call(&engine, "Grep", input.clone());
+        assert_ne!(got, "allow", "{input}: {reasons:?}");
+    }
     for input in [
         serde_json::json!({"pattern": ".", "path": "@(src)"}),
         serde_json::json!({"pattern": ".", "glob": "*.rs"}),
@@ -3165,6 +3203,13 @@ fn git_prints_the_files_its_repository_tracks() {
         "git show HEAD -- .",
         "git log -p -- ':!src'",
         "git cat-file -p 96a2df6",
+        "git cat-file blob 96a2df6",
+        "git log --patch-with-stat",
+        "git log -c",
+        "git status -v",
+        "git log -p --full-diff -- src",
+        "git show HEAD -- src/..",
+        "cd src && git show HEAD -- ..",
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "ask", "{line}: {reasons:?}");
