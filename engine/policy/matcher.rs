@@ -710,8 +710,10 @@ pub fn line_is_read_only(analysed: &Analysed, table: &CommandTable) -> bool {
     let Ok(script) = &analysed.script else {
         return false;
     };
+    // (A subscript, `x[$(cmd)]=1`, is evaluated: no variable of its own.)
     let own_variable = |name: &str| {
-        name.bytes().any(|b| b.is_ascii_lowercase())
+        name.chars().all(super::shell::name_char)
+            && name.bytes().any(|b| b.is_ascii_lowercase())
             && !table.effective_env(name)
             && !table.secret_env(name)
     };

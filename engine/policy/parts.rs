@@ -41,7 +41,9 @@ use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
 use super::search::{Below, Reader, Walk, judge_below, split_glob};
-use super::shell::wildcard::{Wildcard, escape_glob, has_glob, readings, unescape_glob};
+use super::shell::wildcard::{
+    MAX_EXPANSIONS, Wildcard, escape_glob, expand_braces, has_glob, readings, unescape_glob,
+};
 use super::shell::{
     Found, InputFrom, Part, Quoting, RedirectEffect, Role as ShellRole, Script, SimpleCommand,
     Word, WordKind, name_char, name_length, split_word, unquoted_expansions,
@@ -51,8 +53,6 @@ use crate::model::resolved::ResolvedConcurrency;
 use crate::model::rule::WorkspaceSide;
 use crate::model::{Decision, ToolName};
 
-/// How many files one word may expand to before the word is asked instead.
-const MAX_EXPANSIONS: usize = 256;
 /// How many folder entries a glob may read.
 const MAX_GLOB_ENTRIES: usize = 10_000;
 /// Compiled glob components kept per thread (see [`with_component_glob`]).
@@ -2230,147 +2230,6 @@ fn parameter_name(text: &str) -> Option<&str> {
     (!name.is_empty() && name.chars().all(name_char)).then_some(name)
 }
 
-/// Brace expansion (`a{b,c}d`, `{1..3}`), outside quotes; `Err` past [`MAX_EXPANSIONS`].
-fn expand_braces(raw: &str) -> Result<Vec<String>, String> {
-    let mut out = vec![String::new()];
-    let chars: Vec<char> = raw.chars().collect();
-    let mut i = 0;
-    let mut quote: Option<char> = None;
-    while i < chars.len() {
-        let c = chars[i];
-        match (quote, c) {
-            (None, '\'' | '"') => quote = Some(c),
-            (Some(q), _) if c == q => quote = None,
-            (None, '\\') => {
-                for value in &mut out {
-                    value.push(c);
-                    if let Some(&next) = chars.get(i + 1) {
-                        value.push(next);
-                    }
-                }
-                i += 2;
-                continue;
-            }
-            (None, '{') => {
-                if let Some((alternatives, end)) = brace_group(&chars, i)? {
-                    let mut next = Vec::new();
-                    for prefix in &out {
-                        for alternative in &alternatives {
-                            for expanded in expand_braces(alternative)? {
-                                next.push(format!("{prefix}{expanded}"));
-                            }
-                        }
-                    }
-                    if next.len() > MAX_EXPANSIONS {
-                        return Err("the braces expand to too many words".to_owned());
-                    }
-                    out = next;
-                    i = end + 1;
-                    continue;
-                }
-            }
-            _ => {}
-        }
-        for value in &mut out {
-            value.push(c);
-        }
-        i += 1;
-    }
-    Ok(out)
-}
-
-/// The alternatives of the brace group starting at `open`, and the index of its `}`;
-/// `Ok(None)` when it is not a group (bash keeps it as written), `Err` for a sequence of more
-/// than [`MAX_EXPANSIONS`] words.
-fn brace_group(chars: &[char], open: usize) -> Result<Option<(Vec<String>, usize)>, String> {
-    let mut depth = 0;
-    let mut alternatives = vec![String::new()];
-    let mut i = open + 1;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '{' => depth += 1,
-            '}' if depth == 0 => {
-                if alternatives.len() > 1 {
-                    return Ok(Some((alternatives, i)));
-                }
-                // `{1..3}`, `{a..c}`, `{01..10..2}`.
-                let body = alternatives.pop().unwrap_or_default();
-                return Ok(sequence(&body)?.map(|values| (values, i)));
-            }
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                alternatives.push(String::new());
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        if let Some(last) = alternatives.last_mut() {
-            last.push(c);
-        }
-        i += 1;
-    }
-    Ok(None)
-}
-
-/// bash's sequence expression `x..y[..step]`, integers (zero-padded to the longer end when
-/// either is written with a leading zero) or single letters, in the order bash writes them;
-/// `Ok(None)` when `body` is not one (bash keeps it as written), `Err` past
-/// [`MAX_EXPANSIONS`] words.
-fn sequence(body: &str) -> Result<Option<Vec<String>>, String> {
-    let ends: Vec<&str> = body.split("..").collect();
-    let (from, to, step) = match ends.as_slice() {
-        [from, to] => (*from, *to, 1),
-        [from, to, step] => match step.parse::<i64>() {
-            Ok(step) => (*from, *to, step.unsigned_abs().max(1)),
-            Err(_) => return Ok(None),
-        },
-        _ => return Ok(None),
-    };
-    let numbers = (from.parse::<i64>(), to.parse::<i64>());
-    let letter = |end: &str| match end.as_bytes() {
-        [byte] if byte.is_ascii_alphabetic() => Some(i64::from(*byte)),
-        _ => None,
-    };
-    let (start, end, as_number) = match numbers {
-        (Ok(start), Ok(end)) => (start, end, true),
-        _ => match (letter(from), letter(to)) {
-            (Some(start), Some(end)) => (start, end, false),
-            _ => return Ok(None),
-        },
-    };
-    let count = start.abs_diff(end) / step + 1;
-    if count > MAX_EXPANSIONS as u64 {
-        return Err("the braces expand to too many words".to_owned());
-    }
-    let padded = |end: &str| {
-        let digits = end.strip_prefix('-').unwrap_or(end);
-        digits.len() > 1 && digits.starts_with('0')
-    };
-    let width = if padded(from) || padded(to) {
-        from.len().max(to.len())
-    } else {
-        0
-    };
-    let step = i64::try_from(step).unwrap_or(i64::MAX);
-    let mut values = Vec::new();
-    let mut at = start;
-    for _ in 0..count {
-        values.push(if as_number {
-            format!("{at:0width$}")
-        } else {
-            u8::try_from(at).map(char::from).unwrap_or('?').to_string()
-        });
-        at = if start <= end {
-            at.saturating_add(step)
-        } else {
-            at.saturating_sub(step)
-        };
-    }
-    Ok(Some(values))
-}
-
 /// Whether the line may make wildcards reach names that start with `.`: bash's `dotglob`
 /// (`shopt -s dotglob`, `bash -O dotglob`), a `GLOBIGNORE` or zsh's `GLOB_DOTS` (`setopt
 /// globdots`; zsh ignores case and `_` in option names, so any case and `_` between the
@@ -2454,7 +2313,9 @@ fn may_change_files(command: &SimpleCommand, facts: &CommandFacts) -> bool {
 /// Why `command` may turn on `allexport` (`set -a`, `set -o allexport`, or a word only
 /// known when it runs): every variable set after it (by `read`, a `for` loop, `NAME=…`) is
 /// then exported to the commands after it, unseen. `keyword` (`set -k`) does the same
-/// with every `NAME=value` word of a later command.
+/// with every `NAME=value` word of a later command, and history expansion (`set -H`, `-o
+/// history`) rewrites later lines (`!!:$` pastes the last word of the line before, quotes
+/// and all) after they were judged.
 fn exports_everything(command: &SimpleCommand) -> Option<String> {
     if command.command_word()?.literal()? != "set" {
         return None;
@@ -2472,17 +2333,20 @@ fn exports_everything(command: &SimpleCommand) -> Option<String> {
             None => true,
             // `-o NAME`, also at the end of a cluster (`-euo allexport`).
             Some(option) if option.starts_with('-') && !option.starts_with("--") => {
-                option.contains(['a', 'k'])
+                option.contains(['a', 'k', 'H'])
                     || (option.ends_with('o')
                         && words.get(at + 1).is_some_and(|next| {
-                            matches!(next.literal(), None | Some("allexport" | "keyword"))
+                            matches!(
+                                next.literal(),
+                                None | Some("allexport" | "keyword" | "histexpand" | "history")
+                            )
                         }))
             }
             Some(_) => false,
         });
     turns_on.then(|| {
         format!(
-            "`{}` may export every variable set after it (`allexport`, `keyword`), which changes what later commands do",
+            "`{}` may export every variable set after it (`allexport`, `keyword`) or expand history in later lines (`histexpand`), which changes what later commands do",
             command.text
         )
     })

@@ -12,6 +12,9 @@
 
 use regex::Regex;
 
+/// How many files one word (or one agent's glob) may expand to before it is asked instead.
+pub(crate) const MAX_EXPANSIONS: usize = 256;
+
 /// A compiled pattern component.
 #[derive(Debug)]
 pub(crate) struct Wildcard {
@@ -130,7 +133,40 @@ pub(crate) fn readings(glob: &str) -> Vec<String> {
     if glob.contains('\\') {
         readings.push(glob.replace('\\', "/"));
     }
+    // The glob libraries expand braces first (`{src,.}/.e*`, `.{e..f}nv`) and read `x/..`
+    // and `./` as paths do (`*/../.e*` is `.e*`).
+    let expanded: Vec<String> = readings
+        .iter()
+        .flat_map(|reading| expand_braces(reading).unwrap_or_default())
+        .map(|reading| collapsed(&reading))
+        .collect();
+    for reading in expanded {
+        if !readings.contains(&reading) {
+            readings.push(reading);
+        }
+    }
     readings
+}
+
+/// `glob` with `.` components removed and each `..` taking the component before it away
+/// (`*/../.e*` → `.e*`, `./x` → `x`).
+fn collapsed(glob: &str) -> String {
+    let mut kept: Vec<&str> = Vec::new();
+    for component in glob.split('/') {
+        match component {
+            "." if !kept.is_empty() || glob.len() > 1 => {}
+            ".." if kept.last().is_some_and(|last| !matches!(*last, ".." | "")) => {
+                kept.pop();
+            }
+            _ => kept.push(component),
+        }
+    }
+    let joined = kept.join("/");
+    if joined.is_empty() {
+        ".".to_owned()
+    } else {
+        joined
+    }
 }
 
 /// Where the group opening at `open` (with `(` or `{`) ends (after its closing character),
@@ -196,6 +232,147 @@ pub(crate) fn has_glob(text: &str) -> bool {
         }
     }
     false
+}
+
+/// Brace expansion (`a{b,c}d`, `{1..3}`), outside quotes; `Err` past [`MAX_EXPANSIONS`].
+pub(crate) fn expand_braces(raw: &str) -> Result<Vec<String>, String> {
+    let mut out = vec![String::new()];
+    let chars: Vec<char> = raw.chars().collect();
+    let mut i = 0;
+    let mut quote: Option<char> = None;
+    while i < chars.len() {
+        let c = chars[i];
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, '\\') => {
+                for value in &mut out {
+                    value.push(c);
+                    if let Some(&next) = chars.get(i + 1) {
+                        value.push(next);
+                    }
+                }
+                i += 2;
+                continue;
+            }
+            (None, '{') => {
+                if let Some((alternatives, end)) = brace_group(&chars, i)? {
+                    let mut next = Vec::new();
+                    for prefix in &out {
+                        for alternative in &alternatives {
+                            for expanded in expand_braces(alternative)? {
+                                next.push(format!("{prefix}{expanded}"));
+                            }
+                        }
+                    }
+                    if next.len() > MAX_EXPANSIONS {
+                        return Err("the braces expand to too many words".to_owned());
+                    }
+                    out = next;
+                    i = end + 1;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        for value in &mut out {
+            value.push(c);
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// The alternatives of the brace group starting at `open`, and the index of its `}`;
+/// `Ok(None)` when it is not a group (bash keeps it as written), `Err` for a sequence of more
+/// than [`MAX_EXPANSIONS`] words.
+fn brace_group(chars: &[char], open: usize) -> Result<Option<(Vec<String>, usize)>, String> {
+    let mut depth = 0;
+    let mut alternatives = vec![String::new()];
+    let mut i = open + 1;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                if alternatives.len() > 1 {
+                    return Ok(Some((alternatives, i)));
+                }
+                // `{1..3}`, `{a..c}`, `{01..10..2}`.
+                let body = alternatives.pop().unwrap_or_default();
+                return Ok(sequence(&body)?.map(|values| (values, i)));
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                alternatives.push(String::new());
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(last) = alternatives.last_mut() {
+            last.push(c);
+        }
+        i += 1;
+    }
+    Ok(None)
+}
+
+/// bash's sequence expression `x..y[..step]`, integers (zero-padded to the longer end when
+/// either is written with a leading zero) or single letters, in the order bash writes them;
+/// `Ok(None)` when `body` is not one (bash keeps it as written), `Err` past
+/// [`MAX_EXPANSIONS`] words.
+fn sequence(body: &str) -> Result<Option<Vec<String>>, String> {
+    let ends: Vec<&str> = body.split("..").collect();
+    let (from, to, step) = match ends.as_slice() {
+        [from, to] => (*from, *to, 1),
+        [from, to, step] => match step.parse::<i64>() {
+            Ok(step) => (*from, *to, step.unsigned_abs().max(1)),
+            Err(_) => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let numbers = (from.parse::<i64>(), to.parse::<i64>());
+    let letter = |end: &str| match end.as_bytes() {
+        [byte] if byte.is_ascii_alphabetic() => Some(i64::from(*byte)),
+        _ => None,
+    };
+    let (start, end, as_number) = match numbers {
+        (Ok(start), Ok(end)) => (start, end, true),
+        _ => match (letter(from), letter(to)) {
+            (Some(start), Some(end)) => (start, end, false),
+            _ => return Ok(None),
+        },
+    };
+    let count = start.abs_diff(end) / step + 1;
+    if count > MAX_EXPANSIONS as u64 {
+        return Err("the braces expand to too many words".to_owned());
+    }
+    let padded = |end: &str| {
+        let digits = end.strip_prefix('-').unwrap_or(end);
+        digits.len() > 1 && digits.starts_with('0')
+    };
+    let width = if padded(from) || padded(to) {
+        from.len().max(to.len())
+    } else {
+        0
+    };
+    let step = i64::try_from(step).unwrap_or(i64::MAX);
+    let mut values = Vec::new();
+    let mut at = start;
+    for _ in 0..count {
+        values.push(if as_number {
+            format!("{at:0width$}")
+        } else {
+            u8::try_from(at).map(char::from).unwrap_or('?').to_string()
+        });
+        at = if start <= end {
+            at.saturating_add(step)
+        } else {
+            at.saturating_sub(step)
+        };
+    }
+    Ok(Some(values))
 }
 
 /// The regular expression (without anchors) bash's pattern `component` stands for.
@@ -390,6 +567,26 @@ mod tests {
         ] {
             assert_eq!(widened(glob), widened_to, "{glob}");
         }
+    }
+
+    #[test]
+    fn agent_globs_are_read_every_way_a_library_may_read_them() {
+        for (glob, reading) in [
+            ("cfg\\*", "cfg/*"),
+            ("{src,.}/.e*", ".e*"),
+            (".{e..f}nv", ".env"),
+            ("*/../.e*", ".e*"),
+            ("./.e*", ".e*"),
+            ("/a/../b", "/b"),
+        ] {
+            let readings = readings(glob);
+            assert_eq!(readings[0], glob);
+            assert!(
+                readings.iter().any(|r| r == reading),
+                "{glob}: {readings:?}"
+            );
+        }
+        assert_eq!(readings("src/*.rs"), ["src/*.rs"]);
     }
 
     #[test]

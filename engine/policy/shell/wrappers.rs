@@ -2062,8 +2062,9 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
                     }
                 }
                 // `-k` puts every `NAME=value` word in the command's environment.
+                // (`-H`, history expansion, rewrites lines after they were judged.)
                 'b' | 'e' | 'f' | 'h' | 'm' | 'n' | 'p' | 't' | 'u' | 'v' | 'x' | 'B' | 'C'
-                | 'E' | 'H' | 'P' | 'T' | 'r' | 's' => {}
+                | 'E' | 'P' | 'T' | 'r' | 's' => {}
                 _ => return Err(unknown(runner, &format!("-{c}"))),
             }
         }

@@ -210,6 +210,27 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "default",
         ),
         c("environment", "FOO=1; git status", "ask", "default"),
+        // A subscript is evaluated, and may run a command.
+        c(
+            "environment",
+            "x[$(touch p)]=1; git status",
+            "ask",
+            "default",
+        ),
+        c("environment", "a[i]=1; git status", "ask", "default"),
+        // History expansion rewrites later lines after they were judged.
+        c(
+            "environment",
+            "set -o history -H\necho '\"; touch p; \"'\necho \"!!:$\"",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "environment",
+            "set -o histexpand; git status",
+            "ask",
+            "analysis",
+        ),
         c("environment", "path=(/tmp); git status", "ask", "default"),
         c(
             "everyday",
@@ -2611,6 +2632,11 @@ fn search_globs_reach_what_the_agents_libraries_match() {
         serde_json::json!({"pattern": ".", "path": "cfg", "glob": "c*/*"}),
         serde_json::json!({"pattern": ".", "path": "cfg\\*"}),
         serde_json::json!({"pattern": ".", "path": "**\\*"}),
+        // Braces and `..` as the glob libraries read them.
+        serde_json::json!({"pattern": ".", "path": "{src,.}/.e*"}),
+        serde_json::json!({"pattern": ".", "path": ".{e..f}nv"}),
+        serde_json::json!({"pattern": ".", "path": "*/../.e*"}),
+        serde_json::json!({"pattern": ".", "glob": "*/../.e*"}),
     ] {
         let (got, reasons) = decide_call(&engine, "Grep", input.clone());
         assert_ne!(got, "allow", "{input}: {reasons:?}");
