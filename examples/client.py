@@ -100,10 +100,10 @@ def print_event(event):
 
 
 def approve(request):
-    """The human in the loop, automated for the example: `hostname` may run, anything else is
+    """The human in the loop, automated for the example: `touch` may run, anything else is
     refused with feedback the model will read."""
     command = request["input"].get("command", "")
-    if command.startswith("hostname"):
+    if command.startswith("touch "):
         return {"decision": "allow", "reason": "harmless"}
     return {"decision": "deny", "feedback": f"do not run `{command}`; ask the user first"}
 
@@ -119,7 +119,7 @@ def main():
         "id": "client-demo",
         "calls": [
             {"id": "read", "tool": "Read", "input": {"file_path": "Cargo.toml"}},
-            {"id": "ask-host", "tool": "Bash", "input": {"command": "hostname"}},
+            {"id": "ask-touch", "tool": "Bash", "input": {"command": "touch target/toolgate-demo.stamp"}},
             {"id": "ask-rm", "tool": "Bash", "input": {"command": "rm -rf target/toolgate-demo"}},
         ],
     }

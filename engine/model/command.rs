@@ -75,6 +75,10 @@ pub enum SearchSkip {
     /// What the ignore files list (`.gitignore` in a git repository, `.git/info/exclude`,
     /// git's global excludes, `.ignore`, `.rgignore`), read as ripgrep reads them.
     Ignored,
+    /// What git's own ignore rules list (`.gitignore` in a git repository,
+    /// `.git/info/exclude`, git's global excludes) and the repository does not track: what
+    /// `git grep --untracked` leaves out. A tracked file is searched even when ignored.
+    GitIgnored,
 }
 
 /// What one program (or subcommand) does.
@@ -309,4 +313,14 @@ pub enum OptionStyle {
     /// Every option is a whole word starting with `-` (`find -name x -delete`); options and
     /// operands may mix.
     Words,
+    /// As npm's option parser reads them: as `gnu`, and a long option's name may follow one
+    /// dash or more (`-script-shell=x` is `--script-shell=x`).
+    Npm,
+}
+
+impl OptionStyle {
+    /// Whether options are spelled as `gnu` says (`npm` too).
+    pub fn gnu_like(self) -> bool {
+        matches!(self, Self::Gnu | Self::Npm)
+    }
 }

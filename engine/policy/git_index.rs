@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 /// The largest index read: past it, what a repository tracks is not judged file by file.
 pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
 
+/// How many tracked files are judged one by one at most; past it, the call asks.
+pub const MAX_TRACKED: usize = 50_000;
+
 /// A repository's work tree and the paths its index tracks (relative to the work tree).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tracked {

@@ -211,6 +211,17 @@ fn search_path_below(
     if flag("no_ignore") == Some(true) || flag("respect_git_ignore") == Some(false) {
         skips.retain(|skip| *skip != SearchSkip::Ignored);
     }
+    // A search that may run `git grep --untracked -- GLOB` instead of ripgrep (Gemini CLI's
+    // and Qwen Code's, without ripgrep) reads what git tracks, ignored or not, and reads
+    // its glob as a pathspec too.
+    let git_grep = text("searcher") == Some("git_grep");
+    if git_grep {
+        for skip in &mut skips {
+            if *skip == SearchSkip::Ignored {
+                *skip = SearchSkip::GitIgnored;
+            }
+        }
+    }
     let reader = Reader {
         tool: read.tool,
         flags: read.flags,
@@ -221,11 +232,20 @@ fn search_path_below(
         let Some(folder) = Below::of(location, &what) else {
             continue;
         };
-        let walk = Walk::new(
+        let mut walk = Walk::new(
             &skips,
             globs.iter().copied(),
             &[folder.real, ctx.workspace_root()],
         );
+        if git_grep {
+            walk = match walk.with_pathspecs(text("glob")) {
+                Ok(walk) => walk,
+                Err(why) => {
+                    messages.push(format!("{what} searches {}: {why}", folder.shown()));
+                    continue;
+                }
+            };
+        }
         messages.extend(judge_below(set, ctx, reader, folder, &walk));
     }
     messages
@@ -1246,9 +1266,6 @@ fn judge_copies(
     );
 }
 
-/// How many tracked files a command that prints them may have judged; past it, it asks.
-const MAX_TRACKED: usize = 50_000;
-
 /// Why a command that prints the content of its repository's tracked files
 /// ([`CommandFacts::prints_tracked`]: `git show HEAD`, `git log -p`) asks: the tracked files
 /// below the folders its operands name (all of them when it names no file) that the read
@@ -1314,10 +1331,11 @@ fn judge_tracked(
                 )];
             }
         };
-        if tracked.paths.len() > MAX_TRACKED {
+        if tracked.paths.len() > git_index::MAX_TRACKED {
             return vec![format!(
-                "`{}` prints files its repository tracks: more than {MAX_TRACKED}, too many to check for files the rules protect",
-                command.text
+                "`{}` prints files its repository tracks: more than {}, too many to check for files the rules protect",
+                command.text,
+                git_index::MAX_TRACKED
             )];
         }
         let real_root = std::fs::canonicalize(&tracked.root).unwrap_or(tracked.root.clone());

@@ -20,18 +20,20 @@
 //! walked once), and each file is judged where it is named and where it lies: a link to
 //! `~` below the workspace is a search of the home folder.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 use std::sync::Arc;
 
 use ignore::WalkBuilder;
 use ignore::overrides::{Override, OverrideBuilder};
 use serde_json::json;
 
+use super::git_index;
 use super::matcher::ParseCache;
 use super::path::{Location, MatchContext, NormalisedPath, Side, listed};
 use super::rule::{CallFacts, RuleReason};
 use super::rules::RuleSet;
-use super::shell::wildcard::{readings, widened};
+use super::shell::wildcard::{Wildcard, readings, widened};
 use crate::model::command::SearchSkip;
 use crate::model::resolved::ResolvedConcurrency;
 use crate::model::rule::WorkspaceSide;
@@ -49,6 +51,9 @@ pub(crate) struct Walk {
     /// ripgrep `--glob` patterns limiting it to the files they match, read from each of
     /// the folders they may be rooted at: a file any of them matches is searched.
     pub only: Option<Vec<Override>>,
+    /// The same globs read as git pathspecs (`git grep -- GLOB`): a file any of them
+    /// matches is searched too.
+    pub pathspecs: Vec<Pathspec>,
 }
 
 impl Walk {
@@ -83,6 +88,7 @@ impl Walk {
             return Self {
                 skips: skips.to_vec(),
                 only: None,
+                pathspecs: Vec::new(),
             };
         }
         // Matching more files than ripgrep would only judges more of them: case is
@@ -110,6 +116,102 @@ impl Walk {
         Self {
             skips: Vec::new(),
             only,
+            pathspecs: Vec::new(),
+        }
+    }
+
+    /// The walk with its globs also read as git pathspecs, relative to the folder searched
+    /// (`git grep --untracked -- GLOB`, which an agent's search tool may run instead of
+    /// ripgrep): a file either reading matches is searched. `Err` says why a pathspec's
+    /// files cannot be told.
+    pub fn with_pathspecs<'g>(
+        mut self,
+        globs: impl IntoIterator<Item = &'g str>,
+    ) -> Result<Self, String> {
+        for glob in globs {
+            self.pathspecs.push(Pathspec::new(glob)?);
+        }
+        Ok(self)
+    }
+
+    /// Whether the file at `relative` (below the folder searched) is searched, as the
+    /// walk's globs and pathspecs limit it.
+    fn includes(&self, path: &Path, relative: &str) -> bool {
+        let Some(only) = &self.only else {
+            return true;
+        };
+        only.iter().any(|o| o.matched(path, false).is_whitelist())
+            || self.pathspecs.iter().any(|spec| spec.matches(relative))
+    }
+}
+
+/// A git pathspec without magic, as `git grep` reads it relative to the folder it runs in:
+/// one with no wildcard names a file or a folder with everything below it (`src`, `.`,
+/// `src/..`); one with a wildcard matches whole paths, its `*` crossing `/` (`s*env` matches
+/// `src/sub/.env`), after the folders written before its first wildcard.
+#[derive(Debug)]
+pub(crate) struct Pathspec {
+    /// The folder (or file) it starts at, relative to the folder searched; empty for that
+    /// folder.
+    folder: String,
+    /// What the paths below `folder` must match; `None`: every one.
+    pattern: Option<Wildcard>,
+}
+
+impl Pathspec {
+    /// `spec` read as a pathspec. `Err` for one whose files cannot be told: git's magic
+    /// (`:/`, `:!x`, `:(icase)x`, which may reach the whole repository or any case), one
+    /// leaving the folder searched (`../x`), or a pattern toolgate cannot read.
+    pub(crate) fn new(spec: &str) -> Result<Self, String> {
+        if spec.starts_with(':') {
+            return Err(format!(
+                "`{spec}` is a git pathspec with magic, whose files cannot be told"
+            ));
+        }
+        let literal_end = spec.find(['*', '?', '[', '\\']).unwrap_or(spec.len());
+        let (written_folder, pattern) = if literal_end == spec.len() {
+            (spec, None)
+        } else {
+            match spec[..literal_end].rfind('/') {
+                Some(slash) => (&spec[..slash], Some(&spec[slash + 1..])),
+                None => ("", Some(spec)),
+            }
+        };
+        let mut folder: Vec<&str> = Vec::new();
+        for component in written_folder.split('/') {
+            match component {
+                "" | "." => {}
+                ".." => {
+                    if folder.pop().is_none() {
+                        return Err(format!(
+                            "`{spec}` names files outside the folder searched, which are not judged with it"
+                        ));
+                    }
+                }
+                name => folder.push(name),
+            }
+        }
+        Ok(Self {
+            folder: folder.join("/"),
+            pattern: pattern.map(Wildcard::new).transpose()?,
+        })
+    }
+
+    /// Whether the file at `relative` (below the folder searched, `/`-separated) matches.
+    fn matches(&self, relative: &str) -> bool {
+        let below = if self.folder.is_empty() {
+            Some(relative)
+        } else if relative == self.folder {
+            Some("")
+        } else {
+            relative
+                .strip_prefix(self.folder.as_str())
+                .and_then(|rest| rest.strip_prefix('/'))
+        };
+        match (below, &self.pattern) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(below), Some(pattern)) => pattern.matches(below),
         }
     }
 }
@@ -153,56 +255,24 @@ pub(crate) fn judge_below(
     walk: &Walk,
 ) -> Vec<String> {
     let skips = |skip| walk.skips.contains(&skip);
+    let (ignored, git_ignored) = (skips(SearchSkip::Ignored), skips(SearchSkip::GitIgnored));
     let mut builder = WalkBuilder::new(folder.real);
     builder
         .standard_filters(false)
         .hidden(skips(SearchSkip::Hidden))
-        .parents(skips(SearchSkip::Ignored))
-        .ignore(skips(SearchSkip::Ignored))
-        .git_ignore(skips(SearchSkip::Ignored))
-        .git_global(skips(SearchSkip::Ignored))
-        .git_exclude(skips(SearchSkip::Ignored))
+        .parents(ignored || git_ignored)
+        .ignore(ignored)
+        .git_ignore(ignored || git_ignored)
+        .git_global(ignored || git_ignored)
+        .git_exclude(ignored || git_ignored)
         .follow_links(true);
-    if skips(SearchSkip::Ignored) {
+    if ignored {
         builder.add_custom_ignore_filename(".rgignore");
     }
 
     // Per rule (by name), the files it protects: the rule's decision and reason, the files.
     let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();
-    let mut entries = 0usize;
-    // The links walked through, below which a path is not where the file lies.
-    let mut links: Vec<std::path::PathBuf> = Vec::new();
-    for entry in builder.build().flatten() {
-        entries += 1;
-        if entries > MAX_ENTRIES {
-            return vec![format!(
-                "{} searches {}, which has more than {MAX_ENTRIES} entries below it: too many to check for files the rules protect",
-                folder.what,
-                folder.shown()
-            )];
-        }
-        let through_link =
-            entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
-        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        if !is_dir
-            && walk.only.as_ref().is_some_and(|only| {
-                !only
-                    .iter()
-                    .any(|o| o.matched(entry.path(), false).is_whitelist())
-            })
-        {
-            continue;
-        }
-        if is_dir {
-            if entry.path_is_symlink() {
-                links.push(entry.path().to_path_buf());
-            }
-            continue;
-        }
-        let Ok(relative) = entry.path().strip_prefix(folder.real) else {
-            continue;
-        };
-        let relative = relative.to_string_lossy();
+    let mut judge = |relative: &str, real: Option<&Path>| {
         // The folder itself may be a file (`Grep` over one file).
         let written = folder.written.absolute();
         let path = if relative.is_empty() {
@@ -221,16 +291,16 @@ pub(crate) fn judge_below(
         // one entry at a time: it is made for the few strings of one call). Where a file
         // reached through no link lies is known from the listing: no `lstat` per component.
         let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
-        if !through_link {
-            let real = entry.path().to_string_lossy().into_owned();
+        if let Some(real) = real {
+            let real = real.to_string_lossy().into_owned();
             cache.seed_path(&path, listed(path.clone(), real, ctx));
         }
         let outcome = set.decide_whole(&read, ctx, Decision::Allow, &mut cache, None);
         if !outcome.by_rule || outcome.decision == Decision::Allow {
-            continue;
+            return;
         }
         let Some(rule) = outcome.reasons.iter().find_map(RuleReason::rule) else {
-            continue;
+            return;
         };
         let (_, _, files) = protected.entry(rule.name.as_str().to_owned()).or_insert((
             rule.decision,
@@ -240,8 +310,66 @@ pub(crate) fn judge_below(
         files.push(if relative.is_empty() {
             path
         } else {
-            relative.into_owned()
+            relative.to_owned()
         });
+    };
+    let mut entries = 0usize;
+    // The links walked through, below which a path is not where the file lies.
+    let mut links: Vec<std::path::PathBuf> = Vec::new();
+    // The files walked, when the files the repository tracks are searched too.
+    let mut walked: HashSet<std::path::PathBuf> = HashSet::new();
+    for entry in builder.build().flatten() {
+        entries += 1;
+        if entries > MAX_ENTRIES {
+            return vec![too_many(folder)];
+        }
+        let through_link =
+            entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        if is_dir {
+            if entry.path_is_symlink() {
+                links.push(entry.path().to_path_buf());
+            }
+            continue;
+        }
+        let Ok(relative) = entry.path().strip_prefix(folder.real) else {
+            continue;
+        };
+        let relative = relative.to_string_lossy();
+        if !walk.includes(entry.path(), &relative) {
+            continue;
+        }
+        if git_ignored {
+            walked.insert(entry.path().to_path_buf());
+        }
+        judge(&relative, (!through_link).then(|| entry.path()));
+    }
+    if git_ignored {
+        // git searches what its repository tracks, ignored or not.
+        let tracked = match git_index::tracked_files(Path::new(folder.real)) {
+            Ok(tracked) => tracked,
+            Err(why) => {
+                return vec![format!(
+                    "{} searches {}, whose repository's tracked files cannot be told: {why}",
+                    folder.what,
+                    folder.shown()
+                )];
+            }
+        };
+        if let Some(tracked) = tracked {
+            if tracked.paths.len() > git_index::MAX_TRACKED {
+                return vec![too_many(folder)];
+            }
+            for path in tracked.paths.iter().map(|p| tracked.root.join(p)) {
+                if walked.contains(&path) {
+                    continue;
+                }
+                if let Ok(relative) = path.strip_prefix(folder.real) {
+                    // Where it lies is looked up: a component of it may be a link.
+                    judge(&relative.to_string_lossy(), None);
+                }
+            }
+        }
     }
     protected
         .into_iter()
@@ -277,6 +405,15 @@ pub(crate) fn judge_below(
         .collect()
 }
 
+/// Why a search of `folder` asks when it holds too many entries to check.
+fn too_many(folder: Below<'_>) -> String {
+    format!(
+        "{} searches {}, which has more than {MAX_ENTRIES} entries below it: too many to check for files the rules protect",
+        folder.what,
+        folder.shown()
+    )
+}
+
 /// A searched folder.
 #[derive(Clone, Copy)]
 pub(crate) struct Below<'a> {
@@ -301,7 +438,7 @@ impl<'a> Below<'a> {
 
     /// The folder as reasons name it: workspace-relative, `.` for the root, else from `~`
     /// or absolute.
-    fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         let written = self.written;
         let shown = match (written.relative(), written.workspace_side(), written.home()) {
             (Some(relative), _, _) => relative,
@@ -317,7 +454,7 @@ impl<'a> Below<'a> {
 mod tests {
     use proptest::prelude::*;
 
-    use super::split_glob;
+    use super::{Pathspec, split_glob};
     use crate::policy::shell::wildcard::widened;
 
     const GLOB: [char; 4] = ['*', '?', '[', '{'];
@@ -347,6 +484,48 @@ mod tests {
                     prop_assert_eq!(joined, path);
                 }
             }
+        }
+    }
+
+    /// Which files of a tree a pathspec matches, as `git grep --untracked -l KEY -- SPEC`
+    /// (git 2.47) listed them (run at the tree's top, and in `src` for the last rows).
+    #[test]
+    fn pathspecs_match_what_git_grep_reads() {
+        let files = ["src/sub/.env", "src/a.rs", "top.rs", ".env"];
+        for (spec, matched) in [
+            ("s?c", &[][..]),
+            ("sr*", &["src/sub/.env", "src/a.rs"][..]),
+            ("*.rs", &["src/a.rs", "top.rs"]),
+            ("src", &["src/sub/.env", "src/a.rs"]),
+            ("src/", &["src/sub/.env", "src/a.rs"]),
+            (".", &files),
+            ("src/..", &files),
+            ("*env", &["src/sub/.env", ".env"]),
+            ("s*env", &["src/sub/.env"]),
+            ("src/s?b", &[]),
+            ("src/*", &["src/sub/.env", "src/a.rs"]),
+            ("*/a.rs", &["src/a.rs"]),
+            ("src\\/a.rs", &["src/a.rs"]),
+            ("**/.env", &["src/sub/.env"]),
+            ("a.rs", &[]),
+        ] {
+            let pathspec = Pathspec::new(spec).unwrap();
+            let got: Vec<&str> = files
+                .iter()
+                .copied()
+                .filter(|file| pathspec.matches(file))
+                .collect();
+            assert_eq!(got, matched, "{spec}");
+        }
+        for spec in [
+            ":/",
+            ":(icase).ENV",
+            ":!*.rs",
+            "../x",
+            "src/../../x",
+            "[[=a=]]",
+        ] {
+            assert!(Pathspec::new(spec).is_err(), "{spec}");
         }
     }
 

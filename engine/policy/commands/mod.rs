@@ -96,6 +96,31 @@ pub struct OptionInfo {
     prints_tracked: bool,
 }
 
+/// `value` as npm's option parser reads it, when that is a long option written with one
+/// dash or three or more (`-script-shell=x`, `---prefix=x` are `--script-shell=x`,
+/// `--prefix=x`); `None` for any other word, and for a cluster of the program's one-letter
+/// options (`-gs`).
+fn npm_spelling(program: &CompiledProgram, value: &str) -> Option<String> {
+    let dashes = value.len() - value.trim_start_matches('-').len();
+    let name = &value[dashes..];
+    let key = name.split('=').next().unwrap_or(name);
+    let letters = key.chars().count() <= 1
+        || key
+            .chars()
+            .all(|c| program.options.contains_key(&format!("-{c}")));
+    match dashes {
+        1 if !letters => Some(format!("--{name}")),
+        3.. if !key.is_empty() => Some(format!("--{name}")),
+        _ => None,
+    }
+}
+
+/// make's archive member target `ARCHIVE(MEMBER …)`: the archive and the members.
+fn archive_members(target: &str) -> Option<(&str, &str)> {
+    let (archive, members) = target.strip_suffix(')')?.split_once('(')?;
+    (!archive.is_empty()).then_some((archive, members))
+}
+
 /// Whether `text` matches `pattern`, where `*` stands for any characters.
 fn wildcard(pattern: &str, text: &str) -> bool {
     let mut pieces = pattern.split('*');
@@ -123,8 +148,13 @@ fn next_id() -> u64 {
 }
 
 impl CompiledProgram {
-    /// `inherited`: the options of a program above whose options may follow its subcommand.
-    fn compile(program: &Program, inherited: &HashMap<String, Arc<OptionInfo>>) -> Self {
+    /// `inherited`: the options of a program above whose options may follow its subcommand,
+    /// and how it spells them.
+    fn compile(
+        program: &Program,
+        inherited: (&HashMap<String, Arc<OptionInfo>>, Option<OptionStyle>),
+    ) -> Self {
+        let (inherited, inherited_style) = inherited;
         let mut options = inherited.clone();
         for (canonical, spec) in &program.options {
             let info = Arc::new(option_info(canonical, spec));
@@ -138,10 +168,11 @@ impl CompiledProgram {
                 || matches!(info.value, Some(Role::Write | Role::Exec))
                 || matches!(info.second_value, Some(Role::Write | Role::Exec))
         });
+        let style = program.option_style.or(inherited_style);
         let passed_down = if program.options_anywhere {
-            &options
+            (&options, style)
         } else {
-            inherited
+            (inherited, inherited_style)
         };
         let subcommands = program
             .subcommands
@@ -163,7 +194,7 @@ impl CompiledProgram {
                 .iter()
                 .map(|(key, role)| (key.clone(), *role))
                 .collect(),
-            style: program.option_style.unwrap_or_default(),
+            style: style.unwrap_or_default(),
             risky_options,
             subcommands,
             default_operand: program.default_operand.clone(),
@@ -419,7 +450,7 @@ impl CommandTable {
                 .map(|(name, program)| {
                     (
                         name.clone(),
-                        CompiledProgram::compile(program, &HashMap::new()),
+                        CompiledProgram::compile(program, (&HashMap::new(), None)),
                     )
                 })
                 .collect(),
@@ -607,6 +638,11 @@ impl CommandTable {
                 operands.push((operands.len(), word));
                 continue;
             };
+            // npm reads a long option's name after any number of dashes (`-script-shell=x`).
+            let respelled = (program.style == OptionStyle::Npm)
+                .then(|| npm_spelling(program, value))
+                .flatten();
+            let value = respelled.as_deref().unwrap_or(value);
             let option_like = !end_of_options && value.len() > 1 && value.starts_with('-');
             if !option_like {
                 if has_subcommands && operands.is_empty() {
@@ -643,7 +679,7 @@ impl CommandTable {
                 continue;
             }
             let before_subcommand = has_subcommands && facts.subcommand.is_none();
-            if program.style == OptionStyle::Gnu && value == "--" {
+            if program.style.gnu_like() && value == "--" {
                 if let Some(inner) = &program.after_dashes {
                     // The rest is the other program's command line.
                     let mut rest = vec![Word::literal_from(inner, inner)];
@@ -684,7 +720,7 @@ impl CommandTable {
             // that option, not a cluster.
             // Its value may follow `=` (`-lf=FILE`).
             let (whole, inline) = match value.split_once('=') {
-                Some((whole, inline)) if program.style == OptionStyle::Gnu => (whole, Some(inline)),
+                Some((whole, inline)) if program.style.gnu_like() => (whole, Some(inline)),
                 _ => (value, None),
             };
             let listed_whole = program.style == OptionStyle::Words
@@ -719,6 +755,22 @@ impl CommandTable {
                 let separate = info
                     .as_ref()
                     .is_some_and(|info| info.value.is_some() && !info.value_attached);
+                // An abbreviation of a listed option that takes the next word may as well be
+                // an option of that exact name the table does not list, which does not
+                // (`grep --binary` is not `--binary-files`): the next word may be a file
+                // or a program.
+                if let Some(info) = info.as_ref().filter(|_| {
+                    separate && inline.is_none() && !program.options.contains_key(spelling)
+                }) {
+                    facts.effects.push(EffectSource {
+                        effect: Effect::Exec,
+                        cause: format!(
+                            "{spelling} (read as {}, which takes the next word; an option of that exact name may not)",
+                            info.canonical
+                        ),
+                        from: EffectFrom::Content,
+                    });
+                }
                 let option_value = match inline {
                     Some(inline) => Some(Word::literal_from(inline, inline)),
                     None if separate => next_word(&mut i),
@@ -932,6 +984,21 @@ impl CommandTable {
             };
             facts.operands.push(word.clone());
             if let Some(role_word) = role_word {
+                // make's `ARCHIVE(MEMBER …)` target: `ar` writes ARCHIVE, the members read
+                // into it (`make -C .git 'config(x)'`).
+                if role_word.role == Role::Target
+                    && let Some((archive, members)) = word.literal().and_then(archive_members)
+                {
+                    let pieces = std::iter::once((Role::Write, archive))
+                        .chain(members.split_whitespace().map(|m| (Role::Read, m)));
+                    for (role, piece) in pieces {
+                        facts.roles.push(RoleWord {
+                            role,
+                            word: Word::literal_from(piece, piece),
+                            source: word.raw.clone(),
+                        });
+                    }
+                }
                 facts.roles.push(role_word);
             }
             // `@FILE` stands for the arguments FILE holds.
@@ -1079,7 +1146,7 @@ fn dynamic_options(program: &CompiledProgram, word: &Word) -> Vec<UsedOption> {
         WordKind::Dynamic(expansion) | WordKind::Opaque(expansion) => expansion,
         WordKind::Literal(_) => super::shell::Expansion::Parameter,
     };
-    if raw.starts_with("--") || program.style != OptionStyle::Gnu || !raw.starts_with('-') {
+    if raw.starts_with("--") || !program.style.gnu_like() || !raw.starts_with('-') {
         return dynamic_option(program, raw, expansion)
             .into_iter()
             .collect();
@@ -1124,7 +1191,7 @@ fn dynamic_option(
 ) -> Option<UsedOption> {
     let (spelling, rest) = if raw.starts_with("--") {
         raw.split_once('=')?
-    } else if program.style == OptionStyle::Gnu && raw.starts_with('-') {
+    } else if program.style.gnu_like() && raw.starts_with('-') {
         let letter = raw[1..].chars().next()?;
         (
             raw.get(..1 + letter.len_utf8())?,
@@ -1139,7 +1206,7 @@ fn dynamic_option(
     {
         return None;
     }
-    let info = if spelling.starts_with("--") && program.style == OptionStyle::Gnu {
+    let info = if spelling.starts_with("--") && program.style.gnu_like() {
         program.long_option(spelling)
     } else {
         program.options.get(spelling).cloned()

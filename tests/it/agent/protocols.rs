@@ -159,6 +159,15 @@ fn gemini_read_many_files_is_judged_as_gemini_reads() {
     );
 }
 
+/// Gemini CLI's search may run `git grep --untracked -- INCLUDE` instead of ripgrep: its
+/// include is read as a git pathspec too, so `.` (every file, to git) reaches `.env`.
+#[test]
+fn gemini_search_includes_are_read_as_git_pathspecs() {
+    let project = Project::standard();
+    std::fs::write(project.path().join(".env"), "TOKEN=1\n").unwrap();
+    answers_in(&project, "gemini", &["before_tool_grep_include_pathspec"]);
+}
+
 #[test]
 fn a_policy_that_does_not_load_denies_with_its_first_diagnostic() {
     let project = Project::with("broken.yaml");

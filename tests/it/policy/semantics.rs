@@ -1779,14 +1779,33 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
         // A target is a file make may write (its built-in rules copy `x.sh` to `x`).
         "make ~/.bashrc",
         "make -k $(cat targets.txt)",
+        // npm reads a long option after one dash or three.
+        "npm run test -script-shell=./x.sh",
+        "npm run test ---node-options=--require=./x.js",
+        "npm run test -userconfig=./rc",
+        "npm run test -prefix=../other",
+        // An exact option the table does not list, not the listed one it abbreviates: the
+        // jq program is judged.
+        "jq -n --slurp 'import \"config\" as $c {search: \"~/.docker\"}; $c'",
+        "jq -n --slurpf 'import \"config\" as $c {search: \"~/.docker\"}; $c' x",
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, "ask", "`{command}`: {reasons:?}");
+    }
+    // make's `ARCHIVE(MEMBER)` target: `ar` writes the archive.
+    for command in [
+        "make -C .git/info 'attributes(exclude)'",
+        "make -C .claude 'settings.local.json(settings.json)'",
+        "make 'lib.a(.env)'",
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, "deny", "`{command}`: {reasons:?}");
     }
     for command in [
         "make test",
         "make -j4 build",
         "npm run test",
+        "npm run test -s",
         "npm run lint -- --fix",
         "npm run build -g",
         "make -j$(nproc) test",
@@ -2213,6 +2232,13 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("uname", "uname -a", "allow"),
     ("id", "id -u", "allow"),
     ("whoami", "whoami", "allow"),
+    // `--binary` is grep's own option, not an abbreviation of `--binary-files`: the next
+    // word is the pattern and the file is judged.
+    ("grep", "grep --binary API .env", "deny"),
+    ("grep", "grep --binary-f text x README.md", "ask"),
+    ("hostname", "hostname -f", "allow"),
+    ("hostname", "hostname evil", "ask"),
+    ("hostname", "hostname -F .env", "deny"),
     ("command", "command -v cargo", "allow"),
     ("command", "command rm -rf build", "ask"),
     ("false", "false", "allow"),
@@ -3190,6 +3216,78 @@ fn a_search_follows_links_below_the_folder() {
     let (decision, reasons) =
         decide_call(&engine, "Grep", json!({ "pattern": "x", "path": "vendor" }));
     assert_eq!(decision, "ask", "{reasons:?}");
+}
+
+/// An agent's search tool that may run `git grep --untracked -- GLOB` instead of ripgrep
+/// (`searcher: git_grep`, Gemini CLI's and Qwen Code's) reads its glob as a git pathspec
+/// too, leaves out only what git ignores and does not track, and reads no `.ignore`.
+#[test]
+fn a_search_that_may_be_git_grep_is_judged_as_git_reads() {
+    let ws = workspace();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ws.root)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .is_ok_and(|out| out.status.success())
+    };
+    let engine = || Engine::builder(snapshot(&ws.root)).build();
+    let grep = |engine: &Engine, input: serde_json::Value| {
+        let (decision, reasons) = decide_call(engine, "Grep", input);
+        (decision, analyses(&reasons))
+    };
+    let git_grep = |glob: Option<&str>| match glob {
+        Some(glob) => json!({ "pattern": "KEY", "glob": glob, "searcher": "git_grep" }),
+        None => json!({ "pattern": "KEY", "searcher": "git_grep" }),
+    };
+    // Globs ripgrep reads as names that match nothing, which git reads as paths.
+    let engine_now = engine();
+    for (glob, why) in [
+        (".", "`.env`"),
+        ("src/..", "`.env`"),
+        ("./", "`.env`"),
+        (":(icase).ENV", "a git pathspec with magic"),
+        (":/", "a git pathspec with magic"),
+        ("../x", "outside the folder searched"),
+    ] {
+        let (decision, why_asked) = grep(&engine_now, git_grep(Some(glob)));
+        assert_eq!(decision, "ask", "{glob}: {why_asked}");
+        assert!(why_asked.contains(why), "{glob}: {why_asked}");
+        // As ripgrep's glob alone, `.`, `src/..` and `../x` match no file.
+        if matches!(glob, "." | "src/.." | "../x") {
+            let (decision, why) = grep(&engine_now, json!({ "pattern": "KEY", "glob": glob }));
+            assert_eq!(decision, "allow", "{glob}: {why}");
+        }
+    }
+    for glob in ["*.rs", "src", "src/*.rs", "s*.rs"] {
+        let (decision, why) = grep(&engine_now, git_grep(Some(glob)));
+        assert_eq!(decision, "allow", "{glob}: {why}");
+    }
+    // `.ignore` and `.rgignore` are ripgrep's: git reads what they list.
+    std::fs::write(ws.root.join(".ignore"), ".env\n").unwrap();
+    let engine_now = engine();
+    assert_eq!(grep(&engine_now, json!({ "pattern": "KEY" })).0, "allow");
+    assert_eq!(grep(&engine_now, git_grep(None)).0, "ask");
+    std::fs::remove_file(ws.root.join(".ignore")).unwrap();
+    // In a repository, what git ignores and does not track is left out; a tracked file
+    // is read even when ignored.
+    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
+    if !git(&["init", "-q"]) {
+        eprintln!("skipped (the repository part): git is not installed");
+        return;
+    }
+    std::fs::write(ws.root.join(".gitignore"), ".env\n").unwrap();
+    let engine_now = engine();
+    assert_eq!(grep(&engine_now, git_grep(None)).0, "allow");
+    assert!(git(&["add", "-f", ".env"]));
+    let engine_now = engine();
+    let (decision, why) = grep(&engine_now, git_grep(None));
+    assert_eq!(decision, "ask", "{why}");
+    assert!(why.contains("`.env`"), "{why}");
+    // ripgrep leaves it out: it is ignored.
+    assert_eq!(grep(&engine_now, json!({ "pattern": "KEY" })).0, "allow");
 }
 
 /// `git show`, `git diff` and `git log -p` print the files the repository tracks, not only

@@ -46,8 +46,8 @@ fn the_python_client_example_runs() {
         "← permission/request permission-1",
         "→ response permission-1 {\"decision\": \"allow\"",
         "→ response permission-2 {\"decision\": \"deny\"",
-        "event PermissionResolved ask-host",
-        "  ask-host   ok ",
+        "event PermissionResolved ask-touch",
+        "  ask-touch  ok ",
         "  ask-rm     denied    do not run `rm -rf target/toolgate-demo`",
         "server exited with 0",
     ] {
