@@ -659,7 +659,10 @@ impl Folders {
             {
                 Err(())
             }
-            (_, Some(word)) => word_values(word, home, &self.candidates).map_err(|_| ()),
+            // (A glob's hidden matches too, whether the line turns `dotglob` on or not.)
+            (_, Some(word)) => {
+                word_values(word, home, &self.candidates, Dotfiles::Matched).map_err(|_| ())
+            }
         };
         self.add(command, target);
     }
@@ -673,7 +676,10 @@ impl Folders {
             return;
         }
         for role_word in &facts.roles {
-            let values = || word_values(&role_word.word, home, &self.candidates).map_err(|_| ());
+            let values = || {
+                word_values(&role_word.word, home, &self.candidates, Dotfiles::Matched)
+                    .map_err(|_| ())
+            };
             let target = match role_word.role {
                 Role::Dir => values(),
                 // The folder of the project file.
@@ -1009,7 +1015,7 @@ fn judge_files(
         if word.is_process_substitution() {
             continue;
         }
-        let values = match word_values(word, home, &folders.candidates) {
+        let values = match word_values(word, home, &folders.candidates, dotfiles) {
             Ok(values) => values,
             Err(why) => {
                 outcome.add_analysis(
@@ -1190,7 +1196,7 @@ fn judge_copies(
 ) {
     let paths = |word: &Word| -> Result<Vec<String>, String> {
         let mut paths = Vec::new();
-        for value in word_values(word, home, &folders.candidates)? {
+        for value in word_values(word, home, &folders.candidates, dotfiles)? {
             for path in folders.resolve(&value) {
                 paths.extend(expand_glob(&path, dotfiles)?);
             }
@@ -1630,7 +1636,7 @@ fn word_locations(
     folders: &Folders,
     home: Option<&str>,
 ) -> Result<Vec<String>, String> {
-    let values = word_values(word, home, &folders.candidates)
+    let values = word_values(word, home, &folders.candidates, Dotfiles::Matched)
         .map_err(|why| format!("`{}`: {why}", word.raw))?;
     Ok(values
         .iter()
@@ -2147,9 +2153,17 @@ fn folder_of(file: &str) -> String {
 /// The values a word takes, as bash would expand it: `~`, `$HOME`, `$PWD`, braces; globs are
 /// left for [`expand_glob`] (kept with their unquoted glob characters, quoted ones escaped).
 /// `Err` says why the value cannot be known.
-fn word_values(word: &Word, home: Option<&str>, folders: &[String]) -> Result<Vec<String>, String> {
+fn word_values(
+    word: &Word,
+    home: Option<&str>,
+    folders: &[String],
+    dotfiles: Dotfiles,
+) -> Result<Vec<String>, String> {
     if let Some(value) = word.literal() {
         return Ok(vec![escape_glob(value)]);
+    }
+    if word.kind == WordKind::Dynamic(super::shell::Expansion::LoopGlob) {
+        return loop_glob_values(word, home, folders, dotfiles);
     }
     if let WordKind::Opaque(expansion) | WordKind::Dynamic(expansion) = word.kind
         && matches!(
@@ -2466,6 +2480,48 @@ fn unlisted_pieces(value: &str, home: Option<&str>) -> Vec<String> {
     pieces
 }
 
+/// The values of an unquoted loop variable bound to a glob (`for f in src/*.rs; do wc -l
+/// $f; done`): each match, in each folder the command may run in, as the shell leaves it
+/// after splitting it at blanks and globbing it again — itself, unless it holds a blank or a
+/// glob character, which makes other words of it (`src/x .env` is `src/x` and `.env`):
+/// then `Err`.
+fn loop_glob_values(
+    word: &Word,
+    home: Option<&str>,
+    folders: &[String],
+    dotfiles: Dotfiles,
+) -> Result<Vec<String>, String> {
+    let glob = Word::dynamic(&word.raw, super::shell::Expansion::Glob);
+    let mut values = Vec::new();
+    for pattern in word_values(&glob, home, folders, dotfiles)? {
+        let bases: Vec<&str> = if pattern.starts_with('/') {
+            vec![""]
+        } else {
+            folders.iter().map(String::as_str).collect()
+        };
+        for base in bases {
+            let path = if base.is_empty() {
+                pattern.clone()
+            } else {
+                format!("{}/{pattern}", base.trim_end_matches('/'))
+            };
+            for matched in expand_glob(&path, dotfiles)? {
+                let value = matched
+                    .strip_prefix(base)
+                    .map_or(matched.as_str(), |rest| rest.trim_start_matches('/'));
+                if value.contains([' ', '\t', '\n', '*', '?', '[', '(', '\\']) {
+                    return Err(format!(
+                        "`{value}`, which `{}` gives the loop's variable, is split and globbed again where the variable stands unquoted, into words only known when it runs",
+                        word.raw
+                    ));
+                }
+                values.push(escape_glob(&matched));
+            }
+        }
+    }
+    Ok(values)
+}
+
 /// The files a (possibly glob) path names now, as bash would expand it; the path itself
 /// (unescaped) when it has no glob or matches nothing. A path ending in `/` names folders
 /// only (`*/`). `Err` when the glob reaches more than can be looked at (it is then asked,
@@ -2619,8 +2675,13 @@ mod tests {
     fn values(raw: &str) -> Result<Vec<String>, String> {
         let script = parse_script(&format!("cat {raw}")).expect("parses");
         let word = &script.commands.last().expect("a command").words[1];
-        word_values(word, Some("/home/dev"), &["/ws".to_owned()])
-            .map(|v| v.into_iter().map(|s| unescape_glob(&s)).collect())
+        word_values(
+            word,
+            Some("/home/dev"),
+            &["/ws".to_owned()],
+            Dotfiles::Explicit,
+        )
+        .map(|v| v.into_iter().map(|s| unescape_glob(&s)).collect())
     }
 
     /// Sequence expressions as bash 5 writes them (`echo /etc/shado{w..w..1}` is

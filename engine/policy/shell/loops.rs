@@ -8,7 +8,8 @@
 //!   included: each match is one value);
 //! - inside a double-quoted word (`"src/$f.bak"`), a value that is a literal is put in place;
 //! - unquoted (`wc -l $f`), a value that is a plain literal (no blank, no glob) is put in
-//!   place.
+//!   place, and a glob as a whole word is that glob, whose matches the shell splits and
+//!   globs again ([`Expansion::LoopGlob`]: a match with a blank or a glob character asks).
 //!
 //! Anything else keeps the reference as it is: a value only known when the line runs.
 //!
@@ -27,7 +28,7 @@
 //! When the check fails the line is walked again without bindings.
 
 use super::word::is_plain;
-use super::{Script, SimpleCommand, Word, WordKind, is_variable_name, name_length};
+use super::{Expansion, Script, SimpleCommand, Word, WordKind, is_variable_name, name_length};
 
 /// The most values a loop may bind; a longer list is left unknown.
 pub(super) const MAX_VALUES: usize = 16;
@@ -111,6 +112,31 @@ impl Loops {
         if !self.used.iter().any(|used| used == name) {
             self.used.push(name.to_owned());
         }
+    }
+
+    /// The glob a bound variable's value is, for `raw` an unquoted `$NAME` or `${NAME}`
+    /// alone (see [`Expansion::LoopGlob`]); `None` for any other word or value.
+    pub(super) fn unquoted_glob(&mut self, raw: &str) -> Option<String> {
+        let inner = raw.strip_prefix('$')?;
+        let name = inner
+            .strip_prefix('{')
+            .and_then(|braced| braced.strip_suffix('}'))
+            .unwrap_or(inner);
+        if !is_variable_name(name) {
+            return None;
+        }
+        let Some(Some(value)) = self.lookup(name) else {
+            return None;
+        };
+        let value = value.clone();
+        let mut found = super::word::Found::default();
+        let parts = super::word::split_word(&value, &mut found).ok()?;
+        if super::word::word_from_parts(&value, &parts).kind != WordKind::Dynamic(Expansion::Glob) {
+            return None;
+        }
+        self.note_used(name);
+        self.note_used("IFS");
+        Some(value)
     }
 
     /// `raw` with the references to bound variables replaced by their values, or `None`

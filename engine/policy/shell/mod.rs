@@ -249,7 +249,11 @@ impl Word {
             // A glob's words are the names of files that are there (`--include=*.rs` is one
             // word unless a file of that name exists); one named to read as an option would
             // have to be made first.
-            WordKind::Dynamic(Expansion::Glob) if !self.raw.contains(['$', '`']) => false,
+            WordKind::Dynamic(Expansion::Glob | Expansion::LoopGlob)
+                if !self.raw.contains(['$', '`']) =>
+            {
+                false
+            }
             WordKind::Dynamic(_) | WordKind::Opaque(_) => {
                 let quoted = self.raw.len() >= 2
                     && self.raw.starts_with('"')
@@ -319,6 +323,10 @@ pub enum Expansion {
     ProcessSubstitution,
     /// Unquoted `*`, `?`, `[…]` or an extglob.
     Glob,
+    /// An unquoted reference to a `for` loop's variable bound to a glob written in the
+    /// loop's header (`for f in src/*.rs; do wc -l $f; done`): the word is the glob, and
+    /// the shell splits each match at blanks and globs it again.
+    LoopGlob,
     /// `~` at the start of a word or after `=` / `:`.
     Tilde,
     /// `{a,b}` or `{1..3}`.
@@ -351,6 +359,7 @@ impl fmt::Display for Expansion {
             Self::CommandSubstitution => "command substitution",
             Self::ProcessSubstitution => "process substitution",
             Self::Glob => "pathname glob",
+            Self::LoopGlob => "loop variable over a glob",
             Self::Tilde => "tilde expansion",
             Self::Brace => "brace expansion",
             Self::AnsiC => "ANSI-C string",

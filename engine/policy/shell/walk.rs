@@ -550,6 +550,10 @@ impl Walker<'_> {
         if is_plain(raw) {
             return Ok(Word::literal_from(raw, raw));
         }
+        if let Some(glob) = self.loops.unquoted_glob(raw) {
+            let word = self.raw_word(&glob)?;
+            return Ok(Word::dynamic(&word.raw, Expansion::LoopGlob));
+        }
         if let Some(substituted) = self.loops.substitute(raw) {
             return self.raw_word(&substituted);
         }

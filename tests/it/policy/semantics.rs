@@ -490,6 +490,26 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:team-secrets",
         ),
+        // Unquoted, each match is split and globbed again: a match without a blank or a
+        // glob character stays itself.
+        c(
+            "loop variable",
+            "for f in src/*.rs; do wc -l $f; done",
+            "allow",
+            "rule:",
+        ),
+        c(
+            "loop variable",
+            "for f in .e*; do wc -c ${f}; done",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "loop variable",
+            "for f in src/*.zz; do wc -l $f; done",
+            "ask",
+            "analysis",
+        ),
         c(
             "loop variable",
             "for o in -rf; do rm \"$o\" /; done",
@@ -3216,6 +3236,28 @@ fn a_search_follows_links_below_the_folder() {
     let (decision, reasons) =
         decide_call(&engine, "Grep", json!({ "pattern": "x", "path": "vendor" }));
     assert_eq!(decision, "ask", "{reasons:?}");
+}
+
+/// An unquoted loop variable over a glob is each match split at blanks and globbed again:
+/// a match named `x y.rs` is the words `src/x` and `y.rs` (checked with bash 5.2), which
+/// are other files, so such a match asks.
+#[test]
+fn an_unquoted_loop_variable_over_a_glob_asks_for_matches_the_shell_splits() {
+    let ws = workspace();
+    let engine = || Engine::builder(snapshot(&ws.root)).build();
+    let line = "for f in src/*; do cat $f; done";
+    let (got, reasons) = decide(&engine(), line, &[]);
+    assert_eq!(got, "allow", "{reasons:?}");
+    std::fs::write(ws.root.join("src/x y.rs"), "fn x() {}\n").unwrap();
+    let (got, reasons) = decide(&engine(), line, &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(
+        analyses(&reasons).contains("`src/x y.rs`, which `src/*` gives the loop's variable"),
+        "{reasons:?}"
+    );
+    // Quoted, the match is one word.
+    let (got, reasons) = decide(&engine(), "for f in src/*; do cat \"$f\"; done", &[]);
+    assert_eq!(got, "allow", "{reasons:?}");
 }
 
 /// An agent's search tool that may run `git grep --untracked -- GLOB` instead of ripgrep
