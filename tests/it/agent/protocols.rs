@@ -159,6 +159,25 @@ fn gemini_read_many_files_is_judged_as_gemini_reads() {
     );
 }
 
+/// `no_ignore: true` brings what `.gitignore` lists back into Gemini CLI's search, under
+/// its older name (`search_file_content`) too.
+#[test]
+fn gemini_searches_without_ignore_files_read_what_they_list() {
+    let project = Project::standard();
+    let git_init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(project.path())
+        .status();
+    if !git_init.is_ok_and(|status| status.success()) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    std::fs::create_dir_all(project.path().join("build")).unwrap();
+    std::fs::write(project.path().join("build/tls.key"), "KEY\n").unwrap();
+    std::fs::write(project.path().join(".gitignore"), "build/\n").unwrap();
+    answers_in(&project, "gemini", &["before_tool_search_no_ignore"]);
+}
+
 /// Gemini CLI's search may run `git grep --untracked -- INCLUDE` instead of ripgrep: its
 /// include is read as a git pathspec too, so `.` (every file, to git) reaches `.env`.
 #[test]
