@@ -126,6 +126,10 @@ pub struct Program {
     /// arguments in it, which the line does not show, count as code.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub response_files: bool,
+    /// Each short option of a cluster that takes a value takes the next word, the letters
+    /// after it being options too, as tree reads them (`tree -Lo 1 FILE` is `-L 1 -o FILE`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub short_values_follow: bool,
     /// A short option's value attached after `=` is the value without it, as clap reads it
     /// (`rg -g=.env` is `rg -g .env`); GNU `getopt` keeps the `=`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -273,6 +277,9 @@ pub enum Role {
     Variable,
     /// An arithmetic expression (`let`): bash evaluates it, and subscripts in it run code.
     Arithmetic,
+    /// What `date` is given: `+FORMAT` is the format it prints with; any other word sets the
+    /// machine's clock (`date 010100002030`), which is an effect (`exec`).
+    Clock,
     /// A target the program may create or rewrite as a file (`make`'s built-in rules copy
     /// `x.sh` to `x`): judged as written when it is spelled like a path (`/`, `.`, `~`, a
     /// glob) or names a file that is there; a bare name (`all`, `test`) is not a file.

@@ -859,6 +859,7 @@ fn file_words<'c>(
                 Access::Search
             }
             Role::Text
+            | Role::Clock
             | Role::Exec
             | Role::SedScript
             | Role::AwkProgram

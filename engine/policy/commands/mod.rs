@@ -70,6 +70,7 @@ struct CompiledProgram {
     search_skips: Vec<SearchSkip>,
     dashless_first: bool,
     short_equals: bool,
+    short_values_follow: bool,
     response_files: bool,
     after_dashes: Option<String>,
     prints_tracked: bool,
@@ -202,6 +203,7 @@ impl CompiledProgram {
             search_skips: program.search_skips.clone(),
             dashless_first: program.dashless_first,
             short_equals: program.short_equals,
+            short_values_follow: program.short_values_follow,
             response_files: program.response_files,
             after_dashes: program.after_dashes.clone(),
             prints_tracked: program.prints_tracked,
@@ -797,6 +799,15 @@ impl CommandTable {
                     let canonical = info
                         .as_ref()
                         .map_or_else(|| spelling.clone(), |info| info.canonical.clone());
+                    if program.short_values_follow
+                        && info.as_ref().is_some_and(|info| info.value.is_some())
+                    {
+                        // The value is the next word; the letters after it are options.
+                        let option_value = next_word(&mut i);
+                        let second = second(&info, &mut i);
+                        push(canonical, option_value, second, info);
+                        continue;
+                    }
                     if info.as_ref().is_some_and(|info| info.value.is_some()) {
                         let rest = &value[at + letter.len_utf8()..];
                         let rest = match rest.strip_prefix('=') {

@@ -28,6 +28,17 @@ pub(super) fn content_effects(
             | Role::Variable
             | Role::Arithmetic
             | Role::Exec => vec![effect(Effect::Exec)],
+            // `+FORMAT` prints; anything else may set the clock.
+            Role::Clock
+                if !role_word
+                    .word
+                    .raw
+                    .trim_start_matches(['"', '\''])
+                    .starts_with('+') =>
+            {
+                vec![effect(Effect::Exec)]
+            }
+            Role::Clock => Vec::new(),
             Role::Text
             | Role::Read
             | Role::Write
@@ -45,6 +56,9 @@ pub(super) fn content_effects(
     };
     match role_word.role {
         Role::Exec | Role::Arithmetic => vec![effect(Effect::Exec)],
+        // `date MMDDhhmm` sets the machine's clock.
+        Role::Clock if !text.starts_with('+') => vec![effect(Effect::Exec)],
+        Role::Clock => Vec::new(),
         // `host:file` (a `:` before any `/`) is reached through `rsh`.
         Role::Archive
             if text

@@ -2257,6 +2257,15 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("grep", "grep --binary API .env", "deny"),
     ("grep", "grep --binary-f text x README.md", "ask"),
     ("hostname", "hostname -f", "allow"),
+    ("jobs", "jobs -x sh -c id", "ask"),
+    ("tree", "tree -Lo 1 ~/.bashrc", "deny"),
+    ("tree", "tree -Io x .git/config", "deny"),
+    ("tree", "tree -L 2 src", "allow"),
+    ("tree", "tree -LRH 1 src", "ask"),
+    ("date", "date 010100002030", "ask"),
+    ("date", "date '+%Y-%m-%d %H:%M'", "allow"),
+    ("bat", "bat --generate-config-file", "ask"),
+    ("bat", "bat cache --build --target .git/hooks", "deny"),
     ("printenv", "printenv PATH HOME", "allow"),
     ("printenv", "printenv", "ask"),
     ("printenv", "printenv GITHUB_TOKEN", "ask"),
@@ -2417,7 +2426,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ),
     ("git", "git push --force", "deny"),
     ("git", "git show HEAD:.env", "deny"),
-    ("cargo", "cargo tree", "allow"),
+    ("cargo", "cargo tree", "ask"),
     ("cargo", "cargo test", "ask"),
     ("cargo", "cargo bench -- --logfile .git/config", "deny"),
     ("libtest", "cargo test -- --logfile x.txt", "ask"),
@@ -2427,6 +2436,20 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
         "ask",
     ),
     ("npm", "npm ls", "allow"),
+    ("git", "git rev-list --output=.git/config HEAD", "deny"),
+    ("git", "git blame --output=.git/config README.md", "deny"),
+    // An option before the subcommand makes it `git stash push`.
+    ("git", "git stash -m list", "ask"),
+    ("git", "git stash --all -m show", "ask"),
+    ("git", "git stash list", "allow"),
+    ("git", "git reflog show -U3 --output=.git/config", "deny"),
+    ("git", "git whatchanged --cc --output=~/.bashrc", "deny"),
+    (
+        "git",
+        "git stash show --binary --output=.git/config",
+        "deny",
+    ),
+    ("cargo", "cargo metadata --format-version 1", "ask"),
     ("npm", "npm install left-pad", "ask"),
 ];
 
@@ -3379,6 +3402,13 @@ fn git_prints_the_files_its_repository_tracks() {
         "git log -p --full-diff -- src",
         "git show HEAD -- src/..",
         "cd src && git show HEAD -- ..",
+        // log's patch options, on the commands that take them.
+        "git log --check",
+        "git reflog -U3",
+        "git reflog show --cc",
+        "git whatchanged --binary",
+        "git stash show --patch-with-raw",
+        "git stash list -c",
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "ask", "{line}: {reasons:?}");
