@@ -380,6 +380,7 @@ fn pointer_of(effective: &Value, change: &Change) -> Option<String> {
         Subject::Tool => join_pointer("/tools", &change.name),
         Subject::Gate => join_pointer("/gates", &change.name),
         Subject::Mode => join_pointer("/modes", &change.name),
+        Subject::McpServer => join_pointer("/mcp_servers", &change.name),
         Subject::Commands => "/commands".to_owned(),
         Subject::Agents => "/agents".to_owned(),
         Subject::Review => "/review".to_owned(),

@@ -423,7 +423,10 @@ fn words(pattern: &str) -> Option<Vec<&str>> {
 }
 
 /// Whether a shell pattern `outer` matches every command `inner` matches: `*` alone matches
-/// any words, another word is a glob over one word (`*` crossing `/`).
+/// any words, another word is a glob over one word (`*` crossing `/`). A pattern that names
+/// an option `outer` does not name is not within it: an allow rule grants the effects of the
+/// options it names, which `*` never does (`git diff --output *` allows what `git diff *`
+/// asks about).
 pub fn shell_within(inner: &str, outer: &str) -> GlobAnswer {
     if inner == outer {
         return GlobAnswer::Within;
@@ -431,6 +434,9 @@ pub fn shell_within(inner: &str, outer: &str) -> GlobAnswer {
     let (Some(i), Some(o)) = (words(inner), words(outer)) else {
         return GlobAnswer::Unknown;
     };
+    let names_more = i
+        .iter()
+        .any(|word| word.starts_with('-') && !o.contains(word));
     fn go(i: &[&str], o: &[&str]) -> bool {
         match o.split_first() {
             None => i.is_empty(),
@@ -444,7 +450,11 @@ pub fn shell_within(inner: &str, outer: &str) -> GlobAnswer {
         }
     }
     if go(&i, &o) {
-        return GlobAnswer::Within;
+        return if names_more {
+            GlobAnswer::Unknown
+        } else {
+            GlobAnswer::Within
+        };
     }
     shell_samples(inner)
         .into_iter()
@@ -692,8 +702,17 @@ mod tests {
     fn shell_patterns_are_compared_word_by_word() {
         assert_eq!(shell_within("npm test", "npm *"), GlobAnswer::Within);
         assert_eq!(
-            shell_within("git diff --stat *", "git diff *"),
+            shell_within("git diff --stat *", "git diff --stat *"),
             GlobAnswer::Within
+        );
+        assert_eq!(
+            shell_within("git log --oneline *", "git * --oneline *"),
+            GlobAnswer::Within
+        );
+        // Naming an option grants its effects, which `*` does not.
+        assert_eq!(
+            shell_within("git diff --output *", "git diff *"),
+            GlobAnswer::Unknown
         );
         assert_eq!(
             shell_within("npm *", "npm test"),

@@ -144,6 +144,14 @@ pub fn item(subject: Subject, kind: ChangeKind, name: &str, value: &Value) -> Cl
         (Subject::Tool, ChangeKind::Removed | ChangeKind::Changed) => {
             classified(Effect::Narrows, format!("tool `{name}` removed"))
         }
+        (Subject::McpServer, ChangeKind::Added) => classified(
+            Effect::RunsDifferently,
+            format!("MCP server `{name}` added: what runs for the tools that name it is new"),
+        ),
+        (Subject::McpServer, ChangeKind::Removed | ChangeKind::Changed) => classified(
+            Effect::Narrows,
+            format!("MCP server `{name}` removed: the tools that name it fail"),
+        ),
         (Subject::Gate | Subject::Mode, _) => classified(
             Effect::Schedule,
             format!("{} `{name}` {}", subject_word(subject), verb(kind)),
@@ -186,6 +194,7 @@ fn subject_word(subject: Subject) -> &'static str {
         Subject::Commands => "command table",
         Subject::Agents => "agent tool maps",
         Subject::Review => "review table",
+        Subject::McpServer => "MCP server",
     }
 }
 
@@ -224,6 +233,7 @@ pub fn field(change: &FieldChange<'_>) -> Classified {
             ),
         ),
         Subject::Commands => commands_field(change),
+        Subject::McpServer => mcp_server_field(change),
         Subject::Agents => classified(
             Effect::MayWiden,
             format!(
@@ -599,6 +609,14 @@ fn tool_field(c: &FieldChange<'_>) -> Classified {
             Effect::MayWiden,
             format!("{what}: now `read_only`: rules for read-only tools (plan mode) may allow it"),
         ),
+        "concurrency.side_effect_scope" => classified(
+            Effect::MayWiden,
+            format!(
+                "{what}: side effects on the `{}` instead of the `{}`: rules conditioned on them (`when: side_effect_scope`) may no longer apply",
+                show(c.after),
+                show(c.before)
+            ),
+        ),
         p if p.starts_with("handler") => classified(
             Effect::RunsDifferently,
             format!(
@@ -647,11 +665,45 @@ fn engine_field(c: &FieldChange<'_>) -> Classified {
             Effect::Widens,
             "engine: an unanswered approval now allows the call",
         ),
-        p if p.starts_with("messages") => {
-            classified(Effect::Cosmetic, format!("engine: `{p}` changed"))
+        "approval_timeout"
+            if c.item_after.get("approval_expiry").and_then(Value::as_str) == Some("allow")
+                && lowered(c) =>
+        {
+            classified(
+                Effect::Widens,
+                format!(
+                    "engine: an unanswered approval allows the call after {} instead of {}: asked calls run sooner without an answer",
+                    show(c.after),
+                    show(c.before)
+                ),
+            )
         }
+        p if (p.ends_with("redact_fields") || p.ends_with("secret_patterns"))
+            && p.starts_with("decision_log")
+            && fewer(c) =>
+        {
+            classified(
+                Effect::MayWiden,
+                format!("engine: `{p}` lost entries: the decision log may record secrets in clear"),
+            )
+        }
+        p if p.starts_with("messages") => classified(
+            Effect::Schedule,
+            format!("engine: `{p}` changed: what the model is told about decisions changed"),
+        ),
         _ => limit(c, "engine"),
     }
+}
+
+/// Whether a limit got smaller (a shorter time, a smaller size).
+fn lowered(c: &FieldChange<'_>) -> bool {
+    matches!((magnitude(c.before), magnitude(c.after)), (Some(b), Some(a)) if a < b)
+}
+
+/// Whether a list lost entries (or was removed).
+fn fewer(c: &FieldChange<'_>) -> bool {
+    let after = list(c.after).unwrap_or_default();
+    list(c.before).is_some_and(|before| before.iter().any(|entry| !after.contains(entry)))
 }
 
 fn hook_field(c: &FieldChange<'_>) -> Classified {
@@ -677,6 +729,41 @@ fn hook_field(c: &FieldChange<'_>) -> Classified {
             Effect::RunsDifferently,
             format!("{what}: `{}` changed: what runs changed", c.path),
         ),
+        p if p.contains("timeout")
+            && c.item_after.get("on_error").and_then(Value::as_str) != Some("fail_closed")
+            && lowered(c) =>
+        {
+            classified(
+                Effect::Widens,
+                format!(
+                    "{what}: `{p}` shortened ({} → {}): a hook that times out lets the call through",
+                    show(c.before),
+                    show(c.after)
+                ),
+            )
+        }
+        _ => limit(c, &what),
+    }
+}
+
+fn mcp_server_field(c: &FieldChange<'_>) -> Classified {
+    let what = format!("MCP server `{}`", c.name);
+    let top = c.path.split('.').next().unwrap_or(c.path);
+    match top {
+        "trust_annotations" if c.after == Some(&Value::Bool(true)) => classified(
+            Effect::Widens,
+            format!(
+                "{what}: its tools' own annotations now fill their contracts' flags (`read_only`…): rules for read-only tools may allow them"
+            ),
+        ),
+        "command" | "url" | "env" | "set_env" | "cwd" | "headers" => classified(
+            Effect::RunsDifferently,
+            format!(
+                "{what}: `{}` changed: what runs for its tools changed",
+                c.path
+            ),
+        ),
+        "description" => classified(Effect::Cosmetic, format!("{what}: description changed")),
         _ => limit(c, &what),
     }
 }

@@ -63,6 +63,8 @@ pub enum Subject {
     Agents,
     /// The `review` section (this classification's own table).
     Review,
+    /// An MCP server (`mcp_servers`).
+    McpServer,
 }
 
 /// One change in effect between two policy sets, rated by the `review:` section: what a
@@ -106,6 +108,7 @@ impl Change {
             Subject::Commands => "command table".to_owned(),
             Subject::Agents => "agent tool maps".to_owned(),
             Subject::Review => "review table".to_owned(),
+            Subject::McpServer => format!("MCP server `{}`", self.name),
         };
         // One line per change: a string with line breaks or other control characters is
         // shown quoted and escaped, like JSON.
@@ -188,6 +191,7 @@ pub fn diff(before: &Value, after: &Value) -> Vec<Change> {
         (Subject::Tool, "tools"),
         (Subject::Gate, "gates"),
         (Subject::Mode, "modes"),
+        (Subject::McpServer, "mcp_servers"),
     ] {
         items(
             &context,
@@ -417,6 +421,82 @@ mod tests {
             "tool `A`: default permission `ask` → `allow`"
         );
         assert_eq!(changes[1].risk, Risk::Medium);
+    }
+
+    /// Changes that loosen what runs or what is allowed without touching a rule: each is
+    /// high, with a reason that says so (each was medium, low or missing before).
+    #[test]
+    fn loosening_outside_the_rules_is_high() {
+        let hook = |timeout: &str| json!({"name": "guard", "event": "PreToolUse", "command": ["guard"], "timeout": timeout});
+        let cases = [
+            // An MCP server: added, its program swapped, its annotations trusted.
+            (
+                json!({}),
+                json!({"mcp_servers": {"docs": {"command": ["docs-server"]}}}),
+                "MCP server `docs` added",
+            ),
+            (
+                json!({"mcp_servers": {"docs": {"command": ["docs-server"]}}}),
+                json!({"mcp_servers": {"docs": {"command": ["/tmp/other"]}}}),
+                "`command` changed: what runs for its tools changed",
+            ),
+            (
+                json!({"mcp_servers": {"docs": {"command": ["docs-server"]}}}),
+                json!({"mcp_servers": {"docs": {"command": ["docs-server"], "trust_annotations": true}}}),
+                "annotations now fill their contracts' flags",
+            ),
+            // A mode's side-effect scope, which a rule's `when` may test.
+            (
+                json!({"tools": {"WebFetch": {"modes": {"automation": {"concurrency": {"side_effect_scope": "external"}}}}}}),
+                json!({"tools": {"WebFetch": {"modes": {"automation": {"concurrency": {"side_effect_scope": "session"}}}}}}),
+                "rules conditioned on them",
+            ),
+            // Unanswered approvals allow, sooner.
+            (
+                json!({"engine": {"approval_expiry": "allow", "approval_timeout": "1h"}}),
+                json!({"engine": {"approval_expiry": "allow", "approval_timeout": "1ms"}}),
+                "allows the call after 1ms instead of 1h",
+            ),
+            // A hook that fails open, given less time.
+            (
+                json!({"hooks": [hook("10s")]}),
+                json!({"hooks": [hook("1ms")]}),
+                "a hook that times out lets the call through",
+            ),
+            // The decision log's masking.
+            (
+                json!({"engine": {"decision_log": {"redact_fields": ["command"], "secret_patterns": ["ghp_[A-Za-z0-9]+"]}}}),
+                json!({"engine": {"decision_log": {"redact_fields": [], "secret_patterns": ["ghp_[A-Za-z0-9]+"]}}}),
+                "may record secrets in clear",
+            ),
+            // An allow pattern naming an option grants its effects.
+            (
+                json!({"rules": [{"name": "r", "decision": "allow", "match": {"command": {"shell": ["git diff *"]}}}]}),
+                json!({"rules": [{"name": "r", "decision": "allow", "match": {"command": {"shell": ["git diff --output *"]}}}]}),
+                "may widen",
+            ),
+        ];
+        for (before, after, reason) in cases {
+            let found = changes(before, after);
+            assert_eq!(found.len(), 1, "{reason}: {found:?}");
+            assert_eq!(found[0].risk, Risk::High, "{found:?}");
+            assert!(found[0].reason.contains(reason), "{reason}: {found:?}");
+        }
+        // Longer is not looser; fail-closed hooks block when they time out.
+        let found = changes(
+            json!({"hooks": [hook("1s")]}),
+            json!({"hooks": [hook("1500ms")]}),
+        );
+        assert_ne!(found[0].risk, Risk::High, "{found:?}");
+        let closed = |timeout: &str| json!({"hooks": [{"name": "guard", "event": "PreToolUse", "command": ["guard"], "timeout": timeout, "on_error": "fail_closed"}]});
+        let found = changes(closed("10s"), closed("1ms"));
+        assert_ne!(found[0].risk, Risk::High, "{found:?}");
+        // What the model is told is no longer cosmetic.
+        let found = changes(
+            json!({"engine": {"messages": {"rule_denied": "denied"}}}),
+            json!({"engine": {"messages": {"rule_denied": "retry with sudo"}}}),
+        );
+        assert_eq!(found[0].risk, Risk::Medium, "{found:?}");
     }
 
     #[test]
