@@ -453,6 +453,13 @@ pub enum UnresolvedReason {
         /// The wrapper.
         wrapper: String,
     },
+    /// A script for a POSIX shell that may not be bash (`sh` is dash on Debian) written with
+    /// `$'…'`, which such a shell reads as `$` and a single-quoted string: where its
+    /// commands begin and end cannot be told.
+    PosixQuoting {
+        /// The runner.
+        runner: String,
+    },
 }
 
 impl fmt::Display for UnresolvedReason {
@@ -470,6 +477,10 @@ impl fmt::Display for UnresolvedReason {
             Self::MalformedWrapper { wrapper } => {
                 write!(f, "cannot tell which command `{wrapper}` runs")
             }
+            Self::PosixQuoting { runner } => write!(
+                f,
+                "the script given to `{runner}` uses `$'…'`, which a POSIX shell such as dash (`sh` on Debian) reads as `$` and a quoted string: its commands cannot be told"
+            ),
         }
     }
 }
@@ -492,6 +503,9 @@ pub enum ConstructKind {
     ArithmeticFor,
     /// `[[ expr ]]`.
     ExtendedTest,
+    /// `{a[expr]}>file`: bash puts the descriptor it opens in the variable named, and
+    /// evaluates the subscript.
+    NamedDescriptor,
 }
 
 impl fmt::Display for ConstructKind {
@@ -500,6 +514,9 @@ impl fmt::Display for ConstructKind {
             Self::Arithmetic => "an arithmetic command `(( ))`",
             Self::ArithmeticFor => "an arithmetic `for (( ))` loop",
             Self::ExtendedTest => "a `[[ ]]` test",
+            Self::NamedDescriptor => {
+                "a redirection into a named descriptor with a subscript `{a[…]}>`"
+            }
         })
     }
 }

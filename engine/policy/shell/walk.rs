@@ -770,8 +770,40 @@ impl Walker<'_> {
         }
     }
 
+    /// A script run by a shell that may be a POSIX one other than bash (`sh` is dash on
+    /// Debian; `watch` and `at` run theirs with `sh`) is read as bash reads it, which is how
+    /// a POSIX shell reads it too, except for `$'…'`: dash reads `$'\' ; cmd ; echo '\'` as
+    /// three commands, bash as one `echo`. Such a script is unresolved.
+    fn posix_quoting(&mut self, command: &SimpleCommand, runner: &str, script: &str) {
+        let posix = matches!(
+            runner,
+            "sh" | "dash" | "ash" | "posh" | "yash" | "watch" | "at" | "batch"
+        );
+        if posix && script.contains("$'") {
+            self.script.unresolved.push(Unresolved {
+                text: command.text.clone(),
+                reason: UnresolvedReason::PosixQuoting {
+                    runner: runner.to_owned(),
+                },
+            });
+        }
+    }
+
     /// Records a simple command and whatever it runs in turn.
     fn add_command(&mut self, command: SimpleCommand) -> Walked {
+        // `{a[$(cmd)]}<file`: bash evaluates the subscript of the variable that receives the
+        // descriptor (the parser reads the `{…}` as a word; quotes do not stop it).
+        if !command.redirections.is_empty()
+            && command
+                .words
+                .iter()
+                .any(|w| w.raw.starts_with('{') && w.raw.ends_with('}') && w.raw.contains('['))
+        {
+            self.script.constructs.push(Construct {
+                text: command.text.clone(),
+                kind: ConstructKind::NamedDescriptor,
+            });
+        }
         if command
             .command_word()
             .is_some_and(|w| w.literal().is_none())
@@ -829,6 +861,7 @@ impl Walker<'_> {
                         command.role = transparent(transparency);
                         command.wraps = true;
                         let assignments = command.assignments.clone();
+                        self.posix_quoting(&command, &runner, &script);
                         self.script.commands.push(command);
                         let first_inner = self.script.commands.len();
                         self.nested(&script, Origin::ScriptArgument { runner })?;
@@ -854,6 +887,7 @@ impl Walker<'_> {
                 command.role = transparent(transparency);
                 command.wraps = true;
                 let assignments = command.assignments.clone();
+                self.posix_quoting(&command, &runner, &script);
                 self.script.commands.push(command);
                 let first_inner = self.script.commands.len();
                 self.nested(&script, Origin::ScriptArgument { runner })?;
@@ -951,7 +985,9 @@ fn brace_built_names(raw: &str) -> Vec<String> {
 }
 
 /// The text a command prints, when it is known: `echo` and `printf` of literal words.
-/// This is what a pipe feeds a shell (`echo 'rm -rf /' | sh`).
+/// This is what a pipe feeds a shell (`echo 'rm -rf /' | sh`). An `echo` of a backslash is
+/// not known: dash's `echo` (`sh` on Debian) and bash's with `xpg_echo` read escapes
+/// (`\0156` is `n`, `\0012` a new line).
 fn printed_text(command: &SimpleCommand) -> Option<String> {
     let words: Option<Vec<&str>> = command.words.iter().map(Word::literal).collect();
     let words = words?;
@@ -964,7 +1000,10 @@ fn printed_text(command: &SimpleCommand) -> Option<String> {
         return None;
     }
     match words.as_slice() {
-        ["echo", args @ ..] if !args.first().is_some_and(|a| a.starts_with('-')) => {
+        ["echo", args @ ..]
+            if !args.first().is_some_and(|a| a.starts_with('-'))
+                && !args.iter().any(|a| a.contains('\\')) =>
+        {
             Some(args.join(" "))
         }
         ["printf", format] if !format.contains(['%', '\\']) => Some((*format).to_owned()),

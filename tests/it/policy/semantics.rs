@@ -148,6 +148,41 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // Brackets as bash reads them: case matters to a negated one (`[!N]` matches `n`),
         // POSIX classes are members, and one whose matches depend on the locale asks.
         // A folder a copy goes into is not replaced: what lands in it is judged.
+        // `sh` may be dash, which reads `$'…'` as `$` and a quoted string (bash reads one
+        // `echo` here; dash three commands), and whose `echo` reads escapes (`\0156` is `n`).
+        c(
+            "posix shell",
+            "sh -c \"echo \\$'\\\\' ; cat .env ; echo '\\\\'\"",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "posix shell",
+            "watch \"echo \\$'\\\\' ; id ; echo '\\\\'\"",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "posix shell",
+            "echo 'cat .e\\0156v' | sh",
+            "ask",
+            "analysis",
+        ),
+        c("posix shell", "echo 'ls' | sh", "allow", "rule:"),
+        // bash evaluates the subscript of a variable it sets: `wait -p`, and the variable
+        // that receives a descriptor (`{a[…]}<file`), whatever the quotes.
+        c(
+            "subscript",
+            "true & wait -n -p 'a[$(cat .env >&2)]'",
+            "ask",
+            "default",
+        ),
+        c(
+            "subscript",
+            "echo hi {a['$(cat .env >&2)']}<README.md",
+            "ask",
+            "analysis",
+        ),
         c("copy", "cp src/main.rs .", "ask", "default"),
         c("copy", "mv src/main.rs ./", "ask", "default"),
         c("copy", "cp src/main.rs policies/", "ask", "default"),
