@@ -16,7 +16,8 @@ use brush_parser::{ParseError, Token, TokenizerError};
 
 use super::loops::{self, Loops};
 use super::word::{
-    Found, PARSER_OPTIONS, is_plain, scan_heredoc, scan_text, split_word, word_from_parts,
+    Found, PARSER_OPTIONS, function_substitutions, is_plain, scan_heredoc, scan_text, split_word,
+    word_from_parts,
 };
 use super::wrappers::{self, Analysis, Transparency};
 use super::{
@@ -149,7 +150,13 @@ fn walk_source(
     let walked = program
         .complete_commands
         .iter()
-        .try_for_each(|list| walker.list(list, &[]));
+        .try_for_each(|list| walker.list(list, &[]))
+        .and_then(|()| {
+            // bash 5.3's `${ cmd; }`, which the parser reads as a parameter expansion.
+            function_substitutions(source, true)
+                .into_iter()
+                .try_for_each(|(_, body)| walker.nested(&body, Origin::CommandSubstitution))
+        });
     if let Some(bound) = hidden {
         walker.loops.restore(bound);
     }

@@ -123,6 +123,49 @@ fn split_word_at_depth(
     Ok(splitter.parts)
 }
 
+/// bash 5.3's (and ksh93's and mksh's) `${ cmd; }` and `${| cmd; }`, which run `cmd` in the
+/// current shell (`${|…}` then expands `$REPLY`): where each starts in `text` and the
+/// commands inside, as a `$(…)` would give them. The parser reads them as parameter
+/// expansions, and its words lose the blank that tells them apart (bash 5.2 refuses them
+/// as a bad substitution, so the line does not run there): they are found in the text
+/// itself. `quotes`: single quotes keep their text as it is (in a line, not in a
+/// here-document).
+pub(crate) fn function_substitutions(text: &str, quotes: bool) -> Vec<(usize, String)> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let (mut at, mut single, mut double) = (0, false, false);
+    while at < bytes.len() {
+        match bytes[at] {
+            b'\\' if !single => at += 1,
+            b'\'' if quotes && !double => single = !single,
+            b'"' if !single => double = !double,
+            b'$' if !single && bytes.get(at + 1) == Some(&b'{') => {
+                let body = at + 2;
+                if bytes
+                    .get(body)
+                    .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'|'))
+                {
+                    let mut depth = 1;
+                    let mut end = body;
+                    while end < bytes.len() && depth > 0 {
+                        match bytes[end] {
+                            b'{' => depth += 1,
+                            b'}' => depth -= 1,
+                            _ => {}
+                        }
+                        end += 1;
+                    }
+                    let inner = text[body..end - usize::from(depth == 0)].trim_start_matches('|');
+                    found.push((at, inner.to_owned()));
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    found
+}
+
 /// Whether text right after a parameter is a zsh modifier (`:h`, `:s/…/`, `:&`) or
 /// subscript (`[2,3]`).
 pub(super) fn zsh_modified(text: &str) -> bool {
@@ -145,6 +188,9 @@ pub(crate) fn scan_heredoc(body: &str, found: &mut Found) -> Result<(), ShellPar
     };
     for piece in &pieces {
         splitter.piece(piece, Quoting::Quoted)?;
+    }
+    for (_, body) in function_substitutions(body, false) {
+        splitter.found.substitutions.push(body);
     }
     Ok(())
 }

@@ -169,6 +169,31 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "analysis",
         ),
         c("posix shell", "echo 'ls' | sh", "allow", "rule:"),
+        // bash 5.3's (and ksh's) `${ cmd; }` runs `cmd`; the parser reads a parameter.
+        c(
+            "function substitution",
+            "echo \"${ cat .env; }\"",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "function substitution",
+            "echo ${| touch x; }",
+            "ask",
+            "default",
+        ),
+        c(
+            "function substitution",
+            "ksh -c 'echo ${ rm -rf / ; }'",
+            "deny",
+            "rule:no-rm-rf",
+        ),
+        c(
+            "function substitution",
+            "echo '${ touch x; }'",
+            "allow",
+            "rule:",
+        ),
         // bash evaluates the subscript of a variable it sets: `wait -p`, and the variable
         // that receives a descriptor (`{a[…]}<file`), whatever the quotes.
         c(
