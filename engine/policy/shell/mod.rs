@@ -112,6 +112,16 @@ pub(crate) fn single_quoted(text: &str) -> String {
 /// Deeper input is refused rather than half-analysed.
 const MAX_SCRIPT_DEPTH: usize = 16;
 
+/// The longest command line judged, in bytes: parsing and judging grow with its length
+/// (a line of 200 000 `ls;` took 29 s), so a longer one is refused, and asked about,
+/// rather than let run past an agent's hook timeout.
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// The most simple commands one line may run (its substitutions and scripts included):
+/// each is judged against the rules and its files located, and relative `cd`s multiply the
+/// folders each path is judged in (400 `cd a;` took 0.5 s, 2 000 took 46 s).
+pub(crate) const MAX_COMMANDS: usize = 256;
+
 /// How deep brackets and compound commands may nest within one parse. The parser is
 /// recursive; this keeps its stack use far below a thread's default stack. It also bounds
 /// its time: on opening parentheses that are never closed (`( ( ( …`), it backtracks in

@@ -21,9 +21,9 @@ use super::word::{
 };
 use super::wrappers::{self, Analysis, Transparency};
 use super::{
-    Construct, ConstructKind, EnvAssignment, Expansion, InputFrom, MAX_SCRIPT_DEPTH,
-    MAX_SYNTAX_DEPTH, Origin, RedirectEffect, Redirection, Role, Script, ShellParseError,
-    SimpleCommand, Unresolved, UnresolvedReason, Word, name_length,
+    Construct, ConstructKind, EnvAssignment, Expansion, InputFrom, MAX_COMMANDS, MAX_LINE_BYTES,
+    MAX_SCRIPT_DEPTH, MAX_SYNTAX_DEPTH, Origin, RedirectEffect, Redirection, Role, Script,
+    ShellParseError, SimpleCommand, Unresolved, UnresolvedReason, Word, name_length,
 };
 
 /// Parses `line` and returns every simple command it would run.
@@ -44,6 +44,15 @@ use super::{
 /// assert_eq!(words, [vec!["git", "status"], vec!["rm", "-rf", "/"], vec!["echo"]]);
 /// ```
 pub fn parse_script(line: &str) -> Result<Script, ShellParseError> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(ShellParseError::new(
+            format!(
+                "the command is {} bytes long, more than the {MAX_LINE_BYTES} judged (write a long script to a file and review it)",
+                line.len()
+            ),
+            None,
+        ));
+    }
     let mut script = Script::default();
     let mut loops = Loops::default();
     walk_source(line, Origin::Line, 0, &mut script, &mut loops)?;
@@ -798,6 +807,14 @@ impl Walker<'_> {
 
     /// Records a simple command and whatever it runs in turn.
     fn add_command(&mut self, command: SimpleCommand) -> Walked {
+        if self.script.commands.len() >= MAX_COMMANDS {
+            return Err(ShellParseError::new(
+                format!(
+                    "the line runs more than {MAX_COMMANDS} commands, more than are judged one by one"
+                ),
+                None,
+            ));
+        }
         // `{a[$(cmd)]}<file`: bash evaluates the subscript of the variable that receives the
         // descriptor (the parser reads the `{…}` as a word; quotes do not stop it).
         if !command.redirections.is_empty()

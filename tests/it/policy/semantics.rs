@@ -3324,6 +3324,36 @@ fn a_search_follows_links_below_the_folder() {
     assert_eq!(decision, "ask", "{reasons:?}");
 }
 
+/// A line too long, or running too many commands, to judge within an agent's hook timeout
+/// asks at once, with its own reason (2 000 `cd a;` took 46 s, and a hook that times out
+/// lets the call through).
+#[test]
+fn lines_too_large_to_judge_ask_at_once() {
+    let ws = workspace();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (line, why) in [
+        (
+            "ls;".repeat(30_000),
+            "bytes long, more than the 65536 judged",
+        ),
+        (
+            format!("{}ls", "cd src;".repeat(300)),
+            "runs more than 256 commands",
+        ),
+        (
+            format!("{}ls", "eval ".repeat(20_000)),
+            "bytes long, more than the 65536 judged",
+        ),
+    ] {
+        let (got, reasons) = decide(&engine, &line, &[]);
+        assert_eq!(got, "ask", "{reasons:?}");
+        let text = format!("{reasons:?}");
+        assert!(text.contains(why), "{text}");
+    }
+    let (got, reasons) = decide(&engine, &format!("{}ls", "cd src;".repeat(100)), &[]);
+    assert_eq!(got, "allow", "{reasons:?}");
+}
+
 /// An unquoted loop variable over a glob is each match split at blanks and globbed again:
 /// a match named `x y.rs` is the words `src/x` and `y.rs` (checked with bash 5.2), which
 /// are other files, so such a match asks.
