@@ -162,7 +162,7 @@ fn walk_source(
         .try_for_each(|list| walker.list(list, &[]))
         .and_then(|()| {
             // bash 5.3's `${ cmd; }`, which the parser reads as a parameter expansion.
-            function_substitutions(source, true)
+            function_substitutions(source)
                 .into_iter()
                 .try_for_each(|(_, body)| walker.nested(&body, Origin::CommandSubstitution))
         });

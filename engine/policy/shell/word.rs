@@ -128,18 +128,17 @@ fn split_word_at_depth(
 /// commands inside, as a `$(…)` would give them. The parser reads them as parameter
 /// expansions, and its words lose the blank that tells them apart (bash 5.2 refuses them
 /// as a bad substitution, so the line does not run there): they are found in the text
-/// itself. `quotes`: single quotes keep their text as it is (in a line, not in a
-/// here-document).
-pub(crate) fn function_substitutions(text: &str, quotes: bool) -> Vec<(usize, String)> {
+/// itself, quotes or not (`'${ x; }'` is judged too: reading quotes here could fall out of
+/// step with bash's, `$'\''` holds a quote, and miss one).
+pub(crate) fn function_substitutions(text: &str) -> Vec<(usize, String)> {
     let bytes = text.as_bytes();
     let mut found = Vec::new();
-    let (mut at, mut single, mut double) = (0, false, false);
+    let mut at = 0;
     while at < bytes.len() {
         match bytes[at] {
-            b'\\' if !single => at += 1,
-            b'\'' if quotes && !double => single = !single,
-            b'"' if !single => double = !double,
-            b'$' if !single && bytes.get(at + 1) == Some(&b'{') => {
+            // `\${` is text.
+            b'\\' => at += 1,
+            b'$' if bytes.get(at + 1) == Some(&b'{') => {
                 let body = at + 2;
                 if bytes
                     .get(body)
@@ -189,7 +188,7 @@ pub(crate) fn scan_heredoc(body: &str, found: &mut Found) -> Result<(), ShellPar
     for piece in &pieces {
         splitter.piece(piece, Quoting::Quoted)?;
     }
-    for (_, body) in function_substitutions(body, false) {
+    for (_, body) in function_substitutions(body) {
         splitter.found.substitutions.push(body);
     }
     Ok(())

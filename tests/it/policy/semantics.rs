@@ -188,11 +188,13 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:no-rm-rf",
         ),
+        c("function substitution", "echo '${ id; }'", "allow", "rule:"),
+        // Quotes are not read there: `$'\''` holds a quote, and the `${ …; }` after it runs.
         c(
             "function substitution",
-            "echo '${ touch x; }'",
-            "allow",
-            "rule:",
+            "echo $'\\'' \"${ cat .env; }\" $'\\''",
+            "deny",
+            "rule:team-secrets",
         ),
         // bash evaluates the subscript of a variable it sets: `wait -p`, and the variable
         // that receives a descriptor (`{a[…]}<file`), whatever the quotes.
