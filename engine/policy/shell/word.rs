@@ -156,6 +156,10 @@ pub(crate) fn function_substitutions(text: &str) -> Vec<(usize, String)> {
                     }
                     let inner = text[body..end - usize::from(depth == 0)].trim_start_matches('|');
                     found.push((at, inner.to_owned()));
+                    // The ones inside are found when the body is walked: finding them here
+                    // too would walk each nested one again from every level around it.
+                    at = end;
+                    continue;
                 }
             }
             _ => {}

@@ -182,6 +182,13 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "default",
         ),
+        // Nested ones are each walked once, from the body around them.
+        c(
+            "function substitution",
+            "echo ${ #${ #${ cat .env; }}}",
+            "deny",
+            "rule:team-secrets",
+        ),
         c(
             "function substitution",
             "ksh -c 'echo ${ rm -rf / ; }'",
