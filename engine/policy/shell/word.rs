@@ -192,9 +192,6 @@ pub(crate) fn scan_heredoc(body: &str, found: &mut Found) -> Result<(), ShellPar
     for piece in &pieces {
         splitter.piece(piece, Quoting::Quoted)?;
     }
-    for (_, body) in function_substitutions(body) {
-        splitter.found.substitutions.push(body);
-    }
     Ok(())
 }
 

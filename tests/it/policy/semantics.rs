@@ -3385,21 +3385,25 @@ fn an_unquoted_loop_variable_over_a_glob_asks_for_matches_the_shell_splits() {
     assert_eq!(got, "allow", "{reasons:?}");
 }
 
+/// Runs git in `root` without the user's or the system's configuration; whether it
+/// succeeded (false when git is not installed).
+fn git_in(root: &Path, args: &[&str]) -> bool {
+    std::process::Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
 /// An agent's search tool that may run `git grep --untracked -- GLOB` instead of ripgrep
 /// (`searcher: git_grep`, Gemini CLI's and Qwen Code's) reads its glob as a git pathspec
 /// too, leaves out only what git ignores and does not track, and reads no `.ignore`.
 #[test]
 fn a_search_that_may_be_git_grep_is_judged_as_git_reads() {
     let ws = workspace();
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .current_dir(&ws.root)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .is_ok_and(|out| out.status.success())
-    };
+    let git = |args: &[&str]| git_in(&ws.root, args);
     let engine = || Engine::builder(snapshot(&ws.root)).build();
     let grep = |engine: &Engine, input: serde_json::Value| {
         let (decision, reasons) = decide_call(engine, "Grep", input);
@@ -3463,15 +3467,7 @@ fn a_search_that_may_be_git_grep_is_judged_as_git_reads() {
 #[test]
 fn git_prints_the_files_its_repository_tracks() {
     let ws = workspace();
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .current_dir(&ws.root)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .is_ok_and(|out| out.status.success())
-    };
+    let git = |args: &[&str]| git_in(&ws.root, args);
     // The workspace's `.git` is a bare layout of folders; make it a repository.
     std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
     if !git(&["init", "-q"]) {
