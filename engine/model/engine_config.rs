@@ -72,11 +72,18 @@ pub struct EngineConfig {
     pub kill_grace: Option<Duration>,
 
     /// Most messages `serve` queues for a client that does not read its output. When the
-    /// queue is full, progress events are dropped (and the count reported); results,
-    /// responses and permission requests are never dropped: the batch waits for room.
+    /// queue is full, progress events are dropped (and the count reported) and the server
+    /// reads no further request until the client reads; results, responses and permission
+    /// requests are never dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub serve_queue: Option<u32>,
+
+    /// Most batches `serve` runs at once; an `executeBatch` beyond them is answered with a
+    /// "server busy" error (-32001) and runs nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub serve_batches: Option<u32>,
 
     /// Streamed output (`ToolCallProgress` events) is coalesced: at most one event per
     /// stream per this interval (default 100ms).

@@ -43,6 +43,8 @@ pub struct ResolvedEngine {
     pub kill_grace: Duration,
     /// Most messages `serve` queues for its client (at least 1).
     pub serve_queue: usize,
+    /// Most batches `serve` runs at once (at least 1).
+    pub serve_batches: usize,
     /// At most one `ToolCallProgress` event per stream per this interval.
     pub progress_interval: std::time::Duration,
     /// Most bytes of progress events per call.
@@ -150,6 +152,7 @@ impl ResolvedEngine {
         need(config.max_handler_output.is_some(), "max_handler_output");
         need(config.kill_grace.is_some(), "kill_grace");
         need(config.serve_queue.is_some(), "serve_queue");
+        need(config.serve_batches.is_some(), "serve_batches");
         need(
             projection.max_cause_depth.is_some(),
             "error_projection.max_cause_depth",
@@ -190,6 +193,7 @@ impl ResolvedEngine {
             max_handler_output: size(config.max_handler_output),
             kill_grace: config.kill_grace.unwrap_or_default(),
             serve_queue: config.serve_queue.map_or(1, |n| n.max(1) as usize),
+            serve_batches: config.serve_batches.map_or(1, |n| n.max(1) as usize),
             progress_interval: config
                 .progress_interval
                 .map_or(std::time::Duration::from_millis(100), |d| d.0),

@@ -46,6 +46,9 @@ pub use outbox::Outbox;
 /// The longest line accepted; longer lines are answered with a parse error and skipped.
 const MAX_LINE: usize = 64 * 1024 * 1024;
 
+/// How long the answers of a server stopped by a signal wait for a client that does not read.
+const FLUSH_AFTER_SIGNAL: Duration = Duration::from_secs(5);
+
 /// JSON-RPC error codes.
 mod code {
     pub const PARSE: i64 = -32700;
@@ -53,6 +56,8 @@ mod code {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL: i64 = -32603;
+    /// `engine.serve_batches` batches are running: the request did nothing.
+    pub const BUSY: i64 = -32001;
 }
 
 /// How to serve.
@@ -379,7 +384,20 @@ impl Server {
             .unwrap_or_else(crate::model::BatchId::generate);
         batch.id = Some(batch_id.clone());
         let cancel = CancellationToken::new();
+        let most = self.engine.snapshot().engine.serve_batches;
         if let Ok(mut running) = self.running.lock() {
+            if running.len() >= most {
+                drop(running);
+                return self.reply(
+                    id,
+                    Err((
+                        code::BUSY,
+                        format!(
+                            "server busy: {most} batches are running (engine.serve_batches); send it again once one has answered, or cancel one"
+                        ),
+                    )),
+                );
+            }
             if running.contains_key(batch_id.as_str()) {
                 drop(running);
                 return self.reply(
@@ -603,12 +621,17 @@ where
         tasks: tokio::task::JoinSet::new(),
     };
     let mut lines = LineReader::new(reader, MAX_LINE);
+    let mut signalled = false;
     let result = loop {
         tokio::select! {
             // Reap finished batch tasks so the set does not grow with the session.
             Some(_) = server.tasks.join_next(), if !server.tasks.is_empty() => {}
-            () = &mut stop => break Ok(()),
-            line = lines.next() => match line {
+            () = &mut stop => {
+                signalled = true;
+                break Ok(());
+            }
+            // A client that does not read is not read either: its queue stays bounded.
+            line = async { out.room().await; lines.next().await } => match line {
                 Ok(None) => break Ok(()),
                 Ok(Some(Line::Text(line))) => {
                     if line.trim().is_empty() {
@@ -642,7 +665,13 @@ where
     drop(server);
     drop(sink);
     out.finish();
-    let _ = writer_task.await;
+    if signalled {
+        // Stopped by a signal: a client that does not read gets a bounded time to take the
+        // answers, then the server exits anyway.
+        let _ = tokio::time::timeout(FLUSH_AFTER_SIGNAL, writer_task).await;
+    } else {
+        let _ = writer_task.await;
+    }
     result
 }
 

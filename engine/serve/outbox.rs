@@ -1,27 +1,34 @@
 //! The queue between the engine and the client's stdout, bounded by `engine.serve_queue`.
 //!
-//! A client that stops reading must not make the server grow without bound. When the queue
-//! is full:
-//! - a progress event (`ToolCallProgress`) is dropped, and counted per call; the count is
-//!   sent as a `progressDropped` notification before the next message that is not progress;
+//! A client that stops reading must not make the server grow without bound, and must not
+//! keep it from seeing a signal, a `shutdown` or the end of its input. So nothing that
+//! sends ever waits:
+//! - a progress event (`ToolCallProgress`) is dropped when the queue is full, and counted
+//!   per call; the count is sent as a `progressDropped` notification before the next message
+//!   that is not progress;
 //! - anything else (responses, results and other engine events, permission requests) is
-//!   never dropped: the sender waits for room, so the batch waits for the client.
+//!   never dropped and always queued.
 //!
-//! Once the writer fails (the client closed stdout) everything is discarded and nobody
-//! waits.
+//! What bounds the queue is the reader: the server reads its next request only while the
+//! queue has room ([`Outbox::room`]), and runs at most `engine.serve_batches` batches at
+//! once. Past `serve_queue`, the queue holds only what the running batches still send (a
+//! fixed number of messages per call) and the answer to the last request read.
+//!
+//! Once the writer fails (the client closed stdout) everything is discarded.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 /// The bounded outgoing queue.
 pub struct Outbox {
     state: Mutex<State>,
     /// Signalled when an item leaves the queue or the outbox closes.
-    room: Condvar,
+    room: Notify,
     /// Signalled when an item arrives or the outbox finishes.
-    ready: tokio::sync::Notify,
+    ready: Notify,
     capacity: usize,
 }
 
@@ -34,17 +41,15 @@ struct State {
     closed: bool,
     /// No more messages will come: the writer ends once the queue is empty.
     finished: bool,
-    /// The most items the queue ever held.
-    high_water: usize,
 }
 
 impl Outbox {
-    /// An outbox holding at most `capacity` messages (at least 1).
+    /// An outbox with room for `capacity` messages (at least 1).
     pub fn new(capacity: usize) -> Self {
         Self {
             state: Mutex::new(State::default()),
-            room: Condvar::new(),
-            ready: tokio::sync::Notify::new(),
+            room: Notify::new(),
+            ready: Notify::new(),
             capacity: capacity.max(1),
         }
     }
@@ -56,25 +61,22 @@ impl Outbox {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Queues a message that must not be dropped, waiting for room while the queue is full.
-    /// Progress drops not yet reported are reported first.
+    /// Queues a message that must not be dropped, full or not. Progress drops not yet
+    /// reported are reported first.
     pub fn send(&self, message: Value) {
         let mut state = self.lock();
-        loop {
-            if state.closed {
-                return;
-            }
-            let Some(((batch_id, call_id), count)) = state.dropped.pop_first() else {
-                break;
-            };
+        if state.closed {
+            return;
+        }
+        while let Some(((batch_id, call_id), count)) = state.dropped.pop_first() {
             let notice = json!({
                 "jsonrpc": "2.0",
                 "method": "progressDropped",
                 "params": {"batch_id": batch_id, "call_id": call_id, "dropped": count},
             });
-            state = self.push_waiting(state, notice);
+            self.push(&mut state, notice);
         }
-        drop(self.push_waiting(state, message));
+        self.push(&mut state, message);
     }
 
     /// Queues a progress event of a call; when the queue is full it is dropped and counted.
@@ -95,41 +97,25 @@ impl Outbox {
 
     fn push(&self, state: &mut State, message: Value) {
         state.queue.push_back(message);
-        state.high_water = state.high_water.max(state.queue.len());
         self.ready.notify_one();
     }
 
-    /// Waits for room, then pushes. Waiting blocks the thread: on a multi-threaded runtime
-    /// the worker is handed over first (`block_in_place`) so other tasks — the writer among
-    /// them — keep running.
-    fn push_waiting<'a>(
-        &'a self,
-        mut state: MutexGuard<'a, State>,
-        message: Value,
-    ) -> MutexGuard<'a, State> {
-        if state.queue.len() >= self.capacity && !state.closed {
-            let wait = |mut state: MutexGuard<'a, State>| {
-                while state.queue.len() >= self.capacity && !state.closed {
-                    state = self
-                        .room
-                        .wait(state)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// Waits until the queue has room (or the outbox is closed): the reader calls this
+    /// before taking the next request, so a client that does not read stops being read.
+    pub async fn room(&self) {
+        loop {
+            let notified = self.room.notified();
+            let mut notified = std::pin::pin!(notified);
+            // Registered before the check, so a message written in between is not missed.
+            notified.as_mut().enable();
+            {
+                let state = self.lock();
+                if state.closed || state.queue.len() < self.capacity {
+                    return;
                 }
-                state
-            };
-            let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|handle| {
-                handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-            });
-            state = if multi_thread {
-                tokio::task::block_in_place(|| wait(state))
-            } else {
-                wait(state)
-            };
+            }
+            notified.await;
         }
-        if !state.closed {
-            self.push(&mut state, message);
-        }
-        state
     }
 
     /// The next message to write; `None` once finished (or closed) and empty.
@@ -138,7 +124,7 @@ impl Outbox {
             {
                 let mut state = self.lock();
                 if let Some(message) = state.queue.pop_front() {
-                    self.room.notify_all();
+                    self.room.notify_waiters();
                     return Some(message);
                 }
                 if state.closed || state.finished {
@@ -155,19 +141,14 @@ impl Outbox {
         self.ready.notify_one();
     }
 
-    /// The writer failed: drop what is queued and release every waiting sender.
+    /// The writer failed: drop what is queued and release the reader.
     pub fn close(&self) {
         let mut state = self.lock();
         state.closed = true;
         state.queue.clear();
         state.dropped.clear();
-        self.room.notify_all();
+        self.room.notify_waiters();
         self.ready.notify_one();
-    }
-
-    /// The most messages the queue ever held.
-    pub fn high_water(&self) -> usize {
-        self.lock().high_water
     }
 
     /// Messages queued now.
@@ -184,55 +165,72 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use futures::FutureExt;
 
     fn progress(n: u64) -> Value {
         json!({"method": "event", "params": {"type": "ToolCallProgress", "n": n}})
     }
 
-    #[test]
-    fn a_full_queue_drops_progress_and_reports_the_count_before_the_next_message() {
+    #[tokio::test]
+    async fn a_full_queue_drops_progress_and_reports_the_count_before_the_next_message() {
         let outbox = Outbox::new(4);
         for n in 0..1000 {
             outbox.send_progress("b", "c", progress(n));
         }
         assert_eq!(outbox.len(), 4);
-        let writer = std::thread::scope(|scope| {
-            let sender = scope.spawn(|| outbox.send(json!({"id": 1, "result": {}})));
-            // The sender waits for room: two slots (the notice and the result).
-            let mut written = Vec::new();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .build()
-                .unwrap();
-            while let Some(message) = runtime.block_on(outbox.next()) {
-                written.push(message);
-                if written.len() == 6 {
-                    break;
-                }
-            }
-            sender.join().unwrap();
-            written
-        });
-        assert_eq!(writer.len(), 6, "{writer:?}");
-        assert_eq!(writer[3]["params"]["n"], 3);
-        assert_eq!(writer[4]["method"], "progressDropped");
-        assert_eq!(writer[4]["params"]["dropped"], 996);
-        assert_eq!(writer[5]["id"], 1);
-        assert_eq!(outbox.high_water(), 4, "the queue never held more than 4");
+        // A message that is not progress is queued at once, full or not, after the notice.
+        outbox.send(json!({"id": 1, "result": {}}));
+        assert_eq!(outbox.len(), 6);
+        outbox.finish();
+        let mut written = Vec::new();
+        while let Some(message) = outbox.next().await {
+            written.push(message);
+        }
+        assert_eq!(written.len(), 6, "{written:?}");
+        assert_eq!(written[3]["params"]["n"], 3);
+        assert_eq!(written[4]["method"], "progressDropped");
+        assert_eq!(written[4]["params"]["dropped"], 996);
+        assert_eq!(written[5]["id"], 1);
     }
 
-    #[test]
-    fn a_closed_outbox_releases_waiting_senders_and_discards() {
-        let outbox = Arc::new(Outbox::new(1));
+    #[tokio::test]
+    async fn the_reader_waits_for_room_until_a_message_is_written_or_the_outbox_closes() {
+        let outbox = Outbox::new(2);
+        assert!(
+            outbox.room().now_or_never().is_some(),
+            "an empty queue has room"
+        );
         outbox.send(json!(1));
-        let waiting = {
-            let outbox = Arc::clone(&outbox);
-            std::thread::spawn(move || outbox.send(json!(2)))
-        };
-        outbox.close();
-        waiting.join().unwrap();
-        assert_eq!(outbox.len(), 0);
+        outbox.send(json!(2));
         outbox.send(json!(3));
-        assert_eq!(outbox.len(), 0);
+        let waiting = outbox.room();
+        let mut waiting = std::pin::pin!(waiting);
+        assert!(
+            waiting.as_mut().now_or_never().is_none(),
+            "a full queue has no room"
+        );
+        assert_eq!(outbox.next().await, Some(json!(1)));
+        assert!(
+            waiting.as_mut().now_or_never().is_none(),
+            "still full: 2 of 2"
+        );
+        assert_eq!(outbox.next().await, Some(json!(2)));
+        assert!(
+            waiting.now_or_never().is_some(),
+            "room after a message left"
+        );
+        outbox.send(json!(4));
+        outbox.send(json!(5));
+        let waiting = outbox.room();
+        let mut waiting = std::pin::pin!(waiting);
+        assert!(waiting.as_mut().now_or_never().is_none());
+        outbox.close();
+        assert!(
+            waiting.now_or_never().is_some(),
+            "closing releases the reader"
+        );
+        assert!(outbox.is_empty());
+        outbox.send(json!(6));
+        assert!(outbox.is_empty(), "a closed outbox discards");
     }
 }

@@ -1,12 +1,18 @@
 //! A client that stops reading stdout: the server's outgoing queue is bounded by
 //! `engine.serve_queue`; progress events beyond it are dropped and counted
-//! (`progressDropped`), while results and responses are never dropped — the batch waits.
+//! (`progressDropped`), while results and responses are never dropped; the server reads no
+//! further request until the client reads, and runs at most `engine.serve_batches` batches.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::support::serve::{WAIT, scratch_policies};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::support::serve::{Server, WAIT, batch, scratch_policies};
 use serde_json::{Value, json};
 
 const QUEUE: usize = 8;
@@ -94,4 +100,105 @@ fn a_client_that_stops_reading_gets_a_bounded_queue_and_every_result() {
     let answer = position(&|m| m["id"] == 1).unwrap();
     assert_eq!(messages[answer]["result"]["results"][0]["status"], "ok");
     assert!(position(&|m| m["id"] == 2).is_some());
+}
+
+/// A client that keeps writing requests and never reads: once its queue is full the server
+/// reads no more of them (so nothing grows), and a signal still ends it. Before, the
+/// server's reader waited for room inside the request it was answering and never saw the
+/// signal (nor the end of input): the process had to be killed.
+#[test]
+fn a_client_that_never_reads_is_not_read_and_a_signal_still_ends_the_server() {
+    let (dir, root) = scratch_policies();
+    std::fs::write(
+        root.join("queue.yaml"),
+        "version: 1\nengine:\n  serve_queue: 4\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("--no-builtin")
+        .arg("--workspace")
+        .arg(dir.path())
+        .arg("-p")
+        .arg(&root)
+        .args(["serve", "--stdio", "--no-watch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Held open and never read.
+    let _stdout = child.stdout.take().unwrap();
+    // Far more than the pipes, the queue and every answer could hold.
+    const REQUESTS: usize = 20_000;
+    let written = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&written);
+    std::thread::spawn(move || {
+        for n in 0..REQUESTS {
+            let request = json!({"jsonrpc": "2.0", "id": n, "method": "plan", "params": {"batch": {"calls": [{"id": "c", "tool": "Echo", "input": {"text": "x"}}]}}});
+            if writeln!(stdin, "{request}").is_err() {
+                return;
+            }
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    // The writer stops getting anywhere once the server has stopped reading.
+    let deadline = Instant::now() + WAIT;
+    let mut last = usize::MAX;
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = written.load(Ordering::SeqCst);
+        assert!(
+            now < REQUESTS,
+            "the server read every request of a client that never read"
+        );
+        if now == last {
+            break;
+        }
+        last = now;
+        assert!(Instant::now() < deadline, "the writer never got stuck");
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("SIGTERM did not end a server whose client does not read");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(128 + Signal::SIGTERM as i32));
+}
+
+/// At most `engine.serve_batches` batches run at once; one more is answered "server busy"
+/// and runs nothing, and a slot is free again once a batch has answered.
+#[test]
+fn a_batch_beyond_serve_batches_is_answered_busy() {
+    let (dir, root) = scratch_policies();
+    let gate = dir.path().join("gate");
+    std::fs::write(
+        root.join("gate.yaml"),
+        "version: 1\nengine:\n  serve_batches: 2\ntools:\n  Gate:\n    description: Waits until a file exists.\n    input_schema:\n      type: object\n      required: [file]\n      properties:\n        file: { type: string }\n    concurrency: { concurrent_safe: true, read_only: true, side_effect_scope: none }\n    permission: { default: allow }\n    handler: { kind: command, argv: [bash, -c, 'while [ ! -e \"$0\" ]; do sleep 0.01; done', \"{{input.file}}\"] }\n",
+    )
+    .unwrap();
+    let mut server = Server::start(&["-p", root.to_str().unwrap()], &["--no-watch"]);
+    let gated = |id: &str| batch(id, &[("c", "Gate", json!({"file": gate}))]);
+    let first = server.request("executeBatch", gated("b1"));
+    let second = server.request("executeBatch", gated("b2"));
+    let busy = server.call("executeBatch", gated("b3"));
+    assert_eq!(busy["error"]["code"], -32001, "{busy}");
+    insta::assert_snapshot!(busy["error"]["message"].as_str().unwrap(), @"server busy: 2 batches are running (engine.serve_batches); send it again once one has answered, or cancel one");
+    std::fs::write(&gate, "").unwrap();
+    for id in [first, second] {
+        let answer = server.response(&id);
+        assert_eq!(answer["result"]["results"][0]["status"], "ok", "{answer}");
+    }
+    let again = server.result("executeBatch", gated("b3"));
+    assert_eq!(again["results"][0]["status"], "ok", "{again}");
+    assert_eq!(again["batch_id"], "b3", "{again}");
+    server.request("shutdown", json!({}));
+    assert!(server.wait_exit().success());
 }
