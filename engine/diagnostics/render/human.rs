@@ -152,6 +152,17 @@ fn place(
         };
         return (None, None, suffix);
     }
+    let shown = excerpt_len(location);
+    if shown > MAX_EXCERPT {
+        return (
+            None,
+            None,
+            format!(
+                " (at {}; the lines there hold {shown} bytes, too many to show)",
+                location.display()
+            ),
+        );
+    }
     let span = location.span;
     let source = NamedSource::new(
         location.source.path(),
@@ -162,6 +173,28 @@ fn place(
         SourceSpan::new(span.offset.into(), span.len),
     );
     (Some(source), Some(labeled), String::new())
+}
+
+/// The most bytes of source an excerpt may show (the lines of the span and one line on
+/// each side). A longer one (a minified file, a megabyte on one line) is left out and its
+/// position given in the message, so a report stays small whatever the file holds.
+const MAX_EXCERPT: usize = 4096;
+
+/// The bytes of the lines an excerpt of `location` shows: those of its span and one more
+/// on each side (the renderer's context).
+fn excerpt_len(location: &Location) -> usize {
+    let file = &location.source;
+    let span = location.span;
+    let (first, _) = file.line_col(span.offset);
+    let (last, _) = file.line_col(span.offset.saturating_add(span.len.saturating_sub(1)));
+    let start = file
+        .line_range(first.saturating_sub(1).max(1))
+        .map_or(0, |range| range.start);
+    let end = file
+        .line_range(last.saturating_add(1))
+        .or_else(|| file.line_range(last))
+        .map_or(file.text().len(), |range| range.end);
+    end.saturating_sub(start)
 }
 
 /// A source file as `miette` reads it, through the file's line index.
@@ -307,6 +340,26 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle} missing in:\n{text}");
         }
+    }
+
+    #[test]
+    fn a_line_too_long_to_show_gets_its_position_and_no_excerpt() {
+        // A megabyte on one line (a minified or generated file): the report stays small.
+        let long = format!("a: [{}]\nb: x\n", "1, ".repeat(350_000));
+        let source = SourceFile::in_memory("big.yaml", long.as_str(), Format::Yaml);
+        let diagnostic = Diagnostic::new(Code::SchemaType, "expected an integer")
+            .with_location(source.location_at(long.len() - 2, 1));
+        let text = render_human(&[diagnostic], &HumanOptions::default());
+        insta::assert_snapshot!(text, @r"
+        toolgate::schema::type
+
+          × expected an integer (at big.yaml:2:4; the lines there hold 1050011 bytes, too many to show)
+
+        1 error
+        ");
+        // A short line keeps its excerpt.
+        let text = render_human(&sample()[..1], &HumanOptions::default());
+        assert!(text.contains("2 │ b: x"), "{text}");
     }
 
     #[test]
