@@ -26,6 +26,9 @@ pub enum UnitError {
         "`{0}` is not a size: write an integer, or a number with a unit, like `30 KB`, `50 MiB`"
     )]
     Size(String),
+    /// The size does not fit in 64 bits.
+    #[error("`{0}` is too large: a size must be below 16 EiB")]
+    SizeTooLarge(String),
 }
 
 /// The units a duration may be written in, as accepted by [`Duration::parse`].
@@ -216,10 +219,16 @@ impl Size {
         if trimmed.is_empty() || !trimmed.starts_with(|c: char| c.is_ascii_digit()) {
             return Err(UnitError::Size(text.to_owned()));
         }
-        trimmed
+        let size = trimmed
             .parse::<bytesize::ByteSize>()
-            .map(|size| Size(size.as_u64()))
-            .map_err(|_| UnitError::Size(text.to_owned()))
+            .map_err(|_| UnitError::Size(text.to_owned()))?
+            .as_u64();
+        // The parser saturates: the largest value, unless written as that integer, is an
+        // overflow (`99999999999 TiB`), which would otherwise pass as "no limit".
+        if size == u64::MAX && trimmed.parse::<u64>().is_err() {
+            return Err(UnitError::SizeTooLarge(text.to_owned()));
+        }
+        Ok(Size(size))
     }
 }
 
@@ -368,6 +377,26 @@ mod tests {
         for text in ["", "KB", "-1", "ten"] {
             assert!(Size::parse(text).is_err(), "{text}");
         }
+        // Too large for 64 bits: an error, not a saturated "no limit".
+        for text in [
+            "99999999999 TiB",
+            "20 EiB",
+            "1e30 B",
+            "99999999999999999999 KB",
+        ] {
+            assert!(
+                matches!(
+                    Size::parse(text),
+                    Err(UnitError::SizeTooLarge(_)) | Err(UnitError::Size(_))
+                ),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            Size::parse("99999999999 TiB").unwrap_err().to_string(),
+            "`99999999999 TiB` is too large: a size must be below 16 EiB"
+        );
+        assert_eq!(Size::parse("18446744073709551615"), Ok(Size(u64::MAX)));
     }
 
     #[test]
