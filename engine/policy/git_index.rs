@@ -95,6 +95,12 @@ fn tracked_in(root: &Path, git_dir: &Path, depth: usize) -> Result<Vec<String>, 
 }
 
 /// The work tree and git folder of the repository `folder` lies in.
+/// The work tree of the repository `folder` lies in: the nearest folder, from `folder` up,
+/// holding a `.git` folder or file.
+pub fn work_tree(folder: &Path) -> Option<PathBuf> {
+    find_repository(folder).map(|(root, _)| root)
+}
+
 fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
     for root in folder.ancestors() {
         let dot_git = root.join(".git");

@@ -471,12 +471,13 @@ fn decide_line(
         let found_by_find = find_starts
             .as_deref()
             .filter(|_| matches!(&command.origin, super::shell::Origin::Wrapped { wrapper } if wrapper == "find"));
+        let no_index = no_index_operands(facts, &folders, home);
         judge_files(
             set,
             call,
             ctx,
             files,
-            (command, facts),
+            (command, no_index.as_ref().unwrap_or(facts)),
             (&SearchScope::of(facts, changes_files), found_by_find),
             &folders,
             dotfiles,
@@ -808,6 +809,50 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
         }
         current = current.parent()?;
     }
+}
+
+/// `git diff` compares two paths as `--no-index` does (every file below a folder, tracked or
+/// not) when one of them lies outside the repository it runs in, or when it runs in none:
+/// `git diff ~ src` prints the home folder's files. Its facts with such operands read as
+/// trees, as `--no-index`'s are; `None` when nothing changes. A word naming nothing on disk
+/// is a revision.
+fn no_index_operands(
+    facts: &CommandFacts,
+    folders: &Folders,
+    home: Option<&str>,
+) -> Option<CommandFacts> {
+    if facts.program.as_deref() != Some("git") || facts.subcommand.as_deref() != Some("diff") {
+        return None;
+    }
+    let real = |path: &Path| std::fs::canonicalize(path).ok();
+    let outside = |word: &Word| {
+        let Ok(values) = word_values(word, home, &folders.candidates, Dotfiles::Matched) else {
+            return false;
+        };
+        folders.candidates.iter().any(|folder| {
+            let tree =
+                git_index::work_tree(Path::new(folder)).map(|root| real(&root).unwrap_or(root));
+            values.iter().any(|value| {
+                let written = if value.starts_with('/') {
+                    value.clone()
+                } else {
+                    format!("{}/{value}", folder.trim_end_matches('/'))
+                };
+                expand_glob(&written, Dotfiles::Matched)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|path| real(Path::new(path)))
+                    .any(|path| tree.as_ref().is_none_or(|root| !path.starts_with(root)))
+            })
+        })
+    };
+    let mut changed: Option<CommandFacts> = None;
+    for (index, role_word) in facts.roles.iter().enumerate() {
+        if role_word.role == Role::RevisionOrPath && outside(&role_word.word) {
+            changed.get_or_insert_with(|| facts.clone()).roles[index].role = Role::Tree;
+        }
+    }
+    changed
 }
 
 /// The files a command reads and writes, with where each was named.

@@ -3522,3 +3522,41 @@ fn git_prints_the_files_its_repository_tracks() {
         assert_eq!(got, "allow", "{line}: {reasons:?}");
     }
 }
+
+/// `git diff` with a path outside the repository it runs in (or run in none) compares as
+/// `--no-index` does: every file below a folder, tracked or not. `git diff ~ src` printed the
+/// home folder's keys while it was judged as a read of the folder's name.
+#[test]
+fn git_diff_of_a_path_outside_its_repository_reads_the_whole_tree() {
+    let ws = workspace();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let other = ws.root.parent().unwrap().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join(".env"), "TOKEN=2\n").unwrap();
+    let cases = [
+        ("git diff ~ src".to_owned(), "deny"),
+        ("git diff src ~/.ssh".to_owned(), "deny"),
+        ("git diff -- ~ src".to_owned(), "deny"),
+        ("nice -n 5 git diff ~ src".to_owned(), "deny"),
+        ("find src -exec git diff ~ src \\;".to_owned(), "ask"),
+        ("git diff ../other src".to_owned(), "ask"),
+        (format!("git diff {} src", other.display()), "ask"),
+        // Inside the repository a folder is a pathspec, and a word naming nothing a revision.
+        ("git diff src".to_owned(), "allow"),
+        ("git diff HEAD~1 -- src".to_owned(), "allow"),
+        ("git diff .".to_owned(), "allow"),
+    ];
+    for (line, wanted) in cases {
+        let (got, reasons) = decide(&engine, &line, &[]);
+        assert_eq!(got, wanted, "{line}: {reasons:?}");
+    }
+    // Outside any repository every path is compared that way.
+    std::fs::create_dir_all(other.join("sub")).unwrap();
+    let (got, reasons) = decide(
+        &engine,
+        &format!("cd {} && git diff . sub", other.display()),
+        &[],
+    );
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(analyses(&reasons).contains("searches"), "{reasons:?}");
+}
