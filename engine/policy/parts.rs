@@ -1318,6 +1318,44 @@ fn judge_copies(
     );
 }
 
+/// Why a command that prints file contents from commits reaches files no index lists: a
+/// stash made with `-u` or `-a` keeps the untracked files (a `.env` never committed) in a
+/// commit of their own, which `git show stash^3`, `git log -p stash`, `git stash show -u
+/// -p` and every patch of `--all`, `--reflog` or `-g` print. Which files those commits hold
+/// is not read here (git's objects are compressed, often packed).
+fn beyond_the_index(command: &SimpleCommand, facts: &CommandFacts) -> Option<String> {
+    let stashed = |word: &Word| {
+        word.literal().is_some_and(|value| {
+            let value = value.trim_start_matches("refs/");
+            value == "stash"
+                || ["stash@", "stash^", "stash~", "stash:"]
+                    .iter()
+                    .any(|p| value.starts_with(p))
+        })
+    };
+    let untracked_stash = facts.subcommand.as_deref() == Some("stash show")
+        && facts.options.iter().any(|o| {
+            matches!(
+                o.canonical.as_str(),
+                "--include-untracked" | "--only-untracked"
+            )
+        });
+    let every_ref = facts.options.iter().any(|o| {
+        matches!(
+            o.canonical.as_str(),
+            "--all" | "--reflog" | "-g" | "--walk-reflogs"
+        )
+    });
+    let names_stash =
+        facts.subcommand.as_deref() != Some("stash show") && facts.operands.iter().any(stashed);
+    (untracked_stash || every_ref || names_stash).then(|| {
+        format!(
+            "`{}` prints files from commits no index lists (stashed untracked files, commits only reflogs reach), whose content cannot be judged here",
+            command.text
+        )
+    })
+}
+
 /// Why a command that prints the content of its repository's tracked files
 /// ([`CommandFacts::prints_tracked`]: `git show HEAD`, `git log -p`) asks: the tracked files
 /// below the folders its operands name (all of them when it names no file) that the read
@@ -1329,6 +1367,9 @@ fn judge_tracked(
     (command, facts): (&SimpleCommand, &CommandFacts),
     folders: &Folders,
 ) -> Vec<String> {
+    if let Some(why) = beyond_the_index(command, facts) {
+        return vec![why];
+    }
     // The pathspecs: a file named, a folder named (its files are printed), or one that
     // cannot be told (a word only known when it runs, git's `:(…)` and `:!` magic), which
     // may print any tracked file. A word naming nothing here is a revision.

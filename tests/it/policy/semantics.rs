@@ -3560,3 +3560,41 @@ fn git_diff_of_a_path_outside_its_repository_reads_the_whole_tree() {
     assert_eq!(got, "ask", "{reasons:?}");
     assert!(analyses(&reasons).contains("searches"), "{reasons:?}");
 }
+
+/// Patches from commits no index lists ask: a stash made with `-u` keeps the untracked files
+/// (a `.env` never committed) in a commit of its own, and `--all`, `--reflog` and `-g` reach
+/// such commits. `git show stash^3` printed a never-tracked `.env`.
+#[test]
+fn patches_of_stashed_untracked_files_ask() {
+    let ws = workspace();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for line in [
+        "git show stash^3",
+        "git show 'refs/stash^3'",
+        "git log -p stash@{0}^3",
+        "git diff HEAD stash^3",
+        "git log --all -p",
+        "git log -g -p",
+        "git log --reflog -p",
+        "git stash show -p -u",
+        "git stash show --only-untracked -p",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("commits no index lists"),
+            "{line}: {reasons:?}"
+        );
+    }
+    // Names and stats only, and a stash's tracked changes.
+    for line in [
+        "git log --all --oneline",
+        "git stash list",
+        "git stash show -u",
+        "git stash show -p",
+        "git log -p -3",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_ne!(got, "ask", "{line}: {reasons:?}");
+    }
+}
