@@ -126,6 +126,10 @@ pub struct Program {
     /// arguments in it, which the line does not show, count as code.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub response_files: bool,
+    /// An operand `+CMD` is a command the program runs when it starts (less's `+!cmd` runs
+    /// a shell command, `+|cmd` pipes to one): such an operand counts as code.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plus_commands: bool,
     /// Each short option of a cluster that takes a value takes the next word, the letters
     /// after it being options too, as tree reads them (`tree -Lo 1 FILE` is `-L 1 -o FILE`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -72,6 +72,7 @@ struct CompiledProgram {
     short_equals: bool,
     short_values_follow: bool,
     response_files: bool,
+    plus_commands: bool,
     after_dashes: Option<String>,
     prints_tracked: bool,
 }
@@ -205,6 +206,7 @@ impl CompiledProgram {
             short_equals: program.short_equals,
             short_values_follow: program.short_values_follow,
             response_files: program.response_files,
+            plus_commands: program.plus_commands,
             after_dashes: program.after_dashes.clone(),
             prints_tracked: program.prints_tracked,
         }
@@ -1011,6 +1013,15 @@ impl CommandTable {
                     }
                 }
                 facts.roles.push(role_word);
+            }
+            // `+CMD` is a command the program runs (a word only known when it runs may be one).
+            let plus = word.literal().unwrap_or(&word.raw).starts_with('+');
+            if program.plus_commands && plus {
+                facts.effects.push(EffectSource {
+                    effect: Effect::Exec,
+                    cause: format!("{} (a command it runs when it starts)", word.raw),
+                    from: EffectFrom::Content,
+                });
             }
             // `@FILE` stands for the arguments FILE holds.
             if let Some(file) = word

@@ -1202,6 +1202,79 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("secret names", "head .htpasswd", "deny", "rule:no-secrets"),
         c("secret names", "cat /proc/kcore", "deny", "rule:no-secrets"),
+        // Raw disks hold every file; the system's own credentials; histories anywhere.
+        c("raw disks", "cat /dev/sda", "deny", "rule:no-secrets"),
+        c(
+            "raw disks",
+            "strings /dev/nvme0n1p1",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "raw disks",
+            "head -c 4096 /dev/mapper/root",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "raw disks",
+            "cat /dev/disk/by-uuid/1234",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "secret names",
+            "cat /etc/kubernetes/admin.conf",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "secret names",
+            "cat /tmp/krb5cc_0",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "secret names",
+            "cat /var/lib/postgresql/.pgpass",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "secret names",
+            "cat /root/.bash_history",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "secret names",
+            "cat /etc/security/opasswd",
+            "deny",
+            "rule:no-secrets",
+        ),
+        // less runs a `+CMD` operand at start (`!` a shell command).
+        c("runs code", "less '+!id' src/main.rs", "ask", "default"),
+        c("runs code", "less +'|xid' src/main.rs", "ask", "default"),
+        c("everyday", "less -N src/main.rs", "allow", "rule:"),
+        // Files git or a hook manager runs at a later git command.
+        c(
+            "git hooks",
+            "echo x > .githooks/pre-commit",
+            "ask",
+            "rule:no-git-hook-writes",
+        ),
+        c(
+            "git hooks",
+            "cp x .pre-commit-config.yaml",
+            "ask",
+            "rule:no-git-hook-writes",
+        ),
+        c(
+            "git hooks",
+            "echo '[core]' >> .gitconfig",
+            "ask",
+            "rule:no-git-hook-writes",
+        ),
         c(
             "secret names",
             "cat docker/.docker/config.json",
