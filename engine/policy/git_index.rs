@@ -95,6 +95,33 @@ fn tracked_in(root: &Path, git_dir: &Path, depth: usize) -> Result<Vec<String>, 
 }
 
 /// The work tree and git folder of the repository `folder` lies in.
+/// The repository config of `folder` when it holds a credential: a remote URL with a user
+/// and password or token in it (`https://x-access-token:ghp_…@github.com/…`), or an HTTP
+/// header set for git's requests (`http.extraheader`, where a CI checkout keeps its token).
+/// Its path when so; `None` when it holds none or there is no repository.
+pub fn config_with_credentials(folder: &Path) -> Option<PathBuf> {
+    use std::io::Read as _;
+    let (_, git_dir) = find_repository(folder)?;
+    let config = git_dir.join("config");
+    let mut text = String::new();
+    // A config is a few kilobytes; the first megabyte is enough to tell.
+    std::fs::File::open(&config)
+        .ok()?
+        .take(1 << 20)
+        .read_to_string(&mut text)
+        .ok()?;
+    let holds = text.lines().any(|line| {
+        let line = line.trim().to_ascii_lowercase();
+        let url_with_user = line.starts_with("url")
+            && line.split_once("://").is_some_and(|(_, rest)| {
+                let host = rest.split('/').next().unwrap_or(rest);
+                host.contains('@')
+            });
+        url_with_user || line.starts_with("extraheader")
+    });
+    holds.then_some(config)
+}
+
 /// The work tree of the repository `folder` lies in: the nearest folder, from `folder` up,
 /// holding a `.git` folder or file.
 pub fn work_tree(folder: &Path) -> Option<PathBuf> {

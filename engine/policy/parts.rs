@@ -113,9 +113,12 @@ impl RuleSet {
         }
         let mut cache = ParseCache::with_table(Arc::clone(self.commands()));
         let whole = self.decide_whole(call, ctx, default, &mut cache, None);
-        // A search the rules allow still asks if it may read a file they protect.
+        // A search the rules allow still asks if it may read a file they protect, and a
+        // read of a repository's config if it holds a credential.
         let below = if whole.decision == Decision::Allow {
-            search_call_below(self, call, ctx, files)
+            let mut below = search_call_below(self, call, ctx, files);
+            below.extend(read_call_of_credentials(call, ctx, files));
+            below
         } else {
             Vec::new()
         };
@@ -127,6 +130,35 @@ impl RuleSet {
         }
         combine(vec![whole, PartOutcome::analyses(None, below)])
     }
+}
+
+/// Why a call of the read tool reads a credential: its file is a repository's config that
+/// holds one (see [`git_index::config_with_credentials`]).
+fn read_call_of_credentials(
+    call: &CallFacts<'_>,
+    ctx: &MatchContext,
+    files: &FileTools<'_>,
+) -> Option<String> {
+    let read = files.read.filter(|read| read.tool == call.tool)?;
+    let path = call.input.get("file_path")?.as_str()?;
+    let location = locate(path, ctx)?;
+    let config = git_config_with_credentials(location.at(Side::Resolved)?.absolute())?;
+    Some(format!(
+        "`{}` reads `{config}`, which holds a credential (a token in a remote URL, or an `extraheader`)",
+        read.tool
+    ))
+}
+
+/// `path` when it is the config of a repository (`REPO/.git/config`) that holds a
+/// credential.
+fn git_config_with_credentials(path: &str) -> Option<String> {
+    let path = Path::new(path);
+    if path.file_name()? != "config" {
+        return None;
+    }
+    let real = std::fs::canonicalize(path).ok()?;
+    let config = git_index::config_with_credentials(path.parent()?.parent()?)?;
+    (std::fs::canonicalize(&config).ok()? == real).then(|| path.display().to_string())
 }
 
 /// What a call of the search tool may read below the folder it searches (its `path`, else
@@ -443,6 +475,9 @@ fn decide_line(
         }
         if let Some(why) = prints_secrets(command, &table) {
             outcome.add_analysis(&command.text, why);
+        }
+        if let Some(why) = prints_remote_credentials(facts, &folders, home) {
+            outcome.add_analysis(&command.text, format!("`{}` {why}", command.text));
         }
         if let Some(why) = exports_everything(command) {
             outcome.add_analysis(&command.text, why);
@@ -809,6 +844,55 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
         }
         current = current.parent()?;
     }
+}
+
+/// Why a git command that prints the remotes' URLs (`git remote -v`, `get-url`, `show`)
+/// prints a credential: the repository's config holds a URL with a user and token in it
+/// (see [`git_index::config_with_credentials`]).
+fn prints_remote_credentials(
+    facts: &CommandFacts,
+    folders: &Folders,
+    home: Option<&str>,
+) -> Option<String> {
+    // A file it reads: the config itself (`cat .git/config`).
+    for role_word in facts.roles.iter().filter(|r| r.role == Role::Read) {
+        let values = word_values(
+            &role_word.word,
+            home,
+            &folders.candidates,
+            Dotfiles::Matched,
+        )
+        .unwrap_or_default();
+        for value in values {
+            for written in folders.resolve(&value) {
+                let paths = expand_glob(&written, Dotfiles::Matched).unwrap_or_default();
+                if let Some(config) = paths.iter().find_map(|p| git_config_with_credentials(p)) {
+                    return Some(format!(
+                        "reads `{config}`, which holds a credential (a token in a remote URL, or an `extraheader`)"
+                    ));
+                }
+            }
+        }
+    }
+    let prints_urls = match facts.subcommand.as_deref() {
+        Some("remote") => facts
+            .options
+            .iter()
+            .any(|o| matches!(o.canonical.as_str(), "-v" | "--verbose")),
+        Some("remote get-url" | "remote show") => true,
+        _ => false,
+    };
+    if facts.program.as_deref() != Some("git") || !prints_urls {
+        return None;
+    }
+    let config = folders
+        .candidates
+        .iter()
+        .find_map(|folder| git_index::config_with_credentials(Path::new(folder)))?;
+    Some(format!(
+        "prints the remotes' URLs, and `{}` holds a credential (a token in a URL, or an `extraheader`)",
+        config.display()
+    ))
 }
 
 /// `git diff` compares two paths as `--no-index` does (every file below a folder, tracked or

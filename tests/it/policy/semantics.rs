@@ -3671,3 +3671,53 @@ fn patches_of_stashed_untracked_files_ask() {
         assert_ne!(got, "ask", "{line}: {reasons:?}");
     }
 }
+
+/// A repository config holding a credential (a token in a remote URL, as some clones keep
+/// it; a CI checkout's `extraheader`) is not printed unasked: `git remote -v`, `get-url`,
+/// `cat .git/config` and the read tool ask, and allow as before once it holds none.
+#[test]
+fn a_git_config_holding_a_credential_is_not_printed_unasked() {
+    let ws = workspace();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let read = |path: &str| {
+        let batch = Batch::new(vec![ToolCall::new(
+            "r",
+            "Read",
+            json!({ "file_path": path }),
+        )]);
+        let plan = engine.plan(&batch, &[]).unwrap();
+        let call = plan.calls.into_iter().next().unwrap();
+        (call.decision.as_str().to_owned(), call.reasons)
+    };
+    let config = ws.root.join(".git/config");
+    let clean = "[remote \"origin\"]\n\turl = https://github.com/acme/app.git\n";
+    for held in [
+        "[remote \"origin\"]\n\turl = https://x-access-token:ghp_FAKE@github.com/acme/app.git\n",
+        "[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n",
+    ] {
+        std::fs::write(&config, held).unwrap();
+        for line in [
+            "git remote -v",
+            "git remote get-url origin",
+            "cat .git/config",
+            "cat src/../.git/config",
+        ] {
+            let (got, reasons) = decide(&engine, line, &[]);
+            assert_eq!(got, "ask", "{line}: {reasons:?}");
+            assert!(
+                analyses(&reasons).contains("holds a credential"),
+                "{line}: {reasons:?}"
+            );
+        }
+        let (got, reasons) = read(".git/config");
+        assert_eq!(got, "ask", "{reasons:?}");
+        // Names only.
+        let (got, reasons) = decide(&engine, "git remote", &[]);
+        assert_eq!(got, "allow", "{reasons:?}");
+    }
+    std::fs::write(&config, clean).unwrap();
+    for line in ["git remote -v", "cat .git/config"] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+}
