@@ -31,7 +31,7 @@
 //! file write when it opens a file for output: `>`, `>>`, `>|`, `&>`, `&>>`, `<>`, and
 //! `>&word` / `<&word` forms whose target is not a file-descriptor number or `-`. Duplicating
 //! or closing descriptors (`2>&1`, `>&2`, `3>&-`) is not a write. The targets `/dev/null`,
-//! `/dev/stdout` and `/dev/stderr` are treated as discarding or re-routing output, not as file
+//! `/dev/stdout`, `/dev/stderr`, `/dev/tty` and `/dev/fd/1`, `/dev/fd/2` are treated as discarding or re-routing output, not as file
 //! writes (they create nothing and cannot be replaced by a non-root process). A target with
 //! any expansion (`> $F`) is a write.
 //!
@@ -410,7 +410,8 @@ pub enum RedirectEffect {
         /// The file.
         target: Word,
     },
-    /// Output to `/dev/null`, `/dev/stdout` or `/dev/stderr`.
+    /// Output to `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/tty`, `/dev/fd/1` or
+    /// `/dev/fd/2`.
     Discard,
     /// Duplicates or closes a file descriptor (`2>&1`, `3>&-`).
     DuplicateFd,

@@ -1072,7 +1072,10 @@ fn is_fd_operand(target: &Word) -> bool {
 /// Output to a target: a file write unless it is one of the discarding devices.
 fn output_effect(target: Word) -> RedirectEffect {
     match target.literal() {
-        Some("/dev/null" | "/dev/stdout" | "/dev/stderr") => RedirectEffect::Discard,
+        // (The terminal, and the command's own output by its descriptor, are its output.)
+        Some(
+            "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "/dev/fd/1" | "/dev/fd/2",
+        ) => RedirectEffect::Discard,
         _ => RedirectEffect::WriteFile { target },
     }
 }

@@ -1566,6 +1566,10 @@ fn python_module(base: &str, args: &[Word]) -> Outcome {
             // A script (or nothing known): not a module run.
             return Ok(Analysis::NotAWrapper);
         };
+        // Prints and exits before anything runs.
+        if matches!(text, "--version" | "--help") {
+            return Ok(Analysis::NotAWrapper);
+        }
         rest = tail;
         for (at, letter) in cluster.char_indices() {
             let attached = &cluster[at + letter.len_utf8()..];
@@ -2654,6 +2658,7 @@ mod tests {
             ),
             (&["python3", "script.py", "-m", "x"], "-"),
             (&["python3", "-c", "print(1)"], "-"),
+            (&["python3", "--version"], "-"),
             (
                 &["python3", "-Q", "-m", "pytest"],
                 "U:`python3` option `-Q` is not understood",

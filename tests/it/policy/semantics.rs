@@ -1256,6 +1256,28 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("runs code", "less '+!id' src/main.rs", "ask", "default"),
         c("runs code", "less +'|xid' src/main.rs", "ask", "default"),
         c("everyday", "less -N src/main.rs", "allow", "rule:"),
+        // Needless asks: versions, cargo's own `--target`, output to the terminal.
+        c(
+            "everyday",
+            "git --version && node --version",
+            "allow",
+            "rule:version-queries",
+        ),
+        c(
+            "everyday",
+            "python3 --version",
+            "allow",
+            "rule:version-queries",
+        ),
+        c("everyday", "cargo --version", "ask", "default"),
+        c(
+            "everyday",
+            "cargo test --target x86_64-unknown-linux-gnu",
+            "allow",
+            "rule:dev-loop",
+        ),
+        c("everyday", "ls > /dev/tty", "allow", "rule:"),
+        c("everyday", "ls src > /dev/fd/2", "allow", "rule:"),
         // Files git or a hook manager runs at a later git command.
         c(
             "git hooks",
