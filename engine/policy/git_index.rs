@@ -110,14 +110,21 @@ pub fn config_with_credentials(folder: &Path) -> Option<PathBuf> {
         .take(1 << 20)
         .read_to_string(&mut text)
         .ok()?;
+    // An http(s) URL with a user part anywhere (`url`, `pushurl`, an `insteadOf` section's
+    // name); ssh's `ssh://git@host` names a user, no secret.
+    let url_with_user = |line: &str| {
+        line.match_indices("://").any(|(at, _)| {
+            let scheme_start = line[..at]
+                .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '+')
+                .map_or(0, |i| i + 1);
+            let scheme = &line[scheme_start..at];
+            let authority = line[at + 3..].split(['/', '"', ' ']).next().unwrap_or("");
+            scheme.starts_with("http") && authority.contains('@')
+        })
+    };
     let holds = text.lines().any(|line| {
         let line = line.trim().to_ascii_lowercase();
-        let url_with_user = line.starts_with("url")
-            && line.split_once("://").is_some_and(|(_, rest)| {
-                let host = rest.split('/').next().unwrap_or(rest);
-                host.contains('@')
-            });
-        url_with_user || line.starts_with("extraheader")
+        url_with_user(&line) || line.starts_with("extraheader")
     });
     holds.then_some(config)
 }
@@ -329,6 +336,34 @@ mod tests {
         assert!(git(dir.path(), &["update-index", "--split-index"]));
         let err = tracked_files(dir.path()).unwrap_err();
         assert!(err.contains("split"), "{err}");
+    }
+
+    #[test]
+    fn credentials_in_a_config_are_found_in_any_url_and_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let config = dir.path().join(".git/config");
+        let holds = |text: &str| {
+            std::fs::write(&config, text).unwrap();
+            config_with_credentials(dir.path()).is_some()
+        };
+        for text in [
+            "[remote \"origin\"]\n\turl = https://x-access-token:ghp_1@github.com/a/b.git\n",
+            "[remote \"origin\"]\n\tpushurl = https://tok@github.com/a/b.git\n",
+            "[url \"https://user:pw@git.example.com/\"]\n\tinsteadOf = https://git.example.com/\n",
+            "[http \"https://github.com/\"]\n\textraHeader = AUTHORIZATION: basic eA==\n",
+        ] {
+            assert!(holds(text), "{text}");
+        }
+        for text in [
+            "[remote \"origin\"]\n\turl = https://github.com/a/b.git\n",
+            "[remote \"origin\"]\n\turl = git@github.com:a/b.git\n",
+            "[remote \"origin\"]\n\turl = ssh://git@github.com/a/b.git\n",
+            "[user]\n\temail = dev@example.com\n",
+        ] {
+            assert!(!holds(text), "{text}");
+        }
+        assert_eq!(config_with_credentials(&dir.path().join("none")), None);
     }
 
     #[test]
