@@ -914,20 +914,27 @@ fn no_index_operands(
             return false;
         };
         folders.candidates.iter().any(|folder| {
-            let tree =
-                git_index::work_tree(Path::new(folder)).map(|root| real(&root).unwrap_or(root));
-            values.iter().any(|value| {
-                let written = if value.starts_with('/') {
-                    value.clone()
-                } else {
-                    format!("{}/{value}", folder.trim_end_matches('/'))
-                };
-                expand_glob(&written, Dotfiles::Matched)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|path| real(Path::new(path)))
-                    .any(|path| tree.as_ref().is_none_or(|root| !path.starts_with(root)))
-            })
+            let paths: Vec<_> = values
+                .iter()
+                .flat_map(|value| {
+                    let written = if value.starts_with('/') {
+                        value.clone()
+                    } else {
+                        format!("{}/{value}", folder.trim_end_matches('/'))
+                    };
+                    expand_glob(&written, Dotfiles::Matched).unwrap_or_default()
+                })
+                .filter_map(|path| real(Path::new(&path)))
+                .collect();
+            // A word naming nothing is a revision; the repository is looked for only then.
+            !paths.is_empty()
+                && match git_index::work_tree(Path::new(folder)) {
+                    None => true,
+                    Some(root) => {
+                        let root = real(&root).unwrap_or(root);
+                        paths.iter().any(|path| !path.starts_with(&root))
+                    }
+                }
         })
     };
     let mut changed: Option<CommandFacts> = None;
