@@ -250,6 +250,10 @@ enum Command {
         /// Most bytes read from stdin; a larger payload is refused.
         #[arg(long, default_value_t = cli::hook::DEFAULT_MAX_INPUT)]
         max_input: u64,
+        /// How long the payload may take to arrive whole (stdin closed); a hook still
+        /// reading then answers as for a payload it cannot read, instead of waiting on.
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        read_timeout: std::time::Duration,
         /// Decide through a resident `toolgate hook-server` that keeps the loaded policies
         /// between calls (started in the background when none runs for this user and
         /// environment; this call then decides on its own). Same decisions, a fraction of the
@@ -428,6 +432,7 @@ fn hook_args(global: GlobalOptions, command: Command) -> (GlobalOptions, cli::ho
         protocol,
         decision_log,
         max_input,
+        read_timeout,
         server: _,
     } = command
     else {
@@ -461,6 +466,7 @@ fn hook_args(global: GlobalOptions, command: Command) -> (GlobalOptions, cli::ho
         }),
         decision_log,
         max_input,
+        read_timeout,
     };
     (global, args)
 }
@@ -526,14 +532,31 @@ fn run_hook(
     server: bool,
 ) -> crate::agent::Reply {
     use std::io::Read as _;
-    let mut payload = Vec::new();
-    if let Err(error) = std::io::stdin()
-        .lock()
-        .take(args.max_input.saturating_add(1))
-        .read_to_end(&mut payload)
-    {
-        return crate::agent::unreadable(&format!("cannot read the hook payload: {error}"));
-    }
+    // Read on a thread of its own, so that an agent that never closes stdin gets an answer
+    // (the process exits with the thread still waiting).
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let most = args.max_input.saturating_add(1);
+    std::thread::spawn(move || {
+        let mut payload = Vec::new();
+        let read = std::io::stdin()
+            .lock()
+            .take(most)
+            .read_to_end(&mut payload)
+            .map(|_| payload);
+        let _ = sender.send(read);
+    });
+    let payload = match receiver.recv_timeout(args.read_timeout) {
+        Ok(Ok(payload)) => payload,
+        Ok(Err(error)) => {
+            return crate::agent::unreadable(&format!("cannot read the hook payload: {error}"));
+        }
+        Err(_) => {
+            return crate::agent::unreadable(&format!(
+                "the hook payload did not end within {} (`--read-timeout`): the agent must close stdin after it",
+                crate::model::Duration(args.read_timeout)
+            ));
+        }
+    };
     through_server(server, &payload, false)
         .unwrap_or_else(|| cli::hook::hook(global, args, &payload[..]))
 }

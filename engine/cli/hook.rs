@@ -29,6 +29,8 @@ pub struct HookArgs {
     pub decision_log: Option<PathBuf>,
     /// Most bytes read from stdin; a larger payload is refused.
     pub max_input: u64,
+    /// How long the payload may take to arrive whole (`toolgate hook` reading stdin).
+    pub read_timeout: std::time::Duration,
     /// The agent's project folder, as its environment gives it to hooks
     /// ([`project_dir_from_env`]): the project is found from it rather than from the event's
     /// `cwd`, which follows the agent's `cd`s.

@@ -4,7 +4,7 @@
 
 use insta::assert_snapshot;
 
-use super::{Project, hooks_layer, run_hook};
+use super::{Project, config, hooks_layer, run_hook};
 
 /// Runs every fixture of `agent` listed in `cases` against the standard project (with the
 /// hooks layer) and snapshots each transcript under `<agent>__<case>`.
@@ -274,6 +274,44 @@ fn payloads_that_cannot_be_read_block_with_exit_2() {
         "{}",
         run.stderr
     );
+}
+
+/// An agent that writes its payload and never closes stdin gets an answer once
+/// `--read-timeout` has passed (the hook waited for the end of input for ever before).
+#[test]
+fn a_payload_that_never_ends_is_refused_after_the_read_timeout() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["hook", "claude", "--read-timeout", "300ms"])
+        .current_dir(std::env::temp_dir())
+        .env("TOOLGATE_CONFIG_DIR", config())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"hook_event_name\": \"PreToolUse\",")
+        .unwrap();
+    stdin.flush().unwrap();
+    // stdin stays open while the hook answers.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the hook waited for the end of its input past --read-timeout");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    drop(stdin);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty());
+    insta::assert_snapshot!(stderr, @"toolgate: the hook payload did not end within 300ms (`--read-timeout`): the agent must close stdin after it");
 }
 
 #[test]
