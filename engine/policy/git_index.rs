@@ -129,6 +129,23 @@ pub fn config_with_credentials(folder: &Path) -> Option<PathBuf> {
     holds.then_some(config)
 }
 
+/// Whether `path` is the config of a repository (`REPO/.git/config`, through links too)
+/// that holds a credential (see [`config_with_credentials`]).
+pub fn is_config_with_credentials(path: &Path) -> bool {
+    if path.file_name().is_none_or(|name| name != "config") {
+        return false;
+    }
+    let Ok(real) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    let Some(work_tree) = real.parent().and_then(Path::parent) else {
+        return false;
+    };
+    config_with_credentials(work_tree)
+        .and_then(|config| std::fs::canonicalize(config).ok())
+        .is_some_and(|config| config == real)
+}
+
 /// The work tree of the repository `folder` lies in: the nearest folder, from `folder` up,
 /// holding a `.git` folder or file.
 pub fn work_tree(folder: &Path) -> Option<PathBuf> {

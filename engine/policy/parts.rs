@@ -149,16 +149,10 @@ fn read_call_of_credentials(
     ))
 }
 
-/// `path` when it is the config of a repository (`REPO/.git/config`) that holds a
-/// credential.
+/// `path` when it is the config of a repository that holds a credential (see
+/// [`git_index::is_config_with_credentials`]).
 fn git_config_with_credentials(path: &str) -> Option<String> {
-    let path = Path::new(path);
-    if path.file_name()? != "config" {
-        return None;
-    }
-    let real = std::fs::canonicalize(path).ok()?;
-    let config = git_index::config_with_credentials(path.parent()?.parent()?)?;
-    (std::fs::canonicalize(&config).ok()? == real).then(|| path.display().to_string())
+    git_index::is_config_with_credentials(Path::new(path)).then(|| path.to_owned())
 }
 
 /// What a call of the search tool may read below the folder it searches (its `path`, else
@@ -890,7 +884,7 @@ fn prints_remote_credentials(
         .iter()
         .find_map(|folder| git_index::config_with_credentials(Path::new(folder)))?;
     Some(format!(
-        "prints the remotes' URLs, and `{}` holds a credential (a token in a URL, or an `extraheader`)",
+        "prints the remotes' URLs, and `{}` holds a credential (a token in a remote URL, or an `extraheader`)",
         config.display()
     ))
 }
@@ -1238,6 +1232,17 @@ fn judge_files(
                         continue;
                     }
                     let file = decide_file(set, ctx, call, (tool, access), &path, cache);
+                    if access == Access::Read
+                        && let Some(config) = git_config_with_credentials(&path)
+                    {
+                        outcome.add_analysis(
+                            &command.text,
+                            format!(
+                                "`{}` reads `{config}`, which holds a credential (a token in a remote URL, or an `extraheader`)",
+                                command.text
+                            ),
+                        );
+                    }
                     if named == Named::Maybe
                         && (recursive || outside_workspace(&path, ctx))
                         && Path::new(&path).is_dir()

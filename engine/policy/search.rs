@@ -272,6 +272,8 @@ pub(crate) fn judge_below(
 
     // Per rule (by name), the files it protects: the rule's decision and reason, the files.
     let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();
+    // Repository configs that hold a credential (a token in a remote URL).
+    let mut credentials: Vec<String> = Vec::new();
     let mut judge = |relative: &str, real: Option<&Path>| {
         // The folder itself may be a file (`Grep` over one file).
         let written = folder.written.absolute();
@@ -280,6 +282,9 @@ pub(crate) fn judge_below(
         } else {
             format!("{}/{relative}", written.trim_end_matches('/'))
         };
+        if git_index::is_config_with_credentials(Path::new(&path)) {
+            credentials.push(path.clone());
+        }
         let input = json!({ "file_path": path });
         let read = CallFacts {
             tool: reader.tool,
@@ -371,6 +376,13 @@ pub(crate) fn judge_below(
             }
         }
     }
+    let credentials = credentials.into_iter().map(|config| {
+        format!(
+            "{} searches {}, which holds `{config}`, a repository config holding a credential (a token in a remote URL, or an `extraheader`); the search may read it",
+            folder.what,
+            folder.shown()
+        )
+    });
     protected
         .into_iter()
         .map(|(name, (decision, reason, mut files))| {
@@ -402,6 +414,7 @@ pub(crate) fn judge_below(
                 named.join(", ")
             )
         })
+        .chain(credentials)
         .collect()
 }
 

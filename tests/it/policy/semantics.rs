@@ -3723,16 +3723,29 @@ fn a_git_config_holding_a_credential_is_not_printed_unasked() {
             "git remote get-url origin",
             "cat .git/config",
             "cat src/../.git/config",
+            "cat < .git/config",
+            "grep url .git/config",
+            "grep -r url .git",
+            "diff .git/config /dev/null",
+            "git diff --no-index .git/config /dev/null",
         ] {
             let (got, reasons) = decide(&engine, line, &[]);
             assert_eq!(got, "ask", "{line}: {reasons:?}");
             assert!(
-                analyses(&reasons).contains("holds a credential"),
+                analyses(&reasons).contains("a credential (a token in a remote URL"),
                 "{line}: {reasons:?}"
             );
         }
         let (got, reasons) = read(".git/config");
         assert_eq!(got, "ask", "{reasons:?}");
+        let batch = Batch::new(vec![ToolCall::new(
+            "g",
+            "Grep",
+            json!({ "pattern": "url", "path": ".git" }),
+        )]);
+        let plan = engine.plan(&batch, &[]).unwrap();
+        let call = &plan.calls[0];
+        assert_eq!(call.decision.as_str(), "ask", "{:?}", call.reasons);
         // Names only.
         let (got, reasons) = decide(&engine, "git remote", &[]);
         assert_eq!(got, "allow", "{reasons:?}");
