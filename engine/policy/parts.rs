@@ -1414,6 +1414,44 @@ fn judge_copies(
     );
 }
 
+/// Whether a command that may print tracked files prints no content of them: names and
+/// counts only (`git diff --stat`, `git show --name-only HEAD`, `-s`) with no option that
+/// asks for the patch back, or files outside the repository (`--no-index`).
+fn prints_no_content(facts: &CommandFacts) -> bool {
+    let spelled = |o: &super::commands::UsedOption, names: &[&str]| {
+        names.iter().any(|name| {
+            o.canonical == *name
+                || o.canonical
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('='))
+        })
+    };
+    const NAMES_ONLY: &[&str] = &[
+        "--stat",
+        "--name-only",
+        "--name-status",
+        "--numstat",
+        "--shortstat",
+        "--dirstat",
+        "--summary",
+        "--raw",
+        "--compact-summary",
+        "-s",
+        "--no-patch",
+    ];
+    if facts.options.iter().any(|o| o.canonical == "--no-index") {
+        return true;
+    }
+    let names_only = facts.options.iter().any(|o| spelled(o, NAMES_ONLY));
+    // An option the table marks as printing file contents (`-p`, `-U5`, `--cc`), or one it
+    // does not know, may bring the patch back.
+    let patch = facts
+        .options
+        .iter()
+        .any(|o| !spelled(o, NAMES_ONLY) && o.info.as_ref().is_none_or(|info| info.prints_tracked));
+    names_only && !patch
+}
+
 /// Why a command that prints file contents from commits reaches files no index lists: a
 /// stash made with `-u` or `-a` keeps the untracked files (a `.env` never committed) in a
 /// commit of their own, which `git show stash^3`, `git log -p stash`, `git stash show -u
@@ -1463,6 +1501,9 @@ fn judge_tracked(
     (command, facts): (&SimpleCommand, &CommandFacts),
     folders: &Folders,
 ) -> Vec<String> {
+    if prints_no_content(facts) {
+        return Vec::new();
+    }
     if let Some(why) = beyond_the_index(command, facts) {
         return vec![why];
     }

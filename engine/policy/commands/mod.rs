@@ -95,7 +95,8 @@ pub struct OptionInfo {
     replaces_first_operand: bool,
     default_operand: Option<String>,
     search_includes: Vec<SearchSkip>,
-    prints_tracked: bool,
+    /// Using it prints the content of the files the repository tracks (`git log -p`).
+    pub prints_tracked: bool,
 }
 
 /// `value` as npm's option parser reads it, when that is a long option written with one

@@ -1252,6 +1252,24 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:no-secrets",
         ),
+        c(
+            "secret names",
+            "cat /home/x/.ssh/deploy_key",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "secret names",
+            "cat /root/.config/gh/hosts.yml",
+            "deny",
+            "rule:no-secrets",
+        ),
+        c(
+            "secret names",
+            "cat /proc/1/cmdline",
+            "deny",
+            "rule:no-secrets",
+        ),
         // less runs a `+CMD` operand at start (`!` a shell command).
         c("runs code", "less '+!id' src/main.rs", "ask", "default"),
         c("runs code", "less +'|xid' src/main.rs", "ask", "default"),
@@ -3599,6 +3617,10 @@ fn git_prints_the_files_its_repository_tracks() {
         "git whatchanged --binary",
         "git stash show --patch-with-raw",
         "git stash list -c",
+        // Names only, until an option asks for the patch back.
+        "git diff --stat -p",
+        "git log -p --stat",
+        "git show --name-only --patch HEAD",
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "ask", "{line}: {reasons:?}");
@@ -3612,6 +3634,14 @@ fn git_prints_the_files_its_repository_tracks() {
         "git diff HEAD~1 -- src",
         "git log --oneline -5",
         "git status",
+        // Names and counts only; files outside the repository.
+        "git diff --stat",
+        "git diff --name-only HEAD~1",
+        "git show HEAD --stat",
+        "git show --name-status HEAD",
+        "git log --stat=80 -3",
+        "git show -s HEAD",
+        "git diff --no-index src/main.rs /dev/null",
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "allow", "{line}: {reasons:?}");
