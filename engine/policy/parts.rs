@@ -816,6 +816,7 @@ fn starting_points(command: &SimpleCommand) -> Option<Vec<Word>> {
 /// file, which points to them elsewhere) — unless one with a `.git` comes first. Any kind of
 /// entry counts, links to nothing included: git asks only that `objects` and `refs` can be
 /// entered, which an executable file passes, and reads a `HEAD` link without following it.
+/// A `.git` file naming such a folder outside any `.git` folder (`gitdir: ../x`) counts too.
 /// Anyone who can write files can lay one out, and git runs commands its `config` names
 /// (`core.fsmonitor`, `core.pager`, hooks). Inside the workspace the walk stops at its
 /// `root`: above it an agent writes nothing unasked.
@@ -825,8 +826,21 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
         .starts_with(root)
         .then(|| std::path::Path::new(root));
     loop {
-        if current.join(".git").symlink_metadata().is_ok() {
-            return None;
+        let dot_git = current.join(".git");
+        if let Ok(meta) = dot_git.symlink_metadata() {
+            // A `.git` file names the repository's folder (`gitdir: …`, as worktrees and
+            // submodules write it, inside a `.git` folder): one naming a folder elsewhere,
+            // where files may be written, is opened the same way.
+            return meta
+                .is_file()
+                .then(|| std::fs::read_to_string(&dot_git).ok())
+                .flatten()
+                .and_then(|text| {
+                    let named = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
+                    Some(current.join(named))
+                })
+                .filter(|git_dir| !git_dir.components().any(|c| c.as_os_str() == ".git"))
+                .map(|git_dir| git_dir.display().to_string());
         }
         // A linked layout (`commondir` naming another folder, as worktrees use) counts too.
         let has = |name: &str| current.join(name).symlink_metadata().is_ok();

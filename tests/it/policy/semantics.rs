@@ -2720,8 +2720,15 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
     std::fs::create_dir_all(odd.join("objects")).unwrap();
     std::fs::create_dir_all(odd.join("refs")).unwrap();
     std::fs::write(odd.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    // A `.git` file naming such a folder (as worktrees and submodules name theirs).
+    std::fs::create_dir_all(ws.root.join("gf")).unwrap();
+    std::fs::write(ws.root.join("gf/.git"), "gitdir: ../evil\n").unwrap();
+    std::fs::create_dir_all(ws.root.join("sub")).unwrap();
+    std::fs::write(ws.root.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
     for command in [
+        "git -C gf status",
+        "cd gf && git log",
         "git -C evil status",
         "cd evil && git status",
         "git --git-dir=evil --work-tree=. status",
@@ -2755,6 +2762,8 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
         "git -C src status",
         "cd src && git diff",
         "cargo test && git status",
+        // A submodule's `.git` file names a folder inside `.git`.
+        "git -C sub status",
     ] {
         assert_eq!(decide(&engine, command, &[]).0, "allow", "{command}");
     }
