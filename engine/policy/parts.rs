@@ -470,7 +470,7 @@ fn decide_line(
         if let Some(why) = prints_secrets(command, &table) {
             outcome.add_analysis(&command.text, why);
         }
-        if let Some(why) = prints_remote_credentials(facts, &folders, home) {
+        if let Some(why) = prints_remote_credentials(facts, &folders) {
             outcome.add_analysis(&command.text, format!("`{}` {why}", command.text));
         }
         if let Some(why) = exports_everything(command) {
@@ -857,31 +857,7 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
 /// Why a git command that prints the remotes' URLs (`git remote -v`, `get-url`, `show`)
 /// prints a credential: the repository's config holds a URL with a user and token in it
 /// (see [`git_index::config_with_credentials`]).
-fn prints_remote_credentials(
-    facts: &CommandFacts,
-    folders: &Folders,
-    home: Option<&str>,
-) -> Option<String> {
-    // A file it reads: the config itself (`cat .git/config`).
-    for role_word in facts.roles.iter().filter(|r| r.role == Role::Read) {
-        let values = word_values(
-            &role_word.word,
-            home,
-            &folders.candidates,
-            Dotfiles::Matched,
-        )
-        .unwrap_or_default();
-        for value in values {
-            for written in folders.resolve(&value) {
-                let paths = expand_glob(&written, Dotfiles::Matched).unwrap_or_default();
-                if let Some(config) = paths.iter().find_map(|p| git_config_with_credentials(p)) {
-                    return Some(format!(
-                        "reads `{config}`, which holds a credential (a token in a remote URL, or an `extraheader`)"
-                    ));
-                }
-            }
-        }
-    }
+fn prints_remote_credentials(facts: &CommandFacts, folders: &Folders) -> Option<String> {
     let prints_urls = match facts.subcommand.as_deref() {
         Some("remote") => facts
             .options
