@@ -138,7 +138,14 @@ pub fn is_config_with_credentials(path: &Path) -> bool {
     let Ok(real) = std::fs::canonicalize(path) else {
         return false;
     };
-    let Some(work_tree) = real.parent().and_then(Path::parent) else {
+    // Only a `config` right inside a `.git` folder is the one its repository reads.
+    let Some(git_dir) = real
+        .parent()
+        .filter(|dir| dir.file_name() == Some(".git".as_ref()))
+    else {
+        return false;
+    };
+    let Some(work_tree) = git_dir.parent() else {
         return false;
     };
     config_with_credentials(work_tree)

@@ -3788,6 +3788,10 @@ fn a_git_config_holding_a_credential_is_not_printed_unasked() {
         // Names only.
         let (got, reasons) = decide(&engine, "git remote", &[]);
         assert_eq!(got, "allow", "{reasons:?}");
+        // Another file named `config` is not the repository's.
+        std::fs::write(ws.root.join("src/config"), "x = 1\n").unwrap();
+        let (got, reasons) = decide(&engine, "cat src/config", &[]);
+        assert_eq!(got, "allow", "{reasons:?}");
     }
     std::fs::write(&config, clean).unwrap();
     for line in ["git remote -v", "cat .git/config"] {
