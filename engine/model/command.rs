@@ -25,9 +25,16 @@ pub struct CommandsSection {
     /// the `file_path` field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_tools: Option<FileTools>,
-    /// Programs by command name (the last path component of the command word).
+    /// Programs by command name.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub programs: IndexMap<String, Program>,
+    /// Folders whose programs are the ones the table names (`/usr/bin`): a command word
+    /// that is a path into one of them (`/usr/bin/git`) is read as the program it names. Any
+    /// other command word with a `/` (`script/test`, `./ls`, `/tmp/x/git`) runs that file,
+    /// which may hold anything: it is a program the table does not know, and no rule allows
+    /// it by the name it ends in. Written exactly, without a trailing `/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub program_folders: Vec<String>,
 }
 
 /// How an environment variable set before a command is judged.

@@ -825,22 +825,24 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
     let stop = current
         .starts_with(root)
         .then(|| std::path::Path::new(root));
+    // A `.git` file names the repository's folder (`gitdir: …`, as worktrees and submodules
+    // write it, inside a `.git` folder): one naming a folder elsewhere, where files may be
+    // written, is opened the same way.
+    let named_by = |file: &Path| {
+        let text = std::fs::read_to_string(file).ok()?;
+        let named = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
+        let git_dir = file.parent()?.join(named);
+        (!git_dir.components().any(|c| c.as_os_str() == ".git"))
+            .then(|| git_dir.display().to_string())
+    };
+    // `git --git-dir=FILE` reads FILE as such a `.git` file.
+    if folder.trim_end_matches('/') != root.trim_end_matches('/') && current.is_file() {
+        return named_by(current);
+    }
     loop {
         let dot_git = current.join(".git");
         if let Ok(meta) = dot_git.symlink_metadata() {
-            // A `.git` file names the repository's folder (`gitdir: …`, as worktrees and
-            // submodules write it, inside a `.git` folder): one naming a folder elsewhere,
-            // where files may be written, is opened the same way.
-            return meta
-                .is_file()
-                .then(|| std::fs::read_to_string(&dot_git).ok())
-                .flatten()
-                .and_then(|text| {
-                    let named = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
-                    Some(current.join(named))
-                })
-                .filter(|git_dir| !git_dir.components().any(|c| c.as_os_str() == ".git"))
-                .map(|git_dir| git_dir.display().to_string());
+            return meta.is_file().then(|| named_by(&dot_git)).flatten();
         }
         // A linked layout (`commondir` naming another folder, as worktrees use) counts too.
         let has = |name: &str| current.join(name).symlink_metadata().is_ok();
@@ -1501,6 +1503,9 @@ fn judge_tracked(
     // cannot be told (a word only known when it runs, git's `:(…)` and `:!` magic), which
     // may print any tracked file. A word naming nothing here is a revision.
     let (mut named_file, mut below, mut anywhere) = (false, Vec::new(), false);
+    // Words naming one object by its path in a revision (`HEAD:src/main.rs`), whose file is
+    // judged as the word's operand: alone, they print that file (or a folder's names).
+    let (mut objects, mut others) = (0, 0);
     for role_word in facts
         .roles
         .iter()
@@ -1510,6 +1515,13 @@ fn judge_tracked(
             anywhere = true;
             continue;
         };
+        if value.split_once(':').is_some_and(|(revision, _)| {
+            !revision.is_empty() && !has_glob(value) && !value.starts_with('-')
+        }) {
+            objects += 1;
+            continue;
+        }
+        others += 1;
         if value.starts_with(':') && !value.starts_with(":/") || has_glob(value) {
             anywhere = true;
             continue;
@@ -1524,6 +1536,9 @@ fn judge_tracked(
                 Err(_) => {}
             }
         }
+    }
+    if objects > 0 && others == 0 && !anywhere {
+        return Vec::new();
     }
     // `--full-diff` prints every file of a commit that touches the pathspecs.
     anywhere |= facts.options.iter().any(|o| o.canonical == "--full-diff");

@@ -43,6 +43,8 @@ pub struct CommandTable {
     pub search_tool: Option<String>,
     /// What the search tool leaves out of a folder it searches (with no `glob`).
     pub search_skips: Vec<SearchSkip>,
+    /// The folders whose programs are the ones the table names.
+    program_folders: Vec<String>,
 }
 
 impl PartialEq for CommandTable {
@@ -311,7 +313,8 @@ pub enum EffectFrom {
 /// What the command table says one simple command does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommandFacts {
-    /// The program (command word's last path component), when the table knows it.
+    /// The program, when the command word names one the table knows (see
+    /// [`CommandTable::program_name`]).
     pub program: Option<String>,
     /// The subcommand, when the program has subcommands and the command names a known one.
     pub subcommand: Option<String>,
@@ -475,6 +478,21 @@ impl CommandTable {
             write_tool: tools.and_then(|t| t.write.clone()),
             search_tool: tools.and_then(|t| t.search.clone()),
             search_skips: tools.map(|t| t.search_skips.clone()).unwrap_or_default(),
+            program_folders: section.program_folders.clone(),
+        }
+    }
+
+    /// The program a command word names: the word itself, or the last component of a path
+    /// into one of the table's `program_folders`. `None` for any other path (`script/test`,
+    /// `./ls`): that file is run, whatever its name.
+    pub fn program_name<'w>(&self, command_word: &'w str) -> Option<&'w str> {
+        match command_word.rsplit_once('/') {
+            None => Some(command_word),
+            Some((folder, name)) => self
+                .program_folders
+                .iter()
+                .any(|listed| listed == folder)
+                .then_some(name),
         }
     }
 
@@ -581,8 +599,10 @@ impl CommandTable {
         let Some(Some(command_word)) = literals.first() else {
             return (facts, None);
         };
-        let name = command_word.rsplit('/').next().unwrap_or(command_word);
-        let Some(mut program) = self.programs.get(name) else {
+        let Some((name, mut program)) = self
+            .program_name(command_word)
+            .and_then(|name| Some((name, self.programs.get(name)?)))
+        else {
             facts.unlisted = unlisted_words(&words[1..]);
             return (facts, None);
         };

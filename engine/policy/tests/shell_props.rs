@@ -222,6 +222,7 @@ fn known_lines_satisfy_the_properties() {
 fn table() -> crate::policy::commands::CommandTable {
     let section: crate::model::command::CommandsSection =
         serde_json::from_value(serde_json::json!({
+            "program_folders": ["/bin", "/usr/bin"],
             "programs": {
                 "rm": {"effects": ["write"], "operands": "write", "options": {
                     "-r": {"aliases": ["-R", "--recursive"]}, "-f": {"aliases": ["--force"]}}},
@@ -320,6 +321,8 @@ fn the_cheap_test_keeps_what_matches_by_path_or_meaning() {
         ("rm -rf *", "/bin/rm --recursive --force /", true),
         ("git push *", "git -C x push -f", true),
         ("/bin/ls *", "ls -la", true),
+        // A path outside the program folders runs that file, not `ls`.
+        ("/tmp/ls *", "ls -la", false),
         ("g?t *", "ls", true),
         ("* status", "ls", true),
         ("git status", "ls -la", false),

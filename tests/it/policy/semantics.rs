@@ -217,6 +217,18 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "analysis",
         ),
+        // A command word with a `/` runs that file, not the program it is named after.
+        c("program path", "script/test", "ask", "default"),
+        c("program path", "./script/test -f x", "ask", "default"),
+        c("program path", "script/git status", "ask", "default"),
+        c("program path", "bin/ls -la", "ask", "default"),
+        c("program path", "./ls", "ask", "default"),
+        c("program path", "/tmp/x/cat src/main.rs", "ask", "default"),
+        c("program path", "/usr/bin/../../tmp/ls", "ask", "default"),
+        c("program path", "timeout 5 script/echo hi", "ask", "default"),
+        c("program path", "/usr/bin/git status", "allow", "rule:"),
+        c("program path", "/bin/ls -la", "allow", "rule:"),
+        c("program path", "./rm -rf /", "deny", "rule:no-rm-rf"),
         c("copy", "cp src/main.rs .", "ask", "default"),
         c("copy", "mv src/main.rs ./", "ask", "default"),
         c("copy", "cp src/main.rs policies/", "ask", "default"),
@@ -2725,8 +2737,13 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
     std::fs::write(ws.root.join("gf/.git"), "gitdir: ../evil\n").unwrap();
     std::fs::create_dir_all(ws.root.join("sub")).unwrap();
     std::fs::write(ws.root.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
+    // `--git-dir` given such a file, under any name.
+    std::fs::write(ws.root.join("src/gitfile"), "gitdir: ../evil\n").unwrap();
+    std::fs::write(ws.root.join("src/modules"), "gitdir: ../.git\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
     for command in [
+        "git --git-dir=src/gitfile status",
+        "git --git-dir src/gitfile log",
         "git -C gf status",
         "cd gf && git log",
         "git -C evil status",
@@ -2764,6 +2781,7 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
         "cargo test && git status",
         // A submodule's `.git` file names a folder inside `.git`.
         "git -C sub status",
+        "git --git-dir=src/modules status",
     ] {
         assert_eq!(decide(&engine, command, &[]).0, "allow", "{command}");
     }
@@ -3630,6 +3648,8 @@ fn git_prints_the_files_its_repository_tracks() {
         "git diff --stat -p",
         "git log -p --stat",
         "git show --name-only --patch HEAD",
+        // An object by path beside a revision: the revision's patch too.
+        "git show HEAD:src/main.rs HEAD",
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "ask", "{line}: {reasons:?}");
@@ -3651,6 +3671,10 @@ fn git_prints_the_files_its_repository_tracks() {
         "git log --stat=80 -3",
         "git show -s HEAD",
         "git diff --no-index src/main.rs /dev/null",
+        // One object by its path: that file, or a folder's names.
+        "git show HEAD:src/main.rs",
+        "git show HEAD~1:src",
+        "git diff HEAD~1:src/main.rs HEAD:src/main.rs",
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "allow", "{line}: {reasons:?}");
