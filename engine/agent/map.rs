@@ -113,6 +113,21 @@ fn unknown_reason(agent: &str, tool: &str, why: &str) -> String {
     )
 }
 
+/// The most parts one call is split into. Each is judged as a call of its own (a search of a
+/// folder, for `read_many_files`), so a call naming thousands of paths would take seconds
+/// to judge: it is refused, and the agent splits it.
+const MAX_ITEMS: usize = 256;
+
+/// Refuses a call that splits into more than [`MAX_ITEMS`] parts.
+fn at_most_max_items(count: usize, what: &str) -> Result<(), String> {
+    if count > MAX_ITEMS {
+        return Err(format!(
+            "the call names {count} {what}, more than the {MAX_ITEMS} toolgate judges in one call: make several calls of at most {MAX_ITEMS}"
+        ));
+    }
+    Ok(())
+}
+
 /// The items a call splits into, each with its label; one unlabelled item when the mapping
 /// does not split.
 fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Value)>, String> {
@@ -142,6 +157,8 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
             if lists.iter().all(|(_, elements)| elements.is_empty()) {
                 return Err(format!("the list {names} is empty: nothing to judge"));
             }
+            let count = lists.iter().map(|(_, elements)| elements.len()).sum();
+            at_most_max_items(count, &format!("items in {names}"))?;
             let mut shared = input.clone();
             for source in sources {
                 shared = Value::Object(without(&shared, source));
@@ -194,6 +211,7 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
                         .to_owned(),
                 );
             }
+            at_most_max_items(files.len(), "files in its patch")?;
             let shared = without(input, source);
             Ok(files
                 .into_iter()
@@ -215,6 +233,7 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
             if urls.is_empty() {
                 return Ok(vec![(None, input.clone())]);
             }
+            at_most_max_items(urls.len(), "URLs")?;
             Ok(urls
                 .into_iter()
                 .map(|url| {
@@ -644,6 +663,38 @@ mod tests {
             .collect();
         assert_eq!(paths, [".env", "src/x.rs", ".env"]);
         assert!(items.iter().all(|(_, item)| item.get("edits").is_none()));
+    }
+
+    /// A call naming more parts than toolgate judges in one call is refused with the count,
+    /// before any part is built.
+    #[test]
+    fn a_call_splits_into_at_most_max_items_parts() {
+        let mapping: ToolMapping = serde_json::from_value(json!({
+            "tool": "Grep",
+            "each": { "items": ["include", "paths"] },
+            "input": { "path": "item" }
+        }))
+        .unwrap();
+        let paths = |n: usize| -> Vec<String> { (0..n).map(|i| format!("f{i}")).collect() };
+        let input = json!({ "include": paths(MAX_ITEMS - 1), "paths": ["x"] });
+        assert_eq!(split(&mapping, &input).unwrap().len(), MAX_ITEMS);
+        let input = json!({ "include": paths(MAX_ITEMS), "paths": ["x"] });
+        assert_eq!(
+            split(&mapping, &input).unwrap_err(),
+            "the call names 257 items in `include` or `paths`, more than the 256 toolgate judges in one call: make several calls of at most 256"
+        );
+        let patch: String = (0..=MAX_ITEMS)
+            .map(|i| format!("*** Add File: f{i}\n+x\n"))
+            .collect();
+        let mapping: ToolMapping = serde_json::from_value(json!({
+            "tool": "Write", "each": { "patch": "input" }, "input": { "file_path": "path" }
+        }))
+        .unwrap();
+        assert!(
+            split(&mapping, &json!({ "input": patch }))
+                .unwrap_err()
+                .starts_with("the call names 257 files in its patch")
+        );
     }
 
     #[test]

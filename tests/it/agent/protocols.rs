@@ -141,7 +141,8 @@ fn searches_answer_for_the_files_below_them() {
 }
 
 /// Gemini CLI's `read_many_files` matches a path missing as written regardless of case
-/// (`.ENV` reads `.env`), and with `respect_git_ignore: false` reads what .gitignore lists.
+/// (`.ENV` reads `.env`), with `respect_git_ignore: false` reads what .gitignore lists, and
+/// names at most 256 paths.
 #[test]
 fn gemini_read_many_files_is_judged_as_gemini_reads() {
     let project = Project::standard();
@@ -155,6 +156,8 @@ fn gemini_read_many_files_is_judged_as_gemini_reads() {
         &[
             "before_tool_read_many_case",
             "before_tool_read_many_ignored",
+            // 300 paths: refused with the limit, before any is searched.
+            "before_tool_read_many_too_many",
         ],
     );
 }
