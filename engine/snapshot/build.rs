@@ -540,6 +540,14 @@ fn discovery_diagnostic(error: super::layer::DiscoveryError) -> Diagnostic {
             format!("policy root `{shown}` does not exist"),
         )
         .with_help("pass an existing directory or file to `--policies`/`--enforced`"),
+        DiscoveryErrorKind::TooLarge => Diagnostic::new(
+            Code::IoRead,
+            format!(
+                "policy root `{shown}` holds more than {} entries below it: it is not a folder of policy files",
+                super::layer::MAX_ENTRIES
+            ),
+        )
+        .with_help("pass the folder that holds the policy files (`.toolgate/policies`), or the files themselves"),
         DiscoveryErrorKind::Unreadable(reason) => {
             // Name the entry as a location too, so that GitHub annotations and SARIF point
             // at it.

@@ -218,7 +218,13 @@ pub enum DiscoveryErrorKind {
     NotFound,
     /// A directory could not be read.
     Unreadable(String),
+    /// The root holds more than [`MAX_ENTRIES`] entries below it (`-p /`, `-p ~`): it is
+    /// not a folder of policy files, and listing it would not end soon.
+    TooLarge,
 }
+
+/// The most entries a policy root is listed to, all folders below it together.
+pub const MAX_ENTRIES: usize = 10_000;
 
 /// Whether a path names a policy file (by extension, not hidden, not a policy test).
 ///
@@ -270,7 +276,16 @@ pub fn discover(root: &Root) -> (Vec<FoundFile>, Vec<DiscoveryError>) {
                 Ok(_) => {
                     let mut ancestors: Vec<PathBuf> =
                         std::fs::canonicalize(path).into_iter().collect();
-                    walk(path, &mut found, &mut errors, &mut ancestors);
+                    let mut left = MAX_ENTRIES;
+                    if walk(path, &mut found, &mut errors, &mut ancestors, &mut left).is_err() {
+                        // What was found on the way is no part of a policy set.
+                        found.clear();
+                        errors.clear();
+                        errors.push(DiscoveryError {
+                            path: path.clone(),
+                            kind: DiscoveryErrorKind::TooLarge,
+                        });
+                    }
                 }
             }
             (found, errors)
@@ -280,12 +295,14 @@ pub fn discover(root: &Root) -> (Vec<FoundFile>, Vec<DiscoveryError>) {
 
 /// Lists `dir` recursively. `ancestors` are the canonical paths of the folders being walked,
 /// so that a symbolic link back to one of them is reported instead of followed forever.
+/// `left` is how many more entries may be listed; `Err` when they run out.
 fn walk(
     dir: &Path,
     found: &mut Vec<FoundFile>,
     errors: &mut Vec<DiscoveryError>,
     ancestors: &mut Vec<PathBuf>,
-) {
+    left: &mut usize,
+) -> Result<(), ()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) => {
@@ -293,11 +310,12 @@ fn walk(
                 path: dir.to_owned(),
                 kind: DiscoveryErrorKind::Unreadable(err.to_string()),
             });
-            return;
+            return Ok(());
         }
     };
     let mut paths: Vec<PathBuf> = Vec::new();
     for entry in entries {
+        *left = left.checked_sub(1).ok_or(())?;
         match entry {
             Ok(entry) => paths.push(entry.path()),
             Err(err) => errors.push(DiscoveryError {
@@ -329,8 +347,9 @@ fn walk(
                 }
                 Ok(canonical) => {
                     ancestors.push(canonical);
-                    walk(&path, found, errors, ancestors);
+                    let walked = walk(&path, found, errors, ancestors, left);
                     ancestors.pop();
+                    walked?;
                 }
                 Err(err) => errors.push(DiscoveryError {
                     path,
@@ -357,6 +376,7 @@ fn walk(
             }
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -419,6 +439,27 @@ mod tests {
             })
             .collect();
         assert_eq!(names, ["a.toml", "b.yaml", "sub/c.yml"]);
+    }
+
+    #[test]
+    fn a_root_with_more_than_max_entries_is_one_error_and_no_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        // The root's own entry `sub` counts too.
+        for i in 0..MAX_ENTRIES - 1 {
+            std::fs::write(sub.join(format!("{i}.yaml")), "").unwrap();
+        }
+        let (found, errors) = discover(&Root::Path(dir.path().to_owned()));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(found.len(), MAX_ENTRIES - 1);
+        std::fs::write(sub.join("one-more.yaml"), "").unwrap();
+        let (found, errors) = discover(&Root::Path(dir.path().to_owned()));
+        assert!(found.is_empty());
+        assert!(
+            matches!(&errors[..], [error] if matches!(error.kind, DiscoveryErrorKind::TooLarge)),
+            "{errors:?}"
+        );
     }
 
     #[test]

@@ -360,6 +360,19 @@ impl Reloader {
             let mode = if file.is_some() {
                 RecursiveMode::NonRecursive
             } else {
+                // A root too large to be a folder of policy files (`-p /`) is not watched
+                // folder by folder either.
+                let (_, errors) = discover(&Root::Path(dir.clone()));
+                if errors
+                    .iter()
+                    .any(|e| matches!(e.kind, super::layer::DiscoveryErrorKind::TooLarge))
+                {
+                    return Err(notify::Error::generic(&format!(
+                        "`{}` holds more than {} entries below it: it is not a folder of policy files",
+                        dir.display(),
+                        super::layer::MAX_ENTRIES
+                    )));
+                }
                 RecursiveMode::Recursive
             };
             debouncer.watch(dir, mode)?;

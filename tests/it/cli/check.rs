@@ -278,6 +278,24 @@ fn bad_root(dir: &Path) {
     std::fs::write(root.join("binary.toml"), b"v\xff\xfe\x80 = 1\n").unwrap();
 }
 
+/// A root that holds more entries than any folder of policy files (`-p /`, `-p ~`) is
+/// refused after 10 000 entries, with what to pass instead, rather than listed for minutes.
+#[test]
+fn a_root_too_large_to_be_a_policy_folder_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("home");
+    for folder in 0..11 {
+        let folder = root.join(format!("d{folder}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        for file in 0..1000 {
+            std::fs::write(folder.join(format!("f{file}.yaml")), "").unwrap();
+        }
+    }
+    let run = toolgate_in(dir.path(), &["--no-builtin", "-p", "home", "check"]);
+    insta::assert_snapshot!("too_large_root", run.transcript());
+    assert_eq!(run.code, 1);
+}
+
 #[test]
 fn bad_input_is_reported_with_positions_and_never_hangs() {
     let dir = tempfile::tempdir().unwrap();
