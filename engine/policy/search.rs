@@ -244,6 +244,27 @@ pub(crate) struct Reader<'a> {
     pub modes: &'a [ModeName],
 }
 
+/// Whether `dir` holds a `.gitignore` that is a link.
+fn linked_gitignore(dir: &Path) -> bool {
+    dir.join(".gitignore")
+        .symlink_metadata()
+        .is_ok_and(|meta| meta.file_type().is_symlink())
+}
+
+/// Whether a folder above `folder`, up to its repository's root, holds a `.gitignore` that
+/// is a link.
+fn linked_gitignore_above(folder: &Path) -> bool {
+    for dir in folder.ancestors().skip(1) {
+        if linked_gitignore(dir) {
+            return true;
+        }
+        if dir.join(".git").exists() {
+            return false;
+        }
+    }
+    false
+}
+
 /// Judges the files at or below `folder` that a search reads: why it asks — the files the
 /// read tool's rules deny or ask (one message per rule), or a folder too large to check.
 /// Empty when nothing there is protected, or nothing exists there.
@@ -256,126 +277,138 @@ pub(crate) fn judge_below(
 ) -> Vec<String> {
     let skips = |skip| walk.skips.contains(&skip);
     let (ignored, git_ignored) = (skips(SearchSkip::Ignored), skips(SearchSkip::GitIgnored));
-    let mut builder = WalkBuilder::new(folder.real);
-    builder
-        .standard_filters(false)
-        .hidden(skips(SearchSkip::Hidden))
-        .parents(ignored || git_ignored)
-        .ignore(ignored)
-        .git_ignore(ignored || git_ignored)
-        .git_global(ignored || git_ignored)
-        .git_exclude(ignored || git_ignored)
-        .follow_links(true);
-    if ignored {
-        builder.add_custom_ignore_filename(".rgignore");
-    }
+    // git reads no `.gitignore` that is a link (it warns), where ripgrep's walker follows
+    // it: meeting one (here, or in a folder above up to the repository's), a search by git
+    // is walked again with no `.gitignore` read.
+    let mut git_ignore_files =
+        ignored || (git_ignored && !linked_gitignore_above(Path::new(folder.real)));
+    let (protected, credentials) = 'walks: loop {
+        let mut builder = WalkBuilder::new(folder.real);
+        builder
+            .standard_filters(false)
+            .hidden(skips(SearchSkip::Hidden))
+            .parents(ignored || git_ignored)
+            .ignore(ignored)
+            .git_ignore(git_ignore_files)
+            .git_global(ignored || git_ignored)
+            .git_exclude(ignored || git_ignored)
+            .follow_links(true);
+        if ignored {
+            builder.add_custom_ignore_filename(".rgignore");
+        }
 
-    // Per rule (by name), the files it protects: the rule's decision and reason, the files.
-    let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();
-    // Repository configs that hold a credential (a token in a remote URL).
-    let mut credentials: Vec<String> = Vec::new();
-    let mut judge = |relative: &str, real: Option<&Path>| {
-        // The folder itself may be a file (`Grep` over one file).
-        let written = folder.written.absolute();
-        let path = if relative.is_empty() {
-            written.to_owned()
-        } else {
-            format!("{}/{relative}", written.trim_end_matches('/'))
-        };
-        if git_index::is_config_with_credentials(Path::new(&path)) {
-            credentials.push(path.clone());
-        }
-        let input = json!({ "file_path": path });
-        let read = CallFacts {
-            tool: reader.tool,
-            input: &input,
-            modes: reader.modes,
-            flags: reader.flags,
-        };
-        // Each file is a call of its own, with a cache of its own (a cache is searched
-        // one entry at a time: it is made for the few strings of one call). Where a file
-        // reached through no link lies is known from the listing: no `lstat` per component.
-        let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
-        if let Some(real) = real {
-            let real = real.to_string_lossy().into_owned();
-            cache.seed_path(&path, listed(path.clone(), real, ctx));
-        }
-        let outcome = set.decide_whole(&read, ctx, Decision::Allow, &mut cache, None);
-        if !outcome.by_rule || outcome.decision == Decision::Allow {
-            return;
-        }
-        let Some(rule) = outcome.reasons.iter().find_map(RuleReason::rule) else {
-            return;
-        };
-        let (_, _, files) = protected.entry(rule.name.as_str().to_owned()).or_insert((
-            rule.decision,
-            rule.reason.clone().unwrap_or_default(),
-            Vec::new(),
-        ));
-        files.push(if relative.is_empty() {
-            path
-        } else {
-            relative.to_owned()
-        });
-    };
-    let mut entries = 0usize;
-    // The links walked through, below which a path is not where the file lies.
-    let mut links: Vec<std::path::PathBuf> = Vec::new();
-    // The files walked, when the files the repository tracks are searched too.
-    let mut walked: HashSet<std::path::PathBuf> = HashSet::new();
-    for entry in builder.build().flatten() {
-        entries += 1;
-        if entries > MAX_ENTRIES {
-            return vec![too_many(folder)];
-        }
-        let through_link =
-            entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
-        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        if is_dir {
-            if entry.path_is_symlink() {
-                links.push(entry.path().to_path_buf());
+        // Per rule (by name), the files it protects: the rule's decision and reason, the files.
+        let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();
+        // Repository configs that hold a credential (a token in a remote URL).
+        let mut credentials: Vec<String> = Vec::new();
+        let mut judge = |relative: &str, real: Option<&Path>| {
+            // The folder itself may be a file (`Grep` over one file).
+            let written = folder.written.absolute();
+            let path = if relative.is_empty() {
+                written.to_owned()
+            } else {
+                format!("{}/{relative}", written.trim_end_matches('/'))
+            };
+            if git_index::is_config_with_credentials(Path::new(&path)) {
+                credentials.push(path.clone());
             }
-            continue;
-        }
-        let Ok(relative) = entry.path().strip_prefix(folder.real) else {
-            continue;
-        };
-        let relative = relative.to_string_lossy();
-        if !walk.includes(entry.path(), &relative) {
-            continue;
-        }
-        if git_ignored {
-            walked.insert(entry.path().to_path_buf());
-        }
-        judge(&relative, (!through_link).then(|| entry.path()));
-    }
-    if git_ignored {
-        // git searches what its repository tracks, ignored or not.
-        let tracked = match git_index::tracked_files(Path::new(folder.real)) {
-            Ok(tracked) => tracked,
-            Err(why) => {
-                return vec![format!(
-                    "{} searches {}, whose repository's tracked files cannot be told: {why}",
-                    folder.what,
-                    folder.shown()
-                )];
+            let input = json!({ "file_path": path });
+            let read = CallFacts {
+                tool: reader.tool,
+                input: &input,
+                modes: reader.modes,
+                flags: reader.flags,
+            };
+            // Each file is a call of its own, with a cache of its own (a cache is searched
+            // one entry at a time: it is made for the few strings of one call). Where a file
+            // reached through no link lies is known from the listing: no `lstat` per component.
+            let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
+            if let Some(real) = real {
+                let real = real.to_string_lossy().into_owned();
+                cache.seed_path(&path, listed(path.clone(), real, ctx));
             }
+            let outcome = set.decide_whole(&read, ctx, Decision::Allow, &mut cache, None);
+            if !outcome.by_rule || outcome.decision == Decision::Allow {
+                return;
+            }
+            let Some(rule) = outcome.reasons.iter().find_map(RuleReason::rule) else {
+                return;
+            };
+            let (_, _, files) = protected.entry(rule.name.as_str().to_owned()).or_insert((
+                rule.decision,
+                rule.reason.clone().unwrap_or_default(),
+                Vec::new(),
+            ));
+            files.push(if relative.is_empty() {
+                path
+            } else {
+                relative.to_owned()
+            });
         };
-        if let Some(tracked) = tracked {
-            if tracked.paths.len() > git_index::MAX_TRACKED {
+        let mut entries = 0usize;
+        // The links walked through, below which a path is not where the file lies.
+        let mut links: Vec<std::path::PathBuf> = Vec::new();
+        // The files walked, when the files the repository tracks are searched too.
+        let mut walked: HashSet<std::path::PathBuf> = HashSet::new();
+        for entry in builder.build().flatten() {
+            entries += 1;
+            if entries > MAX_ENTRIES {
                 return vec![too_many(folder)];
             }
-            for path in tracked.paths.iter().map(|p| tracked.root.join(p)) {
-                if walked.contains(&path) {
-                    continue;
+            let through_link =
+                entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if is_dir {
+                if git_ignore_files && git_ignored && linked_gitignore(entry.path()) {
+                    git_ignore_files = false;
+                    continue 'walks;
                 }
-                if let Ok(relative) = path.strip_prefix(folder.real) {
-                    // Where it lies is looked up: a component of it may be a link.
-                    judge(&relative.to_string_lossy(), None);
+                if entry.path_is_symlink() {
+                    links.push(entry.path().to_path_buf());
+                }
+                continue;
+            }
+            let Ok(relative) = entry.path().strip_prefix(folder.real) else {
+                continue;
+            };
+            let relative = relative.to_string_lossy();
+            if !walk.includes(entry.path(), &relative) {
+                continue;
+            }
+            if git_ignored {
+                walked.insert(entry.path().to_path_buf());
+            }
+            judge(&relative, (!through_link).then(|| entry.path()));
+        }
+        if git_ignored {
+            // git searches what its repository tracks, ignored or not.
+            let tracked = match git_index::tracked_files(Path::new(folder.real)) {
+                Ok(tracked) => tracked,
+                Err(why) => {
+                    return vec![format!(
+                        "{} searches {}, whose repository's tracked files cannot be told: {why}",
+                        folder.what,
+                        folder.shown()
+                    )];
+                }
+            };
+            if let Some(tracked) = tracked {
+                if tracked.paths.len() > git_index::MAX_TRACKED {
+                    return vec![too_many(folder)];
+                }
+                for path in tracked.paths.iter().map(|p| tracked.root.join(p)) {
+                    if walked.contains(&path) {
+                        continue;
+                    }
+                    if let Ok(relative) = path.strip_prefix(folder.real) {
+                        // Where it lies is looked up: a component of it may be a link.
+                        judge(&relative.to_string_lossy(), None);
+                    }
                 }
             }
         }
-    }
+        break (protected, credentials);
+    };
     let credentials = credentials.into_iter().map(|config| {
         format!(
             "{} searches {}, which holds `{config}`, a repository config holding a credential (a token in a remote URL, or an `extraheader`); the search may read it",

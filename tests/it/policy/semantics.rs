@@ -3592,6 +3592,32 @@ fn a_search_that_may_be_git_grep_is_judged_as_git_reads() {
     std::fs::write(ws.root.join(".gitignore"), ".env\n").unwrap();
     let engine_now = engine();
     assert_eq!(grep(&engine_now, git_grep(None)).0, "allow");
+    // git reads no `.gitignore` that is a link (ripgrep follows it), here or above.
+    std::fs::rename(ws.root.join(".gitignore"), ws.root.join("ignored.txt")).unwrap();
+    std::os::unix::fs::symlink("ignored.txt", ws.root.join(".gitignore")).unwrap();
+    let engine_now = engine();
+    let (decision, why) = grep(&engine_now, git_grep(None));
+    assert_eq!(decision, "ask", "{why}");
+    assert!(why.contains("`.env`"), "{why}");
+    let (decision, why) = grep(
+        &engine_now,
+        json!({ "pattern": "KEY", "searcher": "git_grep", "path": "src" }),
+    );
+    assert_eq!(decision, "allow", "{why}");
+    std::fs::write(ws.root.join("src/.env"), "KEY=1\n").unwrap();
+    std::fs::write(ws.root.join("ignored.txt"), ".env\n").unwrap();
+    let (decision, why) = grep(
+        &engine_now,
+        json!({ "pattern": "KEY", "searcher": "git_grep", "path": "src" }),
+    );
+    assert_eq!(decision, "ask", "{why}");
+    assert_eq!(
+        grep(&engine_now, json!({ "pattern": "KEY", "path": "src" })).0,
+        "allow"
+    );
+    std::fs::remove_file(ws.root.join("src/.env")).unwrap();
+    std::fs::remove_file(ws.root.join(".gitignore")).unwrap();
+    std::fs::rename(ws.root.join("ignored.txt"), ws.root.join(".gitignore")).unwrap();
     assert!(git(&["add", "-f", ".env"]));
     let engine_now = engine();
     let (decision, why) = grep(&engine_now, git_grep(None));
