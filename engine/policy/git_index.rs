@@ -94,24 +94,30 @@ fn tracked_in(root: &Path, git_dir: &Path, depth: usize) -> Result<Vec<String>, 
     Ok(tracked)
 }
 
-/// The work tree and git folder of the repository `folder` lies in.
-/// The repository config of `folder` when it holds a credential: a remote URL with a user
-/// and password or token in it (`https://x-access-token:ghp_…@github.com/…`), or an HTTP
-/// header set for git's requests (`http.extraheader`, where a CI checkout keeps its token).
-/// Its path when so; `None` when it holds none or there is no repository.
+/// The repository config of `folder` when it holds a credential (see
+/// [`holds_credentials`]). Its path when so; `None` when it holds none or there is no
+/// repository.
 pub fn config_with_credentials(folder: &Path) -> Option<PathBuf> {
-    use std::io::Read as _;
     let (_, git_dir) = find_repository(folder)?;
     let config = git_dir.join("config");
+    holds_credentials(&config).then_some(config)
+}
+
+/// Whether the git config file `config` holds a credential: a URL with a user and password
+/// or token in it (`https://x-access-token:ghp_…@github.com/…`, in a remote's `url` or an
+/// `insteadOf` section's name), or an HTTP header set for git's requests
+/// (`http.extraheader`, where a CI checkout keeps its token).
+fn holds_credentials(config: &Path) -> bool {
+    use std::io::Read as _;
     let mut text = String::new();
     // A config is a few kilobytes; the first megabyte is enough to tell.
-    std::fs::File::open(&config)
-        .ok()?
-        .take(1 << 20)
-        .read_to_string(&mut text)
-        .ok()?;
-    // An http(s) URL with a user part anywhere (`url`, `pushurl`, an `insteadOf` section's
-    // name); ssh's `ssh://git@host` names a user, no secret.
+    let read =
+        std::fs::File::open(config).and_then(|file| file.take(1 << 20).read_to_string(&mut text));
+    if read.is_err() {
+        return false;
+    }
+    // An http(s) URL with a user part anywhere; ssh's `ssh://git@host` names a user, no
+    // secret.
     let url_with_user = |line: &str| {
         line.match_indices("://").any(|(at, _)| {
             let scheme_start = line[..at]
@@ -122,35 +128,34 @@ pub fn config_with_credentials(folder: &Path) -> Option<PathBuf> {
             scheme.starts_with("http") && authority.contains('@')
         })
     };
-    let holds = text.lines().any(|line| {
+    text.lines().any(|line| {
         let line = line.trim().to_ascii_lowercase();
         url_with_user(&line) || line.starts_with("extraheader")
-    });
-    holds.then_some(config)
+    })
 }
 
-/// Whether `path` is the config of a repository (`REPO/.git/config`, through links too)
-/// that holds a credential (see [`config_with_credentials`]).
+/// Whether `path` (through links too) is a git config that holds a credential (see
+/// [`holds_credentials`]): a repository's (`.git/config`), a user's (`~/.gitconfig`,
+/// `~/.config/git/config`, or a `.gitconfig` an `include.path` names), the system's
+/// (`/etc/gitconfig`).
 pub fn is_config_with_credentials(path: &Path) -> bool {
-    if path.file_name().is_none_or(|name| name != "config") {
+    let named = |name: &str| path.file_name().is_some_and(|n| n == name);
+    if !(named("config") || named(".gitconfig") || named("gitconfig")) {
         return false;
     }
     let Ok(real) = std::fs::canonicalize(path) else {
         return false;
     };
-    // Only a `config` right inside a `.git` folder is the one its repository reads.
-    let Some(git_dir) = real
-        .parent()
-        .filter(|dir| dir.file_name() == Some(".git".as_ref()))
-    else {
-        return false;
+    let is_config = match real.file_name().and_then(|name| name.to_str()) {
+        Some(".gitconfig" | "gitconfig") => true,
+        // Right inside a `.git` folder, or git's own folder of the user's configuration.
+        Some("config") => real
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|folder| folder == ".git" || folder == "git"),
+        _ => false,
     };
-    let Some(work_tree) = git_dir.parent() else {
-        return false;
-    };
-    config_with_credentials(work_tree)
-        .and_then(|config| std::fs::canonicalize(config).ok())
-        .is_some_and(|config| config == real)
+    is_config && holds_credentials(&real)
 }
 
 /// The work tree of the repository `folder` lies in: the nearest folder, from `folder` up,

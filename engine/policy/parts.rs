@@ -114,7 +114,7 @@ impl RuleSet {
         let mut cache = ParseCache::with_table(Arc::clone(self.commands()));
         let whole = self.decide_whole(call, ctx, default, &mut cache, None);
         // A search the rules allow still asks if it may read a file they protect, and a
-        // read of a repository's config if it holds a credential.
+        // read of a git config if it holds a credential.
         let below = if whole.decision == Decision::Allow {
             let mut below = search_call_below(self, call, ctx, files);
             below.extend(read_call_of_credentials(call, ctx, files));
@@ -132,8 +132,8 @@ impl RuleSet {
     }
 }
 
-/// Why a call of the read tool reads a credential: its file is a repository's config that
-/// holds one (see [`git_index::config_with_credentials`]).
+/// Why a call of the read tool reads a credential: its file is a git config that holds
+/// one (see [`git_index::config_with_credentials`]).
 fn read_call_of_credentials(
     call: &CallFacts<'_>,
     ctx: &MatchContext,
@@ -149,7 +149,7 @@ fn read_call_of_credentials(
     ))
 }
 
-/// `path` when it is the config of a repository that holds a credential (see
+/// `path` when it is a git config that holds a credential (see
 /// [`git_index::is_config_with_credentials`]).
 fn git_config_with_credentials(path: &str) -> Option<String> {
     git_index::is_config_with_credentials(Path::new(path)).then(|| path.to_owned())

@@ -411,7 +411,7 @@ pub(crate) fn judge_below(
     };
     let credentials = credentials.into_iter().map(|config| {
         format!(
-            "{} searches {}, which holds `{config}`, a repository config holding a credential (a token in a remote URL, or an `extraheader`); the search may read it",
+            "{} searches {}, which holds `{config}`, a git config holding a credential (a token in a remote URL, or an `extraheader`); the search may read it",
             folder.what,
             folder.shown()
         )

@@ -3848,4 +3848,29 @@ fn a_git_config_holding_a_credential_is_not_printed_unasked() {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "allow", "{line}: {reasons:?}");
     }
+    // The user's git configs: a token in an `insteadOf` URL.
+    let home = home_of(&ws.root);
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    let with_token =
+        "[url \"https://x:ghp_FAKE@github.com/\"]\n\tinsteadOf = https://github.com/\n";
+    for config in [".gitconfig", ".config/git/config"] {
+        std::fs::write(home.join(config), with_token).unwrap();
+        let line = format!("cat ~/{config}");
+        let (got, reasons) = decide(&engine, &line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("a credential (a token in a remote URL"),
+            "{line}: {reasons:?}"
+        );
+        let (got, reasons) = read(&home.join(config).display().to_string());
+        assert_eq!(got, "ask", "{reasons:?}");
+        std::fs::write(home.join(config), clean).unwrap();
+        let (got, reasons) = decide(&engine, &line, &[]);
+        assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+    // A file named `config` in another folder is no git config.
+    std::fs::create_dir_all(home.join(".config/app")).unwrap();
+    std::fs::write(home.join(".config/app/config"), with_token).unwrap();
+    let (got, reasons) = decide(&engine, "cat ~/.config/app/config", &[]);
+    assert_eq!(got, "allow", "{reasons:?}");
 }
