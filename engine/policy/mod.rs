@@ -27,6 +27,7 @@
 //! `matcher`; `rule` ← `groups` ← `rules` ← `search` ← `parts`.
 
 pub mod commands;
+mod content;
 pub mod decide;
 mod git_index;
 mod glob;

@@ -34,6 +34,7 @@ use regex::Regex;
 use serde_json::json;
 
 use super::commands::{Analysed, CommandFacts, EffectFrom};
+use super::content;
 use super::git_index;
 use super::matcher::ParseCache;
 use super::path::{Location, MatchContext, Side, listed, locate};
@@ -114,10 +115,11 @@ impl RuleSet {
         let mut cache = ParseCache::with_table(Arc::clone(self.commands()));
         let whole = self.decide_whole(call, ctx, default, &mut cache, None);
         // A search the rules allow still asks if it may read a file they protect, and a
-        // read of a git config if it holds a credential.
+        // read of a file holding a secret its name does not tell (a git config with a
+        // credential, a private key).
         let below = if whole.decision == Decision::Allow {
             let mut below = search_call_below(self, call, ctx, files);
-            below.extend(read_call_of_credentials(call, ctx, files));
+            below.extend(read_call_of_secrets(call, ctx, files));
             below
         } else {
             Vec::new()
@@ -132,9 +134,9 @@ impl RuleSet {
     }
 }
 
-/// Why a call of the read tool reads a credential: its file is a git config that holds
-/// one (see [`git_index::config_with_credentials`]).
-fn read_call_of_credentials(
+/// Why a call of the read tool reads a secret its file's name does not tell (see
+/// [`secret_by_content`]).
+fn read_call_of_secrets(
     call: &CallFacts<'_>,
     ctx: &MatchContext,
     files: &FileTools<'_>,
@@ -142,17 +144,21 @@ fn read_call_of_credentials(
     let read = files.read.filter(|read| read.tool == call.tool)?;
     let path = call.input.get("file_path")?.as_str()?;
     let location = locate(path, ctx)?;
-    let config = git_config_with_credentials(location.at(Side::Resolved)?.absolute())?;
-    Some(format!(
-        "`{}` reads `{config}`, which holds a credential (a token in a remote URL, or an `extraheader`)",
-        read.tool
-    ))
+    let real = location.at(Side::Resolved)?.absolute();
+    let holds = secret_by_content(real)?;
+    Some(format!("`{}` reads `{real}`, which {holds}", read.tool))
 }
 
-/// `path` when it is a git config that holds a credential (see
-/// [`git_index::is_config_with_credentials`]).
-fn git_config_with_credentials(path: &str) -> Option<String> {
-    git_index::is_config_with_credentials(Path::new(path)).then(|| path.to_owned())
+/// What secret the file `path` holds by its content, where its name may not tell: a git
+/// config holding a credential (see [`git_index::is_config_with_credentials`]) or a
+/// private key (see [`content::private_key`]).
+fn secret_by_content(path: &str) -> Option<String> {
+    if git_index::is_config_with_credentials(Path::new(path)) {
+        return Some(
+            "holds a credential (a token in a remote URL, or an `extraheader`)".to_owned(),
+        );
+    }
+    content::private_key(Path::new(path)).map(|armour| format!("holds a private key (`{armour}`)"))
 }
 
 /// What a call of the search tool may read below the folder it searches (its `path`, else
@@ -1225,14 +1231,11 @@ fn judge_files(
                     }
                     let file = decide_file(set, ctx, call, (tool, access), &path, cache);
                     if access == Access::Read
-                        && let Some(config) = git_config_with_credentials(&path)
+                        && let Some(holds) = secret_by_content(&path)
                     {
                         outcome.add_analysis(
                             &command.text,
-                            format!(
-                                "`{}` reads `{config}`, which holds a credential (a token in a remote URL, or an `extraheader`)",
-                                command.text
-                            ),
+                            format!("`{}` reads `{path}`, which {holds}", command.text),
                         );
                     }
                     if named == Named::Maybe

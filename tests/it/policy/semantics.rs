@@ -3787,7 +3787,7 @@ fn patches_of_stashed_untracked_files_ask() {
 /// it; a CI checkout's `extraheader`) is not printed unasked: `git remote -v`, `get-url`,
 /// `cat .git/config` and the read tool ask, and allow as before once it holds none.
 #[test]
-fn a_git_config_holding_a_credential_is_not_printed_unasked() {
+fn secrets_told_by_content_are_not_printed_unasked() {
     let ws = workspace();
     let engine = Engine::builder(snapshot(&ws.root)).build();
     let read = |path: &str| {
@@ -3868,6 +3868,34 @@ fn a_git_config_holding_a_credential_is_not_printed_unasked() {
         let (got, reasons) = decide(&engine, &line, &[]);
         assert_eq!(got, "allow", "{line}: {reasons:?}");
     }
+    // A private key under a name no rule lists, found by its armour.
+    std::fs::write(
+        ws.root.join("deploy_key"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk=\n-----END OPENSSH PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.root.join("src/id_rsa.bak"),
+        "-----BEGIN RSA PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    std::fs::write(ws.root.join("src/id_rsa.old"), "ssh-rsa AAAA dev@host\n").unwrap();
+    for line in [
+        "cat deploy_key",
+        "head -3 src/id_rsa.bak",
+        "cat < deploy_key",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("holds a private key (`-----BEGIN"),
+            "{line}: {reasons:?}"
+        );
+    }
+    let (got, reasons) = read("deploy_key");
+    assert_eq!(got, "ask", "{reasons:?}");
+    let (got, reasons) = decide(&engine, "cat src/id_rsa.old", &[]);
+    assert_eq!(got, "allow", "a public key: {reasons:?}");
     // A file named `config` in another folder is no git config.
     std::fs::create_dir_all(home.join(".config/app")).unwrap();
     std::fs::write(home.join(".config/app/config"), with_token).unwrap();

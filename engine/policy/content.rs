@@ -1,0 +1,81 @@
+//! What a file holds, told by its first bytes where its name does not tell: a private key
+//! under a name no rule lists (`deploy_key`, `id_rsa.bak`, `github.old`).
+//!
+//! Only files whose name may hide one are opened: a name with no extension, or with one a
+//! copy or a key is given (`.bak`, `.old`, `.txt`…). Source files and documents are not.
+
+use std::io::Read as _;
+use std::path::Path;
+
+/// Extensions of files that may be a key under another name (compared ignoring case).
+const SNIFFED_EXTENSIONS: &[&str] = &[
+    "bak", "old", "orig", "backup", "bkp", "save", "sav", "tmp", "txt", "priv", "private",
+    "secret", "asc", "gpg", "key", "pem", "ppk", "der", "id",
+];
+
+/// How much of a file is read: a key follows a certificate in some bundles.
+const SNIFFED_BYTES: u64 = 8 * 1024;
+
+/// Whether the file named `name` may be a key under another name.
+fn may_hide_a_key(name: &str) -> bool {
+    match name.trim_start_matches('.').rsplit_once('.') {
+        None => true,
+        Some((_, extension)) => SNIFFED_EXTENSIONS
+            .iter()
+            .any(|known| extension.eq_ignore_ascii_case(known)),
+    }
+}
+
+/// The armour line of the private key `path` holds (`-----BEGIN OPENSSH PRIVATE KEY-----`,
+/// PuTTY's `PuTTY-User-Key-File-3: …`), when its name may hide one and its first 8 KiB
+/// show one. `None` when it holds none, or cannot be read.
+pub fn private_key(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    if !may_hide_a_key(name) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(SNIFFED_BYTES).read_to_end(&mut bytes))
+        .ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines()
+        .map(str::trim)
+        .find(|line| {
+            (line.starts_with("-----BEGIN ")
+                && (line.contains("PRIVATE KEY") || line.contains("PRIVATE KEY BLOCK")))
+                || line.starts_with("PuTTY-User-Key-File-")
+        })
+        .map(|line| line.chars().take(64).collect())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_found_by_their_armour_in_files_named_to_hide_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let openssh = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk=\n";
+        assert_eq!(
+            private_key(&write("deploy_key", openssh)).as_deref(),
+            Some("-----BEGIN OPENSSH PRIVATE KEY-----")
+        );
+        assert!(private_key(&write("id_rsa.bak", "-----BEGIN RSA PRIVATE KEY-----\n")).is_some());
+        let bundle = format!("{}\n-----BEGIN EC PRIVATE KEY-----\n", "x".repeat(2000));
+        assert!(private_key(&write("bundle.TXT", &bundle)).is_some());
+        assert!(private_key(&write("putty", "PuTTY-User-Key-File-3: ssh-ed25519\n")).is_some());
+        // Public halves, certificates and source files are not keys or not opened.
+        assert!(private_key(&write("id_rsa.old", "ssh-rsa AAAA user@host\n")).is_none());
+        assert!(private_key(&write("cert", "-----BEGIN CERTIFICATE-----\n")).is_none());
+        assert!(private_key(&write("notes.md", openssh)).is_none());
+        assert!(private_key(&dir.path().join("missing")).is_none());
+        assert!(private_key(dir.path()).is_none());
+    }
+}
