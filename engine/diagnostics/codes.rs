@@ -79,6 +79,8 @@ pub enum Code {
     SemanticRuleNeverMatches,
     /// `toolgate::semantic::rule_shadowed` (warning)
     SemanticRuleShadowed,
+    /// `toolgate::semantic::rule_replaced` (warning)
+    SemanticRuleReplaced,
     /// `toolgate::semantic::loose_pattern` (warning)
     SemanticLoosePattern,
     /// `toolgate::semantic::budget_ineffective` (warning)
@@ -178,6 +180,7 @@ impl Code {
         Code::SemanticUnknownField,
         Code::SemanticRuleNeverMatches,
         Code::SemanticRuleShadowed,
+        Code::SemanticRuleReplaced,
         Code::SemanticLoosePattern,
         Code::SemanticBudgetIneffective,
         Code::SemanticExemptUnbounded,
@@ -553,6 +556,21 @@ impl Code {
                  decision: deny, priority: 10 }\n- { name: git, tools: [Bash], decision: \
                  allow }\n```\nRaise the priority of `git` or narrow `all`.",
             ),
+            Code::SemanticRuleReplaced => warning(
+                "toolgate::semantic::rule_replaced",
+                "a rule's match replaces the match of a deny or ask rule of a lower layer",
+                "## What it means\nRules are matched by `name` across layers, and a rule's \
+                 `match` is replaced whole: a later layer that writes a rule under the name \
+                 of a lower layer's deny or ask rule (a built-in one such as `no-secrets`) \
+                 with a `match` of its own takes that rule's place, and what the lower rule \
+                 matched is no longer denied or asked by it.\n\n## Why\nA rule written to \
+                 add to the protections under a name that happens to be taken removes them \
+                 instead, and nothing else says so.\n\n## Example\n```yaml\n- name: \
+                 no-secrets\n  tools: [Read]\n  match: { file_path: { path: \
+                 [\"/**/prod.env\"] } }\n  decision: deny\n```\nGive the rule a name of its \
+                 own to add it. To replace the lower rule on purpose, switch it off \
+                 (`disabled: true` under its name) and write yours under a new name.",
+            ),
             Code::SemanticLoosePattern => warning(
                 "toolgate::semantic::loose_pattern",
                 "a text pattern on a path or URL reaches more than it seems to",
@@ -792,7 +810,7 @@ mod tests {
             assert!(code.as_str().starts_with("toolgate::"), "{code}");
             assert_eq!(code.as_str().parse::<Code>(), Ok(code));
         }
-        assert_eq!(seen.len(), 51);
+        assert_eq!(seen.len(), 52);
         assert!("toolgate::nope".parse::<Code>().is_err());
     }
 
@@ -821,6 +839,7 @@ mod tests {
             [
                 "toolgate::semantic::rule_never_matches",
                 "toolgate::semantic::rule_shadowed",
+                "toolgate::semantic::rule_replaced",
                 "toolgate::semantic::loose_pattern",
                 "toolgate::semantic::budget_ineffective",
                 "toolgate::semantic::exempt_unbounded",

@@ -725,6 +725,30 @@ fn merge_issue(sources: &Sources, issue: MergeIssue) -> Diagnostic {
             }
             diagnostic
         }
+        MergeIssue::ReplacedMatch {
+            name,
+            decision,
+            replaced_at,
+            written_at,
+        } => {
+            let mut diagnostic = Diagnostic::new(
+                Code::SemanticRuleReplaced,
+                format!(
+                    "this `match` replaces the one of the {decision} rule `{name}` of a lower layer: what that rule matched is no longer {} by it",
+                    if decision == "deny" { "denied" } else { "asked" }
+                ),
+            )
+            .with_help(format!(
+                "to add a rule, give it a name of its own; to replace `{name}` on purpose, switch it off (`disabled: true`) and write yours under a new name"
+            ));
+            if let Some(location) = sources.locate_origin(&written_at) {
+                diagnostic = diagnostic.with_location(location);
+            }
+            if let Some(location) = sources.locate_origin(&replaced_at) {
+                diagnostic = diagnostic.with_related("the rule whose match is replaced", location);
+            }
+            diagnostic
+        }
         MergeIssue::EnforcedItem {
             section,
             name,

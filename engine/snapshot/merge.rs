@@ -46,6 +46,18 @@ pub enum MergeIssue {
         /// Where the change was written.
         written_at: Origin,
     },
+    /// A rule's `match` replaced the `match` of a lower layer's deny or ask rule of the
+    /// same name (kept: a warning).
+    ReplacedMatch {
+        /// The rule's name.
+        name: String,
+        /// The lower rule's decision (`deny` or `ask`).
+        decision: String,
+        /// Where the replaced `match` was written.
+        replaced_at: Origin,
+        /// Where the new `match` is written.
+        written_at: Origin,
+    },
     /// A rule or hook defined by an enforced layer was redefined; the redefinition was
     /// ignored.
     EnforcedItem {
@@ -326,6 +338,17 @@ impl Merger {
                         if let (Some(Value::Object(target)), Value::Object(source)) =
                             (list.get_mut(position), item)
                         {
+                            if let Some(decision) = replaced_protection(section, target, &source)
+                                && let Some((_, replaced_at)) =
+                                    self.provenance.nearest(&format!("{eff}/match"))
+                            {
+                                issues.push(MergeIssue::ReplacedMatch {
+                                    name: key.1.clone(),
+                                    decision,
+                                    replaced_at: replaced_at.clone(),
+                                    written_at: origin(&format!("{src}/match")),
+                                });
+                            }
                             merge_object(
                                 target,
                                 source,
@@ -636,6 +659,23 @@ fn restore(doc: &mut Map<String, Value>, pointer: &str, value: Option<Value>) {
     }
 }
 
+/// The decision of the deny or ask rule `target` whose `match` the same-named rule `source`
+/// of a later layer replaces with another (see [`MergeIssue::ReplacedMatch`]).
+fn replaced_protection(
+    section: &str,
+    target: &Map<String, Value>,
+    source: &Map<String, Value>,
+) -> Option<String> {
+    let decision = target.get("decision")?.as_str()?;
+    let protects = matches!(decision, "deny" | "ask")
+        && target.get("disabled").and_then(Value::as_bool) != Some(true);
+    let replaced = match (target.get("match"), source.get("match")) {
+        (Some(before), Some(after)) => before != after,
+        _ => false,
+    };
+    (section == "rules" && protects && replaced).then(|| decision.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -816,7 +856,7 @@ mod tests {
             .iter()
             .map(|issue| match issue {
                 MergeIssue::LockedField { pointer, .. } => pointer.as_str(),
-                MergeIssue::EnforcedItem { .. } => "item",
+                MergeIssue::EnforcedItem { .. } | MergeIssue::ReplacedMatch { .. } => "item",
             })
             .collect();
         assert_eq!(

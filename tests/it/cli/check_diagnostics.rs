@@ -493,6 +493,28 @@ fn rule_shadowed_by_an_enforced_deny() {
     );
 }
 
+/// A later layer's rule with the name of a lower layer's deny or ask rule and a `match` of
+/// its own takes that rule's place: a warning naming both (changing another field, or an
+/// allow rule's match, is not one).
+#[test]
+fn rule_replaced() {
+    case(
+        "rule_replaced",
+        &["--no-builtin", "-p", "{dir}/base", "-p", "{dir}/project"],
+        0,
+        &[at(
+            "rule_replaced",
+            "project/project.yaml:6:12",
+            "{ file_path: { path: [\"/**/prod.env\"] } }",
+        )
+        .rel(
+            "the rule whose match is replaced",
+            "base/base.yaml:12:5",
+            "name: no-env",
+        )],
+    );
+}
+
 /// Text patterns on a path or a URL: a warning each; `path:` is not one.
 #[test]
 fn loose_pattern() {
@@ -581,12 +603,20 @@ fn example_failed_override() {
         "example_failed_override",
         &["-p", "{dir}"],
         1,
-        &[at(
-            "example_failed",
-            location,
-            "{ tool: Read, input: { file_path: deploy/secrets/token } }",
-        )
-        .rel(changed, "secrets.yaml:6:7", "file_path")],
+        &[
+            at(
+                "example_failed",
+                location,
+                "{ tool: Read, input: { file_path: deploy/secrets/token } }",
+            )
+            .rel(changed, "secrets.yaml:6:7", "file_path"),
+            // The built-in rule's protections are replaced, not added to.
+            at("rule_replaced", "secrets.yaml:6:7", "file_path").rel(
+                "the rule whose match is replaced",
+                "builtin:policies/rules.yaml:9:5",
+                "name: no-secrets",
+            ),
+        ],
     );
 }
 
