@@ -182,23 +182,26 @@ impl RuleSet {
                 !ruled_out() && rule.holds_with_cache(call, ctx, cache)
             };
             if holds {
-                let outcome = rule.matchers.as_ref().map(|matchers| {
-                    matchers.matches_with_cache(call.input, ctx, rule.match_mode(), cache)
-                });
                 winner = Some(level);
-                matched.push(RuleReason::Rule(MatchedRule {
-                    part: label.map(str::to_owned),
-                    name: rule.name.clone(),
-                    decision: rule.decision,
-                    priority: rule.priority,
-                    enforced: rule.origin.enforced,
-                    reason: rule.reason.clone(),
-                    location: rule.origin.location.clone(),
-                    detail: outcome
-                        .filter(|o| !o.selectors.is_empty())
-                        .map(|o| o.to_string()),
-                }));
+                matched.push(RuleReason::Rule(matched_rule(
+                    rule, call, ctx, cache, label,
+                )));
             }
+        }
+        // An enforced layer's ask holds against the allow of a later layer, whatever its
+        // priority: the allow is not the decision.
+        let allowed_below_enforcement = matched
+            .first()
+            .and_then(RuleReason::rule)
+            .is_some_and(|first| first.decision == Decision::Allow && !first.enforced);
+        if allowed_below_enforcement
+            && let Some(ask) = self.for_tool(call.tool).find(|rule| {
+                rule.origin.enforced
+                    && rule.decision == Decision::Ask
+                    && rule.holds_with_cache(call, ctx, cache)
+            })
+        {
+            matched = vec![RuleReason::Rule(matched_rule(ask, call, ctx, cache, label))];
         }
         match matched.first().and_then(RuleReason::rule) {
             Some(first) => PartOutcome {
@@ -217,6 +220,32 @@ impl RuleSet {
                 neutral: false,
             },
         }
+    }
+}
+
+/// Why `rule` matched `call` (or the part `label` of its command line).
+fn matched_rule(
+    rule: &CompiledRule,
+    call: &CallFacts<'_>,
+    ctx: &MatchContext,
+    cache: &mut ParseCache,
+    label: Option<&str>,
+) -> MatchedRule {
+    let outcome = rule
+        .matchers
+        .as_ref()
+        .map(|matchers| matchers.matches_with_cache(call.input, ctx, rule.match_mode(), cache));
+    MatchedRule {
+        part: label.map(str::to_owned),
+        name: rule.name.clone(),
+        decision: rule.decision,
+        priority: rule.priority,
+        enforced: rule.origin.enforced,
+        reason: rule.reason.clone(),
+        location: rule.origin.location.clone(),
+        detail: outcome
+            .filter(|o| !o.selectors.is_empty())
+            .map(|o| o.to_string()),
     }
 }
 

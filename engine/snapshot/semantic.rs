@@ -1764,10 +1764,19 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         return;
     };
     let shadow = set.for_tool(first_tool).find(|other| {
+        // An enforced ask holds against a later layer's allow, whatever its priority.
+        let ask_over_allow = |ask: &CompiledRule, allow: &CompiledRule| {
+            ask.origin.enforced
+                && ask.decision == crate::model::Decision::Ask
+                && !allow.origin.enforced
+                && allow.decision == crate::model::Decision::Allow
+        };
         let first = match (
             other.origin.enforced && other.decision == crate::model::Decision::Deny,
             rule.origin.enforced && rule.decision == crate::model::Decision::Deny,
         ) {
+            _ if ask_over_allow(other, rule) => true,
+            _ if ask_over_allow(rule, other) => false,
             (true, false) => true,
             (false, true) => false,
             _ => {
@@ -1797,12 +1806,14 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     });
     if let Some(other) = shadow {
         let enforced = other.origin.enforced
-            && other.decision == crate::model::Decision::Deny
-            && !rule.origin.enforced;
+            && !rule.origin.enforced
+            && (other.decision == crate::model::Decision::Deny
+                || (other.decision == crate::model::Decision::Ask
+                    && rule.decision == crate::model::Decision::Allow));
         let (what, help) = if enforced {
             (
-                "an enforced deny".to_owned(),
-                "an enforced deny decides before the rules of every other layer, whatever their priority; remove this rule, or narrow the enforced one",
+                format!("an enforced {}", other.decision),
+                "an enforced deny decides before the rules of every other layer, and an enforced ask before their allows, whatever their priority; remove this rule, or narrow the enforced one",
             )
         } else {
             (

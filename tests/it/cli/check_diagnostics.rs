@@ -484,12 +484,20 @@ fn rule_shadowed_by_an_enforced_deny() {
             "{dir}/project",
         ],
         0,
-        &[at(
-            "rule_shadowed",
-            "project/project.yaml:4:5",
-            "name: allow-shell",
-        )
-        .rel("the shadowing rule", "org/org.yaml:5:5", "name: no-shell")],
+        &[
+            at(
+                "rule_shadowed",
+                "project/project.yaml:4:5",
+                "name: allow-shell",
+            )
+            .rel("the shadowing rule", "org/org.yaml:6:5", "name: no-shell"),
+            at(
+                "rule_shadowed",
+                "project/project.yaml:9:5",
+                "name: allow-fetch",
+            )
+            .rel("the shadowing rule", "org/org.yaml:9:5", "name: ask-fetch"),
+        ],
     );
 }
 

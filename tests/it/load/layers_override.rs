@@ -252,6 +252,22 @@ fn an_enforced_deny_beats_a_later_higher_priority_allow() {
     assert_eq!(reversed[0].1, "deny");
 }
 
+/// An enforced ask holds against a later layer's allow of any priority; a later deny is
+/// still a deny.
+#[test]
+fn an_enforced_ask_beats_a_later_higher_priority_allow() {
+    let (org, permissive, strict) = (root("org_ask"), root("permissive"), root("no_curl"));
+    let enforced = decisions(&["--enforced", &org, "-p", &permissive]);
+    assert_eq!(enforced[0].1, "ask", "{enforced:?}");
+    assert_eq!(enforced[0].2, ["ask-curl"]);
+    assert_eq!(enforced[1].1, "allow");
+    let plain = decisions(&["-p", &org, "-p", &permissive]);
+    assert_eq!(plain[0].1, "allow", "{plain:?}");
+    let stricter = decisions(&["--enforced", &org, "-p", &strict]);
+    assert_eq!(stricter[0].1, "deny", "{stricter:?}");
+    assert_eq!(stricter[0].2, ["project-no-curl"]);
+}
+
 #[test]
 fn an_enforced_layer_refuses_to_be_weakened() {
     let (org, weaken, bypass) = (root("org"), root("weaken"), root("mode_bypass"));
