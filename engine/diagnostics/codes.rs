@@ -573,15 +573,22 @@ impl Code {
             ),
             Code::SemanticLoosePattern => warning(
                 "toolgate::semantic::loose_pattern",
-                "a text pattern on a path or URL reaches more than it seems to",
-                "## What it means\nA `glob` or `regex` compares the text of a field that names \
-                 a file (`file_path`, `path`, `*_path`) or a web address (`url`, `*_url`), \
-                 not the place it names. For paths: `src/**` matches `src/../../etc/passwd` \
+                "a pattern compares spelling where the meaning differs",
+                "## What it means\nA `glob` or `regex` (or `equals`, for paths) compares the \
+                 text of a field that names a file (`file_path`, `path`, `*_path`), a web \
+                 address (`url`, `*_url`) or a command line (`command`), not the place or the \
+                 commands it names. For paths: `src/**` matches `src/../../etc/passwd` \
                  and misses `./src/x`; `*.md` matches `/etc/x.md`. For URLs: a wildcard in \
                  the host (`https://docs.rs*`) also matches `https://docs.rs.evil.example/` and \
-                 `https://docs.rs@10.0.0.1/`, whose host is another.\n\n## Why\nAn allow \
-                 rule written so allows calls outside what it names, and a deny rule misses \
-                 other spellings of the same file.\n\n## Example\n```yaml\n- name: docs\n  \
+                 `https://docs.rs@10.0.0.1/`, whose host is another. For command lines (a \
+                 `glob`, or a `regex` in an allow rule or anchored with `^`: an unanchored \
+                 one in a deny rule is a net anywhere in the line): `^curl ` misses `true; curl x`, `\\curl x` and `/usr/bin/curl x`. A `path` \
+                 pattern names less than it seems to when it ends with `/` (the folder, not \
+                 its files: write `dir/**`), has white space at an end, starts with `~user` \
+                 or holds a variable other than a leading `$HOME` (neither is expanded), or \
+                 holds a backslash that escapes nothing (a Windows separator).\n\n## Why\nAn \
+                 allow rule written so allows calls outside what it names, and a deny rule \
+                 misses other spellings of the same file or command.\n\n## Example\n```yaml\n- name: docs\n  \
                  tools: [Write]\n  match:\n    file_path: { glob: \"docs/**\" }\n  decision: \
                  allow\n```\nMatch the location with `path: [\"docs/**\"]` (anchored at the \
                  workspace, `..` and links resolved), or `workspace: inside`. For a URL, end \

@@ -216,7 +216,10 @@ pub(super) fn against_schemas(
                 related: schemas_of(lacking.into_iter(), tools),
             });
         }
-        if let Some((diagnostic, kind)) = loose_pattern(&rule.name, selector, &segments, matcher) {
+        let allows = rule.decision == Some(crate::model::Decision::Allow);
+        if let Some((diagnostic, kind)) =
+            loose_pattern(&rule.name, allows, selector, &segments, matcher)
+        {
             findings.push(Finding {
                 diagnostic,
                 place: Place::Value(format!("{at}/{kind}")),
@@ -239,6 +242,7 @@ pub(super) fn against_schemas(
 /// address, and the matcher kind it is about.
 fn loose_pattern(
     rule: &str,
+    allows: bool,
     selector: &str,
     segments: &[Cow<'_, str>],
     matcher: &ArgMatcher,
@@ -246,6 +250,10 @@ fn loose_pattern(
     let field = segments.last()?.as_ref();
     let names_path = field == "path" || field.ends_with("_path") || field.ends_with("Path");
     let names_url = field == "url" || field.ends_with("_url");
+    let names_command = field == "command" || field == "cmd" || field.ends_with("_command");
+    if let Some(finding) = odd_path_pattern(rule, matcher) {
+        return Some(finding);
+    }
     // An empty list is `empty_matcher`'s to report.
     let listed = |patterns: &Option<OneOrMany<String>>| {
         patterns.as_ref().is_some_and(|p| !p.as_slice().is_empty())
@@ -254,12 +262,37 @@ fn loose_pattern(
         "glob"
     } else if listed(&matcher.regex) {
         "regex"
+    } else if names_path && matcher.equals.as_ref().is_some_and(|v| v.is_string()) {
+        "equals"
     } else {
         return None;
     };
-    if names_path {
+    // A deny's unanchored regex is a net anywhere in the line (`curl.*\| *sh`), on top of
+    // what the commands are judged by; anchored, or in an allow, it judges the spelling.
+    let spelled = allows
+        || kind == "glob"
+        || matcher
+            .regex
+            .as_ref()
+            .is_some_and(|r| r.as_slice().iter().any(|re| re.starts_with('^')));
+    if names_command && spelled {
         let message = format!(
-            "rule `{rule}`: `{kind}` compares the text of `{selector}`, not the file it names (`src/**` matches `src/../../etc/passwd`)"
+            "rule `{rule}`: `{kind}` compares the text of the whole command line `{selector}`, not the commands it runs (`true; curl x`, `\\curl x`, `/usr/bin/curl x` and `$(curl x)` spell `curl x` otherwise)"
+        );
+        let help = "match commands with `shell:` (each simple command of the line, its options in every spelling)";
+        return Some((
+            Diagnostic::new(Code::SemanticLoosePattern, message).with_help(help),
+            kind,
+        ));
+    }
+    if names_path {
+        let example = if kind == "equals" {
+            "`./src/x`, its absolute path and a link to it are other texts"
+        } else {
+            "`src/**` matches `src/../../etc/passwd`"
+        };
+        let message = format!(
+            "rule `{rule}`: `{kind}` compares the text of `{selector}`, not the file it names ({example})"
         );
         let help = "match the location with `path:` (anchored at the workspace, `..` and links resolved) or `workspace: inside`";
         return Some((
@@ -282,6 +315,60 @@ fn loose_pattern(
             .with_help("end the host with `/` (`https://docs.rs/*`), or name each host"),
         "glob",
     ))
+}
+
+/// A `path` pattern that names less than it seems to: a folder written with a trailing `/`
+/// (not the files in it), white space at an end, `~user`, a variable other than `$HOME`, a
+/// backslash before a character that needs no escape (`conf\\db.yml`: a separator to
+/// Windows, an escape in a pattern).
+fn odd_path_pattern(rule: &str, matcher: &ArgMatcher) -> Option<(Diagnostic, &'static str)> {
+    let patterns = matcher.path.as_ref()?;
+    patterns.as_slice().iter().find_map(|pattern| {
+        let home_variable = ["$HOME", "${HOME}"]
+            .iter()
+            .any(|home| pattern.starts_with(home));
+        let (why, help) = if pattern.len() > 1 && pattern.ends_with('/') {
+            (
+                "names the folder itself, not the files in it".to_owned(),
+                format!(
+                    "write `{pattern}**` for what it holds (and keep `{}` for the folder)",
+                    pattern.trim_end_matches('/')
+                ),
+            )
+        } else if pattern.trim() != pattern {
+            (
+                "has white space at an end, which the paths it is meant for do not".to_owned(),
+                "remove the white space".to_owned(),
+            )
+        } else if pattern.starts_with('~') && !pattern.starts_with("~/") && pattern != "~" {
+            (
+                "starts with `~user`, which patterns do not expand".to_owned(),
+                "write the folder's absolute path, or `~/…` for the home folder".to_owned(),
+            )
+        } else if pattern.contains('$') && !(home_variable && pattern.matches('$').count() == 1) {
+            (
+                "holds a variable, which patterns do not expand (only a leading `$HOME`)"
+                    .to_owned(),
+                "write the path it stands for".to_owned(),
+            )
+        } else if pattern
+            .split('\\')
+            .skip(1)
+            .any(|after| !after.starts_with(['[', ']', '{', '}', '*', '?', '\\', ',']))
+        {
+            (
+                "holds a backslash, which escapes the next character in a pattern".to_owned(),
+                "separate folders with `/`".to_owned(),
+            )
+        } else {
+            return None;
+        };
+        let message = format!("rule `{rule}`: the path pattern `{pattern}` {why}");
+        Some((
+            Diagnostic::new(Code::SemanticLoosePattern, message).with_help(help),
+            "path",
+        ))
+    })
 }
 
 /// Related places for a finding about these tools' input: each one's input schema, or the

@@ -531,12 +531,27 @@ fn loose_pattern() {
         NO_BUILTIN,
         0,
         &[
-            at("loose_pattern", "policy.yaml:17:26", "\"docs/**\""),
+            at("loose_pattern", "policy.yaml:22:26", "\"docs/**\""),
             at(
                 "loose_pattern",
-                "policy.yaml:22:20",
+                "policy.yaml:27:20",
                 "[\"https://docs.rs/*\"",
             ),
+            at("loose_pattern", "policy.yaml:38:28", "\"src/config.txt\""),
+            at("loose_pattern", "policy.yaml:44:25", "\"^curl \""),
+            at("loose_pattern", "policy.yaml:50:26", "[\"private/\"]"),
+            at(
+                "loose_pattern",
+                "policy.yaml:55:26",
+                "[\"~root/.vault/**\"]",
+            ),
+            at(
+                "loose_pattern",
+                "policy.yaml:60:26",
+                "[\"$USERPROFILE/x/**\"]",
+            ),
+            at("loose_pattern", "policy.yaml:65:26", "['conf\\db.yml']"),
+            at("loose_pattern", "policy.yaml:70:26", "[\"conf/db.yml \"]"),
         ],
     );
 }
