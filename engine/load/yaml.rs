@@ -1090,7 +1090,10 @@ fn yaml_help(info: &str) -> (Code, &'static str) {
         "a `[` or `{` may be left open above: close it, or indent the lines that continue it"
     } else if info.contains("inline value") || info.contains("mapping value") {
         "quote values that contain `: `, and check the indentation"
-    } else if info.contains("tab") {
+    } else if info
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .any(|word| word == "tab" || word == "tabs")
+    {
         "indent with spaces: YAML does not allow tabs for indentation"
     } else if info.contains("indent") {
         "check the indentation: keys of one mapping must line up"
@@ -1144,6 +1147,17 @@ mod tests {
     use super::*;
     use crate::diagnostics::source::Format;
     use serde_json::json;
+
+    /// A NUL in a quoted string is no tab ("non-printable" holds the letters "tab").
+    #[test]
+    fn a_non_printable_character_is_not_taken_for_a_tab() {
+        let errors = parse("calls:\n  - id: \"a\u{0}\"\n").unwrap_err();
+        let help = errors[0].help.as_deref().unwrap_or_default();
+        assert!(!help.contains("tabs"), "{errors:?}");
+        let errors = parse("a:\n\tb: 1\n").unwrap_err();
+        let help = errors[0].help.as_deref().unwrap_or_default();
+        assert!(help.contains("tabs"), "{errors:?}");
+    }
 
     fn parse(text: &str) -> Result<(Value, SpanTable), Vec<Diagnostic>> {
         let source = SourceFile::in_memory("t.yaml", text, Format::Yaml);

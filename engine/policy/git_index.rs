@@ -99,8 +99,22 @@ fn tracked_in(root: &Path, git_dir: &Path, depth: usize) -> Result<Vec<String>, 
 /// repository.
 pub fn config_with_credentials(folder: &Path) -> Option<PathBuf> {
     let (_, git_dir) = find_repository(folder)?;
-    let config = git_dir.join("config");
-    holds_credentials(&config).then_some(config)
+    ["config", "config.worktree"]
+        .into_iter()
+        .map(|name| git_dir.join(name))
+        .find(|config| holds_credentials(config))
+}
+
+/// The user's or the system's git config when one holds a credential (see
+/// [`holds_credentials`]): git reads them in every repository, and their `insteadOf`
+/// sections rewrite the remotes' URLs that `git remote -v` prints.
+pub fn user_config_with_credentials(home: Option<&Path>) -> Option<PathBuf> {
+    let in_home = home
+        .into_iter()
+        .flat_map(|home| [home.join(".gitconfig"), home.join(".config/git/config")]);
+    in_home
+        .chain(std::iter::once(PathBuf::from("/etc/gitconfig")))
+        .find(|config| holds_credentials(config))
 }
 
 /// Whether the git config file `config` holds a credential: a URL with a user and password
@@ -135,24 +149,38 @@ fn holds_credentials(config: &Path) -> bool {
 }
 
 /// Whether `path` (through links too) is a git config that holds a credential (see
-/// [`holds_credentials`]): a repository's (`.git/config`), a user's (`~/.gitconfig`,
-/// `~/.config/git/config`, or a `.gitconfig` an `include.path` names), the system's
-/// (`/etc/gitconfig`).
+/// [`holds_credentials`]): a repository's (`.git/config`, `config.worktree`, a submodule's
+/// in `.git/modules/`), a user's (`~/.gitconfig`, `~/.config/git/config`, or a
+/// `.gitconfig` an `include.path` names), the system's (`/etc/gitconfig`), a
+/// `.gitmodules` file.
 pub fn is_config_with_credentials(path: &Path) -> bool {
-    let named = |name: &str| path.file_name().is_some_and(|n| n == name);
-    if !(named("config") || named(".gitconfig") || named("gitconfig")) {
+    const NAMES: [&str; 5] = [
+        "config",
+        "config.worktree",
+        ".gitconfig",
+        "gitconfig",
+        ".gitmodules",
+    ];
+    if !path
+        .file_name()
+        .is_some_and(|name| NAMES.iter().any(|known| name == *known))
+    {
         return false;
     }
     let Ok(real) = std::fs::canonicalize(path) else {
         return false;
     };
     let is_config = match real.file_name().and_then(|name| name.to_str()) {
-        Some(".gitconfig" | "gitconfig") => true,
-        // Right inside a `.git` folder, or git's own folder of the user's configuration.
-        Some("config") => real
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|folder| folder == ".git" || folder == "git"),
+        Some(".gitconfig" | "gitconfig" | ".gitmodules") => true,
+        // Inside a `.git` folder (a submodule's and a worktree's are deeper), or in git's
+        // own folder of the user's configuration.
+        Some("config" | "config.worktree") => {
+            let parent = real.parent().and_then(Path::file_name);
+            parent.is_some_and(|folder| folder == "git")
+                || real
+                    .ancestors()
+                    .any(|dir| dir.file_name().is_some_and(|n| n == ".git"))
+        }
         _ => false,
     };
     is_config && holds_credentials(&real)

@@ -476,7 +476,7 @@ fn decide_line(
         if let Some(why) = prints_secrets(command, &table) {
             outcome.add_analysis(&command.text, why);
         }
-        if let Some(why) = prints_remote_credentials(facts, &folders) {
+        if let Some(why) = prints_remote_credentials(facts, &folders, home) {
             outcome.add_analysis(&command.text, format!("`{}` {why}", command.text));
         }
         if let Some(why) = exports_everything(command) {
@@ -837,7 +837,9 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
     let named_by = |file: &Path| {
         let text = std::fs::read_to_string(file).ok()?;
         let named = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
+        // Where it leads as the system resolves it: `.git/../evil` is no `.git` folder.
         let git_dir = file.parent()?.join(named);
+        let git_dir = std::fs::canonicalize(&git_dir).unwrap_or(git_dir);
         (!git_dir.components().any(|c| c.as_os_str() == ".git"))
             .then(|| git_dir.display().to_string())
     };
@@ -865,7 +867,11 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
 /// Why a git command that prints the remotes' URLs (`git remote -v`, `get-url`, `show`)
 /// prints a credential: the repository's config holds a URL with a user and token in it
 /// (see [`git_index::config_with_credentials`]).
-fn prints_remote_credentials(facts: &CommandFacts, folders: &Folders) -> Option<String> {
+fn prints_remote_credentials(
+    facts: &CommandFacts,
+    folders: &Folders,
+    home: Option<&str>,
+) -> Option<String> {
     let prints_urls = match facts.subcommand.as_deref() {
         Some("remote") => facts
             .options
@@ -880,7 +886,8 @@ fn prints_remote_credentials(facts: &CommandFacts, folders: &Folders) -> Option<
     let config = folders
         .candidates
         .iter()
-        .find_map(|folder| git_index::config_with_credentials(Path::new(folder)))?;
+        .find_map(|folder| git_index::config_with_credentials(Path::new(folder)))
+        .or_else(|| git_index::user_config_with_credentials(home.map(Path::new)))?;
     Some(format!(
         "prints the remotes' URLs, and `{}` holds a credential (a token in a remote URL, or an `extraheader`)",
         config.display()

@@ -2740,9 +2740,12 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
     // `--git-dir` given such a file, under any name.
     std::fs::write(ws.root.join("src/gitfile"), "gitdir: ../evil\n").unwrap();
     std::fs::write(ws.root.join("src/modules"), "gitdir: ../.git\n").unwrap();
+    // Through a `.git` folder and out of it again.
+    std::fs::write(ws.root.join("src/through"), "gitdir: ../.git/../evil\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
     for command in [
         "git --git-dir=src/gitfile status",
+        "git --git-dir=src/through status",
         "git --git-dir src/gitfile log",
         "git -C gf status",
         "cd gf && git log",
@@ -2773,6 +2776,11 @@ fn git_in_a_folder_laid_out_as_a_repository_asks() {
                 .any(|label| label.starts_with("analysis")),
             "{command}: {reasons:?}"
         );
+    }
+    // `--bare` opens the folder it runs in as the repository.
+    for command in ["git --bare log -p", "cd src && git --bare log"] {
+        let (decision, reasons) = decide(&engine, command, &[]);
+        assert_eq!(decision, "ask", "{command}: {reasons:?}");
     }
     for command in [
         "git status",
@@ -3867,6 +3875,24 @@ fn secrets_told_by_content_are_not_printed_unasked() {
         std::fs::write(home.join(config), clean).unwrap();
         let (got, reasons) = decide(&engine, &line, &[]);
         assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+    // `git remote -v` prints the URL as the user's `insteadOf` rewrites it, token and all.
+    std::fs::write(home.join(".gitconfig"), with_token).unwrap();
+    let (got, reasons) = decide(&engine, "git remote -v", &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    std::fs::write(home.join(".gitconfig"), clean).unwrap();
+    // A worktree's and a submodule's config, and `.gitmodules`.
+    std::fs::create_dir_all(ws.root.join(".git/modules/sub")).unwrap();
+    for file in [
+        ".git/config.worktree",
+        ".git/modules/sub/config",
+        ".gitmodules",
+    ] {
+        std::fs::write(ws.root.join(file), with_token).unwrap();
+        let line = format!("cat {file}");
+        let (got, reasons) = decide(&engine, &line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        std::fs::remove_file(ws.root.join(file)).unwrap();
     }
     // A private key under a name no rule lists, found by its armour.
     std::fs::write(
