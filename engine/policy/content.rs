@@ -10,19 +10,48 @@ use std::path::Path;
 /// Extensions of files that may be a key under another name (compared ignoring case).
 const SNIFFED_EXTENSIONS: &[&str] = &[
     "bak", "old", "orig", "backup", "bkp", "save", "sav", "tmp", "txt", "priv", "private",
-    "secret", "asc", "gpg", "key", "pem", "ppk", "der", "id",
+    "secret", "asc", "gpg", "key", "pem", "ppk", "der", "id", "crt", "cer", "p8", "pk8",
 ];
 
 /// How much of a file is read: a key follows a certificate in some bundles.
 const SNIFFED_BYTES: u64 = 8 * 1024;
 
+/// `path` opened for reading when it is a regular file (through links). Opened without
+/// waiting, so that a FIFO (which would block until a writer comes) or a device is never
+/// waited on or read.
+pub(super) fn open_regular(path: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
+/// The first `limit` bytes of the regular file `path` as text (lossily), never waiting on a
+/// FIFO or reading a device (see [`open_regular`]).
+pub(super) fn read_regular(path: &Path, limit: u64) -> Option<String> {
+    let mut bytes = Vec::new();
+    open_regular(path)?
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Whether the file named `name` may be a key under another name.
 fn may_hide_a_key(name: &str) -> bool {
+    // An editor's backup (`key.pem~`) or a numbered copy (`key.pem.1`) too.
     match name.trim_start_matches('.').rsplit_once('.') {
         None => true,
-        Some((_, extension)) => SNIFFED_EXTENSIONS
-            .iter()
-            .any(|known| extension.eq_ignore_ascii_case(known)),
+        Some((_, extension)) => {
+            extension.ends_with('~')
+                || extension.bytes().all(|b| b.is_ascii_digit())
+                || SNIFFED_EXTENSIONS
+                    .iter()
+                    .any(|known| extension.eq_ignore_ascii_case(known))
+        }
     }
 }
 
@@ -35,12 +64,13 @@ pub fn private_key(path: &Path) -> Option<String> {
         return None;
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(SNIFFED_BYTES).read_to_end(&mut bytes))
+    open_regular(path)?
+        .take(SNIFFED_BYTES)
+        .read_to_end(&mut bytes)
         .ok()?;
     let text = String::from_utf8_lossy(&bytes);
     text.lines()
-        .map(str::trim)
+        .map(|line| line.trim().trim_start_matches('\u{feff}'))
         .find(|line| {
             (line.starts_with("-----BEGIN ")
                 && (line.contains("PRIVATE KEY") || line.contains("PRIVATE KEY BLOCK")))
@@ -71,11 +101,20 @@ mod tests {
         let bundle = format!("{}\n-----BEGIN EC PRIVATE KEY-----\n", "x".repeat(2000));
         assert!(private_key(&write("bundle.TXT", &bundle)).is_some());
         assert!(private_key(&write("putty", "PuTTY-User-Key-File-3: ssh-ed25519\n")).is_some());
+        for name in ["key.pem~", "key.pem.1", "server.crt"] {
+            assert!(private_key(&write(name, openssh)).is_some(), "{name}");
+        }
+        let bom = format!("\u{feff}{openssh}");
+        assert!(private_key(&write("with_bom", &bom)).is_some());
         // Public halves, certificates and source files are not keys or not opened.
         assert!(private_key(&write("id_rsa.old", "ssh-rsa AAAA user@host\n")).is_none());
         assert!(private_key(&write("cert", "-----BEGIN CERTIFICATE-----\n")).is_none());
         assert!(private_key(&write("notes.md", openssh)).is_none());
         assert!(private_key(&dir.path().join("missing")).is_none());
+        // A FIFO is not waited on (nothing writes to it).
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(private_key(&fifo).is_none());
         assert!(private_key(dir.path()).is_none());
     }
 }

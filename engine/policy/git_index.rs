@@ -55,12 +55,13 @@ fn tracked_in(root: &Path, git_dir: &Path, depth: usize) -> Result<Vec<String>, 
         Ok(_) => {
             let bytes = std::fs::read(&index)
                 .map_err(|err| format!("`{}` cannot be read: {err}", index.display()))?;
-            let sha256 = std::fs::read_to_string(git_dir.join("config")).is_ok_and(|config| {
-                config.lines().any(|line| {
-                    line.replace(' ', "")
-                        .eq_ignore_ascii_case("objectformat=sha256")
-                })
-            });
+            let sha256 = super::content::read_regular(&git_dir.join("config"), 1 << 20)
+                .is_some_and(|config| {
+                    config.lines().any(|line| {
+                        line.replace(' ', "")
+                            .eq_ignore_ascii_case("objectformat=sha256")
+                    })
+                });
             let hash = if sha256 { 32 } else { 20 };
             read_index(&bytes, hash).map_err(|why| format!("`{}` {why}", index.display()))?
         }
@@ -125,9 +126,11 @@ fn holds_credentials(config: &Path) -> bool {
     use std::io::Read as _;
     let mut text = String::new();
     // A config is a few kilobytes; the first megabyte is enough to tell.
-    let read =
-        std::fs::File::open(config).and_then(|file| file.take(1 << 20).read_to_string(&mut text));
-    if read.is_err() {
+    // (A FIFO named like a config is never waited on.)
+    let Some(file) = super::content::open_regular(config) else {
+        return false;
+    };
+    if file.take(1 << 20).read_to_string(&mut text).is_err() {
         return false;
     }
     // An http(s) URL with a user part anywhere; ssh's `ssh://git@host` names a user, no
@@ -202,7 +205,7 @@ fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
             return Some((root.to_path_buf(), dot_git));
         }
         // A worktree or submodule: `.git` is a file naming the git folder.
-        if let Ok(text) = std::fs::read_to_string(&dot_git)
+        if let Some(text) = super::content::read_regular(&dot_git, 4096)
             && let Some(git_dir) = text.trim().strip_prefix("gitdir:")
         {
             return Some((root.to_path_buf(), root.join(git_dir.trim())));

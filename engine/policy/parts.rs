@@ -835,7 +835,7 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
     // write it, inside a `.git` folder): one naming a folder elsewhere, where files may be
     // written, is opened the same way.
     let named_by = |file: &Path| {
-        let text = std::fs::read_to_string(file).ok()?;
+        let text = content::read_regular(file, 4096)?;
         let named = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
         // Where it leads as the system resolves it: `.git/../evil` is no `.git` folder.
         let git_dir = file.parent()?.join(named);
@@ -2038,7 +2038,8 @@ fn judge_unpacked(
 /// The names of the entries of the zip archive at `path`; `Err` says why they cannot be
 /// known.
 fn zip_entries(path: &str) -> Result<Vec<String>, String> {
-    let file = std::fs::File::open(path).map_err(|error| format!("cannot be read ({error})"))?;
+    let file = content::open_regular(Path::new(path))
+        .ok_or_else(|| "cannot be read as a regular file".to_owned())?;
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file))
         .map_err(|error| format!("is not a zip archive whose entries can be listed ({error})"))?;
     if archive.len() > MAX_ARCHIVE_ENTRIES {

@@ -282,7 +282,38 @@ pub(crate) fn judge_below(
     // is walked again with no `.gitignore` read.
     let mut git_ignore_files =
         ignored || (git_ignored && !linked_gitignore_above(Path::new(folder.real)));
-    let (protected, credentials) = 'walks: loop {
+    // The ignore files the walk reads must be regular files: a FIFO would block it for ever,
+    // a device would be read. Those of the folders above are read when it starts, those of
+    // each folder when it is entered (after the folder is listed here).
+    let ignore_files: &[&str] = match (ignored, git_ignored) {
+        (true, _) => &[".gitignore", ".ignore", ".rgignore"],
+        (false, true) => &[".gitignore"],
+        (false, false) => &[],
+    };
+    let odd_ignore_file = |dir: &Path| {
+        ignore_files
+            .iter()
+            .map(|name| dir.join(name))
+            .find(|path| std::fs::metadata(path).is_ok_and(|meta| !meta.is_file()))
+    };
+    let unreadable = |file: &Path| {
+        vec![format!(
+            "{} searches {}, where `{}` is not a regular file (a FIFO or a device): what the search leaves out cannot be told",
+            folder.what,
+            folder.shown(),
+            file.display()
+        )]
+    };
+    if !ignore_files.is_empty()
+        && let Some(odd) = Path::new(folder.real)
+            .ancestors()
+            .skip(1)
+            .take(64)
+            .find_map(odd_ignore_file)
+    {
+        return unreadable(&odd);
+    }
+    let (protected, credentials, keys) = 'walks: loop {
         let mut builder = WalkBuilder::new(folder.real);
         builder
             .standard_filters(false)
@@ -299,8 +330,10 @@ pub(crate) fn judge_below(
 
         // Per rule (by name), the files it protects: the rule's decision and reason, the files.
         let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();
-        // Repository configs that hold a credential (a token in a remote URL).
+        // Git configs that hold a credential (a token in a remote URL).
         let mut credentials: Vec<String> = Vec::new();
+        // Files holding a private key under a name no rule lists.
+        let mut keys: Vec<String> = Vec::new();
         let mut judge = |relative: &str, real: Option<&Path>| {
             // The folder itself may be a file (`Grep` over one file).
             let written = folder.written.absolute();
@@ -311,6 +344,8 @@ pub(crate) fn judge_below(
             };
             if git_index::is_config_with_credentials(Path::new(&path)) {
                 credentials.push(path.clone());
+            } else if super::content::private_key(Path::new(&path)).is_some() {
+                keys.push(path.clone());
             }
             let input = json!({ "file_path": path });
             let read = CallFacts {
@@ -359,6 +394,9 @@ pub(crate) fn judge_below(
                 entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             if is_dir {
+                if let Some(odd) = odd_ignore_file(entry.path()) {
+                    return unreadable(&odd);
+                }
                 if git_ignore_files && git_ignored && linked_gitignore(entry.path()) {
                     git_ignore_files = false;
                     continue 'walks;
@@ -407,13 +445,25 @@ pub(crate) fn judge_below(
                 }
             }
         }
-        break (protected, credentials);
+        break (protected, credentials, keys);
     };
     let credentials = credentials.into_iter().map(|config| {
         format!(
             "{} searches {}, which holds `{config}`, a git config holding a credential (a token in a remote URL, or an `extraheader`); the search may read it",
             folder.what,
             folder.shown()
+        )
+    });
+    let keys = (!keys.is_empty()).then(|| {
+        let mut named: Vec<String> = keys.iter().take(NAMED_FILES).map(|k| format!("`{k}`")).collect();
+        if keys.len() > NAMED_FILES {
+            named.push(format!("{} more", keys.len() - NAMED_FILES));
+        }
+        format!(
+            "{} searches {}, which holds private keys by their content: {}; the search may read them",
+            folder.what,
+            folder.shown(),
+            named.join(", ")
         )
     });
     protected
@@ -448,6 +498,7 @@ pub(crate) fn judge_below(
             )
         })
         .chain(credentials)
+        .chain(keys)
         .collect()
 }
 

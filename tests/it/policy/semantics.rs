@@ -3791,9 +3791,41 @@ fn patches_of_stashed_untracked_files_ask() {
     }
 }
 
-/// A repository config holding a credential (a token in a remote URL, as some clones keep
-/// it; a CI checkout's `extraheader`) is not printed unasked: `git remote -v`, `get-url`,
-/// `cat .git/config` and the read tool ask, and allow as before once it holds none.
+/// An ignore file a search reads that is a FIFO would block the search for ever (and one
+/// named like a key or a git config would block its content check): the search asks.
+#[test]
+fn a_fifo_where_a_search_reads_is_never_waited_on() {
+    let ws = workspace();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let fifo = |path: &Path| {
+        nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    };
+    fifo(&ws.root.join(".gitignore"));
+    fifo(&ws.root.join("src/deploy_key"));
+    fifo(&ws.root.join("src/.gitconfig"));
+    let batch = Batch::new(vec![ToolCall::new(
+        "g",
+        "Grep",
+        json!({ "pattern": "x", "path": "src" }),
+    )]);
+    let plan = engine.plan(&batch, &[]).unwrap();
+    let call = &plan.calls[0];
+    assert_eq!(call.decision.as_str(), "ask", "{:?}", call.reasons);
+    assert!(
+        analyses(&call.reasons).contains(".gitignore` is not a regular file"),
+        "{:?}",
+        call.reasons
+    );
+    for line in ["rg x src", "cat src/deploy_key", "grep -r x src"] {
+        // Decided without waiting; what it decides is the rules' business.
+        let _ = decide(&engine, line, &[]);
+    }
+}
+
+/// Secrets a file's name does not tell, found by its content: a git config holding a
+/// credential (a token in a remote URL, as some clones keep it; a CI checkout's
+/// `extraheader`) and a private key. `git remote -v`, `get-url`, commands reading them and
+/// the read tool ask, and allow as before once they hold none.
 #[test]
 fn secrets_told_by_content_are_not_printed_unasked() {
     let ws = workspace();
@@ -3920,6 +3952,27 @@ fn secrets_told_by_content_are_not_printed_unasked() {
     }
     let (got, reasons) = read("deploy_key");
     assert_eq!(got, "ask", "{reasons:?}");
+    // A search that may read it: the search tool, `grep -r`.
+    for line in ["grep -r KEY .", "grep -rn x src"] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("holds private keys by their content"),
+            "{line}: {reasons:?}"
+        );
+    }
+    let batch = Batch::new(vec![ToolCall::new(
+        "g",
+        "Grep",
+        json!({ "pattern": "x", "path": "src" }),
+    )]);
+    let plan = engine.plan(&batch, &[]).unwrap();
+    assert_eq!(
+        plan.calls[0].decision.as_str(),
+        "ask",
+        "{:?}",
+        plan.calls[0].reasons
+    );
     let (got, reasons) = decide(&engine, "cat src/id_rsa.old", &[]);
     assert_eq!(got, "allow", "a public key: {reasons:?}");
     // A file named `config` in another folder is no git config.
