@@ -3,7 +3,7 @@
 //!
 //! Order: the rules decide (enforced denies first, then priority, then strictness; no match →
 //! the contract default). Then the hooks: a hook deny always wins; a hook ask turns allow
-//! into ask; a hook allow turns ask into allow. Last, `always_ask` turns any allow into ask,
+//! into ask; a hook allow turns ask into allow, unless an enforced layer's rule asked. Last, `always_ask` turns any allow into ask,
 //! so only an explicit approval runs such a call.
 
 use std::sync::Arc;
@@ -309,7 +309,20 @@ pub fn combine(rules: RuleDecision, hooks: &[HookVote], always_ask: bool) -> Per
             decision = Decision::Ask;
             reasons.insert(0, hook_reason(ask));
         }
+        // An ask of an enforced layer's rule holds against a hook's allow, as against the
+        // allow rules of other layers.
+        let enforced_ask = reasons.iter().any(|reason| {
+            matches!(
+                reason,
+                Reason::Rule {
+                    decision: Decision::Ask,
+                    enforced: true,
+                    ..
+                }
+            )
+        });
         if decision == Decision::Ask
+            && !enforced_ask
             && let Some(allow) = hooks.iter().find(|vote| vote.decision == Decision::Allow)
             && !hooks.iter().any(|vote| vote.decision == Decision::Ask)
         {
@@ -384,6 +397,18 @@ mod tests {
                 "rules {rule}, hooks {hooks:?}, always_ask {always_ask}"
             );
         }
+    }
+
+    #[test]
+    fn hook_allow_cannot_lift_an_enforced_ask() {
+        let mut enforced = rules(Decision::Ask);
+        if let RuleReason::Rule(rule) = &mut enforced.reasons[0] {
+            rule.enforced = true;
+        }
+        let got = combine(enforced, &[vote(Decision::Allow)], false);
+        assert_eq!(got.decision, Decision::Ask);
+        let got = combine(rules(Decision::Ask), &[vote(Decision::Allow)], false);
+        assert_eq!(got.decision, Decision::Allow);
     }
 
     #[test]
