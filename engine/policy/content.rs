@@ -63,17 +63,11 @@ pub fn private_key(path: &Path) -> Option<String> {
     if !may_hide_a_key(name) {
         return None;
     }
-    let mut bytes = Vec::new();
-    open_regular(path)?
-        .take(SNIFFED_BYTES)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    let text = String::from_utf8_lossy(&bytes);
+    let text = read_regular(path, SNIFFED_BYTES)?;
     text.lines()
         .map(|line| line.trim().trim_start_matches('\u{feff}'))
         .find(|line| {
-            (line.starts_with("-----BEGIN ")
-                && (line.contains("PRIVATE KEY") || line.contains("PRIVATE KEY BLOCK")))
+            (line.starts_with("-----BEGIN ") && line.contains("PRIVATE KEY"))
                 || line.starts_with("PuTTY-User-Key-File-")
         })
         .map(|line| line.chars().take(64).collect())

@@ -280,10 +280,7 @@ fn loose_pattern(
             "rule `{rule}`: `{kind}` compares the text of the whole command line `{selector}`, not the commands it runs (`true; curl x`, `\\curl x`, `/usr/bin/curl x` and `$(curl x)` spell `curl x` otherwise)"
         );
         let help = "match commands with `shell:` (each simple command of the line, its options in every spelling)";
-        return Some((
-            Diagnostic::new(Code::SemanticLoosePattern, message).with_help(help),
-            kind,
-        ));
+        return Some((loose_warning(message, help), kind));
     }
     if names_path {
         let example = if kind == "equals" {
@@ -295,10 +292,7 @@ fn loose_pattern(
             "rule `{rule}`: `{kind}` compares the text of `{selector}`, not the file it names ({example})"
         );
         let help = "match the location with `path:` (anchored at the workspace, `..` and links resolved) or `workspace: inside`";
-        return Some((
-            Diagnostic::new(Code::SemanticLoosePattern, message).with_help(help),
-            kind,
-        ));
+        return Some((loose_warning(message, help), kind));
     }
     let globs = matcher.glob.as_ref().filter(|_| names_url)?;
     let loose = globs.as_slice().iter().find(|glob| {
@@ -310,11 +304,13 @@ fn loose_pattern(
     let message = format!(
         "rule `{rule}`: the host of `{loose}` has a wildcard, which also matches other hosts (`…evil.example/`, `…@10.0.0.1/`)"
     );
-    Some((
-        Diagnostic::new(Code::SemanticLoosePattern, message)
-            .with_help("end the host with `/` (`https://docs.rs/*`), or name each host"),
-        "glob",
-    ))
+    let help = "end the host with `/` (`https://docs.rs/*`), or name each host";
+    Some((loose_warning(message, help), "glob"))
+}
+
+/// The `loose_pattern` warning with `message` and `help`.
+fn loose_warning(message: String, help: &str) -> Diagnostic {
+    Diagnostic::new(Code::SemanticLoosePattern, message).with_help(help)
 }
 
 /// A `path` pattern that names less than it seems to: a folder written with a trailing `/`
@@ -364,10 +360,7 @@ fn odd_path_pattern(rule: &str, matcher: &ArgMatcher) -> Option<(Diagnostic, &'s
             return None;
         };
         let message = format!("rule `{rule}`: the path pattern `{pattern}` {why}");
-        Some((
-            Diagnostic::new(Code::SemanticLoosePattern, message).with_help(help),
-            "path",
-        ))
+        Some((loose_warning(message, &help), "path"))
     })
 }
 

@@ -1763,14 +1763,14 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     let Some(first_tool) = rule.tools.first() else {
         return;
     };
+    // An enforced ask holds against a later layer's allow, whatever its priority.
+    let ask_over_allow = |ask: &CompiledRule, allow: &CompiledRule| {
+        ask.origin.enforced
+            && ask.decision == crate::model::Decision::Ask
+            && !allow.origin.enforced
+            && allow.decision == crate::model::Decision::Allow
+    };
     let shadow = set.for_tool(first_tool).find(|other| {
-        // An enforced ask holds against a later layer's allow, whatever its priority.
-        let ask_over_allow = |ask: &CompiledRule, allow: &CompiledRule| {
-            ask.origin.enforced
-                && ask.decision == crate::model::Decision::Ask
-                && !allow.origin.enforced
-                && allow.decision == crate::model::Decision::Allow
-        };
         let first = match (
             other.origin.enforced && other.decision == crate::model::Decision::Deny,
             rule.origin.enforced && rule.decision == crate::model::Decision::Deny,
@@ -1805,11 +1805,10 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
             }
     });
     if let Some(other) = shadow {
-        let enforced = other.origin.enforced
+        let enforced = (other.origin.enforced
             && !rule.origin.enforced
-            && (other.decision == crate::model::Decision::Deny
-                || (other.decision == crate::model::Decision::Ask
-                    && rule.decision == crate::model::Decision::Allow));
+            && other.decision == crate::model::Decision::Deny)
+            || ask_over_allow(other, rule);
         let (what, help) = if enforced {
             (
                 format!("an enforced {}", other.decision),

@@ -3803,18 +3803,11 @@ fn a_fifo_where_a_search_reads_is_never_waited_on() {
     fifo(&ws.root.join(".gitignore"));
     fifo(&ws.root.join("src/deploy_key"));
     fifo(&ws.root.join("src/.gitconfig"));
-    let batch = Batch::new(vec![ToolCall::new(
-        "g",
-        "Grep",
-        json!({ "pattern": "x", "path": "src" }),
-    )]);
-    let plan = engine.plan(&batch, &[]).unwrap();
-    let call = &plan.calls[0];
-    assert_eq!(call.decision.as_str(), "ask", "{:?}", call.reasons);
+    let (got, reasons) = decide_call(&engine, "Grep", json!({ "pattern": "x", "path": "src" }));
+    assert_eq!(got, "ask", "{reasons:?}");
     assert!(
-        analyses(&call.reasons).contains(".gitignore` is not a regular file"),
-        "{:?}",
-        call.reasons
+        analyses(&reasons).contains(".gitignore` is not a regular file"),
+        "{reasons:?}"
     );
     for line in ["rg x src", "cat src/deploy_key", "grep -r x src"] {
         // Decided without waiting; what it decides is the rules' business.
@@ -3830,16 +3823,14 @@ fn a_fifo_where_a_search_reads_is_never_waited_on() {
 fn secrets_told_by_content_are_not_printed_unasked() {
     let ws = workspace();
     let engine = Engine::builder(snapshot(&ws.root)).build();
-    let read = |path: &str| {
-        let batch = Batch::new(vec![ToolCall::new(
-            "r",
-            "Read",
-            json!({ "file_path": path }),
-        )]);
-        let plan = engine.plan(&batch, &[]).unwrap();
-        let call = plan.calls.into_iter().next().unwrap();
-        (call.decision.as_str().to_owned(), call.reasons)
+    let read = |path: &str| decide_call(&engine, "Read", json!({ "file_path": path }));
+    // The line asks, and an analysis says why.
+    let asks_because = |line: &str, why: &str| {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(analyses(&reasons).contains(why), "{line}: {reasons:?}");
     };
+    let token = "a credential (a token in a remote URL";
     let config = ws.root.join(".git/config");
     let clean = "[remote \"origin\"]\n\turl = https://github.com/acme/app.git\n";
     for held in [
@@ -3858,23 +3849,13 @@ fn secrets_told_by_content_are_not_printed_unasked() {
             "diff .git/config /dev/null",
             "git diff --no-index .git/config /dev/null",
         ] {
-            let (got, reasons) = decide(&engine, line, &[]);
-            assert_eq!(got, "ask", "{line}: {reasons:?}");
-            assert!(
-                analyses(&reasons).contains("a credential (a token in a remote URL"),
-                "{line}: {reasons:?}"
-            );
+            asks_because(line, token);
         }
         let (got, reasons) = read(".git/config");
         assert_eq!(got, "ask", "{reasons:?}");
-        let batch = Batch::new(vec![ToolCall::new(
-            "g",
-            "Grep",
-            json!({ "pattern": "url", "path": ".git" }),
-        )]);
-        let plan = engine.plan(&batch, &[]).unwrap();
-        let call = &plan.calls[0];
-        assert_eq!(call.decision.as_str(), "ask", "{:?}", call.reasons);
+        let grep = json!({ "pattern": "url", "path": ".git" });
+        let (got, reasons) = decide_call(&engine, "Grep", grep);
+        assert_eq!(got, "ask", "{reasons:?}");
         // Names only.
         let (got, reasons) = decide(&engine, "git remote", &[]);
         assert_eq!(got, "allow", "{reasons:?}");
@@ -3896,12 +3877,7 @@ fn secrets_told_by_content_are_not_printed_unasked() {
     for config in [".gitconfig", ".config/git/config"] {
         std::fs::write(home.join(config), with_token).unwrap();
         let line = format!("cat ~/{config}");
-        let (got, reasons) = decide(&engine, &line, &[]);
-        assert_eq!(got, "ask", "{line}: {reasons:?}");
-        assert!(
-            analyses(&reasons).contains("a credential (a token in a remote URL"),
-            "{line}: {reasons:?}"
-        );
+        asks_because(&line, token);
         let (got, reasons) = read(&home.join(config).display().to_string());
         assert_eq!(got, "ask", "{reasons:?}");
         std::fs::write(home.join(config), clean).unwrap();
@@ -3910,8 +3886,7 @@ fn secrets_told_by_content_are_not_printed_unasked() {
     }
     // `git remote -v` prints the URL as the user's `insteadOf` rewrites it, token and all.
     std::fs::write(home.join(".gitconfig"), with_token).unwrap();
-    let (got, reasons) = decide(&engine, "git remote -v", &[]);
-    assert_eq!(got, "ask", "{reasons:?}");
+    asks_because("git remote -v", token);
     std::fs::write(home.join(".gitconfig"), clean).unwrap();
     // A worktree's and a submodule's config, and `.gitmodules`.
     std::fs::create_dir_all(ws.root.join(".git/modules/sub")).unwrap();
@@ -3921,9 +3896,7 @@ fn secrets_told_by_content_are_not_printed_unasked() {
         ".gitmodules",
     ] {
         std::fs::write(ws.root.join(file), with_token).unwrap();
-        let line = format!("cat {file}");
-        let (got, reasons) = decide(&engine, &line, &[]);
-        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        asks_because(&format!("cat {file}"), token);
         std::fs::remove_file(ws.root.join(file)).unwrap();
     }
     // A private key under a name no rule lists, found by its armour.
@@ -3943,36 +3916,16 @@ fn secrets_told_by_content_are_not_printed_unasked() {
         "head -3 src/id_rsa.bak",
         "cat < deploy_key",
     ] {
-        let (got, reasons) = decide(&engine, line, &[]);
-        assert_eq!(got, "ask", "{line}: {reasons:?}");
-        assert!(
-            analyses(&reasons).contains("holds a private key (`-----BEGIN"),
-            "{line}: {reasons:?}"
-        );
+        asks_because(line, "holds a private key (`-----BEGIN");
     }
     let (got, reasons) = read("deploy_key");
     assert_eq!(got, "ask", "{reasons:?}");
     // A search that may read it: the search tool, `grep -r`.
     for line in ["grep -r KEY .", "grep -rn x src"] {
-        let (got, reasons) = decide(&engine, line, &[]);
-        assert_eq!(got, "ask", "{line}: {reasons:?}");
-        assert!(
-            analyses(&reasons).contains("holds private keys by their content"),
-            "{line}: {reasons:?}"
-        );
+        asks_because(line, "holds private keys by their content");
     }
-    let batch = Batch::new(vec![ToolCall::new(
-        "g",
-        "Grep",
-        json!({ "pattern": "x", "path": "src" }),
-    )]);
-    let plan = engine.plan(&batch, &[]).unwrap();
-    assert_eq!(
-        plan.calls[0].decision.as_str(),
-        "ask",
-        "{:?}",
-        plan.calls[0].reasons
-    );
+    let (got, reasons) = decide_call(&engine, "Grep", json!({ "pattern": "x", "path": "src" }));
+    assert_eq!(got, "ask", "{reasons:?}");
     let (got, reasons) = decide(&engine, "cat src/id_rsa.old", &[]);
     assert_eq!(got, "allow", "a public key: {reasons:?}");
     // A file named `config` in another folder is no git config.
