@@ -628,7 +628,11 @@ impl Code {
                 "toolgate::semantic::locked_field",
                 "a layer changes a field an enforced layer locked",
                 "## What it means\nAn enforced layer lists a contract field under `locked`, \
-                 and a later layer sets it. Both places are shown.\n\n## Why\nOrganisation \
+                 and a later layer sets it; or, while an enforced layer is loaded, a later \
+                 layer changes or disables an agent tool mapping (`agents.claude.tools.Bash`) \
+                 or a command table entry (`commands.programs.cat`) the enforced layer or a \
+                 layer below it set. Both places are shown.\n\n\
+                 ## Why\nOrganisation \
                  policy must not be weakened by project or local files.\n\n## Example\nThe \
                  org layer locks `timeout.max`; `project/tools.yaml` sets `timeout: { max: \
                  1h }`. Remove the override.",

@@ -121,8 +121,17 @@ pub fn user_config_with_credentials(home: Option<&Path>) -> Option<PathBuf> {
 /// Whether the git config file `config` holds a credential: a URL with a user and password
 /// or token in it (`https://x-access-token:ghp_…@github.com/…`, in a remote's `url` or an
 /// `insteadOf` section's name), or an HTTP header set for git's requests
-/// (`http.extraheader`, where a CI checkout keeps its token).
+/// (`http.extraheader`, where a CI checkout keeps its token). The files it includes
+/// (`include.path`, `includeIf.<condition>.path`, whatever the condition) are read as git
+/// reads them, since their settings are the config's.
 fn holds_credentials(config: &Path) -> bool {
+    holds_credentials_within(config, 0)
+}
+
+/// Git stops following includes at this depth (its `MAX_INCLUDE_DEPTH`).
+const MAX_INCLUDE_DEPTH: usize = 10;
+
+fn holds_credentials_within(config: &Path, depth: usize) -> bool {
     use std::io::Read as _;
     let mut text = String::new();
     // A config is a few kilobytes; the first megabyte is enough to tell.
@@ -145,10 +154,39 @@ fn holds_credentials(config: &Path) -> bool {
             scheme.starts_with("http") && authority.contains('@')
         })
     };
+    let mut in_include = false;
     text.lines().any(|line| {
-        let line = line.trim().to_ascii_lowercase();
-        url_with_user(&line) || line.starts_with("extraheader")
+        let original = line.trim();
+        let line = original.to_ascii_lowercase();
+        if line.starts_with('[') {
+            in_include = line.starts_with("[include]") || line.starts_with("[includeif");
+        }
+        if url_with_user(&line) || line.starts_with("extraheader") {
+            return true;
+        }
+        in_include
+            && depth < MAX_INCLUDE_DEPTH
+            && included_path(config, original)
+                .is_some_and(|included| holds_credentials_within(&included, depth + 1))
     })
+}
+
+/// The file a `path = …` line of an include section names: relative to the including
+/// config's folder, `~/` from the home folder, quotes removed.
+fn included_path(config: &Path, line: &str) -> Option<PathBuf> {
+    let (key, value) = line.split_once('=')?;
+    if !key.trim().eq_ignore_ascii_case("path") {
+        return None;
+    }
+    let value = value.trim();
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value);
+    match value.strip_prefix("~/") {
+        Some(rest) => Some(PathBuf::from(std::env::var_os("HOME")?).join(rest)),
+        None => Some(config.parent()?.join(value)),
+    }
 }
 
 /// Whether `path` (through links too) is a git config that holds a credential (see
@@ -424,6 +462,36 @@ mod tests {
             assert!(!holds(text), "{text}");
         }
         assert_eq!(config_with_credentials(&dir.path().join("none")), None);
+    }
+
+    #[test]
+    fn credentials_in_an_included_config_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write(
+            "creds.inc",
+            "[url \"https://tok@github.com/\"]\n\tinsteadOf = https://github.com/\n",
+        );
+        write("plain.inc", "[core]\n\tautocrlf = false\n");
+        let holds = |text: &str| {
+            write(".git/config", text);
+            config_with_credentials(dir.path()).is_some()
+        };
+        assert!(holds("[include]\n\tpath = ../creds.inc\n"));
+        assert!(holds(
+            "[includeIf \"gitdir:/nowhere/\"]\n  path = \"../creds.inc\"\n"
+        ));
+        // Through a chain of includes.
+        write("chain.inc", "[include]\n\tpath = creds.inc\n");
+        assert!(holds("[include]\n\tpath = ../chain.inc\n"));
+        assert!(!holds("[include]\n\tpath = ../plain.inc\n"));
+        assert!(!holds("[include]\n\tpath = ../missing.inc\n"));
+        // A `path` outside an include section names no file to read.
+        assert!(!holds("[core]\n\tpath = ../creds.inc\n"));
+        // A config including itself ends at git's depth.
+        write("loop.inc", "[include]\n\tpath = loop.inc\n");
+        assert!(!holds("[include]\n\tpath = ../loop.inc\n"));
     }
 
     #[test]

@@ -711,17 +711,37 @@ fn merge_issue(sources: &Sources, issue: MergeIssue) -> Diagnostic {
             locked_at,
             written_at,
         } => {
-            let field = describe_contract_pointer(&pointer);
-            let mut diagnostic = Diagnostic::new(
-                Code::SemanticLockedField,
-                format!("{field} is locked by an enforced layer and cannot be changed"),
-            )
-            .with_help("remove this setting; the enforced layer's value stays in force");
+            let (message, help, related) = match enforced_entry(&pointer) {
+                Some(("agents", entry)) => (
+                    format!(
+                        "the agent setting `{entry}` cannot be changed while an enforced layer is loaded: its rules are written for the tools the agents' calls map onto"
+                    ),
+                    "remove this setting (mapping an agent tool that has no mapping yet, or a new agent, is allowed); the organisation's policy may change it",
+                    "the enforced layer",
+                ),
+                Some((_, entry)) => (
+                    format!(
+                        "the command table's `{entry}` cannot be changed while an enforced layer is loaded: its rules judge command lines by it"
+                    ),
+                    "remove this setting (a program or variable the table does not list yet may be added); the organisation's policy may change it",
+                    "the enforced layer",
+                ),
+                None => (
+                    format!(
+                        "{} is locked by an enforced layer and cannot be changed",
+                        describe_contract_pointer(&pointer)
+                    ),
+                    "remove this setting; the enforced layer's value stays in force",
+                    "locked here",
+                ),
+            };
+            let mut diagnostic =
+                Diagnostic::new(Code::SemanticLockedField, message).with_help(help);
             if let Some(location) = sources.locate_origin(&written_at) {
                 diagnostic = diagnostic.with_location(location);
             }
             if let Some(location) = sources.locate_origin(&locked_at) {
-                diagnostic = diagnostic.with_related("locked here", location);
+                diagnostic = diagnostic.with_related(related, location);
             }
             diagnostic
         }
@@ -773,6 +793,17 @@ fn merge_issue(sources: &Sources, issue: MergeIssue) -> Diagnostic {
 }
 
 /// `/tools/Bash/timeout/max` → "`timeout.max` of tool `Bash`".
+/// The section and the dotted entry of a pointer into `agents` or `commands`
+/// (`("agents", "claude.tools.Bash")` for `/agents/claude/tools/Bash`); `None` elsewhere.
+fn enforced_entry(pointer: &str) -> Option<(&'static str, String)> {
+    let parts = crate::load::spans::pointer_segments(pointer)?;
+    let (section, rest) = parts.split_first()?;
+    let section = ["agents", "commands"]
+        .into_iter()
+        .find(|known| section == known)?;
+    (!rest.is_empty()).then(|| (section, rest.join(".")))
+}
+
 fn describe_contract_pointer(pointer: &str) -> String {
     let parts: Vec<String> = crate::load::spans::pointer_segments(pointer)
         .unwrap_or_default()

@@ -86,14 +86,28 @@ pub struct FileInput {
     pub document: Value,
 }
 
-/// A locked contract field. It guards the field itself and the same field in every mode
-/// patch of the contract (`modes.<mode>.timeout.max`), since a mode patch changes the
-/// effective value while its mode is active.
+/// What a lock guards.
+enum Locked {
+    /// A contract field declared in a `locked` list. It guards the field itself and the same
+    /// field in every mode patch of the contract (`modes.<mode>.timeout.max`), since a mode
+    /// patch changes the effective value while its mode is active.
+    Field {
+        /// `/tools/<tool>`.
+        tool: String,
+        /// The field's reference tokens below the contract, escaped (`["timeout", "max"]`).
+        path: Vec<String>,
+    },
+    /// One entry of an agent's settings (`/agents/claude/tools/Bash`) or of the command table
+    /// (`/commands/programs/cat`) as it stood when an enforced layer was merged: the enforced
+    /// layer's rules are written for the toolgate tools the agents' calls map onto and judge
+    /// command lines by the table, so a later layer that remapped `Bash` onto a tool of its
+    /// own, or declared `cat`'s operands text, would step around them.
+    Entry(String),
+}
+
+/// A lock and what its pointers held when it was registered.
 struct Lock {
-    /// `/tools/<tool>`.
-    tool: String,
-    /// The field's reference tokens below the contract, escaped (`["timeout", "max"]`).
-    path: Vec<String>,
+    locked: Locked,
     layer: usize,
     /// What each guarded pointer held when the lock was registered; a pointer not listed
     /// held nothing.
@@ -120,13 +134,17 @@ impl Lock {
     /// The pointers this lock guards in the current document: the field, and the field in
     /// every mode patch the contract has now.
     fn pointers(&self, doc: &Map<String, Value>) -> Vec<String> {
+        let (tool, path) = match &self.locked {
+            Locked::Field { tool, path } => (tool, path),
+            Locked::Entry(pointer) => return vec![pointer.clone()],
+        };
         let field = |base: &str| {
-            self.path.iter().fold(base.to_owned(), |pointer, token| {
+            path.iter().fold(base.to_owned(), |pointer, token| {
                 format!("{pointer}/{token}")
             })
         };
-        let mut pointers = vec![field(&self.tool)];
-        let modes = format!("{}/modes", self.tool);
+        let mut pointers = vec![field(tool)];
+        let modes = format!("{tool}/modes");
         if let Some(Value::Object(patches)) = lookup(doc, &modes) {
             for mode in patches.keys() {
                 pointers.push(field(&child(&modes, mode)));
@@ -164,6 +182,45 @@ fn declared_locks(document: &Map<String, Value>) -> Vec<DeclaredLock> {
         }
     }
     out
+}
+
+/// The pointers a later layer may not change once an enforced layer is merged: each agent's
+/// tool mappings and modes and its other settings but the description; each program and
+/// environment variable of the command table and its other settings. New agents, mappings of
+/// agent tools not mapped yet, and programs and variables not in the table stay open.
+fn enforced_entries(doc: &Map<String, Value>) -> Vec<String> {
+    let mut pointers = Vec::new();
+    if let Some(Value::Object(agents)) = doc.get("agents") {
+        for (agent, settings) in agents {
+            if let Value::Object(settings) = settings {
+                entries_of(
+                    &child("/agents", agent),
+                    settings,
+                    &["tools", "modes"],
+                    &mut pointers,
+                );
+            }
+        }
+    }
+    if let Some(Value::Object(commands)) = doc.get("commands") {
+        entries_of("/commands", commands, &["programs", "env"], &mut pointers);
+    }
+    pointers
+}
+
+/// The pointers of `settings` (at `base`): one per entry of each map named in `maps`, one per
+/// other key but `description`.
+fn entries_of(base: &str, settings: &Map<String, Value>, maps: &[&str], out: &mut Vec<String>) {
+    for (key, value) in settings {
+        match value {
+            _ if key == "description" => {}
+            Value::Object(entries) if maps.contains(&key.as_str()) => {
+                let section = child(base, key);
+                out.extend(entries.keys().map(|entry| child(&section, entry)));
+            }
+            _ => out.push(child(base, key)),
+        }
+    }
 }
 
 /// The state of a pointer (see [`LockState`]).
@@ -370,14 +427,45 @@ impl Merger {
             }
         }
 
-        self.check_locks(file, layer, &mut issues);
-        self.register_locks(file, layer, locks);
+        self.check_locks(file, layer, enforced, &mut issues);
+        let mut locks: Vec<(Locked, Origin)> = locks
+            .into_iter()
+            .map(|DeclaredLock { tool, index, path }| {
+                let src = format!("{}/locked/{index}", child("/tools", &tool));
+                let locked = Locked::Field {
+                    tool: child("/tools", &tool),
+                    path: path
+                        .split('.')
+                        .map(|part| child("", part)[1..].to_owned())
+                        .collect(),
+                };
+                (locked, origin(&src))
+            })
+            .collect();
+        if enforced {
+            // An enforced layer may map agents' tools and extend the command table itself:
+            // its entries are guarded from here on, in place of those guarded before.
+            self.locks
+                .retain(|lock| !matches!(lock.locked, Locked::Entry(_)));
+            locks.extend(
+                enforced_entries(&self.doc)
+                    .into_iter()
+                    .map(|pointer| (Locked::Entry(pointer), origin(""))),
+            );
+        }
+        self.register_locks(layer, locks);
         issues
     }
 
-    fn check_locks(&mut self, file: FileId, layer: usize, issues: &mut Vec<MergeIssue>) {
+    fn check_locks(
+        &mut self,
+        file: FileId,
+        layer: usize,
+        enforced: bool,
+        issues: &mut Vec<MergeIssue>,
+    ) {
         for lock in &self.locks {
-            if layer <= lock.layer {
+            if layer <= lock.layer || (enforced && matches!(lock.locked, Locked::Entry(_))) {
                 continue;
             }
             for pointer in lock.pointers(&self.doc) {
@@ -430,21 +518,13 @@ impl Merger {
         }
     }
 
-    fn register_locks(&mut self, file: FileId, layer: usize, declared: Vec<DeclaredLock>) {
-        for DeclaredLock { tool, index, path } in declared {
-            let src = format!("{}/locked/{index}", child("/tools", &tool));
+    fn register_locks(&mut self, layer: usize, locks: Vec<(Locked, Origin)>) {
+        for (locked, locked_at) in locks {
             let mut lock = Lock {
-                tool: child("/tools", &tool),
-                path: path
-                    .split('.')
-                    .map(|part| child("", part)[1..].to_owned())
-                    .collect(),
+                locked,
                 layer,
                 guarded: HashMap::new(),
-                locked_at: Origin {
-                    file,
-                    pointer: Arc::from(src),
-                },
+                locked_at,
             };
             for pointer in lock.pointers(&self.doc) {
                 let state = lock_state(&self.doc, &pointer);
@@ -801,6 +881,70 @@ mod tests {
             (written_at.file, &*written_at.pointer),
             (FileId(1), "/tools/Bash/timeout/max")
         );
+    }
+
+    #[test]
+    fn agent_maps_are_fixed_for_layers_after_an_enforced_one() {
+        let builtin = json!({"agents": {"claude": {
+            "description": "Claude Code", "protocol": "claude", "modes": {"plan": "plan"},
+            "tools": {"Bash": {"tool": "Bash"}, "Read": {"tool": "Read"}}}},
+            "commands": {"file_tools": {"read": "Read"}, "programs": {"cat": {"operands": "read"}},
+                "env": {"CI": "harmless"}}});
+        // The organisation may map agents' tools itself.
+        let org = json!({"agents": {"claude": {"tools": {"Read": {"tool": "OrgRead"}}}}});
+        let project = json!({"agents": {
+            "claude": {
+                "description": "ours", "protocol": "gemini", "modes": {"plan": "yolo", "auto": "x"},
+                "tools": {"Bash": {"tool": "Shell2"}, "Read": {"disabled": true}, "Task": {"tool": "T"}}},
+            "acme": {"tools": {"shell": {"tool": "Bash"}}}},
+            "commands": {"file_tools": {"read": "Glob"}, "programs": {"cat": {"operands": "text"}, "bat": {}},
+                "env": {"CI": "effective", "MY_FLAG": "harmless"}}});
+        let (value, _, issues) = merge(&[
+            (0, 0, false, builtin.clone()),
+            (1, 1, true, org),
+            (2, 2, false, project.clone()),
+        ]);
+        let mut changed: Vec<&str> = issues
+            .iter()
+            .map(|issue| match issue {
+                MergeIssue::LockedField {
+                    pointer, locked_at, ..
+                } => {
+                    assert_eq!(locked_at.file, FileId(1));
+                    pointer.as_str()
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        changed.sort_unstable();
+        assert_eq!(
+            changed,
+            [
+                "/agents/claude/modes/plan",
+                "/agents/claude/protocol",
+                "/agents/claude/tools/Bash",
+                "/agents/claude/tools/Read",
+                "/commands/env/CI",
+                "/commands/file_tools",
+                "/commands/programs/cat",
+            ]
+        );
+        assert_eq!(value["commands"]["programs"]["cat"]["operands"], "read");
+        assert_eq!(value["commands"]["programs"]["bat"], json!({}));
+        assert_eq!(value["commands"]["env"]["MY_FLAG"], "harmless");
+        let claude = &value["agents"]["claude"];
+        assert_eq!(claude["tools"]["Bash"], json!({"tool": "Bash"}));
+        assert_eq!(claude["tools"]["Read"], json!({"tool": "OrgRead"}));
+        assert_eq!(claude["protocol"], "claude");
+        // What no layer below mapped, and the description, stay open.
+        assert_eq!(claude["tools"]["Task"], json!({"tool": "T"}));
+        assert_eq!(claude["modes"]["auto"], "x");
+        assert_eq!(claude["description"], "ours");
+        assert_eq!(value["agents"]["acme"]["tools"]["shell"]["tool"], "Bash");
+
+        // Without an enforced layer the project's maps are its own.
+        let (_, _, issues) = merge(&[(0, 0, false, builtin), (1, 1, false, project)]);
+        assert!(issues.is_empty(), "{issues:?}");
     }
 
     #[test]

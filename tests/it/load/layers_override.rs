@@ -349,3 +349,65 @@ fn locks_outside_an_enforced_layer_warn() {
     assert_eq!(enforced.code, 0);
     assert!(!enforced.stdout.contains("warning"), "{}", enforced.stdout);
 }
+
+/// A later layer cannot change how an agent's calls map onto toolgate tools, or the command
+/// table, once an enforced layer is loaded: remapping Claude Code's `Bash` onto a tool that
+/// allows everything, switching its `Read` mapping off, or declaring `cat`'s operands text
+/// would step around the organisation's rules. Without an enforced layer the same files load.
+#[test]
+fn agent_maps_and_the_command_table_hold_against_layers_after_an_enforced_one() {
+    let (org, remap) = (root("org"), root("step_around"));
+    let human = toolgate(&["--enforced", &org, "-p", &remap, "check"]);
+    insta::assert_snapshot!("enforced_step_around", human.transcript());
+    assert_eq!(human.code, 1);
+    let json = toolgate(&[
+        "--enforced",
+        &org,
+        "-p",
+        &remap,
+        "check",
+        "--format",
+        "json",
+    ]);
+    let places: Vec<String> = json
+        .diagnostics()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{}:{}",
+                d["file"].as_str().unwrap(),
+                d["line"],
+                d["column"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [
+            format!("{remap}/agents.yaml:13:21"),
+            format!("{remap}/agents.yaml:14:25"),
+            format!("{remap}/agents.yaml:22:22"),
+        ]
+    );
+    assert_points_at(Path::new(ROOT), &places[0], "Shell2");
+
+    // The hook does not answer from a set that failed to load: the organisation's deny holds.
+    let call = br#"{"session_id":"s","hook_event_name":"PreToolUse","cwd":"/tmp","tool_name":"Bash","tool_input":{"command":"curl https://example.com"}}"#;
+    let hook = |args: &[&str]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        command
+            .args(args)
+            .args(["hook", "claude"])
+            .current_dir(ROOT)
+            .env("TOOLGATE_CONFIG_DIR", crate::support::check::NO_CONFIG);
+        crate::support::check::run_with_stdin(&mut command, call)
+    };
+    let answer = hook(&["--enforced", &org, "-p", &remap]).json();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+
+    let plain = toolgate(&["-p", &org, "-p", &remap, "check"]);
+    assert_eq!(plain.code, 0, "{}", plain.transcript());
+}
