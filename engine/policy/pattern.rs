@@ -1270,8 +1270,10 @@ mod tests {
                 true,
             ),
             ("git diff *", "git diff $REV", MatchMode::All, true),
-            ("git diff *", "git diff $((1+1))", MatchMode::All, false),
-            ("git diff *", "git diff $((1+1))", MatchMode::Any, true),
+            ("git diff *", "git diff $((x+1))", MatchMode::All, false),
+            ("git diff *", "git diff $((x+1))", MatchMode::Any, true),
+            // Arithmetic on numbers only evaluates nothing hidden.
+            ("git diff *", "git diff $((1+1))", MatchMode::All, true),
             ("git diff *", "git log", MatchMode::All, false),
             (
                 "git * push *",

@@ -517,6 +517,12 @@ pub enum ConstructKind {
     /// `{a[expr]}>file`: bash puts the descriptor it opens in the variable named, and
     /// evaluates the subscript.
     NamedDescriptor,
+    /// A word bash expands outside a command's arguments (an assignment's value or
+    /// subscript, a `for` list, a `case` word or pattern, a redirection's target, a
+    /// here-string, an unquoted here-document's body) with an expansion that evaluates a
+    /// variable's value (`x=${y@P}`, `for i in ${!y}`, `cat <<< $((y))`): the value may
+    /// hold a command (`y='$(cat .env)'`).
+    Evaluated(Expansion),
 }
 
 impl fmt::Display for ConstructKind {
@@ -527,6 +533,9 @@ impl fmt::Display for ConstructKind {
             Self::ExtendedTest => "a `[[ ]]` test",
             Self::NamedDescriptor => {
                 "a redirection into a named descriptor with a subscript `{a[…]}>`"
+            }
+            Self::Evaluated(expansion) => {
+                return write!(f, "its {expansion}");
             }
         })
     }

@@ -23,7 +23,7 @@ use super::wrappers::{self, Analysis, Transparency};
 use super::{
     Construct, ConstructKind, EnvAssignment, Expansion, InputFrom, MAX_COMMANDS, MAX_LINE_BYTES,
     MAX_SCRIPT_DEPTH, MAX_SYNTAX_DEPTH, Origin, RedirectEffect, Redirection, Role, Script,
-    ShellParseError, SimpleCommand, Unresolved, UnresolvedReason, Word, name_length,
+    ShellParseError, SimpleCommand, Unresolved, UnresolvedReason, Word, WordKind, name_length,
 };
 
 /// Parses `line` and returns every simple command it would run.
@@ -439,15 +439,15 @@ impl Walker<'_> {
                         .push(clause.variable_name.clone());
                 }
                 for value in clause.values.iter().flatten() {
-                    self.word(value)?;
+                    self.expanded(value)?;
                 }
                 self.overlapping(|walker| walker.for_body(clause, inherited))
             }
             CompoundCommand::CaseClause(clause) => {
-                self.word(&clause.value)?;
+                self.expanded(&clause.value)?;
                 for item in &clause.cases {
                     for pattern in &item.patterns {
-                        self.word(pattern)?;
+                        self.expanded(pattern)?;
                     }
                     if let Some(body) = &item.cmd {
                         self.list(body, inherited)?;
@@ -562,6 +562,21 @@ impl Walker<'_> {
         self.raw_word(&word.value)
     }
 
+    /// [`Self::word`] for a word that is not a command's argument: one whose expansion
+    /// evaluates a variable's value is recorded as a construct (see
+    /// [`ConstructKind::Evaluated`]); a command's arguments are judged by the rules.
+    fn expanded(&mut self, word: &ast::Word) -> Result<Word, ShellParseError> {
+        let word = self.word(word)?;
+        self.evaluated(&word);
+        Ok(word)
+    }
+
+    fn evaluated(&mut self, word: &Word) {
+        if let WordKind::Opaque(expansion) = word.kind {
+            self.construct(ConstructKind::Evaluated(expansion), word.raw.clone());
+        }
+    }
+
     fn raw_word(&mut self, raw: &str) -> Result<Word, ShellParseError> {
         if is_plain(raw) {
             return Ok(Word::literal_from(raw, raw));
@@ -616,7 +631,7 @@ impl Walker<'_> {
                 }
                 IoFileRedirectTarget::Fd(_) => RedirectEffect::DuplicateFd,
                 IoFileRedirectTarget::Filename(word) | IoFileRedirectTarget::Duplicate(word) => {
-                    let target = self.word(word)?;
+                    let target = self.expanded(word)?;
                     match kind {
                         IoFileRedirectKind::Read => RedirectEffect::Input {
                             from: InputFrom::File(target),
@@ -645,11 +660,16 @@ impl Walker<'_> {
                     }
                 }
             },
-            IoRedirect::OutputAndError(word, _) => output_effect(self.word(word)?),
+            IoRedirect::OutputAndError(word, _) => output_effect(self.expanded(word)?),
             IoRedirect::HereDocument(_, document) => {
                 let text = if document.requires_expansion {
                     let mut found = Found::default();
-                    scan_heredoc(&document.doc.value, &mut found)?;
+                    if let Some(expansion) = scan_heredoc(&document.doc.value, &mut found)? {
+                        self.construct(
+                            ConstructKind::Evaluated(expansion),
+                            document.doc.value.trim_end().to_owned(),
+                        );
+                    }
                     let literal =
                         found.substitutions.is_empty() && !document.doc.value.contains('$');
                     self.found(found)?;
@@ -662,7 +682,7 @@ impl Walker<'_> {
                 }
             }
             IoRedirect::HereString(_, word) => {
-                let word = self.word(word)?;
+                let word = self.expanded(word)?;
                 RedirectEffect::Input {
                     from: InputFrom::Text(word.literal().map(str::to_owned)),
                 }
@@ -745,14 +765,23 @@ impl Walker<'_> {
         &mut self,
         assignment: &ast::Assignment,
     ) -> Result<EnvAssignment, ShellParseError> {
+        // `a[y]=1` evaluates the subscript `y` (and so `y`'s value) as arithmetic.
+        if let ast::AssignmentName::ArrayElementName(_, index) = &assignment.name
+            && !index.bytes().all(|b| b.is_ascii_digit())
+        {
+            self.construct(
+                ConstructKind::Evaluated(Expansion::Arithmetic),
+                assignment.to_string(),
+            );
+        }
         let value = match &assignment.value {
-            ast::AssignmentValue::Scalar(word) => self.word(word)?,
+            ast::AssignmentValue::Scalar(word) => self.expanded(word)?,
             ast::AssignmentValue::Array(elements) => {
                 for (key, value) in elements {
                     if let Some(key) = key {
-                        self.word(key)?;
+                        self.expanded(key)?;
                     }
-                    self.word(value)?;
+                    self.expanded(value)?;
                 }
                 Word::dynamic(&assignment.value.to_string(), Expansion::Parameter)
             }

@@ -181,7 +181,10 @@ pub(super) fn zsh_modified(text: &str) -> bool {
 
 /// Scans a here-document body (expanded like a double-quoted string, without quote
 /// removal) for command substitutions and variables.
-pub(crate) fn scan_heredoc(body: &str, found: &mut Found) -> Result<(), ShellParseError> {
+pub(crate) fn scan_heredoc(
+    body: &str,
+    found: &mut Found,
+) -> Result<Option<Expansion>, ShellParseError> {
     let pieces = brush_parser::word::parse_heredoc(body, &PARSER_OPTIONS)
         .map_err(|err| ShellParseError::new(format!("cannot parse here-document: {err}"), None))?;
     let mut splitter = Splitter {
@@ -192,7 +195,30 @@ pub(crate) fn scan_heredoc(body: &str, found: &mut Found) -> Result<(), ShellPar
     for piece in &pieces {
         splitter.piece(piece, Quoting::Quoted)?;
     }
-    Ok(())
+    Ok(splitter.parts.iter().find_map(|part| match part {
+        Part::Expansion {
+            expansion,
+            strength: Strength::Opaque,
+            ..
+        } => Some(*expansion),
+        _ => None,
+    }))
+}
+
+/// How much an arithmetic expression hides: bash evaluates the value of every name in it
+/// (and of every `$x`) as arithmetic again, which evaluates array subscripts, so an
+/// expression with a name can run a command hidden in a variable. One of numbers and
+/// operators only (`1+2`, ` -1`) evaluates nothing unseen.
+fn arithmetic_strength(expr: &UnexpandedArithmeticExpr) -> Strength {
+    let numbers_only = expr
+        .value
+        .chars()
+        .all(|c| c.is_ascii_digit() || c.is_ascii_whitespace() || "+-*/%()<>=!&|^~?:,".contains(c));
+    if numbers_only {
+        Strength::Dynamic
+    } else {
+        Strength::Opaque
+    }
 }
 
 /// Scans free text that the shell expands (an arithmetic expression) for substitutions.
@@ -370,7 +396,7 @@ impl Splitter<'_> {
             }
             WordPiece::ArithmeticExpression(expr) => {
                 self.arithmetic(expr)?;
-                self.expansion(Expansion::Arithmetic, Strength::Opaque, start);
+                self.expansion(Expansion::Arithmetic, arithmetic_strength(expr), start);
             }
         }
         Ok(())
@@ -492,16 +518,26 @@ impl Splitter<'_> {
             } => (parameter, *indirect, [Some(pattern), replacement.as_ref()]),
             ParameterExpr::Substring {
                 parameter,
+                indirect,
                 offset,
                 length,
-                ..
             } => {
-                self.parameter(parameter)?;
+                let named = self.parameter(parameter)?;
                 self.arithmetic(offset)?;
                 if let Some(length) = length {
                     self.arithmetic(length)?;
                 }
-                return Ok((Strength::Opaque, Some(Expansion::Arithmetic)));
+                // `${s:1:2}` evaluates numbers only; `${s:y}` evaluates `y`'s value.
+                let strength = std::iter::once(offset)
+                    .chain(length)
+                    .map(arithmetic_strength)
+                    .max()
+                    .unwrap_or(Strength::Dynamic);
+                return Ok(match named {
+                    _ if *indirect => (Strength::Opaque, Some(Expansion::Indirection)),
+                    Some(expansion) => (Strength::Opaque, Some(expansion)),
+                    None => (strength, Some(Expansion::Arithmetic)),
+                });
             }
             ParameterExpr::Transform {
                 parameter,
@@ -822,12 +858,17 @@ mod tests {
             ("{1..3}", WordKind::Dynamic(Expansion::Brace)),
             ("$(id)", WordKind::Dynamic(Expansion::CommandSubstitution)),
             ("$\"hello\"", WordKind::Dynamic(Expansion::Translation)),
-            ("$((1+2))", WordKind::Opaque(Expansion::Arithmetic)),
+            ("$((1+2))", WordKind::Dynamic(Expansion::Arithmetic)),
+            ("$((x+2))", WordKind::Opaque(Expansion::Arithmetic)),
+            ("$(( $x ))", WordKind::Opaque(Expansion::Arithmetic)),
+            ("${s:1:2}", WordKind::Dynamic(Expansion::Arithmetic)),
+            ("${s:i}", WordKind::Opaque(Expansion::Arithmetic)),
+            ("${s:1:n}", WordKind::Opaque(Expansion::Arithmetic)),
             ("${a[i]}", WordKind::Opaque(Expansion::Arithmetic)),
             ("${a[0]}", WordKind::Dynamic(Expansion::Parameter)),
             ("${!x}", WordKind::Opaque(Expansion::Indirection)),
             ("${x@P}", WordKind::Opaque(Expansion::Prompt)),
-            ("${x:1:2}", WordKind::Opaque(Expansion::Arithmetic)),
+            ("${x:i:2}", WordKind::Opaque(Expansion::Arithmetic)),
             ("$'\\q'", WordKind::Dynamic(Expansion::AnsiC)),
             // zsh's own forms, which bash leaves as text.
             ("${(e)x}", WordKind::Opaque(Expansion::ZshFlags)),

@@ -181,12 +181,28 @@ const BYPASSES: &[(&str, &str)] = &[
     ("arithmetic", "ls $((a[$(rm -rf /)]))"),
     ("arithmetic", "ls ${a[$(rm -rf /)]}"),
     ("arithmetic", "ls $((x))"),
-    ("arithmetic", "ls ${x:1}"),
+    ("arithmetic", "ls ${x:y}"),
+    ("arithmetic", "ls ${x:1:y}"),
+    ("indirection", "ls ${!x:1}"),
     ("arithmetic", "(( $(rm -rf /) ))"),
     ("arithmetic", "(( x ))"),
     ("test", "[[ -f x ]] && ls"),
     ("indirection", "ls ${!x}"),
     ("prompt expansion", "ls ${x@P}"),
+    // The same outside a command's arguments: bash still evaluates the variable's value.
+    ("evaluated", "x=${y@P}; ls"),
+    ("evaluated", "x+=${y@P}; ls"),
+    ("evaluated", "a=(${!y}); ls"),
+    ("evaluated", "x=$((y)); ls"),
+    ("evaluated", "a[y]=1; ls"),
+    ("evaluated", "for i in ${y@P}; do ls; done"),
+    ("evaluated", "case ${!y} in *) ls;; esac"),
+    ("evaluated", "case a in $[y]) ls;; esac"),
+    ("evaluated", "ls <<< ${y@P}"),
+    ("evaluated", "ls <<EOF\n${y@P}\nEOF\n"),
+    ("evaluated", "ls <<EOF\n$((y))\nEOF\n"),
+    ("evaluated", "ls > ${y@P}"),
+    ("evaluated", "$(x=${y@P}); ls"),
     // Empty lines run nothing and are not approved.
     ("empty", ""),
     ("empty", "   "),
@@ -236,6 +252,10 @@ const BENIGN: &[&str] = &[
     "ls <<'EOF'\n$(rm -rf /)\nEOF\n",
     "'git' \"status\"",
     "\\ls",
+    // Arithmetic on numbers evaluates nothing hidden.
+    "ls ${x:1}",
+    "ls ${x: -2:1}",
+    "ls $((1 + 2))",
 ];
 
 #[test]
