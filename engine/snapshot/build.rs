@@ -208,7 +208,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     };
 
     phase("typed");
-    let match_ctx = match_context(options, &layers);
+    let match_ctx = match_context(options, &layers, &sources, &typed);
     let checked = semantic::check(semantic::Input {
         sources: &sources,
         layers: &layers,
@@ -279,18 +279,85 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     finish(Some(Arc::new(snapshot)), diagnostics)
 }
 
-/// The context path rules are judged in: the workspace root, the home folder, and the roots
-/// of the layers read from disk (policy files and folders, which `policy_files` matches).
-fn match_context(options: &LoadOptions, layers: &[LayerSpec]) -> MatchContext {
-    let policy_roots = layers.iter().filter_map(|layer| match &layer.root {
-        Root::Path(path) => Some(std::path::absolute(path).unwrap_or_else(|_| path.clone())),
-        Root::Embedded(_) => None,
-    });
-    let ctx = MatchContext::new(&options.workspace_root).with_policy_locations(policy_roots);
+/// The context path rules are judged in: the workspace root, the home folder, and what
+/// `policy_files` matches (see [`policy_locations`]).
+fn match_context(
+    options: &LoadOptions,
+    layers: &[LayerSpec],
+    sources: &Sources,
+    typed: &PolicyFile,
+) -> MatchContext {
+    let locations = policy_locations(&options.workspace_root, layers, sources, typed);
+    let ctx = MatchContext::new(&options.workspace_root).with_policy_locations(locations);
     match &options.home {
         Some(home) => ctx.with_home(home),
         None => ctx,
     }
+}
+
+/// What `policy_files` matches: the roots of the layers read from disk (policy files and
+/// folders); each policy file below a root that leads out of it (a link to a file kept
+/// elsewhere: editing the target edits the policy); and the files the policies run — the
+/// program and file arguments of hooks and command handlers (`./hooks/audit.sh`,
+/// `[sh, .toolgate/hooks/check.sh]`), taken against the workspace root as they run: a
+/// hook's answer is a decision, so rewriting its script rewrites the policy.
+fn policy_locations(
+    workspace_root: &std::path::Path,
+    layers: &[LayerSpec],
+    sources: &Sources,
+    typed: &PolicyFile,
+) -> Vec<std::path::PathBuf> {
+    let absolute =
+        |path: &std::path::Path| std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut locations: Vec<std::path::PathBuf> = layers
+        .iter()
+        .filter_map(|layer| match &layer.root {
+            Root::Path(path) => Some(absolute(path)),
+            Root::Embedded(_) => None,
+        })
+        .collect();
+    let roots: Vec<Option<std::path::PathBuf>> = layers
+        .iter()
+        .map(|layer| match &layer.root {
+            Root::Path(path) => std::fs::canonicalize(path).ok(),
+            Root::Embedded(_) => None,
+        })
+        .collect();
+    for file in &sources.files {
+        let Some(Some(root)) = roots.get(file.layer) else {
+            continue;
+        };
+        let path = std::path::Path::new(&**file.source.path());
+        if let Ok(real) = std::fs::canonicalize(path)
+            && !real.starts_with(root)
+        {
+            locations.push(real);
+        }
+    }
+    let hooks = typed
+        .hooks
+        .iter()
+        .filter_map(|hook| Some((hook.command.as_deref()?, workspace_root.to_owned())));
+    let handlers = typed.tools.values().filter_map(|tool| match &tool.handler {
+        Some(crate::model::handler::HandlerSpec::Command(handler)) => Some((
+            handler.argv.as_slice(),
+            workspace_root.join(handler.cwd.as_deref().unwrap_or("")),
+        )),
+        _ => None,
+    });
+    for (argv, folder) in hooks.chain(handlers) {
+        for arg in argv {
+            if arg.starts_with('-') || arg.contains("{{") || arg.is_empty() {
+                continue;
+            }
+            // A path not there yet counts too: the agent could write the script it names.
+            let path = folder.join(arg);
+            if arg.contains('/') || path.is_file() {
+                locations.push(absolute(&path));
+            }
+        }
+    }
+    locations
 }
 
 fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> LoadOutcome {

@@ -258,6 +258,38 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "rule:team-secrets",
         ),
         c("wrapper", "bash -ic 'git status'", "ask", "default"),
+        // A command hidden in a variable runs wherever bash evaluates the variable's
+        // value, not only in a command's arguments.
+        c(
+            "evaluated",
+            "y='$(cat .env)'; x=${y@P}; echo \"$x\"",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "evaluated",
+            "y='a[$(rm -rf ~)]'; for i in ${!y}; do :; done",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "evaluated",
+            "y='a[$(rm -rf ~)]'; cat <<< $((y))",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "evaluated",
+            "y='$(cat .env)'; case ${y@P} in *) ;; esac",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "everyday",
+            "s=abcdef; echo ${s:1:2} $((6 * 7))",
+            "allow",
+            "rule:",
+        ),
         // A file type may name hidden files (ripgrep's `sh` names `.env`).
         c("search", "rg -t sh API", "ask", "analysis"),
         c("search", "rg --type=sh API .", "ask", "analysis"),
@@ -3933,4 +3965,71 @@ fn secrets_told_by_content_are_not_printed_unasked() {
     std::fs::write(home.join(".config/app/config"), with_token).unwrap();
     let (got, reasons) = decide(&engine, "cat ~/.config/app/config", &[]);
     assert_eq!(got, "allow", "{reasons:?}");
+}
+
+/// What the loaded policies are made of, kept elsewhere, is a policy file too: the target of
+/// a policy file that is a link (an organisation's policy kept in a checkout the agent works
+/// in), and the scripts their hooks and command handlers run (a hook's answer is a decision:
+/// a rewritten script allows everything) — also one a hook names that is not there yet.
+#[test]
+fn policy_files_kept_elsewhere_and_the_scripts_policies_run_are_not_written() {
+    let ws = workspace();
+    let (root, home) = (&ws.root, home_of(&ws.root));
+    std::fs::create_dir_all(root.join("org")).unwrap();
+    std::fs::create_dir_all(root.join(".toolgate/hooks")).unwrap();
+    std::fs::write(root.join("org/org.yaml"), "version: 1\n").unwrap();
+    std::os::unix::fs::symlink(root.join("org/org.yaml"), root.join("policies/org.yaml")).unwrap();
+    std::fs::write(
+        root.join(".toolgate/hooks/check.sh"),
+        "#!/bin/sh\necho '{}'\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("tools")).unwrap();
+    std::fs::write(root.join("tools/deploy.py"), "print()\n").unwrap();
+    std::fs::write(
+        root.join("policies/hooks.yaml"),
+        r#"
+version: 1
+hooks:
+  - { name: check, event: PreToolUse, tools: [Bash], command: [.toolgate/hooks/check.sh, --strict] }
+  - { name: audit, event: PreToolUse, tools: [Write], command: [sh, scripts/audit.sh] }
+tools:
+  deploy:
+    concurrency: { concurrent_safe: false, read_only: false, side_effect_scope: external }
+    handler: { kind: command, argv: [python3, deploy.py, "{{input.target}}"], cwd: tools }
+"#,
+    )
+    .unwrap();
+    let engine = Engine::builder(snapshot_in(root, root.join("policies"), home)).build();
+    for (tool, path) in [
+        ("Write", "org/org.yaml"),
+        ("Edit", "org/org.yaml"),
+        ("Write", ".toolgate/hooks/check.sh"),
+        ("Write", "scripts/audit.sh"),
+        ("Write", "tools/deploy.py"),
+    ] {
+        let input = match tool {
+            "Edit" => json!({"file_path": path, "old_string": "a", "new_string": "b"}),
+            _ => json!({"file_path": path, "content": "x"}),
+        };
+        let (decision, reasons) = decide_call(&engine, tool, input);
+        assert_eq!(decision, "deny", "{tool} {path}: {reasons:?}");
+        assert!(
+            deciding(&decision, &reasons).contains(&"rule:no-policy-writes".to_owned()),
+            "{tool} {path}: {reasons:?}"
+        );
+    }
+    let (decision, reasons) = decide(&engine, "sed -i s/a/b/ org/org.yaml", &[]);
+    assert_eq!(decision, "deny", "{reasons:?}");
+    // Other files, and programs named by their name, are not policy.
+    for path in [
+        "src/main.rs",
+        "scripts/other.sh",
+        "tools/other.py",
+        "--strict",
+    ] {
+        let (decision, reasons) =
+            decide_call(&engine, "Write", json!({"file_path": path, "content": "x"}));
+        assert_ne!(decision, "deny", "{path}: {reasons:?}");
+    }
 }
