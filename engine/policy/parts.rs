@@ -1237,12 +1237,22 @@ fn judge_files(
                         continue;
                     }
                     let file = decide_file(set, ctx, call, (tool, access), &path, cache);
+                    // Judged where it leads: a link named `notes` to `.git/config` or a key.
+                    let real = cache
+                        .path(&path, ctx)
+                        .and_then(|location| location.at(Side::Resolved))
+                        .map_or_else(|| path.clone(), |at| at.absolute().to_owned());
                     if access == Access::Read
-                        && let Some(holds) = secret_by_content(&path)
+                        && let Some(holds) = secret_by_content(&real)
                     {
+                        let leads = if real == path {
+                            String::new()
+                        } else {
+                            format!(" (a link to `{real}`)")
+                        };
                         outcome.add_analysis(
                             &command.text,
-                            format!("`{}` reads `{path}`, which {holds}", command.text),
+                            format!("`{}` reads `{path}`{leads}, which {holds}", command.text),
                         );
                     }
                     if named == Named::Maybe

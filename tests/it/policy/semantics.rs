@@ -3960,6 +3960,15 @@ fn secrets_told_by_content_are_not_printed_unasked() {
     assert_eq!(got, "ask", "{reasons:?}");
     let (got, reasons) = decide(&engine, "cat src/id_rsa.old", &[]);
     assert_eq!(got, "allow", "a public key: {reasons:?}");
+    // A link is judged where it leads: a name that hides nothing, to a key or a git config.
+    std::os::unix::fs::symlink(ws.root.join("deploy_key"), ws.root.join("src/notes.md")).unwrap();
+    asks_because("cat src/notes.md", "(a link to");
+    asks_because("cat src/notes.md", "holds a private key");
+    std::fs::write(ws.root.join(".git/config"), with_token).unwrap();
+    std::os::unix::fs::symlink("../.git/config", ws.root.join("src/cfg")).unwrap();
+    for line in ["cat src/cfg", "sed -n p src/cfg", "cat < src/cfg"] {
+        asks_because(line, token);
+    }
     // A file named `config` in another folder is no git config.
     std::fs::create_dir_all(home.join(".config/app")).unwrap();
     std::fs::write(home.join(".config/app/config"), with_token).unwrap();
