@@ -46,9 +46,9 @@ pub fn reply(
                 Reply::default()
             }
         },
-        AgentEvent::Other => {
-            note("toolgate judges only PreToolUse, PermissionRequest and PostToolUse hooks")
-        }
+        AgentEvent::Other => super::unreadable(
+            "a tool call came with a hook event toolgate does not know, so it is blocked; toolgate judges PreToolUse, PermissionRequest and PostToolUse hooks",
+        ),
     }
 }
 

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, json};
 
-use super::claude::{decided, json_reply, note};
+use super::claude::{decided, json_reply};
 use super::{AgentEvent, Answer, Reply, Verdict};
 use crate::model::Decision;
 
@@ -35,7 +35,9 @@ pub fn reply(event: AgentEvent, verdict: &Verdict) -> Reply {
                 Reply::default()
             }
         },
-        AgentEvent::Other => note("toolgate judges only BeforeTool and AfterTool hooks"),
+        AgentEvent::Other => super::unreadable(
+            "a tool call came with a hook event toolgate does not know, so it is blocked; toolgate judges BeforeTool and AfterTool hooks",
+        ),
     }
 }
 

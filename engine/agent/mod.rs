@@ -104,7 +104,8 @@ impl HookPayload {
             "PreToolUse" => AgentEvent::PreToolUse,
             "PermissionRequest" => AgentEvent::PermissionRequest,
             "BeforeTool" => AgentEvent::BeforeTool,
-            "PostToolUse" | "AfterTool" => AgentEvent::AfterTool,
+            // `PostToolUseFailure` too: after a call, whatever its end.
+            name if name.starts_with("PostToolUse") || name == "AfterTool" => AgentEvent::AfterTool,
             _ => AgentEvent::Other,
         }
     }
@@ -129,7 +130,8 @@ pub enum AgentEvent {
     /// After the call (`PostToolUse`, `AfterTool`): context for the model, if a policy adds
     /// any.
     AfterTool,
-    /// An event toolgate does not judge.
+    /// An event toolgate does not know, carrying a tool call: blocked (fail closed), since
+    /// it may be a new or renamed event before the call.
     Other,
 }
 

@@ -287,7 +287,7 @@ fn match_context(
     sources: &Sources,
     typed: &PolicyFile,
 ) -> MatchContext {
-    let locations = policy_locations(&options.workspace_root, layers, sources, typed);
+    let locations = policy_locations(options, layers, sources, typed);
     let ctx = MatchContext::new(&options.workspace_root).with_policy_locations(locations);
     match &options.home {
         Some(home) => ctx.with_home(home),
@@ -300,13 +300,15 @@ fn match_context(
 /// elsewhere: editing the target edits the policy); and the files the policies run — the
 /// program and file arguments of hooks and command handlers (`./hooks/audit.sh`,
 /// `[sh, .toolgate/hooks/check.sh]`), taken against the workspace root as they run: a
-/// hook's answer is a decision, so rewriting its script rewrites the policy.
+/// hook's answer is a decision, so rewriting its script rewrites the policy; and the
+/// decision log the engine settings name (the record of what was decided).
 fn policy_locations(
-    workspace_root: &std::path::Path,
+    options: &LoadOptions,
     layers: &[LayerSpec],
     sources: &Sources,
     typed: &PolicyFile,
 ) -> Vec<std::path::PathBuf> {
+    let workspace_root = options.workspace_root.as_path();
     let absolute =
         |path: &std::path::Path| std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
     let mut locations: Vec<std::path::PathBuf> = layers
@@ -356,6 +358,22 @@ fn policy_locations(
                 locations.push(absolute(&path));
             }
         }
+    }
+    let log = typed
+        .engine
+        .as_ref()
+        .and_then(|engine| engine.decision_log.as_ref())
+        .and_then(|log| log.path.as_deref());
+    if let Some(log) = log {
+        let path = match (log.strip_prefix("~/"), &options.home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => workspace_root.join(log),
+        };
+        // A full log is renamed to `<path>.1`.
+        let mut rotated = path.clone().into_os_string();
+        rotated.push(".1");
+        locations.push(absolute(&path));
+        locations.push(absolute(std::path::Path::new(&rotated)));
     }
     locations
 }

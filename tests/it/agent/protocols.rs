@@ -279,6 +279,29 @@ fn payloads_that_cannot_be_read_block_with_exit_2() {
     );
 }
 
+/// A tool call with a hook event toolgate does not know (a new or renamed event before the
+/// call) is blocked, not left to the agent; one after the call (`PostToolUseFailure`) is not.
+#[test]
+fn a_tool_call_with_an_unknown_event_is_blocked() {
+    let payload = |event: &str| {
+        format!(
+            r#"{{"hook_event_name": "{event}", "cwd": "/", "tool_name": "Read", "tool_input": {{"file_path": ".env"}}}}"#
+        )
+    };
+    for agent in ["claude", "codex", "gemini"] {
+        let run = run_hook(agent, payload("PreToolUse2").as_bytes(), &[], &[]);
+        assert_eq!(run.code, 2, "{agent}: {}", run.transcript());
+        assert!(run.stdout.is_empty(), "{agent}: {}", run.transcript());
+        assert!(
+            run.stderr.contains("hook event toolgate does not know"),
+            "{agent}: {}",
+            run.stderr
+        );
+        let after = run_hook(agent, payload("PostToolUseFailure").as_bytes(), &[], &[]);
+        assert_eq!(after.code, 0, "{agent}: {}", after.transcript());
+    }
+}
+
 /// An agent that writes its payload and never closes stdin gets an answer once
 /// `--read-timeout` has passed (the hook waited for the end of input for ever before).
 #[test]

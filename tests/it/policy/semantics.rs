@@ -3979,7 +3979,8 @@ fn secrets_told_by_content_are_not_printed_unasked() {
 /// What the loaded policies are made of, kept elsewhere, is a policy file too: the target of
 /// a policy file that is a link (an organisation's policy kept in a checkout the agent works
 /// in), and the scripts their hooks and command handlers run (a hook's answer is a decision:
-/// a rewritten script allows everything) — also one a hook names that is not there yet.
+/// a rewritten script allows everything) — also one a hook names that is not there yet —
+/// and the decision log the engine settings name.
 #[test]
 fn policy_files_kept_elsewhere_and_the_scripts_policies_run_are_not_written() {
     let ws = workspace();
@@ -3999,6 +4000,8 @@ fn policy_files_kept_elsewhere_and_the_scripts_policies_run_are_not_written() {
         root.join("policies/hooks.yaml"),
         r#"
 version: 1
+engine:
+  decision_log: { path: logs/decisions.jsonl }
 hooks:
   - { name: check, event: PreToolUse, tools: [Bash], command: [.toolgate/hooks/check.sh, --strict] }
   - { name: audit, event: PreToolUse, tools: [Write], command: [sh, scripts/audit.sh] }
@@ -4016,6 +4019,9 @@ tools:
         ("Write", ".toolgate/hooks/check.sh"),
         ("Write", "scripts/audit.sh"),
         ("Write", "tools/deploy.py"),
+        // The record of what was decided, and the file a full one is renamed to.
+        ("Write", "logs/decisions.jsonl"),
+        ("Edit", "logs/decisions.jsonl.1"),
     ] {
         let input = match tool {
             "Edit" => json!({"file_path": path, "old_string": "a", "new_string": "b"}),
