@@ -41,7 +41,7 @@ use super::path::{Location, MatchContext, Side, listed, locate};
 use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
-use super::search::{Below, Reader, Walk, judge_below, split_glob};
+use super::search::{Below, Finding, Reader, Walk, judge_below, split_glob};
 use super::shell::wildcard::{
     MAX_EXPANSIONS, Wildcard, escape_glob, expand_braces, has_glob, readings, unescape_glob,
 };
@@ -119,7 +119,9 @@ impl RuleSet {
         // credential, a private key).
         let below = if whole.decision == Decision::Allow {
             let mut below = search_call_below(self, call, ctx, files);
-            below.extend(read_call_of_secrets(call, ctx, files));
+            below.extend(
+                read_call_of_secrets(call, ctx, files).map(|message| (Decision::Ask, message)),
+            );
             below
         } else {
             Vec::new()
@@ -130,7 +132,7 @@ impl RuleSet {
                 reasons: whole.reasons,
             };
         }
-        combine(vec![whole, PartOutcome::analyses(None, below)])
+        combine(vec![whole, PartOutcome::findings(None, below)])
     }
 }
 
@@ -169,7 +171,7 @@ fn search_call_below(
     call: &CallFacts<'_>,
     ctx: &MatchContext,
     files: &FileTools<'_>,
-) -> Vec<String> {
+) -> Vec<Finding> {
     let (Some(search), Some(read)) = (files.search, files.read) else {
         return Vec::new();
     };
@@ -195,7 +197,7 @@ fn search_path_below(
     ctx: &MatchContext,
     read: FileTool<'_>,
     path: &str,
-) -> Vec<String> {
+) -> Vec<Finding> {
     let text = |field: &str| call.input.get(field).and_then(serde_json::Value::as_str);
     let known = |path: &str| locate(path, ctx).filter(|l| matches!(l, Location::Known { .. }));
     // A glob in a path that does not exist as written (`src/**/*.ts`, as an agent's
@@ -220,7 +222,12 @@ fn search_path_below(
                 .map(|at| same_but_case(at.absolute()))
             {
                 Some(Ok(variants)) => variants,
-                Some(Err(why)) => return vec![format!("`{}` searches `{path}`: {why}", call.tool)],
+                Some(Err(why)) => {
+                    return vec![(
+                        Decision::Ask,
+                        format!("`{}` searches `{path}`: {why}", call.tool),
+                    )];
+                }
                 None => Vec::new(),
             };
             let locations = variants
@@ -269,11 +276,15 @@ fn search_path_below(
             globs.iter().copied(),
             &[folder.real, ctx.workspace_root()],
         );
+        walk.reads_all = prints_every_line(call);
         if git_grep {
             walk = match walk.with_pathspecs(text("glob")) {
                 Ok(walk) => walk,
                 Err(why) => {
-                    messages.push(format!("{what} searches {}: {why}", folder.shown()));
+                    messages.push((
+                        Decision::Ask,
+                        format!("{what} searches {}: {why}", folder.shown()),
+                    ));
                     continue;
                 }
             };
@@ -281,6 +292,18 @@ fn search_path_below(
         messages.extend(judge_below(set, ctx, reader, folder, &walk));
     }
     messages
+}
+
+/// Whether a call of the search tool prints every line of the files it searches: it prints
+/// lines (`output_mode: content`), and its pattern matches any line (`.`, `^`, `.*`, an
+/// empty one). Other patterns that match every line are not recognised: such a search asks.
+fn prints_every_line(call: &CallFacts<'_>) -> bool {
+    let text = |field: &str| call.input.get(field).and_then(serde_json::Value::as_str);
+    text("output_mode") == Some("content")
+        && matches!(
+            text("pattern").map(str::trim),
+            Some("" | "." | "^" | "$" | ".*" | "^.*" | ".*$" | "^.*$" | ".+")
+        )
 }
 
 /// How many paths [`same_but_case`] judges at most.
@@ -2265,7 +2288,11 @@ fn search_below(
         flags: read.flags,
         modes,
     };
+    // A command's search is not known to print every line: each finding asks.
     judge_below(set, ctx, reader, below, &walk)
+        .into_iter()
+        .map(|(_, message)| message)
+        .collect()
 }
 
 /// What a command's searches of folders leave out, and the globs they are limited to.

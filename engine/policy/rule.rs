@@ -505,12 +505,25 @@ impl PartOutcome {
 
     /// What cannot be known, with a reason per message: asked.
     pub(crate) fn analyses(part: Option<&str>, messages: Vec<String>) -> Self {
+        let findings = messages
+            .into_iter()
+            .map(|message| (Decision::Ask, message))
+            .collect();
+        Self::findings(part, findings)
+    }
+
+    /// What an analysis found, each with its decision: the strictest decides.
+    pub(crate) fn findings(part: Option<&str>, findings: Vec<(Decision, String)>) -> Self {
         Self {
-            decision: Decision::Ask,
-            reasons: messages
+            decision: findings
+                .iter()
+                .map(|(decision, _)| *decision)
+                .max()
+                .unwrap_or(Decision::Ask),
+            reasons: findings
                 .into_iter()
-                .map(|message| RuleReason::Analysis {
-                    decision: Decision::Ask,
+                .map(|(decision, message)| RuleReason::Analysis {
+                    decision,
                     part: part.map(str::to_owned),
                     message,
                 })

@@ -54,6 +54,10 @@ pub(crate) struct Walk {
     /// The same globs read as git pathspecs (`git grep -- GLOB`): a file any of them
     /// matches is searched too.
     pub pathspecs: Vec<Pathspec>,
+    /// Whether the search prints every line of every file it searches (its pattern matches
+    /// any line, and it prints lines: Gemini CLI's read-many tool, `Grep` with `.` and
+    /// `output_mode: content`): it reads them, so a file a rule denies denies the search.
+    pub reads_all: bool,
 }
 
 impl Walk {
@@ -89,6 +93,7 @@ impl Walk {
                 skips: skips.to_vec(),
                 only: None,
                 pathspecs: Vec::new(),
+                reads_all: false,
             };
         }
         // Matching more files than ripgrep would only judges more of them: case is
@@ -117,6 +122,7 @@ impl Walk {
             skips: Vec::new(),
             only,
             pathspecs: Vec::new(),
+            reads_all: false,
         }
     }
 
@@ -265,16 +271,21 @@ fn linked_gitignore_above(folder: &Path) -> bool {
     false
 }
 
+/// What a search decides, and why.
+pub(crate) type Finding = (Decision, String);
+
 /// Judges the files at or below `folder` that a search reads: why it asks — the files the
-/// read tool's rules deny or ask (one message per rule), or a folder too large to check.
-/// Empty when nothing there is protected, or nothing exists there.
+/// read tool's rules deny or ask (one finding per rule), or a folder too large to check.
+/// Every finding asks, but a rule's deny of files a search prints whole
+/// ([`Walk::reads_all`]), which denies. Empty when nothing there is protected, or nothing
+/// exists there.
 pub(crate) fn judge_below(
     set: &RuleSet,
     ctx: &MatchContext,
     reader: Reader<'_>,
     folder: Below<'_>,
     walk: &Walk,
-) -> Vec<String> {
+) -> Vec<Finding> {
     let skips = |skip| walk.skips.contains(&skip);
     let (ignored, git_ignored) = (skips(SearchSkip::Ignored), skips(SearchSkip::GitIgnored));
     // git reads no `.gitignore` that is a link (it warns), where ripgrep's walker follows
@@ -297,12 +308,12 @@ pub(crate) fn judge_below(
             .find(|path| std::fs::metadata(path).is_ok_and(|meta| !meta.is_file()))
     };
     let unreadable = |file: &Path| {
-        vec![format!(
+        vec![ask(format!(
             "{} searches {}, where `{}` is not a regular file (a FIFO or a device): what the search leaves out cannot be told",
             folder.what,
             folder.shown(),
             file.display()
-        )]
+        ))]
     };
     if !ignore_files.is_empty()
         && let Some(odd) = Path::new(folder.real)
@@ -388,7 +399,7 @@ pub(crate) fn judge_below(
         for entry in builder.build().flatten() {
             entries += 1;
             if entries > MAX_ENTRIES {
-                return vec![too_many(folder)];
+                return vec![ask(too_many(folder))];
             }
             let through_link =
                 entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
@@ -423,16 +434,16 @@ pub(crate) fn judge_below(
             let tracked = match git_index::tracked_files(Path::new(folder.real)) {
                 Ok(tracked) => tracked,
                 Err(why) => {
-                    return vec![format!(
+                    return vec![ask(format!(
                         "{} searches {}, whose repository's tracked files cannot be told: {why}",
                         folder.what,
                         folder.shown()
-                    )];
+                    ))];
                 }
             };
             if let Some(tracked) = tracked {
                 if tracked.paths.len() > git_index::MAX_TRACKED {
-                    return vec![too_many(folder)];
+                    return vec![ask(too_many(folder))];
                 }
                 for path in tracked.paths.iter().map(|p| tracked.root.join(p)) {
                     if walked.contains(&path) {
@@ -448,23 +459,23 @@ pub(crate) fn judge_below(
         break (protected, credentials, keys);
     };
     let credentials = credentials.into_iter().map(|config| {
-        format!(
+        ask(format!(
             "{} searches {}, which holds `{config}`, a git config holding a credential (a token in a remote URL, or an `extraheader`); the search may read it",
             folder.what,
             folder.shown()
-        )
+        ))
     });
     let keys = (!keys.is_empty()).then(|| {
         let mut named: Vec<String> = keys.iter().take(NAMED_FILES).map(|k| format!("`{k}`")).collect();
         if keys.len() > NAMED_FILES {
             named.push(format!("{} more", keys.len() - NAMED_FILES));
         }
-        format!(
+        ask(format!(
             "{} searches {}, which holds private keys by their content: {}; the search may read them",
             folder.what,
             folder.shown(),
             named.join(", ")
-        )
+        ))
     });
     protected
         .into_iter()
@@ -490,16 +501,28 @@ pub(crate) fn judge_below(
                 format!(" ({reason})")
             };
             let them = if files.len() == 1 { "it" } else { "them" };
-            format!(
-                "{} searches {}, which holds files the rule `{name}` {verb} reading{reason}: {}; the search may read {them}",
-                folder.what,
-                folder.shown(),
-                named.join(", ")
+            let (decided, reads) = if walk.reads_all && decision == Decision::Deny {
+                (Decision::Deny, "reads")
+            } else {
+                (Decision::Ask, "may read")
+            };
+            (
+                decided,
+                format!(
+                    "{} searches {}, which holds files the rule `{name}` {verb} reading{reason}: {}; the search {reads} {them}",
+                    folder.what,
+                    folder.shown(),
+                    named.join(", ")
+                ),
             )
         })
         .chain(credentials)
         .chain(keys)
         .collect()
+}
+
+fn ask(message: String) -> Finding {
+    (Decision::Ask, message)
 }
 
 /// Why a search of `folder` asks when it holds too many entries to check.

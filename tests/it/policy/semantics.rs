@@ -4048,3 +4048,34 @@ tools:
         assert_ne!(decision, "deny", "{path}: {reasons:?}");
     }
 }
+
+/// A search that prints every line of the files it searches reads them: a file a rule
+/// denies denies it (Gemini CLI's read-many tool, `Grep` of `.` with `output_mode:
+/// content`); one that may print some lines, or only names, asks.
+#[test]
+fn a_search_printing_every_line_is_denied_what_reading_is() {
+    let ws = workspace();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (input, expected) in [
+        (json!({"pattern": ".", "output_mode": "content"}), "deny"),
+        (json!({"pattern": "^.*$", "output_mode": "content"}), "deny"),
+        (json!({"pattern": "TOKEN", "output_mode": "content"}), "ask"),
+        (
+            json!({"pattern": ".", "output_mode": "files_with_matches"}),
+            "ask",
+        ),
+        (json!({"pattern": "."}), "ask"),
+    ] {
+        let (decision, reasons) = decide_call(&engine, "Grep", input.clone());
+        assert_eq!(decision, expected, "{input}: {reasons:?}");
+    }
+    let (_, reasons) = decide_call(
+        &engine,
+        "Grep",
+        json!({"pattern": ".", "output_mode": "content"}),
+    );
+    assert!(
+        analyses(&reasons).contains("the search reads it"),
+        "{reasons:?}"
+    );
+}
