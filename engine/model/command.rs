@@ -86,6 +86,9 @@ pub enum SearchSkip {
     /// `.git/info/exclude`, git's global excludes) and the repository does not track: what
     /// `git grep --untracked` leaves out. A tracked file is searched even when ignored.
     GitIgnored,
+    /// What the repository does not track: plain `git grep` searches its tracked files only
+    /// (outside a repository, everything is counted).
+    Untracked,
 }
 
 /// What one program (or subcommand) does.

@@ -391,6 +391,35 @@ pub(crate) fn judge_below(
                 relative.to_owned()
             });
         };
+        // A search of tracked files only (`git grep`) reads what the index lists.
+        if skips(SearchSkip::Untracked) {
+            match git_index::tracked_files(Path::new(folder.real)) {
+                Ok(Some(tracked)) => {
+                    if tracked.paths.len() > git_index::MAX_TRACKED {
+                        return vec![ask(too_many(folder))];
+                    }
+                    for path in tracked.paths.iter().map(|p| tracked.root.join(p)) {
+                        if let Ok(relative) = path.strip_prefix(folder.real) {
+                            let relative = relative.to_string_lossy();
+                            if walk.includes(&path, &relative) {
+                                // Where it lies is looked up: a component may be a link.
+                                judge(&relative, None);
+                            }
+                        }
+                    }
+                    break (protected, credentials, keys);
+                }
+                // Not in a repository: every file counts.
+                Ok(None) => {}
+                Err(why) => {
+                    return vec![ask(format!(
+                        "{} searches {}, whose repository's tracked files cannot be told: {why}",
+                        folder.what,
+                        folder.shown()
+                    ))];
+                }
+            }
+        }
         let mut entries = 0usize;
         // The links walked through, below which a path is not where the file lies.
         let mut links: Vec<std::path::PathBuf> = Vec::new();

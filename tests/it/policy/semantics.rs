@@ -4079,3 +4079,32 @@ fn a_search_printing_every_line_is_denied_what_reading_is() {
         "{reasons:?}"
     );
 }
+
+/// Plain `git grep` searches what the repository tracks: an untracked `.env` is not read
+/// (it asked for every `git grep` before); a tracked one is, and `--untracked` or
+/// `--no-index` search the rest of the folder too.
+#[test]
+fn git_grep_reads_the_tracked_files() {
+    let ws = workspace();
+    let git = |args: &[&str]| git_in(&ws.root, args);
+    if !git(&["init", "-q"]) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    assert!(git(&["add", "src/main.rs"]));
+    let engine = || Engine::builder(snapshot(&ws.root)).build();
+    let now = engine();
+    for line in ["git grep TOKEN", "git grep -n fn -- src"] {
+        let (got, reasons) = decide(&now, line, &[]);
+        assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+    for line in ["git grep --untracked TOKEN", "git grep --no-index TOKEN ."] {
+        let (got, reasons) = decide(&now, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(analyses(&reasons).contains("`.env`"), "{line}: {reasons:?}");
+    }
+    assert!(git(&["add", "-f", ".env"]));
+    let (got, reasons) = decide(&engine(), "git grep TOKEN", &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(analyses(&reasons).contains("`.env`"), "{reasons:?}");
+}
