@@ -141,6 +141,12 @@ pub struct ArgMatcher {
     /// files or lies inside a loaded policy folder (`true`), or not (`false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_files: Option<bool>,
+    /// Whether the location the value names (written or resolved) is a file git runs by the
+    /// workspace repository's config — a config it includes, its hooks folder (or what lies
+    /// below it), a linked hook's target, a script a command setting names — (`true`), or
+    /// not (`false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_runs: Option<bool>,
     /// Token patterns (`git diff *`) matched against every simple command of the value parsed
     /// as a shell command line.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -129,7 +129,7 @@ fn holds_credentials(config: &Path) -> bool {
 }
 
 /// Git stops following includes at this depth (its `MAX_INCLUDE_DEPTH`).
-const MAX_INCLUDE_DEPTH: usize = 10;
+pub(super) const MAX_INCLUDE_DEPTH: usize = 10;
 
 fn holds_credentials_within(config: &Path, depth: usize) -> bool {
     use std::io::Read as _;
@@ -233,7 +233,7 @@ pub fn work_tree(folder: &Path) -> Option<PathBuf> {
     find_repository(folder).map(|(root, _)| root)
 }
 
-fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
+pub(super) fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
     for root in folder.ancestors() {
         let dot_git = root.join(".git");
         let Ok(meta) = std::fs::metadata(&dot_git) else {

@@ -22,7 +22,7 @@
 //!   regardless of key order.
 //! - `exists`: `true` holds when the selector resolves (a `null` value is present), `false`
 //!   when it does not.
-//! - `path`, `workspace` and `policy_files`: conditions on the location a path argument names
+//! - `path`, `workspace`, `policy_files` and `git_runs`: conditions on the location a path argument names
 //!   (written and resolved through symlinks), see [`super::path`]. `shell`: see
 //!   [`super::pattern`].
 //! - `glob`, `regex`, `path`, `workspace`, `policy_files` and `shell` apply to strings. For an array value,
@@ -204,6 +204,7 @@ enum Compiled {
     Reaches(Box<Reaches>),
     Workspace(WorkspaceSide),
     PolicyFiles(bool),
+    GitRuns(bool),
     Path(Box<PathMatcher>),
     Shell(ShellMatcher),
     ReadOnly(bool),
@@ -278,6 +279,7 @@ impl Compiled {
             Self::Reaches(_) => MatcherKind::Reaches,
             Self::Workspace(_) => MatcherKind::Workspace,
             Self::PolicyFiles(_) => MatcherKind::PolicyFiles,
+            Self::GitRuns(_) => MatcherKind::GitRuns,
             Self::Path(_) => MatcherKind::Path,
             Self::Shell(_) => MatcherKind::Shell,
             Self::ReadOnly(_) => MatcherKind::ReadOnly,
@@ -389,6 +391,9 @@ impl CompiledArgMatchers {
             if let Some(expected) = spec.policy_files {
                 matchers.push(Compiled::PolicyFiles(expected));
             }
+            if let Some(expected) = spec.git_runs {
+                matchers.push(Compiled::GitRuns(expected));
+            }
             if !path.is_empty() {
                 match PathMatcher::compile(path) {
                     Ok(matcher) => matchers.push(Compiled::Path(Box::new(matcher))),
@@ -453,6 +458,7 @@ impl CompiledArgMatchers {
                     | Compiled::Reaches(_)
                     | Compiled::Workspace(_)
                     | Compiled::PolicyFiles(_)
+                    | Compiled::GitRuns(_)
                     | Compiled::Shell(_)
                     | Compiled::ReadOnly(_) => None,
                 };
@@ -489,6 +495,7 @@ impl CompiledArgMatchers {
                     | Compiled::Reaches(_)
                     | Compiled::Workspace(_)
                     | Compiled::PolicyFiles(_)
+                    | Compiled::GitRuns(_)
                     | Compiled::Shell(_)
                     | Compiled::ReadOnly(_) => {}
                 }
@@ -933,6 +940,11 @@ fn check(
                 place.is_policy_file() == *expected
             })
         }),
+        Compiled::GitRuns(expected) => over_strings(value, mode, |s| {
+            Found::place(s, ctx, mode, cache, PathCondition::GitRuns, |place| {
+                place.is_git_run() == *expected
+            })
+        }),
         Compiled::Path(matcher) => match matcher.build(ctx.path_case()) {
             Ok(()) => over_strings(value, mode, |s| {
                 let verdict = matcher.judge(cache.path(s, ctx).cloned(), ctx, mode);
@@ -1108,6 +1120,13 @@ fn holds(
                     .holds
             })
         }),
+        Compiled::GitRuns(expected) => strings_hold(value, mode, |s| {
+            cache.path(s, ctx).is_some_and(|location| {
+                location
+                    .judge(mode, |place| place.is_git_run() == *expected)
+                    .holds
+            })
+        }),
         Compiled::Path(matcher) => match matcher.build(ctx.path_case()) {
             Ok(()) => strings_hold(value, mode, |s| {
                 cache.path(s, ctx).is_some_and(|location| {
@@ -1216,6 +1235,8 @@ pub enum MatcherKind {
     Workspace,
     /// `policy_files`.
     PolicyFiles,
+    /// `git_runs`.
+    GitRuns,
     /// `shell`.
     Shell,
     /// `read_only`.
@@ -1233,6 +1254,7 @@ impl fmt::Display for MatcherKind {
             Self::Path => "path",
             Self::Workspace => "workspace",
             Self::PolicyFiles => "policy_files",
+            Self::GitRuns => "git_runs",
             Self::Shell => "shell",
             Self::ReadOnly => "read_only",
         })
@@ -1251,6 +1273,8 @@ pub enum PathCondition {
     Workspace,
     /// `policy_files`.
     PolicyFiles,
+    /// `git_runs`.
+    GitRuns,
 }
 
 /// The result of evaluating a rule's argument matchers.
@@ -1424,6 +1448,10 @@ impl fmt::Display for CheckDetail {
                         f.write_str(" is a loaded policy file")?;
                     }
                     PathCondition::PolicyFiles => f.write_str(" is not a loaded policy file")?,
+                    PathCondition::GitRuns if place.is_git_run() => {
+                        f.write_str(" is run by git (the repository's config names it)")?;
+                    }
+                    PathCondition::GitRuns => f.write_str(" is not run by git")?,
                 }
                 match (location, side) {
                     (

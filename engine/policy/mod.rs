@@ -29,6 +29,7 @@
 pub mod commands;
 mod content;
 pub mod decide;
+pub(crate) mod git_config;
 mod git_index;
 mod glob;
 mod groups;

@@ -87,6 +87,8 @@ pub struct NormalisedPath {
     home: Option<String>,
     /// One of the loaded policy files, or inside a loaded policy folder.
     policy_file: bool,
+    /// A file git runs, by the repository's config (see [`MatchContext::with_git_runs`]).
+    git_runs: bool,
 }
 
 impl NormalisedPath {
@@ -127,6 +129,11 @@ impl NormalisedPath {
     /// Whether it is a loaded policy file or lies inside a loaded policy folder.
     pub fn is_policy_file(&self) -> bool {
         self.policy_file
+    }
+
+    /// Whether git runs it (or what lies below it), by the repository's config.
+    pub fn is_git_run(&self) -> bool {
+        self.git_runs
     }
 }
 
@@ -807,6 +814,7 @@ pub struct MatchContext {
     wide: bool,
     home: Option<Anchor>,
     policy_locations: Vec<Anchor>,
+    git_runs: Vec<Anchor>,
     path_case: PathCase,
 }
 
@@ -823,6 +831,7 @@ impl MatchContext {
             workspace,
             home: None,
             policy_locations: Vec::new(),
+            git_runs: Vec::new(),
             path_case: PathCase::of_folder(workspace_root.as_ref()),
         }
     }
@@ -853,6 +862,18 @@ impl MatchContext {
         locations: impl IntoIterator<Item = P>,
     ) -> Self {
         self.policy_locations = locations
+            .into_iter()
+            .map(|location| Anchor::new(location.as_ref(), &self.workspace.written))
+            .collect();
+        self
+    }
+
+    /// The same context with the files and folders git runs by the repository's config
+    /// (included configs, the hooks folder, the scripts of command settings), which
+    /// `git_runs: true` matches: each, everything below one, and a folder holding one.
+    #[must_use]
+    pub fn with_git_runs<P: AsRef<Path>>(mut self, locations: impl IntoIterator<Item = P>) -> Self {
+        self.git_runs = locations
             .into_iter()
             .map(|location| Anchor::new(location.as_ref(), &self.workspace.written))
             .collect();
@@ -914,6 +935,9 @@ impl MatchContext {
                 .is_some_and(|rest| rest.is_empty() || Format::from_path(Path::new(rest)).is_some())
                 || Anchor::holds(&absolute, location, case)
         });
+        let git_runs = self.git_runs.iter().any(|location| {
+            location.strip(&absolute, case).is_some() || Anchor::holds(&absolute, location, case)
+        });
         NormalisedPath {
             inside: in_workspace.is_some(),
             absolute,
@@ -921,6 +945,7 @@ impl MatchContext {
             wide_relative_at,
             home,
             policy_file,
+            git_runs,
         }
     }
 }

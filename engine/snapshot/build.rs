@@ -279,8 +279,9 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     finish(Some(Arc::new(snapshot)), diagnostics)
 }
 
-/// The context path rules are judged in: the workspace root, the home folder, and what
-/// `policy_files` matches (see [`policy_locations`]).
+/// The context path rules are judged in: the workspace root, the home folder, what
+/// `policy_files` matches (see [`policy_locations`]) and what `git_runs` matches (the files
+/// the workspace repository's config makes git run, read when the set is loaded).
 fn match_context(
     options: &LoadOptions,
     layers: &[LayerSpec],
@@ -288,7 +289,11 @@ fn match_context(
     typed: &PolicyFile,
 ) -> MatchContext {
     let locations = policy_locations(options, layers, sources, typed);
-    let ctx = MatchContext::new(&options.workspace_root).with_policy_locations(locations);
+    let git_runs =
+        crate::policy::git_config::run_by_git(&options.workspace_root, options.home.as_deref());
+    let ctx = MatchContext::new(&options.workspace_root)
+        .with_policy_locations(locations)
+        .with_git_runs(git_runs);
     match &options.home {
         Some(home) => ctx.with_home(home),
         None => ctx,

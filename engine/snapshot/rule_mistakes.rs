@@ -107,7 +107,7 @@ pub(super) fn vacuous_matchers(rule: &Rule, index: usize) -> Vec<Finding> {
                     Code::SemanticEmptyMatcher,
                     format!("the matcher on `{selector}` in rule `{name}` sets no condition, so it holds for every call"),
                 )
-                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `reaches`, `path`, `shell`, `read_only`, `workspace` or `policy_files`; `equals: null` reads as no `equals`), or remove the selector"),
+                .with_help("give it a condition (`equals`, `exists`, `glob`, `regex`, `reaches`, `path`, `shell`, `read_only`, `workspace`, `policy_files` or `git_runs`; `equals: null` reads as no `equals`), or remove the selector"),
                 place: Place::Value(at),
                 related: Vec::new(),
             });
@@ -123,8 +123,8 @@ enum Condition<'a> {
     /// A pattern kind (`glob`, `regex`, `path`, `shell`) and its patterns.
     Patterns(&'static str, &'a [String]),
     /// Another condition on string values, without a pattern list (`read_only`: the value,
-    /// read as a command line, only reads; `workspace`, `policy_files`: where the location it
-    /// names lies).
+    /// read as a command line, only reads; `workspace`, `policy_files`, `git_runs`: where
+    /// the location it names lies).
     OnStrings(&'static str),
 }
 
@@ -142,6 +142,7 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
         read_only,
         workspace,
         policy_files,
+        git_runs,
         allow_redirection: _,
         reaches_from: _,
     } = matcher;
@@ -156,6 +157,7 @@ fn conditions(matcher: &ArgMatcher) -> Vec<Condition<'_>> {
         ("read_only", read_only.is_some()),
         ("workspace", workspace.is_some()),
         ("policy_files", policy_files.is_some()),
+        ("git_runs", git_runs.is_some()),
     ];
     for (kind, set) in on_strings {
         if set {

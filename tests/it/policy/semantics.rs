@@ -1035,10 +1035,16 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "deny",
             "rule:team-secrets",
         ),
-        c("operand", "git grep KEY -- ':!src'", "ask", "analysis"),
+        // (`--untracked`: the workspace tracks nothing, so plain `git grep` reads nothing.)
         c(
             "operand",
-            "git grep KEY -- ':(exclude)src'",
+            "git grep --untracked KEY -- ':!src'",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "operand",
+            "git grep --untracked KEY -- ':(exclude)src'",
             "ask",
             "analysis",
         ),
@@ -1046,7 +1052,12 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // A revision's files are not on disk to judge.
         c("operand", "git grep KEY HEAD~1", "ask", "analysis"),
         c("operand", "git grep KEY HEAD~1:src", "ask", "analysis"),
-        c("operand", "git grep KEY -- ':(top)'", "ask", "analysis"),
+        c(
+            "operand",
+            "git grep --untracked KEY -- ':(top)'",
+            "ask",
+            "analysis",
+        ),
         c("option", "git --icase-pathspecs log -p -- .ENV", "ask", ""),
         // Paths git checks out or restores are written.
         c(
@@ -2987,7 +2998,13 @@ fn a_search_is_judged_by_the_files_below_it() {
     std::fs::create_dir_all(ws.root.join("build")).unwrap();
     std::fs::write(ws.root.join("build/tls.key"), "KEY\n").unwrap();
     std::fs::write(ws.root.join(".gitignore"), "build/\n").unwrap();
+    // `git grep` searches what the repository tracks.
+    let tracked = git_in(&ws.root, &["init", "-q"])
+        && git_in(&ws.root, &["add", "-f", ".env", "build/tls.key", "src"]);
     let engine = Engine::builder(snapshot(&ws.root)).build();
+    if !tracked {
+        eprintln!("skipped the `git grep` lines: git is not installed");
+    }
     for (command, file) in [
         ("grep -r KEY .", "`.env`"),
         ("grep -rn KEY", "`.env`"),
@@ -3018,6 +3035,9 @@ fn a_search_is_judged_by_the_files_below_it() {
         // git grep searches tracked files whether ignored or not.
         ("git grep KEY", "`build/tls.key`"),
     ] {
+        if !tracked && command.starts_with("git grep") && !command.contains("--no-index") {
+            continue;
+        }
         let (decision, reasons) = decide(&engine, command, &[]);
         assert_eq!(decision, "ask", "{command}: {reasons:?}");
         let why = analyses(&reasons);
@@ -4107,4 +4127,56 @@ fn git_grep_reads_the_tracked_files() {
     let (got, reasons) = decide(&engine(), "git grep TOKEN", &[]);
     assert_eq!(got, "ask", "{reasons:?}");
     assert!(analyses(&reasons).contains("`.env`"), "{reasons:?}");
+}
+
+/// What the workspace repository's git config makes git run — a config it includes, the
+/// hooks folder it names, a linked hook's target, a text conversion's script — asks before
+/// it is written: the next `git status` or `git diff`, which the rules allow, runs it.
+#[test]
+fn files_the_repository_config_runs_ask_before_they_are_written() {
+    let ws = workspace();
+    let git = |args: &[&str]| git_in(&ws.root, args);
+    if !git(&["init", "-q"]) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    for (key, value) in [
+        ("include.path", "../tools/team.gitconfig"),
+        ("includeIf.gitdir:/nowhere/.path", "../.gitconfig.shared"),
+        ("core.hooksPath", "scripts/git-hooks"),
+        ("diff.lockb.textconv", "sh tools/conv.sh"),
+    ] {
+        assert!(git(&["config", key, value]), "{key}");
+    }
+    std::fs::create_dir_all(ws.root.join("tools")).unwrap();
+    std::fs::write(ws.root.join("tools/conv.sh"), "cat \"$1\"\n").unwrap();
+    std::fs::write(ws.root.join("scripts.sh"), "true\n").unwrap();
+    std::os::unix::fs::symlink("../../scripts.sh", ws.root.join(".git/hooks/pre-commit")).unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for path in [
+        "tools/team.gitconfig",
+        ".gitconfig.shared",
+        "scripts/git-hooks/post-index-change",
+        "tools/conv.sh",
+        "scripts.sh",
+    ] {
+        let (decision, reasons) =
+            decide_call(&engine, "Write", json!({"file_path": path, "content": "x"}));
+        assert_eq!(decision, "ask", "{path}: {reasons:?}");
+        assert!(
+            deciding(&decision, &reasons).contains(&"rule:git-run-writes".to_owned()),
+            "{path}: {reasons:?}"
+        );
+    }
+    let (decision, reasons) = decide(&engine, "sed -i s/a/b/ tools/team.gitconfig", &[]);
+    assert_eq!(decision, "ask", "{reasons:?}");
+    let (decision, reasons) = decide_call(
+        &engine,
+        "Write",
+        json!({"file_path": "tools/other.sh", "content": "x"}),
+    );
+    assert!(
+        !deciding(&decision, &reasons).contains(&"rule:git-run-writes".to_owned()),
+        "{reasons:?}"
+    );
 }

@@ -1,0 +1,273 @@
+//! The files a repository's git config makes git run, read without running git: a config it
+//! includes (`include.path`, `includeIf.<condition>.path`), the hooks folder
+//! (`core.hooksPath`), a hook in `.git/hooks` that is a link (to where it leads), and the
+//! files named in settings whose value is a command (`core.fsmonitor`, `core.pager`,
+//! `diff.<driver>.textconv`, `filter.<driver>.clean`, `alias.<name> = !…`, …).
+//!
+//! Any of them written by an agent runs at a later `git status` or `git diff` that looks
+//! read-only: `git_runs: true` matches them (see the `git-run-writes` rule).
+//!
+//! The config syntax read is git's (`git help config`): `[section]`, `[section "sub"]` and
+//! `[section.sub]` headers, `key = value` lines, `#` and `;` comments, double quotes and
+//! backslash escapes in values. A value's words are taken as paths when they hold a `/` or
+//! name a file that is there (taken in the work tree, as git runs these commands there).
+
+use std::path::{Path, PathBuf};
+
+use super::git_index::{self, MAX_INCLUDE_DEPTH};
+
+/// How much of a config file is read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Settings whose value is a command git runs (`section.key`, or `section.*.key` for every
+/// subsection), lowercased as git compares them.
+const COMMAND_SETTINGS: &[&str] = &[
+    "core.fsmonitor",
+    "core.pager",
+    "core.editor",
+    "core.sshcommand",
+    "core.askpass",
+    "sequence.editor",
+    "diff.external",
+    "diff.*.textconv",
+    "diff.*.command",
+    "merge.*.driver",
+    "filter.*.clean",
+    "filter.*.smudge",
+    "filter.*.process",
+    "gpg.program",
+    "gpg.*.program",
+    "credential.helper",
+    "credential.*.helper",
+    "pager.*",
+    "interactive.difffilter",
+    "uploadpack.packobjectshook",
+    "alias.*",
+];
+
+/// The files and folders in or out of the work tree that the config of the repository
+/// `folder` lies in makes git run (see the module docs); empty outside a repository.
+pub fn run_by_git(folder: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let Some((root, git_dir)) = git_index::find_repository(folder) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for config in ["config", "config.worktree"] {
+        read_config(&git_dir.join(config), &root, home, 0, &mut found);
+    }
+    // A hook that is a link runs what it leads to.
+    if let Ok(hooks) = std::fs::read_dir(git_dir.join("hooks")) {
+        for hook in hooks.flatten() {
+            if hook.file_type().is_ok_and(|kind| kind.is_symlink())
+                && let Ok(target) = std::fs::canonicalize(hook.path())
+            {
+                found.push(target);
+            }
+        }
+    }
+    found
+}
+
+/// Reads one config file: the files it includes (read in turn), and the paths its settings
+/// name.
+fn read_config(
+    config: &Path,
+    root: &Path,
+    home: Option<&Path>,
+    depth: usize,
+    found: &mut Vec<PathBuf>,
+) {
+    let Some(text) = super::content::read_regular(config, MAX_CONFIG_BYTES) else {
+        return;
+    };
+    let mut section = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            section = section_name(header);
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = format!("{section}.{}", key.trim().to_ascii_lowercase());
+        let value = unquote(value.trim());
+        let first = section.split('.').next().unwrap_or_default();
+        if (first == "include" || first == "includeif") && key.ends_with(".path") {
+            let included = place(&value, config.parent().unwrap_or(root), home);
+            found.push(included.clone());
+            if depth < MAX_INCLUDE_DEPTH {
+                read_config(&included, root, home, depth + 1, found);
+            }
+        } else if key == "core.hookspath" {
+            found.push(place(&value, root, home));
+        } else if COMMAND_SETTINGS
+            .iter()
+            .any(|setting| matches_setting(setting, &key))
+        {
+            found.extend(command_paths(&value, root, home));
+        }
+    }
+}
+
+/// `core` for `core]`, `diff.lockb` for `diff "lockb"]` or `diff.lockb]` (lowercased but
+/// for a quoted subsection, which git compares as written; here both are lowercased, which
+/// only finds more).
+fn section_name(header: &str) -> String {
+    let header = header.split(']').next().unwrap_or_default().trim();
+    match header.split_once(char::is_whitespace) {
+        Some((name, sub)) => format!(
+            "{}.{}",
+            name.to_ascii_lowercase(),
+            unquote(sub.trim()).to_ascii_lowercase()
+        ),
+        None => header.to_ascii_lowercase(),
+    }
+}
+
+/// Whether `key` (`diff.lockb.textconv`) is the setting `pattern` (`diff.*.textconv`).
+fn matches_setting(pattern: &str, key: &str) -> bool {
+    match pattern.split_once(".*") {
+        // `pager.*`, `alias.*`: any key of the section.
+        Some((section, "")) => key
+            .strip_prefix(section)
+            .is_some_and(|rest| rest.starts_with('.')),
+        Some((section, name)) => {
+            key.starts_with(&format!("{section}."))
+                && key.ends_with(name)
+                && key.len() > section.len() + name.len() + 1
+        }
+        None => key == pattern,
+    }
+}
+
+/// A value without its comment, quotes and escapes (`"sh x.sh" # y` → `sh x.sh`).
+fn unquote(value: &str) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    out.push(match next {
+                        'n' => '\n',
+                        't' => '\t',
+                        other => other,
+                    });
+                }
+            }
+            '#' | ';' if !quoted => break,
+            c => out.push(c),
+        }
+    }
+    out.trim().to_owned()
+}
+
+/// A path as git reads it in a config: `~/` from the home folder, else against `base`.
+fn place(value: &str, base: &Path, home: Option<&Path>) -> PathBuf {
+    match (value.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => base.join(value),
+    }
+}
+
+/// The words of a command setting's value that name files: with a `/`, or there in the work
+/// tree (`sh tools/conv.sh`, `./fsmonitor`, `!scripts/x`); options and program names are not.
+fn command_paths(value: &str, root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    value
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '\'' | '(' | ')'))
+        .map(|word| word.trim_start_matches('!'))
+        .filter(|word| !word.is_empty() && !word.starts_with('-') && !word.contains('='))
+        .map(|word| (word, place(word, root, home)))
+        .filter(|(word, path)| word.contains('/') || path.is_file())
+        .map(|(_, path)| path)
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_repository_config_runs_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        std::fs::write(root.join("tools/conv.sh"), "cat\n").unwrap();
+        std::fs::write(root.join("scripts/pre-commit"), "true\n").unwrap();
+        std::fs::write(
+            root.join("tools/team.gitconfig"),
+            "[core]\n\tpager = less\n[include]\n\tpath = ../shared/more.gitconfig\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(
+            "../../scripts/pre-commit",
+            root.join(".git/hooks/pre-commit"),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\tbare = false ; comment\n\thooksPath = scripts/git-hooks\n\
+             [include]\n\tpath = ../tools/team.gitconfig\n\
+             [includeIf \"gitdir:/nowhere/\"]\n\tpath = ../.gitconfig.shared\n\
+             [diff \"lockb\"]\n\ttextconv = \"sh tools/conv.sh\"\n\
+             [filter.lfs]\n\tclean = git-lfs clean -- %f\n\
+             [alias]\n\tst = !./bin/st --short\n",
+        )
+        .unwrap();
+        let mut found = run_by_git(&root.join("tools"), None);
+        found.sort();
+        let mut expected: Vec<PathBuf> = [
+            ".gitconfig.shared",
+            "bin/st",
+            "scripts/git-hooks",
+            "scripts/pre-commit",
+            "shared/more.gitconfig",
+            "tools/conv.sh",
+            "tools/team.gitconfig",
+        ]
+        .iter()
+        .map(|p| root.join(p))
+        .collect();
+        expected.sort();
+        // Paths are kept as git would join them; compare them normalised.
+        let normalised: Vec<PathBuf> = found
+            .iter()
+            .map(|p| {
+                p.components().fold(PathBuf::new(), |mut out, c| {
+                    match c {
+                        std::path::Component::ParentDir => {
+                            out.pop();
+                        }
+                        std::path::Component::CurDir => {}
+                        other => out.push(other),
+                    }
+                    out
+                })
+            })
+            .collect();
+        let mut normalised = normalised;
+        normalised.sort();
+        normalised.dedup();
+        assert_eq!(normalised, expected);
+        // Outside a repository, nothing.
+        assert!(run_by_git(&root.parent().unwrap().join("elsewhere"), None).is_empty());
+    }
+
+    #[test]
+    fn settings_are_matched_by_section_and_key() {
+        assert!(matches_setting("diff.*.textconv", "diff.lockb.textconv"));
+        assert!(!matches_setting("diff.*.textconv", "diff.textconv"));
+        assert!(matches_setting("alias.*", "alias.st"));
+        assert!(!matches_setting("alias.*", "aliases.st"));
+        assert!(matches_setting("core.pager", "core.pager"));
+        assert_eq!(section_name("diff \"LockB\"]"), "diff.lockb");
+        assert_eq!(section_name("Core]"), "core");
+        assert_eq!(unquote("\"sh x.sh\" # note"), "sh x.sh");
+    }
+}
