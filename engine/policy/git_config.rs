@@ -173,15 +173,16 @@ fn place(value: &str, base: &Path, home: Option<&Path>) -> PathBuf {
     }
 }
 
-/// The words of a command setting's value that name files: with a `/`, or there in the work
-/// tree (`sh tools/conv.sh`, `./fsmonitor`, `!scripts/x`); options and program names are not.
+/// The words of a command setting's value that name files: with a `/` (but for a folder), or
+/// there in the work tree (`sh tools/conv.sh`, `./fsmonitor`, `!scripts/x`); options and
+/// program names are not.
 fn command_paths(value: &str, root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     value
         .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '\'' | '(' | ')'))
         .map(|word| word.trim_start_matches('!'))
         .filter(|word| !word.is_empty() && !word.starts_with('-') && !word.contains('='))
         .map(|word| (word, place(word, root, home)))
-        .filter(|(word, path)| word.contains('/') || path.is_file())
+        .filter(|(word, path)| (word.contains('/') && !path.is_dir()) || path.is_file())
         .map(|(_, path)| path)
         .collect()
 }

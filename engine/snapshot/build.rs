@@ -279,6 +279,85 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     finish(Some(Arc::new(snapshot)), diagnostics)
 }
 
+/// The agents' settings files whose hooks run commands: the project's and the user's.
+const AGENT_SETTINGS: [&str; 4] = [
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".gemini/settings.json",
+    ".qwen/settings.json",
+];
+
+/// The scripts the agents' own settings run as hooks or as a status line
+/// (`"$CLAUDE_PROJECT_DIR"/scripts/check.sh`): such a hook gates the agent (it may be the
+/// one that runs `toolgate hook`), so rewriting its script rewrites the policy. Every
+/// `command` string of a settings file is read; its words holding a `/` are the scripts,
+/// taken in the project (where the agents run them), with the project-folder variables
+/// and `~` expanded. A settings file that is not JSON (comments) names none.
+fn agent_hook_scripts(
+    workspace_root: &std::path::Path,
+    home: Option<&std::path::Path>,
+) -> Vec<std::path::PathBuf> {
+    fn commands<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    match value {
+                        Value::String(command) if key == "command" => out.push(command),
+                        other => commands(other, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| commands(item, out)),
+            _ => {}
+        }
+    }
+    let root = workspace_root.to_string_lossy();
+    let folders = std::iter::once(workspace_root).chain(home);
+    let mut scripts = Vec::new();
+    for settings in folders.flat_map(|folder| AGENT_SETTINGS.map(|name| folder.join(name))) {
+        let Ok(text) = std::fs::read_to_string(&settings) else {
+            continue;
+        };
+        let Ok(value) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let mut found = Vec::new();
+        commands(&value, &mut found);
+        for command in found {
+            let mut expanded = command.to_owned();
+            for variable in [
+                "CLAUDE_PROJECT_DIR",
+                "GEMINI_PROJECT_DIR",
+                "QWEN_PROJECT_DIR",
+            ] {
+                expanded = expanded
+                    .replace(&format!("${{{variable}}}"), &root)
+                    .replace(&format!("${variable}"), &root);
+            }
+            // Quotes removed as the shell removes them (`"$CLAUDE_PROJECT_DIR"/x.sh`).
+            let unquoted: String = expanded
+                .chars()
+                .filter(|c| !matches!(c, '"' | '\''))
+                .collect();
+            let words = unquoted
+                .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
+                .filter(|word| word.contains('/') && !word.starts_with('-'));
+            for word in words {
+                let path = match (word.strip_prefix("~/"), home) {
+                    (Some(rest), Some(home)) => home.join(rest),
+                    _ => workspace_root.join(word),
+                };
+                // A folder a command is given (`prettier --write "$CLAUDE_PROJECT_DIR"`)
+                // is not a script.
+                if !path.is_dir() {
+                    scripts.push(path);
+                }
+            }
+        }
+    }
+    scripts
+}
+
 /// The context path rules are judged in: the workspace root, the home folder, what
 /// `policy_files` matches (see [`policy_locations`]) and what `git_runs` matches (the files
 /// the workspace repository's config makes git run, read when the set is loaded).
@@ -305,8 +384,9 @@ fn match_context(
 /// elsewhere: editing the target edits the policy); and the files the policies run — the
 /// program and file arguments of hooks and command handlers (`./hooks/audit.sh`,
 /// `[sh, .toolgate/hooks/check.sh]`), taken against the workspace root as they run: a
-/// hook's answer is a decision, so rewriting its script rewrites the policy; and the
-/// decision log the engine settings name (the record of what was decided).
+/// hook's answer is a decision, so rewriting its script rewrites the policy; the scripts
+/// the agents' own settings run as hooks (see [`agent_hook_scripts`]); and the decision log
+/// the engine settings name (the record of what was decided).
 fn policy_locations(
     options: &LoadOptions,
     layers: &[LayerSpec],
@@ -364,6 +444,7 @@ fn policy_locations(
             }
         }
     }
+    locations.extend(agent_hook_scripts(workspace_root, options.home.as_deref()));
     let log = typed
         .engine
         .as_ref()

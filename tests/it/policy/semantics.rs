@@ -3999,8 +3999,9 @@ fn secrets_told_by_content_are_not_printed_unasked() {
 /// What the loaded policies are made of, kept elsewhere, is a policy file too: the target of
 /// a policy file that is a link (an organisation's policy kept in a checkout the agent works
 /// in), and the scripts their hooks and command handlers run (a hook's answer is a decision:
-/// a rewritten script allows everything) — also one a hook names that is not there yet —
-/// and the decision log the engine settings name.
+/// a rewritten script allows everything) — also one a hook names that is not there yet —,
+/// the scripts the agent's own settings run as hooks, and the decision log the engine
+/// settings name.
 #[test]
 fn policy_files_kept_elsewhere_and_the_scripts_policies_run_are_not_written() {
     let ws = workspace();
@@ -4016,6 +4017,16 @@ fn policy_files_kept_elsewhere_and_the_scripts_policies_run_are_not_written() {
     .unwrap();
     std::fs::create_dir_all(root.join("tools")).unwrap();
     std::fs::write(root.join("tools/deploy.py"), "print()\n").unwrap();
+    // The agent's own hooks and status line, and a hook given the project folder.
+    std::fs::create_dir_all(root.join(".claude")).unwrap();
+    std::fs::write(
+        root.join(".claude/settings.json"),
+        r#"{"hooks": {"PostToolUse": [{"matcher": "Write", "hooks": [
+              {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/scripts/fmt.sh"},
+              {"type": "command", "command": "npx prettier --write \"$CLAUDE_PROJECT_DIR\""}]}]},
+            "statusLine": {"type": "command", "command": "scripts/status.sh"}}"#,
+    )
+    .unwrap();
     std::fs::write(
         root.join("policies/hooks.yaml"),
         r#"
@@ -4042,6 +4053,8 @@ tools:
         // The record of what was decided, and the file a full one is renamed to.
         ("Write", "logs/decisions.jsonl"),
         ("Edit", "logs/decisions.jsonl.1"),
+        ("Write", "scripts/fmt.sh"),
+        ("Write", "scripts/status.sh"),
     ] {
         let input = match tool {
             "Edit" => json!({"file_path": path, "old_string": "a", "new_string": "b"}),
@@ -4062,6 +4075,7 @@ tools:
         "scripts/other.sh",
         "tools/other.py",
         "--strict",
+        "config/app.yaml",
     ] {
         let (decision, reasons) =
             decide_call(&engine, "Write", json!({"file_path": path, "content": "x"}));
