@@ -455,6 +455,11 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("environment", "env", "ask", "analysis"),
         c("environment", "timeout 5 printenv", "ask", "analysis"),
         c("environment", "printenv GITHUB_TOKEN", "ask", "analysis"),
+        // Keys and signed tokens under any vendor's name.
+        c("environment", "echo $OPENAI_KEY", "ask", "analysis"),
+        c("environment", "echo \"$CI_JOB_JWT\"", "ask", "analysis"),
+        c("environment", "echo ${DOCKER_AUTH_CONFIG}", "ask", "analysis"),
+        c("everyday", "echo $SSH_AUTH_SOCK $HOME", "allow", "rule:"),
         c("environment", "declare -p API_KEY", "ask", "analysis"),
         c("environment", "export -p", "ask", "analysis"),
         // Whatever the rules say of the program (`echo` is allowed).
