@@ -142,6 +142,18 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
                 .map(|s| format!("`{s}`"))
                 .collect::<Vec<_>>()
                 .join(" or ");
+            // A source given as something else than a list (`include: ".env"`) may still be
+            // read by the agent: it cannot be judged item by item, so the call is refused.
+            if let Some(source) = sources.iter().find(|source| {
+                !matches!(
+                    get(input, source),
+                    None | Some(Value::Array(_) | Value::Null)
+                )
+            }) {
+                return Err(format!(
+                    "`{source}` is not a list: the call cannot be judged item by item"
+                ));
+            }
             let lists: Vec<(&String, &Vec<Value>)> = sources
                 .iter()
                 .filter_map(|source| match get(input, source) {
@@ -663,6 +675,25 @@ mod tests {
             .collect();
         assert_eq!(paths, [".env", "src/x.rs", ".env"]);
         assert!(items.iter().all(|(_, item)| item.get("edits").is_none()));
+    }
+
+    /// A list source given as a string (`include: ".env"` beside `paths: [...]`) refuses the
+    /// call: the agent may read it, and it was left out of the items.
+    #[test]
+    fn a_source_that_is_not_a_list_refuses_the_call() {
+        let mapping: ToolMapping = serde_json::from_value(json!({
+            "tool": "Grep",
+            "each": { "items": ["include", "paths"] },
+            "input": { "path": "item" }
+        }))
+        .unwrap();
+        let input = json!({ "paths": ["src/main.rs"], "include": ".env" });
+        assert_eq!(
+            split(&mapping, &input).unwrap_err(),
+            "`include` is not a list: the call cannot be judged item by item"
+        );
+        let input = json!({ "paths": ["src/main.rs"], "include": null });
+        assert_eq!(split(&mapping, &input).unwrap().len(), 1);
     }
 
     /// A call naming more parts than toolgate judges in one call is refused with the count,

@@ -458,7 +458,12 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // Keys and signed tokens under any vendor's name.
         c("environment", "echo $OPENAI_KEY", "ask", "analysis"),
         c("environment", "echo \"$CI_JOB_JWT\"", "ask", "analysis"),
-        c("environment", "echo ${DOCKER_AUTH_CONFIG}", "ask", "analysis"),
+        c(
+            "environment",
+            "echo ${DOCKER_AUTH_CONFIG}",
+            "ask",
+            "analysis",
+        ),
         c("everyday", "echo $SSH_AUTH_SOCK $HOME", "allow", "rule:"),
         c("environment", "declare -p API_KEY", "ask", "analysis"),
         c("environment", "export -p", "ask", "analysis"),
