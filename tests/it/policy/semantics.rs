@@ -465,6 +465,9 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "analysis",
         ),
         c("everyday", "echo $SSH_AUTH_SOCK $HOME", "allow", "rule:"),
+        // `tree -H` prints HTML; only with `-R` does it write files.
+        c("everyday", "tree -H . src", "allow", "rule:"),
+        c("option", "tree -H . -R src", "ask", ""),
         c("environment", "declare -p API_KEY", "ask", "analysis"),
         c("environment", "export -p", "ask", "analysis"),
         // Whatever the rules say of the program (`echo` is allowed).
