@@ -779,7 +779,20 @@ impl Walker<'_> {
             ast::AssignmentValue::Array(elements) => {
                 for (key, value) in elements {
                     if let Some(key) = key {
-                        self.expanded(key)?;
+                        let key = self.expanded(key)?;
+                        // `a=([k]=v)`: an indexed array's key is evaluated as arithmetic
+                        // after its quotes are removed, so even `['$(cmd)']` runs `cmd`
+                        // (an associative array's is not, but which one `a` is cannot be
+                        // told here).
+                        if !key
+                            .literal()
+                            .is_some_and(|k| k.bytes().all(|b| b.is_ascii_digit()))
+                        {
+                            self.construct(
+                                ConstructKind::Evaluated(Expansion::Arithmetic),
+                                assignment.to_string(),
+                            );
+                        }
                     }
                     self.expanded(value)?;
                 }

@@ -290,6 +290,14 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "allow",
             "rule:",
         ),
+        // An indexed array's key is arithmetic: quotes do not keep `$(…)` in it from running.
+        c("evaluated", "a=(['$(rm -rf ~)']=1)", "ask", "analysis"),
+        c(
+            "everyday",
+            "a=([0]=x [1]=y); echo ${a[1]}",
+            "allow",
+            "rule:",
+        ),
         // A file type may name hidden files (ripgrep's `sh` names `.env`).
         c("search", "rg -t sh API", "ask", "analysis"),
         c("search", "rg --type=sh API .", "ask", "analysis"),
