@@ -43,6 +43,16 @@ const COMMAND_SETTINGS: &[&str] = &[
     "interactive.difffilter",
     "uploadpack.packobjectshook",
     "alias.*",
+    "difftool.*.cmd",
+    "mergetool.*.cmd",
+    "core.gitproxy",
+    "remote.*.uploadpack",
+    "remote.*.receivepack",
+    "gpg.ssh.defaultkeycommand",
+    "browser.*.cmd",
+    "browser.*.path",
+    "sendemail.smtpserver",
+    "sendemail.*.smtpserver",
 ];
 
 /// The files and folders in or out of the work tree that the config of the repository
@@ -52,8 +62,13 @@ pub fn run_by_git(folder: &Path, home: Option<&Path>) -> Vec<PathBuf> {
         return Vec::new();
     };
     let mut found = Vec::new();
-    for config in ["config", "config.worktree"] {
-        read_config(&git_dir.join(config), &root, home, 0, &mut found);
+    // The user's configs apply in every repository: what they name runs here too.
+    let user = home
+        .into_iter()
+        .flat_map(|home| [home.join(".gitconfig"), home.join(".config/git/config")]);
+    let repository = ["config", "config.worktree"].map(|name| git_dir.join(name));
+    for config in user.chain(repository) {
+        read_config(&config, &root, home, 0, &mut found);
     }
     // A hook that is a link runs what it leads to.
     if let Ok(hooks) = std::fs::read_dir(git_dir.join("hooks")) {
@@ -81,11 +96,12 @@ fn read_config(
         return;
     };
     let mut section = String::new();
-    for line in text.lines() {
-        let line = line.trim();
+    for line in logical_lines(&text) {
+        let mut line = line.trim();
         if let Some(header) = line.strip_prefix('[') {
             section = section_name(header);
-            continue;
+            // A setting may follow the header on its line (`[core]fsmonitor = x`).
+            line = header.split_once(']').map_or("", |(_, rest)| rest.trim());
         }
         let Some((key, value)) = line.split_once('=') else {
             continue;
@@ -108,6 +124,26 @@ fn read_config(
             found.extend(command_paths(&value, root, home));
         }
     }
+}
+
+/// The lines of a config with continuations joined: a line ending in a backslash goes on
+/// on the next one (`fsmonitor = scripts/\` then `fsm`).
+fn logical_lines(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let trailing = line.len() - line.trim_end_matches('\\').len();
+        if trailing % 2 == 1 {
+            current.push_str(&line[..line.len() - 1]);
+        } else {
+            current.push_str(line);
+            lines.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        lines.push(current);
+    }
+    lines
 }
 
 /// `core` for `core]`, `diff.lockb` for `diff "lockb"]` or `diff.lockb]` (lowercased but
@@ -174,17 +210,39 @@ fn place(value: &str, base: &Path, home: Option<&Path>) -> PathBuf {
 }
 
 /// The words of a command setting's value that name files: with a `/` (but for a folder), or
-/// there in the work tree (`sh tools/conv.sh`, `./fsmonitor`, `!scripts/x`); options and
-/// program names are not.
+/// there in the work tree or in a folder the value names (`sh tools/conv.sh`, `./fsmonitor`,
+/// `!scripts/x`, `cd scripts && sh run`, `-c core.pager=scripts/p`); options and program
+/// names are not.
 fn command_paths(value: &str, root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    value
+    let words: Vec<&str> = value
         .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '\'' | '(' | ')'))
         .map(|word| word.trim_start_matches('!'))
-        .filter(|word| !word.is_empty() && !word.starts_with('-') && !word.contains('='))
-        .map(|word| (word, place(word, root, home)))
-        .filter(|(word, path)| (word.contains('/') && !path.is_dir()) || path.is_file())
-        .map(|(_, path)| path)
-        .collect()
+        // A setting given on the command line: its value (`core.pager=scripts/p`).
+        .map(|word| word.rsplit_once('=').map_or(word, |(_, value)| value))
+        .filter(|word| !word.is_empty() && !word.starts_with('-'))
+        .collect();
+    let folders: Vec<PathBuf> = std::iter::once(root.to_path_buf())
+        .chain(
+            words
+                .iter()
+                .map(|word| place(word, root, home))
+                .filter(|path| path.is_dir()),
+        )
+        .collect();
+    let mut paths = Vec::new();
+    for word in &words {
+        let path = place(word, root, home);
+        if word.contains('/') && !path.is_dir() {
+            paths.push(path);
+        } else if let Some(file) = folders
+            .iter()
+            .map(|folder| place(word, folder, home))
+            .find(|path| path.is_file())
+        {
+            paths.push(file);
+        }
+    }
+    paths
 }
 
 #[cfg(test)]
@@ -258,6 +316,48 @@ mod tests {
         assert_eq!(normalised, expected);
         // Outside a repository, nothing.
         assert!(run_by_git(&root.parent().unwrap().join("elsewhere"), None).is_empty());
+    }
+
+    /// Git's other spellings: a setting on its section's line, a value continued on the next
+    /// line, a script run after a `cd`, a setting given to an alias with `-c`, a tool's
+    /// command, and the user's config naming a file of the work tree.
+    #[test]
+    fn spellings_git_reads_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().join("ws");
+        let home = dir.path().canonicalize().unwrap().join("home");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(root.join("scripts/run"), "true\n").unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]fsmonitor = scripts/fsm3\n\
+             [core]\n\tpager = scripts/\\\nfsm4\n\
+             [core]\n\tsshCommand = cd scripts && sh run\n\
+             [alias]\n\tx = -c core.pager=scripts/alp log\n\
+             [difftool \"mine\"]\n\tcmd = tools/difftool.sh $LOCAL $REMOTE\n",
+        )
+        .unwrap();
+        std::fs::write(
+            home.join(".gitconfig"),
+            format!("[core]\n\tfsmonitor = {}/hooks/fsm\n", root.display()),
+        )
+        .unwrap();
+        let found = run_by_git(&root, Some(&home));
+        for expected in [
+            "scripts/fsm3",
+            "scripts/fsm4",
+            "scripts/run",
+            "scripts/alp",
+            "tools/difftool.sh",
+            "hooks/fsm",
+        ] {
+            assert!(
+                found.contains(&root.join(expected)),
+                "{expected}: {found:?}"
+            );
+        }
     }
 
     #[test]
