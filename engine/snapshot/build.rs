@@ -894,7 +894,7 @@ fn merge_issue(sources: &Sources, issue: MergeIssue) -> Diagnostic {
                     format!(
                         "the command table's `{entry}` cannot be changed while an enforced layer is loaded: its rules judge command lines by it"
                     ),
-                    "remove this setting (a program or variable the table does not list yet may be added); the organisation's policy may change it",
+                    "remove this setting (a program the table does not list yet may be added; its variables are the organisation's); the organisation's policy may change it",
                     "the enforced layer",
                 ),
                 None => (

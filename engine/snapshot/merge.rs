@@ -185,9 +185,9 @@ fn declared_locks(document: &Map<String, Value>) -> Vec<DeclaredLock> {
 }
 
 /// The pointers a later layer may not change once an enforced layer is merged: each agent's
-/// tool mappings and modes and its other settings but the description; each program and
-/// environment variable of the command table and its other settings. New agents, mappings of
-/// agent tools not mapped yet, and programs and variables not in the table stay open.
+/// tool mappings and modes and its other settings but the description; each program of the
+/// command table, its variables (as a whole) and its other settings. New agents, mappings of
+/// agent tools not mapped yet, and programs not in the table stay open.
 fn enforced_entries(doc: &Map<String, Value>) -> Vec<String> {
     let mut pointers = Vec::new();
     if let Some(Value::Object(agents)) = doc.get("agents") {
@@ -203,7 +203,9 @@ fn enforced_entries(doc: &Map<String, Value>) -> Vec<String> {
         }
     }
     if let Some(Value::Object(commands)) = doc.get("commands") {
-        entries_of("/commands", commands, &["programs", "env"], &mut pointers);
+        // The variables as a whole: a name added exactly (`LD_AUDIT: harmless`) wins over
+        // the table's patterns (`LD_*`), so adding one can loosen it.
+        entries_of("/commands", commands, &["programs"], &mut pointers);
     }
     pointers
 }
@@ -924,14 +926,14 @@ mod tests {
                 "/agents/claude/protocol",
                 "/agents/claude/tools/Bash",
                 "/agents/claude/tools/Read",
-                "/commands/env/CI",
+                "/commands/env",
                 "/commands/file_tools",
                 "/commands/programs/cat",
             ]
         );
         assert_eq!(value["commands"]["programs"]["cat"]["operands"], "read");
         assert_eq!(value["commands"]["programs"]["bat"], json!({}));
-        assert_eq!(value["commands"]["env"]["MY_FLAG"], "harmless");
+        assert_eq!(value["commands"]["env"], json!({"CI": "harmless"}));
         let claude = &value["agents"]["claude"];
         assert_eq!(claude["tools"]["Bash"], json!({"tool": "Bash"}));
         assert_eq!(claude["tools"]["Read"], json!({"tool": "OrgRead"}));
