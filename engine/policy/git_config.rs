@@ -213,7 +213,7 @@ fn place(value: &str, base: &Path, home: Option<&Path>) -> PathBuf {
 /// there in the work tree or in a folder the value names (`sh tools/conv.sh`, `./fsmonitor`,
 /// `!scripts/x`, `cd scripts && sh run`, `-c core.pager=scripts/p`); options and program
 /// names are not.
-fn command_paths(value: &str, root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+pub(crate) fn command_paths(value: &str, root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     let words: Vec<&str> = value
         .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '\'' | '(' | ')'))
         .map(|word| word.trim_start_matches('!'))

@@ -279,30 +279,54 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
     finish(Some(Arc::new(snapshot)), diagnostics)
 }
 
-/// The agents' settings files whose hooks run commands: the project's and the user's.
-const AGENT_SETTINGS: [&str; 4] = [
+/// The agents' settings files that run commands (hooks, a status line, helpers printing
+/// keys, MCP servers), in the project and in the home folder.
+const AGENT_SETTINGS: [&str; 7] = [
     ".claude/settings.json",
     ".claude/settings.local.json",
     ".gemini/settings.json",
     ".qwen/settings.json",
+    ".mcp.json",
+    ".codex/hooks.json",
+    ".codex/config.toml",
 ];
 
-/// The scripts the agents' own settings run as hooks or as a status line
-/// (`"$CLAUDE_PROJECT_DIR"/scripts/check.sh`): such a hook gates the agent (it may be the
-/// one that runs `toolgate hook`), so rewriting its script rewrites the policy. Every
-/// `command` string of a settings file is read; its words holding a `/` are the scripts,
-/// taken in the project (where the agents run them), with the project-folder variables
-/// and `~` expanded. A settings file that is not JSON (comments) names none.
+/// Keys whose string value is a command: hooks' and the status line's `command`, Claude
+/// Code's helpers (`apiKeyHelper`, …); and keys whose list holds a command's words (an MCP
+/// server's `args`, Codex's `notify`).
+const COMMAND_KEYS: [&str; 5] = [
+    "command",
+    "apiKeyHelper",
+    "awsAuthRefresh",
+    "awsCredentialExport",
+    "otelHeadersHelper",
+];
+const WORD_LIST_KEYS: [&str; 2] = ["args", "notify"];
+
+/// The scripts the agents' own settings run (see [`AGENT_SETTINGS`], and the hooks of Gemini
+/// CLI's extensions): such a hook gates the agent (it may be the one that runs `toolgate
+/// hook`), so rewriting its script rewrites the policy. A command's words that name files —
+/// with a `/`, or there in the project or in a folder the command names (`node a.js`, `cd
+/// scripts && sh c`) — are the scripts, taken in the project (where the agents run them),
+/// with the project-folder variables and `~` expanded and quotes and backslashes removed.
+/// Comments are allowed in the JSON files (Gemini CLI strips them); a file that does not
+/// parse names none.
 fn agent_hook_scripts(
     workspace_root: &std::path::Path,
     home: Option<&std::path::Path>,
 ) -> Vec<std::path::PathBuf> {
-    fn commands<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+    fn commands(value: &Value, out: &mut Vec<String>) {
         match value {
             Value::Object(map) => {
                 for (key, value) in map {
                     match value {
-                        Value::String(command) if key == "command" => out.push(command),
+                        Value::String(command) if COMMAND_KEYS.contains(&key.as_str()) => {
+                            out.push(command.clone());
+                        }
+                        Value::Array(words) if WORD_LIST_KEYS.contains(&key.as_str()) => {
+                            let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+                            out.push(words.join(" "));
+                        }
                         other => commands(other, out),
                     }
                 }
@@ -312,19 +336,37 @@ fn agent_hook_scripts(
         }
     }
     let root = workspace_root.to_string_lossy();
-    let folders = std::iter::once(workspace_root).chain(home);
+    let mut files: Vec<std::path::PathBuf> = std::iter::once(workspace_root)
+        .chain(home)
+        .flat_map(|folder| AGENT_SETTINGS.map(|name| folder.join(name)))
+        .collect();
+    if let Some(home) = home
+        && let Ok(extensions) = std::fs::read_dir(home.join(".gemini/extensions"))
+    {
+        files.extend(extensions.flatten().take(256).flat_map(|ext| {
+            [
+                ext.path().join("hooks/hooks.json"),
+                ext.path().join("gemini-extension.json"),
+            ]
+        }));
+    }
     let mut scripts = Vec::new();
-    for settings in folders.flat_map(|folder| AGENT_SETTINGS.map(|name| folder.join(name))) {
+    for settings in files {
         let Ok(text) = std::fs::read_to_string(&settings) else {
             continue;
         };
-        let Ok(value) = serde_json::from_str::<Value>(&text) else {
+        let value = if settings.extension().is_some_and(|ext| ext == "toml") {
+            toml::from_str::<Value>(&text).ok()
+        } else {
+            serde_json::from_str::<Value>(&without_comments(&text)).ok()
+        };
+        let Some(value) = value else {
             continue;
         };
         let mut found = Vec::new();
         commands(&value, &mut found);
         for command in found {
-            let mut expanded = command.to_owned();
+            let mut expanded = command.clone();
             for variable in [
                 "CLAUDE_PROJECT_DIR",
                 "GEMINI_PROJECT_DIR",
@@ -334,28 +376,65 @@ fn agent_hook_scripts(
                     .replace(&format!("${{{variable}}}"), &root)
                     .replace(&format!("${variable}"), &root);
             }
-            // Quotes removed as the shell removes them (`"$CLAUDE_PROJECT_DIR"/x.sh`).
+            // Quotes and backslashes removed as the shell removes them
+            // (`"$CLAUDE_PROJECT_DIR"/x.sh`, `scr\ipts/x`).
             let unquoted: String = expanded
                 .chars()
-                .filter(|c| !matches!(c, '"' | '\''))
+                .filter(|c| !matches!(c, '"' | '\'' | '\\'))
                 .collect();
-            let words = unquoted
-                .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
-                .filter(|word| word.contains('/') && !word.starts_with('-'));
-            for word in words {
-                let path = match (word.strip_prefix("~/"), home) {
-                    (Some(rest), Some(home)) => home.join(rest),
-                    _ => workspace_root.join(word),
-                };
-                // A folder a command is given (`prettier --write "$CLAUDE_PROJECT_DIR"`)
-                // is not a script.
-                if !path.is_dir() {
-                    scripts.push(path);
-                }
-            }
+            scripts.extend(crate::policy::git_config::command_paths(
+                &unquoted,
+                workspace_root,
+                home,
+            ));
         }
     }
     scripts
+}
+
+/// JSON with comments (`//` to the end of a line, `/* … */`) as JSON: the comments removed,
+/// strings left as they are.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' => out.extend(chars.next()),
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for next in chars.by_ref() {
+                    if next == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for next in chars.by_ref() {
+                    if last == '*' && next == '/' {
+                        break;
+                    }
+                    last = next;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// The context path rules are judged in: the workspace root, the home folder, what

@@ -4045,7 +4045,23 @@ fn policy_files_kept_elsewhere_and_the_scripts_policies_run_are_not_written() {
         r#"{"hooks": {"PostToolUse": [{"matcher": "Write", "hooks": [
               {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/scripts/fmt.sh"},
               {"type": "command", "command": "npx prettier --write \"$CLAUDE_PROJECT_DIR\""}]}]},
-            "statusLine": {"type": "command", "command": "scripts/status.sh"}}"#,
+            "statusLine": {"type": "command", "command": "scripts/status.sh"},
+            "apiKeyHelper": "node key.js"}"#,
+    )
+    .unwrap();
+    std::fs::write(root.join("key.js"), "\n").unwrap();
+    // Gemini CLI's settings may hold comments; an MCP server's script is in its `args`.
+    std::fs::create_dir_all(root.join(".gemini")).unwrap();
+    std::fs::write(
+        root.join(".gemini/settings.json"),
+        "// the team's hooks\n{\"hooks\": {\"BeforeTool\": [{\"hooks\": [{\"command\": \"cd scripts && sh gate\"}]}]}}\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("scripts")).unwrap();
+    std::fs::write(root.join("scripts/gate"), "true\n").unwrap();
+    std::fs::write(
+        root.join(".mcp.json"),
+        r#"{"mcpServers": {"docs": {"command": "node", "args": ["mcp/server.js", "--port", "1"]}}}"#,
     )
     .unwrap();
     std::fs::write(
@@ -4076,6 +4092,9 @@ tools:
         ("Edit", "logs/decisions.jsonl.1"),
         ("Write", "scripts/fmt.sh"),
         ("Write", "scripts/status.sh"),
+        ("Write", "key.js"),
+        ("Write", "scripts/gate"),
+        ("Write", "mcp/server.js"),
     ] {
         let input = match tool {
             "Edit" => json!({"file_path": path, "old_string": "a", "new_string": "b"}),
