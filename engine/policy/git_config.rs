@@ -8,13 +8,18 @@
 //! read-only: `git_runs: true` matches them (see the `git-run-writes` rule).
 //!
 //! The config syntax read is git's (`git help config`): `[section]`, `[section "sub"]` and
-//! `[section.sub]` headers, `key = value` lines, `#` and `;` comments, double quotes and
-//! backslash escapes in values. A value's words are taken as paths when they hold a `/` or
-//! name a file that is there (taken in the work tree, as git runs these commands there).
+//! `[section.sub]` headers (a setting may follow on the same line), `key = value` lines,
+//! continued after a trailing backslash, `#` and `;` comments, double quotes and backslash
+//! escapes in values. A value's words are taken as paths when they hold a `/` or name a file
+//! that is there (taken in the work tree, as git runs these commands there).
+//!
+//! Where a repository is ([`find_repository`]) and a config with the files it includes
+//! ([`with_includes`]) are read here for the module that reads the index too.
 
 use std::path::{Path, PathBuf};
 
-use super::git_index::{self, MAX_INCLUDE_DEPTH};
+/// Git stops following includes at this depth (its `MAX_INCLUDE_DEPTH`).
+const MAX_INCLUDE_DEPTH: usize = 10;
 
 /// How much of a config file is read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -58,7 +63,7 @@ const COMMAND_SETTINGS: &[&str] = &[
 /// The files and folders in or out of the work tree that the config of the repository
 /// `folder` lies in makes git run (see the module docs); empty outside a repository.
 pub fn run_by_git(folder: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    let Some((root, git_dir)) = git_index::find_repository(folder) else {
+    let Some((root, git_dir)) = find_repository(folder) else {
         return Vec::new();
     };
     let mut found = Vec::new();
@@ -68,7 +73,7 @@ pub fn run_by_git(folder: &Path, home: Option<&Path>) -> Vec<PathBuf> {
         .flat_map(|home| [home.join(".gitconfig"), home.join(".config/git/config")]);
     let repository = ["config", "config.worktree"].map(|name| git_dir.join(name));
     for config in user.chain(repository) {
-        read_config(&config, &root, home, 0, &mut found);
+        read_config(&config, &root, home, &mut found);
     }
     // A hook that is a link runs what it leads to.
     if let Ok(hooks) = std::fs::read_dir(git_dir.join("hooks")) {
@@ -83,47 +88,101 @@ pub fn run_by_git(folder: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     found
 }
 
-/// Reads one config file: the files it includes (read in turn), and the paths its settings
+/// Reads one config file and the files it includes: those files, and the paths its settings
 /// name.
-fn read_config(
-    config: &Path,
-    root: &Path,
-    home: Option<&Path>,
-    depth: usize,
-    found: &mut Vec<PathBuf>,
-) {
-    let Some(text) = super::content::read_regular(config, MAX_CONFIG_BYTES) else {
-        return;
-    };
+fn read_config(config: &Path, root: &Path, home: Option<&Path>, found: &mut Vec<PathBuf>) {
+    let files = with_includes(config, home);
+    // The included files (not the config itself, which is the repository's or the user's).
+    found.extend(files.iter().skip(1).map(|(path, _)| path.clone()));
+    for (_, text) in &files {
+        for (key, value) in text.as_deref().map(settings).unwrap_or_default() {
+            if key == "core.hookspath" {
+                found.push(place(&value, root, home));
+            } else if COMMAND_SETTINGS
+                .iter()
+                .any(|setting| matches_setting(setting, &key))
+            {
+                found.extend(command_paths(&value, root, home));
+            }
+        }
+    }
+}
+
+/// The repository `folder` lies in: the nearest folder, from `folder` up, holding a `.git`
+/// folder (the work tree and that folder) or a `.git` file (a worktree or submodule: the
+/// work tree and the git folder the file names).
+pub(super) fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
+    for root in folder.ancestors() {
+        let dot_git = root.join(".git");
+        let Ok(meta) = std::fs::metadata(&dot_git) else {
+            continue;
+        };
+        if meta.is_dir() {
+            return Some((root.to_path_buf(), dot_git));
+        }
+        if let Some(text) = super::content::read_regular(&dot_git, 4096)
+            && let Some(git_dir) = text.trim().strip_prefix("gitdir:")
+        {
+            return Some((root.to_path_buf(), root.join(git_dir.trim())));
+        }
+    }
+    None
+}
+
+/// The config file `config` and every file it includes (`include.path`,
+/// `includeIf.<condition>.path`, whatever the condition: any may hold), followed as git
+/// follows them, ten deep, each with its text — `None` when it cannot be read (an include may
+/// name a file not there yet). A path is taken against the including file's folder, `~/`
+/// from `home`.
+pub(super) fn with_includes(config: &Path, home: Option<&Path>) -> Vec<(PathBuf, Option<String>)> {
+    fn collect(
+        config: &Path,
+        home: Option<&Path>,
+        depth: usize,
+        files: &mut Vec<(PathBuf, Option<String>)>,
+    ) {
+        let text = super::content::read_regular(config, MAX_CONFIG_BYTES);
+        let includes: Vec<PathBuf> = text
+            .as_deref()
+            .map(settings)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(key, _)| {
+                let section = key.split('.').next().unwrap_or_default();
+                (section == "include" || section == "includeif") && key.ends_with(".path")
+            })
+            .map(|(_, value)| place(&value, config.parent().unwrap_or(config), home))
+            .collect();
+        files.push((config.to_path_buf(), text));
+        if depth < MAX_INCLUDE_DEPTH {
+            for included in includes {
+                collect(&included, home, depth + 1, files);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    collect(config, home, 0, &mut files);
+    files
+}
+
+/// The settings of a config's text, in order: the full key (`section.subsection.key`,
+/// lowercased) and the value (quotes, escapes and comments removed).
+fn settings(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     let mut section = String::new();
-    for line in logical_lines(&text) {
+    for line in logical_lines(text) {
         let mut line = line.trim();
         if let Some(header) = line.strip_prefix('[') {
             section = section_name(header);
             // A setting may follow the header on its line (`[core]fsmonitor = x`).
             line = header.split_once(']').map_or("", |(_, rest)| rest.trim());
         }
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let key = format!("{section}.{}", key.trim().to_ascii_lowercase());
-        let value = unquote(value.trim());
-        let first = section.split('.').next().unwrap_or_default();
-        if (first == "include" || first == "includeif") && key.ends_with(".path") {
-            let included = place(&value, config.parent().unwrap_or(root), home);
-            found.push(included.clone());
-            if depth < MAX_INCLUDE_DEPTH {
-                read_config(&included, root, home, depth + 1, found);
-            }
-        } else if key == "core.hookspath" {
-            found.push(place(&value, root, home));
-        } else if COMMAND_SETTINGS
-            .iter()
-            .any(|setting| matches_setting(setting, &key))
-        {
-            found.extend(command_paths(&value, root, home));
+        if let Some((key, value)) = line.split_once('=') {
+            let key = format!("{section}.{}", key.trim().to_ascii_lowercase());
+            out.push((key, unquote(value.trim())));
         }
     }
+    out
 }
 
 /// The lines of a config with continuations joined: a line ending in a backslash goes on

@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::git_config::{self, find_repository};
+
 /// The largest index read: past it, what a repository tracks is not judged file by file.
 pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -121,27 +123,18 @@ pub fn user_config_with_credentials(home: Option<&Path>) -> Option<PathBuf> {
 /// Whether the git config file `config` holds a credential: a URL with a user and password
 /// or token in it (`https://x-access-token:ghp_…@github.com/…`, in a remote's `url` or an
 /// `insteadOf` section's name), or an HTTP header set for git's requests
-/// (`http.extraheader`, where a CI checkout keeps its token). The files it includes
-/// (`include.path`, `includeIf.<condition>.path`, whatever the condition) are read as git
-/// reads them, since their settings are the config's.
+/// (`http.extraheader`, where a CI checkout keeps its token). The files it includes are read
+/// as git reads them (see [`git_config::with_includes`]), since their settings are the
+/// config's.
 fn holds_credentials(config: &Path) -> bool {
-    holds_credentials_within(config, 0)
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    git_config::with_includes(config, home.as_deref())
+        .iter()
+        .any(|(_, text)| text.as_deref().is_some_and(credential_in))
 }
 
-/// Git stops following includes at this depth (its `MAX_INCLUDE_DEPTH`).
-pub(super) const MAX_INCLUDE_DEPTH: usize = 10;
-
-fn holds_credentials_within(config: &Path, depth: usize) -> bool {
-    use std::io::Read as _;
-    let mut text = String::new();
-    // A config is a few kilobytes; the first megabyte is enough to tell.
-    // (A FIFO named like a config is never waited on.)
-    let Some(file) = super::content::open_regular(config) else {
-        return false;
-    };
-    if file.take(1 << 20).read_to_string(&mut text).is_err() {
-        return false;
-    }
+/// Whether a config's text holds a credential (see [`holds_credentials`]).
+fn credential_in(text: &str) -> bool {
     // An http(s) URL with a user part anywhere; ssh's `ssh://git@host` names a user, no
     // secret.
     let url_with_user = |line: &str| {
@@ -154,39 +147,10 @@ fn holds_credentials_within(config: &Path, depth: usize) -> bool {
             scheme.starts_with("http") && authority.contains('@')
         })
     };
-    let mut in_include = false;
     text.lines().any(|line| {
-        let original = line.trim();
-        let line = original.to_ascii_lowercase();
-        if line.starts_with('[') {
-            in_include = line.starts_with("[include]") || line.starts_with("[includeif");
-        }
-        if url_with_user(&line) || line.starts_with("extraheader") {
-            return true;
-        }
-        in_include
-            && depth < MAX_INCLUDE_DEPTH
-            && included_path(config, original)
-                .is_some_and(|included| holds_credentials_within(&included, depth + 1))
+        let line = line.trim().to_ascii_lowercase();
+        url_with_user(&line) || line.starts_with("extraheader")
     })
-}
-
-/// The file a `path = …` line of an include section names: relative to the including
-/// config's folder, `~/` from the home folder, quotes removed.
-fn included_path(config: &Path, line: &str) -> Option<PathBuf> {
-    let (key, value) = line.split_once('=')?;
-    if !key.trim().eq_ignore_ascii_case("path") {
-        return None;
-    }
-    let value = value.trim();
-    let value = value
-        .strip_prefix('"')
-        .and_then(|v| v.strip_suffix('"'))
-        .unwrap_or(value);
-    match value.strip_prefix("~/") {
-        Some(rest) => Some(PathBuf::from(std::env::var_os("HOME")?).join(rest)),
-        None => Some(config.parent()?.join(value)),
-    }
 }
 
 /// Whether `path` (through links too) is a git config that holds a credential (see
@@ -231,25 +195,6 @@ pub fn is_config_with_credentials(path: &Path) -> bool {
 /// holding a `.git` folder or file.
 pub fn work_tree(folder: &Path) -> Option<PathBuf> {
     find_repository(folder).map(|(root, _)| root)
-}
-
-pub(super) fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
-    for root in folder.ancestors() {
-        let dot_git = root.join(".git");
-        let Ok(meta) = std::fs::metadata(&dot_git) else {
-            continue;
-        };
-        if meta.is_dir() {
-            return Some((root.to_path_buf(), dot_git));
-        }
-        // A worktree or submodule: `.git` is a file naming the git folder.
-        if let Some(text) = super::content::read_regular(&dot_git, 4096)
-            && let Some(git_dir) = text.trim().strip_prefix("gitdir:")
-        {
-            return Some((root.to_path_buf(), root.join(git_dir.trim())));
-        }
-    }
-    None
 }
 
 /// The paths of an index's entries with their modes; `hash` is the length of an object

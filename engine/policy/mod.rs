@@ -23,6 +23,10 @@
 //! the files below a searched folder through that index; [`parts`] decides a call with a
 //! command line part by part through it; [`decide`] adds the hooks' votes.
 //!
+//! Reading files without running git: `content` (a file's first bytes) ← `git_config` (where
+//! a repository is, its config and what that makes git run) ← `git_index` (the files it
+//! tracks, configs holding a token) ← `search`, `parts`.
+//!
 //! Dependencies run one way: `glob` ← `path` ← `matcher`; `mode` ← `path`, `pattern` ←
 //! `matcher`; `rule` ← `groups` ← `rules` ← `search` ← `parts`.
 

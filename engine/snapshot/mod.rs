@@ -15,6 +15,7 @@
 pub mod build;
 mod hints;
 pub mod layer;
+mod locations;
 pub mod merge;
 pub mod provenance;
 pub mod reload;

@@ -1,0 +1,251 @@
+//! What `policy_files` matches besides the policy files and folders themselves: the files
+//! they lead to and the files they run (see [`policy_locations`]), found when the set is
+//! built.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::Sources;
+use super::build::LoadOptions;
+use super::layer::{LayerSpec, Root};
+use crate::model::PolicyFile;
+
+/// What `policy_files` matches: the roots of the layers read from disk (policy files and
+/// folders); each policy file below a root that leads out of it (a link to a file kept
+/// elsewhere: editing the target edits the policy); and the files the policies run — the
+/// program and file arguments of hooks and command handlers (`./hooks/audit.sh`,
+/// `[sh, .toolgate/hooks/check.sh]`), taken against the workspace root as they run: a
+/// hook's answer is a decision, so rewriting its script rewrites the policy; the scripts
+/// the agents' own settings run as hooks (see [`agent_hook_scripts`]); and the decision log
+/// the engine settings name (the record of what was decided).
+pub(super) fn policy_locations(
+    options: &LoadOptions,
+    layers: &[LayerSpec],
+    sources: &Sources,
+    typed: &PolicyFile,
+) -> Vec<PathBuf> {
+    let workspace_root = options.workspace_root.as_path();
+    let absolute = |path: &Path| std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut locations: Vec<PathBuf> = layers
+        .iter()
+        .filter_map(|layer| match &layer.root {
+            Root::Path(path) => Some(absolute(path)),
+            Root::Embedded(_) => None,
+        })
+        .collect();
+    let roots: Vec<Option<PathBuf>> = layers
+        .iter()
+        .map(|layer| match &layer.root {
+            Root::Path(path) => std::fs::canonicalize(path).ok(),
+            Root::Embedded(_) => None,
+        })
+        .collect();
+    for file in &sources.files {
+        let Some(Some(root)) = roots.get(file.layer) else {
+            continue;
+        };
+        let path = Path::new(&**file.source.path());
+        if let Ok(real) = std::fs::canonicalize(path)
+            && !real.starts_with(root)
+        {
+            locations.push(real);
+        }
+    }
+    let hooks = typed
+        .hooks
+        .iter()
+        .filter_map(|hook| Some((hook.command.as_deref()?, workspace_root.to_owned())));
+    let handlers = typed.tools.values().filter_map(|tool| match &tool.handler {
+        Some(crate::model::handler::HandlerSpec::Command(handler)) => Some((
+            handler.argv.as_slice(),
+            workspace_root.join(handler.cwd.as_deref().unwrap_or("")),
+        )),
+        _ => None,
+    });
+    for (argv, folder) in hooks.chain(handlers) {
+        for arg in argv {
+            if arg.starts_with('-') || arg.contains("{{") || arg.is_empty() {
+                continue;
+            }
+            // A path not there yet counts too: the agent could write the script it names.
+            let path = folder.join(arg);
+            if arg.contains('/') || path.is_file() {
+                locations.push(absolute(&path));
+            }
+        }
+    }
+    locations.extend(agent_hook_scripts(workspace_root, options.home.as_deref()));
+    let log = typed
+        .engine
+        .as_ref()
+        .and_then(|engine| engine.decision_log.as_ref())
+        .and_then(|log| log.path.as_deref());
+    if let Some(log) = log {
+        let path = match (log.strip_prefix("~/"), &options.home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => workspace_root.join(log),
+        };
+        // A full log is renamed to `<path>.1`.
+        let mut rotated = path.clone().into_os_string();
+        rotated.push(".1");
+        locations.push(absolute(&path));
+        locations.push(absolute(Path::new(&rotated)));
+    }
+    locations
+}
+
+/// The agents' settings files that run commands (hooks, a status line, helpers printing
+/// keys, MCP servers), in the project and in the home folder.
+const AGENT_SETTINGS: [&str; 7] = [
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".gemini/settings.json",
+    ".qwen/settings.json",
+    ".mcp.json",
+    ".codex/hooks.json",
+    ".codex/config.toml",
+];
+
+/// Keys whose string value is a command: hooks' and the status line's `command`, Claude
+/// Code's helpers (`apiKeyHelper`, …); and keys whose list holds a command's words (an MCP
+/// server's `args`, Codex's `notify`).
+const COMMAND_KEYS: [&str; 5] = [
+    "command",
+    "apiKeyHelper",
+    "awsAuthRefresh",
+    "awsCredentialExport",
+    "otelHeadersHelper",
+];
+const WORD_LIST_KEYS: [&str; 2] = ["args", "notify"];
+
+/// The scripts the agents' own settings run (see [`AGENT_SETTINGS`], and the hooks of Gemini
+/// CLI's extensions): such a hook gates the agent (it may be the one that runs `toolgate
+/// hook`), so rewriting its script rewrites the policy. A command's words that name files —
+/// with a `/`, or there in the project or in a folder the command names (`node a.js`, `cd
+/// scripts && sh c`) — are the scripts, taken in the project (where the agents run them),
+/// with the project-folder variables and `~` expanded and quotes and backslashes removed.
+/// Comments are allowed in the JSON files (Gemini CLI strips them); a file that does not
+/// parse names none.
+fn agent_hook_scripts(workspace_root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    fn commands(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    match value {
+                        Value::String(command) if COMMAND_KEYS.contains(&key.as_str()) => {
+                            out.push(command.clone());
+                        }
+                        Value::Array(words) if WORD_LIST_KEYS.contains(&key.as_str()) => {
+                            let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+                            out.push(words.join(" "));
+                        }
+                        other => commands(other, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| commands(item, out)),
+            _ => {}
+        }
+    }
+    let root = workspace_root.to_string_lossy();
+    let mut files: Vec<PathBuf> = std::iter::once(workspace_root)
+        .chain(home)
+        .flat_map(|folder| AGENT_SETTINGS.map(|name| folder.join(name)))
+        .collect();
+    if let Some(home) = home
+        && let Ok(extensions) = std::fs::read_dir(home.join(".gemini/extensions"))
+    {
+        files.extend(extensions.flatten().take(256).flat_map(|ext| {
+            [
+                ext.path().join("hooks/hooks.json"),
+                ext.path().join("gemini-extension.json"),
+            ]
+        }));
+    }
+    let mut scripts = Vec::new();
+    for settings in files {
+        let Ok(text) = std::fs::read_to_string(&settings) else {
+            continue;
+        };
+        let value = if settings.extension().is_some_and(|ext| ext == "toml") {
+            toml::from_str::<Value>(&text).ok()
+        } else {
+            serde_json::from_str::<Value>(&without_comments(&text)).ok()
+        };
+        let Some(value) = value else {
+            continue;
+        };
+        let mut found = Vec::new();
+        commands(&value, &mut found);
+        for command in found {
+            let mut expanded = command.clone();
+            for variable in [
+                "CLAUDE_PROJECT_DIR",
+                "GEMINI_PROJECT_DIR",
+                "QWEN_PROJECT_DIR",
+            ] {
+                expanded = expanded
+                    .replace(&format!("${{{variable}}}"), &root)
+                    .replace(&format!("${variable}"), &root);
+            }
+            // Quotes and backslashes removed as the shell removes them
+            // (`"$CLAUDE_PROJECT_DIR"/x.sh`, `scr\ipts/x`).
+            let unquoted: String = expanded
+                .chars()
+                .filter(|c| !matches!(c, '"' | '\'' | '\\'))
+                .collect();
+            scripts.extend(crate::policy::git_config::command_paths(
+                &unquoted,
+                workspace_root,
+                home,
+            ));
+        }
+    }
+    scripts
+}
+
+/// JSON with comments (`//` to the end of a line, `/* … */`) as JSON: the comments removed,
+/// strings left as they are.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' => out.extend(chars.next()),
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for next in chars.by_ref() {
+                    if next == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for next in chars.by_ref() {
+                    if last == '*' && next == '/' {
+                        break;
+                    }
+                    last = next;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
