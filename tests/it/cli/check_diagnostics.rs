@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::support::check::{ROOT, Run, assert_points_at, toolgate};
+use crate::support::check::{ROOT, Run, assert_points_at, place, toolgate};
 use toolgate::Code;
 
 const FIXTURES: &str = "tests/fixtures/check";
@@ -72,17 +72,7 @@ fn case(name: &str, args: &[&str], exit: i32, expected: &[Expect]) {
     let diagnostics = json.diagnostics();
     let found: Vec<(String, String)> = diagnostics
         .iter()
-        .map(|d| {
-            (
-                d["code"].as_str().unwrap().to_owned(),
-                format!(
-                    "{}:{}:{}",
-                    d["file"].as_str().unwrap(),
-                    d["line"],
-                    d["column"]
-                ),
-            )
-        })
+        .map(|d| (d["code"].as_str().unwrap().to_owned(), place(d)))
         .collect();
     let wanted: Vec<(String, String)> = expected
         .iter()

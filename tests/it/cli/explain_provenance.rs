@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::support::check::{ROOT, split_location, text_at, toolgate};
+use crate::support::check::{ROOT, place, split_location, text_at, toolgate};
 use serde_json::Value;
 
 const PROJECT: &str = "tests/fixtures/explain/project";
@@ -82,15 +82,7 @@ fn explain_shows_both_layers_with_their_positions() {
             .find(|f| f["field"] == name)
             .unwrap_or_else(|| panic!("no field `{name}`"))
     };
-    let origin = |name: &str| {
-        let f = get(name);
-        format!(
-            "{}:{}:{}",
-            f["file"].as_str().unwrap(),
-            f["line"],
-            f["column"]
-        )
-    };
+    let origin = |name: &str| place(get(name));
     // Overridden by the project, field by field; the rest stays with the built-in layer.
     assert_eq!(get("timeout.max")["value"], "15m");
     assert_eq!(

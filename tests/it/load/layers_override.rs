@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::support::check::{ROOT, assert_points_at, toolgate};
+use crate::support::check::{ROOT, assert_points_at, place, toolgate};
 use serde_json::Value;
 
 const LAYERS: &str = "tests/fixtures/layers";
@@ -288,17 +288,7 @@ fn an_enforced_layer_refuses_to_be_weakened() {
     let diagnostics = json.diagnostics();
     let places: Vec<(String, String)> = diagnostics
         .iter()
-        .map(|d| {
-            (
-                format!(
-                    "{}:{}:{}",
-                    d["file"].as_str().unwrap(),
-                    d["line"],
-                    d["column"]
-                ),
-                d["message"].as_str().unwrap().to_owned(),
-            )
-        })
+        .map(|d| (place(d), d["message"].as_str().unwrap().to_owned()))
         .collect();
     assert_eq!(places.len(), 2, "{places:?}");
     // The change, with the lock it breaks.
@@ -369,18 +359,7 @@ fn agent_maps_and_the_command_table_hold_against_layers_after_an_enforced_one() 
         "--format",
         "json",
     ]);
-    let places: Vec<String> = json
-        .diagnostics()
-        .iter()
-        .map(|d| {
-            format!(
-                "{}:{}:{}",
-                d["file"].as_str().unwrap(),
-                d["line"],
-                d["column"]
-            )
-        })
-        .collect();
+    let places: Vec<String> = json.diagnostics().iter().map(place).collect();
     assert_eq!(
         places,
         [

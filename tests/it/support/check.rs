@@ -61,6 +61,16 @@ impl Run {
     }
 }
 
+/// `file:line:column` of a JSON object that has them (a diagnostic, an explained field).
+pub fn place(located: &Value) -> String {
+    format!(
+        "{}:{}:{}",
+        located["file"].as_str().unwrap_or("(no file)"),
+        located["line"],
+        located["column"]
+    )
+}
+
 /// Replaces the repository root (it appears in absolute paths such as normalised workspace
 /// paths) with `[ROOT]`.
 pub fn normalise(text: &str) -> String {
