@@ -68,9 +68,10 @@ pub(super) fn policy_locations(
             if arg.starts_with('-') || arg.contains("{{") || arg.is_empty() {
                 continue;
             }
-            // A path not there yet counts too: the agent could write the script it names.
+            // A path not there yet counts too: the agent could write the script it names. A
+            // folder given to a hook (`src/`) is what it reads, not what it runs.
             let path = folder.join(arg);
-            if arg.contains('/') || path.is_file() {
+            if (arg.contains('/') && !path.is_dir()) || path.is_file() {
                 locations.push(absolute(&path));
             }
         }

@@ -4072,7 +4072,7 @@ engine:
   decision_log: { path: logs/decisions.jsonl }
 hooks:
   - { name: check, event: PreToolUse, tools: [Bash], command: [.toolgate/hooks/check.sh, --strict] }
-  - { name: audit, event: PreToolUse, tools: [Write], command: [sh, scripts/audit.sh] }
+  - { name: audit, event: PreToolUse, tools: [Write], command: [sh, scripts/audit.sh, src/] }
 tools:
   deploy:
     concurrency: { concurrent_safe: false, read_only: false, side_effect_scope: external }
@@ -4116,6 +4116,7 @@ tools:
         "tools/other.py",
         "--strict",
         "config/app.yaml",
+        "src/settings.yaml",
     ] {
         let (decision, reasons) =
             decide_call(&engine, "Write", json!({"file_path": path, "content": "x"}));
