@@ -31,7 +31,7 @@ pub(super) fn open_regular(path: &Path) -> Option<std::fs::File> {
 
 /// The first `limit` bytes of the regular file `path` as text (lossily), never waiting on a
 /// FIFO or reading a device (see [`open_regular`]).
-pub(super) fn read_regular(path: &Path, limit: u64) -> Option<String> {
+pub(crate) fn read_regular(path: &Path, limit: u64) -> Option<String> {
     let mut bytes = Vec::new();
     open_regular(path)?
         .take(limit)

@@ -31,7 +31,7 @@
 //! `matcher`; `rule` ← `groups` ← `rules` ← `search` ← `parts`.
 
 pub mod commands;
-mod content;
+pub(crate) mod content;
 pub mod decide;
 pub(crate) mod git_config;
 mod git_index;

@@ -120,6 +120,9 @@ const COMMAND_KEYS: [&str; 5] = [
 ];
 const WORD_LIST_KEYS: [&str; 2] = ["args", "notify"];
 
+/// How much of an agent's settings file is read (they are a few kilobytes).
+const MAX_SETTINGS_BYTES: u64 = 8 << 20;
+
 /// The scripts the agents' own settings run (see [`AGENT_SETTINGS`], and the hooks of Gemini
 /// CLI's extensions): such a hook gates the agent (it may be the one that runs `toolgate
 /// hook`), so rewriting its script rewrites the policy. A command's words that name files —
@@ -166,7 +169,8 @@ fn agent_hook_scripts(workspace_root: &Path, home: Option<&Path>) -> Vec<PathBuf
     }
     let mut scripts = Vec::new();
     for settings in files {
-        let Ok(text) = std::fs::read_to_string(&settings) else {
+        // A settings file that is a FIFO is never waited on (the load would hang).
+        let Some(text) = crate::policy::content::read_regular(&settings, MAX_SETTINGS_BYTES) else {
             continue;
         };
         let value = if settings.extension().is_some_and(|ext| ext == "toml") {

@@ -4050,6 +4050,12 @@ fn policy_files_kept_elsewhere_and_the_scripts_policies_run_are_not_written() {
     )
     .unwrap();
     std::fs::write(root.join("key.js"), "\n").unwrap();
+    // A settings file that is a FIFO is not waited on: the set still loads.
+    nix::unistd::mkfifo(
+        &root.join(".claude/settings.local.json"),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
     // Gemini CLI's settings may hold comments; an MCP server's script is in its `args`.
     std::fs::create_dir_all(root.join(".gemini")).unwrap();
     std::fs::write(
