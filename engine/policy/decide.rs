@@ -3,8 +3,8 @@
 //!
 //! Order: the rules decide (enforced denies first, then priority, then strictness; no match →
 //! the contract default). Then the hooks: a hook deny always wins; a hook ask turns allow
-//! into ask; a hook allow turns ask into allow, unless an enforced layer's rule asked. Last, `always_ask` turns any allow into ask,
-//! so only an explicit approval runs such a call.
+//! into ask; a hook allow turns ask into allow, unless an enforced layer's rule asked. Last,
+//! `always_ask` turns any allow into ask, so only an explicit approval runs such a call.
 
 use std::sync::Arc;
 

@@ -280,19 +280,27 @@ pub(crate) fn command_paths(value: &str, root: &Path, home: Option<&Path>) -> Ve
         .map(|word| word.rsplit_once('=').map_or(word, |(_, value)| value))
         .filter(|word| !word.is_empty() && !word.starts_with('-'))
         .collect();
-    let folders: Vec<PathBuf> = std::iter::once(root.to_path_buf())
+    // Each word where it leads in the work tree, and whether that is a folder.
+    let placed: Vec<(&str, PathBuf, bool)> = words
+        .iter()
+        .map(|word| {
+            let path = place(word, root, home);
+            let is_dir = path.is_dir();
+            (*word, path, is_dir)
+        })
+        .collect();
+    let folders: Vec<&Path> = std::iter::once(root)
         .chain(
-            words
+            placed
                 .iter()
-                .map(|word| place(word, root, home))
-                .filter(|path| path.is_dir()),
+                .filter(|(_, _, is_dir)| *is_dir)
+                .map(|(_, path, _)| path.as_path()),
         )
         .collect();
     let mut paths = Vec::new();
-    for word in &words {
-        let path = place(word, root, home);
-        if word.contains('/') && !path.is_dir() {
-            paths.push(path);
+    for (word, path, is_dir) in placed.iter() {
+        if word.contains('/') && !is_dir {
+            paths.push(path.clone());
         } else if let Some(file) = folders
             .iter()
             .map(|folder| place(word, folder, home))

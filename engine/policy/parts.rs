@@ -41,7 +41,7 @@ use super::path::{Location, MatchContext, Side, listed, locate};
 use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
-use super::search::{Below, Finding, Reader, Walk, judge_below, split_glob};
+use super::search::{Below, Finding, Reader, Walk, judge_below, named_files, split_glob};
 use super::shell::wildcard::{
     MAX_EXPANSIONS, Wildcard, escape_glob, expand_braces, has_glob, readings, unescape_glob,
 };
@@ -1260,12 +1260,15 @@ fn judge_files(
                         continue;
                     }
                     let file = decide_file(set, ctx, call, (tool, access), &path, cache);
-                    // Judged where it leads: a link named `notes` to `.git/config` or a key.
-                    let real = cache
-                        .path(&path, ctx)
-                        .and_then(|location| location.at(Side::Resolved))
-                        .map_or_else(|| path.clone(), |at| at.absolute().to_owned());
-                    if access == Access::Read
+                    // A file read is judged by its content where it leads: a link named
+                    // `notes` to `.git/config` or a key.
+                    let real = (access == Access::Read).then(|| {
+                        cache
+                            .path(&path, ctx)
+                            .and_then(|location| location.at(Side::Resolved))
+                            .map_or_else(|| path.clone(), |at| at.absolute().to_owned())
+                    });
+                    if let Some(real) = real
                         && let Some(holds) = secret_by_content(&real)
                     {
                         let leads = if real == path {
@@ -1644,14 +1647,10 @@ fn judge_tracked(
     protected
         .into_iter()
         .map(|(rule, files)| {
-            let mut named: Vec<String> = files.iter().take(3).map(|f| format!("`{f}`")).collect();
-            if files.len() > 3 {
-                named.push(format!("{} more", files.len() - 3));
-            }
             format!(
                 "`{}` may print files its repository tracks that the rule `{rule}` keeps from reads: {}",
                 command.text,
-                named.join(", ")
+                named_files(&files)
             )
         })
         .collect()

@@ -21,7 +21,7 @@
 //! `~` below the workspace is a search of the home folder.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ignore::WalkBuilder;
@@ -391,40 +391,28 @@ pub(crate) fn judge_below(
                 relative.to_owned()
             });
         };
-        // A search of tracked files only (`git grep`) reads what the index lists.
+        // A search of tracked files only (`git grep`) reads what the index lists (outside a
+        // repository, every file counts).
         if skips(SearchSkip::Untracked) {
-            match git_index::tracked_files(Path::new(folder.real)) {
+            match tracked_below(folder) {
                 Ok(Some(tracked)) => {
-                    if tracked.paths.len() > git_index::MAX_TRACKED {
-                        return vec![ask(too_many(folder))];
-                    }
-                    for path in tracked.paths.iter().map(|p| tracked.root.join(p)) {
-                        if let Ok(relative) = path.strip_prefix(folder.real) {
-                            let relative = relative.to_string_lossy();
-                            if walk.includes(&path, &relative) {
-                                // Where it lies is looked up: a component may be a link.
-                                judge(&relative, None);
-                            }
+                    for (path, relative) in tracked {
+                        if walk.includes(&path, &relative) {
+                            // Where it lies is looked up: a component may be a link.
+                            judge(&relative, None);
                         }
                     }
                     break (protected, credentials, keys);
                 }
-                // Not in a repository: every file counts.
                 Ok(None) => {}
-                Err(why) => {
-                    return vec![ask(format!(
-                        "{} searches {}, whose repository's tracked files cannot be told: {why}",
-                        folder.what,
-                        folder.shown()
-                    ))];
-                }
+                Err(finding) => return vec![finding],
             }
         }
         let mut entries = 0usize;
         // The links walked through, below which a path is not where the file lies.
-        let mut links: Vec<std::path::PathBuf> = Vec::new();
+        let mut links: Vec<PathBuf> = Vec::new();
         // The files walked, when the files the repository tracks are searched too.
-        let mut walked: HashSet<std::path::PathBuf> = HashSet::new();
+        let mut walked: HashSet<PathBuf> = HashSet::new();
         for entry in builder.build().flatten() {
             entries += 1;
             if entries > MAX_ENTRIES {
@@ -460,28 +448,14 @@ pub(crate) fn judge_below(
         }
         if git_ignored {
             // git searches what its repository tracks, ignored or not.
-            let tracked = match git_index::tracked_files(Path::new(folder.real)) {
-                Ok(tracked) => tracked,
-                Err(why) => {
-                    return vec![ask(format!(
-                        "{} searches {}, whose repository's tracked files cannot be told: {why}",
-                        folder.what,
-                        folder.shown()
-                    ))];
-                }
+            let tracked = match tracked_below(folder) {
+                Ok(tracked) => tracked.unwrap_or_default(),
+                Err(finding) => return vec![finding],
             };
-            if let Some(tracked) = tracked {
-                if tracked.paths.len() > git_index::MAX_TRACKED {
-                    return vec![ask(too_many(folder))];
-                }
-                for path in tracked.paths.iter().map(|p| tracked.root.join(p)) {
-                    if walked.contains(&path) {
-                        continue;
-                    }
-                    if let Ok(relative) = path.strip_prefix(folder.real) {
-                        // Where it lies is looked up: a component of it may be a link.
-                        judge(&relative.to_string_lossy(), None);
-                    }
+            for (path, relative) in tracked {
+                if !walked.contains(&path) {
+                    // Where it lies is looked up: a component of it may be a link.
+                    judge(&relative, None);
                 }
             }
         }
@@ -495,15 +469,11 @@ pub(crate) fn judge_below(
         ))
     });
     let keys = (!keys.is_empty()).then(|| {
-        let mut named: Vec<String> = keys.iter().take(NAMED_FILES).map(|k| format!("`{k}`")).collect();
-        if keys.len() > NAMED_FILES {
-            named.push(format!("{} more", keys.len() - NAMED_FILES));
-        }
         ask(format!(
             "{} searches {}, which holds private keys by their content: {}; the search may read them",
             folder.what,
             folder.shown(),
-            named.join(", ")
+            named_files(&keys)
         ))
     });
     protected
@@ -516,14 +486,6 @@ pub(crate) fn judge_below(
             } else {
                 "asks before"
             };
-            let mut named: Vec<String> = files
-                .iter()
-                .take(NAMED_FILES)
-                .map(|f| format!("`{f}`"))
-                .collect();
-            if files.len() > NAMED_FILES {
-                named.push(format!("{} more", files.len() - NAMED_FILES));
-            }
             let reason = if reason.is_empty() {
                 String::new()
             } else {
@@ -541,7 +503,7 @@ pub(crate) fn judge_below(
                     "{} searches {}, which holds files the rule `{name}` {verb} reading{reason}: {}; the search {reads} {them}",
                     folder.what,
                     folder.shown(),
-                    named.join(", ")
+                    named_files(&files)
                 ),
             )
         })
@@ -552,6 +514,52 @@ pub(crate) fn judge_below(
 
 fn ask(message: String) -> Finding {
     (Decision::Ask, message)
+}
+
+/// The files the repository of `folder` tracks at or below it: each file's path and its path
+/// relative to the folder. `Ok(None)` outside a repository; `Err` the finding that asks when
+/// they cannot be told or are too many to judge.
+fn tracked_below(folder: Below<'_>) -> Result<Option<Vec<(PathBuf, String)>>, Finding> {
+    let tracked = git_index::tracked_files(Path::new(folder.real)).map_err(|why| {
+        ask(format!(
+            "{} searches {}, whose repository's tracked files cannot be told: {why}",
+            folder.what,
+            folder.shown()
+        ))
+    })?;
+    let Some(tracked) = tracked else {
+        return Ok(None);
+    };
+    if tracked.paths.len() > git_index::MAX_TRACKED {
+        return Err(ask(too_many(folder)));
+    }
+    let below = tracked
+        .paths
+        .iter()
+        .map(|path| tracked.root.join(path))
+        .filter_map(|path| {
+            let relative = path
+                .strip_prefix(folder.real)
+                .ok()?
+                .to_string_lossy()
+                .into_owned();
+            Some((path, relative))
+        })
+        .collect();
+    Ok(Some(below))
+}
+
+/// The first few of `files`, quoted, and how many more there are: `` `a`, `b`, `c`, 2 more ``.
+pub(crate) fn named_files(files: &[String]) -> String {
+    let mut named: Vec<String> = files
+        .iter()
+        .take(NAMED_FILES)
+        .map(|file| format!("`{file}`"))
+        .collect();
+    if files.len() > NAMED_FILES {
+        named.push(format!("{} more", files.len() - NAMED_FILES));
+    }
+    named.join(", ")
 }
 
 /// Why a search of `folder` asks when it holds too many entries to check.

@@ -799,7 +799,6 @@ fn merge_issue(sources: &Sources, issue: MergeIssue) -> Diagnostic {
     }
 }
 
-/// `/tools/Bash/timeout/max` → "`timeout.max` of tool `Bash`".
 /// The section and the dotted entry of a pointer into `agents` or `commands`
 /// (`("agents", "claude.tools.Bash")` for `/agents/claude/tools/Bash`); `None` elsewhere.
 fn enforced_entry(pointer: &str) -> Option<(&'static str, String)> {
@@ -811,6 +810,7 @@ fn enforced_entry(pointer: &str) -> Option<(&'static str, String)> {
     (!rest.is_empty()).then(|| (section, rest.join(".")))
 }
 
+/// `/tools/Bash/timeout/max` → "`timeout.max` of tool `Bash`".
 fn describe_contract_pointer(pointer: &str) -> String {
     let parts: Vec<String> = crate::load::spans::pointer_segments(pointer)
         .unwrap_or_default()

@@ -567,13 +567,20 @@ impl Walker<'_> {
     /// [`ConstructKind::Evaluated`]); a command's arguments are judged by the rules.
     fn expanded(&mut self, word: &ast::Word) -> Result<Word, ShellParseError> {
         let word = self.word(word)?;
-        self.evaluated(&word);
+        if let WordKind::Opaque(expansion) = word.kind {
+            self.construct(ConstructKind::Evaluated(expansion), word.raw.clone());
+        }
         Ok(word)
     }
 
-    fn evaluated(&mut self, word: &Word) {
-        if let WordKind::Opaque(expansion) = word.kind {
-            self.construct(ConstructKind::Evaluated(expansion), word.raw.clone());
+    /// Records an array subscript of `assignment` that is not a number (`a[y]=1`,
+    /// `a=([y]=1)`): bash evaluates it as arithmetic, and so `y`'s value.
+    fn subscript(&mut self, index: Option<&str>, assignment: &ast::Assignment) {
+        if !index.is_some_and(|index| index.bytes().all(|b| b.is_ascii_digit())) {
+            self.construct(
+                ConstructKind::Evaluated(Expansion::Arithmetic),
+                assignment.to_string(),
+            );
         }
     }
 
@@ -765,34 +772,19 @@ impl Walker<'_> {
         &mut self,
         assignment: &ast::Assignment,
     ) -> Result<EnvAssignment, ShellParseError> {
-        // `a[y]=1` evaluates the subscript `y` (and so `y`'s value) as arithmetic.
-        if let ast::AssignmentName::ArrayElementName(_, index) = &assignment.name
-            && !index.bytes().all(|b| b.is_ascii_digit())
-        {
-            self.construct(
-                ConstructKind::Evaluated(Expansion::Arithmetic),
-                assignment.to_string(),
-            );
+        if let ast::AssignmentName::ArrayElementName(_, index) = &assignment.name {
+            self.subscript(Some(index), assignment);
         }
         let value = match &assignment.value {
             ast::AssignmentValue::Scalar(word) => self.expanded(word)?,
             ast::AssignmentValue::Array(elements) => {
                 for (key, value) in elements {
                     if let Some(key) = key {
+                        // An indexed array's key is evaluated after its quotes are removed,
+                        // so even `['$(cmd)']` runs `cmd` (an associative array's is not,
+                        // but which one `a` is cannot be told here).
                         let key = self.expanded(key)?;
-                        // `a=([k]=v)`: an indexed array's key is evaluated as arithmetic
-                        // after its quotes are removed, so even `['$(cmd)']` runs `cmd`
-                        // (an associative array's is not, but which one `a` is cannot be
-                        // told here).
-                        if !key
-                            .literal()
-                            .is_some_and(|k| k.bytes().all(|b| b.is_ascii_digit()))
-                        {
-                            self.construct(
-                                ConstructKind::Evaluated(Expansion::Arithmetic),
-                                assignment.to_string(),
-                            );
-                        }
+                        self.subscript(key.literal(), assignment);
                     }
                     self.expanded(value)?;
                 }
