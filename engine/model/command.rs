@@ -294,6 +294,10 @@ pub enum Role {
     /// What `date` is given: `+FORMAT` is the format it prints with; any other word sets the
     /// machine's clock (`date 010100002030`), which is an effect (`exec`).
     Clock,
+    /// Text that may name files the program reads and sends with a `@` (curl's `-d @FILE`,
+    /// `--data-urlencode name@FILE`, `-F name=@FILE` or `name=<FILE`, gh's `-F name=@FILE`):
+    /// each such file is judged as read, and a value only known when it runs asks.
+    Data,
     /// A target the program may create or rewrite as a file (`make`'s built-in rules copy
     /// `x.sh` to `x`): judged as written when it is spelled like a path (`/`, `.`, `~`, a
     /// glob) or names a file that is there; a bare name (`all`, `test`) is not a file.

@@ -1025,7 +1025,8 @@ fn file_words<'c>(
             | Role::Network
             | Role::SearchGlob
             | Role::Variable
-            | Role::Arithmetic => continue,
+            | Role::Arithmetic
+            | Role::Data => continue,
         };
         found.push((
             access,
@@ -2663,7 +2664,8 @@ fn exports_everything(command: &SimpleCommand) -> Option<String> {
 /// Why `command` prints variables the command table calls secret, as `echo $GITHUB_TOKEN`
 /// would: the whole environment (`env`, `printenv`, `set`, `export -p`, `declare -p`, `make
 /// -p`, `npm run env`) or
-/// a secret one by name (`printenv GITHUB_TOKEN`, `declare -p API_KEY`).
+/// a secret one by name (`printenv GITHUB_TOKEN`, `declare -p API_KEY`); or the token gh
+/// signs in with (`gh auth token`, `gh auth status --show-token`).
 fn prints_secrets(
     command: &SimpleCommand,
     table: &super::commands::CommandTable,
@@ -2682,6 +2684,21 @@ fn prints_secrets(
         .copied()
         .filter(|a| !a.starts_with('-'))
         .collect();
+    let gh_token = name == "gh"
+        && match operands.as_slice() {
+            ["auth", "token", ..] => true,
+            ["auth", "status", ..] => args.iter().any(|a| {
+                *a == "--show-token"
+                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('t'))
+            }),
+            _ => false,
+        };
+    if gh_token {
+        return Some(format!(
+            "`{}` prints the token gh signs in with, a secret",
+            command.text
+        ));
+    }
     let dumps = match name {
         // `env` with nothing to run prints the environment (its assignments included).
         "env" => !command.wraps && operands.iter().all(|o| o.contains('=')),

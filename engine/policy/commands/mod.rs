@@ -685,8 +685,11 @@ impl CommandTable {
                         None => {
                             // An unknown subcommand: nothing more is known about it. Its
                             // words are kept as operands, so that a pattern compares them
-                            // word by word (`git stash list` is not `git stash list -p`).
+                            // word by word (`git stash list` is not `git stash list -p`),
+                            // and are judged as an unknown program's are (`gh secret set
+                            // X -f .env` reads `.env`).
                             facts.subcommand = Some(path.clone());
+                            facts.unlisted = unlisted_words(&words[i..]);
                             facts.read_only = false;
                             facts.effects.push(EffectSource {
                                 effect: Effect::Exec,
@@ -1089,7 +1092,8 @@ impl CommandTable {
         }
         facts.effects.extend(content);
         // Files a sed script or awk program reads or writes itself (`1r .env`, `w
-        // ~/.bashrc`, `print > ".git/config"`) are judged as the command's own.
+        // ~/.bashrc`, `print > ".git/config"`), and those a `data` value sends (`curl -d
+        // @.env`), are judged as the command's own.
         let script_files: Vec<RoleWord> = facts
             .roles
             .iter()
@@ -1098,6 +1102,7 @@ impl CommandTable {
                 let files = match role {
                     Role::SedScript => scripts::sed_files(text),
                     Role::AwkProgram => scripts::awk_files(text),
+                    Role::Data => scripts::data_files(text),
                     _ => Vec::new(),
                 };
                 files.into_iter().map(move |(role, file)| RoleWord {
@@ -1108,6 +1113,32 @@ impl CommandTable {
             })
             .collect();
         facts.roles.extend(script_files);
+        // A `data` value only known when it runs may name a file (`-d "$X"`, X=`@.env`): it
+        // is judged as one, which asks.
+        let unknown_data: Vec<RoleWord> = facts
+            .roles
+            .iter()
+            .filter(|r| r.role == Role::Data && r.word.literal().is_none())
+            .map(|r| RoleWord {
+                role: Role::Read,
+                ..r.clone()
+            })
+            .collect();
+        facts.roles.extend(unknown_data);
+        // A `file:` URL reads the file (`curl file:///etc/shadow`).
+        let url_files: Vec<RoleWord> = facts
+            .roles
+            .iter()
+            .filter(|r| r.role == Role::Network)
+            .filter_map(|r| {
+                Some(RoleWord {
+                    role: Role::Read,
+                    word: scripts::url_file(&r.word)?,
+                    source: r.source.clone(),
+                })
+            })
+            .collect();
+        facts.roles.extend(url_files);
         if let Some(given) = given {
             facts.roles.extend(given.roles);
             facts.effects.extend(given.effects);

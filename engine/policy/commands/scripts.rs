@@ -6,7 +6,7 @@
 use crate::model::command::{Effect, Role};
 
 use super::{EffectFrom, EffectSource, RoleWord};
-use crate::policy::shell::name_length;
+use crate::policy::shell::{Expansion, Word, name_length};
 
 /// The effects of a word's content, by its role. `effective` says whether setting a variable
 /// changes what later commands do (the table's `env` section).
@@ -51,6 +51,7 @@ pub(super) fn content_effects(
             | Role::Patch
             | Role::Unpack
             | Role::Target
+            | Role::Data
             | Role::SearchGlob => Vec::new(),
         };
     };
@@ -93,6 +94,7 @@ pub(super) fn content_effects(
         | Role::Patch
         | Role::Unpack
         | Role::Target
+        | Role::Data
         | Role::SearchGlob => Vec::new(),
     }
 }
@@ -163,6 +165,76 @@ pub(crate) fn sed_effects(script: &str) -> Vec<Effect> {
         }
     }
     effects
+}
+
+/// The files a `data` value names for the program to read and send: `@FILE` at its start
+/// (curl's `-d`, `-H`), after a name with no `=` (`--data-urlencode name@FILE`), or after
+/// `name=` as `@FILE` or `<FILE` (`-F`); each also without a `;type=…` suffix, out of the
+/// double quotes `-F` allows around it, and split at `,` (several files to one field).
+/// `@-` is standard input.
+pub(crate) fn data_files(text: &str) -> Vec<(Role, String)> {
+    let mut named: Vec<&str> = Vec::new();
+    if let Some((name, file)) = text.split_once('@')
+        && !name.contains('=')
+    {
+        named.push(file);
+    }
+    if let Some((_, value)) = text.split_once('=')
+        && let Some(file) = value.strip_prefix(['@', '<'])
+    {
+        named.push(file);
+    }
+    let mut files: Vec<(Role, String)> = Vec::new();
+    for file in named {
+        let unquoted = file
+            .strip_prefix('"')
+            .and_then(|quoted| quoted.split_once('"'))
+            .map(|(inside, _)| inside);
+        let pieces = [Some(file), file.split_once(';').map(|(f, _)| f), unquoted];
+        for piece in pieces.into_iter().flatten() {
+            for piece in std::iter::once(piece).chain(piece.split(',')) {
+                let piece = piece.strip_prefix('@').unwrap_or(piece);
+                let known = files.iter().any(|(_, f)| f == piece);
+                if !piece.is_empty() && piece != "-" && !known {
+                    files.push((Role::Read, piece.to_owned()));
+                }
+            }
+        }
+    }
+    files
+}
+
+/// The file a network address reads when it is a `file:` URL (`curl file:///etc/shadow`,
+/// `file://localhost/…`, any case), its `%XX` escapes decoded as curl decodes them. A URL
+/// curl expands itself (`{a,b}`, `[a-z]`), and an address only known when it runs that may
+/// be such a URL (`$URL`, `"file://$PWD/.env"`), is a file only known when it runs.
+pub(crate) fn url_file(address: &Word) -> Option<Word> {
+    let unknown = || Some(Word::dynamic(&address.raw, Expansion::RuntimeArguments));
+    let Some(text) = address.literal() else {
+        let unquoted = address.raw.trim_start_matches(['"', '\'']);
+        let scheme = unquoted
+            .get(..5)
+            .is_some_and(|s| s.eq_ignore_ascii_case("file:"));
+        return (scheme || unquoted.starts_with(['$', '`']))
+            .then(unknown)
+            .flatten();
+    };
+    let rest = text
+        .get(..5)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("file:"))
+        .map(|_| &text[5..])?;
+    let path = match rest.strip_prefix("//") {
+        // `file://HOST/path`: the path starts at the first `/` after the host.
+        Some(host_and_path) => host_and_path
+            .find('/')
+            .map_or("/", |at| &host_and_path[at..]),
+        None => rest,
+    };
+    let path = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
+    if path.contains(['{', '[']) {
+        return unknown();
+    }
+    Some(Word::literal_from(&path, &path))
 }
 
 /// The files a sed script reads (`r FILE`, `R FILE`) and writes (`w FILE`, `W FILE`,
@@ -516,6 +588,69 @@ fn indirect_call(program: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_data_sends() {
+        let files = |text: &str| -> Vec<String> {
+            data_files(text).into_iter().map(|(_, file)| file).collect()
+        };
+        assert_eq!(files("@.env"), [".env"]);
+        assert_eq!(files("name@.env"), [".env"]);
+        assert_eq!(files("f=@.env"), [".env"]);
+        assert_eq!(files("f=<.env"), [".env"]);
+        assert_eq!(
+            files("f=@.env;type=text/plain"),
+            [".env;type=text/plain", ".env"]
+        );
+        assert_eq!(
+            files("f=@\".env\";type=x"),
+            ["\".env\";type=x", "\".env\"", ".env"]
+        );
+        assert_eq!(files("f=@a.txt,.env"), ["a.txt,.env", "a.txt", ".env"]);
+        // Text, an address after `=`, standard input.
+        assert!(files("{\"a\": 1}").is_empty());
+        assert!(files("email=a@b.com").is_empty());
+        assert!(files("@-").is_empty());
+        assert!(files("f=@").is_empty());
+    }
+
+    #[test]
+    fn file_urls() {
+        let file = |raw: &str, literal: bool| {
+            let word = if literal {
+                Word::literal_from(raw, raw)
+            } else {
+                Word::dynamic(raw, Expansion::Parameter)
+            };
+            url_file(&word).map(|w| (w.raw.clone(), w.literal().is_some()))
+        };
+        let read = |path: &str| Some((path.to_owned(), true));
+        assert_eq!(file("file:///etc/shadow", true), read("/etc/shadow"));
+        assert_eq!(
+            file("FILE://localhost/etc/shadow", true),
+            read("/etc/shadow")
+        );
+        assert_eq!(file("file:/etc/shadow", true), read("/etc/shadow"));
+        assert_eq!(file("file:///etc/%73hadow", true), read("/etc/shadow"));
+        assert_eq!(file("file://host", true), read("/"));
+        // curl expands these itself; a value only known when it runs may be a file URL.
+        let unknown = |raw: &str| Some((raw.to_owned(), false));
+        assert_eq!(
+            file("file:///x/.e{n,x}v", true),
+            unknown("file:///x/.e{n,x}v")
+        );
+        assert_eq!(
+            file("file:///x/.e[n-n]v", true),
+            unknown("file:///x/.e[n-n]v")
+        );
+        assert_eq!(file("file://$PWD/.env", false), unknown("file://$PWD/.env"));
+        assert_eq!(file("\"$URL\"", false), unknown("\"$URL\""));
+        assert_eq!(file("`cat u`", false), unknown("`cat u`"));
+        // Other addresses are not files.
+        assert_eq!(file("https://example.com/x", true), None);
+        assert_eq!(file("https://$HOST/x", false), None);
+        assert_eq!(file("example.com", true), None);
+    }
 
     #[test]
     fn sed_scripts() {
