@@ -814,6 +814,7 @@ pub struct MatchContext {
     wide: bool,
     home: Option<Anchor>,
     policy_locations: Vec<Anchor>,
+    policy_folders: Vec<Anchor>,
     git_runs: Vec<Anchor>,
     path_case: PathCase,
 }
@@ -831,6 +832,7 @@ impl MatchContext {
             workspace,
             home: None,
             policy_locations: Vec::new(),
+            policy_folders: Vec::new(),
             git_runs: Vec::new(),
             path_case: PathCase::of_folder(workspace_root.as_ref()),
         }
@@ -864,6 +866,21 @@ impl MatchContext {
         self.policy_locations = locations
             .into_iter()
             .map(|location| Anchor::new(location.as_ref(), &self.workspace.written))
+            .collect();
+        self
+    }
+
+    /// The same context with folders whose every file `policy_files: true` matches, whatever
+    /// its extension (the folder of a script a hook runs, which loads what lies beside it;
+    /// the configuration folder with the trust store).
+    #[must_use]
+    pub fn with_policy_folders<P: AsRef<Path>>(
+        mut self,
+        folders: impl IntoIterator<Item = P>,
+    ) -> Self {
+        self.policy_folders = folders
+            .into_iter()
+            .map(|folder| Anchor::new(folder.as_ref(), &self.workspace.written))
             .collect();
         self
     }
@@ -934,6 +951,8 @@ impl MatchContext {
                 .strip(&absolute, case)
                 .is_some_and(|rest| rest.is_empty() || Format::from_path(Path::new(rest)).is_some())
                 || Anchor::holds(&absolute, location, case)
+        }) || self.policy_folders.iter().any(|folder| {
+            folder.strip(&absolute, case).is_some() || Anchor::holds(&absolute, folder, case)
         });
         let git_runs = self.git_runs.iter().any(|location| {
             location.strip(&absolute, case).is_some() || Anchor::holds(&absolute, location, case)

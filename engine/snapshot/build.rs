@@ -288,11 +288,12 @@ fn match_context(
     sources: &Sources,
     typed: &PolicyFile,
 ) -> MatchContext {
-    let locations = super::locations::policy_locations(options, layers, sources, typed);
+    let (locations, folders) = super::locations::policy_locations(options, layers, sources, typed);
     let git_runs =
         crate::policy::git_config::run_by_git(&options.workspace_root, options.home.as_deref());
     let ctx = MatchContext::new(&options.workspace_root)
         .with_policy_locations(locations)
+        .with_policy_folders(folders)
         .with_git_runs(git_runs);
     match &options.home {
         Some(home) => ctx.with_home(home),

@@ -11,20 +11,24 @@ use super::build::LoadOptions;
 use super::layer::{LayerSpec, Root};
 use crate::model::PolicyFile;
 
-/// What `policy_files` matches: the roots of the layers read from disk (policy files and
-/// folders); each policy file below a root that leads out of it (a link to a file kept
-/// elsewhere: editing the target edits the policy); and the files the policies run — the
-/// program and file arguments of hooks and command handlers (`./hooks/audit.sh`,
-/// `[sh, .toolgate/hooks/check.sh]`), taken against the workspace root as they run: a
+/// What `policy_files` matches, as locations (each, and the policy files below one) and
+/// folders (everything below each). Locations: the roots of the layers read from disk
+/// (policy files and folders); each policy file below a root that leads out of it (a link
+/// to a file kept elsewhere: editing the target edits the policy); the files the policies
+/// run — the program and file arguments of hooks and command handlers
+/// (`./hooks/audit.sh`, `[sh, .toolgate/hooks/check.sh]`, the scripts of `sh -c '…'`, the
+/// module of `python3 -m tools.gate`), taken against the workspace root as they run: a
 /// hook's answer is a decision, so rewriting its script rewrites the policy; the scripts
 /// the agents' own settings run as hooks (see [`agent_hook_scripts`]); and the decision log
-/// the engine settings name (the record of what was decided).
+/// the engine settings name (the record of what was decided). Folders: the folder of each
+/// such script (see [`script_folder`]) and of `make -C`, and the configuration folder with
+/// the trust store and the user layer, wherever the environment puts it.
 pub(super) fn policy_locations(
     options: &LoadOptions,
     layers: &[LayerSpec],
     sources: &Sources,
     typed: &PolicyFile,
-) -> Vec<PathBuf> {
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let workspace_root = options.workspace_root.as_path();
     let absolute = |path: &Path| std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
     let mut locations: Vec<PathBuf> = layers
@@ -63,20 +67,45 @@ pub(super) fn policy_locations(
         )),
         _ => None,
     });
+    let home = options.home.as_deref();
+    let mut scripts = Vec::new();
+    let mut folders = Vec::new();
     for (argv, folder) in hooks.chain(handlers) {
-        for arg in argv {
+        let make = argv
+            .first()
+            .is_some_and(|program| program == "make" || program.ends_with("/make"));
+        for (at, arg) in argv.iter().enumerate() {
+            let option = at.checked_sub(1).map(|before| argv[before].as_str());
+            if make && matches!(option, Some("-C" | "--directory")) {
+                folders.push(absolute(&folder.join(arg)));
+            }
             if arg.starts_with('-') || arg.contains("{{") || arg.is_empty() {
+                continue;
+            }
+            if option == Some("-m") {
+                scripts.extend(python_module(arg, &folder));
+            }
+            // A script for a shell (`sh -c 'python3 hooks/x.py'`): the files it names.
+            if arg.contains(char::is_whitespace) {
+                scripts.extend(crate::policy::git_config::command_paths(arg, &folder, home));
                 continue;
             }
             // A path not there yet counts too: the agent could write the script it names. A
             // folder given to a hook (`src/`) is what it reads, not what it runs.
             let path = folder.join(arg);
             if (arg.contains('/') && !path.is_dir()) || path.is_file() {
-                locations.push(absolute(&path));
+                scripts.push(absolute(&path));
             }
         }
     }
-    locations.extend(agent_hook_scripts(workspace_root, options.home.as_deref()));
+    scripts.extend(agent_hook_scripts(workspace_root, home));
+    folders.extend(
+        scripts
+            .iter()
+            .filter_map(|script| script_folder(script, workspace_root, home)),
+    );
+    locations.extend(scripts);
+    folders.extend(super::trust::config_dir().map(|dir| absolute(&dir)));
     let log = typed
         .engine
         .as_ref()
@@ -93,7 +122,30 @@ pub(super) fn policy_locations(
         locations.push(absolute(&path));
         locations.push(absolute(Path::new(&rotated)));
     }
-    locations
+    (locations, folders)
+}
+
+/// The folder of a script a hook runs, whose every file counts as policy: a script loads
+/// what lies beside it (Python imports from the script's folder first, so a `json.py`
+/// there replaces the standard module; node resolves `./x` and `node_modules`; a shell
+/// script sources its neighbours). Not a folder that holds the workspace root or the home
+/// folder: a script in the workspace root is protected alone.
+fn script_folder(script: &Path, workspace_root: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let folder = script.parent()?;
+    let holds = |other: &Path| other.starts_with(folder);
+    (!holds(workspace_root) && !home.is_some_and(holds)).then(|| folder.to_owned())
+}
+
+/// The files `python -m MODULE` may run, in `folder`: `a/b.py` for `a.b`, or the package's
+/// `a/b/__main__.py` (their folders then count, [`script_folder`]).
+fn python_module(module: &str, folder: &Path) -> Vec<PathBuf> {
+    if module.is_empty() || !module.split('.').all(|part| !part.is_empty()) {
+        return Vec::new();
+    }
+    let path = folder.join(module.replace('.', "/"));
+    let mut file = path.clone().into_os_string();
+    file.push(".py");
+    vec![PathBuf::from(file), path.join("__main__.py")]
 }
 
 /// The agents' settings files that run commands (hooks, a status line, helpers printing
@@ -205,6 +257,12 @@ fn agent_hook_scripts(workspace_root: &Path, home: Option<&Path>) -> Vec<PathBuf
                 workspace_root,
                 home,
             ));
+            let words: Vec<&str> = unquoted.split_whitespace().collect();
+            for pair in words.windows(2) {
+                if pair[0] == "-m" {
+                    scripts.extend(python_module(pair[1], workspace_root));
+                }
+            }
         }
     }
     scripts

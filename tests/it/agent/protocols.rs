@@ -476,3 +476,42 @@ fn a_search_without_a_path_is_one_of_the_working_folder() {
         assert!(out.contains("no-secrets-search"), "{tool} {input}: {out}");
     }
 }
+
+/// The configuration folder with the trust store and the user layer is protected wherever
+/// the environment puts it (`TOOLGATE_CONFIG_DIR`, `XDG_CONFIG_HOME`), not only at
+/// `~/.config/toolgate`: an agent that rewrote the store would trust its own policies.
+#[test]
+fn the_trust_store_is_protected_wherever_it_is() {
+    let project = Project::standard();
+    let store = config().join("trusted.json");
+    for (tool, path) in [
+        ("Write", store.clone()),
+        ("Write", config().join("policies/mine.yaml")),
+    ] {
+        let payload = serde_json::json!({
+            "hook_event_name": "PreToolUse",
+            "cwd": project.path(),
+            "tool_name": tool,
+            "tool_input": {"file_path": path, "content": "{}"},
+        });
+        let run = run_hook("claude", payload.to_string().as_bytes(), &[], &[]);
+        assert!(
+            run.stdout.contains("\"deny\""),
+            "{path:?}: {}",
+            run.transcript()
+        );
+        assert!(
+            run.stdout.contains("no-policy-writes"),
+            "{path:?}: {}",
+            run.transcript()
+        );
+    }
+    let payload = serde_json::json!({
+        "hook_event_name": "PreToolUse",
+        "cwd": project.path(),
+        "tool_name": "Bash",
+        "tool_input": {"command": format!("echo '{{}}' > {}", store.display())},
+    });
+    let run = run_hook("claude", payload.to_string().as_bytes(), &[], &[]);
+    assert!(run.stdout.contains("\"deny\""), "{}", run.transcript());
+}

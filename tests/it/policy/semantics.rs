@@ -4081,6 +4081,9 @@ engine:
 hooks:
   - { name: check, event: PreToolUse, tools: [Bash], command: [.toolgate/hooks/check.sh, --strict] }
   - { name: audit, event: PreToolUse, tools: [Write], command: [sh, scripts/audit.sh, src/] }
+  - { name: inline, event: PreToolUse, tools: [Bash], command: [sh, -c, "python3 gates/inline.py --quiet"] }
+  - { name: module, event: PreToolUse, tools: [Bash], command: [python3, -m, checks.gate] }
+  - { name: made, event: PreToolUse, tools: [Bash], command: [make, -s, -C, mk, check] }
 tools:
   deploy:
     concurrency: { concurrent_safe: false, read_only: false, side_effect_scope: external }
@@ -4103,6 +4106,19 @@ tools:
         ("Write", "key.js"),
         ("Write", "scripts/gate"),
         ("Write", "mcp/server.js"),
+        // What a script loads from beside it: Python imports from the script's folder
+        // first (a `json.py` there replaced the standard module and the hook allowed
+        // everything), node resolves `./x` and `node_modules`, a shell script sources.
+        ("Write", ".toolgate/hooks/json.py"),
+        ("Write", "scripts/other.sh"),
+        ("Write", "tools/json.py"),
+        ("Write", "mcp/node_modules/x/index.js"),
+        // A script of `sh -c '…'`, a module of `python3 -m`, the folder of `make -C`.
+        ("Write", "gates/inline.py"),
+        ("Write", "gates/json.py"),
+        ("Write", "checks/gate.py"),
+        ("Write", "checks/__init__.py"),
+        ("Write", "mk/Makefile"),
     ] {
         let input = match tool {
             "Edit" => json!({"file_path": path, "old_string": "a", "new_string": "b"}),
@@ -4118,10 +4134,11 @@ tools:
     let (decision, reasons) = decide(&engine, "sed -i s/a/b/ org/org.yaml", &[]);
     assert_eq!(decision, "deny", "{reasons:?}");
     // Other files, and programs named by their name, are not policy.
+    // (The workspace root cannot be protected as a whole: beside `key.js`, another file in
+    // the root is not policy.)
     for path in [
         "src/main.rs",
-        "scripts/other.sh",
-        "tools/other.py",
+        "other.js",
         "--strict",
         "config/app.yaml",
         "src/settings.yaml",
