@@ -23,6 +23,50 @@ pub const MAX_TRACKED: usize = 50_000;
 pub struct Tracked {
     pub root: PathBuf,
     pub paths: Vec<String>,
+    /// What the index recorded of each path's file (none for a submodule's files and for
+    /// a path in conflict, listed more than once).
+    stats: Vec<Option<Stat>>,
+    /// When the index was written: a file changed in the same moment may differ from what
+    /// its stat data says (git's "racily clean" entries, which git compares by content).
+    written: Option<(i64, i64)>,
+}
+
+/// The stat data the index keeps of a file: git takes a file whose data still match as
+/// unchanged, without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    ctime: (u32, u32),
+    mtime: (u32, u32),
+    ino: u32,
+    size: u32,
+}
+
+impl Tracked {
+    /// Whether the file of `paths[at]` in the work tree is as the index recorded it, so that
+    /// `git diff` (work tree against index) prints nothing of it: its change time,
+    /// modification time (to the nanosecond), inode and size (each as the index's 32 bits
+    /// keep it) are the index's, and it was last modified before the index was written.
+    /// Anything else — a file changed, missing, in conflict, or changed in the moment the
+    /// index was written — may be printed.
+    pub fn unchanged_in_work_tree(&self, at: usize) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(Some(stat)), Some(written), Some(path)) =
+            (self.stats.get(at), self.written, self.paths.get(at))
+        else {
+            return false;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(self.root.join(path)) else {
+            return false;
+        };
+        // The index keeps the low 32 bits of each number.
+        let low = |value: i64| value as u32;
+        let mtime = (meta.mtime(), meta.mtime_nsec());
+        (low(meta.ctime()), low(meta.ctime_nsec())) == stat.ctime
+            && (low(mtime.0), low(mtime.1)) == stat.mtime
+            && low(meta.ino() as i64) == stat.ino
+            && low(meta.size() as i64) == stat.size
+            && mtime < written
+    }
 }
 
 /// The repository `folder` lies in (its `.git` folder, or a `.git` file naming one, found
@@ -32,8 +76,18 @@ pub fn tracked_files(folder: &Path) -> Result<Option<Tracked>, String> {
     let Some((root, git_dir)) = find_repository(folder) else {
         return Ok(None);
     };
-    let paths = tracked_in(&root, &git_dir, SUBMODULE_DEPTH)?;
-    Ok(Some(Tracked { root, paths }))
+    let written = std::fs::metadata(git_dir.join("index")).ok().map(|meta| {
+        use std::os::unix::fs::MetadataExt;
+        (meta.mtime(), meta.mtime_nsec())
+    });
+    let entries = tracked_in(&root, &git_dir, SUBMODULE_DEPTH)?;
+    let (paths, stats) = entries.into_iter().unzip();
+    Ok(Some(Tracked {
+        root,
+        paths,
+        stats,
+        written,
+    }))
 }
 
 /// How deep submodules inside submodules are read.
@@ -42,7 +96,11 @@ const SUBMODULE_DEPTH: usize = 3;
 /// The paths the repository with the work tree `root` and git folder `git_dir` tracks,
 /// with those of its submodules (`git show --submodule=diff` prints their files too), to
 /// `depth` levels.
-fn tracked_in(root: &Path, git_dir: &Path, depth: usize) -> Result<Vec<String>, String> {
+fn tracked_in(
+    root: &Path,
+    git_dir: &Path,
+    depth: usize,
+) -> Result<Vec<(String, Option<Stat>)>, String> {
     let index = git_dir.join("index");
     let paths = match std::fs::metadata(&index) {
         // A repository without an index tracks nothing yet.
@@ -69,7 +127,7 @@ fn tracked_in(root: &Path, git_dir: &Path, depth: usize) -> Result<Vec<String>, 
         }
     };
     let mut tracked = Vec::with_capacity(paths.len());
-    for (path, mode) in paths {
+    for (path, mode, stat) in paths {
         match mode & 0o170000 {
             // A sparse index lists a folder it leaves out as one entry.
             0o040000 => {
@@ -87,11 +145,15 @@ fn tracked_in(root: &Path, git_dir: &Path, depth: usize) -> Result<Vec<String>, 
                         return Err(format!("`{path}` holds submodules too deep to read"));
                     }
                     let below = tracked_in(&sub_root, &sub_git, depth - 1)?;
-                    tracked.extend(below.into_iter().map(|p| format!("{path}/{p}")));
+                    tracked.extend(
+                        below
+                            .into_iter()
+                            .map(|(p, _)| (format!("{path}/{p}"), None)),
+                    );
                 }
-                tracked.push(path);
+                tracked.push((path, None));
             }
-            _ => tracked.push(path),
+            _ => tracked.push((path, stat)),
         }
     }
     Ok(tracked)
@@ -197,9 +259,10 @@ pub fn work_tree(folder: &Path) -> Option<PathBuf> {
     find_repository(folder).map(|(root, _)| root)
 }
 
-/// The paths of an index's entries with their modes; `hash` is the length of an object
-/// name. A split index (its `link` extension: the entries are in another file) is an error.
-fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<(String, u32)>, String> {
+/// The paths of an index's entries with their modes and stat data (none for a path listed
+/// more than once: in conflict); `hash` is the length of an object name. A split index (its
+/// `link` extension: the entries are in another file) is an error.
+fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<(String, u32, Option<Stat>)>, String> {
     let not_an_index = |what: &str| Err(format!("is not a git index ({what})"));
     if bytes.len() < 12 || &bytes[..4] != b"DIRC" {
         return not_an_index("no `DIRC` header");
@@ -215,7 +278,7 @@ fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<(String, u32)>, String> {
     }
     // Stat data (40 bytes), the object name, the flags.
     let fixed = 40 + hash + 2;
-    let mut paths: Vec<(String, u32)> = Vec::new();
+    let mut paths: Vec<(String, u32, Option<Stat>)> = Vec::new();
     let mut at = 12;
     let mut previous: Vec<u8> = Vec::new();
     for _ in 0..count {
@@ -227,6 +290,13 @@ fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<(String, u32)>, String> {
             return not_an_index("an entry past its end");
         };
         let mode = word(start + 24).unwrap_or(0);
+        let stat = |at: usize| word(start + at).unwrap_or(0);
+        let stat = Stat {
+            ctime: (stat(0), stat(4)),
+            mtime: (stat(8), stat(12)),
+            ino: stat(20),
+            size: stat(36),
+        };
         at = start + fixed;
         if version >= 3 && flags & 0x4000 != 0 {
             at += 2;
@@ -261,11 +331,15 @@ fn read_index(bytes: &[u8], hash: usize) -> Result<Vec<(String, u32)>, String> {
             at = start + (entry + 8) / 8 * 8;
             path
         };
-        // A path that is not UTF-8 is judged by its readable form.
-        paths.push((String::from_utf8_lossy(&path).into_owned(), mode));
+        // A path that is not UTF-8 is judged by its readable form. A path in conflict is
+        // listed once for each side.
+        let readable = String::from_utf8_lossy(&path).into_owned();
+        match paths.last_mut() {
+            Some(last) if last.0 == readable => last.2 = None,
+            _ => paths.push((readable, mode, Some(stat))),
+        }
         previous = path;
     }
-    paths.dedup();
     // Extensions: a signature, a size, the data; the index's checksum ends the file.
     while at + 8 + hash <= bytes.len() {
         let (signature, Some(size)) = (&bytes[at..at + 4], word(at + 4)) else {
@@ -350,6 +424,48 @@ mod tests {
             paths.sort();
             assert_eq!(paths, expected, "index version {version}");
         }
+    }
+
+    /// A file is unchanged in the work tree while its stat data are the index's and it was
+    /// modified before the index was written; any write, or a conflict, changes that.
+    #[test]
+    fn files_unchanged_since_they_were_added() {
+        let dir = tempfile::tempdir().unwrap();
+        if !git(dir.path(), &["init", "-q"]) {
+            eprintln!("skipped: git is not installed");
+            return;
+        }
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for file in ["a.txt", "b.txt", "c.txt"] {
+            let path = dir.path().join(file);
+            std::fs::write(&path, "x").unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
+        }
+        assert!(git(dir.path(), &["add", "a.txt", "b.txt", "c.txt"]));
+        // Rewritten (a new time), and rewritten with its old time put back (a new change
+        // time).
+        std::fs::write(dir.path().join("b.txt"), "y").unwrap();
+        let c = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("c.txt"))
+            .unwrap();
+        std::io::Write::write_all(&mut &c, b"z").unwrap();
+        c.set_modified(hour_ago).unwrap();
+        let tracked = tracked_files(dir.path()).unwrap().unwrap();
+        let unchanged = |name: &str| {
+            let at = tracked.paths.iter().position(|p| p == name).unwrap();
+            tracked.unchanged_in_work_tree(at)
+        };
+        assert!(unchanged("a.txt"));
+        assert!(!unchanged("b.txt"));
+        assert!(!unchanged("c.txt"));
+        std::fs::remove_file(dir.path().join("a.txt")).unwrap();
+        assert!(!unchanged("a.txt"));
     }
 
     /// A split index keeps most entries in another file: it cannot be judged from the index
@@ -459,7 +575,7 @@ mod tests {
         }
         assert_eq!(
             read_index(b"DIRC\0\0\0\x02\0\0\0\0", 20).unwrap(),
-            Vec::<(String, u32)>::new()
+            Vec::<(String, u32, Option<Stat>)>::new()
         );
     }
 }

@@ -1535,6 +1535,25 @@ fn beyond_the_index(command: &SimpleCommand, facts: &CommandFacts) -> Option<Str
 /// tool's rules deny or ask reading, one message per rule — a `.env` committed once is in
 /// every `git show` of that commit, whatever the work tree holds. Files it names are judged
 /// as its operands already.
+/// Whether `facts` is a plain `git diff`: the work tree against the index, with no revision,
+/// pathspec or option that compares anything else (`--cached`, `--staged`, `--merge-base`,
+/// `--no-index`, in any abbreviation), so that it prints only files that changed since they
+/// were added.
+fn compares_work_tree_with_index(facts: &CommandFacts) -> bool {
+    let other_side = |option: &str| {
+        let name = option.split_once('=').map_or(option, |(name, _)| name);
+        name.len() > 2
+            && ["--cached", "--staged", "--merge-base", "--no-index"]
+                .iter()
+                .any(|full| full.starts_with(name))
+    };
+    facts.program.as_deref() == Some("git")
+        && facts.subcommand.as_deref() == Some("diff")
+        && facts.roles.iter().all(|r| r.role != Role::RevisionOrPath)
+        && facts.operands.is_empty()
+        && !facts.options.iter().any(|o| other_side(&o.canonical))
+}
+
 fn judge_tracked(
     (set, ctx, call, read): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
     (command, facts): (&SimpleCommand, &CommandFacts),
@@ -1595,6 +1614,7 @@ fn judge_tracked(
     let within = |path: &Path| {
         anywhere || below.is_empty() || below.iter().any(|folder| path.starts_with(folder))
     };
+    let against_index = compares_work_tree_with_index(facts);
     let mut protected: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     let mut roots = Vec::new();
     for folder in &folders.candidates {
@@ -1621,7 +1641,7 @@ fn judge_tracked(
             )];
         }
         let real_root = std::fs::canonicalize(&tracked.root).unwrap_or(tracked.root.clone());
-        for relative in &tracked.paths {
+        for (at, relative) in tracked.paths.iter().enumerate() {
             if !within(&real_root.join(relative)) {
                 continue;
             }
@@ -1637,6 +1657,7 @@ fn judge_tracked(
                 .iter()
                 .filter_map(RuleReason::rule)
                 .find(|rule| file.by_rule && rule.decision != Decision::Allow)
+                && !(against_index && tracked.unchanged_in_work_tree(at))
             {
                 protected
                     .entry(rule.name.to_string())

@@ -3753,8 +3753,9 @@ fn git_prints_the_files_its_repository_tracks() {
         "git whatchanged --binary",
         "git stash show --patch-with-raw",
         "git stash list -c",
-        // Names only, until an option asks for the patch back.
-        "git diff --stat -p",
+        // Names only, until an option asks for the patch back. (A plain `git diff`
+        // prints only files changed since they were added.)
+        "git diff --cached --stat -p",
         "git log -p --stat",
         "git show --name-only --patch HEAD",
         // An object by path beside a revision: the revision's patch too.
@@ -4340,4 +4341,42 @@ fn network_programs_send_only_what_the_rules_allow() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A plain `git diff` (the work tree against the index) prints only files changed since they
+/// were added: a protected file the repository tracks (`.env.example`) does not make it ask
+/// while it is unchanged, and does once it changes; whatever compares the index or a
+/// revision (`--cached`, `HEAD`, `git show`) may print it and asks.
+#[test]
+fn git_diff_asks_only_for_protected_files_changed_in_the_work_tree() {
+    let ws = workspace();
+    let git = |args: &[&str]| git_in(&ws.root, args);
+    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
+    if !git(&["init", "-q"]) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let example = ws.root.join(".env.example");
+    std::fs::write(&example, "KEY=\n").unwrap();
+    // Modified before the index is written, as a file added a while ago is.
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let file = std::fs::File::options().write(true).open(&example).unwrap();
+    file.set_modified(hour_ago).unwrap();
+    assert!(git(&["add", ".env.example", "src"]));
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let decision = |line: &str| decide(&engine, line, &[]).0;
+    assert_eq!(decision("git diff"), "allow");
+    assert_eq!(decision("git diff | head -50"), "allow");
+    for line in [
+        "git diff --cached",
+        "git diff --stag",
+        "git diff HEAD",
+        "git diff $REV",
+    ] {
+        assert_eq!(decision(line), "ask", "{line}");
+    }
+    std::fs::write(&example, "KEY=1\n").unwrap();
+    let (got, reasons) = decide(&engine, "git diff", &[]);
+    assert_eq!(got, "ask");
+    assert!(analyses(&reasons).contains("`.env.example`"), "{reasons:?}");
 }
