@@ -294,14 +294,15 @@ pub(crate) fn judge_below(
     let mut git_ignore_files =
         ignored || (git_ignored && !linked_gitignore_above(Path::new(folder.real)));
     // The ignore files the walk reads must be regular files: a FIFO would block it for ever,
-    // a device would be read. Those of the folders above are read when it starts, those of
-    // each folder when it is entered (after the folder is listed here).
-    let ignore_files: &[&str] = match (ignored, git_ignored) {
+    // a device would be read. Those of the folder and the folders above are read when it
+    // starts; those of each folder below when the walk enters it, which a filter looks at
+    // first (the walker reads a folder's ignore files before it hands the folder out).
+    let ignore_files: &'static [&'static str] = match (ignored, git_ignored) {
         (true, _) => &[".gitignore", ".ignore", ".rgignore"],
         (false, true) => &[".gitignore"],
         (false, false) => &[],
     };
-    let odd_ignore_file = |dir: &Path| {
+    let odd_ignore_file = move |dir: &Path| {
         ignore_files
             .iter()
             .map(|name| dir.join(name))
@@ -318,7 +319,6 @@ pub(crate) fn judge_below(
     if !ignore_files.is_empty()
         && let Some(odd) = Path::new(folder.real)
             .ancestors()
-            .skip(1)
             .take(64)
             .find_map(odd_ignore_file)
     {
@@ -337,6 +337,20 @@ pub(crate) fn judge_below(
             .follow_links(true);
         if ignored {
             builder.add_custom_ignore_filename(".rgignore");
+        }
+        let odd_below: Arc<std::sync::OnceLock<PathBuf>> = Arc::default();
+        if !ignore_files.is_empty() {
+            let odd_below = Arc::clone(&odd_below);
+            builder.filter_entry(move |entry| {
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                match is_dir.then(|| odd_ignore_file(entry.path())).flatten() {
+                    Some(odd) => {
+                        let _ = odd_below.set(odd);
+                        false
+                    }
+                    None => true,
+                }
+            });
         }
 
         // Per rule (by name), the files it protects: the rule's decision and reason, the files.
@@ -422,9 +436,6 @@ pub(crate) fn judge_below(
                 entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             if is_dir {
-                if let Some(odd) = odd_ignore_file(entry.path()) {
-                    return unreadable(&odd);
-                }
                 if git_ignore_files && git_ignored && linked_gitignore(entry.path()) {
                     git_ignore_files = false;
                     continue 'walks;
@@ -445,6 +456,9 @@ pub(crate) fn judge_below(
                 walked.insert(entry.path().to_path_buf());
             }
             judge(&relative, (!through_link).then(|| entry.path()));
+        }
+        if let Some(odd) = odd_below.get() {
+            return unreadable(odd);
         }
         if git_ignored {
             // git searches what its repository tracks, ignored or not.

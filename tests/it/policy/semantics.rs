@@ -3891,6 +3891,35 @@ fn a_fifo_where_a_search_reads_is_never_waited_on() {
     }
 }
 
+/// An ignore file that is a FIFO in a folder below the one searched, or in the searched
+/// folder itself, is found before the walk reads it (the walker reads a folder's ignore
+/// files as it enters it: a FIFO at any depth hung every search of the workspace).
+#[test]
+fn a_fifo_ignore_file_below_a_search_is_never_waited_on() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.root.join("vendor/x")).unwrap();
+    std::fs::create_dir_all(ws.root.join("docs")).unwrap();
+    for path in ["vendor/x/.gitignore", "src/.rgignore", "docs/.ignore"] {
+        nix::unistd::mkfifo(&ws.root.join(path), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    }
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (input, fifo) in [
+        (json!({ "pattern": "x" }), "is not a regular file"),
+        (
+            json!({ "pattern": "x", "path": "vendor" }),
+            "vendor/x/.gitignore",
+        ),
+        (json!({ "pattern": "x", "path": "src" }), "src/.rgignore"),
+        (json!({ "pattern": "x", "path": "docs" }), "docs/.ignore"),
+    ] {
+        let (got, reasons) = decide_call(&engine, "Grep", input.clone());
+        assert_eq!(got, "ask", "{input}: {reasons:?}");
+        assert!(analyses(&reasons).contains(fifo), "{input}: {reasons:?}");
+    }
+    let (got, reasons) = decide(&engine, "rg x vendor", &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+}
+
 /// Secrets a file's name does not tell, found by its content: a git config holding a
 /// credential (a token in a remote URL, as some clones keep it; a CI checkout's
 /// `extraheader`) and a private key. `git remote -v`, `get-url`, commands reading them and
