@@ -109,8 +109,9 @@ pub fn run(
         let base_set = load_side(&rooted(global, base_dir.path()), "base")?;
         let head_set = match &head_dir {
             Some(dir) => load_side(&rooted(global, dir.path()), "head")?,
-            // The work tree: the roots as they are on disk.
-            None => load_side(global, "head")?,
+            // The work tree: the roots as they are on disk, read whole as the base's are (a
+            // found project's allow rules count before it is trusted: they are the change).
+            None => load_side(&read_whole(global), "head")?,
         };
         let mut found = review(&base_set, &head_set, options)?;
         // Show the paths as they are in the repository, not in the temporary checkouts.
@@ -257,6 +258,14 @@ fn load_side(global: &GlobalOptions, side: &'static str) -> Result<Arc<Snapshot>
         side,
         diagnostics: outcome.diagnostics,
     })
+}
+
+/// The same options with a project found from the current folder read whole, as a root named
+/// with `-p` is: a review compares what the files say, whether the project is trusted or not.
+fn read_whole(global: &GlobalOptions) -> GlobalOptions {
+    let mut options = global.clone();
+    options.found_project = None;
+    options
 }
 
 /// The same options with every root read under `dir` (a checkout of a revision).

@@ -379,8 +379,10 @@ fn list_within(
     }
 }
 
-/// Path patterns: relative ones are taken inside the workspace, so `x` is within `/**/x`.
+/// Path patterns: relative ones are taken inside the workspace, so `x` is within `/**/x`;
+/// `$HOME` and `${HOME}` are the home folder, as `~` (the engine expands them so).
 fn path_within(inner: &str, outer: &str) -> GlobAnswer {
+    let (inner, outer) = (&*at_home(inner), &*at_home(outer));
     let anchor = |p: &str| {
         if p.starts_with('/') {
             0
@@ -402,6 +404,18 @@ fn path_within(inner: &str, outer: &str) -> GlobAnswer {
         },
         _ => GlobAnswer::Unknown,
     }
+}
+
+/// `pattern` with a leading `$HOME` or `${HOME}` written `~`.
+fn at_home(pattern: &str) -> std::borrow::Cow<'_, str> {
+    for variable in ["${HOME}", "$HOME"] {
+        if let Some(rest) = pattern.strip_prefix(variable)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            return format!("~{rest}").into();
+        }
+    }
+    pattern.into()
 }
 
 fn path_matches(text: &str, pattern: &str) -> bool {
@@ -730,6 +744,16 @@ mod tests {
         assert_eq!(path_within("**/.env", "/**/.env"), GlobAnswer::Within);
         assert_eq!(path_within("/**/.env", "**/.env"), GlobAnswer::Unknown);
         assert_eq!(path_within("~/.ssh/**", "~/.ssh/**"), GlobAnswer::Within);
+        // `$HOME` is the home folder, not a folder of the workspace.
+        assert_ne!(path_within("$HOME/**", "**"), GlobAnswer::Within);
+        assert_eq!(
+            path_within("${HOME}/.ssh/**", "~/.ssh/**"),
+            GlobAnswer::Within
+        );
+        assert_eq!(
+            path_within("~/.ssh/id_rsa", "$HOME/.ssh/**"),
+            GlobAnswer::Within
+        );
     }
 
     #[test]

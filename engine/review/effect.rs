@@ -210,6 +210,8 @@ pub struct FieldChange<'a> {
     pub before: Option<&'a Value>,
     /// The value after.
     pub after: Option<&'a Value>,
+    /// The item before.
+    pub item_before: &'a Value,
     /// The item after.
     pub item_after: &'a Value,
     /// The factor past which a raised limit counts.
@@ -257,7 +259,11 @@ fn rule_field(c: &FieldChange<'_>) -> Classified {
     let label = rule_label(c.item_after, c.name);
     let back = holds_back(c.item_after);
     let top = c.path.split('.').next().unwrap_or(c.path);
+    // A rule not enforced on either side decides nothing either way; one that was enforced
+    // is judged by its `enforcement` change, as it was (a deny switched to `audit` and to
+    // `allow` at once lets through what it denied).
     if top != "enforcement"
+        && staged(c.item_before).is_some()
         && let Some(enforcement) = staged(c.item_after)
     {
         return classified(
@@ -284,6 +290,12 @@ fn rule_field(c: &FieldChange<'_>) -> Classified {
         }
         "disabled" => {
             let now_off = c.after == Some(&Value::Bool(true));
+            // Switched off: what it did before is lost; switched on: what it does now counts.
+            let back = if now_off {
+                holds_back(c.item_before)
+            } else {
+                back
+            };
             match (now_off, back) {
                 (true, true) => classified(
                     Effect::Widens,
@@ -299,6 +311,12 @@ fn rule_field(c: &FieldChange<'_>) -> Classified {
                 value.and_then(Value::as_str).unwrap_or("enforce")
             }
             let (before, after) = (name(c.before), name(c.after));
+            // No longer enforced: what it did before is lost; now enforced: what it does now.
+            let back = if before == "enforce" {
+                holds_back(c.item_before)
+            } else {
+                back
+            };
             match (before == "enforce", after == "enforce", back) {
                 (true, false, true) => classified(
                     Effect::Widens,
@@ -336,6 +354,19 @@ fn rule_field(c: &FieldChange<'_>) -> Classified {
                 c.after.and_then(Value::as_i64).unwrap_or(0),
             );
             let lowered = a < b;
+            // An ask rule stands between: raised, it may outrank a deny (`deny` → `ask`);
+            // lowered, allow rules may now decide first.
+            if decision(c.item_after.get("decision")) == Some(Decision::Ask) {
+                let what = if lowered {
+                    "allow rules it ranked above may now decide first"
+                } else {
+                    "it may now outrank deny rules it ranked below, which then ask"
+                };
+                return classified(
+                    Effect::MayWiden,
+                    format!("{label}: priority `{b}` → `{a}`: {what}"),
+                );
+            }
             if lowered == back {
                 let what = if back {
                     "rules of higher priority now decide first"
@@ -547,6 +578,14 @@ fn tool_field(c: &FieldChange<'_>) -> Classified {
             (None, Some(Decision::Allow)) => classified(
                 Effect::Widens,
                 format!("{what}: default permission set to `allow`"),
+            ),
+            // Unset (a mode's patch dropped too): what lies below decides, maybe `allow`.
+            (Some(b @ (Decision::Deny | Decision::Ask)), None) => classified(
+                Effect::MayWiden,
+                format!(
+                    "{what}: default permission `{b}` unset (`{}`): the default below decides",
+                    c.path
+                ),
             ),
             _ => classified(
                 Effect::Narrows,

@@ -338,6 +338,7 @@ fn fields(
     after: &Map<String, Value>,
     out: &mut Vec<Change>,
 ) {
+    let item_before = Value::Object(before.clone());
     let item_after = Value::Object(after.clone());
     let (old, new) = (leaves(before), leaves(after));
     let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
@@ -352,6 +353,7 @@ fn fields(
             path,
             before: b,
             after: a,
+            item_before: &item_before,
             item_after: &item_after,
             limit_factor: context.table.limit_factor(),
             samples: context.samples,
@@ -524,6 +526,57 @@ mod tests {
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].describe(), "rule `a`: decision deny → allow");
         assert_eq!(changes[0].risk, Risk::High);
+    }
+
+    /// A rule is judged by what it did as well as by what it does: a deny rule switched to
+    /// `audit` and to `allow` at once, or disabled and turned to `allow`, lets through what
+    /// it denied (both were low); an ask rule raised above deny rules turns their denies into
+    /// asks; a tool's default `deny` unset leaves its calls to the default below.
+    #[test]
+    fn changes_that_undo_what_a_rule_or_default_held_back_are_high() {
+        let rule = |extra: Value| {
+            let mut rule = json!({"name": "r", "decision": "deny", "tools": ["Read"]});
+            for (key, value) in extra.as_object().unwrap() {
+                rule[key] = value.clone();
+            }
+            json!({"rules": [rule]})
+        };
+        let cases = [
+            (
+                rule(json!({})),
+                rule(json!({"decision": "allow", "enforcement": "audit"})),
+                "no longer enforced (`audit`): the calls it denied",
+            ),
+            (
+                rule(json!({})),
+                rule(json!({"decision": "allow", "disabled": true})),
+                "disabled: the calls it matched fall to lower rules",
+            ),
+            (
+                rule(json!({"decision": "ask"})),
+                rule(json!({"decision": "ask", "priority": 200})),
+                "it may now outrank deny rules it ranked below",
+            ),
+            (
+                json!({"tools": {"A": {"permission": {"default": "deny"}}}}),
+                json!({"tools": {"A": {}}}),
+                "default permission `deny` unset",
+            ),
+            (
+                json!({"tools": {"A": {"permission": {"default": "allow"}, "modes": {"ci": {"permission": {"default": "deny"}}}}}}),
+                json!({"tools": {"A": {"permission": {"default": "allow"}}}}),
+                "default permission `deny` unset (`modes.ci.permission.default`)",
+            ),
+        ];
+        for (before, after, reason) in cases {
+            let found = changes(before.clone(), after.clone());
+            assert!(
+                found
+                    .iter()
+                    .any(|c| c.risk == Risk::High && c.reason.contains(reason)),
+                "{before} → {after}: {found:?}"
+            );
+        }
     }
 
     #[test]

@@ -267,3 +267,36 @@ fn git_ranges_and_the_work_tree_are_compared() {
     let (code, stdout) = run(&["--git", "HEAD..HEAD"]);
     assert_eq!((code, stdout.as_str()), (0, "no change in effect\n"));
 }
+
+/// `diff --git REV` in a project found from the current folder (no `-p`) reads the work
+/// tree's policies whole, as it reads the revision's: an allow rule added to an untrusted
+/// work tree is the change under review (it was reported as "no change in effect", since
+/// an untrusted project's allow rules are left out when it is loaded).
+#[test]
+fn the_work_tree_of_a_found_project_is_read_whole() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policies = dir.path().join(".toolgate/policies");
+    std::fs::create_dir_all(&policies).expect("created");
+    std::fs::write(policies.join("p.yaml"), "version: 1\n").expect("written");
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "base"]);
+    std::fs::write(
+        policies.join("p.yaml"),
+        "version: 1\nrules:\n  - { name: anything-goes, tools: [Bash], decision: allow, priority: 1000 }\n",
+    )
+    .expect("written");
+    let config = tempfile::tempdir().expect("a temporary folder");
+    let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .current_dir(dir.path())
+        .env("TOOLGATE_CONFIG_DIR", config.path())
+        .args(["diff", "--git", "HEAD", "--fail-on", "high"])
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("allow rule `anything-goes` added"),
+        "{stdout}"
+    );
+}
