@@ -188,7 +188,7 @@ pub fn user_config_with_credentials(home: Option<&Path>) -> Option<PathBuf> {
 /// (`http.extraheader`, where a CI checkout keeps its token). The files it includes are read
 /// as git reads them (see [`git_config::with_includes`]), since their settings are the
 /// config's.
-fn holds_credentials(config: &Path) -> bool {
+pub fn holds_credentials(config: &Path) -> bool {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     git_config::with_includes(config, home.as_deref())
         .iter()

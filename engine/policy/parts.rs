@@ -147,15 +147,18 @@ fn read_call_of_secrets(
     let path = call.input.get("file_path")?.as_str()?;
     let location = locate(path, ctx)?;
     let real = location.at(Side::Resolved)?.absolute();
-    let holds = secret_by_content(real)?;
+    let holds = secret_by_content(real, ctx)?;
     Some(format!("`{}` reads `{real}`, which {holds}", read.tool))
 }
 
 /// What secret the file `path` holds by its content, where its name may not tell: a git
-/// config holding a credential (see [`git_index::is_config_with_credentials`]) or a
-/// private key (see [`content::private_key`]).
-fn secret_by_content(path: &str) -> Option<String> {
-    if git_index::is_config_with_credentials(Path::new(path)) {
+/// config holding a credential (see [`git_index::is_config_with_credentials`]; also a file
+/// of any name that git reads by the repository's or the user's config, a config an
+/// `include.path` names: `conf/remote.inc`, `~/.gitcreds`) or a private key (see
+/// [`content::private_key`]).
+pub(crate) fn secret_by_content(path: &str, ctx: &MatchContext) -> Option<String> {
+    let included = || ctx.runs_by_git(path) && git_index::holds_credentials(Path::new(path));
+    if git_index::is_config_with_credentials(Path::new(path)) || included() {
         return Some(
             "holds a credential (a token in a remote URL, or an `extraheader`)".to_owned(),
         );
@@ -1270,7 +1273,7 @@ fn judge_files(
                             .map_or_else(|| path.clone(), |at| at.absolute().to_owned())
                     });
                     if let Some(real) = real
-                        && let Some(holds) = secret_by_content(&real)
+                        && let Some(holds) = secret_by_content(&real, ctx)
                     {
                         let leads = if real == path {
                             String::new()

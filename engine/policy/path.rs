@@ -885,6 +885,16 @@ impl MatchContext {
         self
     }
 
+    /// Whether git runs the file at the absolute location `absolute` (or what lies below
+    /// it), by the workspace repository's config or the user's: an included config, the
+    /// hooks folder, a command setting's script (see [`Self::with_git_runs`]).
+    pub fn runs_by_git(&self, absolute: &str) -> bool {
+        let case = self.path_case;
+        self.git_runs.iter().any(|location| {
+            location.strip(absolute, case).is_some() || Anchor::holds(absolute, location, case)
+        })
+    }
+
     /// The same context with the files and folders git runs by the repository's config
     /// (included configs, the hooks folder, the scripts of command settings), which
     /// `git_runs: true` matches: each, everything below one, and a folder holding one.
@@ -954,9 +964,7 @@ impl MatchContext {
         }) || self.policy_folders.iter().any(|folder| {
             folder.strip(&absolute, case).is_some() || Anchor::holds(&absolute, folder, case)
         });
-        let git_runs = self.git_runs.iter().any(|location| {
-            location.strip(&absolute, case).is_some() || Anchor::holds(&absolute, location, case)
-        });
+        let git_runs = self.runs_by_git(&absolute);
         NormalisedPath {
             inside: in_workspace.is_some(),
             absolute,

@@ -367,7 +367,10 @@ pub(crate) fn judge_below(
             } else {
                 format!("{}/{relative}", written.trim_end_matches('/'))
             };
-            if git_index::is_config_with_credentials(Path::new(&path)) {
+            // (A config the repository's or the user's includes, whatever its name, too.)
+            let included =
+                || ctx.runs_by_git(&path) && git_index::holds_credentials(Path::new(&path));
+            if git_index::is_config_with_credentials(Path::new(&path)) || included() {
                 credentials.push(path.clone());
             } else if super::content::private_key(Path::new(&path)).is_some() {
                 keys.push(path.clone());

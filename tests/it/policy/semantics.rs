@@ -3920,6 +3920,62 @@ fn a_fifo_ignore_file_below_a_search_is_never_waited_on() {
     assert_eq!(got, "ask", "{reasons:?}");
 }
 
+/// A config the repository's or the user's git config includes holds what git reads as
+/// theirs: one holding a credential, whatever its name (`conf/remote.inc`, `~/.gitcreds`),
+/// asks as `.git/config` does (the reads of the including config asked, those of the file
+/// with the token were allowed).
+#[test]
+fn an_included_git_config_holding_a_credential_asks() {
+    let ws = workspace();
+    let home = home_of(&ws.root);
+    std::fs::create_dir_all(ws.root.join("conf")).unwrap();
+    std::fs::write(
+        ws.root.join(".git/config"),
+        "[include]\n\tpath = ../conf/remote.inc\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.root.join("conf/remote.inc"),
+        "[remote \"origin\"]\n\turl = https://user:ghp_FAKE@github.com/acme/app.git\n",
+    )
+    .unwrap();
+    std::fs::write(home.join(".gitconfig"), "[include]\n\tpath = .gitcreds\n").unwrap();
+    std::fs::write(
+        home.join(".gitcreds"),
+        "[url \"https://x-access-token:ghp_FAKE@github.com/\"]\n\tinsteadOf = https://github.com/\n",
+    )
+    .unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let token = "holds a credential";
+    let creds = home.join(".gitcreds");
+    for line in [
+        "cat conf/remote.inc",
+        "sed -n p conf/remote.inc",
+        &format!("cat {}", creds.display()),
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(analyses(&reasons).contains(token), "{line}: {reasons:?}");
+    }
+    for (tool, input) in [
+        ("Read", json!({ "file_path": "conf/remote.inc" })),
+        ("Read", json!({ "file_path": creds })),
+        (
+            "Grep",
+            json!({ "pattern": "ghp_", "path": "conf", "output_mode": "content" }),
+        ),
+    ] {
+        let (got, reasons) = decide_call(&engine, tool, input.clone());
+        assert_eq!(got, "ask", "{tool} {input}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("credential"),
+            "{tool} {input}: {reasons:?}"
+        );
+    }
+    // Other files are read as before.
+    assert_eq!(decide(&engine, "cat src/main.rs", &[]).0, "allow");
+}
+
 /// Secrets a file's name does not tell, found by its content: a git config holding a
 /// credential (a token in a remote URL, as some clones keep it; a CI checkout's
 /// `extraheader`) and a private key. `git remote -v`, `get-url`, commands reading them and
