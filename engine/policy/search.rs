@@ -339,19 +339,21 @@ pub(crate) fn judge_below(
             builder.add_custom_ignore_filename(".rgignore");
         }
         let odd_below: Arc<std::sync::OnceLock<PathBuf>> = Arc::default();
-        if !ignore_files.is_empty() {
-            let odd_below = Arc::clone(&odd_below);
-            builder.filter_entry(move |entry| {
-                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                match is_dir.then(|| odd_ignore_file(entry.path())).flatten() {
-                    Some(odd) => {
-                        let _ = odd_below.set(odd);
-                        false
-                    }
-                    None => true,
+        let filter_odd = Arc::clone(&odd_below);
+        builder.filter_entry(move |entry| {
+            // git's own search never reads its repository's `.git`.
+            if git_ignored && entry.depth() > 0 && entry.file_name() == ".git" {
+                return false;
+            }
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            match is_dir.then(|| odd_ignore_file(entry.path())).flatten() {
+                Some(odd) => {
+                    let _ = filter_odd.set(odd);
+                    false
                 }
-            });
-        }
+                None => true,
+            }
+        });
 
         // Per rule (by name), the files it protects: the rule's decision and reason, the files.
         let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();

@@ -4289,6 +4289,20 @@ fn git_grep_reads_the_tracked_files() {
         assert_eq!(got, "ask", "{line}: {reasons:?}");
         assert!(analyses(&reasons).contains("`.env`"), "{line}: {reasons:?}");
     }
+    // `--untracked` leaves out what git ignores (and never reads `.git`);
+    // `--no-exclude-standard` and `--no-index` do not.
+    std::fs::write(ws.root.join(".gitignore"), ".env\n").unwrap();
+    let now = engine();
+    let (got, reasons) = decide(&now, "git grep --untracked TOKEN", &[]);
+    assert_eq!(got, "allow", "{reasons:?}");
+    for line in [
+        "git grep --untracked --no-exclude-standard TOKEN",
+        "git grep --no-index TOKEN",
+    ] {
+        let (got, reasons) = decide(&now, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(analyses(&reasons).contains("`.env`"), "{line}: {reasons:?}");
+    }
     assert!(git(&["add", "-f", ".env"]));
     let (got, reasons) = decide(&engine(), "git grep TOKEN", &[]);
     assert_eq!(got, "ask", "{reasons:?}");
