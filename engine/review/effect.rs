@@ -137,6 +137,12 @@ pub fn item(subject: Subject, kind: ChangeKind, name: &str, value: &Value) -> Cl
                     Effect::Widens,
                     format!("tool `{name}` added with permission `allow`"),
                 )
+            } else if value.get("handler").is_some() {
+                // Whatever allows it (a rule for `docs_*`), its handler now runs.
+                classified(
+                    Effect::RunsDifferently,
+                    format!("tool `{name}` added with a handler: what its calls run is new"),
+                )
             } else {
                 classified(Effect::Schedule, format!("tool `{name}` added"))
             }
@@ -730,13 +736,26 @@ fn engine_field(c: &FieldChange<'_>) -> Classified {
             Effect::Schedule,
             format!("engine: `{p}` changed: what the model is told about decisions changed"),
         ),
+        // The time of every hook without one of its own: one that fails open (the default)
+        // lets the call through sooner.
+        "hook_timeout" if lowered(c) || c.after.is_none() => classified(
+            Effect::MayWiden,
+            format!(
+                "engine: `hook_timeout` shortened ({} → {}): a hook without a timeout of its own that times out lets the call through",
+                show(c.before),
+                show(c.after)
+            ),
+        ),
         _ => limit(c, "engine"),
     }
 }
 
-/// Whether a limit got smaller (a shorter time, a smaller size).
+/// Whether a limit got smaller (a shorter time, a smaller size); `none` is no limit, so
+/// any value after it is smaller.
 fn lowered(c: &FieldChange<'_>) -> bool {
-    matches!((magnitude(c.before), magnitude(c.after)), (Some(b), Some(a)) if a < b)
+    let unlimited = |value: Option<&Value>| value.and_then(Value::as_str) == Some("none");
+    let before = magnitude(c.before).or(unlimited(c.before).then_some(f64::INFINITY));
+    matches!((before, magnitude(c.after)), (Some(b), Some(a)) if a < b)
 }
 
 /// Whether a list lost entries (or was removed).
@@ -768,9 +787,10 @@ fn hook_field(c: &FieldChange<'_>) -> Classified {
             Effect::RunsDifferently,
             format!("{what}: `{}` changed: what runs changed", c.path),
         ),
+        // Shortened, or dropped for the engine's `hook_timeout`, which may be shorter.
         p if p.contains("timeout")
             && c.item_after.get("on_error").and_then(Value::as_str) != Some("fail_closed")
-            && lowered(c) =>
+            && (lowered(c) || c.after.is_none()) =>
         {
             classified(
                 Effect::Widens,

@@ -465,6 +465,29 @@ mod tests {
                 json!({"hooks": [hook("1ms")]}),
                 "a hook that times out lets the call through",
             ),
+            // …its own time dropped (the engine's may be shorter), or the engine's shortened.
+            (
+                json!({"hooks": [hook("10s")]}),
+                json!({"hooks": [{"name": "guard", "event": "PreToolUse", "command": ["guard"]}]}),
+                "a hook that times out lets the call through",
+            ),
+            (
+                json!({"engine": {"hook_timeout": "60s"}}),
+                json!({"engine": {"hook_timeout": "200ms"}}),
+                "a hook without a timeout of its own that times out",
+            ),
+            // No limit on an unanswered approval that allows, then one.
+            (
+                json!({"engine": {"approval_expiry": "allow", "approval_timeout": "none"}}),
+                json!({"engine": {"approval_expiry": "allow", "approval_timeout": "1s"}}),
+                "allows the call after 1s instead of none",
+            ),
+            // A tool whose handler runs: whatever rule allows it, what runs is new.
+            (
+                json!({"tools": {}}),
+                json!({"tools": {"docs_purge": {"handler": {"kind": "command", "argv": ["rm", "-rf", "x"]}}}}),
+                "added with a handler",
+            ),
             // The decision log's masking.
             (
                 json!({"engine": {"decision_log": {"redact_fields": ["command"], "secret_patterns": ["ghp_[A-Za-z0-9]+"]}}}),
