@@ -544,6 +544,13 @@ fn argument_within(
     samples: &[String],
 ) -> Containment {
     let mut answer = Containment::Within;
+    // `reaches_from` changes what `reaches` compares (a glob in a folder, as locations),
+    // added or dropped alike.
+    if inner.get("reaches_from") != outer.get("reaches_from") {
+        return Containment::Unknown {
+            why: format!("`reaches_from` on `{field}` changed: what `reaches` compares changed"),
+        };
+    }
     // Redirection only widens what an allow rule's `shell` matches.
     if inner.get("allow_redirection") == Some(&Value::Bool(true))
         && outer.get("allow_redirection") != Some(&Value::Bool(true))
@@ -769,6 +776,15 @@ mod tests {
             Containment::Beyond { witness: Some(w), .. } if w == "npm x"
         ));
         assert_eq!(match_within(Some(&wide), None, &[]), Containment::Within);
+        // `reaches_from` dropped (or added) changes what `reaches` means: not comparable.
+        let from = json!({"pattern": {"reaches": ["~/private/**"], "reaches_from": "path"}});
+        let plain = json!({"pattern": {"reaches": ["~/private/**"]}});
+        for (inner, outer) in [(&from, &plain), (&plain, &from)] {
+            assert!(matches!(
+                match_within(Some(inner), Some(outer), &[]),
+                Containment::Unknown { .. }
+            ));
+        }
         let redirecting = json!({"command": {"shell": ["npm test"], "allow_redirection": true}});
         assert!(matches!(
             match_within(Some(&redirecting), Some(&narrow), &[]),
