@@ -1830,6 +1830,16 @@ fn judge_patches(
     }
     let mut texts = Vec::new();
     for role_word in facts.roles.iter().filter(|r| r.role == Role::Patch) {
+        // Codex's `apply_patch` takes the patch itself as its operand.
+        if facts.program.as_deref() == Some("apply_patch")
+            && let Some(text) = role_word
+                .word
+                .literal()
+                .filter(|t| t.contains("*** Begin Patch"))
+        {
+            texts.push(text.to_owned());
+            continue;
+        }
         if role_word.word.literal() == Some("-") {
             if command
                 .redirections
@@ -2128,12 +2138,26 @@ fn zip_entries(path: &str) -> Result<Vec<String>, String> {
 
 /// The paths a patch names: its `---` and `+++` lines (up to a tab), git's `diff --git`
 /// names (split at every space, as a name may hold one), renames and copies, `Index:` and
-/// context diffs' `***` lines. C-quoted names (`"a/\056git/config"`) are unquoted as git
-/// writes them; `/dev/null` names nothing.
+/// context diffs' `***` lines, and Codex's `*** Add File:`, `*** Update File:`, `*** Delete
+/// File:` and `*** Move to:` headers. C-quoted names (`"a/\056git/config"`) are unquoted as
+/// git writes them; `/dev/null` names nothing.
 fn patch_paths(text: &str) -> Vec<String> {
     let mut paths = Vec::new();
     for line in text.lines() {
         let line = line.trim_end_matches('\r');
+        // Codex's format (`*** Add File: x`, read after the line's leading blanks).
+        let codex = [
+            "*** Add File:",
+            "*** Update File:",
+            "*** Delete File:",
+            "*** Move to:",
+        ]
+        .iter()
+        .find_map(|header| line.trim_start().strip_prefix(header));
+        if let Some(path) = codex.map(str::trim).filter(|p| !p.is_empty()) {
+            paths.push(path.to_owned());
+            continue;
+        }
         if let Some(names) = line.strip_prefix("diff --git ") {
             if names.starts_with('"') {
                 let (first, rest) = c_unquoted(names);
