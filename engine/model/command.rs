@@ -219,6 +219,10 @@ pub struct OptionSpec {
     /// program's `prints_tracked`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prints_tracked: bool,
+    /// The program expands `{a,b}` and `[a-z]` in the value itself, as curl does in `-T`
+    /// (`curl -T '{.env,x}'` sends `.env`): the value is expanded as bash would.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub globbed: bool,
 }
 
 /// One role, or roles by position.
@@ -279,6 +283,10 @@ pub enum Role {
     Unpack,
     /// A network address.
     Network,
+    /// A network address the program saves into a file named after the address's last
+    /// path segment, in the folder it works in (wget's default): judged as a write of that
+    /// file (`cd .claude && wget https://x/settings.json` writes `.claude/settings.json`).
+    Download,
     /// An archive file written or read, which `host:file` names on another machine, reached
     /// by running `rsh` (`tar -f`): judged as written, and such a name reaches the network
     /// and runs a program.

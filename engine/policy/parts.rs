@@ -1026,6 +1026,7 @@ fn file_words<'c>(
             | Role::AwkProgram
             | Role::JqProgram
             | Role::Network
+            | Role::Download
             | Role::SearchGlob
             | Role::Variable
             | Role::Arithmetic
@@ -1540,15 +1541,25 @@ fn beyond_the_index(command: &SimpleCommand, facts: &CommandFacts) -> Option<Str
 /// as its operands already.
 /// Whether `facts` is a plain `git diff`: the work tree against the index, with no revision,
 /// pathspec or option that compares anything else (`--cached`, `--staged`, `--merge-base`,
-/// `--no-index`, in any abbreviation), so that it prints only files that changed since they
-/// were added.
+/// `--no-index`, in any abbreviation) or that looks for copies (`-C`, `--find-copies`,
+/// `--find-copies-harder`: an unchanged file is then printed as the source of a copy), so
+/// that it prints only files that changed since they were added.
 fn compares_work_tree_with_index(facts: &CommandFacts) -> bool {
     let other_side = |option: &str| {
         let name = option.split_once('=').map_or(option, |(name, _)| name);
-        name.len() > 2
-            && ["--cached", "--staged", "--merge-base", "--no-index"]
+        // (`-C` in a cluster too: `-BC`.)
+        (!name.starts_with("--") && name.starts_with('-') && name.contains('C'))
+            || (name.len() > 2
+                && [
+                    "--cached",
+                    "--staged",
+                    "--merge-base",
+                    "--no-index",
+                    "--find-copies",
+                    "--find-copies-harder",
+                ]
                 .iter()
-                .any(|full| full.starts_with(name))
+                .any(|full| full.starts_with(name)))
     };
     facts.program.as_deref() == Some("git")
         && facts.subcommand.as_deref() == Some("diff")

@@ -99,6 +99,8 @@ pub struct OptionInfo {
     search_includes: Vec<SearchSkip>,
     /// Using it prints the content of the files the repository tracks (`git log -p`).
     pub prints_tracked: bool,
+    /// The program expands braces and brackets in its value itself (curl's `-T`).
+    globbed: bool,
 }
 
 /// `value` as npm's option parser reads it, when that is a long option written with one
@@ -257,6 +259,7 @@ fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
         default_operand: spec.default_operand.clone(),
         search_includes: spec.search_includes.clone(),
         prints_tracked: spec.prints_tracked,
+        globbed: spec.globbed,
     }
 }
 
@@ -939,9 +942,16 @@ impl CommandTable {
                 }
             }
             if let (Some(role), Some(value)) = (info.value, &option.value) {
+                // A value the program globs itself is expanded as bash would expand it.
+                let word = match value.literal() {
+                    Some(text) if info.globbed && text.contains(['{', '[']) => {
+                        Word::dynamic(text, super::shell::Expansion::Brace)
+                    }
+                    _ => value.clone(),
+                };
                 let role_word = RoleWord {
                     role,
-                    word: value.clone(),
+                    word,
                     source: format!("{} {}", option.canonical, value.raw),
                 };
                 // What an option's value does is the option's doing: naming the option
@@ -1125,17 +1135,24 @@ impl CommandTable {
             })
             .collect();
         facts.roles.extend(unknown_data);
-        // A `file:` URL reads the file (`curl file:///etc/shadow`).
+        // A `file:` URL reads the file (`curl file:///etc/shadow`); a download is saved into a
+        // file named after the address.
         let url_files: Vec<RoleWord> = facts
             .roles
             .iter()
-            .filter(|r| r.role == Role::Network)
-            .filter_map(|r| {
-                Some(RoleWord {
+            .filter(|r| matches!(r.role, Role::Network | Role::Download))
+            .flat_map(|r| {
+                let read = scripts::url_file(&r.word).map(|word| RoleWord {
                     role: Role::Read,
-                    word: scripts::url_file(&r.word)?,
+                    word,
                     source: r.source.clone(),
-                })
+                });
+                let saved = (r.role == Role::Download).then(|| RoleWord {
+                    role: Role::Write,
+                    word: scripts::download_file(&r.word),
+                    source: format!("{} (saved under its name)", r.source),
+                });
+                read.into_iter().chain(saved)
             })
             .collect();
         facts.roles.extend(url_files);

@@ -47,6 +47,7 @@ pub(super) fn content_effects(
             | Role::Tree
             | Role::RevisionOrPath
             | Role::Network
+            | Role::Download
             | Role::Archive
             | Role::Patch
             | Role::Unpack
@@ -90,6 +91,7 @@ pub(super) fn content_effects(
         | Role::Tree
         | Role::RevisionOrPath
         | Role::Network
+        | Role::Download
         | Role::Archive
         | Role::Patch
         | Role::Unpack
@@ -169,9 +171,9 @@ pub(crate) fn sed_effects(script: &str) -> Vec<Effect> {
 
 /// The files a `data` value names for the program to read and send: `@FILE` at its start
 /// (curl's `-d`, `-H`), after a name with no `=` (`--data-urlencode name@FILE`), or after
-/// `name=` as `@FILE` or `<FILE` (`-F`); each also without a `;type=…` suffix, out of the
-/// double quotes `-F` allows around it, and split at `,` (several files to one field).
-/// `@-` is standard input.
+/// any `=` as `@FILE` or `<FILE` (`-F name=@FILE`, `-F 'name=x;headers=@FILE'`); each also
+/// without a `;type=…` suffix, out of the double quotes `-F` allows around it, and split at
+/// `,` (several files to one field). `@-` is standard input.
 pub(crate) fn data_files(text: &str) -> Vec<(Role, String)> {
     let mut named: Vec<&str> = Vec::new();
     if let Some((name, file)) = text.split_once('@')
@@ -179,10 +181,10 @@ pub(crate) fn data_files(text: &str) -> Vec<(Role, String)> {
     {
         named.push(file);
     }
-    if let Some((_, value)) = text.split_once('=')
-        && let Some(file) = value.strip_prefix(['@', '<'])
-    {
-        named.push(file);
+    for (at, _) in text.match_indices('=') {
+        if let Some(file) = text[at + 1..].strip_prefix(['@', '<']) {
+            named.push(file);
+        }
     }
     let mut files: Vec<(Role, String)> = Vec::new();
     for file in named {
@@ -230,11 +232,38 @@ pub(crate) fn url_file(address: &Word) -> Option<Word> {
             .map_or("/", |at| &host_and_path[at..]),
         None => rest,
     };
+    // A query or fragment is no part of the file's name (`file:///x/.env?x` reads `.env`).
+    let path = path.split(['?', '#']).next().unwrap_or(path);
     let path = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
     if path.contains(['{', '[']) {
         return unknown();
     }
     Some(Word::literal_from(&path, &path))
+}
+
+/// The file a download of `address` is saved into, named as wget names it: the last
+/// segment of the address's path, its `%XX` escapes decoded, without the query
+/// (`index.html` when the path ends in `/` or has none); an address only known when it runs
+/// names a file only known when it runs.
+pub(crate) fn download_file(address: &Word) -> Word {
+    let Some(text) = address.literal() else {
+        return Word::dynamic(&address.raw, Expansion::RuntimeArguments);
+    };
+    let after_scheme = text.split_once("://").map_or(text, |(_, rest)| rest);
+    let path = after_scheme
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default()
+        .split_once('/')
+        .map_or("", |(_, path)| path);
+    let name = path.rsplit('/').next().unwrap_or_default();
+    let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+    let name = if name.is_empty() {
+        "index.html".into()
+    } else {
+        name
+    };
+    Word::literal_from(&name, &name)
 }
 
 /// The files a sed script reads (`r FILE`, `R FILE`) and writes (`w FILE`, `W FILE`,
@@ -607,11 +636,24 @@ mod tests {
             ["\".env\";type=x", "\".env\"", ".env"]
         );
         assert_eq!(files("f=@a.txt,.env"), ["a.txt,.env", "a.txt", ".env"]);
+        assert_eq!(files("a=b;headers=@.env"), [".env"]);
+        assert_eq!(files("a=x;type=t;headers=<.env"), [".env"]);
         // Text, an address after `=`, standard input.
         assert!(files("{\"a\": 1}").is_empty());
         assert!(files("email=a@b.com").is_empty());
         assert!(files("@-").is_empty());
         assert!(files("f=@").is_empty());
+    }
+
+    #[test]
+    fn downloads_are_saved_under_the_address_name() {
+        let saved = |url: &str| download_file(&Word::literal_from(url, url)).raw;
+        assert_eq!(saved("https://e.com/a/settings.json"), "settings.json");
+        assert_eq!(saved("https://e.com/a/%2Eenv?x=1#y"), ".env");
+        assert_eq!(saved("https://e.com/"), "index.html");
+        assert_eq!(saved("e.com"), "index.html");
+        let unknown = download_file(&Word::dynamic("$URL", Expansion::Parameter));
+        assert!(unknown.literal().is_none());
     }
 
     #[test]
@@ -633,6 +675,8 @@ mod tests {
         assert_eq!(file("file:/etc/shadow", true), read("/etc/shadow"));
         assert_eq!(file("file:///etc/%73hadow", true), read("/etc/shadow"));
         assert_eq!(file("file://host", true), read("/"));
+        assert_eq!(file("file:///etc/shadow?x", true), read("/etc/shadow"));
+        assert_eq!(file("file:///etc/shadow#x", true), read("/etc/shadow"));
         // curl expands these itself; a value only known when it runs may be a file URL.
         let unknown = |raw: &str| Some((raw.to_owned(), false));
         assert_eq!(
