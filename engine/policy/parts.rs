@@ -410,6 +410,13 @@ fn decide_line(
     let mut line_changed = false;
     // The start points of the last `find`: what `{}` stands for in the command it runs.
     let mut find_starts: Option<Vec<Word>> = None;
+    // Per command, in a line with a program that may make links: the locations it may make
+    // links at, and those it reads or writes.
+    let may_link = facts
+        .iter()
+        .any(|facts| matches!(facts.program.as_deref(), Some("ln" | "cp" | "mv" | "rsync")));
+    let mut linked: Vec<Vec<String>> = Vec::new();
+    let mut reached: Vec<Vec<String>> = Vec::new();
     // Each command is judged as a line of its own.
     let alone: Vec<Arc<Analysed>> = std::mem::take(&mut script.commands)
         .into_iter()
@@ -576,8 +583,55 @@ fn decide_line(
         }
         line_written |= writes_content(command, facts);
         line_changed |= may_change_files(command, facts);
+        if may_link {
+            linked.push(makes_links(facts, &folders));
+            reached.push(
+                file_words(command, facts)
+                    .iter()
+                    .filter_map(|(_, word, _, _)| word.literal())
+                    .flat_map(|value| folders.resolve(value))
+                    .map(|path| lexical(&path))
+                    .collect(),
+            );
+        }
         folders.follow(command, facts, home);
         parts.push(outcome);
+    }
+    // A path through a link another command of the line may make (`ln -s .git/hooks h &&
+    // cp x h/`) leads where the link does, which is not known when the line is judged. (Any
+    // other command: in a loop or a pipeline, one after it may run first.)
+    for (at, paths) in reached.iter().enumerate() {
+        let through = paths.iter().find_map(|path| {
+            linked
+                .iter()
+                .enumerate()
+                .filter(|(by, _)| *by != at)
+                .find_map(|(by, links)| {
+                    links
+                        .iter()
+                        .find(|link| below_or_at(path, link))
+                        .map(|link| (path, link, by))
+                })
+        });
+        if let (Some((path, link, by)), Some(part)) = (through, parts.get_mut(at))
+            && let (Some((command, _)), Some((maker, _))) = (
+                alone.get(at).and_then(|p| p.commands().next()),
+                alone.get(by).and_then(|p| p.commands().next()),
+            )
+        {
+            let through = if path == link {
+                String::new()
+            } else {
+                format!(" through `{link}`")
+            };
+            part.add_analysis(
+                &command.text,
+                format!(
+                    "`{}` reaches `{path}`{through}, which `{}` in the same line may make a link: where it leads is not known when the line is judged",
+                    command.text, maker.text
+                ),
+            );
+        }
     }
     for unresolved in &script.unresolved {
         parts.push(PartOutcome::analysis(
@@ -804,6 +858,104 @@ impl Folders {
             .map(|folder| format!("{}/{value}", folder.trim_end_matches('/')))
             .collect()
     }
+}
+
+/// The locations where the command may make a link, or put one it copies or moves (in the
+/// folders it works in, lexically resolved): what `ln` creates; what `cp` writes when it
+/// makes links (`-s`, `-l`, any option it may read so) or copies links as they are (`-r`,
+/// `-a`, `-d`, `-P`) from a source that is or holds one; what `mv` and `rsync` write when a
+/// source is or holds a link.
+fn makes_links(facts: &CommandFacts, folders: &Folders) -> Vec<String> {
+    let makes_new = facts.options.iter().any(|o| {
+        let name = o.canonical.as_str();
+        matches!(name, "--symbolic-link" | "--link")
+            || (!name.starts_with("--") && name.contains(['s', 'l']))
+    });
+    // A source only known when it runs may be one.
+    let holds_a_link = |word: &Word| {
+        word.literal().is_none_or(|value| {
+            folders
+                .resolve(value)
+                .iter()
+                .any(|path| holds_links(Path::new(path)))
+        })
+    };
+    let sources: &[Word] = match &facts.copies {
+        Some(copies) => &copies.sources,
+        None => &facts.operands,
+    };
+    let makes = match facts.program.as_deref() {
+        Some("ln") => true,
+        Some("cp") => makes_new || sources.iter().any(holds_a_link),
+        Some("mv" | "rsync") => sources.iter().any(holds_a_link),
+        _ => false,
+    };
+    if !makes {
+        return Vec::new();
+    }
+    facts
+        .roles
+        .iter()
+        .filter(|r| r.role == Role::Write)
+        .filter_map(|r| r.word.literal())
+        .flat_map(|value| folders.resolve(value))
+        .map(|path| lexical(&path))
+        .collect()
+}
+
+/// Whether `path` is a link or a folder holding one (up to 10 000 entries are looked at; a
+/// larger folder counts as holding one).
+fn holds_links(path: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    if meta.file_type().is_symlink() {
+        return true;
+    }
+    if !meta.is_dir() {
+        return false;
+    }
+    let mut pending = vec![path.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(folder) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > 10_000 {
+                return true;
+            }
+            match entry.file_type() {
+                Ok(kind) if kind.is_symlink() => return true,
+                Ok(kind) if kind.is_dir() => pending.push(entry.path()),
+                _ => {}
+            }
+        }
+    }
+    false
+}
+
+/// `path` with `.` and `..` resolved by its words alone, and no trailing `/`.
+fn lexical(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// Whether `path` is `location` or lies below it (both [`lexical`]).
+fn below_or_at(path: &str, location: &str) -> bool {
+    path.strip_prefix(location)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        || location == "/"
 }
 
 /// The starting points of a `find` command: the words before its expression (after `-H`,

@@ -4529,3 +4529,47 @@ fn git_diff_asks_only_for_protected_files_changed_in_the_work_tree() {
     assert_eq!(got, "ask");
     assert!(analyses(&reasons).contains("`.env.example`"), "{reasons:?}");
 }
+
+/// A path through a link another command of the line may make leads where the link does,
+/// which is not there to look at when the line is judged: it asks (`ln -s .git/hooks g &&
+/// cp x g/pre-commit` was allowed by `ln *` and `cp *`, and wrote the hook). Copies and
+/// moves of plain files, and copies of folders holding no link, are judged as before.
+#[test]
+fn a_path_through_a_link_made_in_the_same_line_asks() {
+    let ws = workspace_with(
+        "version: 1\nrules:\n  - name: files\n    tools: [Bash]\n    match: { command: { shell: [\"ln *\", \"cp *\", \"mv *\", \"cat *\", \"cd *\", \"ls *\", \"mkdir *\"] } }\n    decision: allow\n",
+    );
+    std::fs::create_dir_all(ws.root.join("stuff")).unwrap();
+    std::fs::write(ws.root.join("stuff/json.py"), "x\n").unwrap();
+    std::fs::create_dir_all(ws.root.join("linked")).unwrap();
+    std::os::unix::fs::symlink("../.git/hooks", ws.root.join("linked/h")).unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for line in [
+        "ln -s .git/hooks g && cp stuff/json.py g/pre-commit",
+        "ln -s .git/hooks lnk && cd lnk && cp ../stuff/json.py pre-commit",
+        "ln -sf .git/hooks/pre-commit src/main.rs && cp stuff/json.py src/main.rs",
+        "ln .git/config x && cat stuff/json.py > x",
+        "cp -s .git/hooks/pre-commit y && cat stuff/json.py > y",
+        // A folder holding a link, copied or moved as it is.
+        "cp -r linked copy && cp stuff/json.py copy/h/pre-commit",
+        "mv linked moved && cp stuff/json.py moved/h/pre-commit",
+        // In a loop, the link of one round is there in the next.
+        "for i in 1 2; do cp stuff/json.py h/pre-commit; ln -s .git/hooks h; done",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("may make a link"),
+            "{line}: {reasons:?}"
+        );
+    }
+    for line in [
+        "cp stuff/json.py out.py && cat out.py",
+        "mkdir -p build && cp stuff/json.py build/ && ls build",
+        "cp -r stuff tree && ls tree",
+        "mv stuff/json.py stuff/other.py && cat stuff/other.py",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+}
