@@ -104,6 +104,7 @@ pub(super) fn policy_locations(
             .iter()
             .filter_map(|script| script_folder(script, workspace_root, home)),
     );
+    folders.extend(scripts.iter().flat_map(|script| node_modules(script, home)));
     locations.extend(scripts);
     folders.extend(super::trust::config_dir().map(|dir| absolute(&dir)));
     let log = typed
@@ -134,6 +135,29 @@ fn script_folder(script: &Path, workspace_root: &Path, home: Option<&Path>) -> O
     let folder = script.parent()?;
     let holds = |other: &Path| other.starts_with(folder);
     (!holds(workspace_root) && !home.is_some_and(holds)).then(|| folder.to_owned())
+}
+
+/// The folders node (and bun, deno) look in for the packages a JavaScript or TypeScript
+/// script loads: `node_modules` in the script's folder and in each folder above it, and
+/// `~/.node_modules`, `~/.node_libraries` (a package written into the workspace root's
+/// `node_modules` replaced one a hook's script in `tools/` required).
+fn node_modules(script: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    const SCRIPTS: [&str; 6] = ["js", "mjs", "cjs", "ts", "mts", "cts"];
+    let javascript = script
+        .extension()
+        .and_then(|ext| ext.to_str())
+        .is_some_and(|ext| SCRIPTS.contains(&ext));
+    if !javascript {
+        return Vec::new();
+    }
+    let above = script
+        .ancestors()
+        .skip(1)
+        .map(|folder| folder.join("node_modules"));
+    let in_home = home
+        .into_iter()
+        .flat_map(|home| [home.join(".node_modules"), home.join(".node_libraries")]);
+    above.chain(in_home).collect()
 }
 
 /// The files `python -m MODULE` may run, in `folder`: `a/b.py` for `a.b`, or the package's

@@ -187,6 +187,15 @@ pub(crate) fn data_files(text: &str) -> Vec<(Role, String)> {
         }
     }
     let mut files: Vec<(Role, String)> = Vec::new();
+    // curl's `-w '%output{FILE}'` writes what follows to FILE (`%output{>>FILE}` appends).
+    for (at, _) in text.match_indices("%output{") {
+        let rest = &text[at + "%output{".len()..];
+        let file = rest.split('}').next().unwrap_or_default();
+        let file = file.strip_prefix(">>").unwrap_or(file);
+        if !file.is_empty() {
+            files.push((Role::Write, file.to_owned()));
+        }
+    }
     for file in named {
         let unquoted = file
             .strip_prefix('"')
@@ -638,6 +647,10 @@ mod tests {
         assert_eq!(files("f=@a.txt,.env"), ["a.txt,.env", "a.txt", ".env"]);
         assert_eq!(files("a=b;headers=@.env"), [".env"]);
         assert_eq!(files("a=x;type=t;headers=<.env"), [".env"]);
+        assert_eq!(
+            data_files("%output{>>.git/hooks/pre-commit}#!/bin/sh"),
+            [(Role::Write, ".git/hooks/pre-commit".to_owned())]
+        );
         // Text, an address after `=`, standard input.
         assert!(files("{\"a\": 1}").is_empty());
         assert!(files("email=a@b.com").is_empty());
