@@ -132,7 +132,18 @@ pub(super) fn policy_locations(
 /// script sources its neighbours). Not a folder that holds the workspace root or the home
 /// folder: a script in the workspace root is protected alone.
 fn script_folder(script: &Path, workspace_root: &Path, home: Option<&Path>) -> Option<PathBuf> {
-    let folder = script.parent()?;
+    // As written, with `.` and `..` resolved (`tools/../check.py` lies in the root).
+    let mut lexical = PathBuf::new();
+    for component in script.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                lexical.pop();
+            }
+            other => lexical.push(other),
+        }
+    }
+    let folder = lexical.parent()?;
     let holds = |other: &Path| other.starts_with(folder);
     (!holds(workspace_root) && !home.is_some_and(holds)).then(|| folder.to_owned())
 }

@@ -4186,6 +4186,7 @@ hooks:
   - { name: inline, event: PreToolUse, tools: [Bash], command: [sh, -c, "python3 gates/inline.py --quiet"] }
   - { name: module, event: PreToolUse, tools: [Bash], command: [python3, -m, checks.gate] }
   - { name: made, event: PreToolUse, tools: [Bash], command: [make, -s, -C, mk, check] }
+  - { name: rooted, event: PreToolUse, tools: [Bash], command: [python3, ./gates/../root_gate.py] }
 tools:
   deploy:
     concurrency: { concurrent_safe: false, read_only: false, side_effect_scope: external }
