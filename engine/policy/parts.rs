@@ -584,13 +584,20 @@ fn decide_line(
         line_written |= writes_content(command, facts);
         line_changed |= may_change_files(command, facts);
         if may_link {
-            linked.push(makes_links(facts, &folders));
+            let made: Vec<&String> = linked.iter().flatten().collect();
+            linked.push(makes_links(facts, &folders, &made));
+            // A glob counts as written (`g*`: bash expands it when the link is there).
+            let written = |word: &Word| match word.kind {
+                WordKind::Dynamic(super::shell::Expansion::Glob) => {
+                    Some(word.raw.replace(['"', '\''], ""))
+                }
+                _ => word.literal().map(str::to_owned),
+            };
             reached.push(
                 file_words(command, facts)
                     .iter()
-                    .filter_map(|(_, word, _, _)| word.literal())
-                    .flat_map(|value| folders.resolve(value))
-                    .map(|path| lexical(&path))
+                    .filter_map(|(_, word, _, _)| written(word))
+                    .flat_map(|value| folders.resolve(&value))
                     .collect(),
             );
         }
@@ -609,7 +616,7 @@ fn decide_line(
                 .find_map(|(by, links)| {
                     links
                         .iter()
-                        .find(|link| below_or_at(path, link))
+                        .find(|link| passes_through(path, link))
                         .map(|link| (path, link, by))
                 })
         });
@@ -864,20 +871,25 @@ impl Folders {
 /// folders it works in, lexically resolved): what `ln` creates; what `cp` writes when it
 /// makes links (`-s`, `-l`, any option it may read so) or copies links as they are (`-r`,
 /// `-a`, `-d`, `-P`) from a source that is or holds one; what `mv` and `rsync` write when a
-/// source is or holds a link.
-fn makes_links(facts: &CommandFacts, folders: &Folders) -> Vec<String> {
+/// source is or holds a link — one there now, or one a command before it in the line may
+/// make (`made`).
+fn makes_links(facts: &CommandFacts, folders: &Folders, made: &[&String]) -> Vec<String> {
     let makes_new = facts.options.iter().any(|o| {
         let name = o.canonical.as_str();
-        matches!(name, "--symbolic-link" | "--link")
+        // (In any abbreviation: `--sym`, `--lin`.)
+        (name.len() > 3
+            && ["--symbolic-link", "--link"]
+                .iter()
+                .any(|l| l.starts_with(name)))
             || (!name.starts_with("--") && name.contains(['s', 'l']))
     });
     // A source only known when it runs may be one.
     let holds_a_link = |word: &Word| {
         word.literal().is_none_or(|value| {
-            folders
-                .resolve(value)
-                .iter()
-                .any(|path| holds_links(Path::new(path)))
+            folders.resolve(value).iter().any(|path| {
+                holds_links(Path::new(path))
+                    || made.iter().any(|link| passes_through(link, &lexical(path)))
+            })
         })
     };
     let sources: &[Word] = match &facts.copies {
@@ -956,6 +968,39 @@ fn below_or_at(path: &str, location: &str) -> bool {
     path.strip_prefix(location)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         || location == "/"
+}
+
+/// Whether `path`, read one component at a time as the system reads it, passes through
+/// `location` ([`lexical`]): reaches it or something below it at any step, so that a later
+/// `..` (`g/../config`, which is `.git/config` when `g` leads to `.git/hooks`) does not hide
+/// it; a component with a glob (`g*`) may be any name there, the link's too.
+fn passes_through(path: &str, location: &str) -> bool {
+    let mut at: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => continue,
+            ".." => {
+                at.pop();
+                continue;
+            }
+            part if part.contains(['*', '?', '[']) => {
+                let parent = format!("/{}", at.join("/"));
+                let above = location.rsplit_once('/').map(|(above, _)| match above {
+                    "" => "/",
+                    above => above,
+                });
+                if above == Some(parent.as_str()) {
+                    return true;
+                }
+                at.push(part);
+            }
+            part => at.push(part),
+        }
+        if below_or_at(&format!("/{}", at.join("/")), location) {
+            return true;
+        }
+    }
+    false
 }
 
 /// The starting points of a `find` command: the words before its expression (after `-H`,

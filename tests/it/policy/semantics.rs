@@ -4473,6 +4473,7 @@ fn network_programs_send_only_what_the_rules_allow() {
             "ask",
         ),
         ("wget -r https://example.com/", "ask"),
+        ("cd .git && wget -i ../urls.txt", "ask"),
         ("wget https://example.com/dl/tool.tar.gz", "allow"),
         // Everyday calls.
         ("curl -s https://example.com/x | head -5", "allow"),
@@ -4568,6 +4569,13 @@ fn a_path_through_a_link_made_in_the_same_line_asks() {
         "mv linked moved && cp stuff/json.py moved/h/pre-commit",
         // In a loop, the link of one round is there in the next.
         "for i in 1 2; do cp stuff/json.py h/pre-commit; ln -s .git/hooks h; done",
+        // `..` after the link is read on disk (`g/..` is `.git`), a glob may name the link,
+        // a folder holding a link made before is copied as it is, options abbreviated.
+        "ln -s .git/hooks g && cp stuff/json.py g/../config",
+        "ln -s .git/hooks g && cd g* && cp ../stuff/json.py pre-commit",
+        "ln -s .git/hooks g && cp stuff/json.py g*",
+        "ln -s ../.git/hooks src/g && cp -a src dst && cp stuff/json.py dst/g/pre-commit",
+        "cp --lin .git/config src/c && cp stuff/json.py src/c",
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "ask", "{line}: {reasons:?}");
