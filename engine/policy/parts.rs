@@ -1095,12 +1095,35 @@ fn prints_remote_credentials(
     folders: &Folders,
     home: Option<&str>,
 ) -> Option<String> {
+    // The words after the subcommand, as written (a subcommand the table does not list
+    // keeps them as operands).
+    let words: Vec<String> = facts
+        .operands
+        .iter()
+        .chain(facts.options.iter().filter_map(|o| o.value.as_ref()))
+        .filter_map(|w| w.literal().map(str::to_ascii_lowercase))
+        .chain(facts.options.iter().map(|o| o.canonical.clone()))
+        .collect();
     let prints_urls = match facts.subcommand.as_deref() {
         Some("remote") => facts
             .options
             .iter()
             .any(|o| matches!(o.canonical.as_str(), "-v" | "--verbose")),
         Some("remote get-url" | "remote show") => true,
+        // Every setting (`--list`, a regular expression), or one a credential lives in.
+        Some("config") => words.iter().any(|word| {
+            matches!(
+                word.as_str(),
+                "-l" | "--list" | "list" | "--get-regexp" | "get-regexp" | "--get-urlmatch"
+            ) || (!word.starts_with('-')
+                && (word.starts_with("remote.")
+                    || word.starts_with("url.")
+                    || word.starts_with("http.")
+                    || word.contains("extraheader")
+                    || word.contains("insteadof")))
+        }),
+        Some("var") => words.iter().any(|word| word == "-l"),
+        Some("ls-remote") => words.iter().any(|word| word.starts_with("--get-url")),
         _ => false,
     };
     if facts.program.as_deref() != Some("git") || !prints_urls {
@@ -1112,7 +1135,7 @@ fn prints_remote_credentials(
         .find_map(|folder| git_index::config_with_credentials(Path::new(folder)))
         .or_else(|| git_index::user_config_with_credentials(home.map(Path::new)))?;
     Some(format!(
-        "prints the remotes' URLs, and `{}` holds a credential (a token in a remote URL, or an `extraheader`)",
+        "prints the remotes' URLs (or the settings that hold them), and `{}` holds a credential (a token in a remote URL, or an `extraheader`)",
         config.display()
     ))
 }

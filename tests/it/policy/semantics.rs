@@ -3988,8 +3988,23 @@ fn an_included_git_config_holding_a_credential_asks() {
             "{tool} {input}: {reasons:?}"
         );
     }
-    // Other files are read as before.
+    // Commands that print git's settings print it too, whatever the rules allow.
+    for line in [
+        "git config --list",
+        "git config --show-origin -l",
+        "git config --get-regexp url",
+        "git config remote.origin.url",
+        "git var -l",
+        "git ls-remote --get-url origin",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(analyses(&reasons).contains(token), "{line}: {reasons:?}");
+    }
+    // Other files and settings are read as before.
     assert_eq!(decide(&engine, "cat src/main.rs", &[]).0, "allow");
+    let (_, reasons) = decide(&engine, "git config user.name", &[]);
+    assert!(!analyses(&reasons).contains(token), "{reasons:?}");
 }
 
 /// Secrets a file's name does not tell, found by its content: a git config holding a
