@@ -188,7 +188,7 @@ pub fn user_config_with_credentials(home: Option<&Path>) -> Option<PathBuf> {
 /// (`http.extraheader`, where a CI checkout keeps its token). The files it includes are read
 /// as git reads them (see [`git_config::with_includes`]), since their settings are the
 /// config's.
-pub fn holds_credentials(config: &Path) -> bool {
+fn holds_credentials(config: &Path) -> bool {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     git_config::with_includes(config, home.as_deref())
         .iter()
@@ -251,6 +251,14 @@ pub fn is_config_with_credentials(path: &Path) -> bool {
         _ => false,
     };
     is_config && holds_credentials(&real)
+}
+
+/// Whether `path` is a git config holding a credential (see [`is_config_with_credentials`]),
+/// or a file of any name git reads as one (`read_by_git`, asked only then: a config the
+/// repository's or the user's config includes, `conf/remote.inc`, `~/.gitcreds`) that holds
+/// one.
+pub fn config_file_with_credentials(path: &Path, read_by_git: impl FnOnce() -> bool) -> bool {
+    is_config_with_credentials(path) || (read_by_git() && holds_credentials(path))
 }
 
 /// The work tree of the repository `folder` lies in: the nearest folder, from `folder` up,

@@ -37,7 +37,7 @@ use super::commands::{Analysed, CommandFacts, EffectFrom};
 use super::content;
 use super::git_index;
 use super::matcher::ParseCache;
-use super::path::{Location, MatchContext, Side, listed, locate};
+use super::path::{Location, MatchContext, Side, lexical, listed, locate};
 use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
@@ -157,8 +157,7 @@ fn read_call_of_secrets(
 /// `include.path` names: `conf/remote.inc`, `~/.gitcreds`) or a private key (see
 /// [`content::private_key`]).
 pub(crate) fn secret_by_content(path: &str, ctx: &MatchContext) -> Option<String> {
-    let included = || ctx.runs_by_git(path) && git_index::holds_credentials(Path::new(path));
-    if git_index::is_config_with_credentials(Path::new(path)) || included() {
+    if git_index::config_file_with_credentials(Path::new(path), || ctx.runs_by_git(path)) {
         return Some(
             "holds a credential (a token in a remote URL, or an `extraheader`)".to_owned(),
         );
@@ -946,21 +945,6 @@ fn holds_links(path: &Path) -> bool {
         }
     }
     false
-}
-
-/// `path` with `.` and `..` resolved by its words alone, and no trailing `/`.
-fn lexical(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            part => parts.push(part),
-        }
-    }
-    format!("/{}", parts.join("/"))
 }
 
 /// Whether `path` is `location` or lies below it (both [`lexical`]).

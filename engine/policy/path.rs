@@ -289,8 +289,7 @@ impl fmt::Display for Location {
 }
 
 /// Folds `.`, `..` and repeated slashes of a `/`-separated path, lexically.
-#[cfg(test)]
-fn lexical(path: &str) -> String {
+pub(crate) fn lexical(path: &str) -> String {
     let absolute = path.starts_with('/');
     let mut folded = String::with_capacity(path.len() + 1);
     push_components(&mut folded, path, absolute);

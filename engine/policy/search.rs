@@ -370,9 +370,8 @@ pub(crate) fn judge_below(
                 format!("{}/{relative}", written.trim_end_matches('/'))
             };
             // (A config the repository's or the user's includes, whatever its name, too.)
-            let included =
-                || ctx.runs_by_git(&path) && git_index::holds_credentials(Path::new(&path));
-            if git_index::is_config_with_credentials(Path::new(&path)) || included() {
+            if git_index::config_file_with_credentials(Path::new(&path), || ctx.runs_by_git(&path))
+            {
                 credentials.push(path.clone());
             } else if super::content::private_key(Path::new(&path)).is_some() {
                 keys.push(path.clone());
