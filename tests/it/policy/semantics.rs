@@ -2763,13 +2763,25 @@ fn every_program_in_the_command_table_is_judged_by_what_it_does() {
     }
     let ws = workspace_with("version: 1\n");
     let engine = Engine::builder(snapshot(&ws.root)).build();
+    let cases = PROGRAM_CASES
+        .iter()
+        .map(|(program, command, expected)| (format!("[{program}] "), *command, *expected));
+    assert_decisions(&engine, cases);
+}
+
+/// Asserts each line's decision, listing every line decided otherwise (with the rules
+/// behind it), each after its label.
+fn assert_decisions<'a>(
+    engine: &Engine,
+    cases: impl IntoIterator<Item = (String, &'a str, &'a str)>,
+) {
     let mut failures = Vec::new();
-    for (program, command, expected) in PROGRAM_CASES {
-        let (got, reasons) = decide(&engine, command, &[]);
-        if got != *expected {
+    for (label, command, expected) in cases {
+        let (got, reasons) = decide(engine, command, &[]);
+        if got != expected {
             let labels: Vec<String> = reasons.iter().map(Reason::label).collect();
             failures.push(format!(
-                "[{program}] `{command}`: expected {expected}, got {got} by {labels:?}"
+                "{label}`{command}`: expected {expected}, got {got} by {labels:?}"
             ));
         }
     }
@@ -4504,17 +4516,12 @@ fn network_programs_send_only_what_the_rules_allow() {
             "allow",
         ),
     ];
-    let mut failures = Vec::new();
-    for (command, expected) in cases {
-        let (got, reasons) = decide(&engine, command, &[]);
-        if got != expected {
-            let labels: Vec<String> = reasons.iter().map(Reason::label).collect();
-            failures.push(format!(
-                "`{command}`: expected {expected}, got {got} by {labels:?}"
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_decisions(
+        &engine,
+        cases
+            .iter()
+            .map(|(command, expected)| (String::new(), *command, *expected)),
+    );
 }
 
 /// A plain `git diff` (the work tree against the index) prints only files changed since they
