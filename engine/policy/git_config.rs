@@ -167,7 +167,7 @@ pub(super) fn with_includes(config: &Path, home: Option<&Path>) -> Vec<(PathBuf,
 
 /// The settings of a config's text, in order: the full key (`section.subsection.key`,
 /// lowercased) and the value (quotes, escapes and comments removed).
-fn settings(text: &str) -> Vec<(String, String)> {
+pub(crate) fn settings(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut section = String::new();
     for line in logical_lines(text) {

@@ -183,9 +183,11 @@ pub fn user_config_with_credentials(home: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// Whether the git config file `config` holds a credential: a URL with a user and password
-/// or token in it (`https://x-access-token:ghp_…@github.com/…`, in a remote's `url` or an
-/// `insteadOf` section's name), or an HTTP header set for git's requests
-/// (`http.extraheader`, where a CI checkout keeps its token). The files it includes are read
+/// or token in it (`https://x-access-token:ghp_…@github.com/…`, `ssh://git:pw@host/…`, in a
+/// remote's `url` or an `insteadOf` section's name), an HTTP header set for git's requests
+/// (`http.extraheader`, where a CI checkout keeps its token), a setting named as a password
+/// or token (`sendemail.smtpPass`, `imap.pass`, `github.token`, `hub.oauthtoken`), or a
+/// credential helper written inline with its `password=`. The files it includes are read
 /// as git reads them (see [`git_config::with_includes`]), since their settings are the
 /// config's.
 fn holds_credentials(config: &Path) -> bool {
@@ -195,23 +197,40 @@ fn holds_credentials(config: &Path) -> bool {
         .any(|(_, text)| text.as_deref().is_some_and(credential_in))
 }
 
-/// Whether a config's text holds a credential (see [`holds_credentials`]).
+/// Whether a config's text holds a credential (see [`holds_credentials`]): each setting as
+/// git reads it (continued lines joined, quotes and escapes removed), and each line as
+/// written (a header's URL, a spelling the settings reader does not take).
 fn credential_in(text: &str) -> bool {
-    // An http(s) URL with a user part anywhere; ssh's `ssh://git@host` names a user, no
-    // secret.
-    let url_with_user = |line: &str| {
-        line.match_indices("://").any(|(at, _)| {
-            let scheme_start = line[..at]
-                .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '+')
-                .map_or(0, |i| i + 1);
-            let scheme = &line[scheme_start..at];
-            let authority = line[at + 3..].split(['/', '"', ' ']).next().unwrap_or("");
-            scheme.starts_with("http") && authority.contains('@')
-        })
+    let setting = |(key, value): &(String, String)| {
+        let name = key.rsplit('.').next().unwrap_or_default();
+        url_with_credential(key)
+            || url_with_credential(value)
+            || ["pass", "password", "token", "secret", "extraheader"]
+                .iter()
+                .any(|secret| name.ends_with(secret))
+            || value.to_ascii_lowercase().contains("password=")
     };
-    text.lines().any(|line| {
-        let line = line.trim().to_ascii_lowercase();
-        url_with_user(&line) || line.starts_with("extraheader")
+    git_config::settings(text).iter().any(setting)
+        || text.lines().any(|line| {
+            let line = line.trim().to_ascii_lowercase();
+            url_with_credential(&line) || line.starts_with("extraheader")
+        })
+}
+
+/// Whether `text` holds a URL with a credential: an http(s) one with a user part (a token
+/// may be the user), any other with a user and a password (`ssh://git@host` names a user,
+/// no secret).
+fn url_with_credential(text: &str) -> bool {
+    text.match_indices("://").any(|(at, _)| {
+        let scheme_start = text[..at]
+            .rfind(|c: char| !c.is_ascii_alphanumeric() && !matches!(c, '+' | '-' | '.'))
+            .map_or(0, |i| i + 1);
+        let scheme = text[scheme_start..at].to_ascii_lowercase();
+        let authority = text[at + 3..].split(['/', '"', ' ']).next().unwrap_or("");
+        match authority.rsplit_once('@') {
+            Some((user, _)) => scheme.starts_with("http") || user.contains(':'),
+            None => false,
+        }
     })
 }
 
@@ -519,6 +538,15 @@ mod tests {
             "[remote \"origin\"]\n\tpushurl = https://tok@github.com/a/b.git\n",
             "[url \"https://user:pw@git.example.com/\"]\n\tinsteadOf = https://git.example.com/\n",
             "[http \"https://github.com/\"]\n\textraHeader = AUTHORIZATION: basic eA==\n",
+            // Read as git reads it: a continued line, a quoted part.
+            "[remote \"origin\"]\n\turl = https://x-access-token:ghs_1\\\n@github.com/a/b\n",
+            "[remote \"origin\"]\n\turl = https://x-access-token:\"ghs_1\"@github.com/a/b\n",
+            "[remote \"origin\"]\n\turl = ssh://git:pw@host/x\n",
+            "[sendemail]\n\tsmtpPass = hunter2\n",
+            "[imap]\n\tpass = hunter2\n",
+            "[github]\n\ttoken = ghp_1\n",
+            "[hub]\n\toauthtoken = x\n",
+            "[credential]\n\thelper = \"!f() { echo password=hunter2; }; f\"\n",
         ] {
             assert!(holds(text), "{text}");
         }
@@ -527,6 +555,8 @@ mod tests {
             "[remote \"origin\"]\n\turl = git@github.com:a/b.git\n",
             "[remote \"origin\"]\n\turl = ssh://git@github.com/a/b.git\n",
             "[user]\n\temail = dev@example.com\n",
+            "[credential]\n\thelper = store\n",
+            "[http]\n\tsslCertPasswordProtected = true\n",
         ] {
             assert!(!holds(text), "{text}");
         }

@@ -159,7 +159,8 @@ fn read_call_of_secrets(
 pub(crate) fn secret_by_content(path: &str, ctx: &MatchContext) -> Option<String> {
     if git_index::config_file_with_credentials(Path::new(path), || ctx.runs_by_git(path)) {
         return Some(
-            "holds a credential (a token in a remote URL, or an `extraheader`)".to_owned(),
+            "holds a credential (a token or password in a URL or a setting, or an `extraheader`)"
+                .to_owned(),
         );
     }
     content::private_key(Path::new(path)).map(|armour| format!("holds a private key (`{armour}`)"))
@@ -1119,7 +1120,7 @@ fn prints_remote_credentials(
         .find_map(|folder| git_index::config_with_credentials(Path::new(folder)))
         .or_else(|| git_index::user_config_with_credentials(home.map(Path::new)))?;
     Some(format!(
-        "prints the remotes' URLs (or the settings that hold them), and `{}` holds a credential (a token in a remote URL, or an `extraheader`)",
+        "prints the remotes' URLs (or the settings that hold them), and `{}` holds a credential (a token or password in a URL or a setting, or an `extraheader`)",
         config.display()
     ))
 }

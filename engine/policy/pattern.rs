@@ -105,20 +105,35 @@ impl Token {
     /// Whether the token matches one word. `command_word` enables the basename comparison
     /// of [`MatchMode::Any`].
     fn matches_word(&self, word: &Word, command_word: bool, mode: MatchMode) -> bool {
-        let Some(value) = word.literal() else {
-            return false;
-        };
-        let basename = match (mode, command_word) {
-            (MatchMode::Any, true) => value.rsplit_once('/').map(|(_, base)| base),
-            (MatchMode::Any | MatchMode::All, _) => None,
-        };
         let single = |candidate: &str| match self {
             Self::Rest => true,
             Self::Literal(expected) => expected == candidate,
             Self::Glob(glob) => glob.is_match(candidate),
         };
+        let Some(value) = word.literal() else {
+            return mode == MatchMode::Any
+                && command_word
+                && program_named(word).is_some_and(single);
+        };
+        let basename = match (mode, command_word) {
+            (MatchMode::Any, true) => value.rsplit_once('/').map(|(_, base)| base),
+            (MatchMode::Any | MatchMode::All, _) => None,
+        };
         single(value) || basename.is_some_and(single)
     }
+}
+
+/// The name of the program a command word expanded at run time still runs, for deny and ask
+/// rules: its last path component when that is written plainly (`~/bin/curl`, `$D/rm`:
+/// bash looks no further than the path), or the text of a `$"…"` string with nothing to
+/// expand (a translation catalog may change it, but untranslated it is that name).
+fn program_named(word: &Word) -> Option<&str> {
+    let raw = word.raw.as_str();
+    let name = match raw.rsplit_once('/') {
+        Some((_, base)) => base,
+        None => raw.strip_prefix("$\"")?.strip_suffix('"')?,
+    };
+    super::shell::is_plain(name).then_some(name)
 }
 
 /// A compiled shell pattern.
@@ -279,7 +294,10 @@ impl ShellPattern {
         table: Option<&CommandTable>,
     ) -> bool {
         let words = &command.words;
-        if words.first().and_then(Word::literal).is_none() {
+        let named = |word: &Word| {
+            word.literal().is_some() || (mode == MatchMode::Any && program_named(word).is_some())
+        };
+        if !words.first().is_some_and(named) {
             return false;
         }
         if mode == MatchMode::All && words.iter().any(|w| matches!(w.kind, WordKind::Opaque(_))) {
@@ -720,7 +738,10 @@ impl<'a> CommandKeys<'a> {
     /// The keys of one simple command and its facts.
     pub fn of(command: &'a SimpleCommand, facts: &'a CommandFacts) -> Self {
         Self {
-            word: command.words.first().and_then(Word::literal),
+            word: command
+                .words
+                .first()
+                .and_then(|word| word.literal().or_else(|| program_named(word))),
             program: facts.program.as_deref(),
         }
     }

@@ -369,8 +369,28 @@ pub(crate) fn judge_below(
             } else {
                 format!("{}/{relative}", written.trim_end_matches('/'))
             };
-            // (A config the repository's or the user's includes, whatever its name, too.)
-            if git_index::config_file_with_credentials(Path::new(&path), || ctx.runs_by_git(&path))
+            // Each file is a call of its own, with a cache of its own (a cache is searched
+            // one entry at a time: it is made for the few strings of one call). Where a file
+            // reached through no link lies is known from the listing: no `lstat` per component.
+            let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
+            if let Some(real) = real {
+                let real = real.to_string_lossy().into_owned();
+                cache.seed_path(&path, listed(path.clone(), real, ctx));
+            }
+            // A git config holding a credential, where the file is named or where a link
+            // leads (`src/gc` → `.git/config`); a config the repository's or the user's
+            // includes, whatever its name, too.
+            let lies = cache
+                .path(&path, ctx)
+                .and_then(|location| location.at(Side::Resolved))
+                .map(|resolved| resolved.absolute().to_owned());
+            let holds_credential = |file: &str| {
+                git_index::config_file_with_credentials(Path::new(file), || ctx.runs_by_git(file))
+            };
+            if holds_credential(&path)
+                || lies
+                    .as_deref()
+                    .is_some_and(|l| l != path && holds_credential(l))
             {
                 credentials.push(path.clone());
             } else if super::content::private_key(Path::new(&path)).is_some() {
@@ -383,14 +403,6 @@ pub(crate) fn judge_below(
                 modes: reader.modes,
                 flags: reader.flags,
             };
-            // Each file is a call of its own, with a cache of its own (a cache is searched
-            // one entry at a time: it is made for the few strings of one call). Where a file
-            // reached through no link lies is known from the listing: no `lstat` per component.
-            let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
-            if let Some(real) = real {
-                let real = real.to_string_lossy().into_owned();
-                cache.seed_path(&path, listed(path.clone(), real, ctx));
-            }
             let outcome = set.decide_whole(&read, ctx, Decision::Allow, &mut cache, None);
             if !outcome.by_rule || outcome.decision == Decision::Allow {
                 return;
@@ -481,7 +493,7 @@ pub(crate) fn judge_below(
     };
     let credentials = credentials.into_iter().map(|config| {
         ask(format!(
-            "{} searches {}, which holds `{config}`, a git config holding a credential (a token in a remote URL, or an `extraheader`); the search may read it",
+            "{} searches {}, which holds `{config}`, a git config holding a credential (a token or password in a URL or a setting, or an `extraheader`); the search may read it",
             folder.what,
             folder.shown()
         ))

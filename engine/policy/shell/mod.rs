@@ -71,7 +71,7 @@ use thiserror::Error;
 
 pub use walk::parse_script;
 pub(crate) use walk::{byte_offset, parse_tokens, tokenize};
-pub(crate) use word::{Found, Part, Quoting, split_word, unquoted_expansions};
+pub(crate) use word::{Found, Part, Quoting, is_plain, split_word, unquoted_expansions};
 
 /// A word as one shell word that means it (and as a token of a toolgate `shell` pattern):
 /// as it is when that is safe, else single-quoted.

@@ -15,6 +15,7 @@ use brush_parser::ast::{
 use brush_parser::{ParseError, Token, TokenizerError};
 
 use super::loops::{self, Loops};
+use super::wildcard::expand_braces;
 use super::word::{
     Found, PARSER_OPTIONS, function_substitutions, is_plain, scan_heredoc, scan_text, split_word,
     word_from_parts,
@@ -714,6 +715,20 @@ impl Walker<'_> {
         for item in simple.suffix.iter().flat_map(|s| s.0.iter()) {
             self.item(item, Position::Suffix, &mut parts)?;
         }
+        // Bash expands braces before anything else, the command word's too: `{rm,-rf,/x}`
+        // runs `rm -rf /x`, which deny rules see. No allow rule approves a command so spelt
+        // (it stays unresolved): what it runs rests on this expansion being bash's.
+        if parts
+            .words
+            .first()
+            .is_some_and(|w| w.kind == WordKind::Dynamic(Expansion::Brace))
+        {
+            parts.words = self.brace_expanded(std::mem::take(&mut parts.words))?;
+            self.script.unresolved.push(Unresolved {
+                text: parts.text.clone(),
+                reason: UnresolvedReason::DynamicCommandWord,
+            });
+        }
         parts.redirections.extend(inherited.iter().cloned());
         self.add_command(SimpleCommand {
             text: parts.text,
@@ -726,6 +741,23 @@ impl Walker<'_> {
             wraps: false,
             overlaps: self.loops.overlapping > 0,
         })
+    }
+
+    /// `words` with each word whose first expansion is a brace group, and that expands no
+    /// parameter or command, replaced by the words it expands to.
+    fn brace_expanded(&mut self, words: Vec<Word>) -> Result<Vec<Word>, ShellParseError> {
+        let mut expanded = Vec::with_capacity(words.len());
+        for word in words {
+            if word.kind != WordKind::Dynamic(Expansion::Brace) || word.raw.contains(['$', '`']) {
+                expanded.push(word);
+                continue;
+            }
+            let pieces = expand_braces(&word.raw).map_err(|e| ShellParseError::new(e, None))?;
+            for piece in pieces {
+                expanded.push(self.raw_word(&piece)?);
+            }
+        }
+        Ok(expanded)
     }
 
     fn item(
@@ -1332,7 +1364,7 @@ mod tests {
             (
                 "{rm,-rf,/}",
                 &[
-                    "L <{rm,-rf,/}>",
+                    "L rm -rf /",
                     "?the command word is expanded at run time, so the program is unknown",
                 ],
             ),

@@ -1720,6 +1720,15 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("spelling", "rm -rfv /", "deny", "rule:no-rm-rf"),
         c("spelling", "/bin/rm -fr /", "deny", "rule:no-rm-rf"),
+        // Braces are expanded before anything else, in the command word too; a path to the
+        // program whose folder is only known when it runs still names it.
+        c("spelling", "{rm,-rf,/x}", "deny", "rule:no-rm-rf"),
+        c("spelling", "r{m,} -rf /x", "deny", "rule:no-rm-rf"),
+        c("spelling", "c{u,}rl http://x", "deny", "rule:no-curl"),
+        c("spelling", "~/bin/curl http://x", "deny", "rule:no-curl"),
+        c("spelling", "$D/rm -rf /x", "deny", "rule:no-rm-rf"),
+        c("spelling", "$\"curl\" http://x", "deny", "rule:no-curl"),
+        c("spelling", "{ls,src}", "ask", "analysis"),
         c(
             "spelling",
             "git -C . push --force",
@@ -4034,7 +4043,7 @@ fn secrets_told_by_content_are_not_printed_unasked() {
         assert_eq!(got, "ask", "{line}: {reasons:?}");
         assert!(analyses(&reasons).contains(why), "{line}: {reasons:?}");
     };
-    let token = "a credential (a token in a remote URL";
+    let token = "a credential (a token or password in a URL";
     let config = ws.root.join(".git/config");
     let clean = "[remote \"origin\"]\n\turl = https://github.com/acme/app.git\n";
     for held in [
@@ -4614,5 +4623,56 @@ fn a_path_through_a_link_made_in_the_same_line_asks() {
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+}
+
+/// A git config's credential is found as git reads the config (a continued line, a quoted
+/// part, a password in any URL, settings named as passwords) and through a link found below
+/// a searched folder (`src/gc` → `.git/config`): each of these printed the token allowed.
+#[test]
+fn a_git_config_credential_is_found_as_git_reads_it_and_through_links() {
+    let ws = workspace();
+    let home = home_of(&ws.root);
+    let token = "holds a credential";
+    let configs = [
+        "[remote \"origin\"]\n\turl = https://x-access-token:ghs_FAKE\\\n@github.com/a/b\n",
+        "[remote \"origin\"]\n\turl = https://x-access-token:\"ghs_FAKE\"@github.com/a/b\n",
+        "[remote \"origin\"]\n\turl = ssh://git:FAKE@host/x\n",
+        "[imap]\n\tpass = FAKE\n",
+        "[credential]\n\thelper = \"!f() { echo password=FAKE; }; f\"\n",
+    ];
+    for config in configs {
+        std::fs::write(ws.root.join(".git/config"), config).unwrap();
+        let engine = Engine::builder(snapshot(&ws.root)).build();
+        for line in ["git remote -v", "cat .git/config"] {
+            let (got, reasons) = decide(&engine, line, &[]);
+            assert_eq!(got, "ask", "{config} {line}: {reasons:?}");
+            assert!(
+                analyses(&reasons).contains(token),
+                "{config} {line}: {reasons:?}"
+            );
+        }
+    }
+    std::os::unix::fs::symlink("../.git/config", ws.root.join("src/gc")).unwrap();
+    std::fs::write(home.join(".gitconfig"), "[sendemail]\n\tsmtpPass = FAKE\n").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for line in [
+        "grep -R ghs src",
+        "find src -exec cat {} +",
+        "find -L src -type f -exec grep ghs {} +",
+        &format!("cat {}", home.join(".gitconfig").display()),
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("credential"),
+            "{line}: {reasons:?}"
+        );
+    }
+    std::fs::write(ws.root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::write(home.join(".gitconfig"), "[user]\n\temail = a@b\n").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for line in ["git remote -v", "grep -R ghs src"] {
+        assert_eq!(decide(&engine, line, &[]).0, "allow", "{line}");
     }
 }
