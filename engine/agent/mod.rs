@@ -92,6 +92,8 @@ pub struct McpContext {
 impl HookPayload {
     /// Reads a payload; `Err` says why it cannot be read (the caller refuses the call).
     pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        // A UTF-8 byte-order mark, which JSON parsers may ignore (the policy loader does).
+        let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
         let value: Value = serde_json::from_slice(bytes)
             .map_err(|error| format!("the hook payload is not JSON: {error}"))?;
         serde_json::from_value(value)

@@ -81,7 +81,7 @@ pub fn load_batch_in(
     let source = crate::load::read::source_from_bytes(shown.as_str(), text, Format::Yaml)
         .map_err(|d| vec![d])?;
     if json {
-        let document = super::batch_json::parse_json(source, &ParseLimits::DEFAULT)?;
+        let document = crate::load::json::parse_json(source, &ParseLimits::DEFAULT)?;
         check(document, snapshot)
     } else {
         parse(source, snapshot)

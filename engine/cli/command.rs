@@ -988,7 +988,7 @@ pub fn main() -> ExitCode {
             }
         },
     };
-    ExitCode::from(exit.code() as u8)
+    finish(exit)
 }
 
 fn with_runtime(body: impl FnOnce(&tokio::runtime::Runtime) -> Exit) -> Exit {
@@ -1006,11 +1006,32 @@ fn with_runtime(body: impl FnOnce(&tokio::runtime::Runtime) -> Exit) -> Exit {
     }
 }
 
+/// The first error met writing to stdout. The output is then lost, so the command fails
+/// (exit 2) whatever it found: an empty hook answer, SARIF file or plan must never pass for a
+/// clean one (Gemini CLI reads a hook's empty answer with exit 0 as "allow").
+static OUTPUT_ERROR: std::sync::OnceLock<std::io::Error> = std::sync::OnceLock::new();
+
 fn print(text: &str) {
     let mut out = std::io::stdout().lock();
-    // A closed pipe (`toolgate check | head`) is not an error worth a panic.
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    if let Err(error) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        let _ = OUTPUT_ERROR.set(error);
+    }
+}
+
+/// `exit` as the process's exit code, unless writing to stdout failed (see
+/// [`OUTPUT_ERROR`]): then 2, said on stderr (but for a reader that went away, `| head`).
+fn finish(exit: Exit) -> ExitCode {
+    match OUTPUT_ERROR.get() {
+        None => ExitCode::from(exit.code() as u8),
+        Some(error) => {
+            if error.kind() != std::io::ErrorKind::BrokenPipe {
+                eprint(&format!(
+                    "error: the output could not be written to standard output: {error}\n"
+                ));
+            }
+            ExitCode::from(Exit::Usage.code() as u8)
+        }
+    }
 }
 
 fn eprint(text: &str) {
@@ -1071,6 +1092,9 @@ fn emit(reply: &crate::agent::Reply) -> ExitCode {
     }
     if let Some(text) = &reply.stdout {
         print(text);
+    }
+    if OUTPUT_ERROR.get().is_some() {
+        return finish(Exit::Usage);
     }
     ExitCode::from(u8::try_from(reply.exit).unwrap_or(2))
 }

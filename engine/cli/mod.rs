@@ -8,7 +8,6 @@
 //! or `serve` (130, 143, 129), after the cancelled calls were reported.
 
 pub mod batch_file;
-mod batch_json;
 pub mod check;
 pub mod command;
 pub mod diff;

@@ -103,6 +103,9 @@ pub async fn run(
     };
     let cancel = CancellationToken::new();
     let interrupt = cancel.clone();
+    let unreported = cancel.clone();
+    let mut out = Reported { out, error: None };
+    let out = &mut out;
     let received = Arc::new(AtomicI32::new(0));
     let signalled = Arc::clone(&received);
     let listener = tokio::spawn(async move {
@@ -123,7 +126,13 @@ pub async fn run(
         loop {
             tokio::select! {
                 biased;
-                Some(event) = receiver.recv() => print_event(&mut view, options, &event, out),
+                Some(event) = receiver.recv() => {
+                    print_event(&mut view, options, &event, out);
+                    if out.error.is_some() {
+                        // Nobody sees the report: no more side effects go unreported.
+                        unreported.cancel();
+                    }
+                }
                 outcome = &mut execution => break outcome,
                 _ = ticker.tick(), if options.live && options.format == RunFormat::Human => view.spin(out),
             }
@@ -154,6 +163,15 @@ pub async fn run(
     }
     let _ = out.flush();
     let _ = store.close().await;
+    if let Some(error) = &out.error {
+        if error.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = writeln!(
+                err,
+                "error: the report could not be written to standard output ({error}): the calls not started were cancelled"
+            );
+        }
+        return Exit::Usage;
+    }
     let signal = received.load(Ordering::SeqCst);
     if signal != 0 {
         return Exit::Signalled(signal);
@@ -162,6 +180,33 @@ pub async fn run(
         Exit::Problems
     } else {
         Exit::Success
+    }
+}
+
+/// Standard output that keeps its first write error (and writes nothing after it): the
+/// report is then lost, so `run` cancels the batch and fails.
+struct Reported<'o> {
+    out: &'o mut (dyn Write + Send),
+    error: Option<std::io::Error>,
+}
+
+impl Write for Reported<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.error.is_none()
+            && let Err(error) = self.out.write_all(buf)
+        {
+            self.error = Some(error);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.error.is_none()
+            && let Err(error) = self.out.flush()
+        {
+            self.error = Some(error);
+        }
+        Ok(())
     }
 }
 

@@ -539,12 +539,20 @@ impl DecisionLog {
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt as _;
-            // A symlink planted at the log's path must not redirect the appends.
-            options
-                .mode(0o600)
-                .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits());
+            // A symlink planted at the log's path must not redirect the appends; a FIFO there
+            // must not block the open (it is refused below).
+            options.mode(0o600).custom_flags(
+                (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits(),
+            );
         }
         let mut file = options.open(&self.path)?;
+        if !file.metadata()?.is_file() {
+            // A FIFO or a device: reading or writing it may block, or feed another process.
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the path is not a regular file (a FIFO, a device or a folder); a decision log is a regular file",
+            ));
+        }
         refuse_foreign(&mut file)?;
         // INVARIANT: one `write` per record: with O_APPEND the kernel writes a regular file's
         // bytes of one call at the end as a whole, so lines of concurrent writers never mix.

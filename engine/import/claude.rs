@@ -93,19 +93,30 @@ pub fn translate(sources: &[(PathBuf, String)]) -> Result<Translation, ImportErr
     let mut modes_seen: Vec<(Scope, String, Origin)> = Vec::new();
     for (path, text) in sources {
         let file = path.display().to_string();
-        let settings: Value = serde_json::from_str(text).map_err(|err| ImportError::Syntax {
-            file: file.clone(),
-            line: err.line(),
-            column: err.column(),
-            message: {
-                // The position is given as line and column already.
-                let text = err.to_string();
-                let text = text
-                    .rsplit_once(" at line ")
-                    .map_or(text.as_str(), |(m, _)| m);
-                format!("not valid JSON: {text}")
-            },
-        })?;
+        // A key given twice (a second `deny` list) is an error: Claude Code keeps the last
+        // one, and which the user meant cannot be told.
+        let source = std::sync::Arc::new(crate::diagnostics::SourceFile::new(
+            file.as_str(),
+            text.as_str(),
+            crate::diagnostics::Format::Yaml,
+        ));
+        let settings: Value =
+            match crate::load::json::parse_json(source, &crate::load::ParseLimits::DEFAULT) {
+                Ok(document) => document.value,
+                Err(problems) => {
+                    let problem = &problems[0];
+                    let (line, column) = problem
+                        .location
+                        .as_ref()
+                        .map_or((1, 1), |l| (l.span.line as usize, l.span.column as usize));
+                    return Err(ImportError::Syntax {
+                        file: file.clone(),
+                        line,
+                        column,
+                        message: problem.message.clone(),
+                    });
+                }
+            };
         let scope = Scope::of(path);
         let root = project_root(path, scope);
         let Some(permissions) = settings.get("permissions") else {

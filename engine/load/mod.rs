@@ -25,6 +25,7 @@
 //! assert_eq!((span.line, span.column), (2, 1));
 //! ```
 
+pub mod json;
 pub mod read;
 pub mod schema_check;
 pub mod spans;

@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::Decision;
 
+/// The most calls one batch may hold: each is planned, run and reported, and one reply holds
+/// every one (600 000 small calls took 2.9 GB). More are sent as several batches.
+pub const MAX_CALLS: usize = 10_000;
+
 /// A batch of tool calls as one model reply gave them, in order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -17,6 +21,7 @@ pub struct BatchFile {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub modes: Vec<String>,
     /// The calls, in the model's order.
+    #[schemars(length(max = MAX_CALLS))]
     pub calls: Vec<BatchCall>,
 }
 

@@ -47,9 +47,13 @@ pub async fn execute(
     let engine = &env.prepared.snapshot.engine;
     let deadline = Deadline::new(timeout.map(|t| t.budget));
     let grace = timeout.map_or(Duration::ZERO, |t| t.grace);
-    // What the handler streamed, kept for the model should the call time out.
-    let partial = timeout.map(|_| Arc::new(Mutex::new(Partial::default())));
-    let (progress, emitter) = progress_sink(env, &state.call.id, partial.clone());
+    // What the handler streamed, kept for the model should the call time out or be
+    // cancelled.
+    let partial = Arc::new(Mutex::new(Partial::default()));
+    let (progress, emitter) = progress_sink(env, &state.call.id, Arc::clone(&partial));
+    let partial = |when: &str| {
+        std::mem::take(&mut *partial.lock().unwrap_or_else(PoisonError::into_inner)).shown(when)
+    };
     let result = run(
         env, state, tool, contract, input, &deadline, grace, progress,
     )
@@ -64,13 +68,9 @@ pub async fn execute(
         Ended::Ran(Ok(output)) => Ok(output),
         Ended::Ran(Err(HandlerError::Cancelled)) if state.cancel.is_cancelled() => {
             let (reason, _) = state.cancel_reason(env);
-            Err(cancellation(
-                env,
-                state,
-                Some(tool),
-                FailureStage::Handler,
-                reason,
-            ))
+            let mut failure = cancellation(env, state, Some(tool), FailureStage::Handler, reason);
+            failure.message.push_str(&partial("cancellation"));
+            Err(failure)
         }
         Ended::Ran(Err(error)) => Err(handler_failure(
             env,
@@ -85,28 +85,14 @@ pub async fn execute(
                 &[("tool", tool.name_for_call(&state.call.tool)), ("ms", &ms)],
             );
             // The output so far is kept (the produce stage budgets it like any output).
-            if let Some(partial) = partial {
-                let partial =
-                    std::mem::take(&mut *partial.lock().unwrap_or_else(PoisonError::into_inner));
-                if !partial.text.is_empty() {
-                    text.push_str("\n--- output before the timeout ---\n");
-                    text.push_str(&partial.text);
-                    if partial.cut {
-                        text.push_str(&format!("\n[output cut at {} bytes]", partial.text.len()));
-                    }
-                }
-            }
+            text.push_str(&partial("timeout"));
             Err(Failure::timed_out(text))
         }
         Ended::Cancelled => {
             let (reason, _) = state.cancel_reason(env);
-            Err(cancellation(
-                env,
-                state,
-                Some(tool),
-                FailureStage::Handler,
-                reason,
-            ))
+            let mut failure = cancellation(env, state, Some(tool), FailureStage::Handler, reason);
+            failure.message.push_str(&partial("cancellation"));
+            Err(failure)
         }
     }
 }
@@ -277,6 +263,19 @@ struct Partial {
 }
 
 impl Partial {
+    /// The output kept, to follow what the model is told of a call that ended `when` (its
+    /// timeout, its cancellation); nothing when the handler streamed nothing.
+    fn shown(&self, when: &str) -> String {
+        if self.text.is_empty() {
+            return String::new();
+        }
+        let mut shown = format!("\n--- output before the {when} ---\n{}", self.text);
+        if self.cut {
+            shown.push_str(&format!("\n[output cut at {} bytes]", self.text.len()));
+        }
+        shown
+    }
+
     fn push(&mut self, text: &str, limit: usize) {
         let room = limit.saturating_sub(self.text.len());
         if text.len() <= room {
@@ -292,16 +291,13 @@ impl Partial {
 /// stream per `engine.progress.interval` (output is joined; of status messages the latest
 /// is sent) and capped at `engine.progress.max_bytes` per call
 /// (the rest is counted in the next event's `dropped_bytes`, and in a last event at the end
-/// of the call), plus the partial output kept for a timeout.
+/// of the call), plus the partial output kept for a timeout or a cancellation.
 fn progress_sink(
     env: &CallEnv<'_>,
     call: &CallId,
-    partial: Option<Arc<Mutex<Partial>>>,
+    partial: Arc<Mutex<Partial>>,
 ) -> (ProgressSink, Option<Arc<ProgressEmitter>>) {
     let events = env.wants_events();
-    if !events && partial.is_none() {
-        return (ProgressSink::discard(), None);
-    }
     let engine = &env.prepared.snapshot.engine;
     let limit = usize::try_from(engine.max_handler_output).unwrap_or(usize::MAX);
     let emitter = events.then(|| {
@@ -318,9 +314,7 @@ fn progress_sink(
     let sink = ProgressSink::new({
         let emitter = emitter.clone();
         move |chunk: ProgressChunk| {
-            if let Some(partial) = &partial
-                && chunk.stream != ProgressStream::Message
-            {
+            if chunk.stream != ProgressStream::Message {
                 partial
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)

@@ -14,7 +14,7 @@
 //! reason?}` answers it; the wait is bounded by `engine.approval_timeout`.
 //!
 //! Errors follow JSON-RPC: parse error -32700 (with `id: null`; also for a line that is not
-//! UTF-8 or longer than 64 MiB), invalid request -32600, unknown method -32601, invalid
+//! UTF-8 or longer than 8 MiB), invalid request -32600, unknown method -32601, invalid
 //! params -32602 (an unknown field, a missing one or a wrong type, named in the message; the
 //! method does nothing), internal error -32603. A notification (no `id`) is never answered, nor is
 //! a response (late, unknown or not ours: it is ignored). The server survives any bad line.
@@ -43,8 +43,10 @@ mod params;
 
 pub use outbox::Outbox;
 
-/// The longest line accepted; longer lines are answered with a parse error and skipped.
-const MAX_LINE: usize = 64 * 1024 * 1024;
+/// The longest line accepted; longer lines are answered with a parse error and skipped. As a
+/// batch file and a hook payload: a line is parsed whole, and its parse takes some twenty
+/// times its size (a 59 MiB line of small calls ran out of memory).
+const MAX_LINE: usize = 8 * 1024 * 1024;
 
 /// How long the answers of a server stopped by a signal wait for a client that does not read.
 const FLUSH_AFTER_SIGNAL: Duration = Duration::from_secs(5);
@@ -188,18 +190,38 @@ struct Server {
 impl Server {
     /// Handles one line; returns `false` when the client asked to shut down.
     fn handle(&mut self, line: &str) -> bool {
-        let message: Value = match serde_json::from_str(line) {
-            Ok(message) => message,
-            Err(error) => {
-                fail(
-                    &self.out,
-                    Value::Null,
-                    code::PARSE,
-                    format!("parse error: {error}"),
-                );
-                return true;
-            }
-        };
+        // Parsed strictly: a key given twice (`"tool"` twice in params) is refused, where
+        // `serde_json` alone keeps the last one silently.
+        let source = Arc::new(crate::diagnostics::SourceFile::new(
+            "<request>",
+            line,
+            crate::diagnostics::Format::Yaml,
+        ));
+        let message: Value =
+            match crate::load::json::parse_json(source, &crate::load::ParseLimits::DEFAULT) {
+                Ok(document) => document.value,
+                Err(problems) => {
+                    let problem = &problems[0];
+                    let (code, what) =
+                        if problem.code == crate::diagnostics::Code::SyntaxDuplicateKey {
+                            (code::INVALID_REQUEST, "invalid request")
+                        } else {
+                            (code::PARSE, "parse error")
+                        };
+                    let place = problem
+                        .location
+                        .as_ref()
+                        .map(|l| format!(" (at column {})", l.span.column))
+                        .unwrap_or_default();
+                    fail(
+                        &self.out,
+                        Value::Null,
+                        code,
+                        format!("{what}: {}{place}", problem.message),
+                    );
+                    return true;
+                }
+            };
         let Value::Object(map) = &message else {
             let text = if message.is_array() {
                 "JSON-RPC batch arrays are not supported: send one request per line"
@@ -246,15 +268,17 @@ impl Server {
             );
             return true;
         };
+        // An id that is not an integer JSON numbers hold exactly (`1e+23`, `1.5`) could not
+        // be echoed as sent.
         if id
             .as_ref()
-            .is_some_and(|id| !(id.is_string() || id.is_number() || id.is_null()))
+            .is_some_and(|id| !(id.is_string() || id.is_i64() || id.is_u64() || id.is_null()))
         {
             fail(
                 &self.out,
                 Value::Null,
                 code::INVALID_REQUEST,
-                "`id` must be a string, a number or null",
+                "`id` must be a string, an integer (at most 64 bits) or null",
             );
             return true;
         }

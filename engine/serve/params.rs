@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::executor::Batch;
 use crate::model::ModeName;
-use crate::model::batch::{BatchCall, BatchFile};
+use crate::model::batch::{BatchCall, BatchFile, MAX_CALLS};
 
 /// Params of a method that takes none (`initialize`, `shutdown`): only `{}` is accepted.
 #[derive(Debug, Deserialize)]
@@ -46,6 +46,12 @@ impl BatchParams {
         } = self.batch;
         if calls.is_empty() {
             return Err("invalid params: `batch.calls` is empty: the batch has no calls".into());
+        }
+        if calls.len() > MAX_CALLS {
+            return Err(format!(
+                "invalid params: `batch.calls` has {} calls, more than the {MAX_CALLS} a batch may hold: send them as several batches",
+                calls.len()
+            ));
         }
         let (mut batch, modes) = Batch::from_file(BatchFile {
             schema,
@@ -148,6 +154,13 @@ mod tests {
         let batch = |v: Value| parse::<BatchParams>(&v).and_then(BatchParams::into_batch);
         assert!(batch(json!({})).is_err());
         assert!(batch(json!({"batch": {"calls": []}})).is_err());
+        let call = json!({"id": "c", "tool": "Read", "input": {}});
+        let calls: Vec<Value> = (0..=MAX_CALLS)
+            .map(|i| json!({"id": format!("c{i}"), "tool": "Read", "input": {}}))
+            .collect();
+        let many = batch(json!({"batch": {"calls": calls}})).unwrap_err();
+        assert!(many.contains("more than the 10000"), "{many}");
+        assert!(batch(json!({"batch": {"calls": [call]}})).is_ok());
         assert!(batch(json!({"batch": {"calls": [{"id": 1, "tool": "Read"}]}})).is_err());
         let unknown = batch(json!({"batch": {"calls": [], "mode": []}})).unwrap_err();
         assert!(unknown.contains("`mode`"), "{unknown}");

@@ -272,7 +272,9 @@ pub fn discover(root: &Root) -> (Vec<FoundFile>, Vec<DiscoveryError>) {
                 }),
                 // A file named explicitly is loaded whatever its name, so that
                 // `-p my-policy.yaml` always does what it says.
-                Ok(meta) if meta.is_file() => found.push(FoundFile::Disk(path.clone())),
+                // (Anything but a folder: a FIFO or a device is refused by the reader as
+                // not a regular file, never opened.)
+                Ok(meta) if !meta.is_dir() => found.push(FoundFile::Disk(path.clone())),
                 Ok(_) => {
                     let mut ancestors: Vec<PathBuf> =
                         std::fs::canonicalize(path).into_iter().collect();

@@ -40,6 +40,10 @@ pub const DEFAULT_SETTLE: Duration = Duration::from_secs(1);
 /// Loading them anyway could install a save caught half-written.
 const MAX_SETTLE_ROUNDS: usize = 30;
 
+/// How much of a policy file is read to tell whether it changed: one byte more than the
+/// loader reads of a file, so a file growing past that still looks changed.
+const MAX_FINGERPRINT_BYTES: u64 = 8 * 1024 * 1024 + 1;
+
 /// What the files of a set look like on disk: per file its path, size, modification time
 /// and a hash of its content; plus what could not be listed or read.
 #[derive(Debug, PartialEq, Eq)]
@@ -166,7 +170,8 @@ impl Reloader {
                     continue;
                 };
                 let seen = std::fs::metadata(&path).ok().and_then(|meta| {
-                    let text = std::fs::read(&path).ok()?;
+                    // Never a plain read: a FIFO there would block the watcher for good.
+                    let text = crate::policy::content::read_regular(&path, MAX_FINGERPRINT_BYTES)?;
                     let mut hasher = std::hash::DefaultHasher::new();
                     text.hash(&mut hasher);
                     Some((meta.len(), meta.modified().ok(), hasher.finish()))
@@ -463,6 +468,23 @@ mod tests {
             "a file rewritten during every settle window was declared settled"
         );
         assert_eq!(n, MAX_SETTLE_ROUNDS as u64);
+        assert!(reloader.wait_until_settled(Duration::from_millis(20)));
+    }
+
+    /// A FIFO that appears in a policy folder is never opened and waited on: the watcher's
+    /// wait for the files to settle read it, blocked, and no change was ever loaded again.
+    #[test]
+    fn a_fifo_in_a_policy_folder_never_blocks_the_wait_for_settled_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.yaml"), "version: 1\n").unwrap();
+        nix::unistd::mkfifo(&dir.path().join("q.yaml"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let options = LoadOptions::new(LayerOptions {
+            no_builtin: true,
+            policies: vec![dir.path().to_path_buf()],
+            ..LayerOptions::default()
+        });
+        let reloader = Reloader::new(options, None, Box::new(|_| {}), Arc::new(NullSink));
+        reloader.set_settle(Duration::from_millis(20));
         assert!(reloader.wait_until_settled(Duration::from_millis(20)));
     }
 }

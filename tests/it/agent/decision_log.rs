@@ -293,3 +293,27 @@ fn run_logs_every_decided_call_with_who_decided() {
         ]
     );
 }
+
+/// A FIFO at the log's path (another process's pipe, or one planted there) is refused, never
+/// opened and waited on: the hook still answers, and says why nothing was logged (it hung,
+/// and an agent takes a hook that times out as no objection).
+#[test]
+fn a_fifo_at_the_log_path_is_refused_and_the_hook_still_answers() {
+    let project = Project::standard();
+    let log = project.path().join("decisions.jsonl");
+    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let log_arg = log.display().to_string();
+    let run = project.hook(
+        "claude",
+        "claude/pre_tool_use_read_env.json",
+        &[],
+        &["--decision-log", &log_arg],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(run.stdout.contains("\"deny\""), "{}", run.transcript());
+    assert!(
+        run.stderr.contains("not a regular file"),
+        "{}",
+        run.transcript()
+    );
+}

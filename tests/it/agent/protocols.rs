@@ -515,3 +515,55 @@ fn the_trust_store_is_protected_wherever_it_is() {
     let run = run_hook("claude", payload.to_string().as_bytes(), &[], &[]);
     assert!(run.stdout.contains("\"deny\""), "{}", run.transcript());
 }
+
+/// An answer that cannot be written (a full disk: `/dev/full`) fails the hook with exit 2,
+/// which blocks the call, and says why on stderr: the hook exited 0 with nothing written,
+/// which Gemini CLI reads as "allow".
+#[test]
+fn an_answer_that_cannot_be_written_blocks_the_call() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: this system has no /dev/full");
+        return;
+    };
+    let project = Project::standard();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["hook", "gemini"])
+        .current_dir(std::env::temp_dir())
+        .env("TOOLGATE_CONFIG_DIR", config())
+        .env_remove("GEMINI_PROJECT_DIR")
+        .stdin(Stdio::piped())
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let payload = project.payload("gemini/before_tool_read_env.json");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(payload.as_bytes()).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("could not be written to standard output"),
+        "{stderr}"
+    );
+}
+
+/// A payload that starts with a UTF-8 byte-order mark is read as JSON parsers may read it
+/// (it was refused as "not JSON at line 1 column 1", with no hint).
+#[test]
+fn a_payload_with_a_byte_order_mark_is_read() {
+    let project = Project::standard();
+    let payload = project.payload("claude/pre_tool_use_read_env.json");
+    let plain = run_hook("claude", payload.as_bytes(), &[], &[]);
+    let marked = run_hook(
+        "claude",
+        &[b"\xef\xbb\xbf".as_slice(), payload.as_bytes()].concat(),
+        &[],
+        &[],
+    );
+    assert_eq!(marked.code, 0, "{}", marked.transcript());
+    assert_eq!(marked.stdout, plain.stdout);
+}

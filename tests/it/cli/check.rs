@@ -368,3 +368,20 @@ fn a_file_root_with_an_unknown_extension_or_a_directory_entry() {
     let empty = toolgate_in(dir.path(), &["--no-builtin", "-p", "empty", "check"]);
     assert_eq!(empty.code, 0, "{}", empty.transcript());
 }
+
+/// A root given by name that is a FIFO or a device is refused as not a regular file, at its
+/// name (it was listed as a folder: "Not a directory (os error 20)", with the wrong advice).
+#[test]
+fn a_root_that_is_a_fifo_or_a_device_is_not_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    nix::unistd::mkfifo(&dir.path().join("p.yaml"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    for root in ["p.yaml", "/dev/null"] {
+        let run = toolgate_in(dir.path(), &["--no-builtin", "-p", root, "check"]);
+        let shown = run.transcript();
+        assert!(
+            shown.contains(&format!("`{root}` is not a regular file")),
+            "{shown}"
+        );
+        assert!(!shown.contains("Not a directory"), "{shown}");
+    }
+}

@@ -384,3 +384,48 @@ fn a_decision_log_that_cannot_be_written_is_reported_and_the_batch_goes_on() {
     );
     insta::assert_snapshot!(report(code, &shown, &stderr));
 }
+
+/// A report that cannot be written (a full disk: `/dev/full`; a reader gone away) cancels
+/// the batch and fails the run with exit 2: the rest of the batch went on running its side
+/// effects, reported to nobody, and the run exited 0.
+#[test]
+fn a_report_that_cannot_be_written_cancels_the_batch() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: this system has no /dev/full");
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let batch = scratch.path().join("batch.yaml");
+    std::fs::write(
+        &batch,
+        format!(
+            "calls:\n  - {{ id: a, tool: Shell, input: {{ command: \"echo a\" }} }}\n  - {{ id: b, tool: Shell, input: {{ command: \"sleep 3; echo b > {}\" }} }}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/executor");
+    let home = tempfile::tempdir().unwrap();
+    for format in ["jsonl", "human"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .current_dir(&dir)
+            .env("HOME", home.path())
+            .args(["--no-builtin", "--color", "never", "-p", "base", "run"])
+            .arg(&batch)
+            .args(["--format", format])
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{format}: {stderr}");
+        assert!(
+            stderr.contains("could not be written"),
+            "{format}: {stderr}"
+        );
+        assert!(
+            !marker.exists(),
+            "{format}: the batch went on after its report was lost"
+        );
+    }
+}

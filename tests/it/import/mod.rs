@@ -388,6 +388,14 @@ fn a_broken_rules_file_is_an_error_at_its_line_and_column() {
             "{\n  \"permissions\": { \"allow\": [\"Bash\" }\n}\n",
             "settings.json:2:37: not valid JSON: expected `,` or `]`\n",
         ),
+        // A key given twice: Claude Code keeps the last list, and the first deny rule was
+        // dropped without a word.
+        (
+            "claude",
+            "dup.json",
+            "{\"permissions\": {\"deny\": [\"Bash(curl:*)\"],\n \"deny\": [\"Read(.env)\"]}}\n",
+            "dup.json:2:2: the key `deny` is defined twice",
+        ),
         (
             "gemini",
             "bad.toml",

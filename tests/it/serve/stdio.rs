@@ -530,6 +530,23 @@ fn bad_input_is_answered_and_the_server_keeps_serving() {
     let number = server.wait_for("the non-object error", by_null_id);
     assert_eq!(error_of(&number), -32600, "{number}");
 
+    // An id that could not be echoed as sent (it came back as `1e+23`), and a key given
+    // twice (the last `tool` was explained), are refused.
+    server
+        .send_raw(br#"{"jsonrpc": "2.0", "id": 99999999999999999999999, "method": "initialize"}"#);
+    let big = server.wait_for("the big id error", by_null_id);
+    assert_eq!(error_of(&big), -32600, "{big}");
+    server.send_raw(br#"{"jsonrpc": "2.0", "id": "dup", "method": "explain", "params": {"tool": "Echo", "tool": "Read"}}"#);
+    let twice = server.wait_for("the duplicate key error", by_null_id);
+    assert_eq!(error_of(&twice), -32600, "{twice}");
+    assert!(
+        twice["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`tool` is defined twice"),
+        "{twice}"
+    );
+
     server.send(&json!({"id": "no-version", "method": "initialize"}));
     let missing = server.response(&json!("no-version"));
     assert_eq!(error_of(&missing), -32600, "{missing}");
@@ -625,8 +642,8 @@ fn bad_input_is_answered_and_the_server_keeps_serving() {
         .iter()
         .filter(|m| m.get("error").is_some())
         .count();
-    // 4 null-id errors + 3 invalid requests + 1 unknown method + 12 invalid batches + 1 params.
-    assert_eq!(errors, 4 + 3 + 1 + 12 + 1, "{}", server.context());
+    // 6 null-id errors + 3 invalid requests + 1 unknown method + 12 invalid batches + 1 params.
+    assert_eq!(errors, 6 + 3 + 1 + 12 + 1, "{}", server.context());
 }
 
 #[test]

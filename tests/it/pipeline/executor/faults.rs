@@ -107,6 +107,14 @@ async fn a_stubborn_subprocess_and_its_grandchild_are_killed_on_cancel() {
     );
     let pids = printed_pids(&streamed(&h.events(), "s"));
     assert_eq!(survivors(&pids), Vec::<i32>::new(), "no process survives");
+    // The output before the cancellation is kept for the model, as after a timeout (it was
+    // lost: a cancelled call's result held the message only).
+    let s = result(&outcome, "s");
+    let (_, partial) = s
+        .model_content
+        .split_once("\n--- output before the cancellation ---\n")
+        .unwrap_or_else(|| panic!("no partial output: {}", s.model_content.as_str()));
+    assert_eq!(printed_pids(partial).len(), 2, "{partial}");
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
-//! JSON batches: parsed by `serde_json` (JSON's own escapes, surrogate pairs included, and
-//! time linear in the input however long its lines), with a span table built by one linear
-//! scan of the already-validated text, so that schema and batch errors still point at their
-//! place in the file.
+//! JSON documents (batches, agents' settings files): parsed by `serde_json` (JSON's own
+//! escapes, surrogate pairs included, and time linear in the input however long its lines),
+//! with a span table built by one linear scan of the already-validated text, so that schema
+//! and batch errors still point at their place in the file, and a key given twice is an
+//! error (`serde_json` keeps the last, silently).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -13,7 +14,7 @@ use crate::diagnostics::{Code, Diagnostic, Location, SourceFile, Span};
 use crate::load::spans::{NodeId, NodeSpan, SpanTableBuilder};
 use crate::load::{ParseLimits, ParsedDocument};
 
-/// Parses a JSON batch into a JSON value and the span of every node.
+/// Parses a JSON document into a JSON value and the span of every node.
 pub fn parse_json(
     source: Arc<SourceFile>,
     limits: &ParseLimits,
@@ -65,10 +66,10 @@ fn syntax_error(source: &Arc<SourceFile>, error: &serde_json::Error) -> Diagnost
     } else {
         (
             Code::BatchInvalid,
-            "a `.json` batch must be JSON; name the file `.yaml` to write YAML",
+            "the file must be JSON (a batch named `.yaml` may be written in YAML)",
         )
     };
-    Diagnostic::new(code, format!("the batch is not valid JSON: {message}"))
+    Diagnostic::new(code, format!("not valid JSON: {message}"))
         .at(source, source.span(offset, 0))
         .with_help(help)
 }
