@@ -238,7 +238,7 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
         "sudo" => sudo(args),
         "find" => find(args),
         // `busybox APPLET args…` runs the applet; `busybox --list` and the like run nothing.
-        "busybox" => match args.first().and_then(Word::literal) {
+        "busybox" | "toybox" => match args.first().and_then(Word::literal) {
             Some(applet) if !applet.starts_with('-') => Ok(wraps(
                 base,
                 args.to_vec(),
@@ -574,6 +574,100 @@ const PREFIXES: &[Prefix] = &[
         leading: Leading::None,
         inspecting: &[],
         transparency: Transparency::Transparent,
+    },
+    // Runners that run a command under a tool of their own (its files, its environment):
+    // the runner must be allowed itself, and deny rules see what it runs.
+    Prefix {
+        name: "fakeroot",
+        options: OptionSpec {
+            short_flags: "uhvb",
+            short_with_arg: "lis",
+            long_flags: &["unknown-is-real", "help", "version"],
+            long_with_arg: &["lib", "faked", "fd-base"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "chronic",
+        options: OptionSpec {
+            short_flags: "ev",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "ifne",
+        options: OptionSpec {
+            short_flags: "n",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "cgexec",
+        options: OptionSpec {
+            short_flags: "h",
+            short_with_arg: "g",
+            long_flags: &["sticky"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "dbus-run-session",
+        options: OptionSpec {
+            long_with_arg: &["config-file", "dbus-daemon"],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "ltrace",
+        options: OptionSpec {
+            short_flags: "LbcCfhirStTV",
+            short_with_arg: "eopsunaADFlwx",
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &["-p"],
+        transparency: Transparency::Runner,
+    },
+    Prefix {
+        name: "valgrind",
+        options: OptionSpec {
+            short_flags: "qv",
+            long_flags: &["quiet", "verbose"],
+            long_with_arg: &[
+                "tool",
+                "leak-check",
+                "show-leak-kinds",
+                "track-origins",
+                "trace-children",
+                "error-exitcode",
+                "num-callers",
+                "log-file",
+                "log-fd",
+                "suppressions",
+                "gen-suppressions",
+                "xml",
+                "xml-file",
+            ],
+            ..OptionSpec::NONE
+        },
+        leading: Leading::None,
+        inspecting: &[],
+        transparency: Transparency::Runner,
     },
     Prefix {
         name: "ssh-agent",
@@ -1701,9 +1795,32 @@ fn env(args: &[Word]) -> Outcome {
         ..OptionSpec::NONE
     };
     let scanned = scan_options("env", args, &spec)?;
-    if scanned.has(&["-S", "--split-string"]) {
-        // `-S` re-splits a string with its own quoting rules: not modelled.
-        return Err(unknown("env", "-S"));
+    let split = ["-S", "--split-string"];
+    if scanned.has(&split) {
+        // `-S STRING` splits the string into arguments (its own quotes, `\` escapes,
+        // `${VAR}`, `#` comments) that take its place: read here when it is the last option
+        // and holds no escape or variable, else not judged.
+        let last = scanned
+            .options
+            .last()
+            .filter(|(name, _)| split.contains(&name.as_str()));
+        let words = last
+            .filter(|_| {
+                scanned
+                    .options
+                    .iter()
+                    .filter(|(n, _)| split.contains(&n.as_str()))
+                    .count()
+                    == 1
+            })
+            .and_then(|(_, value)| split_string(value.as_deref()?))
+            .ok_or_else(|| unknown("env", "-S"))?;
+        let mut rest: Vec<Word> = words
+            .iter()
+            .map(|word| Word::literal_from(&super::shell_word(word), word))
+            .collect();
+        rest.extend(args[scanned.operands..].iter().cloned());
+        return env(&rest);
     }
     let mut operands = &args[scanned.operands..];
     if operands.first().and_then(Word::literal) == Some("-") {
@@ -1711,6 +1828,36 @@ fn env(args: &[Word]) -> Outcome {
     }
     let (assignments, words) = assignments_then_command(operands);
     Ok(wraps("env", words, assignments, Transparency::Transparent))
+}
+
+/// The arguments `env -S` splits `text` into, for a string without `\` escapes or `$`
+/// variables: words split at blanks, quotes grouping, a `#` starting a word ending the string.
+/// `None` for an unterminated quote.
+fn split_string(text: &str) -> Option<Vec<String>> {
+    if text.contains(['\\', '$']) {
+        return None;
+    }
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote = None;
+    for c in text.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (Some(open), _) if c == open => quote = None,
+            (Some(_), _) => word.get_or_insert_with(String::new).push(c),
+            (None, _) if c.is_ascii_whitespace() || c == '\x0b' => words.extend(word.take()),
+            (None, '#') if word.is_none() => break,
+            (None, _) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    words.extend(word);
+    Some(words)
 }
 
 fn command_builtin(args: &[Word]) -> Outcome {
@@ -2298,8 +2445,23 @@ mod tests {
             (&["env", "-i", "A=1", "B=2", "rm"], "T:A=1 B=2 rm"),
             (&["env", "-u", "HOME", "rm"], "T:rm"),
             (&["env"], "-"),
+            (&["env", "-S", "rm -rf /"], "T:rm -rf /"),
+            (&["env", "-S'rm -rf' /x"], "T:rm -rf /x"),
             (
-                &["env", "-S", "rm -rf /"],
+                &["env", "--split-string=A=1 'rm' -rf # x", "/y"],
+                "T:A=1 rm -rf /y",
+            ),
+            (&["env", "-S", "-i rm -rf /"], "T:rm -rf /"),
+            (
+                &["env", "-S", "rm\\_-rf /"],
+                "U:`env` option `-S` is not understood",
+            ),
+            (
+                &["env", "-S", "rm ${X}"],
+                "U:`env` option `-S` is not understood",
+            ),
+            (
+                &["env", "-S", "'rm -rf"],
                 "U:`env` option `-S` is not understood",
             ),
             (&["command", "rm", "x"], "T:rm x"),
