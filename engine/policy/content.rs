@@ -40,6 +40,24 @@ pub(crate) fn read_regular(path: &Path, limit: u64) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// How many other names the regular file `path` has (through links), when it has any: a
+/// hard link made earlier (`ln ~/.aws/credentials notes.txt`, an archive's link entry) is
+/// the same file as a secret or `.git/config` under a name no rule protects, and which file
+/// it shares cannot be told without searching the disk.
+pub(crate) fn other_names(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).ok()?;
+    (meta.is_file() && meta.nlink() > 1).then(|| meta.nlink() - 1)
+}
+
+/// What a call is told of a file with other names (see [`other_names`]).
+pub(crate) fn other_names_reason(count: u64) -> String {
+    let names = if count == 1 { "name" } else { "names" };
+    format!(
+        "has {count} other {names} (hard links): one may be a protected file (a secret, `.git/config`) under a name no rule protects"
+    )
+}
+
 /// Whether the file named `name` may be a key under another name.
 fn may_hide_a_key(name: &str) -> bool {
     // An editor's backup (`key.pem~`) or a numbered copy (`key.pem.1`) too.

@@ -122,6 +122,7 @@ impl RuleSet {
             below.extend(
                 read_call_of_secrets(call, ctx, files).map(|message| (Decision::Ask, message)),
             );
+            below.extend(file_call_of_linked(call, ctx).map(|message| (Decision::Ask, message)));
             below
         } else {
             Vec::new()
@@ -149,6 +150,25 @@ fn read_call_of_secrets(
     let real = location.at(Side::Resolved)?.absolute();
     let holds = secret_by_content(real, ctx)?;
     Some(format!("`{}` reads `{real}`, which {holds}", read.tool))
+}
+
+/// Why a call that names a file (`file_path`: `Read`, `Write`, `Edit`, …) reads or writes
+/// one with other names (see [`content::other_names`](super::content::other_names)).
+fn file_call_of_linked(call: &CallFacts<'_>, ctx: &MatchContext) -> Option<String> {
+    let verb = if call.flags.read_only {
+        "reads"
+    } else {
+        "writes"
+    };
+    let path = call.input.get("file_path")?.as_str()?;
+    let location = locate(path, ctx)?;
+    let real = location.at(Side::Resolved)?.absolute();
+    let count = super::content::other_names(Path::new(real))?;
+    Some(format!(
+        "`{}` {verb} `{real}`, which {}",
+        call.tool,
+        super::content::other_names_reason(count)
+    ))
 }
 
 /// What secret the file `path` holds by its content, where its name may not tell: a git
@@ -1489,6 +1509,19 @@ fn judge_files(
                         outcome.add_analysis(
                             &command.text,
                             format!("`{}` reads `{path}`{leads}, which {holds}", command.text),
+                        );
+                    }
+                    if matches!(access, Access::Read | Access::Write)
+                        && let Some(count) = super::content::other_names(Path::new(&path))
+                    {
+                        outcome.add_analysis(
+                            &command.text,
+                            format!(
+                                "`{}` {} `{path}`, which {}",
+                                command.text,
+                                access.verb(),
+                                super::content::other_names_reason(count)
+                            ),
                         );
                     }
                     if named == Named::Maybe

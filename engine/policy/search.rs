@@ -324,7 +324,7 @@ pub(crate) fn judge_below(
     {
         return unreadable(&odd);
     }
-    let (protected, credentials, keys) = 'walks: loop {
+    let (protected, credentials, keys, linked) = 'walks: loop {
         let mut builder = WalkBuilder::new(folder.real);
         builder
             .standard_filters(false)
@@ -361,6 +361,8 @@ pub(crate) fn judge_below(
         let mut credentials: Vec<String> = Vec::new();
         // Files holding a private key under a name no rule lists.
         let mut keys: Vec<String> = Vec::new();
+        // Files with other names (hard links): one may be a protected file.
+        let mut linked: Vec<String> = Vec::new();
         let mut judge = |relative: &str, real: Option<&Path>| {
             // The folder itself may be a file (`Grep` over one file).
             let written = folder.written.absolute();
@@ -395,6 +397,9 @@ pub(crate) fn judge_below(
                 credentials.push(path.clone());
             } else if super::content::private_key(Path::new(&path)).is_some() {
                 keys.push(path.clone());
+            }
+            if super::content::other_names(Path::new(&path)).is_some() {
+                linked.push(path.clone());
             }
             let input = json!({ "file_path": path });
             let read = CallFacts {
@@ -432,7 +437,7 @@ pub(crate) fn judge_below(
                             judge(&relative, None);
                         }
                     }
-                    break (protected, credentials, keys);
+                    break (protected, credentials, keys, linked);
                 }
                 Ok(None) => {}
                 Err(finding) => return vec![finding],
@@ -489,7 +494,7 @@ pub(crate) fn judge_below(
                 }
             }
         }
-        break (protected, credentials, keys);
+        break (protected, credentials, keys, linked);
     };
     let credentials = credentials.into_iter().map(|config| {
         ask(format!(
@@ -504,6 +509,14 @@ pub(crate) fn judge_below(
             folder.what,
             folder.shown(),
             named_files(&keys)
+        ))
+    });
+    let linked = (!linked.is_empty()).then(|| {
+        ask(format!(
+            "{} searches {}, which holds files with other names (hard links): {}; one may be a protected file (a secret, `.git/config`) under a name no rule protects, and the search may read it",
+            folder.what,
+            folder.shown(),
+            named_files(&linked)
         ))
     });
     protected
@@ -539,6 +552,7 @@ pub(crate) fn judge_below(
         })
         .chain(credentials)
         .chain(keys)
+        .chain(linked)
         .collect()
 }
 

@@ -207,18 +207,48 @@ pub(crate) fn scan_heredoc(
 
 /// How much an arithmetic expression hides: bash evaluates the value of every name in it
 /// (and of every `$x`) as arithmetic again, which evaluates array subscripts, so an
-/// expression with a name can run a command hidden in a variable. One of numbers and
-/// operators only (`1+2`, ` -1`) evaluates nothing unseen.
+/// expression with a name can run a command hidden in a variable. One of numbers (in any
+/// base: `0x1f`, `16#ff`), operators and expansions that are always numbers (`$#`, `$?`,
+/// `$$`, `$!`, a length `${#name}`) evaluates nothing unseen.
 fn arithmetic_strength(expr: &UnexpandedArithmeticExpr) -> Strength {
-    let numbers_only = expr
-        .value
-        .chars()
-        .all(|c| c.is_ascii_digit() || c.is_ascii_whitespace() || "+-*/%()<>=!&|^~?:,".contains(c));
-    if numbers_only {
+    if numbers_only(&expr.value) {
         Strength::Dynamic
     } else {
         Strength::Opaque
     }
+}
+
+/// Whether the arithmetic `text` holds numbers and operators only (see
+/// [`arithmetic_strength`]).
+fn numbers_only(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(&b) = bytes.get(at) {
+        at += match b {
+            // A number: its base's digits may be letters, `@` and `_` (`64#_@`).
+            b'0'..=b'9' => bytes[at..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'#' | b'@' | b'_'))
+                .count(),
+            b'$' => match bytes.get(at + 1) {
+                Some(b'#' | b'?' | b'$' | b'!') => 2,
+                Some(b'{') if bytes.get(at + 2) == Some(&b'#') => {
+                    let rest = &text[at + 3..];
+                    let Some(end) = rest.find('}') else {
+                        return false;
+                    };
+                    if !super::is_variable_name(&rest[..end]) {
+                        return false;
+                    }
+                    end + 4
+                }
+                _ => return false,
+            },
+            _ if b.is_ascii_whitespace() || b"+-*/%()<>=!&|^~?:,".contains(&b) => 1,
+            _ => return false,
+        };
+    }
+    true
 }
 
 /// Scans free text that the shell expands (an arithmetic expression) for substitutions.
@@ -861,6 +891,18 @@ mod tests {
             ("$((1+2))", WordKind::Dynamic(Expansion::Arithmetic)),
             ("$((x+2))", WordKind::Opaque(Expansion::Arithmetic)),
             ("$(( $x ))", WordKind::Opaque(Expansion::Arithmetic)),
+            // Numbers in any base, and expansions that are always numbers.
+            (
+                "$(( 0x1f + 16#ff ))",
+                WordKind::Dynamic(Expansion::Arithmetic),
+            ),
+            (
+                "$(( $# + ${#s} + $? ))",
+                WordKind::Dynamic(Expansion::Arithmetic),
+            ),
+            ("$(( 10#$x ))", WordKind::Opaque(Expansion::Arithmetic)),
+            ("$(( ${#a[i]} ))", WordKind::Opaque(Expansion::Arithmetic)),
+            ("$(( ${#x} + y ))", WordKind::Opaque(Expansion::Arithmetic)),
             ("${s:1:2}", WordKind::Dynamic(Expansion::Arithmetic)),
             ("${s:i}", WordKind::Opaque(Expansion::Arithmetic)),
             ("${s:1:n}", WordKind::Opaque(Expansion::Arithmetic)),

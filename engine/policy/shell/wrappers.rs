@@ -128,6 +128,14 @@ fn malformed(wrapper: &str) -> UnresolvedReason {
     }
 }
 
+/// Whether `word` names the standard input as a file (`bash /dev/stdin`, `. /dev/fd/0`).
+fn names_stdin(word: &Word) -> bool {
+    matches!(
+        word.literal(),
+        Some("/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+    )
+}
+
 /// Reads the leading options of `words` (the wrapper's arguments).
 fn scan_options(
     wrapper: &str,
@@ -248,6 +256,14 @@ pub(super) fn analyse(command: &SimpleCommand) -> Analysis {
             _ => Ok(Analysis::NotAWrapper),
         },
         "eval" => eval(args),
+        // `source /dev/stdin <<< '…'` runs what it is fed, as `eval` runs its words.
+        "source" | "." => Ok(match args.first() {
+            Some(file) if names_stdin(file) => Analysis::ReadsStdin {
+                runner: base.to_owned(),
+                transparency: Transparency::Transparent,
+            },
+            _ => Analysis::NotAWrapper,
+        }),
         "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "yash" | "posh" => {
             shell(base, args)
         }
@@ -2225,7 +2241,7 @@ fn shell(runner: &str, args: &[Word]) -> Outcome {
         // `bash script.sh` runs a file, which cannot be seen: the shell is judged as an
         // ordinary command. `bash` alone (or `bash -s args…`) reads its script from standard
         // input, which the walker can often see.
-        let reads_stdin = args.get(i).is_none()
+        let reads_stdin = args.get(i).is_none_or(names_stdin)
             || args[..i].iter().any(|w| {
                 w.literal()
                     .is_some_and(|t| t.starts_with('-') && !t.starts_with("--") && t.contains('s'))
@@ -2445,6 +2461,10 @@ mod tests {
             (&["env", "-i", "A=1", "B=2", "rm"], "T:A=1 B=2 rm"),
             (&["env", "-u", "HOME", "rm"], "T:rm"),
             (&["env"], "-"),
+            (&["source", "/dev/stdin"], "IT:source"),
+            (&[".", "/dev/fd/0"], "IT:."),
+            (&["source", "x.sh"], "-"),
+            (&["bash", "/dev/stdin"], "IT:bash"),
             (&["env", "-S", "rm -rf /"], "T:rm -rf /"),
             (&["env", "-S'rm -rf' /x"], "T:rm -rf /x"),
             (

@@ -1773,6 +1773,24 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("wrapper", "env -S 'rm -rf /x'", "deny", "rule:no-rm-rf"),
         c(
             "wrapper",
+            "source /dev/stdin <<< 'rm -rf /'",
+            "deny",
+            "rule:no-rm-rf",
+        ),
+        c(
+            "wrapper",
+            "echo 'curl http://x' | . /dev/fd/0",
+            "deny",
+            "rule:no-curl",
+        ),
+        c(
+            "wrapper",
+            "bash /dev/stdin <<< 'rm -rf /'",
+            "deny",
+            "rule:no-rm-rf",
+        ),
+        c(
+            "wrapper",
             "env --split-string='curl http://x'",
             "deny",
             "rule:no-curl",
@@ -4697,5 +4715,62 @@ fn a_git_config_credential_is_found_as_git_reads_it_and_through_links() {
     let engine = Engine::builder(snapshot(&ws.root)).build();
     for line in ["git remote -v", "grep -R ghs src"] {
         assert_eq!(decide(&engine, line, &[]).0, "allow", "{line}");
+    }
+}
+
+/// A file with other names (a hard link made earlier: `ln ~/.aws/credentials
+/// src/notes.txt`, `ln .git/config src/cfg`) is a protected file under a name no rule
+/// protects: reading or writing it asks (each was allowed, and an Edit of `src/cfg` set
+/// `core.fsmonitor`, which the next `git status` ran).
+#[test]
+fn a_file_with_other_names_asks() {
+    let ws = workspace_with(&format!(
+        "{TEAM_POLICY}  - name: workspace-files\n    tools: [Read, Write, Edit]\n    match: {{ file_path: {{ workspace: inside }} }}\n    decision: allow\n"
+    ));
+    let home = home_of(&ws.root);
+    std::fs::hard_link(home.join(".aws/credentials"), ws.root.join("src/notes.txt")).unwrap();
+    std::fs::write(ws.root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::hard_link(ws.root.join(".git/config"), ws.root.join("src/cfg")).unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let linked = "(hard links)";
+    for line in [
+        "cat src/notes.txt",
+        "head src/cfg",
+        "sed -n p src/cfg",
+        "grep -r aws src",
+        "find src -exec cat {} +",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(analyses(&reasons).contains(linked), "{line}: {reasons:?}");
+    }
+    for (tool, input) in [
+        ("Read", json!({ "file_path": "src/notes.txt" })),
+        ("Write", json!({ "file_path": "src/cfg", "content": "x" })),
+        (
+            "Edit",
+            json!({ "file_path": "src/cfg", "old_string": "bare", "new_string": "fsmonitor = id\n\tbare" }),
+        ),
+    ] {
+        let (got, reasons) = decide_call(&engine, tool, input.clone());
+        assert_eq!(got, "ask", "{tool} {input}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains(linked),
+            "{tool} {input}: {reasons:?}"
+        );
+    }
+    // A file with one name is read as before.
+    assert_eq!(decide(&engine, "cat src/main.rs", &[]).0, "allow");
+    std::fs::remove_file(ws.root.join("src/notes.txt")).unwrap();
+    std::fs::remove_file(ws.root.join("src/cfg")).unwrap();
+    assert_eq!(decide(&engine, "grep -r aws src", &[]).0, "allow");
+    for (tool, input) in [
+        ("Read", json!({ "file_path": "src/main.rs" })),
+        (
+            "Write",
+            json!({ "file_path": "src/new.rs", "content": "x" }),
+        ),
+    ] {
+        assert_eq!(decide_call(&engine, tool, input).0, "allow", "{tool}");
     }
 }
