@@ -96,8 +96,27 @@ pub fn run(
     head: Option<&str>,
     options: &DiffOptions,
 ) -> Result<Review, DiffError> {
-    let (base, head) = match (options.git, head, base.split_once("..")) {
-        (true, None, Some((b, h))) => (b, (!h.is_empty()).then_some(h)),
+    // A range, as git reads it: `A..B` (a side left out is `HEAD`, but `A..` compares with
+    // the work tree, as `A` alone does), `A...B` from where `A` and `B` forked.
+    let forked;
+    let (base, head) = match (options.git, head) {
+        (true, None) => match base
+            .split_once("...")
+            .map(|range| (range, true))
+            .or_else(|| base.split_once("..").map(|range| (range, false)))
+        {
+            Some(((b, h), three_dots)) => {
+                let b = if b.is_empty() { "HEAD" } else { b };
+                let h = (!h.is_empty()).then_some(h);
+                if three_dots {
+                    forked = merge_base(b, h.unwrap_or("HEAD"))?;
+                    (forked.as_str(), h)
+                } else {
+                    (b, h)
+                }
+            }
+            None => (base, head),
+        },
         _ => (base, head),
     };
     if options.git {
@@ -291,6 +310,24 @@ fn in_checkout(root: &Path) -> PathBuf {
         Ok(rest) => Path::new("abs").join(rest),
         Err(_) => root.to_owned(),
     }
+}
+
+/// The commit where `base` and `head` forked (`git merge-base`), for `base...head`.
+fn merge_base(base: &str, head: &str) -> Result<String, DiffError> {
+    if let Some(option) = [base, head].into_iter().find(|r| r.starts_with('-')) {
+        return Err(DiffError::Git(format!("`{option}` is not a git revision")));
+    }
+    let found = Command::new("git")
+        .args(["merge-base", base, head])
+        .output()
+        .map_err(|e| DiffError::Git(format!("cannot run git: {e}")))?;
+    let commit = String::from_utf8_lossy(&found.stdout).trim().to_owned();
+    if !found.status.success() || commit.is_empty() {
+        return Err(DiffError::Git(format!(
+            "`{base}...{head}`: `{base}` and `{head}` have no commit in common (or one is not a git revision)"
+        )));
+    }
+    Ok(commit)
 }
 
 /// Extracts the policy roots as they are at `revision` into a temporary folder.

@@ -300,3 +300,60 @@ fn the_work_tree_of_a_found_project_is_read_whole() {
         "{stdout}"
     );
 }
+
+/// Ranges are read as git reads them: `A...B` from where the two forked (the usual CI form,
+/// `origin/main...HEAD`, was "`.HEAD` is not a git revision") and a side left out is `HEAD`
+/// (`..HEAD` was "`` is not a git revision").
+#[test]
+fn git_ranges_compare_from_where_the_branches_forked() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policies = dir.path().join(".toolgate/policies");
+    std::fs::create_dir_all(&policies).expect("created");
+    std::fs::write(policies.join("p.yaml"), "version: 1\n").expect("written");
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "base"]);
+    git(dir.path(), &["checkout", "-qb", "feature"]);
+    std::fs::write(
+        policies.join("p.yaml"),
+        "version: 1\nrules:\n  - { name: anything-goes, tools: [Bash], decision: allow, priority: 1000 }\n",
+    )
+    .expect("written");
+    git(dir.path(), &["commit", "-qam", "loosen"]);
+    // `main` moves on with a change of its own, which `main...feature` leaves out.
+    git(dir.path(), &["checkout", "-q", "main"]);
+    std::fs::write(
+        policies.join("q.yaml"),
+        "version: 1\nrules:\n  - { name: no-curl, tools: [Bash], decision: deny, match: { command: { shell: [\"curl *\"] } } }\n",
+    )
+    .expect("written");
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "tighten"]);
+    let config = tempfile::tempdir().expect("a temporary folder");
+    let diff = |range: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .current_dir(dir.path())
+            .env("TOOLGATE_CONFIG_DIR", config.path())
+            .args(["diff", "--git", range])
+            .output()
+            .expect("the binary runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.code(), text)
+    };
+    let (code, forked) = diff("main...feature");
+    assert_eq!(code, Some(0), "{forked}");
+    assert!(
+        forked.contains("allow rule `anything-goes` added"),
+        "{forked}"
+    );
+    assert!(!forked.contains("no-curl"), "{forked}");
+    let (code, two_dots) = diff("main..feature");
+    assert_eq!(code, Some(0), "{two_dots}");
+    assert!(two_dots.contains("no-curl"), "{two_dots}");
+    let (code, same) = diff("..HEAD");
+    assert_eq!((code, same.as_str()), (Some(0), "no change in effect\n"));
+}
