@@ -69,6 +69,21 @@ pub struct Related {
     pub location: Location,
 }
 
+/// The longest message a diagnostic keeps: one that quotes a huge value (a rule named with a
+/// megabyte of text) is cut, so a report stays readable and small.
+const MAX_MESSAGE_BYTES: usize = 4096;
+
+/// `message`, cut at [`MAX_MESSAGE_BYTES`] with how much was left out.
+fn shortened(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE_BYTES {
+        let cut = super::source::floor_char_boundary(&message, MAX_MESSAGE_BYTES);
+        let left = message.len() - cut;
+        message.truncate(cut);
+        message.push_str(&format!("… ({left} more bytes)"));
+    }
+    message
+}
+
 /// One problem found while loading.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -92,7 +107,7 @@ impl Diagnostic {
         Self {
             code,
             severity: code.default_severity(),
-            message: message.into(),
+            message: shortened(message.into()),
             location: None,
             help: None,
             related: Vec::new(),

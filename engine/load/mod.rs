@@ -42,6 +42,9 @@ pub use spans::SpanTable;
 
 use crate::diagnostics::{Code, Diagnostic, Format, SourceFile};
 
+/// The longest string a policy file may hold (YAML or TOML): 1 MiB.
+pub const MAX_STRING_BYTES: usize = 1024 * 1024;
+
 /// Structural limits applied while parsing, so that hostile or broken files cannot exhaust
 /// the stack or memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

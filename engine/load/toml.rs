@@ -16,12 +16,10 @@ use ::toml::Spanned;
 use ::toml::de::{DeTable, DeValue};
 use serde_json::{Map, Number, Value};
 
+use super::MAX_STRING_BYTES;
 use super::ParseLimits;
 use super::spans::{NodeId, NodeSpan, SpanTable, SpanTableBuilder};
 use crate::diagnostics::{Code, Diagnostic, SourceFile, Span, fold_whitespace, lowercase_first};
-
-/// The longest string a TOML policy file may hold, as for YAML: 1 MiB.
-pub const MAX_STRING_BYTES: usize = 1024 * 1024;
 
 /// The most items one TOML list may hold. Converting a list costs a node and a span per
 /// item; no policy needs a longer one.

@@ -438,7 +438,7 @@ impl<'a> Builder<'a> {
 
     fn on_scalar(
         &mut self,
-        text: Cow<'_, str>,
+        mut text: Cow<'_, str>,
         style: ScalarStyle,
         anchor: Option<&'a str>,
         tag: Option<Tag<'_>>,
@@ -447,6 +447,24 @@ impl<'a> Builder<'a> {
     ) {
         let span = self.line_span(start, end);
         let role = self.role();
+        // The parser bounds quoted and plain scalars; a block scalar (`|`) is bounded here.
+        if text.len() > super::MAX_STRING_BYTES {
+            self.error(
+                Diagnostic::new(
+                    Code::SyntaxLimit,
+                    format!(
+                        "a string of {} bytes is longer than the {} MiB a policy string may hold",
+                        text.len(),
+                        super::MAX_STRING_BYTES / (1024 * 1024)
+                    ),
+                )
+                .at(self.source, Span { len: 0, ..span })
+                .with_help("shorten it, or split it up"),
+            );
+            // Read on as an empty string: the file does not load, and its other problems
+            // are still found.
+            text = Cow::Borrowed("");
+        }
         if let Role::Key = role {
             let key = self.scalar_key(text, style, tag, span);
             self.set_pending_key(key, span);
@@ -1162,6 +1180,24 @@ mod tests {
     fn parse(text: &str) -> Result<(Value, SpanTable), Vec<Diagnostic>> {
         let source = SourceFile::in_memory("t.yaml", text, Format::Yaml);
         parse_yaml(&source, &ParseLimits::default())
+    }
+
+    /// A block scalar is bounded like a quoted one (the parser bounds only those): a 2 MB
+    /// `reason: |` loaded.
+    #[test]
+    fn a_block_scalar_longer_than_a_policy_string_may_be_is_refused_at_its_place() {
+        let line = "x".repeat(200_000);
+        let block: String = (0..6).map(|_| format!("  {line}\n")).collect();
+        let errors = parse(&format!("version: 1\nreason: |\n{block}name: ok\n")).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].code, Code::SyntaxLimit);
+        assert!(errors[0].message.contains("1 MiB"), "{}", errors[0].message);
+        let location = errors[0].location.as_ref().unwrap();
+        assert_eq!(location.span.line, 3);
+        // A message quoting a huge value is cut.
+        let long = Diagnostic::new(Code::SchemaInvalid, "y".repeat(100_000));
+        assert!(long.message.len() < 5000, "{}", long.message.len());
+        assert!(long.message.ends_with("more bytes)"));
     }
 
     fn value(text: &str) -> Value {

@@ -157,7 +157,11 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         );
     };
     let layers = options.layers.layers();
-    let (sources, merger, untrusted) = read_and_merge(&layers, options, &mut diagnostics);
+    let Some((sources, merger, untrusted)) = read_and_merge(&layers, options, &mut diagnostics)
+    else {
+        // Past a set limit: what the set misses would only repeat it.
+        return finish(None, diagnostics);
+    };
     let (mut effective, mut provenance) = merger.finish();
     super::wildcard::extend_wildcards(&mut effective, &mut provenance);
     phase("read, parsed, schema-checked and merged");
@@ -313,12 +317,13 @@ fn finish(snapshot: Option<Arc<Snapshot>>, mut diagnostics: Vec<Diagnostic>) -> 
 /// in load order (checking each root for duplicate definitions on the way). Files are
 /// independent until the merge, so they are read in parallel. The files of a found project
 /// layer are merged last, whole when the user trusts the project, else cut down to what only
-/// tightens (see [`super::untrusted`]); what was cut is returned.
+/// tightens (see [`super::untrusted`]); what was cut is returned. `None` past a limit of
+/// the set (said in `diagnostics`).
 fn read_and_merge(
     layers: &[LayerSpec],
     options: &LoadOptions,
     diagnostics: &mut Vec<Diagnostic>,
-) -> (Sources, Merger, Option<UntrustedProject>) {
+) -> Option<(Sources, Merger, Option<UntrustedProject>)> {
     let mut found_files: Vec<(usize, FoundFile)> = Vec::new();
     for (layer_index, layer) in layers.iter().enumerate() {
         let (found, errors) = discover(&layer.root);
@@ -338,18 +343,23 @@ fn read_and_merge(
             found_files.len() as u64,
             limits.max_files as u64,
         ));
-        return (sources, merger, None);
+        return None;
     }
+    // A file over the size a file may have counts as only that much: it is refused on its
+    // own, at its name.
     let bytes: u64 = found_files
         .iter()
         .map(|(_, file)| match file {
             FoundFile::Embedded(embedded) => embedded.text.len() as u64,
-            FoundFile::Disk(path) => std::fs::metadata(path).map_or(0, |meta| meta.len()),
+            FoundFile::Disk(path) => std::fs::metadata(path).map_or(0, |meta| {
+                meta.len()
+                    .min(options.read_limits.max_bytes.saturating_add(1))
+            }),
         })
         .sum();
     if bytes > limits.max_bytes {
         diagnostics.push(set_limit("bytes of files", bytes, limits.max_bytes));
-        return (sources, merger, None);
+        return None;
     }
     let read: Vec<_> = found_files
         .par_iter()
@@ -384,7 +394,7 @@ fn read_and_merge(
                 set_limit(what, found as u64, limit as u64)
                     .at(&document.source, document.source.span(0, 0)),
             );
-            return (sources, merger, None);
+            return None;
         }
         let is_project = layers
             .get(*layer_index)
@@ -431,7 +441,7 @@ fn read_and_merge(
             format!("the built-in policy schema does not compile: {message}"),
         ));
     }
-    (sources, merger, untrusted)
+    Some((sources, merger, untrusted))
 }
 
 /// Merges the files of the found project layer: whole when the trust store holds the digest

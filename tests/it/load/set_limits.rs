@@ -101,3 +101,45 @@ fn a_file_of_many_empty_tools_is_refused_quickly() {
     let message = first_error(&options(dir.path(), SetLimits::DEFAULT));
     assert!(message.contains("tool contracts"), "{message}");
 }
+
+/// A set past a limit says so once: the engine settings it never read are not also reported
+/// missing (63 `no layer sets engine.…` errors followed the limit); and a file larger than a
+/// file may be is refused at its name, not counted into a limit of the set that names none.
+#[test]
+fn a_limit_is_said_once_and_a_huge_file_at_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), tools(4)).unwrap();
+    let outcome = load(
+        &options(
+            dir.path(),
+            SetLimits {
+                max_bytes: 64,
+                ..SetLimits::DEFAULT
+            },
+        ),
+        1,
+    );
+    let errors: Vec<&str> = outcome
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+
+    let big = tempfile::tempdir().unwrap();
+    let huge = format!("version: 1\n# {}\n", "x".repeat(9 * 1024 * 1024));
+    std::fs::write(big.path().join("p.yaml"), &huge).unwrap();
+    let limits = SetLimits {
+        max_bytes: 8 * 1024 * 1024 + 64 * 1024,
+        ..SetLimits::DEFAULT
+    };
+    let outcome = load(&options(big.path(), limits), 1);
+    assert!(outcome.snapshot.is_none());
+    let located = outcome
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .all(|d| d.location.is_some() && d.message.contains("too large"));
+    assert!(located, "{:?}", outcome.diagnostics);
+}
