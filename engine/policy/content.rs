@@ -50,6 +50,14 @@ pub(crate) fn other_names(path: &Path) -> Option<u64> {
     (meta.is_file() && meta.nlink() > 1).then(|| meta.nlink() - 1)
 }
 
+/// The identity of the regular file `path` (through links: its device and inode) and how
+/// many names it has, when it has more than one (see [`other_names`]).
+pub(crate) fn hard_linked(path: &Path) -> Option<((u64, u64), u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).ok()?;
+    (meta.is_file() && meta.nlink() > 1).then(|| ((meta.dev(), meta.ino()), meta.nlink()))
+}
+
 /// What a call is told of a file with other names (see [`other_names`]).
 pub(crate) fn other_names_reason(count: u64) -> String {
     let names = if count == 1 { "name" } else { "names" };

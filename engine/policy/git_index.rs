@@ -164,9 +164,19 @@ fn tracked_in(
 /// repository.
 pub fn config_with_credentials(folder: &Path) -> Option<PathBuf> {
     let (_, git_dir) = find_repository(folder)?;
+    // Remotes kept the old way are read by `git remote get-url` and `git fetch` too.
+    let legacy = ["remotes", "branches"].into_iter().flat_map(|kept| {
+        std::fs::read_dir(git_dir.join(kept))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .take(100)
+            .map(|entry| entry.path())
+    });
     ["config", "config.worktree"]
         .into_iter()
         .map(|name| git_dir.join(name))
+        .chain(legacy)
         .find(|config| holds_credentials(config))
 }
 
@@ -226,7 +236,11 @@ fn url_with_credential(text: &str) -> bool {
             .rfind(|c: char| !c.is_ascii_alphanumeric() && !matches!(c, '+' | '-' | '.'))
             .map_or(0, |i| i + 1);
         let scheme = text[scheme_start..at].to_ascii_lowercase();
-        let authority = text[at + 3..].split(['/', '"', ' ']).next().unwrap_or("");
+        // (A quote or a space may be part of a user or a password: `x:p\"w@host`.)
+        let authority = text[at + 3..]
+            .split(['/', '?', '#', '\n'])
+            .next()
+            .unwrap_or("");
         match authority.rsplit_once('@') {
             Some((user, _)) => scheme.starts_with("http") || user.contains(':'),
             None => false,
@@ -247,9 +261,21 @@ pub fn is_config_with_credentials(path: &Path) -> bool {
         "gitconfig",
         ".gitmodules",
     ];
+    // A remote kept the old way (`.git/remotes/NAME`, `.git/branches/NAME`) names its URL.
+    let legacy_remote = |path: &Path| {
+        let folder = path.parent();
+        folder
+            .and_then(Path::file_name)
+            .is_some_and(|name| name == "remotes" || name == "branches")
+            && folder
+                .and_then(Path::parent)
+                .and_then(Path::file_name)
+                .is_some_and(|name| name.to_string_lossy().ends_with(".git"))
+    };
     if !path
         .file_name()
         .is_some_and(|name| NAMES.iter().any(|known| name == *known))
+        && !legacy_remote(path)
     {
         return false;
     }
@@ -257,12 +283,15 @@ pub fn is_config_with_credentials(path: &Path) -> bool {
         return false;
     };
     let is_config = match real.file_name().and_then(|name| name.to_str()) {
+        _ if legacy_remote(&real) => true,
         Some(".gitconfig" | "gitconfig" | ".gitmodules") => true,
-        // Inside a `.git` folder (a submodule's and a worktree's are deeper), or in git's
-        // own folder of the user's configuration.
+        // Inside a `.git` folder (a submodule's and a worktree's are deeper), a bare
+        // repository's (`mirror.git/config`), or in git's own folder of the user's
+        // configuration.
         Some("config" | "config.worktree") => {
             let parent = real.parent().and_then(Path::file_name);
-            parent.is_some_and(|folder| folder == "git")
+            parent
+                .is_some_and(|folder| folder == "git" || folder.to_string_lossy().ends_with(".git"))
                 || real
                     .ancestors()
                     .any(|dir| dir.file_name().is_some_and(|n| n == ".git"))
@@ -547,9 +576,34 @@ mod tests {
             "[github]\n\ttoken = ghp_1\n",
             "[hub]\n\toauthtoken = x\n",
             "[credential]\n\thelper = \"!f() { echo password=hunter2; }; f\"\n",
+            // A quote or a space in the password.
+            "[remote \"origin\"]\n\turl = https://x:p\\\"w@github.com/a/b\n",
+            "[remote \"origin\"]\n\turl = \"https://x:p w@github.com/a/b\"\n",
         ] {
             assert!(holds(text), "{text}");
         }
+        // Remotes kept the old way.
+        std::fs::write(&config, "[core]\n\tbare = false\n").unwrap();
+        std::fs::create_dir(dir.path().join(".git/remotes")).unwrap();
+        std::fs::write(
+            dir.path().join(".git/remotes/legacy"),
+            "URL: https://x-access-token:ghs_1@github.com/a/b\n",
+        )
+        .unwrap();
+        assert!(config_with_credentials(dir.path()).is_some());
+        assert!(is_config_with_credentials(
+            &dir.path().join(".git/remotes/legacy")
+        ));
+        std::fs::remove_dir_all(dir.path().join(".git/remotes")).unwrap();
+        // A bare repository's config.
+        std::fs::create_dir(dir.path().join("mirror.git")).unwrap();
+        let bare = dir.path().join("mirror.git/config");
+        std::fs::write(
+            &bare,
+            "[remote \"origin\"]\n\turl = https://tok@github.com/a/b\n",
+        )
+        .unwrap();
+        assert!(is_config_with_credentials(&bare));
         for text in [
             "[remote \"origin\"]\n\turl = https://github.com/a/b.git\n",
             "[remote \"origin\"]\n\turl = git@github.com:a/b.git\n",

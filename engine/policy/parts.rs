@@ -1867,7 +1867,10 @@ fn judge_tracked(
         anywhere || below.is_empty() || below.iter().any(|folder| path.starts_with(folder))
     };
     let against_index = compares_work_tree_with_index(facts);
+    let work_tree = prints_work_tree(facts);
     let mut protected: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    // Files of the work tree with other names (hard links), which it may print.
+    let mut linked = Vec::new();
     let mut roots = Vec::new();
     for folder in &folders.candidates {
         let tracked = match git_index::tracked_files(Path::new(folder)) {
@@ -1916,8 +1919,18 @@ fn judge_tracked(
                     .or_default()
                     .push(relative.clone());
             }
+            if work_tree && super::content::other_names(Path::new(&path)).is_some() {
+                linked.push(relative.clone());
+            }
         }
     }
+    let linked = (!linked.is_empty()).then(|| {
+        format!(
+            "`{}` may print files of the work tree with other names (hard links): {}; one may be a protected file (a secret, `.git/config`) under a name no rule protects",
+            command.text,
+            named_files(&linked)
+        )
+    });
     protected
         .into_iter()
         .map(|(rule, files)| {
@@ -1927,7 +1940,27 @@ fn judge_tracked(
                 named_files(&files)
             )
         })
+        .chain(linked)
         .collect()
+}
+
+/// Whether `facts` may print files of the work tree (not only committed ones): `git diff`
+/// but with `--cached`, `--staged` or `--no-index` (in any abbreviation), and `git status`
+/// (`-v -v` prints the work tree's changes).
+fn prints_work_tree(facts: &CommandFacts) -> bool {
+    let committed_only = |option: &str| {
+        let name = option.split_once('=').map_or(option, |(name, _)| name);
+        name.len() > 2
+            && ["--cached", "--staged", "--no-index"]
+                .iter()
+                .any(|full| full.starts_with(name))
+    };
+    facts.program.as_deref() == Some("git")
+        && match facts.subcommand.as_deref() {
+            Some("diff") => !facts.options.iter().any(|o| committed_only(&o.canonical)),
+            Some("status") => true,
+            _ => false,
+        }
 }
 
 /// Judges each of `paths` as written by `command` (`why`: how it writes it), adding what a

@@ -361,8 +361,11 @@ pub(crate) fn judge_below(
         let mut credentials: Vec<String> = Vec::new();
         // Files holding a private key under a name no rule lists.
         let mut keys: Vec<String> = Vec::new();
-        // Files with other names (hard links): one may be a protected file.
-        let mut linked: Vec<String> = Vec::new();
+        // Files with other names (hard links), by identity: their names, and how many
+        // they have. One whose names are not all below the folder (they were all judged
+        // here) may be a protected file elsewhere (`~/.aws/credentials`); a build's copies
+        // of one file (cargo's `target/`) are not.
+        let mut linked: BTreeMap<(u64, u64), (BTreeMap<String, String>, u64)> = BTreeMap::new();
         let mut judge = |relative: &str, real: Option<&Path>| {
             // The folder itself may be a file (`Grep` over one file).
             let written = folder.written.absolute();
@@ -398,8 +401,10 @@ pub(crate) fn judge_below(
             } else if super::content::private_key(Path::new(&path)).is_some() {
                 keys.push(path.clone());
             }
-            if super::content::other_names(Path::new(&path)).is_some() {
-                linked.push(path.clone());
+            if let Some((id, names)) = super::content::hard_linked(Path::new(&path)) {
+                // Counted where it lies: a symbolic link to a name is not another name.
+                let (found, _) = linked.entry(id).or_insert((BTreeMap::new(), names));
+                found.insert(lies.clone().unwrap_or_else(|| path.clone()), path.clone());
             }
             let input = json!({ "file_path": path });
             let read = CallFacts {
@@ -511,6 +516,11 @@ pub(crate) fn judge_below(
             named_files(&keys)
         ))
     });
+    let linked: Vec<String> = linked
+        .into_values()
+        .filter(|(found, names)| (found.len() as u64) < *names)
+        .flat_map(|(found, _)| found.into_values())
+        .collect();
     let linked = (!linked.is_empty()).then(|| {
         ask(format!(
             "{} searches {}, which holds files with other names (hard links): {}; one may be a protected file (a secret, `.git/config`) under a name no rule protects, and the search may read it",

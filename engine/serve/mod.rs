@@ -202,12 +202,21 @@ impl Server {
                 Ok(document) => document.value,
                 Err(problems) => {
                     let problem = &problems[0];
-                    let (code, what) =
-                        if problem.code == crate::diagnostics::Code::SyntaxDuplicateKey {
-                            (code::INVALID_REQUEST, "invalid request")
-                        } else {
-                            (code::PARSE, "parse error")
-                        };
+                    let twice = problem.code == crate::diagnostics::Code::SyntaxDuplicateKey;
+                    let (code, what) = if twice {
+                        (code::INVALID_REQUEST, "invalid request")
+                    } else {
+                        (code::PARSE, "parse error")
+                    };
+                    // A request with a key given twice is JSON: it is answered at its id,
+                    // when that is one and not the key given twice.
+                    let id = twice
+                        .then(|| serde_json::from_str::<Value>(line).ok())
+                        .flatten()
+                        .and_then(|message| message.get("id").cloned())
+                        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+                        .filter(|_| !problem.message.contains("`id`"))
+                        .unwrap_or(Value::Null);
                     let place = problem
                         .location
                         .as_ref()
@@ -215,7 +224,7 @@ impl Server {
                         .unwrap_or_default();
                     fail(
                         &self.out,
-                        Value::Null,
+                        id,
                         code,
                         format!("{what}: {}{place}", problem.message),
                     );

@@ -4764,6 +4764,23 @@ fn a_file_with_other_names_asks() {
     std::fs::remove_file(ws.root.join("src/notes.txt")).unwrap();
     std::fs::remove_file(ws.root.join("src/cfg")).unwrap();
     assert_eq!(decide(&engine, "grep -r aws src", &[]).0, "allow");
+    // A file whose names all lie below the searched folder (a build's copies: cargo's
+    // `target/debug/x` and `target/debug/deps/x-…`) was judged under each of them.
+    std::fs::create_dir_all(ws.root.join("src/deps")).unwrap();
+    std::fs::write(
+        ws.root.join("src/app"),
+        "binary
+",
+    )
+    .unwrap();
+    std::fs::hard_link(ws.root.join("src/app"), ws.root.join("src/deps/app-1")).unwrap();
+    assert_eq!(decide(&engine, "grep -r aws src", &[]).0, "allow");
+    // A symbolic link to a name is no other name of it.
+    std::fs::hard_link(home.join(".aws/credentials"), ws.root.join("src/notes.txt")).unwrap();
+    std::os::unix::fs::symlink("notes.txt", ws.root.join("src/n2")).unwrap();
+    let (got, reasons) = decide(&engine, "grep -r aws src", &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(analyses(&reasons).contains(linked), "{reasons:?}");
     for (tool, input) in [
         ("Read", json!({ "file_path": "src/main.rs" })),
         (
@@ -4773,4 +4790,42 @@ fn a_file_with_other_names_asks() {
     ] {
         assert_eq!(decide_call(&engine, tool, input).0, "allow", "{tool}");
     }
+}
+
+/// A tracked file of the work tree that is a hard link (to `~/.aws/credentials`) is printed
+/// by a `git diff` or `git status -vv` of the whole tree: they ask (both were allowed; only a
+/// `git diff` naming the file asked).
+#[test]
+fn git_diff_of_a_work_tree_holding_a_hard_link_asks() {
+    let ws = workspace();
+    let home = home_of(&ws.root);
+    let git = |args: &[&str]| git_in(&ws.root, args);
+    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
+    if !git(&["init", "-q"]) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let config = ws.root.join("src/config.toml");
+    std::fs::write(&config, "name = 1\n").unwrap();
+    assert!(git(&["add", "src"]));
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    assert_eq!(decide(&engine, "git diff", &[]).0, "allow");
+    std::fs::remove_file(&config).unwrap();
+    std::fs::hard_link(home.join(".aws/credentials"), &config).unwrap();
+    for line in [
+        "git diff",
+        "git diff -- .",
+        "git status -vv",
+        "git diff HEAD",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("(hard links)"),
+            "{line}: {reasons:?}"
+        );
+    }
+    // What is committed is printed as committed: the link is not in it.
+    let (_, reasons) = decide(&engine, "git diff --cached", &[]);
+    assert!(!analyses(&reasons).contains("(hard links)"), "{reasons:?}");
 }
