@@ -116,7 +116,7 @@ impl HookPayload {
     fn mcp_name(&self) -> Option<String> {
         self.mcp_context
             .as_ref()
-            .map(|mcp| format!("mcp__{}__{}", mcp.server_name, mcp.tool_name))
+            .map(|mcp| crate::model::mcp::agent_tool_name(&mcp.server_name, &mcp.tool_name))
     }
 }
 

@@ -121,20 +121,11 @@ pub async fn run(
     Ok(report)
 }
 
-/// The contract name of a server's tool: `mcp__<server>__<tool>`, with every character a
-/// tool name cannot hold replaced by `_`.
+/// The contract name of a server's tool: the name the agents call it by (see
+/// [`agent_tool_name`](crate::model::mcp::agent_tool_name)), so that its rules hold for
+/// their calls.
 pub fn contract_name(server: &str, tool: &str) -> String {
-    let clean: String = tool
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("mcp__{server}__{clean}")
+    crate::model::mcp::agent_tool_name(server, tool)
 }
 
 /// The policy file for `tools` of `server` (see the module docs). With `trust` (the server's
@@ -234,12 +225,16 @@ fn annotations(tool: &Tool) -> Option<(String, Option<String>)> {
 
 /// A YAML double-quoted scalar (JSON's string syntax is a subset).
 fn quoted(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+    crate::diagnostics::escape_invisible(
+        &serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned()),
+    )
 }
 
 /// A JSON value as a YAML flow collection, pretty-printed and indented below its key.
 fn flow(value: &Value, indent: usize) -> String {
-    let pretty = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    let pretty = crate::diagnostics::escape_invisible(
+        &serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
+    );
     let pad = " ".repeat(indent + 2);
     pretty
         .lines()

@@ -111,8 +111,9 @@ impl Drop for Pending {
 
 /// The text shown for a request.
 pub fn describe(request: &ApprovalRequest) -> String {
-    let input =
-        serde_json::to_string_pretty(&request.input).unwrap_or_else(|_| request.input.to_string());
+    let input = crate::diagnostics::escape_invisible(
+        &serde_json::to_string_pretty(&request.input).unwrap_or_else(|_| request.input.to_string()),
+    );
     let mut text = format!(
         "\napproval needed: {} (call {})\n",
         request.tool, request.call_id
@@ -291,6 +292,20 @@ mod tests {
         );
         insta::assert_snapshot!(text);
         assert!(describe(&request("c7", 2)).contains("asked again"));
+    }
+
+    /// Characters that reorder or hide text (a right-to-left override, U+202E, shows what
+    /// follows it backwards) are shown as their escapes, which mean the same.
+    #[test]
+    fn the_prompt_shows_no_character_that_reorders_what_is_read() {
+        let mut asked = request("c7", 1);
+        asked.input = serde_json::json!({"command": "cat \u{202e}txt.env\u{200b}"});
+        let text = describe(&asked);
+        assert!(text.contains(r"cat \u202etxt.env\u200b"), "{text}");
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{200b}'),
+            "{text}"
+        );
     }
 
     /// A channel of typed lines and a buffer for what was written.

@@ -29,6 +29,31 @@ pub fn fold_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Whether `c` changes how text around it is shown without being seen itself: the
+/// bidirectional controls (U+202A–U+202E, U+2066–U+2069, the marks U+200E, U+200F) and the
+/// zero-width characters (U+200B–U+200D, U+2060, U+FEFF).
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// JSON (or YAML double-quoted) text with each character that could hide or reorder what a
+/// person reads (see [`invisible`]) written as its `\uXXXX` escape, which means the same
+/// character: an approval prompt or a generated policy shows what will run, in order.
+pub fn escape_invisible(text: &str) -> String {
+    if !text.chars().any(invisible) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if invisible(c) {
+                format!("\\u{:04x}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// A place in a source file.
 #[derive(Clone, Debug)]
 pub struct Location {

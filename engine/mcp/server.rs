@@ -271,12 +271,17 @@ impl Server {
     /// The tools the server lists (every page).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, McpError> {
         let connection = self.connection().await?;
-        connection
-            .service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|source| self.request_error(source))
+        self.listed(&connection).await
+    }
+
+    /// The tools `connection` lists, within the server's `start_timeout`: a server that never
+    /// answers `tools/list` held every call waiting on its tool list (and `mcp import`).
+    async fn listed(&self, connection: &Connection) -> Result<Vec<Tool>, McpError> {
+        let timeout = self.spec.entry.start_timeout();
+        match tokio::time::timeout(timeout, connection.service.peer().list_all_tools()).await {
+            Ok(listed) => listed.map_err(|source| self.request_error(source)),
+            Err(_) => Err(self.request_error(ServiceError::Timeout { timeout })),
+        }
     }
 
     /// The annotations of the server's tools, listed now when the ones known are out of date
@@ -292,12 +297,7 @@ impl Server {
         {
             return Ok(Arc::clone(&known.hints));
         }
-        let tools = connection
-            .service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|source| self.request_error(source))?;
+        let tools = self.listed(&connection).await?;
         let hints: Hints = Arc::new(
             tools
                 .into_iter()

@@ -122,6 +122,23 @@ impl McpServer {
 /// The prefix of the names coding agents give MCP tools: `mcp__<server>__<tool>`.
 pub const TOOL_PREFIX: &str = "mcp__";
 
+/// The name coding agents give `tool` of `server`: `mcp__<server>__<tool>`, every character
+/// of the tool outside `A-Z a-z 0-9 _ -` written `_`, as Claude Code and Codex write it
+/// (`fs.read` is `mcp__evil__fs_read`).
+pub fn agent_tool_name(server: &str, tool: &str) -> String {
+    let tool: String = tool
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{TOOL_PREFIX}{server}__{tool}")
+}
+
 /// The name of the wildcard contract that covers every tool of `server`: `mcp__<server>__*`.
 pub fn wildcard_name(server: &str) -> String {
     format!("{TOOL_PREFIX}{server}__*")
@@ -150,12 +167,17 @@ pub fn server_name_splits(server: &str) -> bool {
 
 /// A tool name an agent gives an MCP tool, split into server and tool: `mcp__<server>__<tool>`,
 /// the server ending at the first `__` after the prefix. The tool part must be a name MCP
-/// allows (1 to 128 of `A-Z a-z 0-9 _ - .`); `None` otherwise.
+/// allows (1 to 128 of `A-Z a-z 0-9 _ - .`) that cannot be read with another server: not
+/// starting with `_` nor holding `__` (`mcp__docs__x__delete` may be tool `delete` of an
+/// agent's server `docs__x`, `mcp__docs___run` tool `run` of server `docs_`); `None`
+/// otherwise.
 pub fn split_tool_name(name: &str) -> Option<(&str, &str)> {
     let rest = name.strip_prefix(TOOL_PREFIX)?;
     let end = rest.find("__")?;
     let (server, tool) = (&rest[..end], &rest[end + 2..]);
     let valid_tool = (1..=128).contains(&tool.len())
+        && !tool.starts_with('_')
+        && !tool.contains("__")
         && tool
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
@@ -258,14 +280,19 @@ mod tests {
             split_tool_name("mcp__github__list_issues"),
             Some(("github", "list_issues"))
         );
-        assert_eq!(split_tool_name("mcp__a__b__c"), Some(("a", "b__c")));
+        // A name another server's tool may have is no tool of this one: an agent's server
+        // may be named `a__b` (`mcp__a__b__c`) or `a_` (`mcp__a___x`).
+        assert_eq!(split_tool_name("mcp__a__b__c"), None);
         assert_eq!(split_tool_name("mcp__github__"), None);
         assert_eq!(split_tool_name("mcp__github__*"), None);
         assert_eq!(split_tool_name("mcp__github__a/b"), None);
         assert_eq!(split_tool_name("mcp__github"), None);
         assert_eq!(split_tool_name("Bash"), None);
-        // A server name that a split cannot end is never read out of a name.
-        assert_eq!(split_tool_name("mcp__a___x"), Some(("a", "_x")));
+        assert_eq!(split_tool_name("mcp__a___x"), None);
+        assert_eq!(
+            crate::model::mcp::agent_tool_name("evil", "fs.read"),
+            "mcp__evil__fs_read"
+        );
         assert_eq!(
             split_tool_name(&format!("mcp__s__{}", "x".repeat(129))),
             None

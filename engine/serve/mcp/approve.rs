@@ -53,7 +53,9 @@ impl ApprovalBroker for Elicit {
 
 /// What the user reads: the tool, the exact input, and the reasons that asked.
 pub fn message(request: &ApprovalRequest) -> String {
-    let input = serde_json::to_string_pretty(&request.input).unwrap_or_default();
+    let input = crate::diagnostics::escape_invisible(
+        &serde_json::to_string_pretty(&request.input).unwrap_or_default(),
+    );
     let mut text = format!(
         "Allow `{}` to run with this input?\n\n{input}\n",
         request.tool

@@ -19,6 +19,8 @@
 //! - `crash`: the process exits at once (status 3);
 //! - `spawn`: starts `sleep 300` as a child of the server and returns its process id.
 //!
+//! With [`SILENT_LIST_ENV`] set, it never answers `tools/list`.
+//!
 //! Every `notifications/cancelled` the server receives is appended as a line (its reason) to
 //! the file named by [`CANCEL_LOG_ENV`], when set.
 
@@ -42,6 +44,8 @@ use serde_json::{Value, json};
 pub const SERVER_ENV: &str = "TOOLGATE_TEST_MCP_SERVER";
 /// A file the server appends the reason of every cancellation it receives to.
 pub const CANCEL_LOG_ENV: &str = "TOOLGATE_TEST_MCP_CANCEL_LOG";
+/// Set (to anything): the server never answers `tools/list`.
+pub const SILENT_LIST_ENV: &str = "TOOLGATE_TEST_MCP_SILENT_LIST";
 
 /// The argv that starts the test server (the `it` binary running only [`serve_stdio`]).
 pub fn command() -> Vec<String> {
@@ -164,6 +168,9 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if std::env::var_os(SILENT_LIST_ENV).is_some() {
+            std::future::pending::<()>().await;
+        }
         Ok(serde_json::from_value(json!({ "tools": self.tools() })).unwrap())
     }
 

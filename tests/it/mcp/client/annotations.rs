@@ -87,3 +87,32 @@ async fn a_trusted_servers_annotations_fill_the_flags_a_contract_leaves_unset() 
     );
     engine.shutdown().await;
 }
+
+/// A trusted server that never answers `tools/list` holds no call past its `start_timeout`:
+/// the annotations are not learned and the flags stay as written (every call of its tools,
+/// and `mcp serve` with them, waited for ever).
+#[tokio::test]
+async fn a_server_that_never_lists_its_tools_holds_no_call() {
+    let workspace = Workspace::new("");
+    let entry = mcp_server::yaml_entry(&workspace.path("cancel.log"));
+    let silent = format!(
+        "{}, trust_annotations: true, start_timeout: 1s }}",
+        entry.trim_end_matches('}').trim_end().replacen(
+            "set_env: {",
+            &format!("set_env: {{ {}: \"1\",", mcp_server::SILENT_LIST_ENV),
+            1
+        )
+    );
+    workspace.write(&format!(
+        "version: 1\nmcp_servers:\n  test: {silent}\ntools:\n  mcp__test__*:\n    handler: {{ kind: mcp, server: test }}\n    permission: {{ default: allow }}\n"
+    ));
+    let (engine, _sink) = workspace.engine();
+    let echo = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        call(&engine, "mcp__test__echo", json!({"text": "hi"})),
+    )
+    .await
+    .expect("the call was answered");
+    assert_eq!(echo.results[0].model_text(), "hi");
+    engine.shutdown().await;
+}

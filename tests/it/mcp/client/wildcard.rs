@@ -82,12 +82,16 @@ async fn a_wildcard_covers_no_other_server_and_is_no_tool_itself() {
     let workspace = Workspace::new("");
     workspace.write(&policy(&workspace.path("cancel.log")));
     let (engine, _sink) = workspace.engine();
-    // `tes` is declared but has no wildcard; `testx` and `test_x` are other servers; the
+    // `tes` is declared but has no wildcard; `testx` and `test_x` are other servers; so may
+    // be an agent's servers `test__x` and `test_` (`mcp__test__x__echo`,
+    // `mcp__test___echo`: they were covered, and allowed by the wildcard's default); the
     // wildcard's own name and a name without a tool part are not tools.
     for name in [
         "mcp__tes__echo",
         "mcp__testx__echo",
         "mcp__test_x__echo",
+        "mcp__test__x__echo",
+        "mcp__test___echo",
         "mcp__test__*",
         "mcp__test__",
         "mcp__test",
