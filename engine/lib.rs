@@ -148,6 +148,7 @@ mod mcp;
 mod model;
 mod pipeline;
 mod policy;
+mod process;
 mod report;
 mod review;
 mod schedule;
@@ -189,7 +190,7 @@ pub use executor::{
 };
 pub use handler::{
     CallContext, HandlerError, HandlerFuture, HandlerOutput, NativeHandler, OutputContent,
-    ProgressChunk, ProgressSink, ProgressStream, become_subreaper,
+    ProgressChunk, ProgressSink, ProgressStream,
 };
 pub use load::{ParseLimits, ReadLimits};
 pub use model::contract::{DisplayKind, Keep, Overflow, TurnAction};
@@ -201,6 +202,7 @@ pub use pipeline::{
     CallResult, Display, ErrorCode, ErrorInfo, Failure, ResultMetadata, ToolCall, TurnEffect,
 };
 pub use policy::decide::{Permission, Reason, Staged};
+pub use process::become_subreaper;
 pub use review::{Change, ChangeKind, Effect as ChangeEffect, Risk, Subject as ChangeSubject};
 pub use schedule::Concurrency;
 pub use snapshot::reload::{ReloadOutcome, Reloader, WatchHandle};

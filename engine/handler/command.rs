@@ -40,11 +40,11 @@ use tokio::process::{Child, ChildStdin, Command};
 use crate::model::handler::StdinMode;
 
 use super::decode::Utf8Decoder;
-use super::process::{ProcessGroup, signal_name};
 use super::template::{ArgvTemplateError, Template, parse_argv, render_argv};
 use super::{
     CallContext, HandlerError, HandlerOutput, ProgressChunk, ProgressSink, ProgressStream,
 };
+use crate::process::{ProcessGroup, signal_name};
 
 /// The line that separates stdout from stderr in the output of a successful command that
 /// wrote to stderr.
@@ -316,7 +316,7 @@ async fn spawn(
         .kill_on_drop(true);
     // Spawned and registered as one step: a sweep for orphans (another call ending) must
     // never see this child before it is known as a group leader.
-    let mut spawning = super::process::spawning();
+    let mut spawning = crate::process::spawning();
     let child = command.spawn().map_err(|error| {
         let reason = match error.kind() {
             ErrorKind::NotFound if program.contains('/') => "no such file".to_owned(),

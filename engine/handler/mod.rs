@@ -17,7 +17,6 @@ mod decode;
 pub mod http;
 pub mod mcp;
 pub mod native;
-mod process;
 pub mod template;
 
 use std::fmt;
@@ -38,7 +37,6 @@ pub use mcp::McpRunner;
 pub use native::{
     HandlerFuture, Isolated, NativeHandler, NativeRegistry, build_native, poll_native,
 };
-pub use process::become_subreaper;
 
 /// Everything a handler gets besides its input: identity, cancellation, progress, clock,
 /// gates and the turn's modes. Cheap to clone.

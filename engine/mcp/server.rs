@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{Client, ProgressFn, ProgressRoutes};
 use crate::model::mcp::McpServer;
+use crate::process::ProcessGroup;
 
 /// How to reach a server, with everything read from the environment already filled in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,23 +103,12 @@ struct Connection {
     serial: u64,
     service: RunningService<RoleClient, Client>,
     progress: Arc<ProgressRoutes>,
-    /// Declared after `service`, so dropped after it: the server's process is closed (or
-    /// killed) first, then whatever is left of its process group.
-    _group: Group,
-}
-
-/// The process group a stdio server leads (it is spawned with `process_group(0)`): SIGKILLed
-/// when the connection goes (shut down, replaced after the server died, or dropped with the
-/// last call that used it), so that the processes the server started do not outlive it.
-struct Group(Option<nix::unistd::Pid>);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            // ESRCH: the group is already gone.
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
+    /// The process group a stdio server leads, with the processes that left it: killed when
+    /// the connection goes (shut down, replaced after the server died, or dropped with the
+    /// last call that used it), so that the processes the server started do not outlive
+    /// it. Declared after `service`, so dropped after it: the server's process is closed (or
+    /// killed) first, then whatever is left.
+    _group: Option<ProcessGroup>,
 }
 
 enum State {
@@ -445,27 +435,32 @@ impl Server {
             changes: Arc::clone(&self.changes),
         };
         let timeout = self.spec.entry.start_timeout();
-        let mut group = Group(None);
+        // A stdio server is spawned here, its group registered while no sweep for orphans
+        // runs (see `crate::process`).
+        let (stdio, group) = match &self.spec.transport {
+            Transport::Stdio {
+                argv,
+                env_allow,
+                env_set,
+                cwd,
+            } => {
+                let mut spawning = crate::process::spawning();
+                let transport = spawn(argv, env_allow, env_set, cwd)?;
+                let group = transport
+                    .id()
+                    .and_then(|pid| ProcessGroup::serving(pid, &mut spawning));
+                (Some(transport), group)
+            }
+            Transport::Http { .. } => (None, None),
+        };
         let started = async {
-            match &self.spec.transport {
-                Transport::Stdio {
-                    argv,
-                    env_allow,
-                    env_set,
-                    cwd,
-                } => {
-                    let transport = spawn(argv, env_allow, env_set, cwd)?;
-                    group.0 = transport
-                        .id()
-                        .and_then(|pid| i32::try_from(pid).ok())
-                        .filter(|pid| *pid > 0)
-                        .map(nix::unistd::Pid::from_raw);
-                    client
-                        .serve(transport)
-                        .await
-                        .map_err(|error| error.to_string())
-                }
-                Transport::Http { url, headers } => {
+            match (&self.spec.transport, stdio) {
+                (Transport::Stdio { .. }, Some(transport)) => client
+                    .serve(transport)
+                    .await
+                    .map_err(|error| error.to_string()),
+                (Transport::Stdio { .. }, None) => Err("the server was not started".to_owned()),
+                (Transport::Http { url, headers }, _) => {
                     let mut map = std::collections::HashMap::new();
                     for (name, value) in headers {
                         let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())

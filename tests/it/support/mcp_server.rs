@@ -17,7 +17,8 @@
 //! - `grow`: adds the tool `late` to the list and sends `notifications/tools/list_changed`;
 //! - `late` (only after `grow`): returns `late`;
 //! - `crash`: the process exits at once (status 3);
-//! - `spawn`: starts `sleep 300` as a child of the server and returns its process id.
+//! - `spawn`: starts `sleep 300` as a child of the server and returns its process id;
+//! - `detach`: the same, in a process group of its own.
 //!
 //! With [`SILENT_LIST_ENV`] set, it never answers `tools/list`.
 //!
@@ -138,6 +139,10 @@ impl TestServer {
                 "name": "spawn", "description": "Starts a child process",
                 "inputSchema": object(json!({}))
             })),
+            tool(json!({
+                "name": "detach", "description": "Starts a child process in a group of its own",
+                "inputSchema": object(json!({}))
+            })),
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(tool(json!({
@@ -225,6 +230,21 @@ impl ServerHandler for TestServer {
             }
             "late" if self.grown.load(Ordering::SeqCst) => text("late"),
             "crash" => std::process::exit(3),
+            "detach" => {
+                // `sleep 300` in a process group of its own: the server's group is not its.
+                use std::os::unix::process::CommandExt as _;
+                let child = std::process::Command::new("sleep")
+                    .arg("300")
+                    .process_group(0)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let pid = child.id();
+                std::mem::forget(child);
+                text(&pid.to_string())
+            }
             "spawn" => {
                 let child = std::process::Command::new("sleep")
                     .arg("300")

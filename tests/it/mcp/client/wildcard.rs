@@ -124,6 +124,100 @@ async fn a_stdio_server_goes_with_its_process_group() {
     assert!(!alive(pid), "the server's child {pid} outlived the server");
 }
 
+/// A process the server starts in a group of its own (`setsid`, `setpgid`) does not outlive
+/// the server either: the `toolgate` binary tracks a server's processes as it does a
+/// command's (the group's signal alone missed it, and it ran on after `toolgate run`).
+#[test]
+fn a_process_that_leaves_a_servers_group_goes_with_the_server() {
+    let workspace = Workspace::new("");
+    workspace.write(&policy(&workspace.path("cancel.log")));
+    std::fs::write(
+        workspace.path("batch.yaml"),
+        "calls:\n  - { id: d, tool: mcp__test__detach, input: {} }\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .current_dir(workspace.dir.path())
+        .env("HOME", workspace.dir.path())
+        .args([
+            "--no-builtin",
+            "-p",
+            "policies",
+            "run",
+            "batch.yaml",
+            "--format",
+            "jsonl",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let finalized = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|event| event["type"] == "BatchFinalized")
+        .unwrap_or_else(|| panic!("{stdout}{}", String::from_utf8_lossy(&output.stderr)));
+    let pid: i32 = finalized["results"][0]["model_content"]
+        .as_str()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {finalized}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let survived = alive(pid);
+    if survived {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        !survived,
+        "the server's detached child {pid} outlived toolgate"
+    );
+}
+
+/// A server is no orphan of a command that ends beside it: the sweep for the orphans a
+/// finished command left took the running server for one and killed it (the next call
+/// started it again, and what the server held, here a tool it added, was gone).
+#[test]
+fn a_server_outlives_the_commands_that_run_beside_it() {
+    let workspace = Workspace::new("");
+    let shell = "  Sh:\n    input_schema: { type: object, properties: { command: { type: string } } }\n    permission: { default: allow }\n    handler: { kind: command, argv: [bash, -c, \"{{input.command}}\"], env: [PATH] }\n";
+    let policy =
+        policy(&workspace.path("cancel.log")).replacen("tools:\n", &format!("tools:\n{shell}"), 1);
+    workspace.write(&policy);
+    std::fs::write(
+        workspace.path("batch.yaml"),
+        "calls:\n  - { id: g, tool: mcp__test__grow, input: {} }\n  - { id: s, tool: Sh, input: { command: \"true\" } }\n  - { id: l, tool: mcp__test__late, input: {} }\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .current_dir(workspace.dir.path())
+        .env("HOME", workspace.dir.path())
+        .args([
+            "--no-builtin",
+            "-p",
+            "policies",
+            "run",
+            "batch.yaml",
+            "--format",
+            "jsonl",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let finalized = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|event| event["type"] == "BatchFinalized")
+        .unwrap_or_else(|| panic!("{stdout}{}", String::from_utf8_lossy(&output.stderr)));
+    let results = finalized["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{finalized}");
+    assert_eq!(results[1]["status"], "ok", "{finalized}");
+    assert_eq!(results[2]["model_content"], "late", "{finalized}");
+}
+
 /// Whether a process exists and is not a zombie waiting to be reaped.
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

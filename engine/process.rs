@@ -35,8 +35,20 @@ impl ProcessGroup {
     /// The group led by the process `pid` (spawned with `process_group(0)` while
     /// `spawning` was held).
     pub(crate) fn led_by(pid: u32, spawning: &mut Spawning) -> Option<Self> {
+        Self::registered(pid, spawning, true)
+    }
+
+    /// The group led by the long-lived process `pid` (an MCP server, spawned with
+    /// `process_group(0)` while `spawning` was held): its own processes are never taken for
+    /// orphans, and it claims no orphan of a call (it outlives calls: a call's orphans would
+    /// live as long as it).
+    pub(crate) fn serving(pid: u32, spawning: &mut Spawning) -> Option<Self> {
+        Self::registered(pid, spawning, false)
+    }
+
+    fn registered(pid: u32, spawning: &mut Spawning, claims: bool) -> Option<Self> {
         let pid = i32::try_from(pid).ok().filter(|pid| *pid > 0)?;
-        tracking::register(pid, &mut spawning.0);
+        tracking::register(pid, claims, &mut spawning.0);
         Some(Self {
             pgid: Pid::from_raw(pid),
             killed: false,
@@ -76,7 +88,7 @@ impl Drop for ProcessGroup {
 
 /// Held while a handler process is spawned and registered: the registry of live group
 /// leaders, locked, so that no sweep for orphans runs in between.
-pub(crate) struct Spawning(std::sync::MutexGuard<'static, Vec<(i32, u64)>>);
+pub(crate) struct Spawning(std::sync::MutexGuard<'static, Vec<Leader>>);
 
 /// Locks the registry for a spawn.
 pub(crate) fn spawning() -> Spawning {
@@ -117,19 +129,24 @@ mod tracking {
     use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
     use nix::unistd::Pid;
 
-    use super::{LEADERS, Ordering, SUBREAPER};
+    use super::{LEADERS, Leader, Ordering, SUBREAPER};
 
-    /// Records a live group leader and when it started (in the locked registry).
-    pub(super) fn register(pid: i32, leaders: &mut Vec<(i32, u64)>) {
+    /// Records a live group leader, when it started and whether it may own orphans (in the
+    /// locked registry).
+    pub(super) fn register(pid: i32, claims: bool, leaders: &mut Vec<Leader>) {
         let started = start_time(pid).unwrap_or(0);
-        leaders.push((pid, started));
+        leaders.push(Leader {
+            pid,
+            started,
+            claims,
+        });
     }
 
     pub(super) fn unregister(pid: i32) {
-        lock().retain(|(leader, _)| *leader != pid);
+        lock().retain(|leader| leader.pid != pid);
     }
 
-    fn lock() -> std::sync::MutexGuard<'static, Vec<(i32, u64)>> {
+    fn lock() -> std::sync::MutexGuard<'static, Vec<Leader>> {
         LEADERS
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -140,8 +157,8 @@ mod tracking {
     pub(super) fn kill_leader_descendants(pid: i32) {
         let registered = lock()
             .iter()
-            .find(|(leader, _)| *leader == pid)
-            .map(|(_, s)| *s);
+            .find(|leader| leader.pid == pid)
+            .map(|leader| leader.started);
         if registered.is_some() && registered == start_time(pid) {
             kill_descendants(pid);
         }
@@ -166,7 +183,7 @@ mod tracking {
         let leaders = lock();
         // Up to a few rounds: killing an orphan's subtree reparents its children here.
         for _ in 0..4 {
-            let known: HashSet<i32> = leaders.iter().map(|(pid, _)| *pid).collect();
+            let known: HashSet<i32> = leaders.iter().map(|known| known.pid).collect();
             let mut found = false;
             for orphan in children(me) {
                 if known.contains(&orphan) {
@@ -178,7 +195,7 @@ mod tracking {
                 // A call still running that started no later than the orphan may own it.
                 let claimed = leaders
                     .iter()
-                    .any(|(pid, since)| *pid != leader && *since <= started);
+                    .any(|other| other.claims && other.pid != leader && other.started <= started);
                 if claimed {
                     continue;
                 }
@@ -248,14 +265,23 @@ mod tracking {
 
 #[cfg(not(target_os = "linux"))]
 mod tracking {
-    pub(super) fn register(_pid: i32, _leaders: &mut Vec<(i32, u64)>) {}
+    pub(super) fn register(_pid: i32, _claims: bool, _leaders: &mut Vec<super::Leader>) {}
     pub(super) fn unregister(_pid: i32) {}
     pub(super) fn kill_leader_descendants(_pid: i32) {}
     pub(super) fn kill_orphans(_leader: i32) {}
 }
 
-/// The live group leaders and their start times (clock ticks since boot).
-static LEADERS: Mutex<Vec<(i32, u64)>> = Mutex::new(Vec::new());
+/// A live group leader this program spawned.
+pub(crate) struct Leader {
+    pid: i32,
+    /// When it started, in clock ticks since boot.
+    started: u64,
+    /// Whether orphans that started after it may be its own (a call's, not a server's).
+    claims: bool,
+}
+
+/// The live group leaders.
+static LEADERS: Mutex<Vec<Leader>> = Mutex::new(Vec::new());
 
 /// The conventional name of a signal number (`SIGKILL`), or `signal N` for unknown ones.
 pub(crate) fn signal_name(number: i32) -> String {
