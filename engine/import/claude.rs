@@ -95,28 +95,18 @@ pub fn translate(sources: &[(PathBuf, String)]) -> Result<Translation, ImportErr
         let file = path.display().to_string();
         // A key given twice (a second `deny` list) is an error: Claude Code keeps the last
         // one, and which the user meant cannot be told.
-        let source = std::sync::Arc::new(crate::diagnostics::SourceFile::new(
-            file.as_str(),
-            text.as_str(),
-            crate::diagnostics::Format::Yaml,
-        ));
-        let settings: Value =
-            match crate::load::json::parse_json(source, &crate::load::ParseLimits::DEFAULT) {
-                Ok(document) => document.value,
-                Err(problems) => {
-                    let problem = &problems[0];
-                    let (line, column) = problem
-                        .location
-                        .as_ref()
-                        .map_or((1, 1), |l| (l.span.line as usize, l.span.column as usize));
-                    return Err(ImportError::Syntax {
-                        file: file.clone(),
-                        line,
-                        column,
-                        message: problem.message.clone(),
-                    });
-                }
-            };
+        let settings = crate::load::json::parse_text(&file, text).map_err(|problem| {
+            let (line, column) = problem
+                .location
+                .as_ref()
+                .map_or((1, 1), |l| (l.span.line as usize, l.span.column as usize));
+            ImportError::Syntax {
+                file: file.clone(),
+                line,
+                column,
+                message: problem.message,
+            }
+        })?;
         let scope = Scope::of(path);
         let root = project_root(path, scope);
         let Some(permissions) = settings.get("permissions") else {

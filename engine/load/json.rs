@@ -14,6 +14,19 @@ use crate::diagnostics::{Code, Diagnostic, Location, SourceFile, Span};
 use crate::load::spans::{NodeId, NodeSpan, SpanTableBuilder};
 use crate::load::{ParseLimits, ParsedDocument};
 
+/// Parses the JSON text `text` (named `name` in diagnostics: an agent's settings file, a
+/// request line) into its value, or its first problem, placed.
+pub fn parse_text(name: &str, text: &str) -> Result<Value, Diagnostic> {
+    let source = Arc::new(SourceFile::new(
+        name,
+        text,
+        crate::diagnostics::Format::Yaml,
+    ));
+    parse_json(source, &ParseLimits::DEFAULT)
+        .map(|document| document.value)
+        .map_err(|mut problems| problems.swap_remove(0))
+}
+
 /// Parses a JSON document into a JSON value and the span of every node.
 pub fn parse_json(
     source: Arc<SourceFile>,

@@ -192,45 +192,38 @@ impl Server {
     fn handle(&mut self, line: &str) -> bool {
         // Parsed strictly: a key given twice (`"tool"` twice in params) is refused, where
         // `serde_json` alone keeps the last one silently.
-        let source = Arc::new(crate::diagnostics::SourceFile::new(
-            "<request>",
-            line,
-            crate::diagnostics::Format::Yaml,
-        ));
-        let message: Value =
-            match crate::load::json::parse_json(source, &crate::load::ParseLimits::DEFAULT) {
-                Ok(document) => document.value,
-                Err(problems) => {
-                    let problem = &problems[0];
-                    let twice = problem.code == crate::diagnostics::Code::SyntaxDuplicateKey;
-                    let (code, what) = if twice {
-                        (code::INVALID_REQUEST, "invalid request")
-                    } else {
-                        (code::PARSE, "parse error")
-                    };
-                    // A request with a key given twice is JSON: it is answered at its id,
-                    // when that is one and not the key given twice.
-                    let id = twice
-                        .then(|| serde_json::from_str::<Value>(line).ok())
-                        .flatten()
-                        .and_then(|message| message.get("id").cloned())
-                        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
-                        .filter(|_| !problem.message.contains("`id`"))
-                        .unwrap_or(Value::Null);
-                    let place = problem
-                        .location
-                        .as_ref()
-                        .map(|l| format!(" (at column {})", l.span.column))
-                        .unwrap_or_default();
-                    fail(
-                        &self.out,
-                        id,
-                        code,
-                        format!("{what}: {}{place}", problem.message),
-                    );
-                    return true;
-                }
-            };
+        let message: Value = match crate::load::json::parse_text("<request>", line) {
+            Ok(message) => message,
+            Err(problem) => {
+                let twice = problem.code == crate::diagnostics::Code::SyntaxDuplicateKey;
+                let (code, what) = if twice {
+                    (code::INVALID_REQUEST, "invalid request")
+                } else {
+                    (code::PARSE, "parse error")
+                };
+                // A request with a key given twice is JSON: it is answered at its id,
+                // when that is one and not the key given twice.
+                let id = twice
+                    .then(|| serde_json::from_str::<Value>(line).ok())
+                    .flatten()
+                    .and_then(|message| message.get("id").cloned())
+                    .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+                    .filter(|_| !problem.message.contains("`id`"))
+                    .unwrap_or(Value::Null);
+                let place = problem
+                    .location
+                    .as_ref()
+                    .map(|l| format!(" (at column {})", l.span.column))
+                    .unwrap_or_default();
+                fail(
+                    &self.out,
+                    id,
+                    code,
+                    format!("{what}: {}{place}", problem.message),
+                );
+                return true;
+            }
+        };
         let Value::Object(map) = &message else {
             let text = if message.is_array() {
                 "JSON-RPC batch arrays are not supported: send one request per line"

@@ -84,6 +84,25 @@ pub fn yaml_entry(cancel_log: &std::path::Path) -> String {
     )
 }
 
+/// Starts `sleep 300` (in a process group of its own when `detached`) and returns its process
+/// id. Left running: the tests check that toolgate ends it with the server.
+fn sleeper(detached: bool) -> u32 {
+    use std::os::unix::process::CommandExt as _;
+    let mut command = std::process::Command::new("sleep");
+    command
+        .arg("300")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if detached {
+        command.process_group(0);
+    }
+    let child = command.spawn().unwrap();
+    let pid = child.id();
+    std::mem::forget(child);
+    pid
+}
+
 #[derive(Clone, Default)]
 struct TestServer {
     grown: Arc<AtomicBool>,
@@ -230,34 +249,8 @@ impl ServerHandler for TestServer {
             }
             "late" if self.grown.load(Ordering::SeqCst) => text("late"),
             "crash" => std::process::exit(3),
-            "detach" => {
-                // `sleep 300` in a process group of its own: the server's group is not its.
-                use std::os::unix::process::CommandExt as _;
-                let child = std::process::Command::new("sleep")
-                    .arg("300")
-                    .process_group(0)
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .spawn()
-                    .unwrap();
-                let pid = child.id();
-                std::mem::forget(child);
-                text(&pid.to_string())
-            }
-            "spawn" => {
-                let child = std::process::Command::new("sleep")
-                    .arg("300")
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .spawn()
-                    .unwrap();
-                let pid = child.id();
-                // Left running: the test checks that toolgate ends it with the server.
-                std::mem::forget(child);
-                text(&pid.to_string())
-            }
+            "spawn" => text(&sleeper(false).to_string()),
+            "detach" => text(&sleeper(true).to_string()),
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool `{other}`"),
                 None,

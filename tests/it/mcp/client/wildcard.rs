@@ -136,26 +136,7 @@ fn a_process_that_leaves_a_servers_group_goes_with_the_server() {
         "calls:\n  - { id: d, tool: mcp__test__detach, input: {} }\n",
     )
     .unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .current_dir(workspace.dir.path())
-        .env("HOME", workspace.dir.path())
-        .args([
-            "--no-builtin",
-            "-p",
-            "policies",
-            "run",
-            "batch.yaml",
-            "--format",
-            "jsonl",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let finalized = stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .find(|event| event["type"] == "BatchFinalized")
-        .unwrap_or_else(|| panic!("{stdout}{}", String::from_utf8_lossy(&output.stderr)));
+    let finalized = run_batch(&workspace);
     let pid: i32 = finalized["results"][0]["model_content"]
         .as_str()
         .and_then(|text| text.trim().parse().ok())
@@ -192,6 +173,16 @@ fn a_server_outlives_the_commands_that_run_beside_it() {
         "calls:\n  - { id: g, tool: mcp__test__grow, input: {} }\n  - { id: s, tool: Sh, input: { command: \"true\" } }\n  - { id: l, tool: mcp__test__late, input: {} }\n",
     )
     .unwrap();
+    let finalized = run_batch(&workspace);
+    let results = finalized["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{finalized}");
+    assert_eq!(results[1]["status"], "ok", "{finalized}");
+    assert_eq!(results[2]["model_content"], "late", "{finalized}");
+}
+
+/// `toolgate run` of the workspace's `batch.yaml` (its own process: a subreaper, as the
+/// binary is) and its `BatchFinalized` event.
+fn run_batch(workspace: &Workspace) -> serde_json::Value {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .current_dir(workspace.dir.path())
         .env("HOME", workspace.dir.path())
@@ -207,15 +198,11 @@ fn a_server_outlives_the_commands_that_run_beside_it() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let finalized = stdout
+    stdout
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .find(|event| event["type"] == "BatchFinalized")
-        .unwrap_or_else(|| panic!("{stdout}{}", String::from_utf8_lossy(&output.stderr)));
-    let results = finalized["results"].as_array().unwrap();
-    assert_eq!(results.len(), 3, "{finalized}");
-    assert_eq!(results[1]["status"], "ok", "{finalized}");
-    assert_eq!(results[2]["model_content"], "late", "{finalized}");
+        .unwrap_or_else(|| panic!("{stdout}{}", String::from_utf8_lossy(&output.stderr)))
 }
 
 /// Whether a process exists and is not a zombie waiting to be reaped.
