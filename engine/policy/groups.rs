@@ -56,6 +56,9 @@ pub(crate) struct ToolRules {
     walked: Box<[u32]>,
     /// The groups, by the position of their first member.
     groups: Box<[Group]>,
+    /// The rules of enforced layers that ask (indexes into the set's rules), in precedence
+    /// order: an allow of a later layer is checked against them alone, not every rule.
+    enforced_asks: Box<[u32]>,
 }
 
 /// Rules with one pattern list of the same kind over the same selector.
@@ -163,11 +166,26 @@ impl ToolRules {
                 .filter(|&position| !grouped[position as usize])
                 .collect()
         };
+        let enforced_asks = order
+            .iter()
+            .copied()
+            .filter(|&index| {
+                let rule = &rules[index as usize];
+                rule.origin.enforced && rule.decision == crate::model::Decision::Ask
+            })
+            .collect();
         Self {
             order: order.into_boxed_slice(),
             walked,
             groups: groups.into_boxed_slice(),
+            enforced_asks,
         }
+    }
+
+    /// The rules of enforced layers that ask, in precedence order (indexes into the set's
+    /// rules).
+    pub(crate) fn enforced_asks(&self) -> &[u32] {
+        &self.enforced_asks
     }
 
     /// The same rules, each visited one by one (no group): the reference the groups are
@@ -178,6 +196,7 @@ impl ToolRules {
             order: self.order.clone(),
             walked: Box::default(),
             groups: Box::default(),
+            enforced_asks: self.enforced_asks.clone(),
         }
     }
 

@@ -119,10 +119,23 @@ impl RuleSet {
         // credential, a private key).
         let below = if whole.decision == Decision::Allow {
             let mut below = search_call_below(self, call, ctx, files);
-            below.extend(
-                read_call_of_secrets(call, ctx, files).map(|message| (Decision::Ask, message)),
-            );
-            below.extend(file_call_of_linked(call, ctx).map(|message| (Decision::Ask, message)));
+            // Where the file the call names lies, as the rules located it.
+            let real = call
+                .input
+                .get("file_path")
+                .and_then(serde_json::Value::as_str)
+                .and_then(|path| cache.path(path, ctx))
+                .and_then(|location| location.at(Side::Resolved))
+                .map(|at| at.absolute().to_owned());
+            if let Some(real) = &real {
+                below.extend(
+                    read_call_of_secrets(call, ctx, files, real)
+                        .map(|message| (Decision::Ask, message)),
+                );
+                below.extend(
+                    file_call_of_linked(call, real).map(|message| (Decision::Ask, message)),
+                );
+            }
             below
         } else {
             Vec::new()
@@ -143,26 +156,22 @@ fn read_call_of_secrets(
     call: &CallFacts<'_>,
     ctx: &MatchContext,
     files: &FileTools<'_>,
+    real: &str,
 ) -> Option<String> {
     let read = files.read.filter(|read| read.tool == call.tool)?;
-    let path = call.input.get("file_path")?.as_str()?;
-    let location = locate(path, ctx)?;
-    let real = location.at(Side::Resolved)?.absolute();
     let holds = secret_by_content(real, ctx)?;
     Some(format!("`{}` reads `{real}`, which {holds}", read.tool))
 }
 
-/// Why a call that names a file (`file_path`: `Read`, `Write`, `Edit`, …) reads or writes
-/// one with other names (see [`content::other_names`](super::content::other_names)).
-fn file_call_of_linked(call: &CallFacts<'_>, ctx: &MatchContext) -> Option<String> {
+/// Why a call that names a file (`file_path`: `Read`, `Write`, `Edit`, …), lying at `real`,
+/// reads or writes one with other names (see
+/// [`content::other_names`](super::content::other_names)).
+fn file_call_of_linked(call: &CallFacts<'_>, real: &str) -> Option<String> {
     let verb = if call.flags.read_only {
         "reads"
     } else {
         "writes"
     };
-    let path = call.input.get("file_path")?.as_str()?;
-    let location = locate(path, ctx)?;
-    let real = location.at(Side::Resolved)?.absolute();
     let count = super::content::other_names(Path::new(real))?;
     Some(format!(
         "`{}` {verb} `{real}`, which {}",

@@ -194,12 +194,16 @@ impl RuleSet {
             .first()
             .and_then(RuleReason::rule)
             .is_some_and(|first| first.decision == Decision::Allow && !first.enforced);
+        let enforced_asks = self
+            .by_tool
+            .get(call.tool)
+            .map_or(&[][..], ToolRules::enforced_asks)
+            .iter()
+            .filter_map(|&index| self.rules.get(index as usize));
         if allowed_below_enforcement
-            && let Some(ask) = self.for_tool(call.tool).find(|rule| {
-                rule.origin.enforced
-                    && rule.decision == Decision::Ask
-                    && rule.holds_with_cache(call, ctx, cache)
-            })
+            && let Some(ask) = enforced_asks
+                .into_iter()
+                .find(|rule| rule.holds_with_cache(call, ctx, cache))
         {
             matched = vec![RuleReason::Rule(matched_rule(ask, call, ctx, cache, label))];
         }
