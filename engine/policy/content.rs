@@ -45,9 +45,7 @@ pub(crate) fn read_regular(path: &Path, limit: u64) -> Option<String> {
 /// the same file as a secret or `.git/config` under a name no rule protects, and which file
 /// it shares cannot be told without searching the disk.
 pub(crate) fn other_names(path: &Path) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt as _;
-    let meta = std::fs::metadata(path).ok()?;
-    (meta.is_file() && meta.nlink() > 1).then(|| meta.nlink() - 1)
+    hard_linked(path).map(|(_, names)| names - 1)
 }
 
 /// The identity of the regular file `path` (through links: its device and inode) and how

@@ -1796,17 +1796,17 @@ fn compares_work_tree_with_index(facts: &CommandFacts) -> bool {
         let name = option.split_once('=').map_or(option, |(name, _)| name);
         // (`-C` in a cluster too: `-BC`.)
         (!name.starts_with("--") && name.starts_with('-') && name.contains('C'))
-            || (name.len() > 2
-                && [
+            || spells_one_of(
+                option,
+                &[
                     "--cached",
                     "--staged",
                     "--merge-base",
                     "--no-index",
                     "--find-copies",
                     "--find-copies-harder",
-                ]
-                .iter()
-                .any(|full| full.starts_with(name)))
+                ],
+            )
     };
     facts.program.as_deref() == Some("git")
         && facts.subcommand.as_deref() == Some("diff")
@@ -1957,19 +1957,23 @@ fn judge_tracked(
 /// but with `--cached`, `--staged` or `--no-index` (in any abbreviation), and `git status`
 /// (`-v -v` prints the work tree's changes).
 fn prints_work_tree(facts: &CommandFacts) -> bool {
-    let committed_only = |option: &str| {
-        let name = option.split_once('=').map_or(option, |(name, _)| name);
-        name.len() > 2
-            && ["--cached", "--staged", "--no-index"]
-                .iter()
-                .any(|full| full.starts_with(name))
-    };
+    let committed_only = ["--cached", "--staged", "--no-index"];
     facts.program.as_deref() == Some("git")
         && match facts.subcommand.as_deref() {
-            Some("diff") => !facts.options.iter().any(|o| committed_only(&o.canonical)),
+            Some("diff") => !facts
+                .options
+                .iter()
+                .any(|o| spells_one_of(&o.canonical, &committed_only)),
             Some("status") => true,
             _ => false,
         }
+}
+
+/// Whether `option` (its `=value` aside) is one of the long options `long`, or an
+/// abbreviation git takes for one (`--stag` for `--staged`).
+fn spells_one_of(option: &str, long: &[&str]) -> bool {
+    let name = option.split_once('=').map_or(option, |(name, _)| name);
+    name.len() > 2 && long.iter().any(|full| full.starts_with(name))
 }
 
 /// Judges each of `paths` as written by `command` (`why`: how it writes it), adding what a
