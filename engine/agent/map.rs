@@ -245,14 +245,21 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
             if urls.is_empty() {
                 return Ok(vec![(None, input.clone())]);
             }
-            at_most_max_items(urls.len(), "URLs")?;
-            Ok(urls
+            // A `url` the call gives itself is fetched too (Gemini CLI's direct fetch takes
+            // it and leaves the prompt's): it stays an item of its own.
+            let own = input
+                .get("url")
+                .and_then(Value::as_str)
+                .filter(|own| !own.is_empty() && !urls.iter().any(|url| url == own))
+                .map(|own| (Some(own.to_owned()), input.clone()));
+            at_most_max_items(urls.len() + usize::from(own.is_some()), "URLs")?;
+            Ok(own
                 .into_iter()
-                .map(|url| {
+                .chain(urls.into_iter().map(|url| {
                     let mut item = input.as_object().cloned().unwrap_or_default();
                     item.insert("url".into(), Value::from(url.clone()));
                     (Some(url), Value::Object(item))
-                })
+                }))
                 .collect())
         }
         _ => Err(
@@ -270,7 +277,8 @@ fn without(input: &Value, source: &str) -> Map<String, Value> {
 }
 
 /// The toolgate input of one item: the `set` fields, then every `input` field the item has,
-/// then the `cd` folder put in front of the command.
+/// then the `cd` folder put in front of the command; refused for keys typed into a terminal
+/// ([`ToolMapping::typed_when`]) that hold a tab.
 fn fields(mapping: &ToolMapping, item: &Value) -> Result<Value, String> {
     let mut out = Map::new();
     for (field, value) in &mapping.set {
@@ -280,6 +288,16 @@ fn fields(mapping: &ToolMapping, item: &Value) -> Result<Value, String> {
         if let Some(value) = one_value(item, sources)? {
             out.insert(field.clone(), value.clone());
         }
+    }
+    if let Some(sources) = &mapping.typed_when
+        && one_value(item, sources)?.is_some()
+        && let Some(Value::String(keys)) = out.get("command")
+        && keys.contains('\t')
+    {
+        return Err(format!(
+            "the keys typed into the running program (the call sends {}) hold a tab, with which a terminal's line editor completes a name the text does not show",
+            sources.quoted()
+        ));
     }
     if let Some(sources) = &mapping.cd
         && let Some(folder) = one_value(item, sources)?

@@ -222,6 +222,20 @@ fn search_call_below(
         .collect()
 }
 
+/// A path split by [`split_glob`] whose glob climbs with `..` (`src/**/../.env`, where
+/// `**` may match no folder and `..` then leaves `src`: node-glob, which Gemini CLI's
+/// read-many tool uses, reads `.env`): the files it matches lie below the folder as many
+/// levels up as the glob climbs, all of which are searched.
+fn climbed((folder, glob): (String, Option<String>)) -> (String, Option<String>) {
+    let up = glob
+        .as_deref()
+        .map_or(0, |glob| glob.split('/').filter(|c| *c == "..").count());
+    if up == 0 {
+        return (folder, glob);
+    }
+    (format!("{folder}{}", "/..".repeat(up)), None)
+}
+
 /// [`search_call_below`] of one reading of its path.
 fn search_path_below(
     set: &RuleSet,
@@ -243,7 +257,7 @@ fn search_path_below(
     let (locations, path_glob) = match literal {
         Some(literal) if exists => (vec![literal], None),
         _ => {
-            let (folder, glob) = split_glob(path);
+            let (folder, glob) = climbed(split_glob(path));
             // A folder missing as written is read where names differ only in case (Gemini
             // CLI's read-many tool matches `.ENV` and `CONFIG/*` regardless of case).
             let Some(written) = known(&folder) else {
@@ -704,6 +718,20 @@ fn decide_line(
             ),
         ));
     }
+    if let Some(key) = line
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+    {
+        // Bash reads it as a character of a word; typed into a terminal (Codex's
+        // `write_stdin`), its line editor acts on it.
+        parts.push(PartOutcome::analysis(
+            None,
+            format!(
+                "the command holds the control character U+{:04X}, which a terminal's line editor acts on if the text is typed into one (`^U` erases what was typed before it, DEL the character before it): what runs may not be what the text spells",
+                u32::from(key)
+            ),
+        ));
+    }
     if parts.is_empty() {
         parts.push(PartOutcome::analysis(
             None,
@@ -800,9 +828,12 @@ impl Folders {
             _ => return,
         };
         // `cd -`, `popd` and `pushd` without a folder (or with `+N`/`-N`) go to a folder of
-        // the shell's history or stack, which the line does not show.
+        // the shell's history or stack, which the line does not show; in zsh, `cd OLD NEW`
+        // goes to the current folder with `OLD` in its path replaced by `NEW` (bash refuses
+        // it).
         let target = match (program, facts.operands.first()) {
             ("popd", _) | ("pushd", None) => Err(()),
+            _ if facts.operands.len() > 1 => Err(()),
             (_, None) => home.map(|h| vec![h.to_owned()]).ok_or(()),
             (_, Some(word))
                 if word.literal() == Some("-")
@@ -812,9 +843,9 @@ impl Folders {
                 Err(())
             }
             // (A glob's hidden matches too, whether the line turns `dotglob` on or not.)
-            (_, Some(word)) => {
-                word_values(word, home, &self.candidates, Dotfiles::Matched).map_err(|_| ())
-            }
+            (_, Some(word)) => word_values(word, home, &self.candidates, Dotfiles::Matched)
+                .map(|values| values.into_iter().flat_map(cd_targets).collect())
+                .map_err(|_| ()),
         };
         self.add(command, target);
     }
@@ -894,6 +925,39 @@ impl Folders {
             .map(|folder| format!("{}/{value}", folder.trim_end_matches('/')))
             .collect()
     }
+}
+
+/// The folders `cd VALUE` (a glob, as [`word_values`] gives it) may enter besides `VALUE`
+/// itself, by the shell's settings that the
+/// agent's environment (which toolgate's hook runs in) may hold: a relative name (not `./x`,
+/// `../x`) below each folder of an exported `CDPATH`, which bash and zsh try first; and, for
+/// a name that is a variable's (`cd HOME`), the variable's value, where bash's
+/// `cdable_vars` (an option the user's shell may set, which the agent's shell then copies)
+/// goes when no such folder is there.
+fn cd_targets(value: String) -> Vec<String> {
+    let mut targets = Vec::new();
+    let relative = !value.starts_with('/')
+        && !matches!(value.split('/').next(), Some("." | ".."))
+        && !value.is_empty();
+    if relative && let Some(cd_path) = std::env::var_os("CDPATH") {
+        for folder in cd_path.to_string_lossy().split(':') {
+            if !folder.is_empty() && folder != "." {
+                targets.push(format!(
+                    "{}/{value}",
+                    escape_glob(folder.trim_end_matches('/'))
+                ));
+            }
+        }
+    }
+    if let Some(set) = super::shell::is_variable_name(&value)
+        .then(|| std::env::var_os(&value))
+        .flatten()
+        .filter(|set| !set.is_empty())
+    {
+        targets.push(escape_glob(&set.to_string_lossy()));
+    }
+    targets.insert(0, value);
+    targets
 }
 
 /// The locations where the command may make a link, or put one it copies or moves (in the
@@ -1322,6 +1386,51 @@ fn decide_file(
     set.decide_whole(&pseudo, ctx, Decision::Allow, cache, None)
 }
 
+/// What a glob (`*`) that skips names starting with `.`, as bash does by default, reaches
+/// when the shell's `dotglob` (zsh's `GLOB_DOTS`) is on, and the rules keep from `access`:
+/// the user's shell options may be on in the agent's shell (Claude Code copies them into
+/// it), so such a name asks, saying which rule keeps it. `shown` are the matches without
+/// those names. `None` when every further name is allowed, or the glob cannot be expanded.
+fn hidden_matches(
+    set: &RuleSet,
+    ctx: &MatchContext,
+    call: &CallFacts<'_>,
+    (tool, access): (FileTool<'_>, Access),
+    glob: &str,
+    shown: &[String],
+    cache: &mut ParseCache,
+) -> Option<String> {
+    if !has_glob(glob) {
+        return None;
+    }
+    let kept: Vec<(String, String)> = expand_glob(glob, Dotfiles::Matched)
+        .ok()?
+        .into_iter()
+        .filter(|path| !shown.contains(path))
+        .filter_map(|path| {
+            let file = decide_file(set, ctx, call, (tool, access), &path, cache);
+            if !file.by_rule || file.decision == Decision::Allow {
+                return None;
+            }
+            let rule = file
+                .reasons
+                .iter()
+                .find_map(RuleReason::rule)?
+                .name
+                .to_string();
+            Some((path, rule))
+        })
+        .collect();
+    let (path, rule) = kept.first()?;
+    let more = match kept.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Some(format!(
+        "`{path}`{more} when the shell's `dotglob` (zsh's `GLOB_DOTS`) is on, as the user's shell settings may make it in the agent's shell: `{rule}` keeps it"
+    ))
+}
+
 /// The name of a file a program might create in a folder it is given: with a policy
 /// file's extension, so that a policy folder keeps it out.
 const NEW_FILE: &str = "new-file.yaml";
@@ -1486,6 +1595,15 @@ fn judge_files(
                         continue;
                     }
                 };
+                if dotfiles == Dotfiles::Explicit
+                    && let Some(why) =
+                        hidden_matches(set, ctx, call, (tool, access), &path, &paths, cache)
+                {
+                    outcome.add_analysis(
+                        &command.text,
+                        format!("`{}` {} {why}", command.text, access.verb()),
+                    );
+                }
                 for path in paths {
                     // A folder a copy goes into stays: what lands in it is judged (see
                     // `judge_copies`), not the folder (`cp x .` with the policies below `.`).

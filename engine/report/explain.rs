@@ -133,6 +133,9 @@ pub struct ExplainAgentTool {
     /// The agent's field naming the folder a command runs in (judged as a `cd` into it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cd: Option<FieldNames>,
+    /// The agent's field whose presence makes the command keys typed into a terminal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub typed_when: Option<FieldNames>,
     /// `file:line:column` of the mapping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
@@ -305,6 +308,7 @@ fn agent_tools(snapshot: &Snapshot, tool: &str) -> Vec<ExplainAgentTool> {
                     .then(|| serde_json::to_value(&mapping.set).unwrap_or(Value::Null)),
                 each,
                 cd: mapping.cd.clone(),
+                typed_when: mapping.typed_when.clone(),
                 location: snapshot.origin_of(&join_pointer(&pointer, name)),
             });
         }
@@ -664,6 +668,12 @@ impl ExplainReport {
             }
             if let Some(cd) = &mapped.cd {
                 line.push_str(&format!(" (run in {})", cd.quoted()));
+            }
+            if let Some(typed) = &mapped.typed_when {
+                line.push_str(&format!(
+                    " (keys typed into a terminal when it sends {})",
+                    typed.quoted()
+                ));
             }
             if let Some(location) = &mapped.location {
                 line.push_str(&format!("  {location}"));

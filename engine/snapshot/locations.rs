@@ -20,9 +20,11 @@ use crate::model::PolicyFile;
 /// module of `python3 -m tools.gate`), taken against the workspace root as they run: a
 /// hook's answer is a decision, so rewriting its script rewrites the policy; the scripts
 /// the agents' own settings run as hooks (see [`agent_hook_scripts`]); and the decision log
-/// the engine settings name (the record of what was decided). Folders: the folder of each
-/// such script (see [`script_folder`]) and of `make -C`, and the configuration folder with
-/// the trust store and the user layer, wherever the environment puts it.
+/// the engine settings name (the record of what was decided); the `package.json` files node
+/// reads for a script (see [`package_scopes`]) and the build files of a build tool a hook
+/// runs (see [`build_files`]). Folders: the folder of each such script (see
+/// [`script_folder`]) and of `make -C`, and the configuration folder with the trust store
+/// and the user layer, wherever the environment puts it.
 pub(super) fn policy_locations(
     options: &LoadOptions,
     layers: &[LayerSpec],
@@ -71,6 +73,10 @@ pub(super) fn policy_locations(
     let mut scripts = Vec::new();
     let mut folders = Vec::new();
     for (argv, folder) in hooks.chain(handlers) {
+        let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let (files, build_folders) = build_files(&words, &folder);
+        scripts.extend(files);
+        folders.extend(build_folders);
         let make = argv
             .first()
             .is_some_and(|program| program == "make" || program.ends_with("/make"));
@@ -98,14 +104,18 @@ pub(super) fn policy_locations(
             }
         }
     }
-    scripts.extend(agent_hook_scripts(workspace_root, home));
+    let (agent_scripts, agent_folders) = agent_hook_scripts(workspace_root, home);
+    scripts.extend(agent_scripts);
+    folders.extend(agent_folders);
     folders.extend(
         scripts
             .iter()
             .filter_map(|script| script_folder(script, workspace_root, home)),
     );
     folders.extend(scripts.iter().flat_map(|script| node_modules(script, home)));
+    let scopes: Vec<PathBuf> = scripts.iter().flat_map(|s| package_scopes(s)).collect();
     locations.extend(scripts);
+    locations.extend(scopes);
     folders.extend(super::trust::config_dir().map(|dir| absolute(&dir)));
     let log = typed
         .engine
@@ -171,6 +181,83 @@ fn node_modules(script: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     above.chain(in_home).collect()
 }
 
+/// The `package.json` of the script's folder and of each folder above it: node looks there
+/// before `node_modules`, and the nearest one whose `name` is what the script requires
+/// (`require("chalk")`) with `exports` (or `imports`, for `#x`) decides which file that is —
+/// a package file in the workspace root named `chalk` made a hook load the agent's code.
+fn package_scopes(script: &Path) -> Vec<PathBuf> {
+    const SCRIPTS: [&str; 6] = ["js", "mjs", "cjs", "ts", "mts", "cts"];
+    let javascript = script
+        .extension()
+        .and_then(|ext| ext.to_str())
+        .is_some_and(|ext| SCRIPTS.contains(&ext));
+    if !javascript {
+        return Vec::new();
+    }
+    script
+        .ancestors()
+        .skip(1)
+        .map(|folder| folder.join("package.json"))
+        .collect()
+}
+
+/// The build files of a program a hook runs that takes what it runs from the folder it runs
+/// in, and the folders it loads from: `make`'s makefiles; the `package.json` whose scripts
+/// `npm run` (pnpm, yarn, bun) runs, and the `node_modules` whose programs they and `npx`
+/// run; the configuration prettier and eslint load as code; `pyproject.toml` and
+/// `setup.py`, which `uv run` (poetry, pdm, hatch) builds the project from; `Cargo.toml`,
+/// `build.rs` and `.cargo/config.toml` for `cargo`. Rewriting one rewrites what the hook
+/// does (a Makefile written in the workspace root made a `make` hook answer allow). The
+/// program's own sources cannot all be protected: keep such a hook's program outside the
+/// workspace.
+fn build_files(words: &[&str], folder: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    const JS_CONFIG: [&str; 4] = ["js", "cjs", "mjs", "ts"];
+    let mut files = Vec::new();
+    let mut folders = Vec::new();
+    for word in words {
+        let program = word.rsplit('/').next().unwrap_or(word);
+        let names: Vec<String> = match program {
+            "make" | "gmake" => vec!["GNUmakefile".into(), "makefile".into(), "Makefile".into()],
+            "npm" | "pnpm" | "yarn" | "bun" | "npx" | "pnpx" | "bunx" => {
+                folders.push(folder.join("node_modules"));
+                if program.ends_with('x') {
+                    continue;
+                }
+                vec!["package.json".into()]
+            }
+            "prettier" | "eslint" => JS_CONFIG
+                .iter()
+                .flat_map(|ext| {
+                    [
+                        format!("{program}.config.{ext}"),
+                        format!(".{program}rc.{ext}"),
+                    ]
+                })
+                .collect(),
+            "uv" | "poetry" | "pdm" | "hatch" | "pipenv" => [
+                "pyproject.toml",
+                "setup.py",
+                "setup.cfg",
+                "uv.toml",
+                "Pipfile",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "cargo" => [
+                "Cargo.toml",
+                "build.rs",
+                ".cargo/config.toml",
+                ".cargo/config",
+            ]
+            .map(String::from)
+            .to_vec(),
+            _ => continue,
+        };
+        files.extend(names.iter().map(|name| folder.join(name)));
+    }
+    (files, folders)
+}
+
 /// The files `python -m MODULE` may run, in `folder`: `a/b.py` for `a.b`, or the package's
 /// `a/b/__main__.py` (their folders then count, [`script_folder`]).
 fn python_module(module: &str, folder: &Path) -> Vec<PathBuf> {
@@ -218,7 +305,7 @@ const MAX_SETTINGS_BYTES: u64 = 8 << 20;
 /// with the project-folder variables and `~` expanded and quotes and backslashes removed.
 /// Comments are allowed in the JSON files (Gemini CLI strips them); a file that does not
 /// parse names none.
-fn agent_hook_scripts(workspace_root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+fn agent_hook_scripts(workspace_root: &Path, home: Option<&Path>) -> (Vec<PathBuf>, Vec<PathBuf>) {
     fn commands(value: &Value, out: &mut Vec<String>) {
         match value {
             Value::Object(map) => {
@@ -255,6 +342,7 @@ fn agent_hook_scripts(workspace_root: &Path, home: Option<&Path>) -> Vec<PathBuf
         }));
     }
     let mut scripts = Vec::new();
+    let mut folders = Vec::new();
     for settings in files {
         // A settings file that is a FIFO is never waited on (the load would hang).
         let Some(text) = crate::policy::content::read_regular(&settings, MAX_SETTINGS_BYTES) else {
@@ -292,15 +380,36 @@ fn agent_hook_scripts(workspace_root: &Path, home: Option<&Path>) -> Vec<PathBuf
                 workspace_root,
                 home,
             ));
-            let words: Vec<&str> = unquoted.split_whitespace().collect();
+            let words: Vec<&str> = unquoted
+                .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+                .filter(|word| !word.is_empty())
+                .collect();
             for pair in words.windows(2) {
                 if pair[0] == "-m" {
                     scripts.extend(python_module(pair[1], workspace_root));
                 }
             }
+            // Where it runs: the project, or a folder the command names (`cd tools && make`,
+            // `make -C tools`).
+            let named = words
+                .iter()
+                .map(|word| workspace_root.join(word))
+                .filter(|path| path.is_dir());
+            let make = words
+                .iter()
+                .any(|word| matches!(word.rsplit('/').next(), Some("make" | "gmake")));
+            for folder in std::iter::once(workspace_root.to_owned()).chain(named) {
+                let (files, build_folders) = build_files(&words, &folder);
+                scripts.extend(files);
+                folders.extend(build_folders);
+                // Everything a makefile there may include, as for a policy hook's `make -C`.
+                if make && script_folder(&folder.join("Makefile"), workspace_root, home).is_some() {
+                    folders.push(folder);
+                }
+            }
         }
     }
-    scripts
+    (scripts, folders)
 }
 
 /// JSON with comments (`//` to the end of a line, `/* … */`) as JSON: the comments removed,

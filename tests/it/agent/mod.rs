@@ -75,8 +75,9 @@ pub fn run_hook(agent: &str, stdin: &[u8], args: &[&str], hook_args: &[&str]) ->
     run_hook_with_env(agent, stdin, args, hook_args, &[])
 }
 
-/// [`run_hook`] with `env` set: the agents' project variables (`CLAUDE_PROJECT_DIR`…) are
-/// removed unless given here, so that a test run from inside an agent does not change.
+/// [`run_hook`] with `env` set: the agents' project variables (`CLAUDE_PROJECT_DIR`…) and
+/// `CDPATH` are removed unless given here, so that a test run from inside an agent (or a
+/// shell that sets them) does not change.
 pub fn run_hook_with_env(
     agent: &str,
     stdin: &[u8],
@@ -110,6 +111,7 @@ pub fn run_hook_with_env(
             .env_remove("CLAUDE_PROJECT_DIR")
             .env_remove("GEMINI_PROJECT_DIR")
             .env_remove("QWEN_PROJECT_DIR")
+            .env_remove("CDPATH")
             .envs(env.iter().copied()),
         stdin,
     )

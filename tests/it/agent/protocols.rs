@@ -63,6 +63,10 @@ fn codex_pre_tool_use_and_permission_request() {
             "pre_tool_use_apply_patch",
             "pre_tool_use_apply_patch_indented_header",
             "pre_tool_use_bash_workdir",
+            // Keys typed into a running program (`write_stdin`): a tab completes a name,
+            // `^U` erases what came before it.
+            "pre_tool_use_keys_tab",
+            "pre_tool_use_keys_erase_line",
             "pre_tool_use_npm_install",
             "pre_tool_use_spawn_agent",
             "permission_request_bash",
@@ -82,11 +86,14 @@ fn gemini_cli_before_tool_and_after_tool() {
             "before_tool_read_env",
             "before_tool_read_many",
             "before_tool_web_fetch",
+            // Its own `url` besides the prompt's (direct fetch reads only that one).
+            "before_tool_web_fetch_url",
             "before_tool_mcp",
             "before_tool_unknown",
             "before_tool_npm_install",
             "before_tool_shell_in_folder",
             "before_tool_write_todos",
+            "before_tool_save_memory",
             "after_tool_shell",
         ],
     );
@@ -118,6 +125,7 @@ fn qwen_code_pre_tool_use_in_claude_code_format() {
             "pre_tool_use_read_env",
             "pre_tool_use_edit",
             "pre_tool_use_read_many_include",
+            "pre_tool_use_save_memory",
             // Names of older releases.
             "pre_tool_use_read_older_name",
             "pre_tool_use_search_older_name",
@@ -141,8 +149,8 @@ fn searches_answer_for_the_files_below_them() {
 }
 
 /// Gemini CLI's `read_many_files` matches a path missing as written regardless of case
-/// (`.ENV` reads `.env`), with `respect_git_ignore: false` reads what .gitignore lists, and
-/// names at most 256 paths.
+/// (`.ENV` reads `.env`), with `respect_git_ignore: false` reads what .gitignore lists,
+/// climbs out of a wildcard with `..`, and names at most 256 paths.
 #[test]
 fn gemini_read_many_files_is_judged_as_gemini_reads() {
     let project = Project::standard();
@@ -156,6 +164,8 @@ fn gemini_read_many_files_is_judged_as_gemini_reads() {
         &[
             "before_tool_read_many_case",
             "before_tool_read_many_ignored",
+            // `src/**/../.e*` is `.e*` to node-glob (`**` may match no folder).
+            "before_tool_read_many_climbs",
             // 300 paths: refused with the limit, before any is searched.
             "before_tool_read_many_too_many",
         ],
@@ -474,6 +484,46 @@ fn a_search_without_a_path_is_one_of_the_working_folder() {
             "{tool} {input}: {out}"
         );
         assert!(out.contains("no-secrets-search"), "{tool} {input}: {out}");
+    }
+}
+
+/// `cd NAME` may enter a folder the agent's shell settings choose, which the hook's
+/// environment shows: `NAME` below each folder of an exported `CDPATH`, and with bash's
+/// `cdable_vars` the value of a variable so named (`cd HOME`). A read there is judged there.
+#[test]
+fn cd_is_followed_where_the_environment_may_send_it() {
+    let project = Project::standard();
+    let home = tempfile::tempdir().unwrap();
+    let gh = home.path().join(".config/gh");
+    std::fs::create_dir_all(&gh).unwrap();
+    std::fs::write(gh.join("hosts.yml"), "oauth_token: gho_X\n").unwrap();
+    let store = home.path().join(".config");
+    for (command, env) in [
+        (
+            "cd gh && head hosts.yml",
+            vec![("HOME", home.path()), ("CDPATH", store.as_path())],
+        ),
+        (
+            "cd HOME && head .config/gh/hosts.yml",
+            vec![("HOME", home.path())],
+        ),
+    ] {
+        let payload = serde_json::json!({
+            "hook_event_name": "PreToolUse",
+            "cwd": project.path(),
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+        });
+        let mut env = env;
+        env.push(("CLAUDE_PROJECT_DIR", project.path()));
+        let run =
+            super::run_hook_with_env("claude", payload.to_string().as_bytes(), &[], &[], &env);
+        let out = run.stdout.clone();
+        assert!(
+            out.contains("\"permissionDecision\":\"deny\""),
+            "{command}: {out}"
+        );
+        assert!(out.contains("no-secrets"), "{command}: {out}");
     }
 }
 

@@ -481,7 +481,11 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // Whatever the rules say of the program (`echo` is allowed).
         c("environment", "echo \"$(env)\"", "ask", "analysis"),
         c("operand", "git log -p -- '*'", "deny", "rule:team-secrets"),
-        c("everyday", "cat *", "allow", "rule:"),
+        // `*` skips `.env` in bash by default, but not with `dotglob` on, which the user's
+        // shell settings may carry into the agent's shell.
+        c("dotglob may be on", "cat *", "ask", "analysis"),
+        c("dotglob may be on", "grep -n TODO *", "ask", "analysis"),
+        c("everyday", "cat src/*", "allow", "rule:"),
         c("everyday", "ls -d */", "allow", "rule:dev-loop"),
         // A wrapper's words are the wrapped command's, judged on their own.
         c(
@@ -891,6 +895,22 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "rule:no-agent-config-writes",
         ),
         c("folder stack", "popd && cat notes", "ask", "analysis"),
+        // Typed into a terminal, `^U` erases `echo x`, and DEL the `X`.
+        c("control key", "echo x\u{15}rm -rf ~", "ask", "analysis"),
+        c("control key", "cat .enX\u{7f}v", "ask", "analysis"),
+        // zsh's `cd OLD NEW` enters the current folder's path with OLD replaced by NEW.
+        c(
+            "folder swap",
+            "cd app home/.aws && cat credentials",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "folder swap",
+            "pushd -q app x && cat notes",
+            "ask",
+            "analysis",
+        ),
         c("launcher", "uv run pytest -x", "allow", "rule:dev-loop"),
         c("tilde", "cat ~+/.env", "deny", "rule:team-secrets"),
         c(
@@ -4225,7 +4245,8 @@ fn policy_files_kept_elsewhere_and_the_scripts_policies_run_are_not_written() {
         root.join(".claude/settings.json"),
         r#"{"hooks": {"PostToolUse": [{"matcher": "Write", "hooks": [
               {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/scripts/fmt.sh"},
-              {"type": "command", "command": "npx prettier --write \"$CLAUDE_PROJECT_DIR\""}]}]},
+              {"type": "command", "command": "npx prettier --write \"$CLAUDE_PROJECT_DIR\""},
+              {"type": "command", "command": "make -C tools lint"}]}]},
             "statusLine": {"type": "command", "command": "scripts/status.sh"},
             "apiKeyHelper": "node key.js"}"#,
     )
@@ -4264,6 +4285,7 @@ hooks:
   - { name: module, event: PreToolUse, tools: [Bash], command: [python3, -m, checks.gate] }
   - { name: made, event: PreToolUse, tools: [Bash], command: [make, -s, -C, mk, check] }
   - { name: rooted, event: PreToolUse, tools: [Bash], command: [python3, ./gates/../root_gate.py] }
+  - { name: built, event: PreToolUse, tools: [Bash], command: [make, -s, gate] }
 tools:
   deploy:
     concurrency: { concurrent_safe: false, read_only: false, side_effect_scope: external }
@@ -4301,6 +4323,18 @@ tools:
         ("Write", "checks/gate.py"),
         ("Write", "checks/__init__.py"),
         ("Write", "mk/Makefile"),
+        // Node reads the `package.json` of a script's folder and of each folder above it
+        // before `node_modules` (one named as the package a hook requires, with `exports`,
+        // made the hook load the agent's code).
+        ("Write", "package.json"),
+        ("Write", "mcp/package.json"),
+        // What a build tool a hook runs reads as code where it runs: the makefile of
+        // `make`, everything in the folder of `make -C`, the configuration prettier loads.
+        ("Write", "Makefile"),
+        ("Write", "GNUmakefile"),
+        ("Write", "tools/x.mk"),
+        ("Write", "prettier.config.js"),
+        ("Write", "node_modules/.bin/prettier"),
     ] {
         let input = match tool {
             "Edit" => json!({"file_path": path, "old_string": "a", "new_string": "b"}),
