@@ -103,6 +103,8 @@ pub enum Code {
     SemanticInvalidArgv,
     /// `toolgate::semantic::missing_executable` (warning)
     SemanticMissingExecutable,
+    /// `toolgate::semantic::hook_runs_workspace_code` (warning)
+    SemanticHookRunsWorkspaceCode,
     /// `toolgate::batch::invalid`
     BatchInvalid,
     /// `toolgate::batch::duplicate_call_id`
@@ -192,6 +194,7 @@ impl Code {
         Code::SemanticUntrustedHint,
         Code::SemanticInvalidArgv,
         Code::SemanticMissingExecutable,
+        Code::SemanticHookRunsWorkspaceCode,
         Code::BatchInvalid,
         Code::BatchDuplicateCallId,
         Code::BatchUnknownMode,
@@ -697,6 +700,22 @@ impl Code {
                  argv: [rgrep, \"{{input.pattern}}\"]\n```\nInstall the program, or name it by \
                  an absolute path.",
             ),
+            Code::SemanticHookRunsWorkspaceCode => warning(
+                "toolgate::semantic::hook_runs_workspace_code",
+                "a hook runs code it takes from the workspace",
+                "## What it means\nA hook's `command` builds or loads the program it runs from \
+                 the workspace the agent edits: `cargo run`, `go run`, `npm run`, `npx`, `uv \
+                 run`, `python3 -m` (which puts the workspace root first on the import \
+                 path).\n\n## Why\nA hook's answer is a decision. toolgate keeps the agent \
+                 from writing the files such a hook names and its build files (`Cargo.toml`, \
+                 `package.json`, makefiles), but not every source file the program is built \
+                 from or every module it imports: an edit the agent may make changes what the \
+                 hook answers.\n\n## Example\n```yaml\nhooks:\n  - name: gate\n    \
+                 event: PreToolUse\n    command: [cargo, run, -q, --bin, gate]\n```\nBuild \
+                 the hook once and run the binary, kept outside the workspace or in a folder \
+                 of its own (which is protected as a whole); for Python, `python3 -I \
+                 tools/gate.py`.",
+            ),
             Code::BatchInvalid => error(
                 "toolgate::batch::invalid",
                 "a batch file is malformed",
@@ -821,7 +840,7 @@ mod tests {
             assert!(code.as_str().starts_with("toolgate::"), "{code}");
             assert_eq!(code.as_str().parse::<Code>(), Ok(code));
         }
-        assert_eq!(seen.len(), 52);
+        assert_eq!(seen.len(), 53);
         assert!("toolgate::nope".parse::<Code>().is_err());
     }
 
@@ -856,6 +875,7 @@ mod tests {
                 "toolgate::semantic::exempt_unbounded",
                 "toolgate::semantic::untrusted_hint",
                 "toolgate::semantic::missing_executable",
+                "toolgate::semantic::hook_runs_workspace_code",
                 "toolgate::trust::untrusted_project",
             ]
         );

@@ -2033,6 +2033,7 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
                 None,
                 &format!("hook `{}`", hook.name),
             );
+            lint_workspace_code(checker, &format!("{pointer}/command"), command, &hook.name);
         }
         let patterns = hook.tools.clone().unwrap_or_else(|| vec!["*".to_owned()]);
         // A hook that may deny (or answer an approval) guards its calls like a rule.
@@ -2081,6 +2082,46 @@ fn check_hooks(checker: &mut Checker<'_>, names: &ToolNames) -> Vec<super::Snaps
         });
     }
     hooks
+}
+
+/// The `hook_runs_workspace_code` warning for a hook whose command builds or loads what it
+/// runs from the workspace (its words, and those of a script given to a shell).
+fn lint_workspace_code(checker: &mut Checker<'_>, pointer: &str, command: &[String], name: &str) {
+    let words: Vec<&str> = command
+        .iter()
+        .flat_map(|word| word.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|')))
+        .filter(|word| !word.is_empty())
+        .collect();
+    let found = words.windows(2).find_map(|pair| {
+        let program = pair[0].rsplit('/').next().unwrap_or(pair[0]);
+        let builds = match (program, pair[1]) {
+            ("cargo" | "go", "run" | "r" | "build" | "b" | "test" | "t") => true,
+            ("npm" | "pnpm" | "yarn" | "bun", "run" | "run-script" | "test" | "start" | "exec") => {
+                true
+            }
+            ("npx" | "pnpx" | "bunx", _) => true,
+            ("uv" | "poetry" | "pdm" | "hatch" | "pipenv", "run") => true,
+            (python, "-m") => python.starts_with("python"),
+            _ => false,
+        };
+        builds.then(|| format!("{} {}", pair[0], pair[1]))
+    });
+    let Some(found) = found else {
+        return;
+    };
+    let location = checker.at(pointer);
+    checker.push(
+        Diagnostic::new(
+            Code::SemanticHookRunsWorkspaceCode,
+            format!(
+                "hook `{name}` runs `{found}`, which takes code from the workspace the agent edits: toolgate protects the files the hook names and their build files, not every source or module the program loads"
+            ),
+        )
+        .with_help(
+            "build the hook once and run the binary, kept outside the workspace or in a folder of its own (protected as a whole); for Python, run the script with `python3 -I`",
+        ),
+        location,
+    );
 }
 
 #[cfg(test)]

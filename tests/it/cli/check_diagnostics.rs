@@ -818,6 +818,20 @@ fn missing_executable() {
 }
 
 #[test]
+fn hook_runs_workspace_code() {
+    case(
+        "hook_runs_workspace_code",
+        NO_BUILTIN,
+        0,
+        &[
+            at("hook_runs_workspace_code", "hooks.yaml:5:14", "[sh"),
+            at("hook_runs_workspace_code", "hooks.yaml:8:14", "[sh"),
+            at("hook_runs_workspace_code", "hooks.yaml:11:14", "[sh"),
+        ],
+    );
+}
+
+#[test]
 fn every_semantic_code_has_a_fixture() {
     // Codes no stage emits yet, or that no command-line input can reach (see each reason).
     let exempt = [
