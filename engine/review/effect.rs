@@ -78,8 +78,24 @@ fn codes(items: &[String]) -> String {
         .join(", ")
 }
 
+/// What the sets around an added or removed tool say of it.
+#[derive(Clone, Copy, Default)]
+pub struct Around<'a> {
+    /// An allow rule of the new set whose tools cover it.
+    pub allowed_by: Option<&'a str>,
+    /// Agents' calls reach it: an MCP tool's name (`mcp__…`), or a tool an agent's tool maps
+    /// onto in the old set.
+    pub called_by_agents: bool,
+}
+
 /// The effect of an added or removed item.
-pub fn item(subject: Subject, kind: ChangeKind, name: &str, value: &Value) -> Classified {
+pub fn item(
+    subject: Subject,
+    kind: ChangeKind,
+    name: &str,
+    value: &Value,
+    around: Around<'_>,
+) -> Classified {
     let disabled = value.get("disabled") == Some(&Value::Bool(true));
     match (subject, kind) {
         (Subject::Rule, _) if disabled => classified(
@@ -137,6 +153,15 @@ pub fn item(subject: Subject, kind: ChangeKind, name: &str, value: &Value) -> Cl
                     Effect::Widens,
                     format!("tool `{name}` added with permission `allow`"),
                 )
+            } else if let Some(rule) = around.allowed_by {
+                // Its calls were unknown (an agent's hook left them to the agent); the rule
+                // now decides them.
+                classified(
+                    Effect::MayWiden,
+                    format!(
+                        "tool `{name}` added: allow rule `{rule}` covers it, so its calls may now be allowed"
+                    ),
+                )
             } else if value.get("handler").is_some() {
                 // Whatever allows it (a rule for `docs_*`), its handler now runs.
                 classified(
@@ -148,7 +173,17 @@ pub fn item(subject: Subject, kind: ChangeKind, name: &str, value: &Value) -> Cl
             }
         }
         (Subject::Tool, ChangeKind::Removed | ChangeKind::Changed) => {
-            classified(Effect::Narrows, format!("tool `{name}` removed"))
+            let allowed = decision(value.pointer("/permission/default")) == Some(Decision::Allow);
+            if allowed || !around.called_by_agents {
+                classified(Effect::Narrows, format!("tool `{name}` removed"))
+            } else {
+                classified(
+                    Effect::MayWiden,
+                    format!(
+                        "tool `{name}` removed: its calls are no longer judged here (an agent's hook leaves them to the agent's own rules; `run` refuses them)"
+                    ),
+                )
+            }
         }
         (Subject::McpServer, ChangeKind::Added) => classified(
             Effect::RunsDifferently,
@@ -557,6 +592,15 @@ fn limit(c: &FieldChange<'_>, what: &str) -> Classified {
             format!("{what}: `{}` removed: calls may run for ever", c.path),
         );
     }
+    let off = |value: Option<&Value>| {
+        value.and_then(Value::as_str) == Some("none") || value.and_then(Value::as_f64) == Some(0.0)
+    };
+    if c.path.contains("budget") && off(c.after) && !off(c.before) {
+        return classified(
+            Effect::LimitRaised,
+            format!("{what}: `{}` switched off (`{}`)", c.path, show(c.after)),
+        );
+    }
     match (magnitude(c.before), magnitude(c.after)) {
         (Some(b), Some(a)) if b > 0.0 && a > b * c.limit_factor => classified(
             Effect::LimitRaised,
@@ -669,6 +713,20 @@ fn tool_field(c: &FieldChange<'_>) -> Classified {
                 c.path
             ),
         ),
+        "timeout.override_field"
+            if c.after.is_some() && c.item_after.pointer("/timeout/max").is_none() =>
+        {
+            classified(
+                Effect::TimeoutRemoved,
+                format!(
+                    "{what}: `timeout.override_field` set with no `timeout.max`: a call may choose any timeout"
+                ),
+            )
+        }
+        "budget.batch_exempt" if turned_on => classified(
+            Effect::LimitRaised,
+            format!("{what}: exempt from the batch budget: its output is not counted"),
+        ),
         p if p.starts_with("timeout") || p.starts_with("budget") || p.starts_with("admission") => {
             limit(c, &what)
         }
@@ -775,7 +833,32 @@ fn hook_field(c: &FieldChange<'_>) -> Classified {
             Effect::Widens,
             format!("{what}: a failing hook no longer blocks the call"),
         ),
-        "event" => hook_added(c.name, c.item_after),
+        "event" => {
+            let gates = |event: Option<&Value>| {
+                matches!(
+                    event.and_then(Value::as_str),
+                    Some(
+                        "PreToolUse" | "PermissionRequest" | "pre_tool_use" | "permission_request"
+                    )
+                )
+            };
+            if gates(c.before) && !gates(c.after) {
+                classified(
+                    Effect::Widens,
+                    format!(
+                        "{what}: event `{}` → `{}`: it no longer answers for calls before they run (the calls it denied or asked about no longer are)",
+                        show(c.before),
+                        show(c.after)
+                    ),
+                )
+            } else {
+                let added = hook_added(c.name, c.item_after);
+                classified(
+                    added.effect,
+                    format!("{what}: event `{}` → `{}`", show(c.before), show(c.after)),
+                )
+            }
+        }
         "tools" | "modes" => classified(
             Effect::MayWiden,
             format!(

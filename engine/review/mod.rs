@@ -172,6 +172,8 @@ pub fn diff(before: &Value, after: &Value) -> Vec<Change> {
     let context = Context {
         table: &table,
         samples: &samples,
+        allow_rules: allow_rules(after),
+        mapped: mapped_tools(before),
     };
     let mut changes = Vec::new();
     let empty = Map::new();
@@ -217,6 +219,53 @@ pub fn diff(before: &Value, after: &Value) -> Vec<Change> {
 struct Context<'a> {
     table: &'a ReviewSection,
     samples: &'a [String],
+    /// The new set's allow rules that decide: each name with the tools it covers.
+    allow_rules: Vec<(String, Vec<String>)>,
+    /// The tools the old set's agent tool maps map onto.
+    mapped: BTreeSet<String>,
+}
+
+/// The toolgate tools `doc`'s agent tool maps map onto.
+fn mapped_tools(doc: &Value) -> BTreeSet<String> {
+    let agents = doc.get("agents").and_then(Value::as_object);
+    agents
+        .into_iter()
+        .flat_map(|agents| agents.values())
+        .filter_map(|agent| agent.get("tools").and_then(Value::as_object))
+        .flat_map(|tools| tools.values())
+        .filter(|mapping| mapping.get("disabled") != Some(&Value::Bool(true)))
+        .filter_map(|mapping| mapping.get("tool").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The allow rules of `doc` that decide (not disabled, enforced), with their tools (`*`
+/// when they name none).
+fn allow_rules(doc: &Value) -> Vec<(String, Vec<String>)> {
+    doc.get("rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|rule| rule.get("decision").and_then(Value::as_str) == Some("allow"))
+        .filter(|rule| rule.get("disabled") != Some(&Value::Bool(true)))
+        .filter(|rule| {
+            rule.get("enforcement")
+                .and_then(Value::as_str)
+                .is_none_or(|e| e == "enforce")
+        })
+        .map(|rule| {
+            let name = rule.get("name").and_then(Value::as_str).unwrap_or("?");
+            let tools = match rule.get("tools").and_then(Value::as_array) {
+                Some(tools) => tools
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                None => vec!["*".to_owned()],
+            };
+            (name.to_owned(), tools)
+        })
+        .collect()
 }
 
 /// Every string in the rules' example inputs of both sets: what regular expressions are
@@ -257,7 +306,19 @@ fn items(
 ) {
     let empty = Map::new();
     let whole = |kind: ChangeKind, name: &str, value: &Value| {
-        let classified = effect::item(subject, kind, name, value);
+        let around = effect::Around {
+            allowed_by: (subject == Subject::Tool && kind == ChangeKind::Added)
+                .then(|| {
+                    context
+                        .allow_rules
+                        .iter()
+                        .find(|(_, tools)| contain::tool_within(name, tools))
+                        .map(|(rule, _)| rule.as_str())
+                })
+                .flatten(),
+            called_by_agents: name.starts_with("mcp__") || context.mapped.contains(name),
+        };
+        let classified = effect::item(subject, kind, name, value, around);
         let (before, after) = match kind {
             ChangeKind::Removed => (Some(value.clone()), None),
             ChangeKind::Added | ChangeKind::Changed => (None, Some(value.clone())),
@@ -499,6 +560,41 @@ mod tests {
                 json!({"rules": [{"name": "r", "decision": "allow", "match": {"command": {"shell": ["git diff *"]}}}]}),
                 json!({"rules": [{"name": "r", "decision": "allow", "match": {"command": {"shell": ["git diff --output *"]}}}]}),
                 "may widen",
+            ),
+            // A tool that denied removed: an agent's hook now leaves its calls to the agent.
+            (
+                json!({"tools": {"mcp__db__drop": {"permission": {"default": "deny"}}}}),
+                json!({"tools": {}}),
+                "its calls are no longer judged here",
+            ),
+            // A tool added under an allow rule that already covers its name.
+            (
+                json!({"tools": {}, "rules": [{"name": "docs", "tools": ["mcp__docs__*"], "decision": "allow"}]}),
+                json!({"tools": {"mcp__docs__delete": {}}, "rules": [{"name": "docs", "tools": ["mcp__docs__*"], "decision": "allow"}]}),
+                "allow rule `docs` covers it",
+            ),
+            // A call that chooses its own timeout, with no maximum.
+            (
+                json!({"tools": {"A": {"timeout": {"default": "1m"}}}}),
+                json!({"tools": {"A": {"timeout": {"default": "1m", "override_field": "timeout_ms"}}}}),
+                "a call may choose any timeout",
+            ),
+            // The batch budget switched off, or a tool exempted from it.
+            (
+                json!({"engine": {"batch_budget": 100000}}),
+                json!({"engine": {"batch_budget": "none"}}),
+                "switched off",
+            ),
+            (
+                json!({"tools": {"Bash": {"budget": {"max_chars": 1000}}}}),
+                json!({"tools": {"Bash": {"budget": {"max_chars": 1000, "batch_exempt": true}}}}),
+                "exempt from the batch budget",
+            ),
+            // A guard hook moved after the call: it no longer answers for it.
+            (
+                json!({"hooks": [{"name": "guard", "event": "PreToolUse", "command": ["guard"]}]}),
+                json!({"hooks": [{"name": "guard", "event": "PostToolUse", "command": ["guard"]}]}),
+                "event `PreToolUse` → `PostToolUse`: it no longer answers",
             ),
         ];
         for (before, after, reason) in cases {
