@@ -75,7 +75,10 @@ pub fn hook_with(
 ) -> Reply {
     let started = Instant::now();
     let mut bytes = Vec::new();
-    if let Err(error) = stdin.take(args.max_input + 1).read_to_end(&mut bytes) {
+    if let Err(error) = stdin
+        .take(args.max_input.saturating_add(1))
+        .read_to_end(&mut bytes)
+    {
         return agent::unreadable(&format!("cannot read the hook payload: {error}"));
     }
     if bytes.len() as u64 > args.max_input {

@@ -263,7 +263,19 @@ pub fn serve(socket: &Path, idle_exit: Duration, parse: ParseArgs) -> std::io::R
             if UnixStream::connect(socket).is_ok() {
                 return Ok(());
             }
-            // A socket left by a server that died: take its place.
+            // A socket left by a server that died: take its place. Anything else there (a
+            // file, a link) is someone's data: never removed.
+            let is_socket = std::fs::symlink_metadata(socket)
+                .is_ok_and(|meta| std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()));
+            if !is_socket {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    format!(
+                        "`{}` exists and is not a socket: choose another `--socket` path",
+                        socket.display()
+                    ),
+                ));
+            }
             std::fs::remove_file(socket)?;
             UnixListener::bind(socket)?
         }

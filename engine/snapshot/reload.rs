@@ -93,6 +93,9 @@ pub struct Reloader {
     serial: Mutex<()>,
     /// How long files must stay unchanged before a watched change is loaded.
     settle: Mutex<Duration>,
+    /// The files as the last watched reload read them: a change seen again (by two
+    /// watches, or once more while the files settled) is not loaded again.
+    seen: Mutex<Option<Fingerprint>>,
 }
 
 impl ReloadOutcome {
@@ -147,6 +150,7 @@ impl Reloader {
             sink,
             serial: Mutex::new(()),
             settle: Mutex::new(DEFAULT_SETTLE),
+            seen: Mutex::new(None),
         }
     }
 
@@ -206,6 +210,31 @@ impl Reloader {
             .serial
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.reload_now()
+    }
+
+    /// [`Reloader::reload`], unless the files are as the last watched reload read them: a
+    /// watched change seen twice (by two watches, or again while the files settled) is
+    /// loaded, and reported, once.
+    fn reload_if_changed(&self) -> Option<ReloadOutcome> {
+        let _one_at_a_time = self
+            .serial
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = self.fingerprint();
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.as_ref() == Some(&now) {
+            return None;
+        }
+        *seen = Some(now);
+        drop(seen);
+        Some(self.reload_now())
+    }
+
+    fn reload_now(&self) -> ReloadOutcome {
         let generation = self.next_generation.load(Ordering::SeqCst);
         let loaded = load(&self.options, generation);
         let previous = self.current.load_full();
@@ -335,21 +364,42 @@ impl Reloader {
     ) -> Result<WatchHandle, notify::Error> {
         let targets = self.watch_targets();
         let reloader = Arc::clone(self);
-        let report = Arc::new(report);
+        let report: Arc<dyn Fn(ReloadOutcome) + Send + Sync> = Arc::new(report);
         let catch_up = {
             let report = Arc::clone(&report);
             move |outcome| report(outcome)
         };
+        let report_again = Arc::clone(&report);
         let filter = targets.clone();
-        let mut debouncer = new_debouncer(debounce, None, move |result: DebounceEventResult| {
+        // A folder root removed and made again (`rm -rf pol && mkdir pol`, a branch switch)
+        // is a new folder the watch on the old one never sees: its parent is watched too,
+        // and a root made again is watched again.
+        let (rearm, rearm_requests) = std::sync::mpsc::channel::<PathBuf>();
+        let folders: Vec<PathBuf> = targets
+            .iter()
+            .filter(|(_, file)| file.is_none())
+            .map(|(dir, _)| dir.clone())
+            .collect();
+        let made_again = folders.clone();
+        let debouncer = new_debouncer(debounce, None, move |result: DebounceEventResult| {
             let Ok(events) = result else { return };
+            for event in &events {
+                for path in &event.paths {
+                    if made_again.contains(path) && path.is_dir() {
+                        let _ = rearm.send(path.clone());
+                    }
+                }
+            }
             let relevant = events.iter().any(|event| {
                 !matches!(event.kind, FsEventKind::Access(_))
                     && event.paths.iter().any(|path| is_relevant(path, &filter))
             });
             if relevant {
                 if reloader.wait_until_settled(debounce) {
-                    report(reloader.reload());
+                    // (Events that came while the files settled find them loaded already.)
+                    if let Some(outcome) = reloader.reload_if_changed() {
+                        report(outcome);
+                    }
                 } else {
                     // A save caught mid-write must never be installed: the generation in
                     // force stays; the writer's next change starts a new wait.
@@ -361,6 +411,10 @@ impl Reloader {
             }
         })
         .map_err(|error| notify::Error::generic(&error.to_string()))?;
+        let debouncer = Arc::new(Mutex::new(debouncer));
+        let mut watching = debouncer
+            .lock()
+            .map_err(|_| notify::Error::generic("the policy watcher's lock is poisoned"))?;
         for (dir, file) in &targets {
             let mode = if file.is_some() {
                 RecursiveMode::NonRecursive
@@ -380,8 +434,45 @@ impl Reloader {
                 }
                 RecursiveMode::Recursive
             };
-            debouncer.watch(dir, mode)?;
+            watching.watch(dir, mode)?;
         }
+        for dir in &folders {
+            if let Some(parent) = dir.parent().filter(|parent| parent.is_dir()) {
+                watching.watch(parent, RecursiveMode::NonRecursive)?;
+            }
+        }
+        drop(watching);
+        // Re-arms a root made again, then loads what was written in it before its watch
+        // was in place. Ends when the watch is dropped (its sender goes with it).
+        let weak = Arc::downgrade(&debouncer);
+        let again = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("toolgate-rewatch".to_owned())
+            .spawn(move || {
+                while let Ok(dir) = rearm_requests.recv() {
+                    let Some(debouncer) = weak.upgrade() else {
+                        break;
+                    };
+                    let watched = match debouncer.lock() {
+                        Ok(mut watching) => watching.watch(&dir, RecursiveMode::Recursive),
+                        Err(_) => break,
+                    };
+                    drop(debouncer);
+                    if let Err(error) = watched {
+                        tracing::warn!("`{}` made again, but not watched: {error}", dir.display());
+                    }
+                    if again.wait_until_settled(debounce)
+                        && let Some(outcome) = again.reload_if_changed()
+                    {
+                        report_again(outcome);
+                    }
+                }
+            })
+            .map_err(|error| notify::Error::generic(&error.to_string()))?;
+        *self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(self.fingerprint());
         if self.is_stale() {
             catch_up(self.reload());
         }
@@ -402,7 +493,7 @@ fn is_relevant(path: &Path, targets: &[(PathBuf, Option<PathBuf>)]) -> bool {
 
 /// Keeps a watch alive.
 pub struct WatchHandle {
-    _debouncer: Debouncer<notify::RecommendedWatcher, RecommendedCache>,
+    _debouncer: Arc<Mutex<Debouncer<notify::RecommendedWatcher, RecommendedCache>>>,
 }
 
 impl std::fmt::Debug for WatchHandle {

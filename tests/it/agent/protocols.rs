@@ -279,6 +279,28 @@ fn payloads_that_cannot_be_read_block_with_exit_2() {
             assert!(run.stderr.starts_with("toolgate: "), "{}", run.stderr);
         }
     }
+    // A field of the wrong type is named.
+    let run = run_hook(
+        "claude",
+        br#"{"hook_event_name": "PreToolUse", "cwd": "/", "tool_name": 5, "tool_input": {}}"#,
+        &[],
+        &[],
+    );
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr.contains("`tool_name`: invalid type"),
+        "{}",
+        run.stderr
+    );
+    // The largest limit is no limit, not an overflow (it panicked, exit 101).
+    let run = run_hook(
+        "claude",
+        b"{}",
+        &[],
+        &["--max-input", "18446744073709551615"],
+    );
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     let big = vec![b' '; 2048];
     let run = run_hook("claude", &big, &[], &["--max-input", "1024"]);
     assert_eq!(run.code, 2, "{}", run.transcript());

@@ -284,6 +284,37 @@ fn a_socket_folder_others_may_enter_is_never_used() {
     );
 }
 
+/// A file or a link at the socket path is someone's data: the server refuses the path
+/// and leaves it as it was (it was removed, and the server took its place).
+#[test]
+fn a_server_never_removes_a_file_at_its_socket_path() {
+    let env = Env::new();
+    let notes = env.runtime().join("notes.txt");
+    std::fs::write(&notes, "keep me\n").unwrap();
+    let link = env.runtime().join("link");
+    std::os::unix::fs::symlink(&notes, &link).unwrap();
+    for path in [&notes, &link] {
+        let run = env
+            .command(&[
+                "hook-server",
+                "--socket",
+                &path.display().to_string(),
+                "--idle-exit",
+                "1s",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(run.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&run.stderr).contains("is not a socket"),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(std::fs::symlink_metadata(path).is_ok());
+    }
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "keep me\n");
+}
+
 #[test]
 fn a_server_takes_over_a_dead_servers_socket_and_exits_when_idle() {
     let env = Env::new();

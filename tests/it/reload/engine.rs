@@ -436,6 +436,27 @@ fn the_watcher_follows_saves_by_rename_new_and_deleted_files_and_ignores_other_f
     eventually("save 3 is in force", || save() == 3);
 }
 
+/// A folder root removed and made again (`rm -rf pol && mkdir pol`, a branch switch) is a
+/// new folder: it is watched again, and what is saved in it is loaded (the watch on the old
+/// folder never saw it, and the old generation stayed in force for good).
+#[test]
+fn a_root_folder_removed_and_made_again_is_watched_again() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("pol");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("tools.yaml");
+    std::fs::write(&file, probe_policy(1)).unwrap();
+    let rig = Rig::new(&dir, |b| b.native("Probe", probe));
+    let _watch = rig.reloader.watch(Duration::from_millis(50)).unwrap();
+    let save = || crate::support::reload::save_of(&rig.engine.snapshot());
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(&file, probe_policy(2)).unwrap();
+    eventually("save 2 is in force", || save() == 2);
+    std::fs::write(&file, probe_policy(3)).unwrap();
+    eventually("save 3 in the new folder is in force", || save() == 3);
+}
+
 #[test]
 fn a_single_file_root_is_watched_through_its_folder() {
     let dir = tempfile::tempdir().unwrap();
