@@ -292,10 +292,18 @@ fn fields(mapping: &ToolMapping, item: &Value) -> Result<Value, String> {
     if let Some(sources) = &mapping.typed_when
         && one_value(item, sources)?.is_some()
         && let Some(Value::String(keys)) = out.get("command")
-        && keys.contains('\t')
+        && let Some(key) = keys.chars().find(|c| matches!(c, '\t' | '!'))
     {
+        let what = match key {
+            '\t' => {
+                "a tab, with which a terminal's line editor completes a name the text does not show"
+            }
+            _ => {
+                "`!`, with which a pager or editor running there (`less`, `vi`, `man`) runs a shell command and an interactive shell recalls an earlier one"
+            }
+        };
         return Err(format!(
-            "the keys typed into the running program (the call sends {}) hold a tab, with which a terminal's line editor completes a name the text does not show",
+            "the keys typed into the running program (the call sends {}) hold {what}",
             sources.quoted()
         ));
     }

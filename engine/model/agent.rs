@@ -83,8 +83,9 @@ pub struct ToolMapping {
     /// The agent's input field that, when sent, says the mapped `command` is keys typed
     /// into a program running in a terminal rather than a script to run (Codex sends
     /// `workdir` with `write_stdin` only). A terminal's line editor acts on some keys: a tab
-    /// completes a name the text does not show, `^U` erases what was typed before it. Such
-    /// a call holding a tab is refused (a control key asks for any command).
+    /// completes a name the text does not show, `^U` erases what was typed before it, and a
+    /// pager or editor runs a shell command after `!`. Such a call holding a tab or `!` is
+    /// refused (a control key asks for any command).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typed_when: Option<FieldNames>,
     /// A mapped input field naming a folder that the agent's tool takes to be its working

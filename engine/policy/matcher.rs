@@ -1027,9 +1027,10 @@ impl Reaches {
             format!("{}/{start}", folder.trim_end_matches('/'))
         };
         // `..` below a wildcard leads anywhere a link below it may lead.
-        let anywhere = rest
-            .as_deref()
-            .is_some_and(|rest| rest.split('/').any(|c| c == ".."));
+        let anywhere = rest.as_deref().is_some_and(|rest| {
+            rest.split('/')
+                .any(crate::policy::shell::wildcard::may_name_parent)
+        });
         let location = locate(&unescape_glob(&joined), ctx);
         let places: Vec<&str> = match &location {
             Some(Location::Known { .. }) if !anywhere => [Side::Written, Side::Resolved]

@@ -224,12 +224,14 @@ fn search_call_below(
 
 /// A path split by [`split_glob`] whose glob climbs with `..` (`src/**/../.env`, where
 /// `**` may match no folder and `..` then leaves `src`: node-glob, which Gemini CLI's
-/// read-many tool uses, reads `.env`): the files it matches lie below the folder as many
+/// read-many tool uses, reads `.env`; also a component that matches `..`, `.[.]`): the files it matches lie below the folder as many
 /// levels up as the glob climbs, all of which are searched.
 fn climbed((folder, glob): (String, Option<String>)) -> (String, Option<String>) {
-    let up = glob
-        .as_deref()
-        .map_or(0, |glob| glob.split('/').filter(|c| *c == "..").count());
+    let up = glob.as_deref().map_or(0, |glob| {
+        glob.split('/')
+            .filter(|c| super::shell::wildcard::may_name_parent(c))
+            .count()
+    });
     if up == 0 {
         return (folder, glob);
     }
@@ -931,9 +933,9 @@ impl Folders {
 /// itself, by the shell's settings that the
 /// agent's environment (which toolgate's hook runs in) may hold: a relative name (not `./x`,
 /// `../x`) below each folder of an exported `CDPATH`, which bash and zsh try first; and, for
-/// a name that is a variable's (`cd HOME`), the variable's value, where bash's
-/// `cdable_vars` (an option the user's shell may set, which the agent's shell then copies)
-/// goes when no such folder is there.
+/// a name that is a variable's (`cd HOME`, and in zsh `cd HOME/x`), the variable's value,
+/// where bash's `cdable_vars` and zsh's `cdablevars` (options the user's shell may set, which
+/// the agent's shell then copies) go when no such folder is there.
 fn cd_targets(value: String) -> Vec<String> {
     let mut targets = Vec::new();
     let relative = !value.starts_with('/')
@@ -949,12 +951,18 @@ fn cd_targets(value: String) -> Vec<String> {
             }
         }
     }
-    if let Some(set) = super::shell::is_variable_name(&value)
-        .then(|| std::env::var_os(&value))
+    // (zsh's `cdablevars` reads the first folder so: `cd HOME/.config` is `~HOME/.config`.)
+    let (first, rest) = value.split_once('/').unwrap_or((value.as_str(), ""));
+    if let Some(set) = super::shell::is_variable_name(first)
+        .then(|| std::env::var_os(first))
         .flatten()
         .filter(|set| !set.is_empty())
     {
-        targets.push(escape_glob(&set.to_string_lossy()));
+        let set = escape_glob(&set.to_string_lossy());
+        targets.push(match rest {
+            "" => set,
+            rest => format!("{}/{rest}", set.trim_end_matches('/')),
+        });
     }
     targets.insert(0, value);
     targets
@@ -1403,10 +1411,47 @@ fn hidden_matches(
     if !has_glob(glob) {
         return None;
     }
-    let kept: Vec<(String, String)> = expand_glob(glob, Dotfiles::Matched)
+    let hidden = expand_glob(glob, Dotfiles::Matched)
         .ok()?
         .into_iter()
         .filter(|path| !shown.contains(path))
+        .collect();
+    hidden_kept(set, ctx, call, (tool, access), hidden, cache)
+}
+
+/// The words a loop's glob gives its variable when `dotglob` is on, besides `shown` (see
+/// [`hidden_matches`]): `for f in cfg/*; do cat $f; done` reads `cfg/.env` then.
+fn hidden_loop_values(
+    judged: (&RuleSet, &MatchContext, &CallFacts<'_>),
+    (tool, access): (FileTool<'_>, Access),
+    (word, home, folders): (&Word, Option<&str>, &[String]),
+    shown: &[String],
+    cache: &mut ParseCache,
+) -> Option<String> {
+    let (set, ctx, call) = judged;
+    if word.kind != WordKind::Dynamic(super::shell::Expansion::LoopGlob) {
+        return None;
+    }
+    let hidden = word_values(word, home, folders, Dotfiles::Matched)
+        .ok()?
+        .into_iter()
+        .filter(|value| !shown.contains(value))
+        .map(|value| unescape_glob(&value))
+        .collect();
+    hidden_kept(set, ctx, call, (tool, access), hidden, cache)
+}
+
+/// Which of `hidden` (paths) the rules keep from `access`, said as [`hidden_matches`] says it.
+fn hidden_kept(
+    set: &RuleSet,
+    ctx: &MatchContext,
+    call: &CallFacts<'_>,
+    (tool, access): (FileTool<'_>, Access),
+    hidden: Vec<String>,
+    cache: &mut ParseCache,
+) -> Option<String> {
+    let kept: Vec<(String, String)> = hidden
+        .into_iter()
         .filter_map(|path| {
             let file = decide_file(set, ctx, call, (tool, access), &path, cache);
             if !file.by_rule || file.decision == Decision::Allow {
@@ -1532,6 +1577,20 @@ fn judge_files(
                 continue;
             }
         };
+        if dotfiles == Dotfiles::Explicit
+            && let Some(why) = hidden_loop_values(
+                (set, ctx, call),
+                (tool, access),
+                (word, home, &folders.candidates),
+                &values,
+                cache,
+            )
+        {
+            outcome.add_analysis(
+                &command.text,
+                format!("`{}` {} {why}", command.text, access.verb()),
+            );
+        }
         // git searching a revision (`git grep KEY HEAD~1`, `HEAD~1:dir`) reads its committed
         // files, which are not on disk to judge.
         let git_search = access == Access::Search && facts.program.as_deref() == Some("git");
@@ -3425,6 +3484,24 @@ fn with_component_glob<T>(component: &str, with: impl FnOnce(&Wildcard) -> T) ->
 mod tests {
     use super::*;
     use crate::policy::shell::parse_script;
+
+    /// A searched path whose glob climbs searches everything below where it may climb to.
+    #[test]
+    fn a_glob_climbing_out_of_a_wildcard_searches_above_it() {
+        for (path, folder) in [
+            ("src/**/../.e*", "src/.."),
+            ("src/**/.[.]/.e*", "src/.."),
+            ("src/*/../../x/*", "src/../.."),
+        ] {
+            assert_eq!(
+                climbed(crate::policy::search::split_glob(path)),
+                (folder.to_owned(), None),
+                "{path}"
+            );
+        }
+        let plain = crate::policy::search::split_glob("src/**/*.rs");
+        assert_eq!(climbed(plain.clone()), plain);
+    }
 
     fn values(raw: &str) -> Result<Vec<String>, String> {
         let script = parse_script(&format!("cat {raw}")).expect("parses");

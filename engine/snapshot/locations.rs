@@ -73,10 +73,18 @@ pub(super) fn policy_locations(
     let mut scripts = Vec::new();
     let mut folders = Vec::new();
     for (argv, folder) in hooks.chain(handlers) {
-        let words: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let (files, build_folders) = build_files(&words, &folder);
-        scripts.extend(files);
-        folders.extend(build_folders);
+        let words: Vec<&str> = argv
+            .iter()
+            .flat_map(|word| {
+                word.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
+            })
+            .filter(|word| !word.is_empty())
+            .collect();
+        for run_folder in run_folders(&words, &folder) {
+            let (files, build_folders) = build_files(&words, &run_folder);
+            scripts.extend(files);
+            folders.extend(build_folders);
+        }
         let make = argv
             .first()
             .is_some_and(|program| program == "make" || program.ends_with("/make"));
@@ -163,12 +171,7 @@ fn script_folder(script: &Path, workspace_root: &Path, home: Option<&Path>) -> O
 /// `~/.node_modules`, `~/.node_libraries` (a package written into the workspace root's
 /// `node_modules` replaced one a hook's script in `tools/` required).
 fn node_modules(script: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    const SCRIPTS: [&str; 6] = ["js", "mjs", "cjs", "ts", "mts", "cts"];
-    let javascript = script
-        .extension()
-        .and_then(|ext| ext.to_str())
-        .is_some_and(|ext| SCRIPTS.contains(&ext));
-    if !javascript {
+    if !runs_javascript(script) {
         return Vec::new();
     }
     let above = script
@@ -186,68 +189,126 @@ fn node_modules(script: &Path, home: Option<&Path>) -> Vec<PathBuf> {
 /// (`require("chalk")`) with `exports` (or `imports`, for `#x`) decides which file that is —
 /// a package file in the workspace root named `chalk` made a hook load the agent's code.
 fn package_scopes(script: &Path) -> Vec<PathBuf> {
-    const SCRIPTS: [&str; 6] = ["js", "mjs", "cjs", "ts", "mts", "cts"];
-    let javascript = script
-        .extension()
-        .and_then(|ext| ext.to_str())
-        .is_some_and(|ext| SCRIPTS.contains(&ext));
-    if !javascript {
+    if !runs_javascript(script) {
         return Vec::new();
     }
+    // A TypeScript runner (`tsx`, `ts-node`) also reads the nearest `tsconfig.json`'s `paths`.
+    let typescript = runs(
+        script,
+        &["ts", "mts", "cts"],
+        &["tsx", "ts-node", "deno", "bun"],
+    );
     script
         .ancestors()
         .skip(1)
-        .map(|folder| folder.join("package.json"))
+        .flat_map(|folder| {
+            std::iter::once(folder.join("package.json"))
+                .chain(typescript.then(|| folder.join("tsconfig.json")))
+        })
         .collect()
 }
 
+/// Whether node (or bun, deno, a TypeScript runner) runs the script: by its extension, or,
+/// without one, by its `#!` line (`#!/usr/bin/env node`).
+fn runs_javascript(script: &Path) -> bool {
+    runs(
+        script,
+        &["js", "mjs", "cjs", "ts", "mts", "cts"],
+        &["node", "bun", "deno", "tsx", "ts-node"],
+    )
+}
+
+/// Whether the script has one of `extensions`, or none and a `#!` line naming one of
+/// `runners`.
+fn runs(script: &Path, extensions: &[&str], runners: &[&str]) -> bool {
+    match script.extension().and_then(|ext| ext.to_str()) {
+        Some(ext) => extensions.contains(&ext),
+        None => crate::policy::content::read_regular(script, 256).is_some_and(|head| {
+            let first = head.lines().next().unwrap_or_default();
+            first.starts_with("#!") && runners.iter().any(|runner| first.contains(runner))
+        }),
+    }
+}
+
 /// The build files of a program a hook runs that takes what it runs from the folder it runs
-/// in, and the folders it loads from: `make`'s makefiles; the `package.json` whose scripts
-/// `npm run` (pnpm, yarn, bun) runs, and the `node_modules` whose programs they and `npx`
-/// run; the configuration prettier and eslint load as code; `pyproject.toml` and
-/// `setup.py`, which `uv run` (poetry, pdm, hatch) builds the project from; `Cargo.toml`,
-/// `build.rs` and `.cargo/config.toml` for `cargo`. Rewriting one rewrites what the hook
-/// does (a Makefile written in the workspace root made a `make` hook answer allow). The
-/// program's own sources cannot all be protected: keep such a hook's program outside the
-/// workspace.
+/// in, and the folders it loads from: `make`'s makefiles and the files they include; the
+/// `package.json` whose scripts `npm run` (pnpm, yarn, bun) runs, the package managers' own
+/// settings (`.npmrc`'s `script-shell`, `.yarnrc.yml`'s `yarnPath`, `.pnpmfile.cjs`) and
+/// the `node_modules` whose programs they and `npx` run; the configuration prettier and
+/// eslint load (JavaScript, or naming plugins that are); `pyproject.toml` and `setup.py`,
+/// which `uv run` (poetry, pdm, hatch) builds the project from, the interpreter it picks
+/// (`.python-version`) and the `.venv` it runs in; `Cargo.toml`, `build.rs`,
+/// `.cargo/config.toml` and the toolchain file for `cargo`. Rewriting one rewrites what the
+/// hook does (a Makefile written in the workspace root made a `make` hook answer allow).
+/// The program's own sources cannot all be protected: keep such a hook's program outside
+/// the workspace.
 fn build_files(words: &[&str], folder: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    const JS_CONFIG: [&str; 4] = ["js", "cjs", "mjs", "ts"];
+    const CONFIG_EXTENSIONS: [&str; 11] = [
+        "", ".js", ".cjs", ".mjs", ".ts", ".mts", ".cts", ".json", ".json5", ".yaml", ".yml",
+    ];
     let mut files = Vec::new();
     let mut folders = Vec::new();
     for word in words {
         let program = word.rsplit('/').next().unwrap_or(word);
         let names: Vec<String> = match program {
-            "make" | "gmake" => vec!["GNUmakefile".into(), "makefile".into(), "Makefile".into()],
+            "make" | "gmake" => {
+                let makefiles = ["GNUmakefile", "makefile", "Makefile"];
+                let included = makefiles
+                    .iter()
+                    .flat_map(|name| make_includes(&folder.join(name)));
+                files.extend(included.map(|name| folder.join(name)));
+                makefiles.map(String::from).to_vec()
+            }
             "npm" | "pnpm" | "yarn" | "bun" | "npx" | "pnpx" | "bunx" => {
                 folders.push(folder.join("node_modules"));
-                if program.ends_with('x') {
-                    continue;
-                }
-                vec!["package.json".into()]
+                let settings = [
+                    ".npmrc",
+                    ".yarnrc",
+                    ".yarnrc.yml",
+                    ".pnp.cjs",
+                    ".pnp.loader.mjs",
+                    ".pnpmfile.cjs",
+                    "bunfig.toml",
+                ];
+                let scripts = (!program.ends_with('x')).then_some("package.json");
+                settings
+                    .into_iter()
+                    .chain(scripts)
+                    .map(String::from)
+                    .collect()
             }
-            "prettier" | "eslint" => JS_CONFIG
+            "prettier" | "eslint" => CONFIG_EXTENSIONS
                 .iter()
                 .flat_map(|ext| {
                     [
-                        format!("{program}.config.{ext}"),
-                        format!(".{program}rc.{ext}"),
+                        format!("{program}.config{ext}"),
+                        format!(".{program}rc{ext}"),
                     ]
                 })
+                .chain([".prettierrc.toml".to_owned()])
                 .collect(),
-            "uv" | "poetry" | "pdm" | "hatch" | "pipenv" => [
-                "pyproject.toml",
-                "setup.py",
-                "setup.cfg",
-                "uv.toml",
-                "Pipfile",
-            ]
-            .map(String::from)
-            .to_vec(),
+            "uv" | "poetry" | "pdm" | "hatch" | "pipenv" => {
+                folders.push(folder.join(".venv"));
+                [
+                    "pyproject.toml",
+                    "setup.py",
+                    "setup.cfg",
+                    "uv.toml",
+                    "Pipfile",
+                    "hatch.toml",
+                    ".python-version",
+                    ".pdm-python",
+                ]
+                .map(String::from)
+                .to_vec()
+            }
             "cargo" => [
                 "Cargo.toml",
                 "build.rs",
                 ".cargo/config.toml",
                 ".cargo/config",
+                "rust-toolchain",
+                "rust-toolchain.toml",
             ]
             .map(String::from)
             .to_vec(),
@@ -256,6 +317,47 @@ fn build_files(words: &[&str], folder: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         files.extend(names.iter().map(|name| folder.join(name)));
     }
     (files, folders)
+}
+
+/// The files a makefile includes (`include`, `-include`, `sinclude` lines; names with a
+/// variable or a wildcard are not followed), as written.
+fn make_includes(makefile: &Path) -> Vec<String> {
+    let Some(text) = crate::policy::content::read_regular(makefile, MAX_SETTINGS_BYTES) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let (directive, rest) = line.split_once(char::is_whitespace)?;
+            matches!(directive, "include" | "-include" | "sinclude").then_some(rest)
+        })
+        .flat_map(str::split_whitespace)
+        .filter(|name| !name.contains(['$', '*', '?', '[']))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The folders a hook's command may run a build tool in: `root`, and each folder its words
+/// name (`cd tools && make`, `make -C tools`, `-Ctools`, `npm --prefix=tools`).
+fn run_folders(words: &[&str], root: &Path) -> Vec<PathBuf> {
+    let named = words
+        .iter()
+        .map(|word| {
+            let value = word.split_once('=').map_or(*word, |(_, value)| value);
+            value
+                .strip_prefix("-C")
+                .filter(|dir| !dir.is_empty())
+                .unwrap_or(value)
+        })
+        .filter(|word| !word.is_empty())
+        .map(|word| root.join(word))
+        .filter(|path| path.is_dir());
+    let mut folders = vec![root.to_owned()];
+    for folder in named {
+        if !folders.contains(&folder) {
+            folders.push(folder);
+        }
+    }
+    folders
 }
 
 /// The files `python -m MODULE` may run, in `folder`: `a/b.py` for `a.b`, or the package's
@@ -389,16 +491,10 @@ fn agent_hook_scripts(workspace_root: &Path, home: Option<&Path>) -> (Vec<PathBu
                     scripts.extend(python_module(pair[1], workspace_root));
                 }
             }
-            // Where it runs: the project, or a folder the command names (`cd tools && make`,
-            // `make -C tools`).
-            let named = words
-                .iter()
-                .map(|word| workspace_root.join(word))
-                .filter(|path| path.is_dir());
             let make = words
                 .iter()
                 .any(|word| matches!(word.rsplit('/').next(), Some("make" | "gmake")));
-            for folder in std::iter::once(workspace_root.to_owned()).chain(named) {
+            for folder in run_folders(&words, workspace_root) {
                 let (files, build_folders) = build_files(&words, &folder);
                 scripts.extend(files);
                 folders.extend(build_folders);

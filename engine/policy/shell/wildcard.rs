@@ -135,10 +135,12 @@ pub(crate) fn readings(glob: &str) -> Vec<String> {
     }
     // The glob libraries expand braces first (`{src,.}/.e*`, `.{e..f}nv`) and read `x/..`
     // and `./` as paths do (`*/../.e*` is `.e*`).
+    // Each expansion is kept as written too: `**` may match no folder, so in
+    // `src/**/{..,x}/.e*` the `..` climbs out of `src` itself, which collapsing hides.
     let expanded: Vec<String> = readings
         .iter()
         .flat_map(|reading| expand_braces(reading).unwrap_or_default())
-        .map(|reading| collapsed(&reading))
+        .flat_map(|reading| [collapsed(&reading), reading])
         .collect();
     for reading in expanded {
         if !readings.contains(&reading) {
@@ -146,6 +148,16 @@ pub(crate) fn readings(glob: &str) -> Vec<String> {
         }
     }
     readings
+}
+
+/// Whether a glob's component may name the parent folder: `..`, or a pattern matching it
+/// that does not start with a wildcard (`.[.]`, `.?`; a leading `*` or `?` never matches
+/// `..` in bash or the agents' glob libraries).
+pub(crate) fn may_name_parent(component: &str) -> bool {
+    component == ".."
+        || (has_glob(component)
+            && !component.starts_with(['*', '?'])
+            && Wildcard::new(component).is_ok_and(|w| w.matches("..")))
 }
 
 /// `glob` with `.` components removed and each `..` taking the component before it away
@@ -501,6 +513,25 @@ fn literal(c: char) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A component that may be `..` to a glob library, and ones that cannot.
+    #[test]
+    fn components_that_may_name_the_parent_folder() {
+        for component in ["..", ".[.]", "[.][.]", ".?", ".[!x]"] {
+            assert!(may_name_parent(component), "{component}");
+        }
+        for component in ["*", "**", "?", "??", "*.rs", ".env", "src", "[a-z]*", "."] {
+            assert!(!may_name_parent(component), "{component}");
+        }
+    }
+
+    /// Brace expansions are read as written as well as collapsed: `**` may match no folder.
+    #[test]
+    fn a_brace_expansion_is_kept_as_written() {
+        let got = readings("src/**/{..,x}/.e*");
+        assert!(got.contains(&"src/**/../.e*".to_owned()), "{got:?}");
+        assert!(got.contains(&"src/.e*".to_owned()), "{got:?}");
+    }
 
     /// Each row: a pattern, names it matches, names it does not (as bash 5.2 expands them).
     #[test]

@@ -67,6 +67,8 @@ fn codex_pre_tool_use_and_permission_request() {
             // `^U` erases what came before it.
             "pre_tool_use_keys_tab",
             "pre_tool_use_keys_erase_line",
+            // `!` runs a command in a pager (`less`), recalls one in an interactive shell.
+            "pre_tool_use_keys_bang",
             "pre_tool_use_npm_install",
             "pre_tool_use_spawn_agent",
             "permission_request_bash",
@@ -527,6 +529,10 @@ fn cd_is_followed_where_the_environment_may_send_it() {
         ),
         (
             "cd HOME && head .config/gh/hosts.yml",
+            vec![("HOME", home.path())],
+        ),
+        (
+            "cd HOME/.config/gh && head hosts.yml",
             vec![("HOME", home.path())],
         ),
     ] {

@@ -485,6 +485,12 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // shell settings may carry into the agent's shell.
         c("dotglob may be on", "cat *", "ask", "analysis"),
         c("dotglob may be on", "grep -n TODO *", "ask", "analysis"),
+        c(
+            "dotglob may be on",
+            "for f in *; do cat $f; done",
+            "ask",
+            "analysis",
+        ),
         c("everyday", "cat src/*", "allow", "rule:"),
         c("everyday", "ls -d */", "allow", "rule:dev-loop"),
         // A wrapper's words are the wrapped command's, judged on their own.
@@ -4252,6 +4258,12 @@ fn policy_files_kept_elsewhere_and_the_scripts_policies_run_are_not_written() {
     )
     .unwrap();
     std::fs::write(root.join("key.js"), "\n").unwrap();
+    // A script node runs by its `#!` line; a makefile that includes another; a folder a
+    // package manager is sent to.
+    std::fs::create_dir_all(root.join("bin/deep")).unwrap();
+    std::fs::write(root.join("bin/deep/gatebin"), "#!/usr/bin/env node\n").unwrap();
+    std::fs::write(root.join("Makefile"), "-include local.mk\ngate:\n\ttrue\n").unwrap();
+    std::fs::create_dir_all(root.join("web")).unwrap();
     // A settings file that is a FIFO is not waited on: the set still loads.
     nix::unistd::mkfifo(
         &root.join(".claude/settings.local.json"),
@@ -4286,6 +4298,8 @@ hooks:
   - { name: made, event: PreToolUse, tools: [Bash], command: [make, -s, -C, mk, check] }
   - { name: rooted, event: PreToolUse, tools: [Bash], command: [python3, ./gates/../root_gate.py] }
   - { name: built, event: PreToolUse, tools: [Bash], command: [make, -s, gate] }
+  - { name: shebang, event: PreToolUse, tools: [Bash], command: [bin/deep/gatebin] }
+  - { name: moved, event: PreToolUse, tools: [Bash], command: [sh, -c, "npm --prefix=web run gate"] }
 tools:
   deploy:
     concurrency: { concurrent_safe: false, read_only: false, side_effect_scope: external }
@@ -4335,6 +4349,12 @@ tools:
         ("Write", "tools/x.mk"),
         ("Write", "prettier.config.js"),
         ("Write", "node_modules/.bin/prettier"),
+        ("Write", ".prettierrc.json"),
+        ("Write", "local.mk"),
+        ("Write", "bin/node_modules/x/index.js"),
+        ("Write", "bin/package.json"),
+        ("Write", "web/package.json"),
+        ("Write", "web/.npmrc"),
     ] {
         let input = match tool {
             "Edit" => json!({"file_path": path, "old_string": "a", "new_string": "b"}),
