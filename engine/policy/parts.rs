@@ -720,10 +720,7 @@ fn decide_line(
             ),
         ));
     }
-    if let Some(key) = line
-        .chars()
-        .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
-    {
+    if let Some(key) = line_editing_key(line) {
         // Bash reads it as a character of a word; typed into a terminal (Codex's
         // `write_stdin`), its line editor acts on it.
         parts.push(PartOutcome::analysis(
@@ -741,6 +738,20 @@ fn decide_line(
         ));
     }
     combine(parts)
+}
+
+/// A control character of `line` a terminal's line editor acts on: any but a tab and a line
+/// break, and a carriage return only where it does not end a line (`\r\n` line endings end
+/// lines either way; `echo x\rcat .env` typed is two commands).
+fn line_editing_key(line: &str) -> Option<char> {
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        let ends_line = c == '\r' && matches!(chars.peek(), None | Some('\n'));
+        if c.is_control() && !matches!(c, '\n' | '\t') && !ends_line {
+            return Some(c);
+        }
+    }
+    None
 }
 
 fn parse_message(err: &super::shell::ShellParseError) -> String {

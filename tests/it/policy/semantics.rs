@@ -904,6 +904,10 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // Typed into a terminal, `^U` erases `echo x`, and DEL the `X`.
         c("control key", "echo x\u{15}rm -rf ~", "ask", "analysis"),
         c("control key", "cat .enX\u{7f}v", "ask", "analysis"),
+        // Typed, a carriage return inside the line ends it: `cat .env` runs on its own.
+        c("control key", "echo x\rcat .env", "ask", "analysis"),
+        // …and where a line ends anyway (Windows line endings), it changes nothing.
+        c("control key", "echo hi\r\n", "allow", "rule:"),
         // zsh's `cd OLD NEW` enters the current folder's path with OLD replaced by NEW.
         c(
             "folder swap",
