@@ -13,7 +13,8 @@
 //!   `O_NOFOLLOW | O_DIRECTORY` and its identity (device, inode) compared again after the
 //!   temporary file is written, so a folder swapped for a link in between is caught.
 //!   Ancestors of the configured root are trusted (they are the user's configuration, and on
-//!   some systems `/tmp` itself is a link).
+//!   some systems `/tmp` itself is a link), except those below the workspace
+//!   ([`FsStoreConfig::checked_from`]), where the agent may make links: each is checked too.
 //! - The content goes to a temporary file created exclusively (`O_EXCL`, which never follows a
 //!   link) in the session folder, is set to mode 0600, and is then renamed into place without
 //!   replacing anything (`persist_noclobber`). Whatever sits at the target name, a planted
@@ -50,6 +51,9 @@ pub struct FsStoreConfig {
     /// up to a whole number of blocks, and at least one block, so that many tiny files count
     /// what they take on disk (default 4 KiB, the block of common file systems).
     pub block_size: u64,
+    /// A folder (the workspace) whose folders down to a root below it are checked for links
+    /// like the root itself: the agent may make links there. Ancestors above it are trusted.
+    pub checked_from: Option<PathBuf>,
 }
 
 /// The block the session cap counts in by default.
@@ -63,6 +67,7 @@ impl FsStoreConfig {
             project_dir: None,
             limits: Limits::spec_defaults(),
             block_size: DEFAULT_BLOCK_SIZE,
+            checked_from: None,
         }
     }
 }
@@ -76,6 +81,7 @@ pub struct FsArtifactStore {
 /// Everything a blocking write needs, decided synchronously in `write`.
 struct WriteJob {
     root: PathBuf,
+    checked_from: Option<PathBuf>,
     folder: String,
     session: SessionId,
     stem: String,
@@ -121,6 +127,7 @@ impl FsArtifactStore {
         let name = self.ledger.next_name(&request.session, &stem);
         Ok(WriteJob {
             root,
+            checked_from: self.config.checked_from.clone(),
             folder,
             session: request.session,
             stem,
@@ -166,7 +173,7 @@ impl Drop for FsArtifactStore {
 
 impl WriteJob {
     fn run(self, ledger: &Ledger) -> Result<ArtifactRef, ArtifactError> {
-        let root = ensure_root(&self.root)?;
+        let root = ensure_root(&self.root, self.checked_from.as_deref())?;
         let dir = root.join(&self.folder);
         ensure_dir(&dir)?;
         let pinned = pin_dir(&dir)?;
@@ -259,8 +266,20 @@ async fn remove_all(paths: Vec<PathBuf>) -> Result<(), ArtifactError> {
     .await
 }
 
-/// Creates the root (and missing ancestors) with mode 0700 and checks it is a real folder.
-fn ensure_root(root: &Path) -> Result<PathBuf, ArtifactError> {
+/// Creates the root (and missing ancestors) with mode 0700 and checks it is a real folder;
+/// below `checked_from`, every folder on the way is created or checked the same way (a link
+/// the agent made in the workspace, `target` → elsewhere, is refused, not followed).
+fn ensure_root(root: &Path, checked_from: Option<&Path>) -> Result<PathBuf, ArtifactError> {
+    if let Some(base) = checked_from
+        && let Ok(below) = root.strip_prefix(base)
+    {
+        let mut current = base.to_owned();
+        for component in below.components() {
+            current.push(component);
+            ensure_dir(&current)?;
+        }
+        return Ok(root.to_owned());
+    }
     match fs::symlink_metadata(root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             DirBuilder::new()

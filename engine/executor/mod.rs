@@ -698,6 +698,7 @@ pub fn artifact_store_for(snapshot: &Snapshot) -> crate::artifact::FsArtifactSto
             max_session: artifacts.max_session,
         },
         block_size: crate::artifact::DEFAULT_BLOCK_SIZE,
+        checked_from: Some(snapshot.workspace_root.clone()),
     })
 }
 

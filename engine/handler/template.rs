@@ -11,6 +11,10 @@
 //!   spaces inside the braces are ignored.
 //! - `{{input.field?}}`: optional; allowed only when the placeholder is the whole argument,
 //!   which is then dropped when the field is missing or `null`.
+//! - A value that starts with `-` and begins an argument before a literal `--` would be an
+//!   option to the program (`--output=FILE`, which no rule judged): the call is refused,
+//!   unless the placeholder is written `{{input.flags!}}` (`!?` or `?!` with `?`), where the
+//!   policy lets the input choose options.
 //! - `{{env.NAME}}`: an environment variable (HTTP header values only).
 //! - `{{{{` is a literal `{{`. A lone `}}` is literal.
 //!
@@ -47,6 +51,9 @@ pub struct Placeholder {
     pub source: Source,
     /// Written with a trailing `?`.
     pub optional: bool,
+    /// Written with a trailing `!`: the value may be an option (it is passed even when it
+    /// starts with `-`; see [`render_argv`]).
+    pub options: bool,
     /// Byte range of the whole `{{…}}` in the template text.
     pub span: Range<usize>,
     /// The expression as written, without braces, spaces or `?` (`input.path`).
@@ -185,6 +192,18 @@ pub enum RenderError {
         /// The variable.
         name: String,
     },
+    /// A value that starts with `-` fills an argument on its own before any `--`: the program
+    /// would read it as an option (`--output=FILE`, `-r`), which the rules never judged.
+    #[error(
+        "the value for `{{{{{expr}}}}}` starts with `-`, so the program would read it as an option: \
+         the call is refused (the policy can put a literal `--` before it in `argv`, glue it to \
+         the option that takes it, `--regexp={{{{{expr}}}}}`, or, where the input may choose \
+         options, write `{{{{{expr}!}}}}`)"
+    )]
+    OptionLike {
+        /// The placeholder's expression.
+        expr: String,
+    },
     /// No command is left after optional arguments were dropped.
     #[error("the command line is empty")]
     EmptyCommand,
@@ -252,11 +271,16 @@ pub fn parse_template(text: &str) -> Result<Template, TemplateError> {
 
 /// Parses the body between `{{` and `}}`; the span is filled in by the caller.
 fn parse_placeholder(body: &str) -> Result<Placeholder, TemplateErrorKind> {
-    let trimmed = body.trim();
-    let (expr, optional) = match trimmed.strip_suffix('?') {
-        Some(expr) => (expr.trim_end(), true),
-        None => (trimmed, false),
-    };
+    let mut expr = body.trim();
+    let (mut optional, mut options) = (false, false);
+    // `?` and `!`, in either order.
+    for _ in 0..2 {
+        if let Some(rest) = expr.strip_suffix('?') {
+            (expr, optional) = (rest.trim_end(), true);
+        } else if let Some(rest) = expr.strip_suffix('!') {
+            (expr, options) = (rest.trim_end(), true);
+        }
+    }
     if expr.is_empty() {
         return Err(TemplateErrorKind::Empty);
     }
@@ -281,7 +305,7 @@ fn parse_placeholder(body: &str) -> Result<Placeholder, TemplateErrorKind> {
             if !valid {
                 return Err(TemplateErrorKind::BadEnvName(owned()));
             }
-            if optional {
+            if optional || options {
                 return Err(TemplateErrorKind::MisplacedOptional(owned()));
             }
             Source::Env {
@@ -294,6 +318,7 @@ fn parse_placeholder(body: &str) -> Result<Placeholder, TemplateErrorKind> {
     Ok(Placeholder {
         source,
         optional,
+        options,
         span: 0..0,
         expr: owned(),
     })
@@ -428,13 +453,45 @@ pub fn parse_argv(argv: &[String]) -> Result<Vec<Template>, ArgvTemplateError> {
         .collect()
 }
 
-/// Renders a command line for one call: one template, at most one argument.
+/// Renders a command line for one call: one template, at most one argument. A value that
+/// starts with `-` and begins an argument before any literal `--` is refused
+/// ([`RenderError::OptionLike`]): a deny rule on the field never judged it as an option.
 pub fn render_argv(argv: &[Template], input: &Value) -> Result<Vec<String>, RenderError> {
     let mut out = Vec::with_capacity(argv.len());
+    // After a literal `--`, programs read every argument as an operand.
+    let mut operands_only = false;
+    let mut script_next = false;
     for template in argv {
         let Some(arg) = template.render_input(input)? else {
             continue;
         };
+        let leading = template
+            .placeholders()
+            .next()
+            .filter(|placeholder| placeholder.span.start == 0 && !placeholder.options);
+        if let Some(placeholder) = leading
+            && arg.starts_with('-')
+            && !operands_only
+            && !out.is_empty()
+        {
+            return Err(RenderError::OptionLike {
+                expr: placeholder.expr.clone(),
+            });
+        }
+        let literal = template.placeholders().next().is_none();
+        if literal && template.text() == "--" {
+            operands_only = true;
+        }
+        // A shell's arguments after `-c SCRIPT` are the script's positional parameters.
+        if script_next {
+            operands_only = true;
+        }
+        script_next = literal
+            && template.text() == "-c"
+            && out.first().is_some_and(|program: &String| {
+                let name = program.rsplit('/').next().unwrap_or(program.as_str());
+                matches!(name, "sh" | "bash" | "zsh" | "dash" | "ksh")
+            });
         if arg.contains('\0') {
             let expr = template
                 .placeholders()
@@ -459,6 +516,48 @@ mod tests {
     fn argv(args: &[&str]) -> Vec<Template> {
         let owned: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         parse_argv(&owned).unwrap()
+    }
+
+    /// A value starting with `-` that begins an argument is an option to the program: refused
+    /// unless a literal `--` comes before it or the template glues it to its option.
+    #[test]
+    fn option_like_values_are_refused_where_the_program_reads_options() {
+        let input = json!({"pattern": "-r", "rev": "--output=/tmp/x", "n": -5, "path": "src"});
+        for args in [
+            &["grep", "{{input.pattern}}", "{{input.path}}"][..],
+            &["git", "log", "--oneline", "{{input.rev}}"],
+            &["head", "{{input.n}}"],
+        ] {
+            let error = render_argv(&argv(args), &input).unwrap_err();
+            assert!(
+                matches!(error, RenderError::OptionLike { .. }),
+                "{args:?}: {error}"
+            );
+            assert!(error.to_string().contains("starts with `-`"), "{error}");
+        }
+        for (args, rendered) in [
+            (
+                &["grep", "--", "{{input.pattern}}", "{{input.path}}"][..],
+                &["grep", "--", "-r", "src"][..],
+            ),
+            (
+                &["grep", "--regexp={{input.pattern}}"],
+                &["grep", "--regexp=-r"],
+            ),
+            (&["grep", "-e{{input.pattern}}"], &["grep", "-e-r"]),
+            (&["ls", "{{input.path}}"], &["ls", "src"]),
+            // A shell script's positional parameters; a placeholder that may be an option.
+            (
+                &["bash", "-c", "echo \"$1\"", "x", "{{input.pattern}}"],
+                &["bash", "-c", "echo \"$1\"", "x", "-r"],
+            ),
+            (
+                &["grep", "{{input.pattern!}}", "src"],
+                &["grep", "-r", "src"],
+            ),
+        ] {
+            assert_eq!(render_argv(&argv(args), &input).unwrap(), rendered);
+        }
     }
 
     #[test]
@@ -597,7 +696,7 @@ mod tests {
 
     #[test]
     fn argv_rendering_keeps_one_argument_per_template() {
-        let templates = argv(&["grep", "{{input.flags?}}", "--", "{{input.pattern}}"]);
+        let templates = argv(&["grep", "{{input.flags?!}}", "--", "{{input.pattern}}"]);
         let out = render_argv(&templates, &json!({"pattern": "a b\nc"})).unwrap();
         assert_eq!(out, ["grep", "--", "a b\nc"]);
         let out = render_argv(&templates, &json!({"pattern": "x", "flags": "-i"})).unwrap();

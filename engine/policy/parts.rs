@@ -3207,8 +3207,25 @@ fn prints_secrets(
         .filter_map(Word::literal)
         .collect();
     if args.len() + 1 < command.words.len() {
-        // An argument only known when it runs may name one.
-        return None;
+        // An argument only known when it runs may name a secret, or be nothing at all
+        // (`printenv $(true)` prints every variable).
+        let prints = match name {
+            "printenv" | "set" | "export" | "declare" | "typeset" | "readonly" => true,
+            "env" => !command.wraps,
+            // (`gh auth token`, or a subcommand only known when it runs.)
+            "gh" => command
+                .words
+                .get(1)
+                .and_then(Word::literal)
+                .is_none_or(|first| first == "auth"),
+            _ => false,
+        };
+        return prints.then(|| {
+            format!(
+                "`{}` prints what a word only known when it runs names: every variable, or a secret one (`env` in the command table)",
+                command.text
+            )
+        });
     }
     let operands: Vec<&str> = args
         .iter()

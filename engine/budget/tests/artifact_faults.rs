@@ -196,6 +196,32 @@ async fn a_symlink_planted_at_the_artifact_path_is_left_alone() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
 }
 
+/// A link the agent made in the workspace above the artifact folder (`target` → elsewhere,
+/// with `dir: target/arts`) is refused, not followed (the spill went outside the workspace).
+#[tokio::test]
+async fn a_symlink_in_the_workspace_above_the_root_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let workspace = tmp.path().join("ws");
+    let elsewhere = tmp.path().join("elsewhere");
+    fs::create_dir_all(&workspace).unwrap();
+    fs::create_dir(&elsewhere).unwrap();
+    symlink(&elsewhere, workspace.join("target")).unwrap();
+    let store = FsArtifactStore::new(FsStoreConfig {
+        checked_from: Some(workspace.clone()),
+        ..FsStoreConfig::new(workspace.join("target/arts"))
+    });
+    let result = store.write(request("c", "x")).await;
+    assert!(
+        matches!(result, Err(ArtifactError::Symlink { ref path }) if *path == workspace.join("target")),
+        "{result:?}"
+    );
+    assert!(files(&elsewhere).is_empty());
+    // Without the link, the folders are made.
+    fs::remove_file(workspace.join("target")).unwrap();
+    let written = store.write(request("c", "x")).await.unwrap();
+    assert!(written.path.starts_with(workspace.join("target/arts")));
+}
+
 #[tokio::test]
 async fn a_symlink_planted_at_the_session_folder_is_refused() {
     let tmp = tempfile::tempdir().unwrap();

@@ -484,6 +484,18 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // `*` skips `.env` in bash by default, but not with `dotglob` on, which the user's
         // shell settings may carry into the agent's shell.
         c("dotglob may be on", "cat *", "ask", "analysis"),
+        // Editors' backups of a secret file, a variable dumped by a name only known when the
+        // line runs (or none: `printenv $(true)` prints them all), a password variable.
+        c("secret backup", "cat .env~", "deny", "rule:no-secrets"),
+        c("secret backup", "cat '#.env#'", "deny", "rule:no-secrets"),
+        c("environment", "printenv $(true)", "ask", "analysis"),
+        c(
+            "environment",
+            "x=GITHUB_TOKEN; printenv $x",
+            "ask",
+            "analysis",
+        ),
+        c("environment", "echo $DB_PASS", "ask", "analysis"),
         c("dotglob may be on", "grep -n TODO *", "ask", "analysis"),
         c(
             "dotglob may be on",
