@@ -96,15 +96,7 @@ impl HookPayload {
         let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
         let value: Value = serde_json::from_slice(bytes)
             .map_err(|error| format!("the hook payload is not JSON: {error}"))?;
-        serde_path_to_error::deserialize(value).map_err(|error| {
-            let at = error.path().to_string();
-            let inner = error.into_inner();
-            if at == "." {
-                format!("the hook payload is not a tool hook's: {inner}")
-            } else {
-                format!("the hook payload is not a tool hook's: `{at}`: {inner}")
-            }
-        })
+        crate::load::json::deserialize_as(&value, "the hook payload is not a tool hook's")
     }
 
     /// The event, by what it asks for.

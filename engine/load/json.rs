@@ -27,6 +27,23 @@ pub fn parse_text(name: &str, text: &str) -> Result<Value, Diagnostic> {
         .map_err(|mut problems| problems.swap_remove(0))
 }
 
+/// `value` read as `T`; the error says `what` was wrong and, when the fault lies in a field,
+/// names it (`` `tool_name`: invalid type … ``).
+pub fn deserialize_as<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    what: &str,
+) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if path == "." {
+            format!("{what}: {inner}")
+        } else {
+            format!("{what}: `{path}`: {inner}")
+        }
+    })
+}
+
 /// Parses a JSON document into a JSON value and the span of every node.
 pub fn parse_json(
     source: Arc<SourceFile>,

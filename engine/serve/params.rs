@@ -109,15 +109,7 @@ pub struct ExplainParams {
 
 /// Parses `params` as `T`; the error names the field at fault.
 pub fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(params).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        if path == "." {
-            format!("invalid params: {inner}")
-        } else {
-            format!("invalid params: `{path}`: {inner}")
-        }
-    })
+    crate::load::json::deserialize_as(params, "invalid params")
 }
 
 #[cfg(test)]
