@@ -9,8 +9,39 @@ use std::path::Path;
 
 /// Extensions of files that may be a key under another name (compared ignoring case).
 const SNIFFED_EXTENSIONS: &[&str] = &[
-    "bak", "old", "orig", "backup", "bkp", "save", "sav", "tmp", "txt", "priv", "private",
-    "secret", "asc", "gpg", "key", "pem", "ppk", "der", "id", "crt", "cer", "p8", "pk8",
+    "bak",
+    "old",
+    "orig",
+    "backup",
+    "bkp",
+    "save",
+    "sav",
+    "tmp",
+    "txt",
+    "priv",
+    "private",
+    "secret",
+    "asc",
+    "gpg",
+    "key",
+    "pem",
+    "ppk",
+    "der",
+    "id",
+    "crt",
+    "cer",
+    "p8",
+    "pk8",
+    // Configuration that embeds a key (a cloud service account's JSON key file).
+    "json",
+    "yaml",
+    "yml",
+    "toml",
+    "ini",
+    "conf",
+    "cfg",
+    "properties",
+    "prv",
 ];
 
 /// How much of a file is read: a key follows a certificate in some bundles.
@@ -90,9 +121,18 @@ pub fn private_key(path: &Path) -> Option<String> {
     let text = read_regular(path, SNIFFED_BYTES)?;
     text.lines()
         .map(|line| line.trim().trim_start_matches('\u{feff}'))
-        .find(|line| {
-            (line.starts_with("-----BEGIN ") && line.contains("PRIVATE KEY"))
-                || line.starts_with("PuTTY-User-Key-File-")
+        .find_map(|line| {
+            if line.starts_with("PuTTY-User-Key-File-") {
+                return Some(line);
+            }
+            // Anywhere in the line: after a key (`"private_key": "-----BEGIN …`, a JSON key
+            // file) or a variable (`PRIVATE_KEY="-----BEGIN …`).
+            let armour = &line[line.find("-----BEGIN ")?..];
+            let header_end = armour[5..]
+                .find("-----")
+                .map_or(armour.len(), |end| end + 10);
+            let header = &armour[..header_end.min(armour.len())];
+            header.contains("PRIVATE KEY").then_some(header)
         })
         .map(|line| line.chars().take(64).collect())
 }
@@ -122,6 +162,21 @@ mod tests {
         for name in ["key.pem~", "key.pem.1", "server.crt"] {
             assert!(private_key(&write(name, openssh)).is_some(), "{name}");
         }
+        // A key inside a line: a service account's JSON key file, a variable's value.
+        let account = r#"{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}"#;
+        assert_eq!(
+            private_key(&write("project-1a2b.json", account)).as_deref(),
+            Some("-----BEGIN PRIVATE KEY-----")
+        );
+        let variable = "PRIVATE_KEY=\"-----BEGIN EC PRIVATE KEY-----\n";
+        assert!(private_key(&write("deploy.conf", variable)).is_some());
+        assert!(
+            private_key(&write(
+                "ca.json",
+                r#"{"ca": "-----BEGIN CERTIFICATE-----"}"#
+            ))
+            .is_none()
+        );
         let bom = format!("\u{feff}{openssh}");
         assert!(private_key(&write("with_bom", &bom)).is_some());
         // Public halves, certificates and source files are not keys or not opened.
