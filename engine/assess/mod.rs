@@ -18,11 +18,13 @@
 //! A call that cannot run is a [`Rejection`] carrying the exact text the model is told.
 
 use std::borrow::Cow;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::model::engine_config::MessageKey;
+use crate::model::handler::{CommandHandler, HandlerSpec};
 use crate::model::hook::HookEvent;
 use crate::model::resolved::{ResolvedContract, ResolvedEngine};
 use crate::model::{CallId, ModeName};
@@ -330,14 +332,17 @@ impl<'s, 'c> Admitted<'s, 'c> {
                 flags: &contract.concurrency,
             }),
         };
-        let decide = |rules: &RuleSet| {
-            rules.decide(
-                &facts,
-                &snapshot.match_ctx,
-                contract.default_permission,
-                &files,
-            )
+        // A handler with a `cwd` takes the call's relative paths (and starts its command
+        // lines) there: they are judged where they lead from it.
+        let in_folder = match &tool.contract.handler {
+            Some(HandlerSpec::Command(CommandHandler { cwd: Some(cwd), .. })) => {
+                Some(snapshot.match_ctx.in_folder(Path::new(cwd)))
+            }
+            _ => None,
         };
+        let ctx = in_folder.as_ref().unwrap_or(&snapshot.match_ctx);
+        let decide =
+            |rules: &RuleSet| rules.decide(&facts, ctx, contract.default_permission, &files);
         let mut permission = combine(decide(&snapshot.rules), votes, contract.always_ask);
         // `warn` and `audit` rules decide nothing; what they would change is recorded.
         if let Some(all) = snapshot.rules.with_staged() {

@@ -27,7 +27,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 
 use regex::Regex;
@@ -434,7 +434,7 @@ fn decide_line(
         }
     };
     let home = ctx.home();
-    let mut folders = Folders::new(ctx.workspace_root());
+    let mut folders = Folders::new(ctx.workspace_root(), ctx.folder());
     let mut parts = Vec::new();
     // The files of every part are judged as calls of the file tools, which share where each
     // path leads.
@@ -791,10 +791,11 @@ struct Folders {
 }
 
 impl Folders {
-    fn new(root: &str) -> Self {
+    /// The folders of a line started in `start` (the workspace root, or a handler's `cwd`).
+    fn new(root: &str, start: &str) -> Self {
         Self {
             root: root.to_owned(),
-            candidates: vec![root.to_owned()],
+            candidates: vec![start.to_owned()],
             lost: None,
             repositories: Vec::new(),
         }
@@ -1242,6 +1243,11 @@ fn prints_remote_credentials(
 /// `git diff ~ src` prints the home folder's files. Its facts with such operands read as
 /// trees, as `--no-index`'s are; `None` when nothing changes. A word naming nothing on disk
 /// is a revision.
+///
+/// In a repository git does so only when given exactly two words after its options, so
+/// other counts of words that are one word each are not looked up there. Outside one, any
+/// count is looked up: git takes an option's value from the next word, and an option
+/// unknown to the command table would leave one operand too many here.
 fn no_index_operands(
     facts: &CommandFacts,
     folders: &Folders,
@@ -1251,32 +1257,50 @@ fn no_index_operands(
         return None;
     }
     let real = |path: &Path| std::fs::canonicalize(path).ok();
+    // Each folder the command may run in, with the real root of its repository, looked up
+    // once and only when needed.
+    let repositories = std::cell::OnceCell::new();
+    let repositories = || {
+        repositories.get_or_init(|| {
+            let root = |folder: &str| {
+                git_index::work_tree(Path::new(folder)).map(|root| real(&root).unwrap_or(root))
+            };
+            let found: Vec<(&str, Option<PathBuf>)> = folders
+                .candidates
+                .iter()
+                .map(|folder| (folder.as_str(), root(folder)))
+                .collect();
+            found
+        })
+    };
+    let operands = facts
+        .roles
+        .iter()
+        .filter(|r| r.role == Role::RevisionOrPath);
+    let two = operands.clone().count() == 2;
+    let counted = operands.clone().all(|r| r.word.literal().is_some());
+    if !two && counted && repositories().iter().all(|(_, root)| root.is_some()) {
+        return None;
+    }
     let outside = |word: &Word| {
         let Ok(values) = word_values(word, home, &folders.candidates, Dotfiles::Matched) else {
             return false;
         };
-        folders.candidates.iter().any(|folder| {
-            let paths: Vec<_> = values
-                .iter()
-                .flat_map(|value| {
-                    let written = if value.starts_with('/') {
-                        value.clone()
-                    } else {
-                        format!("{}/{value}", folder.trim_end_matches('/'))
-                    };
-                    expand_glob(&written, Dotfiles::Matched).unwrap_or_default()
-                })
-                .filter_map(|path| real(Path::new(&path)))
-                .collect();
-            // A word naming nothing is a revision; the repository is looked for only then.
-            !paths.is_empty()
-                && match git_index::work_tree(Path::new(folder)) {
-                    None => true,
-                    Some(root) => {
-                        let root = real(&root).unwrap_or(root);
-                        paths.iter().any(|path| !path.starts_with(&root))
-                    }
-                }
+        repositories().iter().any(|(folder, root)| {
+            let paths = values.iter().flat_map(|value| {
+                let written = if value.starts_with('/') {
+                    value.clone()
+                } else {
+                    format!("{}/{value}", folder.trim_end_matches('/'))
+                };
+                expand_glob(&written, Dotfiles::Matched).unwrap_or_default()
+            });
+            // A word naming nothing is a revision.
+            let mut real_paths = paths.filter_map(|path| real(Path::new(&path))).peekable();
+            match root {
+                None => real_paths.peek().is_some(),
+                Some(root) => real_paths.any(|path| !path.starts_with(root)),
+            }
         })
     };
     let mut changed: Option<CommandFacts> = None;

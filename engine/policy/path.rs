@@ -430,7 +430,7 @@ pub fn normalise(raw: &str, ctx: &MatchContext) -> Option<NormalisedPath> {
         return None;
     }
     let expanded = expand_home(raw, ctx).ok()?;
-    Some(ctx.place(fold_against(&expanded, ctx.workspace_root())))
+    Some(ctx.place(fold_against(&expanded, ctx.folder())))
 }
 
 /// The locations a path argument names: written and resolved through symlinks (see the
@@ -449,7 +449,7 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
         Ok(expanded) => expanded,
         Err(why) => return unknown(why),
     };
-    let root = ctx.workspace_root();
+    let root = ctx.folder();
     if count_components(&expanded) + count_components(root) > MAX_COMPONENTS {
         return unknown(UnknownLocation::TooDeep);
     }
@@ -470,8 +470,9 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
             Err(why) => return unknown(why),
         }
     } else if root.starts_with('/') {
-        // The root was resolved when the context was made: walk only what is below it.
-        let real_root = ctx.workspace.resolved.as_deref().unwrap_or(root);
+        // The folder was resolved when the context was made: walk only what is below it.
+        let anchor = ctx.folder.as_ref().unwrap_or(&ctx.workspace);
+        let real_root = anchor.resolved.as_deref().unwrap_or(root);
         match resolve_below(real_root.trim_end_matches('/').to_owned(), &expanded) {
             Ok(resolved) => resolved,
             Err(why) => return unknown(why),
@@ -816,6 +817,9 @@ pub struct MatchContext {
     policy_folders: Vec<Anchor>,
     git_runs: Vec<Anchor>,
     path_case: PathCase,
+    /// The folder relative paths are taken in when it is not the workspace root (the `cwd`
+    /// of the handler a call runs).
+    folder: Option<Anchor>,
 }
 
 impl MatchContext {
@@ -834,7 +838,31 @@ impl MatchContext {
             policy_folders: Vec::new(),
             git_runs: Vec::new(),
             path_case: PathCase::of_folder(workspace_root.as_ref()),
+            folder: None,
         }
+    }
+
+    /// The same context taking relative paths in `folder` (relative: against the workspace
+    /// root) — where a handler with a `cwd` runs, which reads its relative paths there. What
+    /// is inside the workspace does not change. Reads the file system to resolve the
+    /// folder's symlinks.
+    #[must_use]
+    pub fn in_folder(&self, folder: &Path) -> Self {
+        let folder = Anchor::new(folder, &self.workspace.written);
+        Self {
+            folder: (folder.written != self.workspace.written).then_some(folder),
+            ..self.clone()
+        }
+    }
+
+    /// The folder relative paths are taken in: the workspace root unless
+    /// [`Self::in_folder`] gave another.
+    pub fn folder(&self) -> &str {
+        self.folder
+            .as_ref()
+            .unwrap_or(&self.workspace)
+            .written
+            .as_str()
     }
 
     /// The same context with a home folder: `~` and `$HOME` in patterns and paths stand for

@@ -3933,6 +3933,9 @@ fn git_diff_of_a_path_outside_its_repository_reads_the_whole_tree() {
         ("git diff src".to_owned(), "allow"),
         ("git diff HEAD~1 -- src".to_owned(), "allow"),
         ("git diff .".to_owned(), "allow"),
+        // In a repository git compares so only two words after its options: with three it
+        // reads `~` as a path it refuses (outside the repository), not as a tree.
+        ("git diff HEAD~1 -- src README.md".to_owned(), "allow"),
     ];
     for (line, wanted) in cases {
         let (got, reasons) = decide(&engine, &line, &[]);
@@ -3943,6 +3946,15 @@ fn git_diff_of_a_path_outside_its_repository_reads_the_whole_tree() {
     let (got, reasons) = decide(
         &engine,
         &format!("cd {} && git diff . sub", other.display()),
+        &[],
+    );
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(analyses(&reasons).contains("searches"), "{reasons:?}");
+    // …whatever the count of words: git takes an option's value from the next word, which
+    // the command table may not know.
+    let (got, reasons) = decide(
+        &engine,
+        &format!("cd {} && git diff --src-prefix x/ . sub", other.display()),
         &[],
     );
     assert_eq!(got, "ask", "{reasons:?}");
@@ -4898,4 +4910,72 @@ fn git_diff_of_a_work_tree_holding_a_hard_link_asks() {
     // What is committed is printed as committed: the link is not in it.
     let (_, reasons) = decide(&engine, "git diff --cached", &[]);
     assert!(!analyses(&reasons).contains("(hard links)"), "{reasons:?}");
+}
+
+/// A tool whose handler runs in another folder (`cwd`) reads its relative paths there: path
+/// rules and command lines are judged where they lead from that folder (they were located
+/// against the workspace root, so `secrets/key` given to a handler running in `config`
+/// passed a rule on `config/secrets/**`).
+#[test]
+fn a_handler_cwd_is_where_relative_paths_are_judged() {
+    let ws = workspace_with(
+        r#"
+version: 1
+tools:
+  show:
+    concurrency: { concurrent_safe: true, read_only: true, side_effect_scope: none }
+    permission: { default: allow }
+    handler: { kind: command, argv: [cat, "{{input.file}}"], cwd: config }
+  show_here:
+    concurrency: { concurrent_safe: true, read_only: true, side_effect_scope: none }
+    permission: { default: allow }
+    handler: { kind: command, argv: [cat, "{{input.file}}"] }
+  config_shell:
+    concurrency: { concurrent_safe: false, read_only: false, side_effect_scope: workspace }
+    permission: { default: ask }
+    handler: { kind: command, argv: [sh, -c, "{{input.command}}"], cwd: config }
+rules:
+  - name: no-config-secrets
+    tools: [show, show_here]
+    match: { file: { path: ["config/secrets/**"] } }
+    decision: deny
+  - name: no-config-secrets-read
+    tools: [Read]
+    match: { file_path: { path: ["config/secrets/**"] } }
+    decision: deny
+  - name: config-cat
+    tools: [config_shell]
+    match: { command: { shell: ["cat *"] } }
+    decision: allow
+"#,
+    );
+    let root = &ws.root;
+    std::fs::create_dir_all(root.join("config/secrets")).unwrap();
+    std::fs::write(root.join("config/secrets/key"), "KEY\n").unwrap();
+    std::fs::write(root.join("config/app.yaml"), "a: 1\n").unwrap();
+    let engine = Engine::builder(snapshot(root)).build();
+    let cases = [
+        ("show", json!({"file": "secrets/key"}), "deny"),
+        ("show", json!({"file": "./secrets/../secrets/key"}), "deny"),
+        ("show", json!({"file": "app.yaml"}), "allow"),
+        // The same words for a handler in the workspace root name another file.
+        ("show_here", json!({"file": "secrets/key"}), "allow"),
+        ("show_here", json!({"file": "config/secrets/key"}), "deny"),
+        // A command line starts in the handler's folder.
+        (
+            "config_shell",
+            json!({"command": "cat secrets/key"}),
+            "deny",
+        ),
+        ("config_shell", json!({"command": "cat app.yaml"}), "allow"),
+        (
+            "config_shell",
+            json!({"command": "cd .. && cat config/secrets/key"}),
+            "deny",
+        ),
+    ];
+    for (tool, input, expected) in cases {
+        let (decision, reasons) = decide_call(&engine, tool, input.clone());
+        assert_eq!(decision, expected, "{tool} {input}: {reasons:?}");
+    }
 }
