@@ -11,8 +11,9 @@
 //!   spaces inside the braces are ignored.
 //! - `{{input.field?}}`: optional; allowed only when the placeholder is the whole argument,
 //!   which is then dropped when the field is missing or `null`.
-//! - A value that starts with `-` and begins an argument before a literal `--` would be an
-//!   option to the program (`--output=FILE`, which no rule judged): the call is refused,
+//! - A value that begins an argument and starts with `-` or `+` before a literal `--`, or
+//!   with `@`, could be an option, a command or a file of options to the program
+//!   (`--output=FILE`, `vim +!CMD`, `gcc @FILE`, which no rule judged): the call is refused,
 //!   unless the placeholder is written `{{input.flags!}}` (`!?` or `?!` with `?`), where the
 //!   policy lets the input choose options.
 //! - `{{env.NAME}}`: an environment variable (HTTP header values only).
@@ -52,7 +53,7 @@ pub struct Placeholder {
     /// Written with a trailing `?`.
     pub optional: bool,
     /// Written with a trailing `!`: the value may be an option (it is passed even when it
-    /// starts with `-`; see [`render_argv`]).
+    /// starts with `-`, `+` or `@`; see [`render_argv`]).
     pub options: bool,
     /// Byte range of the whole `{{…}}` in the template text.
     pub span: Range<usize>,
@@ -192,21 +193,45 @@ pub enum RenderError {
         /// The variable.
         name: String,
     },
-    /// A value that starts with `-` fills an argument on its own before any `--`: the program
-    /// would read it as an option (`--output=FILE`, `-r`), which the rules never judged.
-    #[error(
-        "the value for `{{{{{expr}}}}}` starts with `-`, so the program would read it as an option: \
-         the call is refused (the policy can put a literal `--` before it in `argv`, glue it to \
-         the option that takes it, `--regexp={{{{{expr}}}}}`, or, where the input may choose \
-         options, write `{{{{{expr}!}}}}`)"
-    )]
+    /// A value that fills an argument on its own and that the program may read as something
+    /// other than an operand, which the rules never judged: one starting with `-` before any
+    /// `--` (an option: `--output=FILE`, `-r`), with `+` before any `--` (a command to an
+    /// editor or pager: `vim +!CMD`, `less +CMD`), or with `@` anywhere (a file of more
+    /// options: gcc, clang, javac, rustc, binutils and Python's argparse read `@FILE` before
+    /// they parse options, `--` included).
+    #[error("{}", option_like(expr, *lead))]
     OptionLike {
         /// The placeholder's expression.
         expr: String,
+        /// The value's first character: `-`, `+` or `@`.
+        lead: char,
     },
     /// No command is left after optional arguments were dropped.
     #[error("the command line is empty")]
     EmptyCommand,
+}
+
+/// The message of [`RenderError::OptionLike`].
+fn option_like(expr: &str, lead: char) -> String {
+    let (what, remedies) = match lead {
+        '@' => (
+            "many programs read it as a file of more options (gcc, javac, rustc, binutils, Python's argparse), even after `--`".to_owned(),
+            format!("glue a prefix to it in `argv`, `./{{{{{expr}}}}}`"),
+        ),
+        '+' => (
+            "editors and pagers run it as a command (`vim +CMD`, `less +CMD`)".to_owned(),
+            format!("put a literal `--` before it in `argv` or glue a prefix to it, `./{{{{{expr}}}}}`"),
+        ),
+        _ => (
+            "the program would read it as an option".to_owned(),
+            format!(
+                "put a literal `--` before it in `argv`, glue it to the option that takes it, `--regexp={{{{{expr}}}}}`"
+            ),
+        ),
+    };
+    format!(
+        "the value for `{{{{{expr}}}}}` starts with `{lead}`, so {what}: the call is refused (the policy can {remedies}, or, where the input may choose options, write `{{{{{expr}!}}}}`)"
+    )
 }
 
 /// Parses one template (an argument or a header value).
@@ -454,12 +479,17 @@ pub fn parse_argv(argv: &[String]) -> Result<Vec<Template>, ArgvTemplateError> {
 }
 
 /// Renders a command line for one call: one template, at most one argument. A value that
-/// starts with `-` and begins an argument before any literal `--` is refused
-/// ([`RenderError::OptionLike`]): a deny rule on the field never judged it as an option.
+/// begins an argument and that the program may read as an option — `-` or `+` before any
+/// literal `--`, `@` anywhere — is refused ([`RenderError::OptionLike`]): a deny rule on the
+/// field never judged it as one.
 pub fn render_argv(argv: &[Template], input: &Value) -> Result<Vec<String>, RenderError> {
     let mut out = Vec::with_capacity(argv.len());
-    // After a literal `--`, programs read every argument as an operand.
+    // After a literal `--`, programs read every argument as an operand (a file of options,
+    // `@FILE`, is read before options are parsed).
     let mut operands_only = false;
+    // After a shell's `-c SCRIPT`, every argument is one of the script's positional
+    // parameters, which the shell reads as nothing else.
+    let mut parameters = false;
     let mut script_next = false;
     for template in argv {
         let Some(arg) = template.render_input(input)? else {
@@ -469,22 +499,26 @@ pub fn render_argv(argv: &[Template], input: &Value) -> Result<Vec<String>, Rend
             .placeholders()
             .next()
             .filter(|placeholder| placeholder.span.start == 0 && !placeholder.options);
-        if let Some(placeholder) = leading
-            && arg.starts_with('-')
-            && !operands_only
+        let lead = arg.chars().next().filter(|lead| match lead {
+            '-' | '+' => !operands_only,
+            '@' => true,
+            _ => false,
+        });
+        if let (Some(placeholder), Some(lead)) = (leading, lead)
+            && !parameters
             && !out.is_empty()
         {
             return Err(RenderError::OptionLike {
                 expr: placeholder.expr.clone(),
+                lead,
             });
         }
         let literal = template.placeholders().next().is_none();
         if literal && template.text() == "--" {
             operands_only = true;
         }
-        // A shell's arguments after `-c SCRIPT` are the script's positional parameters.
         if script_next {
-            operands_only = true;
+            parameters = true;
         }
         script_next = literal
             && template.text() == "-c"
@@ -554,6 +588,48 @@ mod tests {
             (
                 &["grep", "{{input.pattern!}}", "src"],
                 &["grep", "-r", "src"],
+            ),
+        ] {
+            assert_eq!(render_argv(&argv(args), &input).unwrap(), rendered);
+        }
+    }
+
+    /// A value starting with `@` is a file of more options to gcc, javac, rustc, binutils and
+    /// argparse, read before options are parsed (`--` does not stop it), and one starting
+    /// with `+` a command to vim, less and more: `@src/opts.rsp` made a compile tool run
+    /// `-wrapper sh,-c,…`, `+!CMD` made a viewing tool run CMD.
+    #[test]
+    fn response_files_and_editor_commands_are_refused() {
+        let input = json!({"src": "@src/opts.rsp", "file": "+!touch x", "pkg": "@types/node"});
+        for (args, lead) in [
+            (&["gcc", "-fsyntax-only", "{{input.src}}"][..], '@'),
+            (&["objdump", "-d", "--", "{{input.src}}"], '@'),
+            (&["vim", "-es", "{{input.file}}", "+%p"], '+'),
+            (&["less", "{{input.file}}"], '+'),
+        ] {
+            let error = render_argv(&argv(args), &input).unwrap_err();
+            assert!(
+                matches!(error, RenderError::OptionLike { lead: l, .. } if l == lead),
+                "{args:?}: {error}"
+            );
+            assert!(
+                error.to_string().contains(&format!("starts with `{lead}`")),
+                "{error}"
+            );
+        }
+        for (args, rendered) in [
+            (
+                &["vim", "--", "{{input.file}}"][..],
+                &["vim", "--", "+!touch x"][..],
+            ),
+            (&["gcc", "./{{input.src}}"], &["gcc", "./@src/opts.rsp"]),
+            (
+                &["npm", "view", "{{input.pkg!}}"],
+                &["npm", "view", "@types/node"],
+            ),
+            (
+                &["sh", "-c", "echo \"$1\"", "x", "{{input.src}}"],
+                &["sh", "-c", "echo \"$1\"", "x", "@src/opts.rsp"],
             ),
         ] {
             assert_eq!(render_argv(&argv(args), &input).unwrap(), rendered);

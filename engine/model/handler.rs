@@ -24,9 +24,10 @@ pub enum HandlerSpec {
 pub struct CommandHandler {
     /// Program and arguments. `{{input.field}}` (or `{{input./json/pointer}}`) inserts an
     /// input value into exactly one argument, never re-split by a shell; `{{input.field?}}`
-    /// alone in an argument drops the argument when the field is absent. A value starting
-    /// with `-` at the start of an argument before a literal `--` is refused (it would be an
-    /// option), unless written `{{input.field!}}` or given to a shell's `-c SCRIPT`.
+    /// alone in an argument drops the argument when the field is absent. A value at the
+    /// start of an argument starting with `-` or `+` before a literal `--`, or with `@`, is
+    /// refused (an option, an editor's command, a file of options), unless written
+    /// `{{input.field!}}` or given to a shell's `-c SCRIPT`.
     #[schemars(length(min = 1))]
     pub argv: Vec<String>,
     /// `json`: the whole input is written as JSON to standard input. `none` (default):
