@@ -144,32 +144,34 @@ impl ApprovalBroker for RpcApprover {
     }
 }
 
-/// The client's answer to a `permission/request`.
+/// The client's answer to a `permission/request`: an approval only when it is a well-formed
+/// result saying `allow` — an error response (also one that holds a `result` too, which
+/// JSON-RPC forbids) or a result with an unknown field or a value of the wrong type denies.
 fn answer_from(response: &Value) -> ApprovalAnswer {
-    let result = response.get("result");
-    let reason = result
-        .and_then(|r| r.get("reason"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    match result
-        .and_then(|r| r.get("decision"))
-        .and_then(Value::as_str)
-    {
-        Some("allow") => ApprovalAnswer::Allow { reason },
-        Some("deny") => match result
-            .and_then(|r| r.get("feedback"))
-            .and_then(Value::as_str)
-        {
-            Some(feedback) => ApprovalAnswer::DenyWithFeedback {
-                feedback: feedback.to_owned(),
-            },
-            None => ApprovalAnswer::Deny { reason },
+    let deny = |why: String| ApprovalAnswer::Deny { reason: Some(why) };
+    if let Some(error) = response.get("error") {
+        return deny(format!("the client answered with an error: {error}"));
+    }
+    let result = response.get("result").cloned().unwrap_or(Value::Null);
+    let result = match crate::load::json::deserialize_as::<params::ApprovalResult>(
+        &result,
+        "the client's answer cannot be read",
+    ) {
+        Ok(result) => result,
+        Err(problem) => return deny(problem),
+    };
+    match (result.decision, result.feedback) {
+        (params::ApprovalDecision::Allow, None) => ApprovalAnswer::Allow {
+            reason: result.reason,
         },
-        _ => ApprovalAnswer::Deny {
-            reason: Some(match response.get("error") {
-                Some(error) => format!("the client answered with an error: {error}"),
-                None => "the client's answer has no `decision` of `allow` or `deny`".to_owned(),
-            }),
+        (params::ApprovalDecision::Allow, Some(_)) => deny(
+            "the client's answer allows and gives `feedback`, which only a denial has".to_owned(),
+        ),
+        (params::ApprovalDecision::Deny, Some(feedback)) => {
+            ApprovalAnswer::DenyWithFeedback { feedback }
+        }
+        (params::ApprovalDecision::Deny, None) => ApprovalAnswer::Deny {
+            reason: result.reason,
         },
     }
 }
@@ -187,7 +189,31 @@ struct Server {
     tasks: tokio::task::JoinSet<()>,
 }
 
+/// Whether a message is a response (to one of our `permission/request`s): an object with a
+/// `result` or an `error` and no `method`.
+fn is_response(message: &Value) -> bool {
+    message.get("method").is_none()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
 impl Server {
+    /// Answers the pending `permission/request` with the id `id` (ignored when none is
+    /// pending under it: a late answer, or one to nothing asked).
+    fn settle(&self, id: Option<&Value>, answer: ApprovalAnswer) {
+        let waiting = match id {
+            Some(Value::String(response_id)) => self
+                .approver
+                .pending
+                .lock()
+                .ok()
+                .and_then(|mut p| p.remove(response_id)),
+            _ => None,
+        };
+        if let Some(sender) = waiting {
+            let _ = sender.send(answer);
+        }
+    }
+
     /// Handles one line; returns `false` when the client asked to shut down.
     fn handle(&mut self, line: &str) -> bool {
         // Parsed strictly: a key given twice (`"tool"` twice in params) is refused, where
@@ -195,6 +221,21 @@ impl Server {
         let message: Value = match crate::load::json::parse_text("<request>", line) {
             Ok(message) => message,
             Err(problem) => {
+                // An answer to one of our `permission/request`s that cannot be read denies
+                // (the call would otherwise wait for ever); a response is never answered.
+                if let Some(response) = serde_json::from_str::<Value>(line).ok().filter(is_response)
+                {
+                    self.settle(
+                        response.get("id"),
+                        ApprovalAnswer::Deny {
+                            reason: Some(format!(
+                                "the client's answer cannot be read: {}",
+                                problem.message
+                            )),
+                        },
+                    );
+                    return true;
+                }
                 let twice = problem.code == crate::diagnostics::Code::SyntaxDuplicateKey;
                 let (code, what) = if twice {
                     (code::INVALID_REQUEST, "invalid request")
@@ -234,6 +275,21 @@ impl Server {
             return true;
         };
         let id = map.get("id").cloned();
+        if is_response(&message) {
+            // A response to one of our `permission/request`s (their ids are strings); a late
+            // or unknown one is ignored: a response is never answered.
+            let answer = if map.get("jsonrpc") == Some(&json!("2.0")) {
+                answer_from(&message)
+            } else {
+                ApprovalAnswer::Deny {
+                    reason: Some(
+                        "the client's answer cannot be read: `jsonrpc` must be \"2.0\"".to_owned(),
+                    ),
+                }
+            };
+            self.settle(id.as_ref(), answer);
+            return true;
+        }
         if map.get("jsonrpc") != Some(&json!("2.0")) {
             fail(
                 &self.out,
@@ -241,24 +297,6 @@ impl Server {
                 code::INVALID_REQUEST,
                 "`jsonrpc` must be \"2.0\"",
             );
-            return true;
-        }
-        if map.get("method").is_none() && (map.contains_key("result") || map.contains_key("error"))
-        {
-            // A response to one of our `permission/request`s (their ids are strings); a late
-            // or unknown one is ignored: a response is never answered.
-            let waiting = match &id {
-                Some(Value::String(response_id)) => self
-                    .approver
-                    .pending
-                    .lock()
-                    .ok()
-                    .and_then(|mut p| p.remove(response_id)),
-                _ => None,
-            };
-            if let Some(sender) = waiting {
-                let _ = sender.send(answer_from(&message));
-            }
             return true;
         }
         let Some(method) = map.get("method").and_then(Value::as_str) else {

@@ -35,6 +35,29 @@ struct RpcBatch {
     calls: Vec<BatchCall>,
 }
 
+/// The client's answer to a `permission/request` (its `result`), read as strictly as params:
+/// an answer that cannot be read is a denial, never an approval.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalResult {
+    /// `allow` or `deny`.
+    pub decision: ApprovalDecision,
+    /// Why (shown in the call's reasons).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// A denial's comment for the model.
+    #[serde(default)]
+    pub feedback: Option<String>,
+}
+
+/// The decision of an [`ApprovalResult`].
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    Allow,
+    Deny,
+}
+
 impl BatchParams {
     /// The batch and its modes; a batch without calls is refused.
     pub fn into_batch(self) -> Result<(Batch, Vec<ModeName>), String> {

@@ -281,6 +281,70 @@ fn approval_round_trip_allow_deny_and_feedback() {
     assert!(server.wait_exit().success());
 }
 
+/// An answer that cannot be read denies, at once: one holding an `error` beside a `result`
+/// that allows (JSON-RPC forbids both; the call ran), an unknown field or a value of the wrong
+/// type in the result (both allowed), a key given twice, or `jsonrpc` not `"2.0"` (both left
+/// the call waiting for ever, and the server answered the client's response with an error).
+#[test]
+fn an_approval_answer_that_cannot_be_read_denies() {
+    let mut server = Server::on_fixtures(&[], &["--no-watch"]);
+    // Each answer as sent, `ID` standing for the request's id.
+    let answers = [
+        (
+            "error and result",
+            r#"{"jsonrpc": "2.0", "id": ID, "error": {"code": 1, "message": "no"}, "result": {"decision": "allow"}}"#,
+        ),
+        (
+            "unknown field",
+            r#"{"jsonrpc": "2.0", "id": ID, "result": {"decision": "allow", "extra": 1}}"#,
+        ),
+        (
+            "wrong type",
+            r#"{"jsonrpc": "2.0", "id": ID, "result": {"decision": "allow", "reason": 5}}"#,
+        ),
+        (
+            "key twice",
+            r#"{"jsonrpc": "2.0", "id": ID, "result": {"decision": "deny", "decision": "allow"}}"#,
+        ),
+        (
+            "jsonrpc 1.0",
+            r#"{"jsonrpc": "1.0", "id": ID, "result": {"decision": "allow"}}"#,
+        ),
+        (
+            "no jsonrpc",
+            r#"{"id": ID, "result": {"decision": "allow"}}"#,
+        ),
+        (
+            "feedback with allow",
+            r#"{"jsonrpc": "2.0", "id": ID, "result": {"decision": "allow", "feedback": "x"}}"#,
+        ),
+    ];
+    for (index, (what, answer)) in answers.iter().enumerate() {
+        let batch_id = format!("bad{index}");
+        let id = server.request(
+            "executeBatch",
+            batch(&batch_id, &[("d", "Deploy", json!({"target": "staging"}))]),
+        );
+        let request = server.permission_request();
+        let before = server.log.len();
+        let line = answer.replace("ID", &request["id"].to_string());
+        server.send_raw(format!("{line}\n").as_bytes());
+        let response = server.response(&id);
+        let result = only_result(&response);
+        assert_eq!(result["status"], "denied", "{what}: {response}");
+        // A response is never answered.
+        assert!(
+            !server.log[before..]
+                .iter()
+                .any(|m| m.get("error").is_some() && m["id"] == request["id"]),
+            "{what}: {}",
+            server.context()
+        );
+    }
+    server.result("shutdown", json!({}));
+    assert!(server.wait_exit().success());
+}
+
 #[test]
 fn an_unanswered_approval_expires_and_a_late_answer_is_ignored() {
     let mut server = Server::on_fixtures(&["expiry"], &["--no-watch"]);
