@@ -512,29 +512,45 @@ fn end_of_command(chars: &[char], i: usize) -> usize {
 /// redirected to a file. Comparisons (`$3 > 5`) are not writes; `> "file"` and `>> x` are.
 /// A program that reads a file the table cannot judge (`getline < file`, or files chosen
 /// through `ARGV`) is code, as `sed`'s `r` is.
+///
+/// The program is read twice, as written and as awk's lexer reads it ([`awk_code`]), and
+/// has the effects either reading finds: a `;` or `}` inside a string (`print ";" > f`) or a
+/// `\`-newline hid a statement's redirection from the first.
 pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
+    let code = awk_code(program);
+    let (exec, write) = awk_effects_in(program, program);
+    let (code_exec, code_write) = awk_effects_in(&code, program);
     let mut effects = Vec::new();
-    let without_or = program.replace("||", "");
-    let reads_a_file = program.match_indices("getline").any(|(at, _)| {
-        program[at..]
+    if exec || code_exec {
+        effects.push(Effect::Exec);
+    }
+    if write || code_write {
+        effects.push(Effect::Write);
+    }
+    effects
+}
+
+/// Whether `code` (the program, or [`awk_code`] of it: `program` with the same offsets)
+/// runs code or reads files it names (the first) and writes files (the second).
+fn awk_effects_in(code: &str, program: &str) -> (bool, bool) {
+    let without_or = code.replace("||", "");
+    let reads_a_file = code.match_indices("getline").any(|(at, _)| {
+        code[at..]
             .split(['\n', ';', '}'])
             .next()
             .is_some_and(|statement| statement.contains('<'))
     });
-    if program.contains("system")
+    let exec = code.contains("system")
         || without_or.contains('|')
-        || program.contains("ENVIRON")
-        || program.contains("@load")
-        || program.contains("@include")
-        || program.contains("ARGV")
-        || program.contains("ARGC")
+        || code.contains("ENVIRON")
+        || code.contains("@load")
+        || code.contains("@include")
+        || code.contains("ARGV")
+        || code.contains("ARGC")
         || reads_a_file
-        || indirect_call(program)
-    {
-        effects.push(Effect::Exec);
-    }
-    let bytes = program.as_bytes();
-    let writes = bytes.windows(2).enumerate().any(|(at, pair)| {
+        || indirect_call(code);
+    let bytes = code.as_bytes();
+    let write = bytes.windows(2).enumerate().any(|(at, pair)| {
         // `print > "/dev/stderr";`: a standard stream, the whole target.
         let to_stream = || {
             redirection_target(program, at).is_some_and(|(name, after)| {
@@ -558,45 +574,132 @@ pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
                     .is_some_and(|b| {
                         *b == b'"'
                             || b.is_ascii_alphabetic()
-                                && !program[..at].trim_end().ends_with(['$', ')', ']'])
+                                && !code[..at].trim_end().ends_with(['$', ')', ']'])
                     }))
             // In a `print` statement, `>` redirects output whatever follows (`print > $2`).
-            || (pair[0] == b'>' && pair[1] != b'=' && in_print_statement(&program[..at]))
+            || (pair[0] == b'>' && pair[1] != b'=' && in_print_statement(&code[..at]))
     });
-    if writes {
-        effects.push(Effect::Write);
+    (exec, write)
+}
+
+/// `program` as awk's lexer reads it, offsets kept: what its strings and regular expressions
+/// hold is blanked (each byte an `x`), and comments and `\`-newlines are spaces, so every `;`,
+/// `{`, `}`, `<`, `>` and `|` left is the program's own. A `/` starts a regular expression
+/// unless it follows an operand (a name other than a keyword, a number, a string, a regular
+/// expression, `)`, `]`, `$`, or `++`/`--` after one), as awk reads it.
+fn awk_code(program: &str) -> String {
+    const KEYWORDS: [&str; 8] = [
+        "print", "printf", "return", "in", "case", "do", "else", "getline",
+    ];
+    let bytes = program.as_bytes();
+    let mut code = bytes.to_vec();
+    let mut after_operand = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    let width = if bytes[i] == b'\\' { 2 } else { 1 };
+                    for byte in code.iter_mut().skip(i).take(width) {
+                        *byte = b'x';
+                    }
+                    i += width;
+                }
+                i += 1;
+                after_operand = true;
+            }
+            b'/' if !after_operand => {
+                i += 1;
+                let mut bracket = false;
+                while i < bytes.len() && (bracket || bytes[i] != b'/') && bytes[i] != b'\n' {
+                    let width = if bytes[i] == b'\\' { 2 } else { 1 };
+                    match bytes[i] {
+                        b'[' => bracket = true,
+                        b']' => bracket = false,
+                        _ => {}
+                    }
+                    for byte in code.iter_mut().skip(i).take(width) {
+                        *byte = b'x';
+                    }
+                    i += width;
+                }
+                i += 1;
+                after_operand = true;
+            }
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    code[i] = b' ';
+                    i += 1;
+                }
+            }
+            b'\\' if matches!(bytes.get(i + 1), Some(b'\n' | b'\r')) => {
+                code[i] = b' ';
+                code[i + 1] = b' ';
+                i += 2;
+            }
+            b'+' | b'-' if bytes.get(i + 1) == Some(&b) => {
+                // Postfix after an operand, prefix before one: the state stays.
+                i += 2;
+            }
+            _ if b.is_ascii_alphanumeric() || b == b'_' => {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                after_operand = !KEYWORDS.contains(&&program[start..i]);
+            }
+            _ => {
+                if !b.is_ascii_whitespace() {
+                    after_operand = matches!(b, b')' | b']' | b'$');
+                }
+                i += 1;
+            }
+        }
     }
-    effects
+    // Only ASCII bytes were replaced, each whole character at a time or by an ASCII byte.
+    String::from_utf8(code).unwrap_or_else(|_| program.to_owned())
 }
 
 /// The files an awk program names as string literals: written by `print … > "file"` (or
-/// `>>`), read by `getline … < "file"`.
+/// `>>`), read by `getline … < "file"`. The redirections are those awk's lexer reads
+/// ([`awk_code`]); a name with an escape (`"\x2eenv"`) is not taken as written.
 pub(crate) fn awk_files(program: &str) -> Vec<(Role, String)> {
+    let code = awk_code(program);
     let mut files = Vec::new();
-    for (at, c) in program.char_indices() {
+    for (at, c) in code.char_indices() {
         let role = match c {
-            '>' if in_print_statement(&program[..at]) => Role::Write,
-            '<' if in_getline_statement(&program[..at]) => Role::Read,
+            '>' if in_print_statement(&code[..at]) => Role::Write,
+            '<' if in_getline_statement(&code[..at]) => Role::Read,
             _ => continue,
         };
         let Some((name, _)) = redirection_target(program, at) else {
             continue;
         };
         let name = name.to_owned();
-        if !is_standard_stream(&name) && !files.contains(&(role, name.clone())) {
+        if !name.contains('\\')
+            && !is_standard_stream(&name)
+            && !files.contains(&(role, name.clone()))
+        {
             files.push((role, name));
         }
     }
     files
 }
 
-/// The string literal the redirection at `at` (`>`, `>>`, `<`) names, and the text after it:
-/// `print > "out"; n++` gives `("out", "; n++")`.
+/// The string literal the redirection at `at` (`>`, `>>`, `<`) names, alone or in
+/// parentheses, and the text after it: `print > "out"; n++` gives `("out", "; n++")`, and so
+/// does `print > ("out"); n++`.
 fn redirection_target(program: &str, at: usize) -> Option<(&str, &str)> {
-    program[at + 1..]
-        .trim_start_matches(['>', ' ', '\t'])
-        .strip_prefix('"')?
-        .split_once('"')
+    let rest = program[at + 1..].trim_start_matches(['>', ' ', '\t']);
+    match rest.strip_prefix('(') {
+        Some(inner) => {
+            let (name, after) = inner.trim_start().strip_prefix('"')?.split_once('"')?;
+            Some((name, after.trim_start().strip_prefix(')')?))
+        }
+        None => rest.strip_prefix('"')?.split_once('"'),
+    }
 }
 
 /// Whether the text before a `<` is inside a `getline` statement.
@@ -788,6 +891,18 @@ mod tests {
             [(Role::Read, ".env".to_owned())]
         );
         assert!(awk_files("$3 > 5 {print \"big\"}").is_empty());
+        // Named in parentheses or after a string holding `;`; one with an escape, or joined
+        // to another string, is not taken as written.
+        assert_eq!(
+            awk_files("BEGIN{print \";\" > (\".git/config\")}"),
+            [(Role::Write, ".git/config".to_owned())]
+        );
+        assert_eq!(
+            awk_files("BEGIN{while((getline a[\";\"] < \".env\")>0) n++}"),
+            [(Role::Read, ".env".to_owned())]
+        );
+        assert!(awk_files("BEGIN{print > \".git/con\\x66ig\"}").is_empty());
+        assert!(awk_files("BEGIN{print > (\".git/co\" \"nfig\")}").is_empty());
     }
 
     #[test]
@@ -865,6 +980,38 @@ mod tests {
         );
         assert!(awk_effects("{print \"user@host\"}").is_empty());
         assert!(awk_effects("{ while ((getline line) > 0) n++ } END {print n}").is_empty());
+        // What a string, a regular expression or a comment holds is not the program's: a
+        // `;` or `}` in one hid the statement's redirection, and so did a `\`-newline.
+        for program in [
+            "BEGIN{c=\"x\"; print c \";\" > (\".git/config\")}",
+            "BEGIN{print \"{\" > (\".git/config\")}",
+            "BEGIN{print \"}\" \"x\" > (\"a\")}",
+            "/;/ {print > (\"out\")}",
+            "{x = /\"/; print \";\" > (\".git/config\")}",
+            "{# a \"b\nprint \";\" > (\"out\")}",
+        ] {
+            assert!(awk_effects(program).contains(&Effect::Write), "{program}");
+        }
+        for program in [
+            "BEGIN{while((getline a[\";\"] < \".env\")>0) print a[\";\"]}",
+            "BEGIN{getline l \\\n< \".env\"; print l}",
+            "BEGIN{x = \"}\"; getline l < \".env\"}",
+        ] {
+            assert!(awk_effects(program).contains(&Effect::Exec), "{program}");
+        }
+        assert!(awk_effects("{n = $1 / 2; print n}").is_empty());
+        // As awk's lexer reads it: division after an operand, a regular expression elsewhere.
+        for (program, code) in [
+            (
+                "{i++ / 2; n = (4) / x[1] / 2}",
+                "{i++ / 2; n = (4) / x[1] / 2}",
+            ),
+            ("$0 ~ /a;b/ {print \"x;y\"}", "$0 ~ /xxx/ {print \"xxx\"}"),
+            ("{print /[/]/ # c;\n}", "{print /xxx/     \n}"),
+            ("{s = \"a\\\"b;\"}", "{s = \"xxxxx\"}"),
+        ] {
+            assert_eq!(awk_code(program), code, "{program}");
+        }
         // Files read by the program itself.
         for program in [
             "BEGIN{getline l < \"/home/dev/.ssh/id_rsa\"; print l}",
