@@ -691,12 +691,12 @@ fn decide_line(
             format!("`{}`: {}", unresolved.text, unresolved.reason),
         ));
     }
-    for name in &script.loop_variables {
+    for (name, setter) in &script.set_variables {
         if table.effective_env(name) {
             parts.push(PartOutcome::analysis(
                 None,
                 format!(
-                    "a `for` loop sets `{name}`, which changes what later commands do (`env` in the command table)"
+                    "{setter} sets `{name}`, which changes what later commands do (`env` in the command table)"
                 ),
             ));
         }

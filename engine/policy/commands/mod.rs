@@ -917,6 +917,21 @@ impl CommandTable {
                         word: value.clone(),
                         source: format!("{}={}", option.canonical, value.raw),
                     });
+                } else if matches!(
+                    program.roles.first(),
+                    Some(Role::SedScript | Role::AwkProgram | Role::JqProgram)
+                ) {
+                    // Before a program's script, one that takes the next word as its value
+                    // would make the script another word (`jq --argfile x f env` runs `env`,
+                    // not `f`): what runs is not known.
+                    let effect = EffectSource {
+                        effect: Effect::Exec,
+                        cause: option.canonical.clone(),
+                        from: EffectFrom::Option(option.canonical.clone()),
+                    };
+                    if !facts.effects.contains(&effect) {
+                        facts.effects.push(effect);
+                    }
                 }
                 continue;
             };

@@ -143,8 +143,10 @@ pub struct Script {
     pub constructs: Vec<Construct>,
     /// The name of every variable the line expands, once each, in the order first seen.
     pub variables: Vec<String>,
-    /// The variable of every `for` loop, once each: the loop sets it (`for HOME in …`).
-    pub loop_variables: Vec<String>,
+    /// The variable every `for` loop and every `coproc NAME` sets, once each, with what sets
+    /// it (`for HOME in …`: "a `for` loop"; `coproc PATH { …; }` makes `$PATH` a descriptor
+    /// number).
+    pub set_variables: Vec<(String, &'static str)>,
 }
 
 /// One simple command: assignments, words and redirections.

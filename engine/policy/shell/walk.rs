@@ -434,11 +434,7 @@ impl Walker<'_> {
             CompoundCommand::BraceGroup(group) => self.list(&group.list, inherited),
             CompoundCommand::Subshell(subshell) => self.list(&subshell.list, inherited),
             CompoundCommand::ForClause(clause) => {
-                if !self.script.loop_variables.contains(&clause.variable_name) {
-                    self.script
-                        .loop_variables
-                        .push(clause.variable_name.clone());
-                }
+                self.sets(&clause.variable_name, "a `for` loop");
                 for value in clause.values.iter().flatten() {
                     self.expanded(value)?;
                 }
@@ -475,10 +471,21 @@ impl Walker<'_> {
             CompoundCommand::Coprocess(coprocess) => {
                 if let Some(name) = &coprocess.name {
                     self.word(name)?;
+                    // `coproc NAME` sets NAME (to the descriptors) and NAME_PID.
+                    let name = name.value.clone();
+                    self.sets(&format!("{name}_PID"), "a coprocess");
+                    self.sets(&name, "a coprocess");
                 }
                 // A coprocess runs while the commands after it do.
                 self.overlapping(|walker| walker.command(&coprocess.body, inherited))
             }
+        }
+    }
+
+    /// Records that a construct (`setter`) sets the variable `name`.
+    fn sets(&mut self, name: &str, setter: &'static str) {
+        if !self.script.set_variables.iter().any(|(set, _)| set == name) {
+            self.script.set_variables.push((name.to_owned(), setter));
         }
     }
 

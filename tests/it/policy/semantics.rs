@@ -615,6 +615,49 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "allow",
             "rule:",
         ),
+        // `coproc NAME` sets NAME to the coprocess's descriptors (`$PATH` became `63`: every
+        // later command was looked up in `./63/`).
+        c("coprocess", "coproc PATH { true; }; ls", "ask", "analysis"),
+        c("coprocess", "coproc worker { true; }; ls", "allow", "rule:"),
+        // An option the command table does not know before a program's script may take the
+        // next word as its value: which word is the script is not known (`--argfile x f env`
+        // ran `env`, dumping the environment, while `f` was read as the program).
+        c(
+            "script option",
+            "jq -n --argfile x package.json env",
+            "ask",
+            "default",
+        ),
+        c(
+            "script option",
+            "jq --frobnicate x src/main.rs .",
+            "ask",
+            "default",
+        ),
+        c(
+            "script option",
+            "sed --frob 1p src/main.rs",
+            "ask",
+            "default",
+        ),
+        c(
+            "script option",
+            "jq -rc .name src/main.rs",
+            "allow",
+            "rule:",
+        ),
+        c(
+            "script option",
+            "sed --posix -n 1p src/main.rs",
+            "allow",
+            "rule:",
+        ),
+        c(
+            "script option",
+            "awk --lint '{print}' src/main.rs",
+            "allow",
+            "rule:",
+        ),
         // A loop over words written in the line gives its variable those words.
         c(
             "loop variable",
