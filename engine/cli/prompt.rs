@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, ApprovalRequest};
+use crate::diagnostics::escape_controls;
 use crate::policy::decide::Reason;
 
 /// Where prompts are written.
@@ -102,7 +103,7 @@ impl Drop for Pending {
                 &self.out,
                 &format!(
                     "\n(the approval request for call {} was withdrawn)\n",
-                    self.call
+                    escape_controls(&self.call)
                 ),
             );
         }
@@ -114,9 +115,12 @@ pub fn describe(request: &ApprovalRequest) -> String {
     let input = crate::diagnostics::escape_invisible(
         &serde_json::to_string_pretty(&request.input).unwrap_or_else(|_| request.input.to_string()),
     );
+    // What the call named is escaped: a tool name or a reason quoting the input could
+    // otherwise colour, hide or forge the lines a person answers.
     let mut text = format!(
         "\napproval needed: {} (call {})\n",
-        request.tool, request.call_id
+        escape_controls(request.tool.as_str()),
+        escape_controls(request.call_id.as_str())
     );
     if request.attempt > 1 {
         text.push_str("  (asked again: the first request expired)\n");
@@ -178,13 +182,13 @@ pub fn describe(request: &ApprovalRequest) -> String {
                 reason,
             } => super::test::approval_line(by, *decision, reason.as_deref()),
         };
-        text.push_str(&format!("  why: {line}\n"));
+        text.push_str(&format!("  why: {}\n", escape_controls(&line)));
         if let Reason::Rule {
             detail: Some(detail),
             ..
         } = reason
         {
-            text.push_str(&format!("       {detail}\n"));
+            text.push_str(&format!("       {}\n", escape_controls(detail)));
         }
     }
     if !request.modes.is_empty() {

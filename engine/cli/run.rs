@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, ApprovalBroker, FixedAnswer};
-use crate::diagnostics::Diagnostic;
 use crate::diagnostics::render::{HumanOptions, render_human};
+use crate::diagnostics::{Diagnostic, escape_controls};
 use crate::events::{CallStatus, ChannelSink, Event, EventKind};
 use crate::executor::{BatchOutcome, Engine, Turn, artifact_store_for};
 use crate::model::CallId;
@@ -287,9 +287,18 @@ impl HumanView {
         }
     }
 
+    /// Writes a line; the control characters in it (from tool names, call ids, messages)
+    /// are escaped, so a call cannot colour, hide or rewrite what is shown.
     fn line(&mut self, out: &mut (dyn Write + Send), text: &str) {
         self.clear_status(out);
-        let _ = writeln!(out, "{text}");
+        let _ = writeln!(out, "{}", escape_controls(text));
+    }
+
+    /// Like [`Self::line`], in the colour `code`.
+    fn painted_line(&mut self, out: &mut (dyn Write + Send), code: &str, text: &str) {
+        let painted = self.paint(code, &escape_controls(text));
+        self.clear_status(out);
+        let _ = writeln!(out, "{painted}");
     }
 
     fn header(&mut self, out: &mut (dyn Write + Send), call: &CallId) {
@@ -306,11 +315,8 @@ impl HumanView {
         } else {
             "alone".to_owned()
         };
-        let title = self.paint(
-            "1",
-            &format!("group {}/{} ({kind})", group + 1, self.group_sizes.len()),
-        );
-        self.line(out, &title);
+        let title = format!("group {}/{} ({kind})", group + 1, self.group_sizes.len());
+        self.painted_line(out, "1", &title);
     }
 
     fn tool(&self, call: &CallId) -> String {
@@ -361,8 +367,7 @@ impl HumanView {
                     request.tool,
                     request.reasons.join(", ")
                 );
-                let painted = self.paint("33", &text);
-                self.line(out, &painted);
+                self.painted_line(out, "33", &text);
             }
             EventKind::PermissionResolved(resolved) => {
                 let (w, t) = (self.id_width, self.tool_width);
@@ -404,8 +409,7 @@ impl HumanView {
                     "  ✓ {call:<w$} {:<t$} ok {}ms ({} {}{cut})",
                     result.tool, result.metrics.total_ms, result.final_size, self.unit
                 );
-                let painted = self.paint("32", &text);
-                self.line(out, &painted);
+                self.painted_line(out, "32", &text);
             }
             EventKind::ToolCallError(error) => {
                 self.header(out, &call);
@@ -419,15 +423,12 @@ impl HumanView {
                     error.status.as_str(),
                     error.metrics.total_ms
                 );
-                let painted = self.paint(
-                    if error.status == CallStatus::Cancelled {
-                        "90"
-                    } else {
-                        "31"
-                    },
-                    &text,
-                );
-                self.line(out, &painted);
+                let colour = if error.status == CallStatus::Cancelled {
+                    "90"
+                } else {
+                    "31"
+                };
+                self.painted_line(out, colour, &text);
             }
             EventKind::HookFailed(failed) => {
                 let text = format!(
@@ -485,7 +486,7 @@ impl HumanView {
             out,
             "\r\x1b[2K{} running: {}",
             SPINNER[self.frame],
-            calls.join(", ")
+            escape_controls(&calls.join(", "))
         );
         let _ = out.flush();
         self.status_shown = true;
@@ -538,6 +539,7 @@ pub fn summary(outcome: &BatchOutcome) -> String {
         .max()
         .unwrap_or(8);
     let mut out = format!("\nsummary: {}\n", parts.join(", "));
+    // What the calls named is escaped: a tool name held a whole fake approval prompt.
     if outcome.turn_stopped {
         out.push_str("the turn was stopped by a result; later groups were cancelled\n");
     }
@@ -573,10 +575,11 @@ pub fn summary(outcome: &BatchOutcome) -> String {
             Some(_) if meta.truncated => line.push_str("; full output not kept"),
             _ => {}
         }
-        out.push_str(&line);
+        out.push_str(&escape_controls(&line));
         out.push('\n');
     }
     for feedback in &outcome.feedback {
+        let feedback = escape_controls(feedback);
         out.push_str(&format!("reviewer feedback for the model: {feedback}\n"));
     }
     out

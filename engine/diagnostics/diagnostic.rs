@@ -54,6 +54,27 @@ pub fn escape_invisible(text: &str) -> String {
         .collect()
 }
 
+/// Text from a call (a tool name, a call id, a message quoting the input) as a terminal line
+/// shows it: each control character (C0 with newline and tab, DEL, C1: escape sequences that
+/// colour, hide, move the cursor or write the clipboard) and each character that could hide
+/// or reorder what a person reads ([`invisible`]) written as its `\uXXXX` escape.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    let shown = |c: char| c.is_control() || invisible(c);
+    if !text.chars().any(shown) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| {
+            if shown(c) {
+                format!("\\u{:04x}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// A place in a source file.
 #[derive(Clone, Debug)]
 pub struct Location {

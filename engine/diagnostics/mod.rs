@@ -24,7 +24,9 @@ pub mod source;
 pub mod suggest;
 
 pub use codes::{Code, Severity};
-pub use diagnostic::{Diagnostic, Location, escape_invisible, fold_whitespace, lowercase_first};
+pub use diagnostic::{
+    Diagnostic, Location, escape_controls, escape_invisible, fold_whitespace, lowercase_first,
+};
 pub use source::{Format, LineCursor, SourceFile, Span};
 pub use suggest::closest;
 

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::assess::{Assessment, Resolved, ToolCall, assess};
+use crate::diagnostics::escape_controls;
 use crate::model::contract::Overflow;
 use crate::model::{BudgetUnit, CallId, Decision, ModeName, ToolName};
 use crate::policy::decide::{Reason, Staged};
@@ -245,18 +246,22 @@ impl Plan<'_> {
                 let Some(&call) = by_id.get(id.as_str()) else {
                     continue;
                 };
+                // What the call named is escaped (see `escape_controls`).
                 let tool = match &call.canonical_tool {
                     Some(canonical) if canonical.as_str() != call.tool => {
                         format!("{} ({canonical})", call.tool)
                     }
                     _ => call.tool.to_string(),
                 };
+                let tool = escape_controls(&tool);
+                let id = escape_controls(call.id.as_str());
                 let timeout = call
                     .timeout_ms
                     .map_or_else(|| "no timeout".to_owned(), |ms| format!("timeout {ms}ms"));
                 match &call.error {
                     Some(error) => {
-                        out.push_str(&format!("  {:<10} {:<14} ERROR  {error}\n", call.id, tool))
+                        let error = escape_controls(error);
+                        out.push_str(&format!("  {id:<10} {tool:<14} ERROR  {error}\n"));
                     }
                     None => {
                         let budget = call.budget.map_or_else(String::new, |b| {
@@ -275,16 +280,15 @@ impl Plan<'_> {
                             })
                             .collect();
                         out.push_str(&format!(
-                            "  {:<10} {:<14} {:<5}  by {}; {timeout}{budget}\n",
-                            call.id,
-                            tool,
+                            "  {id:<10} {tool:<14} {:<5}  by {}; {timeout}{budget}\n",
                             call.decision,
-                            why.join(", ")
+                            escape_controls(&why.join(", "))
                         ));
                         for reason in &call.reasons {
                             if let Reason::Analysis { reason, .. }
                             | Reason::Untrusted { reason, .. } = reason
                             {
+                                let reason = escape_controls(reason);
                                 out.push_str(&format!("  {:<10} {:<14} {reason}\n", "", ""));
                             }
                         }

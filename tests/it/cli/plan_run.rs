@@ -429,3 +429,31 @@ fn a_report_that_cannot_be_written_cancels_the_batch() {
         );
     }
 }
+
+/// What a call names (its tool, its id, an input key an error quotes) reaches a terminal
+/// with its control characters escaped: an ESC sequence hid text, moved the cursor or wrote
+/// the clipboard, and a newline in a tool name printed a whole fake approval prompt.
+#[test]
+fn control_characters_a_call_names_are_escaped_on_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"calls": [
+        {"id": "a\u001b[8m", "tool": "No\u001b[8mpe\napproval needed: Shell", "input": {}},
+        {"id": "b\r", "tool": "Shell", "input": {"command": "echo hi", "bogus\u001b[31m": 1}}
+    ]}"#;
+    let path = dir.path().join("batch.json");
+    std::fs::write(&path, text).unwrap();
+    for command in ["plan", "run"] {
+        let (_, stdout, stderr) = toolgate(&["-p", "base", command, path.to_str().unwrap()]);
+        for (stream, output) in [("stdout", &stdout), ("stderr", &stderr)] {
+            assert!(
+                !output.contains(['\u{1b}', '\r']),
+                "{command} {stream}: {output:?}"
+            );
+        }
+        assert!(stdout.contains("\\u001b[8m"), "{command}: {stdout}");
+        assert!(
+            !stdout.lines().any(|l| l.starts_with("approval needed")),
+            "{command}: {stdout}"
+        );
+    }
+}
