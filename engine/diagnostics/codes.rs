@@ -105,6 +105,10 @@ pub enum Code {
     SemanticMissingExecutable,
     /// `toolgate::semantic::hook_runs_workspace_code` (warning)
     SemanticHookRunsWorkspaceCode,
+    /// `toolgate::semantic::input_in_script`
+    SemanticInputInScript,
+    /// `toolgate::semantic::invalid_env_name`
+    SemanticInvalidEnvName,
     /// `toolgate::batch::invalid`
     BatchInvalid,
     /// `toolgate::batch::duplicate_call_id`
@@ -195,6 +199,8 @@ impl Code {
         Code::SemanticInvalidArgv,
         Code::SemanticMissingExecutable,
         Code::SemanticHookRunsWorkspaceCode,
+        Code::SemanticInputInScript,
+        Code::SemanticInvalidEnvName,
         Code::BatchInvalid,
         Code::BatchDuplicateCallId,
         Code::BatchUnknownMode,
@@ -716,6 +722,29 @@ impl Code {
                  of its own (which is protected as a whole); for Python, `python3 -I \
                  tools/gate.py`.",
             ),
+            Code::SemanticInputInScript => error(
+                "toolgate::semantic::input_in_script",
+                "an input placeholder is part of a script's text",
+                "## What it means\nA command handler's `argv` runs a shell or an interpreter \
+                 with a script (`sh -c`, `bash -c`, `python3 -c`, `node -e`, `perl -e`, `ruby \
+                 -e`) whose text holds an `{{input.…}}` placeholder beside other text.\n\n\
+                 ## Why\nThe value becomes code: a quote in it ends the string the script \
+                 meant, and what follows runs (`x' /dev/null; rm -rf ~; echo '`). No rule \
+                 judged it as code, only as the field's value.\n\n## Example\n```yaml\n\
+                 argv: [bash, -c, \"grep -rn -- '{{input.q}}' src\"]\n```\nPass the value as \
+                 a positional parameter, which the script reads as data: `argv: [bash, -c, \
+                 'grep -rn -- \"$1\" src', grep, \"{{input.q}}\"]`. A script that is the \
+                 placeholder alone (`[bash, -c, \"{{input.command}}\"]`) is a shell tool, judged \
+                 by `shell` rules.",
+            ),
+            Code::SemanticInvalidEnvName => error(
+                "toolgate::semantic::invalid_env_name",
+                "an environment variable name cannot be set",
+                "## What it means\nA key of a command handler's `set_env` is empty or holds \
+                 `=` or a NUL byte.\n\n## Why\nNo process can be given such a variable: every \
+                 call of the tool would fail when it starts.\n\n## Example\n```yaml\n\
+                 set_env: { \"A=B\": x }\n```\nWrite the name alone, `A: B`.",
+            ),
             Code::BatchInvalid => error(
                 "toolgate::batch::invalid",
                 "a batch file is malformed",
@@ -840,7 +869,7 @@ mod tests {
             assert!(code.as_str().starts_with("toolgate::"), "{code}");
             assert_eq!(code.as_str().parse::<Code>(), Ok(code));
         }
-        assert_eq!(seen.len(), 53);
+        assert_eq!(seen.len(), 55);
         assert!("toolgate::nope".parse::<Code>().is_err());
     }
 

@@ -456,6 +456,109 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
             command.cwd.as_deref(),
             &format!("the handler of `{name}`"),
         );
+        check_script_placeholders(
+            checker,
+            &format!("{base}/handler/argv"),
+            &command.argv,
+            name,
+        );
+        for key in command.set_env.iter().flat_map(|set| set.keys()) {
+            if key.is_empty() || key.contains(['=', '\0']) {
+                let location =
+                    checker.at_key(&join_pointer(&format!("{base}/handler/set_env"), key));
+                checker.push(
+                    Diagnostic::new(
+                        Code::SemanticInvalidEnvName,
+                        format!(
+                            "`set_env` of the handler of `{name}` names the variable `{}`, which no process can be given",
+                            key.escape_debug()
+                        ),
+                    )
+                    .with_help("a variable's name is not empty and holds no `=` or NUL byte; write the name alone"),
+                    location,
+                );
+            }
+        }
+    }
+}
+
+/// Whether `arg` (after the program `program`, its file name) makes the next argument a
+/// script the program runs: a shell's `-c` (also in a cluster, `-ec`), Python's `-c`,
+/// node's `-e`/`-p`, perl's `-e`/`-E`, ruby's `-e`.
+fn script_flag(program: &str, arg: &str) -> bool {
+    let shell = matches!(
+        program,
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "ash"
+    );
+    if shell {
+        return arg.strip_prefix('-').is_some_and(|letters| {
+            letters.contains('c') && letters.chars().all(|c| c.is_ascii_alphabetic())
+        });
+    }
+    match program {
+        p if p.starts_with("python") => arg == "-c",
+        "node" | "nodejs" => matches!(arg, "-e" | "--eval" | "-p" | "--print"),
+        "perl" => matches!(arg, "-e" | "-E"),
+        "ruby" => arg == "-e",
+        _ => false,
+    }
+}
+
+/// A script given to a shell or an interpreter whose text holds an input placeholder beside
+/// other text: the value becomes code, which no rule judged (an error). A script that is one
+/// placeholder alone is a shell tool, judged by `shell` rules.
+fn check_script_placeholders(
+    checker: &mut Checker<'_>,
+    pointer: &str,
+    argv: &[String],
+    name: &str,
+) {
+    let Some(program) = argv.first() else {
+        return;
+    };
+    let program = program.rsplit('/').next().unwrap_or(program);
+    for (index, window) in argv.windows(2).enumerate().skip(1) {
+        let [flag, script] = window else {
+            continue;
+        };
+        if !script_flag(program, flag) {
+            continue;
+        }
+        let Ok(mut templates) = crate::handler::template::parse_argv(std::slice::from_ref(script))
+        else {
+            continue;
+        };
+        let Some(template) = templates.pop() else {
+            continue;
+        };
+        let mut placeholders = template.placeholders();
+        let Some(first) = placeholders.next() else {
+            continue;
+        };
+        let alone = first.span == (0..script.len()) && placeholders.next().is_none();
+        if alone {
+            continue;
+        }
+        let at = index + 1;
+        let location = checker.inside_len(
+            &format!("{pointer}/{at}"),
+            first.span.start,
+            first.span.len(),
+        );
+        checker.push(
+            Diagnostic::new(
+                Code::SemanticInputInScript,
+                format!(
+                    "`argv[{at}]` of the handler of `{name}` is a script `{program}` runs, and `{{{{{}}}}}` in it makes the input's value part of its code",
+                    first.expr
+                ),
+            )
+            .with_help(format!(
+                "pass the value as a positional parameter, which the script reads as data: `{program} {flag} '… \"$1\" …' {program} \"{{{{{}}}}}\"` (node, perl and ruby read it from their arguments, `process.argv`, `@ARGV`, `ARGV`)",
+                first.expr
+            )),
+            location,
+        );
     }
 }
 
@@ -2126,7 +2229,32 @@ fn lint_workspace_code(checker: &mut Checker<'_>, pointer: &str, command: &[Stri
 
 #[cfg(test)]
 mod tests {
-    use super::source_offset;
+    use super::{script_flag, source_offset};
+
+    #[test]
+    fn script_flags_of_shells_and_interpreters() {
+        for (program, flag) in [
+            ("bash", "-c"),
+            ("sh", "-ec"),
+            ("zsh", "-lc"),
+            ("python3", "-c"),
+            ("python3.12", "-c"),
+            ("node", "--eval"),
+            ("node", "-p"),
+            ("perl", "-E"),
+            ("ruby", "-e"),
+        ] {
+            assert!(script_flag(program, flag), "{program} {flag}");
+        }
+        for (program, flag) in [
+            ("bash", "--norc"),
+            ("bash", "-x"),
+            ("grep", "-c"),
+            ("python3", "-m"),
+        ] {
+            assert!(!script_flag(program, flag), "{program} {flag}");
+        }
+    }
 
     #[test]
     fn offsets_in_string_content_map_to_the_source() {

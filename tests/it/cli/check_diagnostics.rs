@@ -818,6 +818,26 @@ fn missing_executable() {
 }
 
 #[test]
+fn input_in_script() {
+    case(
+        "input_in_script",
+        NO_BUILTIN,
+        1,
+        &[at("input_in_script", "tools.yaml:8:38", "{{input.q}}")],
+    );
+}
+
+#[test]
+fn invalid_env_name() {
+    case(
+        "invalid_env_name",
+        NO_BUILTIN,
+        1,
+        &[at("invalid_env_name", "tools.yaml:9:18", "\"A=B\"")],
+    );
+}
+
+#[test]
 fn hook_runs_workspace_code() {
     case(
         "hook_runs_workspace_code",
