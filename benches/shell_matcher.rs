@@ -8,6 +8,8 @@
 //! Run with `cargo bench --bench shell_matcher`; divan prints the figures:
 //! - `shell_allow_200_chars`: the line parsed, split and judged by one allow rule (every
 //!   command must match) — the shell matcher's headline figure;
+//! - `shell_allow_200_chars_in_a_repository`: the same in a workspace that exists, a
+//!   repository holding the files the line names (the others' workspace does not exist);
 //! - `shell_deny_200_chars`: the same line judged by a deny rule matching none of its
 //!   commands (the worst case: every command is compared with every pattern);
 //! - `shell_allow_200_chars_10_rules`: the line judged by ten allow rules; the line is
@@ -85,6 +87,44 @@ fn line() -> ToolCall {
 #[divan::bench]
 fn shell_allow_200_chars(bencher: Bencher) {
     let snapshot = snapshot(json!([allow_rule("allow")]));
+    let call = line();
+    assert_eq!(decide(&snapshot, &call), Decision::Allow);
+    bencher.bench(|| decide(&snapshot, black_box(&call)));
+}
+
+/// The same line and rule in a workspace that exists: a git repository holding the files and
+/// folders the line names, so the file system answers as it does for an agent (the other
+/// figures' workspace, `/home/dev/project`, does not exist, and every lookup in it fails at
+/// its first missing folder).
+#[divan::bench]
+fn shell_allow_200_chars_in_a_repository(bencher: Bencher) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for folder in ["src/policy", "engine", "my dir"] {
+        std::fs::create_dir_all(root.join(folder)).unwrap();
+    }
+    for file in ["README.md", "Cargo.toml", "engine/lib.rs", "build.rs", "src/main.rs"] {
+        std::fs::write(root.join(file), "x\n").unwrap();
+    }
+    // A repository as `git init` lays it out (git itself may be missing where benches run).
+    std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+    std::fs::create_dir_all(root.join(".git/refs/heads")).unwrap();
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        root.join(".git/config"),
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n",
+    )
+    .unwrap();
+    let policy = json!({
+        "version": 1,
+        "tools": {TOOL: {
+            "concurrency": {"concurrent_safe": false, "read_only": false, "side_effect_scope": "workspace"},
+            "permission": {"default": "ask"},
+            "handler": {"kind": "native"},
+        }},
+        "rules": [allow_rule("allow")],
+    });
+    let snapshot = support::snapshot_of_value_in(&policy, true, &root);
     let call = line();
     assert_eq!(decide(&snapshot, &call), Decision::Allow);
     bencher.bench(|| decide(&snapshot, black_box(&call)));

@@ -37,6 +37,15 @@ pub fn snapshot_of(policy: &str) -> Arc<Snapshot> {
 /// engine defaults, with the built-in layer (whose command table `shell` rules read) or
 /// without it, for a workspace at `/home/dev/project`.
 pub fn snapshot_of_value(policy: &serde_json::Value, builtin: bool) -> Arc<Snapshot> {
+    snapshot_of_value_in(policy, builtin, std::path::Path::new("/home/dev/project"))
+}
+
+/// Like [`snapshot_of_value`], for the workspace `workspace`.
+pub fn snapshot_of_value_in(
+    policy: &serde_json::Value,
+    builtin: bool,
+    workspace: &std::path::Path,
+) -> Arc<Snapshot> {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("bench.toml"),
@@ -48,7 +57,7 @@ pub fn snapshot_of_value(policy: &serde_json::Value, builtin: bool) -> Arc<Snaps
         policies: vec![dir.path().to_path_buf()],
         ..LayerOptions::default()
     });
-    options.workspace_root = "/home/dev/project".into();
+    options.workspace_root = workspace.to_path_buf();
     let outcome = load(&options, 1);
     outcome
         .snapshot
