@@ -464,6 +464,13 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
                 Some(relative) => format!("{resolved_root}/{relative}"),
                 None => resolved_root.clone(),
             })
+    } else if let Some((real_root, rest)) = below_workspace(&expanded, ctx) {
+        // The workspace root was resolved when the context was made: walk only what is
+        // below it (a line's paths are made absolute against the folders it runs in).
+        match resolve_below(real_root, rest) {
+            Ok(resolved) => resolved,
+            Err(why) => return unknown(why),
+        }
     } else if expanded.starts_with('/') {
         match resolve(&expanded) {
             Ok(resolved) => resolved,
@@ -485,6 +492,21 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
         .filter(|resolved| *resolved != written.absolute)
         .map(|resolved| ctx.place(resolved));
     Some(Location::Known { written, resolved })
+}
+
+/// An absolute path that starts with the workspace root as written, as the root's resolved
+/// form and the rest (empty, or from a `/`); `None` for another path or a root that is `/`
+/// or relative.
+fn below_workspace<'p>(path: &'p str, ctx: &MatchContext) -> Option<(String, &'p str)> {
+    let root = &ctx.workspace;
+    if !root.written.starts_with('/') || root.written == "/" {
+        return None;
+    }
+    let rest = path
+        .strip_prefix(root.written.as_str())
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'))?;
+    let real = root.resolved.as_deref().unwrap_or(&root.written);
+    Some((real.trim_end_matches('/').to_owned(), rest))
 }
 
 /// The location of a file found by listing folders: named `written` (absolute, folded),
@@ -1843,6 +1865,8 @@ mod tests {
         let names = [
             "a", "b", "c", "f", "d", "e", "up", "to-d", "abs", "chain", "file", "..",
         ];
+        let linked_root = base.join("a/b/to-d");
+        let ctx = MatchContext::new(&linked_root);
         let mut compared = 0;
         // Every path of up to four of these names below `base` that exists.
         let mut paths = vec![String::new()];
@@ -1861,6 +1885,19 @@ mod tests {
                         resolve(&absolute).ok().flatten().as_deref(),
                         Some(real.to_string_lossy().as_ref()),
                         "path {path}"
+                    );
+                }
+                // The same path below a workspace root written through a link: walked from
+                // the root's resolved form.
+                let below = format!("{}{path}", linked_root.to_string_lossy());
+                if let Ok(real) = std::fs::canonicalize(&below)
+                    && let Some(Location::Known { written, resolved }) = locate(&below, &ctx)
+                {
+                    let reached = resolved.as_ref().unwrap_or(&written).absolute().to_owned();
+                    assert_eq!(
+                        reached,
+                        real.to_string_lossy(),
+                        "path {path} below the root"
                     );
                 }
             }
