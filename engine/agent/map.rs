@@ -22,6 +22,12 @@ pub enum Mapped<'a> {
         /// Why.
         reason: String,
     },
+    /// A part of it cannot be read as the agent reads it (a word of a `web_fetch` prompt
+    /// with `://` that is no URL): what it does is unknown, so it is asked about.
+    Unreadable {
+        /// Why.
+        reason: String,
+    },
     /// One or more toolgate calls.
     Calls {
         /// The mapping used (`None`: an MCP tool of the same name).
@@ -78,14 +84,15 @@ pub fn map_call<'a>(
                             label,
                         })
                     })
-                    .collect::<Result<Vec<_>, String>>()
+                    .collect::<Result<Vec<_>, Unsplit>>()
             });
             match calls {
                 Ok(calls) => Mapped::Calls {
                     mapping: Some(mapping),
                     calls,
                 },
-                Err(reason) => Mapped::Invalid { reason },
+                Err(Unsplit::Invalid(reason)) => Mapped::Invalid { reason },
+                Err(Unsplit::Unreadable(reason)) => Mapped::Unreadable { reason },
             }
         }
         Some(_) | None => {
@@ -128,9 +135,24 @@ fn at_most_max_items(count: usize, what: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Why a call is not split into toolgate calls.
+#[derive(Debug, PartialEq)]
+enum Unsplit {
+    /// The mapping cannot be applied to it ([`Mapped::Invalid`]).
+    Invalid(String),
+    /// A part of it cannot be read as the agent reads it ([`Mapped::Unreadable`]).
+    Unreadable(String),
+}
+
+impl From<String> for Unsplit {
+    fn from(reason: String) -> Self {
+        Self::Invalid(reason)
+    }
+}
+
 /// The items a call splits into, each with its label; one unlabelled item when the mapping
 /// does not split.
-fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Value)>, String> {
+fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Value)>, Unsplit> {
     let Some(each) = &mapping.each else {
         return Ok(vec![(None, input.clone())]);
     };
@@ -152,7 +174,8 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
             }) {
                 return Err(format!(
                     "`{source}` is not a list: the call cannot be judged item by item"
-                ));
+                )
+                .into());
             }
             let lists: Vec<(&String, &Vec<Value>)> = sources
                 .iter()
@@ -162,12 +185,10 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
                 })
                 .collect();
             if lists.is_empty() {
-                return Err(format!(
-                    "the input has no list {names} to judge item by item"
-                ));
+                return Err(format!("the input has no list {names} to judge item by item").into());
             }
             if lists.iter().all(|(_, elements)| elements.is_empty()) {
-                return Err(format!("the list {names} is empty: nothing to judge"));
+                return Err(format!("the list {names} is empty: nothing to judge").into());
             }
             let count = lists.iter().map(|(_, elements)| elements.len()).sum();
             at_most_max_items(count, &format!("items in {names}"))?;
@@ -176,7 +197,7 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
                 shared = Value::Object(without(&shared, source));
             }
             let Value::Object(shared) = shared else {
-                return Err("the input is not an object".to_owned());
+                return Err("the input is not an object".to_owned().into());
             };
             let mut items = Vec::new();
             for (source, element, index) in lists.iter().flat_map(|(source, elements)| {
@@ -214,13 +235,13 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
         }
         (None, Some(source), None) => {
             let Some(Value::String(patch)) = get(input, source) else {
-                return Err(format!("the input has no patch text in `{source}`"));
+                return Err(format!("the input has no patch text in `{source}`").into());
             };
             let files = patch_files(patch);
             if files.is_empty() {
                 return Err(
                     "the patch names no file (`*** Add File:`, `*** Update File:`, `*** Delete File:`): nothing toolgate can judge"
-                        .to_owned(),
+                        .to_owned().into(),
                 );
             }
             at_most_max_items(files.len(), "files in its patch")?;
@@ -241,29 +262,34 @@ fn split(mapping: &ToolMapping, input: &Value) -> Result<Vec<(Option<String>, Va
             let text = get(input, source)
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            let urls = urls(text);
+            let mut urls = urls(text).map_err(Unsplit::Unreadable)?;
+            // A `url` the call gives itself is fetched too (Gemini CLI's direct fetch takes
+            // it and leaves the prompt's): it is judged first, read the same way.
+            if let Some(own) = input.get("url").and_then(Value::as_str)
+                && !own.is_empty()
+            {
+                let own = fetched_url(own).map_err(Unsplit::Unreadable)?;
+                if !urls.contains(&own) {
+                    urls.insert(0, own);
+                }
+            }
             if urls.is_empty() {
                 return Ok(vec![(None, input.clone())]);
             }
-            // A `url` the call gives itself is fetched too (Gemini CLI's direct fetch takes
-            // it and leaves the prompt's): it stays an item of its own.
-            let own = input
-                .get("url")
-                .and_then(Value::as_str)
-                .filter(|own| !own.is_empty() && !urls.iter().any(|url| url == own))
-                .map(|own| (Some(own.to_owned()), input.clone()));
-            at_most_max_items(urls.len() + usize::from(own.is_some()), "URLs")?;
-            Ok(own
+            at_most_max_items(urls.len(), "URLs")?;
+            Ok(urls
                 .into_iter()
-                .chain(urls.into_iter().map(|url| {
+                .map(|url| {
                     let mut item = input.as_object().cloned().unwrap_or_default();
                     item.insert("url".into(), Value::from(url.clone()));
                     (Some(url), Value::Object(item))
-                }))
+                })
                 .collect())
         }
         _ => Err(
-            "the mapping's `each` must name exactly one of `items`, `patch` and `urls`".to_owned(),
+            "the mapping's `each` must name exactly one of `items`, `patch` and `urls`"
+                .to_owned()
+                .into(),
         ),
     }
 }
@@ -608,30 +634,40 @@ fn finish(
     added.clear();
 }
 
-/// The `http://` and `https://` URLs in a text, in order, without repeats; trailing
-/// punctuation of the sentence around them is not part of them.
-pub fn urls(text: &str) -> Vec<String> {
+/// The URLs an agent fetches for a text, read as Gemini CLI reads its `web_fetch` prompt:
+/// every word (between JavaScript's white space) that holds `://`, parsed by a WHATWG URL
+/// parser and kept as it writes the URL out (`https:evil.net/?a=://` is
+/// `https://evil.net/?a=://`, `HTTPS://Docs.RS/` is `https://docs.rs/`), in order, without
+/// repeats. Nothing around a URL is trimmed: `(https://x.org/y).` is one word. A word with
+/// `://` that does not parse is the error: the agent's parser may read an address in it.
+pub fn urls(text: &str) -> Result<Vec<String>, String> {
     let mut found: Vec<String> = Vec::new();
-    // Schemes are found in any case (`HTTPS://`), as a fetcher reads them; the URL is kept
-    // as written. (ASCII lowercasing keeps every byte offset.)
-    let lower = text.to_ascii_lowercase();
-    let mut at = 0;
-    while let Some(start) = ["http://", "https://"]
-        .iter()
-        .filter_map(|scheme| lower[at..].find(scheme))
-        .min()
-    {
-        let tail = &text[at + start..];
-        let end = tail
-            .find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '\'' | '`'))
-            .unwrap_or(tail.len());
-        let url = tail[..end].trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '}']);
-        if url.len() > "https://".len() - 1 && !found.iter().any(|f| f == url) {
-            found.push(url.to_owned());
+    for word in text.split(is_js_white_space) {
+        if word.contains("://") {
+            let url = fetched_url(word)?;
+            if !found.contains(&url) {
+                found.push(url);
+            }
         }
-        at += start + end.max(1);
     }
-    found
+    Ok(found)
+}
+
+/// The URL an agent fetches for `text`, as a WHATWG URL parser (JavaScript's `new URL`)
+/// writes it out: scheme and host lowercased, `\` read as `/` in an `http(s)` URL, the
+/// host after any user info, the default port dropped.
+fn fetched_url(text: &str) -> Result<String, String> {
+    url::Url::parse(text).map(String::from).map_err(|error| {
+        format!(
+            "`{text}` is not a URL toolgate can read ({error}): which address the agent fetches for it is unknown"
+        )
+    })
+}
+
+/// JavaScript's `\s`, at which Gemini CLI splits a prompt into words: Unicode's white space
+/// but U+0085, and U+FEFF.
+fn is_js_white_space(c: char) -> bool {
+    c == '\u{feff}' || (c.is_whitespace() && c != '\u{85}')
 }
 
 #[cfg(test)]
@@ -716,7 +752,9 @@ mod tests {
         let input = json!({ "paths": ["src/main.rs"], "include": ".env" });
         assert_eq!(
             split(&mapping, &input).unwrap_err(),
-            "`include` is not a list: the call cannot be judged item by item"
+            Unsplit::Invalid(
+                "`include` is not a list: the call cannot be judged item by item".to_owned()
+            )
         );
         let input = json!({ "paths": ["src/main.rs"], "include": null });
         assert_eq!(split(&mapping, &input).unwrap().len(), 1);
@@ -738,7 +776,7 @@ mod tests {
         let input = json!({ "include": paths(MAX_ITEMS), "paths": ["x"] });
         assert_eq!(
             split(&mapping, &input).unwrap_err(),
-            "the call names 257 items in `include` or `paths`, more than the 256 toolgate judges in one call: make several calls of at most 256"
+            Unsplit::Invalid("the call names 257 items in `include` or `paths`, more than the 256 toolgate judges in one call: make several calls of at most 256".to_owned())
         );
         let patch: String = (0..=MAX_ITEMS)
             .map(|i| format!("*** Add File: f{i}\n+x\n"))
@@ -747,11 +785,10 @@ mod tests {
             "tool": "Write", "each": { "patch": "input" }, "input": { "file_path": "path" }
         }))
         .unwrap();
-        assert!(
-            split(&mapping, &json!({ "input": patch }))
-                .unwrap_err()
-                .starts_with("the call names 257 files in its patch")
-        );
+        assert!(matches!(
+            split(&mapping, &json!({ "input": patch })),
+            Err(Unsplit::Invalid(reason)) if reason.starts_with("the call names 257 files in its patch")
+        ));
     }
 
     #[test]
@@ -760,22 +797,132 @@ mod tests {
         assert!(patch_files("*** Begin Patch\n*** Update File:\n*** End Patch").is_empty());
     }
 
+    /// Every word with `://` is a URL, as a WHATWG URL parser writes it out, with the
+    /// punctuation around it (Gemini CLI trims none); a word without `://` is none.
     #[test]
-    fn urls_are_found_without_the_punctuation_around_them() {
+    fn urls_are_the_words_with_a_scheme_separator_as_a_url_parser_reads_them() {
         assert_eq!(
-            urls(
-                "Summarise https://example.com/a?b=1, and (http://x.org/y). Again https://example.com/a?b=1"
-            ),
-            ["https://example.com/a?b=1", "http://x.org/y"]
+            urls("Summarise https://example.com/a?b=1, and https://example.com/a?b=1, again")
+                .unwrap(),
+            ["https://example.com/a?b=1,"]
         );
-        assert!(urls("no links here").is_empty());
+        assert!(
+            urls("no links here, nor in example.com/x")
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(
-            urls("see https://docs.example.com/a HTTPS://evil.example.net/x?d=1"),
+            urls("see https://docs.example.com/a HTTPS://Evil.Example.NET:443/x?d=1").unwrap(),
             [
                 "https://docs.example.com/a",
-                "HTTPS://evil.example.net/x?d=1"
+                "https://evil.example.net/x?d=1"
             ]
         );
+    }
+
+    /// The host is the one the agent contacts: `https:` without slashes, with one slash or
+    /// with backslashes, after user info written with a quote, or escaped.
+    #[test]
+    fn a_url_is_judged_under_the_host_the_agent_contacts() {
+        let read = |word: &str| urls(word).unwrap();
+        assert_eq!(
+            read("https:evil.net/c?k=1&x=://"),
+            ["https://evil.net/c?k=1&x=://"]
+        );
+        assert_eq!(
+            read("https:/evil.net/c?x=://"),
+            ["https://evil.net/c?x=://"]
+        );
+        assert_eq!(
+            read(r"http:\\evil.net/c?x=://"),
+            ["http://evil.net/c?x=://"]
+        );
+        assert_eq!(read("https:///evil.net/"), ["https://evil.net/"]);
+        assert_eq!(
+            read("https://example.com'@evil.net/x"),
+            ["https://example.com'@evil.net/x"]
+        );
+        assert_eq!(
+            read("https://example.com\"@evil.net/x"),
+            ["https://example.com%22@evil.net/x"]
+        );
+        assert_eq!(
+            read("https://example.com`@evil.net/x"),
+            ["https://example.com%60@evil.net/x"]
+        );
+        assert_eq!(
+            read("https://example.com<@evil.net/x"),
+            ["https://example.com%3C@evil.net/x"]
+        );
+        assert_eq!(read("https://%65vil.net/"), ["https://evil.net/"]);
+        assert_eq!(read("https://0x7f.1/"), ["https://127.0.0.1/"]);
+        assert_eq!(read("https://ß.de/"), ["https://xn--zca.de/"]);
+        assert_eq!(read("ftp://x/y"), ["ftp://x/y"]);
+    }
+
+    /// Words are split where JavaScript's `\s` splits them: at U+FEFF, not at U+0085.
+    #[test]
+    fn words_are_split_at_javascript_s_white_space() {
+        assert_eq!(
+            urls("https://docs.rs/\u{feff}https:evil.net/?x=://").unwrap(),
+            ["https://docs.rs/", "https://evil.net/?x=://"]
+        );
+        assert_eq!(
+            urls("https://docs.rs/a\u{85}https:evil.net/").unwrap(),
+            ["https://docs.rs/a%C2%85https:evil.net/"]
+        );
+    }
+
+    /// A word with `://` that does not parse is no URL toolgate can judge: the call is asked
+    /// about, not split without it.
+    #[test]
+    fn a_word_with_a_scheme_separator_that_does_not_parse_is_asked_about() {
+        for word in ["(https://x.org/y).", "://x", "https://", "https://[x/"] {
+            assert!(
+                urls(&format!("see https://docs.rs/ {word}"))
+                    .unwrap_err()
+                    .starts_with(&format!("`{word}` is not a URL toolgate can read (")),
+                "{word}"
+            );
+        }
+        let mapping: ToolMapping = serde_json::from_value(json!({
+            "tool": "WebFetch", "each": { "urls": "prompt" }, "input": { "url": "url" }
+        }))
+        .unwrap();
+        assert!(matches!(
+            split(
+                &mapping,
+                &json!({ "prompt": "read https://docs.rs/ and (https://x.org/y)." })
+            ),
+            Err(Unsplit::Unreadable(_))
+        ));
+        assert!(matches!(
+            split(
+                &mapping,
+                &json!({ "prompt": "read https://docs.rs/", "url": "https://" })
+            ),
+            Err(Unsplit::Unreadable(_))
+        ));
+    }
+
+    /// The call's own `url` is read as the prompt's are, and judged once.
+    #[test]
+    fn the_call_s_own_url_is_read_as_the_prompt_s() {
+        let mapping: ToolMapping = serde_json::from_value(json!({
+            "tool": "WebFetch", "each": { "urls": "prompt" }, "input": { "url": "url" }
+        }))
+        .unwrap();
+        let input =
+            json!({ "prompt": "read HTTPS://docs.rs/x https:evil.net/", "url": "https:evil.net" });
+        let labels: Vec<String> = split(&mapping, &input)
+            .unwrap()
+            .into_iter()
+            .map(|(label, item)| {
+                assert_eq!(Some(item["url"].as_str().unwrap()), label.as_deref());
+                label.unwrap()
+            })
+            .collect();
+        assert_eq!(labels, ["https://evil.net/", "https://docs.rs/x"]);
     }
 
     #[test]

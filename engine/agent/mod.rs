@@ -330,6 +330,14 @@ pub async fn decide(
                 toolgate_tools: Vec::new(),
             };
         }
+        Mapped::Unreadable { reason } => {
+            return Verdict {
+                answer: decided(Decision::Ask, reason),
+                decided_by: DecidedBy::Analysis,
+                rule: None,
+                toolgate_tools: Vec::new(),
+            };
+        }
         Mapped::Calls { mapping, calls } => (mapping, calls),
     };
     let calls = match &payload.cwd {

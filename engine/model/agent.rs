@@ -151,9 +151,11 @@ pub struct Each {
     /// out) and `added` (the lines put in); a move is two items, its old and its new path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
-    /// One call per `http://` or `https://` URL in this text field (a prompt that names the
-    /// pages to fetch); items have `url` and the agent's fields. No URL: one call without
-    /// `url`.
+    /// One call per URL in this text field (a prompt that names the pages to fetch), read as
+    /// Gemini CLI reads it: each word with `://`, as a WHATWG URL parser writes it out
+    /// (`https:evil.net/?a=://` is `https://evil.net/?a=://`). Items have `url` and the
+    /// agent's fields; the input's own `url` is read the same way and judged too. A word
+    /// with `://` that does not parse is asked about. No URL: one call without `url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub urls: Option<String>,
 }

@@ -193,6 +193,31 @@ fn gemini_searches_without_ignore_files_read_what_they_list() {
     answers_in(&project, "gemini", &["before_tool_search_no_ignore"]);
 }
 
+/// Gemini CLI's `web_fetch` fetches every word of its prompt holding `://` that its URL
+/// parser reads: each is judged as that parser writes it out, under the host it contacts
+/// (`https:evil.net/…` and `http:\\evil.net/…` beside an allowed URL, user info that ends in
+/// a quote before `@evil.net`), and a word it cannot read is asked about.
+#[test]
+fn gemini_web_fetch_judges_the_urls_gemini_fetches() {
+    let project = Project::standard();
+    std::fs::copy(
+        super::fixtures().join("web.yaml"),
+        project.path().join(".toolgate/policies/web.yaml"),
+    )
+    .unwrap();
+    answers_in(
+        &project,
+        "gemini",
+        &[
+            "before_tool_web_fetch_allowed",
+            "before_tool_web_fetch_no_slashes",
+            "before_tool_web_fetch_backslashes",
+            "before_tool_web_fetch_user_info",
+            "before_tool_web_fetch_not_a_url",
+        ],
+    );
+}
+
 /// Gemini CLI's search may run `git grep --untracked -- INCLUDE` instead of ripgrep: its
 /// include is read as a git pathspec too, so `.` (every file, to git) reaches `.env`.
 #[test]
