@@ -642,10 +642,11 @@ fn finish(
 /// `://` that does not parse is the error: the agent's parser may read an address in it.
 pub fn urls(text: &str) -> Result<Vec<String>, String> {
     let mut found: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for word in text.split(is_js_white_space) {
         if word.contains("://") {
             let url = fetched_url(word)?;
-            if !found.contains(&url) {
+            if seen.insert(url.clone()) {
                 found.push(url);
             }
         }
