@@ -341,12 +341,20 @@ fn scan_sed(script: &str, brackets: Brackets, files: &mut Vec<(Role, String)>) -
                     break;
                 };
                 i += 1;
+                let start = i;
                 i = if command == 's' {
                     skip_regex(&chars, i, delimiter, brackets)
                 } else {
                     skip_delimited(&chars, i, delimiter)
                 };
                 i = skip_delimited(&chars, i, delimiter);
+                // sed ends a command at a newline no `\` escapes: one inside its parts is
+                // not sed's reading (a text command's line read as `s,x,` ate the next
+                // lines): fail closed.
+                if has_bare_newline(&chars[start..i.min(chars.len())]) {
+                    add(Effect::Exec, &mut effects);
+                    break;
+                }
                 if command == 's' {
                     while let Some(&flag) = chars.get(i) {
                         match flag {
@@ -392,7 +400,9 @@ fn scan_sed(script: &str, brackets: Brackets, files: &mut Vec<(Role, String)>) -
                     i += 1;
                 }
             }
-            'a' | 'i' | 'c' => i = end_of_command(&chars, i),
+            // Text to the end of the line, `\`-newlines included (`1a foo;s,x,` is text):
+            // GNU sed's one-line form and `a\` with its lines.
+            'a' | 'i' | 'c' => i = end_of_text(&chars, i),
             'p' | 'P' | 'd' | 'D' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | 'z' | '=' | 'F' => {}
             // A block after an address (`/x/{p;n}`): its commands follow.
             '{' | '}' => {}
@@ -501,59 +511,53 @@ fn end_of_label(chars: &[char], mut i: usize) -> usize {
     i
 }
 
-fn end_of_command(chars: &[char], i: usize) -> usize {
-    chars[i.min(chars.len())..]
-        .iter()
-        .position(|&c| matches!(c, '\n' | ';' | '}'))
-        .map_or(chars.len(), |at| i + at)
+/// The index of the first newline from `i` that no `\` escapes (or the end).
+fn end_of_text(chars: &[char], mut i: usize) -> usize {
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 2,
+            '\n' => return i,
+            _ => i += 1,
+        }
+    }
+    chars.len()
+}
+
+/// Whether `chars` hold a newline no `\` escapes.
+fn has_bare_newline(chars: &[char]) -> bool {
+    end_of_text(chars, 0) < chars.len()
 }
 
 /// The effects of an `awk` program: `system()`, a pipe to or from a command, and output
-/// redirected to a file. Comparisons (`$3 > 5`) are not writes; `> "file"` and `>> x` are.
-/// A program that reads a file the table cannot judge (`getline < file`, or files chosen
-/// through `ARGV`) is code, as `sed`'s `r` is.
+/// redirected to a file. A program that reads a file the table cannot judge (`getline <
+/// file`, or files chosen through `ARGV`) is code, as `sed`'s `r` is.
 ///
-/// The program is read twice, as written and as awk's lexer reads it ([`awk_code`]), and
-/// has the effects either reading finds: a `;` or `}` inside a string (`print ";" > f`) or a
-/// `\`-newline hid a statement's redirection from the first.
+/// awk's grammar cannot be read reliably from outside (whether a `/` divides or starts a
+/// regular expression, where a statement goes on over a newline, gawk's `@name` calls), so
+/// the program is judged by what its text holds anywhere, strings included: a `>` after the
+/// first `print` writes unless it names a standard stream alone (`$3 > 5 {print}` does
+/// not), `getline` with a `<` anywhere reads a file, an `@` before a name calls a function
+/// only known when it runs.
 pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
-    let code = awk_code(program);
-    let (exec, write) = awk_effects_in(program, program);
-    let (code_exec, code_write) = awk_effects_in(&code, program);
     let mut effects = Vec::new();
-    if exec || code_exec {
+    let without_or = program.replace("||", "");
+    let reads_a_file = program.contains("getline") && program.contains('<');
+    if program.contains("system")
+        || without_or.contains('|')
+        || program.contains("ENVIRON")
+        || program.contains("ARGV")
+        || program.contains("ARGC")
+        || reads_a_file
+        || indirect_call(program)
+    {
         effects.push(Effect::Exec);
     }
-    if write || code_write {
-        effects.push(Effect::Write);
-    }
-    effects
-}
-
-/// Whether `code` (the program, or [`awk_code`] of it: `program` with the same offsets)
-/// runs code or reads files it names (the first) and writes files (the second).
-fn awk_effects_in(code: &str, program: &str) -> (bool, bool) {
-    let without_or = code.replace("||", "");
-    let reads_a_file = code.match_indices("getline").any(|(at, _)| {
-        code[at..]
-            .split(['\n', ';', '}'])
-            .next()
-            .is_some_and(|statement| statement.contains('<'))
-    });
-    let exec = code.contains("system")
-        || without_or.contains('|')
-        || code.contains("ENVIRON")
-        || code.contains("@load")
-        || code.contains("@include")
-        || code.contains("ARGV")
-        || code.contains("ARGC")
-        || reads_a_file
-        || indirect_call(code);
-    let bytes = code.as_bytes();
-    let write = bytes.windows(2).enumerate().any(|(at, pair)| {
-        // `print > "/dev/stderr";`: a standard stream, the whole target.
-        let to_stream = || {
-            redirection_target(program, at).is_some_and(|(name, after)| {
+    let writes = program.find("print").is_some_and(|first| {
+        program[first..].match_indices('>').any(|(at, _)| {
+            let at = first + at;
+            let compares = program[at + 1..].starts_with('=');
+            // `print > "/dev/stderr";`: a standard stream, the whole target.
+            let to_stream = redirection_target(program, at).is_some_and(|(name, after)| {
                 is_standard_stream(name)
                     && !name.is_empty()
                     && after
@@ -561,28 +565,18 @@ fn awk_effects_in(code: &str, program: &str) -> (bool, bool) {
                         .chars()
                         .next()
                         .is_none_or(|c| matches!(c, ';' | '}' | '\n'))
-            })
-        };
-        if pair[0] == b'>' && to_stream() {
-            return false;
-        }
-        pair == b">>"
-            || (pair[0] == b'>'
-                && bytes[at + 1..]
-                    .iter()
-                    .find(|b| !b.is_ascii_whitespace())
-                    .is_some_and(|b| {
-                        *b == b'"'
-                            || b.is_ascii_alphabetic()
-                                && !code[..at].trim_end().ends_with(['$', ')', ']'])
-                    }))
-            // In a `print` statement, `>` redirects output whatever follows (`print > $2`).
-            || (pair[0] == b'>' && pair[1] != b'=' && in_print_statement(&code[..at]))
+            });
+            !compares && !to_stream
+        })
     });
-    (exec, write)
+    if writes {
+        effects.push(Effect::Write);
+    }
+    effects
 }
 
-/// `program` as awk's lexer reads it, offsets kept: what its strings and regular expressions
+/// `program` as awk's lexer would read it, offsets kept (only to name the files a program
+/// redirects to, beside its statements as written; its effects do not rest on it): what its strings and regular expressions
 /// hold is blanked (each byte an `x`), and comments and `\`-newlines are spaces, so every `;`,
 /// `{`, `}`, `<`, `>` and `|` left is the program's own. A `/` starts a regular expression
 /// unless it follows an operand (a name other than a keyword, a number, a string, a regular
@@ -668,10 +662,15 @@ fn awk_code(program: &str) -> String {
 pub(crate) fn awk_files(program: &str) -> Vec<(Role, String)> {
     let code = awk_code(program);
     let mut files = Vec::new();
-    for (at, c) in code.char_indices() {
+    // Statements as written and as the lexer reads them: either may name the file.
+    let readings = [program, code.as_str()];
+    let redirections = readings
+        .iter()
+        .flat_map(|text| text.char_indices().map(move |(at, c)| (*text, at, c)));
+    for (text, at, c) in redirections {
         let role = match c {
-            '>' if in_print_statement(&code[..at]) => Role::Write,
-            '<' if in_getline_statement(&code[..at]) => Role::Read,
+            '>' if in_print_statement(&text[..at]) => Role::Write,
+            '<' if in_getline_statement(&text[..at]) => Role::Read,
             _ => continue,
         };
         let Some((name, _)) = redirection_target(program, at) else {
@@ -714,15 +713,14 @@ fn in_print_statement(before: &str) -> bool {
     before[start..].contains("print")
 }
 
-/// Whether the program calls a function through a variable (gawk's `@name(…)`), whose
-/// name, and so what it does (`system`), is only known when it runs.
+/// Whether the program may call a function through a variable (gawk's `@name(…)`, also
+/// `@ name`, `@awk::name`), whose name, and so what it does (`system`), is only known when it
+/// runs — or load an extension or a file (`@load`, `@include`): an `@` before a name.
 fn indirect_call(program: &str) -> bool {
     program.match_indices('@').any(|(at, _)| {
-        let name: String = program[at + 1..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        !name.is_empty() && program[at + 1 + name.len()..].trim_start().starts_with('(')
+        program[at + 1..]
+            .trim_start()
+            .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == ':')
     })
 }
 
@@ -855,8 +853,20 @@ mod tests {
             (":a r .env", vec![Effect::Exec]),
             ("q 0 w out", vec![Effect::Write]),
             // Everyday loops stay plain.
-            (":a;N;$!ba;s/\n/ /g", vec![]),
-            (":a\nN\n$!ba\ns/\n/ /g", vec![]),
+            (":a;N;$!ba;s/\\n/ /g", vec![]),
+            (":a\nN\n$!ba\ns/\\n/ /g", vec![]),
+            // A text command's text runs to the end of its line (`\`-newlines included):
+            // read as commands, `s,x,` ate the lines after it (GNU sed 4.9 ran `id`, wrote
+            // `.git/config` and printed `.env` from these).
+            ("1a foo;s,x,\n1e id\ns,y,z,", vec![Effect::Exec]),
+            ("1a\\\ns,x,\n1e id\ns,y,z,", vec![Effect::Exec]),
+            ("1a foo;s,x,\nw .git/config\ns,y,z,", vec![Effect::Write]),
+            ("1i foo}s,x,\n1r .env\ns,y,z,", vec![Effect::Exec]),
+            ("1a foo\\\nbar\n1e id", vec![Effect::Exec]),
+            ("1a hello; world", vec![]),
+            ("$a\\\nlast line", vec![]),
+            // A newline no `\` escapes ends a command: inside one, it is not sed's reading.
+            ("s,x,\n1e id\n,", vec![Effect::Exec]),
             ("/x/{:l;n;bl}", vec![]),
             ("10q", vec![]),
             ("l 40", vec![]),
@@ -978,7 +988,9 @@ mod tests {
             awk_effects("BEGIN{f=\"sys\" \"tem\"; @f (\"id\")}"),
             [Effect::Exec]
         );
-        assert!(awk_effects("{print \"user@host\"}").is_empty());
+        // An `@` before a name may call a function only known when it runs, in a string too.
+        assert_eq!(awk_effects("{print \"user@host\"}"), [Effect::Exec]);
+        assert!(awk_effects("{print $1 \"@\" $2}").is_empty());
         assert!(awk_effects("{ while ((getline line) > 0) n++ } END {print n}").is_empty());
         // What a string, a regular expression or a comment holds is not the program's: a
         // `;` or `}` in one hid the statement's redirection, and so did a `\`-newline.
@@ -992,6 +1004,23 @@ mod tests {
         ] {
             assert!(awk_effects(program).contains(&Effect::Write), "{program}");
         }
+        // gawk's indirect calls in any spelling (these ran `id`), and what awk's grammar
+        // reads differently from a lexer outside it: whether a `/` divides, a statement
+        // going on after `,` or a `\`-CRLF (these printed `.env` and wrote `.git/config`).
+        for program in [
+            "BEGIN{f=\"sys\" \"tem\"; @awk::f(\"id\")}",
+            "BEGIN{f=\"system\"; @ f(\"id\")}",
+            "BEGIN{x = $/\"/; getline a[\";\"] < \".env\"; print a[\";\"]}",
+            "BEGIN{getline / 1; getline a[\";\"] < \".env\"}",
+            "BEGIN{getline a[1,\n2] < \".env\"; print a[1,2]}",
+            "BEGIN{getline l \\\r\n< \".env\"}",
+        ] {
+            assert!(awk_effects(program).contains(&Effect::Exec), "{program}");
+        }
+        assert!(
+            awk_effects("BEGIN{printf \"%s\",\n\"x\" > (\".git/config\")}")
+                .contains(&Effect::Write)
+        );
         for program in [
             "BEGIN{while((getline a[\";\"] < \".env\")>0) print a[\";\"]}",
             "BEGIN{getline l \\\n< \".env\"; print l}",
