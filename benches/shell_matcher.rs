@@ -103,7 +103,13 @@ fn shell_allow_200_chars_in_a_repository(bencher: Bencher) {
     for folder in ["src/policy", "engine", "my dir"] {
         std::fs::create_dir_all(root.join(folder)).unwrap();
     }
-    for file in ["README.md", "Cargo.toml", "engine/lib.rs", "build.rs", "src/main.rs"] {
+    for file in [
+        "README.md",
+        "Cargo.toml",
+        "engine/lib.rs",
+        "build.rs",
+        "src/main.rs",
+    ] {
         std::fs::write(root.join(file), "x\n").unwrap();
     }
     // A repository as `git init` lays it out (git itself may be missing where benches run).
