@@ -107,6 +107,13 @@ pub fn map_call<'a>(
                     }],
                 };
             }
+            if let Some(contract) = snapshot.contract_running(name) {
+                return Mapped::Invalid {
+                    reason: format!(
+                        "`{name}` names an MCP server tool that only `{contract}` runs: call it by that name"
+                    ),
+                };
+            }
             Mapped::Unknown {
                 reason: unknown_reason(agent, tool, "the policy has no mapping for it"),
             }

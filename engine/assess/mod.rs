@@ -187,14 +187,22 @@ pub fn admit<'s, 'c>(
 }
 
 /// Stage 1: the name (or alias) to the canonical tool. Names are case-sensitive, so `bash` is
-/// not `Bash`.
+/// not `Bash`. A name that would reach an MCP server tool an exact contract runs is refused
+/// with the contract's name ([`Snapshot::contract_running`]).
 pub fn lookup<'s>(snapshot: &'s Snapshot, name: &str) -> Result<&'s Arc<Tool>, Rejection> {
-    snapshot.lookup(name).ok_or_else(|| Rejection {
-        kind: RejectionKind::UnknownTool,
-        message: snapshot
-            .engine
-            .messages
-            .render(MessageKey::ToolNotFound, &[("tool", name)]),
+    snapshot.lookup(name).ok_or_else(|| {
+        let messages = &snapshot.engine.messages;
+        let message = match snapshot.contract_running(name) {
+            Some(contract) => messages.render(
+                MessageKey::McpToolHasContract,
+                &[("tool", name), ("contract", contract.as_str())],
+            ),
+            None => messages.render(MessageKey::ToolNotFound, &[("tool", name)]),
+        };
+        Rejection {
+            kind: RejectionKind::UnknownTool,
+            message,
+        }
     })
 }
 

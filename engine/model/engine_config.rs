@@ -263,6 +263,11 @@ pub struct Messages {
     /// Unknown or empty tool name. Placeholders: `{tool}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_not_found: Option<String>,
+    /// A name that would reach an MCP server's tool through a wildcard contract while an exact
+    /// contract runs that tool (only that contract's name runs it). Placeholders: `{tool}`,
+    /// `{contract}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tool_has_contract: Option<String>,
     /// Input failed the contract's schema. Placeholders: `{tool}`, `{details}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_validation: Option<String>,
@@ -385,6 +390,8 @@ pub struct Messages {
 pub enum MessageKey {
     /// Unknown or empty tool name.
     ToolNotFound,
+    /// A name that would reach an MCP server tool an exact contract runs.
+    McpToolHasContract,
     /// Input failed the contract's schema.
     InputValidation,
     /// A handler reported a business failure.
@@ -465,6 +472,7 @@ impl MessageKey {
     /// Every key, in declaration order.
     pub const ALL: &[MessageKey] = &[
         MessageKey::ToolNotFound,
+        MessageKey::McpToolHasContract,
         MessageKey::InputValidation,
         MessageKey::BusinessFailure,
         MessageKey::HookDenied,
@@ -508,6 +516,7 @@ impl MessageKey {
     pub fn field(self) -> &'static str {
         match self {
             MessageKey::ToolNotFound => "tool_not_found",
+            MessageKey::McpToolHasContract => "mcp_tool_has_contract",
             MessageKey::InputValidation => "input_validation",
             MessageKey::BusinessFailure => "business_failure",
             MessageKey::HookDenied => "hook_denied",
@@ -552,6 +561,7 @@ impl MessageKey {
     pub fn placeholders(self) -> &'static [&'static str] {
         match self {
             MessageKey::ToolNotFound => &["tool"],
+            MessageKey::McpToolHasContract => &["tool", "contract"],
             MessageKey::InputValidation => &["tool", "details"],
             MessageKey::BusinessFailure => &["tool", "message"],
             MessageKey::HookDenied => &["tool", "hook"],
@@ -606,6 +616,7 @@ impl Messages {
     pub fn get(&self, key: MessageKey) -> Option<&str> {
         match key {
             MessageKey::ToolNotFound => self.tool_not_found.as_deref(),
+            MessageKey::McpToolHasContract => self.mcp_tool_has_contract.as_deref(),
             MessageKey::InputValidation => self.input_validation.as_deref(),
             MessageKey::BusinessFailure => self.business_failure.as_deref(),
             MessageKey::HookDenied => self.hook_denied.as_deref(),

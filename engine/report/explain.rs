@@ -178,8 +178,12 @@ pub fn explain_in(snapshot: &Snapshot, tool: &str) -> Result<ExplainReport, Expl
     });
     let Some(found) = found else {
         let known: Vec<String> = snapshot.tools.keys().map(|t| t.to_string()).collect();
-        let suggestion =
-            crate::diagnostics::closest(tool, known.iter().map(String::as_str)).map(str::to_owned);
+        // A name that would reach a server tool an exact contract runs: that contract.
+        let suggestion = match snapshot.contract_running(tool) {
+            Some(contract) => Some(contract.to_string()),
+            None => crate::diagnostics::closest(tool, known.iter().map(String::as_str))
+                .map(str::to_owned),
+        };
         return Err(ExplainError::UnknownTool {
             name: tool.to_owned(),
             suggestion,

@@ -250,6 +250,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         );
     }
     let warnings: Vec<Diagnostic> = diagnostics.clone();
+    let run_by_contract = super::wildcard::run_by_contract(tools.values());
     let snapshot = Snapshot {
         generation,
         sources,
@@ -278,6 +279,7 @@ pub fn load(options: &LoadOptions, generation: u64) -> LoadOutcome {
         match_ctx,
         untrusted: untrusted.map(Arc::new),
         hinted: Default::default(),
+        run_by_contract,
     };
     phase("snapshot built");
     finish(Some(Arc::new(snapshot)), diagnostics)

@@ -74,7 +74,9 @@ impl Snapshot {
             };
             for (name, annotations) in server_hints.iter() {
                 let called = format!("mcp__{server}__{name}");
-                if split_tool_name(&called).is_none() || self.names.canonical_of(&called).is_some()
+                if split_tool_name(&called).is_none()
+                    || self.names.canonical_of(&called).is_some()
+                    || self.run_by_contract.contains_key(&called)
                 {
                     continue;
                 }

@@ -287,6 +287,11 @@ pub struct Snapshot {
     /// name, or a name a wildcard covers. Empty when loaded; the engine fills it as it learns
     /// the servers' tool lists ([`Snapshot::with_hints`]).
     pub(crate) hinted: HashMap<String, Arc<Tool>, foldhash::fast::RandomState>,
+    /// The MCP server tools exact contracts run, by the name a wildcard would run them under,
+    /// each with the first contract (in definition order) that runs it: `mcp__gh__repo.delete`
+    /// → `mcp__gh__repo_delete` for a contract `mcp__gh__repo_delete` whose handler runs tool
+    /// `repo.delete` of server `gh`. No wildcard covers these names (see [`Snapshot::lookup`]).
+    pub(crate) run_by_contract: HashMap<String, ToolName, foldhash::fast::RandomState>,
 }
 
 impl Snapshot {
@@ -294,8 +299,11 @@ impl Snapshot {
     ///
     /// A name no contract or alias has, of the form `mcp__<server>__<tool>`, refers to the
     /// wildcard contract `mcp__<server>__*` when there is one (exact names first: a name that
-    /// has its own contract never pays for the wildcard look-up). A wildcard's own name refers
-    /// to no tool: it is no tool a model can call.
+    /// has its own contract never pays for the wildcard look-up), unless an exact contract
+    /// runs that tool of that server ([`Snapshot::contract_running`]): then it refers to no
+    /// tool, so a server tool is only ever run under the contract written for it, never
+    /// around that contract's rules under another name. A wildcard's own name refers to no
+    /// tool: it is no tool a model can call.
     pub(crate) fn lookup(&self, name: &str) -> Option<&Arc<Tool>> {
         match self.names.canonical_of(name) {
             Some(canonical) if !canonical.as_str().ends_with('*') => {
@@ -308,6 +316,9 @@ impl Snapshot {
             }
             Some(_) => None,
             None => {
+                if self.run_by_contract.contains_key(name) {
+                    return None;
+                }
                 if !self.hinted.is_empty()
                     && let Some(tool) = self.hinted.get(name)
                 {
@@ -316,6 +327,18 @@ impl Snapshot {
                 self.wildcard_for(name)
             }
         }
+    }
+
+    /// The exact contract that runs the MCP server tool a call named `name` would reach
+    /// through a wildcard, when `name` is not that contract's (nor any contract's) own name or
+    /// alias: `mcp__gh__repo_delete`, whose handler runs tool `repo.delete` of server `gh`,
+    /// for `mcp__gh__repo.delete`. Such a name is no tool ([`Snapshot::lookup`]); this says
+    /// which name is.
+    pub fn contract_running(&self, name: &str) -> Option<&ToolName> {
+        if self.names.canonical_of(name).is_some() {
+            return None;
+        }
+        self.run_by_contract.get(name)
     }
 
     /// The wildcard contract that covers `name` (`mcp__github__*` for

@@ -9,15 +9,23 @@
 //! This runs on the merged document, after the layers are merged and before the typed model
 //! is read, so `check`, `explain`, `diff` and the engine all see the extended contract. The
 //! fields an exact contract inherits are recorded as coming from the wildcard's files.
+//!
+//! A wildcard covers no server tool that an exact contract runs ([`run_by_contract`]): a call
+//! that reaches such a tool under another name (`mcp__gh__repo.delete` beside the contract
+//! `mcp__gh__repo_delete` that `toolgate mcp import` writes for tool `repo.delete`) would
+//! otherwise run it under the wildcard's rules rather than its own contract's.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::Tool;
 use super::provenance::{Origin, Provenance};
 use crate::load::spans::join_pointer;
-use crate::model::mcp::{split_tool_name, wildcard_server};
+use crate::model::ToolName;
+use crate::model::handler::HandlerSpec;
+use crate::model::mcp::{TOOL_PREFIX, server_tool, split_tool_name, wildcard_server};
 
 /// Extends the exact contracts of wildcard-covered tools in the merged document.
 pub fn extend_wildcards(effective: &mut Value, provenance: &mut Provenance) {
@@ -59,6 +67,30 @@ pub fn extend_wildcards(effective: &mut Value, provenance: &mut Provenance) {
         );
         *contract = Value::Object(merged);
     }
+}
+
+/// The MCP server tools the exact contracts among `tools` run, by the name a wildcard would
+/// run each under (`mcp__<server>__<tool>`), with the first contract that runs it. A server
+/// tool whose name no wildcard could cover (a server or tool name [`split_tool_name`] does
+/// not read back) is left out.
+pub(super) fn run_by_contract<'a>(
+    tools: impl Iterator<Item = &'a Arc<Tool>>,
+) -> HashMap<String, ToolName, foldhash::fast::RandomState> {
+    let mut run = HashMap::default();
+    for tool in tools {
+        let HandlerSpec::Mcp(handler) = &tool.resolved.handler else {
+            continue;
+        };
+        let Some(runs) = server_tool(tool.name.as_str(), &handler.server, handler.tool.as_deref())
+        else {
+            continue;
+        };
+        let covered = format!("{TOOL_PREFIX}{}__{runs}", handler.server);
+        if split_tool_name(&covered) == Some((handler.server.as_str(), runs.as_str())) {
+            run.entry(covered).or_insert_with(|| tool.name.clone());
+        }
+    }
+    run
 }
 
 /// Merges `over` into `target` (see the module docs); `path` is where `target` sits in the

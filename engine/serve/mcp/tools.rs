@@ -49,7 +49,8 @@ pub(super) fn contract_tools(snapshot: &Snapshot) -> impl Iterator<Item = Tool> 
 }
 
 /// What `tools/list` answers: [`exposed_tools`], then for each wildcard contract the tools its
-/// server lists that have no contract of their own, named `mcp__<server>__<tool>`. Such a
+/// server lists that it covers (no contract has their name, and no exact contract runs them
+/// under another: [`Snapshot::lookup`]), named `mcp__<server>__<tool>`. Such a
 /// tool has the server's description and input schema unless the wildcard declares its own
 /// (an exact contract without an input schema gets the server's too). A server that cannot be
 /// reached adds nothing (its calls fail with the reason).
@@ -74,17 +75,20 @@ pub async fn listed_tools(engine: &crate::executor::Engine, snapshot: &Snapshot)
             if crate::model::mcp::split_tool_name(&name).is_none() {
                 continue;
             }
-            if let Some(own) = snapshot
-                .lookup(&name)
-                .filter(|own| own.name.as_str() == name)
-            {
-                // Listed already; give it the server's schema when it declares none.
-                if own.contract.input_schema.is_none()
-                    && let Some(listed) = tools.iter_mut().find(|t| t.name == name)
-                {
-                    listed.input_schema = Arc::clone(&tool.input_schema);
+            match snapshot.lookup(&name) {
+                Some(own) if own.name.as_str() == name => {
+                    // Listed already; give it the server's schema when it declares none.
+                    if own.contract.input_schema.is_none()
+                        && let Some(listed) = tools.iter_mut().find(|t| t.name == name)
+                    {
+                        listed.input_schema = Arc::clone(&tool.input_schema);
+                    }
+                    continue;
                 }
-                continue;
+                Some(covering) if covering.name == wildcard.name => {}
+                // Another contract's alias, or a tool an exact contract runs (listed under
+                // that contract's name).
+                _ => continue,
             }
             let contract = &wildcard.contract;
             let schema = match &contract.input_schema {

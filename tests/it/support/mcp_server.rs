@@ -20,7 +20,8 @@
 //! - `spawn`: starts `sleep 300` as a child of the server and returns its process id;
 //! - `detach`: the same, in a process group of its own.
 //!
-//! With [`SILENT_LIST_ENV`] set, it never answers `tools/list`.
+//! With [`SILENT_LIST_ENV`] set, it never answers `tools/list`. [`EXTRA_TOOLS_ENV`] adds
+//! tools to the list (see [`yaml_entry_with_tools`]); calling one returns `ran <name>`.
 //!
 //! Every `notifications/cancelled` the server receives is appended as a line (its reason) to
 //! the file named by [`CANCEL_LOG_ENV`], when set.
@@ -47,6 +48,9 @@ pub const SERVER_ENV: &str = "TOOLGATE_TEST_MCP_SERVER";
 pub const CANCEL_LOG_ENV: &str = "TOOLGATE_TEST_MCP_CANCEL_LOG";
 /// Set (to anything): the server never answers `tools/list`.
 pub const SILENT_LIST_ENV: &str = "TOOLGATE_TEST_MCP_SILENT_LIST";
+
+/// A JSON list of further tools the server lists (`name` and `description` of each).
+pub const EXTRA_TOOLS_ENV: &str = "TOOLGATE_TEST_MCP_EXTRA_TOOLS";
 
 /// The argv that starts the test server (the `it` binary running only [`serve_stdio`]).
 pub fn command() -> Vec<String> {
@@ -82,6 +86,35 @@ pub fn yaml_entry(cancel_log: &std::path::Path) -> String {
         argv.join(", "),
         serde_json::to_string(cancel_log.to_str().unwrap()).unwrap()
     )
+}
+
+/// [`yaml_entry`] for a server that also lists `extra` tools, given as `(name, description)`.
+pub fn yaml_entry_with_tools(cancel_log: &std::path::Path, extra: &[(&str, &str)]) -> String {
+    let tools: Vec<Value> = extra
+        .iter()
+        .map(|(name, description)| json!({"name": name, "description": description}))
+        .collect();
+    let listed = serde_json::to_string(&serde_json::to_string(&tools).unwrap()).unwrap();
+    let entry = yaml_entry(cancel_log);
+    format!(
+        "{}, {EXTRA_TOOLS_ENV}: {listed} }} }}",
+        entry.trim_end_matches(" } }")
+    )
+}
+
+/// The extra tools of [`EXTRA_TOOLS_ENV`].
+fn extra_tools() -> Vec<Tool> {
+    let Some(listed) = std::env::var_os(EXTRA_TOOLS_ENV) else {
+        return Vec::new();
+    };
+    let listed: Vec<Value> = serde_json::from_str(listed.to_str().unwrap()).unwrap();
+    listed
+        .into_iter()
+        .map(|mut extra| {
+            extra["inputSchema"] = object(json!({}));
+            tool(extra)
+        })
+        .collect()
 }
 
 /// Starts `sleep 300` (in a process group of its own when `detached`) and returns its process
@@ -163,6 +196,7 @@ impl TestServer {
                 "inputSchema": object(json!({}))
             })),
         ];
+        tools.extend(extra_tools());
         if self.grown.load(Ordering::SeqCst) {
             tools.push(tool(json!({
                 "name": "late", "description": "Added by grow",
@@ -251,6 +285,9 @@ impl ServerHandler for TestServer {
             "crash" => std::process::exit(3),
             "spawn" => text(&sleeper(false).to_string()),
             "detach" => text(&sleeper(true).to_string()),
+            extra if extra_tools().iter().any(|tool| tool.name == extra) => {
+                text(&format!("ran {extra}"))
+            }
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool `{other}`"),
                 None,

@@ -20,6 +20,7 @@ fn policy(log: &std::path::Path) -> String {
         r#"version: 1
 mcp_servers:
   test: {trusted}
+  again: {trusted}
   plain: {entry}
 tools:
   mcp__test__*:
@@ -28,8 +29,9 @@ tools:
   mcp__plain__*:
     handler: {{ kind: mcp, server: plain }}
     permission: {{ default: deny }}
+  # `echo` of another trusted server: a tool an exact contract runs is no tool of a wildcard.
   EchoNotReadOnly:
-    handler: {{ kind: mcp, server: test, tool: echo }}
+    handler: {{ kind: mcp, server: again, tool: echo }}
     permission: {{ default: deny }}
     concurrency: {{ read_only: false }}
 rules:

@@ -7,7 +7,7 @@ use toolgate::EventKind;
 use toolgate::events::CallStatus;
 
 use super::harness::{Workspace, call};
-use crate::support::check::toolgate;
+use crate::support::check::{toolgate, toolgate_in};
 use crate::support::mcp_server;
 
 fn policy(log: &std::path::Path) -> String {
@@ -292,4 +292,143 @@ async fn a_covered_call_is_named_by_its_tool_in_events_hooks_and_results() {
         assert_eq!(payload["tool_name"], "mcp__test__echo", "{payload}");
     }
     engine.shutdown().await;
+}
+
+/// A policy over a server that also lists `repo.delete`: the contracts `toolgate mcp import`
+/// writes for it (`mcp__test__repo_delete`, tool `repo.delete`), a renamed contract for
+/// `echo`, and a wildcard that allows the rest.
+fn exact_contracts_policy(workspace: &Workspace) -> String {
+    let entry = mcp_server::yaml_entry_with_tools(
+        &workspace.path("cancel.log"),
+        &[("repo.delete", "Deletes a repository")],
+    );
+    format!(
+        r#"version: 1
+mcp_servers:
+  test: {entry}
+tools:
+  mcp__test__*:
+    handler: {{ kind: mcp, server: test }}
+    permission: {{ default: allow }}
+  mcp__test__repo_delete:
+    handler: {{ kind: mcp, server: test, tool: "repo.delete" }}
+  mcp__test__say:
+    handler: {{ kind: mcp, server: test, tool: echo }}
+rules:
+  - name: no-repo-delete
+    tools: [mcp__test__repo_delete]
+    decision: deny
+    reason: never delete repositories
+"#
+    )
+}
+
+/// A server tool an exact contract runs is run under that contract only: the name a wildcard
+/// would run it under (`mcp__test__repo.delete` beside `mcp__test__repo_delete`, whose rule
+/// denies it) is refused with the contract's name, by the engine and by `plan` alike, and
+/// nothing reaches the server.
+#[tokio::test]
+async fn a_wildcard_does_not_run_a_server_tool_an_exact_contract_runs() {
+    let workspace = Workspace::new("");
+    workspace.write(&exact_contracts_policy(&workspace));
+    let (engine, sink) = workspace.engine();
+
+    let exact = call(
+        &engine,
+        "mcp__test__repo_delete",
+        json!({"repo": "org/prod"}),
+    )
+    .await;
+    assert_eq!(exact.results[0].status, CallStatus::Denied);
+    assert!(
+        exact.results[0]
+            .model_text()
+            .contains("never delete repositories"),
+        "{}",
+        exact.results[0].model_text()
+    );
+    for (name, contract) in [
+        ("mcp__test__repo.delete", "mcp__test__repo_delete"),
+        ("mcp__test__echo", "mcp__test__say"),
+    ] {
+        let outcome = call(&engine, name, json!({"repo": "org/prod", "text": "hi"})).await;
+        assert_eq!(outcome.results[0].status, CallStatus::Error, "{name}");
+        assert_eq!(
+            outcome.results[0].model_text(),
+            format!("Tool not found: {name} (the MCP tool it names is called {contract})")
+        );
+    }
+    let started: Vec<String> = sink
+        .events()
+        .into_iter()
+        .filter_map(|event| match event.kind {
+            EventKind::ToolCallStarted(started) => Some(started.tool),
+            _ => None,
+        })
+        .collect();
+    assert!(started.is_empty(), "{started:?}");
+
+    // The renamed contract runs its tool; the wildcard still covers the tools no contract runs.
+    let said = call(&engine, "mcp__test__say", json!({"text": "hi"})).await;
+    assert_eq!(said.results[0].model_text(), "hi");
+    let added = call(&engine, "mcp__test__add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(added.results[0].status, CallStatus::Ok);
+    engine.shutdown().await;
+
+    std::fs::write(
+        workspace.path("batch.yaml"),
+        "calls:\n  - { id: a, tool: mcp__test__repo_delete, input: {} }\n  - { id: b, tool: mcp__test__repo.delete, input: {} }\n",
+    )
+    .unwrap();
+    let planned = toolgate_in(
+        workspace.dir.path(),
+        &[
+            "--no-builtin",
+            "-p",
+            "policies",
+            "plan",
+            "batch.yaml",
+            "--format",
+            "json",
+        ],
+    );
+    let plan: serde_json::Value = serde_json::from_str(&planned.stdout)
+        .unwrap_or_else(|_| panic!("{}", planned.transcript()));
+    assert_eq!(plan["calls"][0]["decision"], "deny", "{plan}");
+    assert_eq!(plan["calls"][1]["decision"], "error", "{plan}");
+    assert_eq!(
+        plan["calls"][1]["error"],
+        "Tool not found: mcp__test__repo.delete (the MCP tool it names is called mcp__test__repo_delete)"
+    );
+}
+
+/// In hook mode too: an agent's call by the name the wildcard would run the tool under is
+/// refused, with the name of the contract that runs it (not left to the agent's own rules).
+#[test]
+fn a_hook_refuses_a_server_tool_by_a_name_its_contract_does_not_have() {
+    let workspace = Workspace::new("");
+    workspace.write(&exact_contracts_policy(&workspace));
+    let payload = json!({
+        "session_id": "s",
+        "transcript_path": "/nonexistent/s.jsonl",
+        "cwd": workspace.dir.path(),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "mcp__test__repo.delete",
+        "tool_input": {"repo": "org/prod"},
+        "tool_use_id": "t"
+    });
+    let policies = workspace.path("policies");
+    let run = crate::agent::run_hook(
+        "claude",
+        payload.to_string().as_bytes(),
+        &["-p", policies.to_str().unwrap()],
+        &[],
+    );
+    let answer = &run.json()["hookSpecificOutput"];
+    assert_eq!(answer["permissionDecision"], "deny", "{}", run.transcript());
+    assert_eq!(
+        answer["permissionDecisionReason"],
+        "`mcp__test__repo.delete` names an MCP server tool that only `mcp__test__repo_delete` runs: call it by that name"
+    );
 }

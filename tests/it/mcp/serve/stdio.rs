@@ -126,3 +126,39 @@ async fn a_wildcard_lists_its_servers_tools_and_announces_the_ones_it_adds() {
         "late"
     );
 }
+
+/// A server tool an exact contract runs is listed under that contract's name only, not again
+/// under the name the wildcard would give it, and that name is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wildcard_does_not_list_a_server_tool_an_exact_contract_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("policies");
+    std::fs::create_dir(&root).unwrap();
+    let entry = crate::support::mcp_server::yaml_entry_with_tools(
+        &dir.path().join("cancel.log"),
+        &[("repo.delete", "Deletes a repository")],
+    );
+    std::fs::write(
+        root.join("tools.yaml"),
+        format!(
+            "version: 1\nmcp_servers:\n  test: {entry}\ntools:\n  mcp__test__*:\n    handler: {{ kind: mcp, server: test }}\n    permission: {{ default: allow }}\n  mcp__test__repo_delete:\n    handler: {{ kind: mcp, server: test, tool: \"repo.delete\" }}\n    permission: {{ default: deny }}\n  mcp__test__say:\n    handler: {{ kind: mcp, server: test, tool: echo }}\n"
+        ),
+    )
+    .unwrap();
+    let session = support::stdio_on(dir, root, None).await;
+    let names = session.tool_names().await;
+    for listed in ["mcp__test__repo_delete", "mcp__test__say", "mcp__test__add"] {
+        assert!(names.iter().any(|name| name == listed), "{names:?}");
+    }
+    for unlisted in ["mcp__test__repo.delete", "mcp__test__echo"] {
+        assert!(!names.iter().any(|name| name == unlisted), "{names:?}");
+    }
+    let refused = session
+        .call("mcp__test__repo.delete", serde_json::json!({}))
+        .await;
+    assert!(support::is_error(&refused));
+    assert_eq!(
+        support::text(&refused),
+        "Tool not found: mcp__test__repo.delete (the MCP tool it names is called mcp__test__repo_delete)"
+    );
+}
