@@ -514,7 +514,8 @@ impl Engine {
                 env.emit_with(Some(&call.id), || {
                     let tool = snapshot
                         .lookup(&call.tool)
-                        .map_or_else(|| "unknown".to_owned(), |t| t.name.to_string());
+                        .map_or("unknown", |t| t.name_for_call(&call.tool))
+                        .to_owned();
                     EventKind::ToolCallScheduled(ToolCallScheduled { tool, group: index })
                 });
             }

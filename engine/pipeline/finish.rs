@@ -104,7 +104,12 @@ fn end(env: &CallEnv<'_>, state: &CallState<'_>, result: &mut CallResult) {
     result.metadata.total_ms =
         u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let metrics = result.metadata.metrics();
-    let telemetry_tool = state.tool.as_ref().map_or("unknown", |t| t.name.as_str());
+    // The tool that ran: a covered call's own name, not its wildcard's (the call's name is
+    // in the result by now).
+    let telemetry_tool = state
+        .tool
+        .as_ref()
+        .map_or("unknown", |t| t.name_for_call(&result.tool));
     env.emit_with(Some(&result.call_id), || match &result.error {
         None => EventKind::ToolCallResult(ToolCallResult {
             tool: telemetry_tool.to_owned(),

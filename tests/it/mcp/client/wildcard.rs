@@ -271,16 +271,31 @@ async fn a_covered_call_is_named_by_its_tool_in_events_hooks_and_results() {
     let denied = call(&engine, "mcp__test__echo", json!({"text": "secret"})).await;
     assert_eq!(denied.results[0].status, CallStatus::Denied);
 
-    let started: Vec<String> = sink
+    let named: Vec<String> = sink
         .events()
         .into_iter()
         .filter_map(|event| match event.kind {
-            EventKind::ToolCallStarted(started) => Some(started.tool),
+            EventKind::ToolCallScheduled(scheduled) => {
+                Some(format!("scheduled {}", scheduled.tool))
+            }
+            EventKind::ToolCallStarted(started) => Some(format!("started {}", started.tool)),
             EventKind::PermissionDenied(denied) => Some(format!("denied {}", denied.tool)),
+            EventKind::ToolCallResult(result) => Some(format!("result {}", result.tool)),
+            EventKind::ToolCallError(error) => Some(format!("error {}", error.tool)),
             _ => None,
         })
         .collect();
-    assert_eq!(started, ["mcp__test__echo", "denied mcp__test__echo"]);
+    assert_eq!(
+        named,
+        [
+            "scheduled mcp__test__echo",
+            "started mcp__test__echo",
+            "result mcp__test__echo",
+            "scheduled mcp__test__echo",
+            "denied mcp__test__echo",
+            "error mcp__test__echo"
+        ]
+    );
     let payloads: Vec<serde_json::Value> = std::fs::read_to_string(&seen)
         .unwrap()
         .lines()
