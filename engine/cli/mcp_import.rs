@@ -46,6 +46,15 @@ pub enum McpImportError {
     /// Its entry cannot be used.
     #[error("{0}")]
     Entry(String),
+    /// Tools whose names agents write alike (`repo.delete` and `repo_delete`): one contract
+    /// name for several tools, which no file can hold.
+    #[error("{}", same_name(server, .collisions))]
+    SameName {
+        /// The server.
+        server: String,
+        /// Each contract name with the tools that would share it, sorted.
+        collisions: Vec<(String, Vec<String>)>,
+    },
     /// Writing failed.
     #[error("cannot write `{path}`: {reason}")]
     Write {
@@ -102,7 +111,12 @@ pub async fn run(
     let listed = connection.list_tools().await;
     connection.shutdown().await;
     let tools = listed?;
-    let policy = contracts(server, &tools, entry.trusts_annotations());
+    let policy = contracts(server, &tools, entry.trusts_annotations()).map_err(|collisions| {
+        McpImportError::SameName {
+            server: server.to_owned(),
+            collisions,
+        }
+    })?;
     let mut report = ImportReport::default();
     match &options.output {
         Some(path) => {
@@ -130,8 +144,27 @@ pub fn contract_name(server: &str, tool: &str) -> String {
 
 /// The policy file for `tools` of `server` (see the module docs). With `trust` (the server's
 /// `trust_annotations: true`), the flags the annotations suggest are written as contract
-/// values instead of comments.
-pub fn contracts(server: &str, tools: &[Tool], trust: bool) -> String {
+/// values instead of comments. Tools that would share a contract name are refused: the error
+/// is each such name with its tools ([`McpImportError::SameName`]).
+pub fn contracts(
+    server: &str,
+    tools: &[Tool],
+    trust: bool,
+) -> Result<String, Vec<(String, Vec<String>)>> {
+    let mut tools: Vec<&Tool> = tools.iter().collect();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut by_name: indexmap::IndexMap<String, Vec<String>> = indexmap::IndexMap::new();
+    for tool in &tools {
+        by_name
+            .entry(contract_name(server, &tool.name))
+            .or_default()
+            .push(tool.name.to_string());
+    }
+    by_name.retain(|_, named| named.len() > 1);
+    if !by_name.is_empty() {
+        by_name.sort_keys();
+        return Err(by_name.into_iter().collect());
+    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -143,8 +176,6 @@ pub fn contracts(server: &str, tools: &[Tool], trust: bool) -> String {
          tools:",
         count = tools.len()
     );
-    let mut tools: Vec<&Tool> = tools.iter().collect();
-    tools.sort_by(|a, b| a.name.cmp(&b.name));
     for tool in tools {
         let _ = writeln!(out, "  {}:", contract_name(server, &tool.name));
         if let Some(description) = &tool.description {
@@ -187,7 +218,30 @@ pub fn contracts(server: &str, tools: &[Tool], trust: bool) -> String {
         out,
         "rules:\n  - name: mcp-{server}-review\n    tools: [\"mcp__{server}__*\"]\n    decision: ask\n    reason: tools of MCP server `{server}` ask before they run until their contracts are reviewed"
     );
-    out
+    Ok(out)
+}
+
+/// The message of [`McpImportError::SameName`].
+fn same_name(server: &str, collisions: &[(String, Vec<String>)]) -> String {
+    let groups: Vec<String> = collisions
+        .iter()
+        .map(|(contract, tools)| {
+            // As the file would write them: escaped, so that nothing in a name can hide.
+            let names: Vec<String> = tools
+                .iter()
+                .map(|tool| format!("`{}`", quoted(tool).trim_matches('"')))
+                .collect();
+            let listed = match names.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+                _ => names.concat(),
+            };
+            format!("{listed} become `{contract}`")
+        })
+        .collect();
+    format!(
+        "tools of MCP server `{server}` would share a contract name: {}; coding agents call them by that one name, so no contract can tell them apart. Nothing was written: write their contracts by hand, each naming its tool in `handler.tool`, or have the server rename them",
+        groups.join("; ")
+    )
 }
 
 /// The annotations of a tool in words, and the concurrency flags they suggest (if any).

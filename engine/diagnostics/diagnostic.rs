@@ -30,10 +30,12 @@ pub fn fold_whitespace(text: &str) -> String {
 }
 
 /// Whether `c` changes how text around it is shown without being seen itself: the
-/// bidirectional controls (U+202A–U+202E, U+2066–U+2069, the marks U+200E, U+200F) and the
-/// zero-width characters (U+200B–U+200D, U+2060, U+FEFF).
+/// bidirectional controls (U+202A–U+202E, U+2066–U+2069, the marks U+200E, U+200F), the
+/// zero-width characters (U+200B–U+200D, U+2060, U+FEFF), and the control characters JSON
+/// writes as they are (DEL, U+007F, and the C1 controls U+0080–U+009F, which a terminal may
+/// act on or drop).
 fn invisible(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    matches!(c, '\u{7F}'..='\u{9F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// JSON (or YAML double-quoted) text with each character that could hide or reorder what a
@@ -390,6 +392,14 @@ impl SourceFile {
 mod tests {
     use super::*;
     use crate::diagnostics::source::Format;
+
+    #[test]
+    fn invisible_and_control_characters_are_written_as_escapes() {
+        assert_eq!(
+            escape_invisible("a\u{202E}b\u{7F}c\u{85}d\u{9F}e\u{A0}f\u{7E}"),
+            "a\\u202eb\\u007fc\\u0085d\\u009fe\u{A0}f~"
+        );
+    }
 
     fn at(path: &str, offset: usize, code: Code) -> Diagnostic {
         let source = SourceFile::in_memory(path, "abcdef\nghijkl\n", Format::Yaml);
