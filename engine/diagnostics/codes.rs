@@ -724,10 +724,14 @@ impl Code {
             ),
             Code::SemanticInputInScript => error(
                 "toolgate::semantic::input_in_script",
-                "an input placeholder is part of a script's text",
-                "## What it means\nA command handler's `argv` runs a shell or an interpreter \
-                 with a script (`sh -c`, `bash -c`, `python3 -c`, `node -e`, `perl -e`, `ruby \
-                 -e`) whose text holds an `{{input.…}}` placeholder beside other text.\n\n\
+                "an input placeholder shares an argument a program may read as code",
+                "## What it means\nA command handler's `argv` runs a program that reads an \
+                 argument as code — a shell (also through `env`, `busybox`), an interpreter \
+                 (`python3 -c`, `node -e`, `perl -ne`), `awk`, `sed`, `jq`, `ssh` — and an \
+                 `{{input.…}}` placeholder shares an argument after it with other text, other \
+                 than glued after an option's or a variable's name or a plain folder path \
+                 (`--target={{input.t}}`, `q={{input.q}}`, `out/{{input.f}}`) outside the \
+                 script itself.\n\n\
                  ## Why\nThe value becomes code: a quote in it ends the string the script \
                  meant, and what follows runs (`x' /dev/null; rm -rf ~; echo '`). No rule \
                  judged it as code, only as the field's value.\n\n## Example\n```yaml\n\

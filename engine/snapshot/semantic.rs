@@ -482,49 +482,125 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
     }
 }
 
-/// Whether `arg` (after the program `program`, its file name) makes the next argument a
-/// script the program runs: a shell's `-c` (also in a cluster, `-ec`), Python's `-c`,
-/// node's `-e`/`-p`, perl's `-e`/`-E`, ruby's `-e`.
-fn script_flag(program: &str, arg: &str) -> bool {
-    let shell = matches!(
-        program,
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "ash"
-    );
-    if shell {
-        return arg.strip_prefix('-').is_some_and(|letters| {
-            letters.contains('c') && letters.chars().all(|c| c.is_ascii_alphabetic())
-        });
-    }
-    match program {
-        p if p.starts_with("python") => arg == "-c",
-        "node" | "nodejs" => matches!(arg, "-e" | "--eval" | "-p" | "--print"),
-        "perl" => matches!(arg, "-e" | "-E"),
-        "ruby" => arg == "-e",
-        _ => false,
+/// Whether a program (its file name) reads an argument as code: a shell (also through
+/// `busybox`), an interpreter, a script language the command table knows (`awk`, `sed`,
+/// `jq`), or a program that hands its arguments to a shell (`ssh`, `su`).
+fn runs_code(program: &str) -> bool {
+    const PROGRAMS: [&str; 30] = [
+        "sh",
+        "bash",
+        "zsh",
+        "dash",
+        "ksh",
+        "mksh",
+        "ash",
+        "fish",
+        "csh",
+        "tcsh",
+        "busybox",
+        "node",
+        "nodejs",
+        "deno",
+        "bun",
+        "ruby",
+        "php",
+        "awk",
+        "gawk",
+        "mawk",
+        "nawk",
+        "sed",
+        "jq",
+        "osascript",
+        "pwsh",
+        "powershell",
+        "tclsh",
+        "expect",
+        "ssh",
+        "su",
+    ];
+    PROGRAMS.contains(&program)
+        || ["python", "perl", "lua", "Rscript"]
+            .iter()
+            .any(|prefix| program.starts_with(prefix))
+}
+
+/// Whether `arg`, an option, makes the next argument a script: a shell's or Python's `-c`
+/// (also in a cluster, `-ec`), node's `-e`/`-p`/`--eval`/`--print`, perl's and ruby's `-e`
+/// (`-ne`, `-lE`), `su -c`, `--command`.
+fn script_flag(arg: &str) -> bool {
+    match arg.strip_prefix("--") {
+        Some(long) => matches!(
+            long,
+            "eval" | "print" | "command" | "exec" | "source" | "expression"
+        ),
+        None => arg.strip_prefix('-').is_some_and(|letters| {
+            letters.contains(['c', 'e', 'E', 'p'])
+                && letters.chars().all(|c| c.is_ascii_alphanumeric())
+        }),
     }
 }
 
-/// A script given to a shell or an interpreter whose text holds an input placeholder beside
-/// other text: the value becomes code, which no rule judged (an error). A script that is one
-/// placeholder alone is a shell tool, judged by `shell` rules.
+/// Whether `text`, the rest of an argument before a placeholder that ends it, glues the value
+/// to something that keeps it data: an option's name (`--name=`), a variable's name (`x=`,
+/// awk's assignment), or a path of plain names (`./`, `src/`).
+fn keeps_data(text: &str) -> bool {
+    let name = |part: &str| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
+    if let Some(option) = text.strip_prefix("--").and_then(|t| t.strip_suffix('=')) {
+        return name(option) && !script_flag(&format!("--{option}"));
+    }
+    if let Some(variable) = text.strip_suffix('=') {
+        return name(variable) && !variable.starts_with('-');
+    }
+    text.strip_suffix('/')
+        .is_some_and(|folder| folder.split('/').all(|part| part.is_empty() || name(part)))
+}
+
+/// An input placeholder sharing an argument with other text, after a program that reads an
+/// argument as code ([`runs_code`]): the value may become code, which no rule judged (an
+/// error) — `[bash, -c, "grep '{{input.q}}' src"]`, `[env, sh, -c, …]`, `[awk,
+/// "/{{input.q}}/"]`, `[sed, "{{input.n}}p"]`. A placeholder alone in its argument, or glued
+/// after an option's or a variable's name or a plain folder path ([`keeps_data`]), is data —
+/// except as the script itself (after `-c`, `-e`, … or a shell's first operand after them).
 fn check_script_placeholders(
     checker: &mut Checker<'_>,
     pointer: &str,
     argv: &[String],
     name: &str,
 ) {
-    let Some(program) = argv.first() else {
+    let file_name = |arg: &str| arg.rsplit('/').next().unwrap_or(arg).to_owned();
+    let Some(start) = argv
+        .iter()
+        .position(|arg| !arg.contains("{{") && runs_code(&file_name(arg)))
+    else {
         return;
     };
-    let program = program.rsplit('/').next().unwrap_or(program);
-    for (index, window) in argv.windows(2).enumerate().skip(1) {
-        let [flag, script] = window else {
-            continue;
-        };
-        if !script_flag(program, flag) {
-            continue;
+    let program = file_name(&argv[start]);
+    // A shell's script is its first operand after a `-c` cluster (options and `--` between).
+    // A shell's script is its first operand after a `-c` cluster: options, their values
+    // (`-o pipefail`) and `--` may come between.
+    let mut script_pending = false;
+    let mut values_pending = 0;
+    for (at, arg) in argv.iter().enumerate().skip(start + 1) {
+        let previous = &argv[at - 1];
+        let option = arg.len() > 1 && arg.starts_with(['-', '+']) && values_pending == 0;
+        let value = values_pending > 0 && !option;
+        let script = script_pending && !option && !value || script_flag(previous);
+        if value {
+            values_pending -= 1;
+        } else if option {
+            script_pending |= script_flag(arg);
+            if !arg.starts_with("--") {
+                values_pending += arg.matches(['o', 'O']).count();
+            }
+        } else {
+            script_pending = false;
         }
-        let Ok(mut templates) = crate::handler::template::parse_argv(std::slice::from_ref(script))
+        let Ok(mut templates) = crate::handler::template::parse_argv(std::slice::from_ref(arg))
         else {
             continue;
         };
@@ -535,11 +611,20 @@ fn check_script_placeholders(
         let Some(first) = placeholders.next() else {
             continue;
         };
-        let alone = first.span == (0..script.len()) && placeholders.next().is_none();
-        if alone {
+        let alone = first.span == (0..arg.len()) && placeholders.next().is_none();
+        // awk, sed and jq read an operand as their program (`s/a/{{input.x}}`).
+        let prefix = &arg[..first.span.start];
+        let program_operand = matches!(
+            program.as_str(),
+            "awk" | "gawk" | "mawk" | "nawk" | "sed" | "jq"
+        );
+        let glued = first.span.end == arg.len()
+            && template.placeholders().count() == 1
+            && keeps_data(prefix)
+            && !(program_operand && prefix.ends_with('/'));
+        if alone || glued && !script {
             continue;
         }
-        let at = index + 1;
         let location = checker.inside_len(
             &format!("{pointer}/{at}"),
             first.span.start,
@@ -549,13 +634,13 @@ fn check_script_placeholders(
             Diagnostic::new(
                 Code::SemanticInputInScript,
                 format!(
-                    "`argv[{at}]` of the handler of `{name}` is a script `{program}` runs, and `{{{{{}}}}}` in it makes the input's value part of its code",
+                    "`{{{{{}}}}}` shares `argv[{at}]` of the handler of `{name}` with other text, and `{program}` may read that argument as code: the input's value would be part of it",
                     first.expr
                 ),
             )
             .with_help(format!(
-                "pass the value as a positional parameter, which the script reads as data: `{program} {flag} '… \"$1\" …' {program} \"{{{{{}}}}}\"` (node, perl and ruby read it from their arguments, `process.argv`, `@ARGV`, `ARGV`)",
-                first.expr
+                "give the value an argument of its own, which a script reads as data: `{program} -c '… \"$1\" …' {program} \"{{{{{}}}}}\"` for a shell (node, perl and ruby read it from `process.argv`, `@ARGV`, `ARGV`; awk from `-v name={{{{{}}}}}`)",
+                first.expr, first.expr
             )),
             location,
         );
@@ -2229,30 +2314,37 @@ fn lint_workspace_code(checker: &mut Checker<'_>, pointer: &str, command: &[Stri
 
 #[cfg(test)]
 mod tests {
-    use super::{script_flag, source_offset};
+    use super::{keeps_data, runs_code, script_flag, source_offset};
 
     #[test]
-    fn script_flags_of_shells_and_interpreters() {
-        for (program, flag) in [
-            ("bash", "-c"),
-            ("sh", "-ec"),
-            ("zsh", "-lc"),
-            ("python3", "-c"),
-            ("python3.12", "-c"),
-            ("node", "--eval"),
-            ("node", "-p"),
-            ("perl", "-E"),
-            ("ruby", "-e"),
+    fn script_flags_and_glued_data() {
+        for flag in [
+            "-c",
+            "-ec",
+            "-lc",
+            "--eval",
+            "-p",
+            "-E",
+            "-ne",
+            "-lne",
+            "--command",
         ] {
-            assert!(script_flag(program, flag), "{program} {flag}");
+            assert!(script_flag(flag), "{flag}");
         }
-        for (program, flag) in [
-            ("bash", "--norc"),
-            ("bash", "-x"),
-            ("grep", "-c"),
-            ("python3", "-m"),
-        ] {
-            assert!(!script_flag(program, flag), "{program} {flag}");
+        for flag in ["--norc", "-x", "-m", "-o", "--", "-"] {
+            assert!(!script_flag(flag), "{flag}");
+        }
+        for text in ["--name=", "x=", "./", "src/lib/", "--target-dir="] {
+            assert!(keeps_data(text), "{text}");
+        }
+        for text in ["--eval=", "-e", "echo ", "./a b/", "'", "$x/", "-x="] {
+            assert!(!keeps_data(text), "{text}");
+        }
+        for program in ["bash", "busybox", "python3.12", "perl", "awk", "ssh", "jq"] {
+            assert!(runs_code(program), "{program}");
+        }
+        for program in ["git", "grep", "cargo", "env", "xargs"] {
+            assert!(!runs_code(program), "{program}");
         }
     }
 

@@ -823,7 +823,12 @@ fn input_in_script() {
         "input_in_script",
         NO_BUILTIN,
         1,
-        &[at("input_in_script", "tools.yaml:8:38", "{{input.q}}")],
+        &[
+            at("input_in_script", "tools.yaml:8:38", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:22:58", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:26:66", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:30:45", "{{input.q}}"),
+        ],
     );
 }
 
