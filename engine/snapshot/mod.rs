@@ -332,7 +332,7 @@ impl Snapshot {
     /// The exact contract that runs the MCP server tool a call named `name` would reach
     /// through a wildcard, when `name` is not that contract's (nor any contract's) own name or
     /// alias: `mcp__gh__repo_delete`, whose handler runs tool `repo.delete` of server `gh`,
-    /// for `mcp__gh__repo.delete`. Such a name is no tool ([`Snapshot::lookup`]); this says
+    /// for `mcp__gh__repo.delete`. Such a name is no tool (`Snapshot::lookup`); this says
     /// which name is.
     pub fn contract_running(&self, name: &str) -> Option<&ToolName> {
         if self.names.canonical_of(name).is_some() {

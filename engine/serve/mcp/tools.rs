@@ -50,7 +50,7 @@ pub(super) fn contract_tools(snapshot: &Snapshot) -> impl Iterator<Item = Tool> 
 
 /// What `tools/list` answers: [`exposed_tools`], then for each wildcard contract the tools its
 /// server lists that it covers (no contract has their name, and no exact contract runs them
-/// under another: [`Snapshot::lookup`]), named `mcp__<server>__<tool>`. Such a
+/// under another: `Snapshot::lookup`), named `mcp__<server>__<tool>`. Such a
 /// tool has the server's description and input schema unless the wildcard declares its own
 /// (an exact contract without an input schema gets the server's too). A server that cannot be
 /// reached adds nothing (its calls fail with the reason).
