@@ -225,7 +225,7 @@ fn option_like(expr: &str, lead: char) -> String {
         _ => (
             "the program would read it as an option".to_owned(),
             format!(
-                "put a literal `--` before it in `argv`, glue it to the option that takes it, `--regexp={{{{{expr}}}}}`"
+                "put a literal `--` before it in `argv` (not for `find`, `test` and `expr`, which read it as their expression), glue it to the option that takes it, `--regexp={{{{{expr}}}}}`"
             ),
         ),
     };
@@ -514,7 +514,13 @@ pub fn render_argv(argv: &[Template], input: &Value) -> Result<Vec<String>, Rend
             });
         }
         let literal = template.placeholders().next().is_none();
-        if literal && template.text() == "--" {
+        // `find`, `test` and `expr` read `-…` after `--` too, as their expression
+        // (`find -- {{input.dir}}` given `-delete` deleted the workspace).
+        let expression = out.first().is_some_and(|program: &String| {
+            let name = program.rsplit('/').next().unwrap_or(program.as_str());
+            matches!(name, "find" | "test" | "[" | "expr")
+        });
+        if literal && template.text() == "--" && !expression {
             operands_only = true;
         }
         if script_next {
@@ -561,6 +567,9 @@ mod tests {
             &["grep", "{{input.pattern}}", "{{input.path}}"][..],
             &["git", "log", "--oneline", "{{input.rev}}"],
             &["head", "{{input.n}}"],
+            // find reads `-…` after `--` as its expression (`-delete`).
+            &["find", "--", "{{input.pattern}}", "-name", "*.txt"],
+            &["/usr/bin/find", "--", "{{input.pattern}}"],
         ] {
             let error = render_argv(&argv(args), &input).unwrap_err();
             assert!(

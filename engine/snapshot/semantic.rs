@@ -483,12 +483,14 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
 }
 
 /// Whether a program (its file name) reads an argument as code: a shell (also through
-/// `busybox`), an interpreter, a script language the command table knows (`awk`, `sed`,
-/// `jq`), or a program that hands its arguments to a shell (`ssh`, `su`).
+/// `busybox` or `env`), an interpreter (also with a version, `python3.12`, `ruby3.2`), a
+/// script language the command table knows (`awk`, `sed`, `jq`), or a program that hands an
+/// argument to a shell (`su -c`, `flock -c`, `script -c`) or all of them ([`joins_into_shell`]).
 fn runs_code(program: &str) -> bool {
-    const PROGRAMS: [&str; 30] = [
+    const PROGRAMS: [&str; 32] = [
         "sh",
         "bash",
+        "rbash",
         "zsh",
         "dash",
         "ksh",
@@ -498,11 +500,11 @@ fn runs_code(program: &str) -> bool {
         "csh",
         "tcsh",
         "busybox",
+        "env",
         "node",
         "nodejs",
         "deno",
         "bun",
-        "ruby",
         "php",
         "awk",
         "gawk",
@@ -513,28 +515,36 @@ fn runs_code(program: &str) -> bool {
         "osascript",
         "pwsh",
         "powershell",
-        "tclsh",
         "expect",
-        "ssh",
         "su",
+        "runuser",
+        "flock",
+        "script",
     ];
+    const PREFIXES: [&str; 6] = ["python", "perl", "ruby", "lua", "tclsh", "Rscript"];
     PROGRAMS.contains(&program)
-        || ["python", "perl", "lua", "Rscript"]
-            .iter()
-            .any(|prefix| program.starts_with(prefix))
+        || PREFIXES.iter().any(|prefix| program.starts_with(prefix))
+        || joins_into_shell(program)
+}
+
+/// Whether a program joins the arguments after it into a line a shell runs (`ssh HOST CMD`,
+/// `watch CMD`, GNU `parallel`, `tmux new-session CMD`): a placeholder among them is code even
+/// alone in its argument.
+fn joins_into_shell(program: &str) -> bool {
+    matches!(program, "ssh" | "watch" | "parallel" | "tmux" | "screen")
 }
 
 /// Whether `arg`, an option, makes the next argument a script: a shell's or Python's `-c`
 /// (also in a cluster, `-ec`), node's `-e`/`-p`/`--eval`/`--print`, perl's and ruby's `-e`
-/// (`-ne`, `-lE`), `su -c`, `--command`.
+/// (`-ne`, `-lE`), `su -c`, `--command`, `env -S` (which splits it into a command line).
 fn script_flag(arg: &str) -> bool {
     match arg.strip_prefix("--") {
         Some(long) => matches!(
             long,
-            "eval" | "print" | "command" | "exec" | "source" | "expression"
+            "eval" | "print" | "command" | "exec" | "source" | "expression" | "split-string"
         ),
         None => arg.strip_prefix('-').is_some_and(|letters| {
-            letters.contains(['c', 'e', 'E', 'p'])
+            letters.contains(['c', 'e', 'E', 'p', 'S'])
                 && letters.chars().all(|c| c.is_ascii_alphanumeric())
         }),
     }
@@ -579,7 +589,9 @@ fn check_script_placeholders(
     else {
         return;
     };
-    let program = file_name(&argv[start]);
+    // The last program that reads code before an argument is the one that reads it
+    // (`env ssh HOST …`).
+    let mut program = file_name(&argv[start]);
     // A shell's script is its first operand after a `-c` cluster (options and `--` between).
     // A shell's script is its first operand after a `-c` cluster: options, their values
     // (`-o pipefail`) and `--` may come between.
@@ -600,6 +612,9 @@ fn check_script_placeholders(
         } else {
             script_pending = false;
         }
+        if !option && !arg.contains("{{") && runs_code(&file_name(arg)) {
+            program = file_name(arg);
+        }
         let Ok(mut templates) = crate::handler::template::parse_argv(std::slice::from_ref(arg))
         else {
             continue;
@@ -618,11 +633,16 @@ fn check_script_placeholders(
             program.as_str(),
             "awk" | "gawk" | "mawk" | "nawk" | "sed" | "jq"
         );
+        // For them a variable's value is data only as awk's `-v NAME=VALUE` (`s={{x}}` is
+        // sed's `s` command, `n={{x}}` an awk program).
+        let assignment = !prefix.starts_with('-') && prefix.ends_with('=');
         let glued = first.span.end == arg.len()
             && template.placeholders().count() == 1
             && keeps_data(prefix)
-            && !(program_operand && prefix.ends_with('/'));
-        if alone || glued && !script {
+            && !(program_operand && prefix.ends_with('/'))
+            && !(program_operand && assignment && !matches!(previous.as_str(), "-v" | "--assign"));
+        let joined = joins_into_shell(&program) && !(glued && prefix.starts_with("--"));
+        if !joined && (alone || glued && !script) {
             continue;
         }
         let location = checker.inside_len(
@@ -2343,7 +2363,7 @@ mod tests {
         for program in ["bash", "busybox", "python3.12", "perl", "awk", "ssh", "jq"] {
             assert!(runs_code(program), "{program}");
         }
-        for program in ["git", "grep", "cargo", "env", "xargs"] {
+        for program in ["git", "grep", "cargo", "xargs", "timeout"] {
             assert!(!runs_code(program), "{program}");
         }
     }

@@ -1063,6 +1063,21 @@ impl CommandTable {
                 }
                 facts.roles.push(role_word);
             }
+            // gawk reads a file operand `/inet/tcp/0/HOST/PORT` from the network.
+            let network_file = |text: &str| {
+                ["/inet/", "/inet4/", "/inet6/"]
+                    .iter()
+                    .any(|prefix| text.starts_with(prefix))
+            };
+            if program.roles.first() == Some(&Role::AwkProgram)
+                && network_file(word.literal().unwrap_or(&word.raw))
+            {
+                facts.effects.push(EffectSource {
+                    effect: Effect::Network,
+                    cause: format!("{} (a network connection gawk opens)", word.raw),
+                    from: EffectFrom::Content,
+                });
+            }
             // `+CMD` is a command the program runs (a word only known when it runs may be one).
             let plus = word.literal().unwrap_or(&word.raw).starts_with('+');
             if program.plus_commands && plus {

@@ -293,16 +293,21 @@ fn sed_file(chars: &[char], i: usize, role: Role, files: &mut Vec<(Role, String)
         .collect::<String>()
         .trim_start()
         .to_owned();
-    let standard = is_standard_stream(&name);
+    let standard = is_standard_stream(&name, role);
     if !standard && !files.contains(&(role, name.clone())) {
         files.push((role, name));
     }
     !standard
 }
 
-/// Whether a file name a script writes or reads is a standard stream (or none), not a file.
-fn is_standard_stream(name: &str) -> bool {
-    matches!(name, "" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin")
+/// Whether a file name a script writes or reads (`role`) is a standard stream (or none), not
+/// a file. Standard input is one only to read: written, gawk, mawk and busybox sed open again
+/// the file it comes from (`print > "/dev/stdin"` with `< .git/config` rewrote the config).
+fn is_standard_stream(name: &str, role: Role) -> bool {
+    match role {
+        Role::Write => matches!(name, "" | "/dev/stdout" | "/dev/stderr"),
+        _ => matches!(name, "" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin"),
+    }
 }
 
 /// Whether a delimiter inside a bracket expression of a regular expression ends it.
@@ -547,6 +552,12 @@ pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
         || program.contains("ENVIRON")
         || program.contains("ARGV")
         || program.contains("ARGC")
+        // gawk's tables of every variable and function, and of the process (`SYMTAB["ARGV"]`).
+        || program.contains("SYMTAB")
+        || program.contains("FUNCTAB")
+        || program.contains("PROCINFO")
+        // gawk's network files (`"/inet/tcp/0/host/80" |& getline`).
+        || program.contains("/inet")
         || reads_a_file
         || indirect_call(program)
     {
@@ -558,7 +569,7 @@ pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
             let compares = program[at + 1..].starts_with('=');
             // `print > "/dev/stderr";`: a standard stream, the whole target.
             let to_stream = redirection_target(program, at).is_some_and(|(name, after)| {
-                is_standard_stream(name)
+                is_standard_stream(name, Role::Write)
                     && !name.is_empty()
                     && after
                         .trim_start_matches([' ', '\t'])
@@ -678,7 +689,7 @@ pub(crate) fn awk_files(program: &str) -> Vec<(Role, String)> {
         };
         let name = name.to_owned();
         if !name.contains('\\')
-            && !is_standard_stream(&name)
+            && !is_standard_stream(&name, role)
             && !files.contains(&(role, name.clone()))
         {
             files.push((role, name));
@@ -718,8 +729,9 @@ fn in_print_statement(before: &str) -> bool {
 /// runs — or load an extension or a file (`@load`, `@include`): an `@` before a name.
 fn indirect_call(program: &str) -> bool {
     program.match_indices('@').any(|(at, _)| {
+        // Blanks and `\`-newlines may come between (`@\⏎f(…)`).
         program[at + 1..]
-            .trim_start()
+            .trim_start_matches(|c: char| c.is_whitespace() || c == '\\')
             .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == ':')
     })
 }
@@ -822,6 +834,7 @@ mod tests {
             ("s/x/id/e", vec![Effect::Exec]),
             ("w out", vec![Effect::Write]),
             ("w /dev/stdout", vec![]),
+            ("w /dev/stdin", vec![Effect::Write]),
             ("s/a/b/w /dev/stderr", vec![]),
             ("s/a/b/w /tmp/x", vec![Effect::Write]),
             ("$!N;P;D", vec![]),
@@ -1014,12 +1027,26 @@ mod tests {
             "BEGIN{getline / 1; getline a[\";\"] < \".env\"}",
             "BEGIN{getline a[1,\n2] < \".env\"; print a[1,2]}",
             "BEGIN{getline l \\\r\n< \".env\"}",
+            "BEGIN{f=\"sys\" \"tem\"; @\\\nf(\"id\")}",
+            "@\\\ninclude \"x.awk\"",
+            "{print} BEGIN{SYMTAB[\"AR\" \"GV\"][1]=\".env\"}",
+            "BEGIN{print SYMTAB[\"ENV\" \"IRON\"][\"TOKEN\"]}",
+            "BEGIN{\"/inet/tcp/0/example.com/80\" |& getline l}",
         ] {
             assert!(awk_effects(program).contains(&Effect::Exec), "{program}");
         }
         assert!(
             awk_effects("BEGIN{printf \"%s\",\n\"x\" > (\".git/config\")}")
                 .contains(&Effect::Write)
+        );
+        // Written, standard input is the file it comes from.
+        assert_eq!(
+            awk_effects("BEGIN{print \"x\" > \"/dev/stdin\"}"),
+            [Effect::Write]
+        );
+        assert_eq!(
+            awk_files("BEGIN{print \"x\" > \"/dev/stdin\"}"),
+            [(Role::Write, "/dev/stdin".to_owned())]
         );
         for program in [
             "BEGIN{while((getline a[\";\"] < \".env\")>0) print a[\";\"]}",

@@ -828,6 +828,9 @@ fn input_in_script() {
             at("input_in_script", "tools.yaml:22:58", "{{input.q}}"),
             at("input_in_script", "tools.yaml:26:66", "{{input.q}}"),
             at("input_in_script", "tools.yaml:30:45", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:42:65", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:46:46", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:50:60", "{{input.q}}"),
         ],
     );
 }

@@ -658,6 +658,20 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "allow",
             "rule:",
         ),
+        // gawk reads `/inet/…` from the network, and writing standard input rewrites the
+        // file it comes from (`.git/config` was rewritten).
+        c(
+            "awk",
+            "awk '{print}' /inet/tcp/0/example.com/80",
+            "ask",
+            "default",
+        ),
+        c(
+            "awk",
+            "awk 'BEGIN{print \"x\" > \"/dev/stdin\"}' < src/main.rs",
+            "ask",
+            "default",
+        ),
         // A loop over words written in the line gives its variable those words.
         c(
             "loop variable",
