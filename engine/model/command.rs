@@ -158,6 +158,10 @@ pub struct Program {
     /// F). Without it they are operands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_dashes: Option<String>,
+    /// Options end at the first operand, as awk reads them (POSIX `getopt`): a word like an
+    /// option after it is an operand (`awk PROG -F .env` reads the files `-F` and `.env`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub options_first: bool,
     /// The first word after the program may be short options without their `-` (tar's old
     /// style: `tar xzf a.tgz` is `tar -xzf a.tgz`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

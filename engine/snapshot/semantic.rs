@@ -482,50 +482,115 @@ fn check_contract(checker: &mut Checker<'_>, name: &str, contract: &ToolContract
     }
 }
 
-/// Whether a program (its file name) reads an argument as code: a shell (also through
-/// `busybox` or `env`), an interpreter (also with a version, `python3.12`, `ruby3.2`), a
-/// script language the command table knows (`awk`, `sed`, `jq`), or a program that hands an
-/// argument to a shell (`su -c`, `flock -c`, `script -c`) or all of them ([`joins_into_shell`]).
-fn runs_code(program: &str) -> bool {
-    const PROGRAMS: [&str; 32] = [
-        "sh",
-        "bash",
-        "rbash",
-        "zsh",
-        "dash",
-        "ksh",
-        "mksh",
-        "ash",
-        "fish",
-        "csh",
-        "tcsh",
-        "busybox",
-        "env",
-        "node",
-        "nodejs",
-        "deno",
-        "bun",
-        "php",
-        "awk",
-        "gawk",
-        "mawk",
-        "nawk",
-        "sed",
-        "jq",
-        "osascript",
-        "pwsh",
-        "powershell",
-        "expect",
-        "su",
-        "runuser",
-        "flock",
-        "script",
-    ];
-    const PREFIXES: [&str; 6] = ["python", "perl", "ruby", "lua", "tclsh", "Rscript"];
-    PROGRAMS.contains(&program)
-        || PREFIXES.iter().any(|prefix| program.starts_with(prefix))
-        || joins_into_shell(program)
+/// A program's name as [`runs_code`] knows it: its file name without a version at its end
+/// (`python3.12`, `node22`, `php8.2`, `bash5`) and GNU's `g` prefix (`gsed`, `gmake`).
+fn program_name(arg: &str) -> String {
+    let file = arg.rsplit('/').next().unwrap_or(arg);
+    if CODE_PROGRAMS.contains(&file) {
+        return file.to_owned();
+    }
+    let bare = file.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    let bare = if bare.is_empty() { file } else { bare };
+    match bare.strip_prefix('g') {
+        Some(rest @ ("sed" | "make" | "awk")) => rest.to_owned(),
+        _ => bare.to_owned(),
+    }
 }
+
+/// Whether a program ([`program_name`]) reads an argument as code: a shell (also through
+/// `busybox` or `env`), an interpreter or REPL, an editor's or debugger's command line
+/// (`vim -c`, `gdb -ex`), a query language's client (`sqlite3`, `psql -c`), a script language
+/// the command table knows (`awk`, `sed`, `jq`, `yq`), `make` (whose `NAME=value` operands
+/// are makefile lines), a macro processor (`m4`), or a program that hands an argument to a
+/// shell (`su -c`, `flock -c`, `script -c`, `nix-shell --run`) or all of them
+/// ([`joins_into_shell`]).
+fn runs_code(program: &str) -> bool {
+    CODE_PROGRAMS.contains(&program) || joins_into_shell(program)
+}
+
+/// The programs [`runs_code`] names.
+const CODE_PROGRAMS: &[&str] = &[
+    "sh",
+    "bash",
+    "rbash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "ash",
+    "fish",
+    "csh",
+    "tcsh",
+    "nu",
+    "xonsh",
+    "elvish",
+    "busybox",
+    "env",
+    "python",
+    "pypy",
+    "perl",
+    "ruby",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "php",
+    "julia",
+    "R",
+    "Rscript",
+    "erl",
+    "escript",
+    "elixir",
+    "iex",
+    "groovy",
+    "scala",
+    "kotlin",
+    "clojure",
+    "racket",
+    "guile",
+    "sbcl",
+    "ocaml",
+    "swift",
+    "ghci",
+    "runghc",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "expect",
+    "awk",
+    "mawk",
+    "nawk",
+    "original-awk",
+    "goawk",
+    "sed",
+    "jq",
+    "gojq",
+    "jaq",
+    "yq",
+    "m4",
+    "make",
+    "vim",
+    "vi",
+    "nvim",
+    "view",
+    "ex",
+    "emacs",
+    "gdb",
+    "lldb",
+    "sqlite",
+    "psql",
+    "mysql",
+    "mariadb",
+    "su",
+    "runuser",
+    "flock",
+    "script",
+    "nix-shell",
+];
 
 /// Whether a program joins the arguments after it into a line a shell runs (`ssh HOST CMD`,
 /// `watch CMD`, GNU `parallel`, `tmux new-session CMD`): a placeholder among them is code even
@@ -541,7 +606,14 @@ fn script_flag(arg: &str) -> bool {
     match arg.strip_prefix("--") {
         Some(long) => matches!(
             long,
-            "eval" | "print" | "command" | "exec" | "source" | "expression" | "split-string"
+            "eval"
+                | "print"
+                | "command"
+                | "exec"
+                | "source"
+                | "expression"
+                | "split-string"
+                | "run"
         ),
         None => arg.strip_prefix('-').is_some_and(|letters| {
             letters.contains(['c', 'e', 'E', 'p', 'S'])
@@ -582,7 +654,7 @@ fn check_script_placeholders(
     argv: &[String],
     name: &str,
 ) {
-    let file_name = |arg: &str| arg.rsplit('/').next().unwrap_or(arg).to_owned();
+    let file_name = program_name;
     let Some(start) = argv
         .iter()
         .position(|arg| !arg.contains("{{") && runs_code(&file_name(arg)))
@@ -627,11 +699,23 @@ fn check_script_placeholders(
             continue;
         };
         let alone = first.span == (0..arg.len()) && placeholders.next().is_none();
-        // awk, sed and jq read an operand as their program (`s/a/{{input.x}}`).
+        // awk, sed, jq and the like read an operand as their program (`s/a/{{input.x}}`),
+        // and make reads `NAME=value` as a line of its makefile.
         let prefix = &arg[..first.span.start];
         let program_operand = matches!(
             program.as_str(),
-            "awk" | "gawk" | "mawk" | "nawk" | "sed" | "jq"
+            "awk"
+                | "mawk"
+                | "nawk"
+                | "original-awk"
+                | "goawk"
+                | "sed"
+                | "jq"
+                | "gojq"
+                | "jaq"
+                | "yq"
+                | "make"
+                | "m4"
         );
         // For them a variable's value is data only as awk's `-v NAME=VALUE` (`s={{x}}` is
         // sed's `s` command, `n={{x}}` an awk program).
@@ -2334,7 +2418,7 @@ fn lint_workspace_code(checker: &mut Checker<'_>, pointer: &str, command: &[Stri
 
 #[cfg(test)]
 mod tests {
-    use super::{keeps_data, runs_code, script_flag, source_offset};
+    use super::{keeps_data, program_name, runs_code, script_flag, source_offset};
 
     #[test]
     fn script_flags_and_glued_data() {
@@ -2361,10 +2445,24 @@ mod tests {
             assert!(!keeps_data(text), "{text}");
         }
         for program in ["bash", "busybox", "python3.12", "perl", "awk", "ssh", "jq"] {
-            assert!(runs_code(program), "{program}");
+            assert!(runs_code(&program_name(program)), "{program}");
+        }
+        for (arg, name) in [
+            ("/usr/bin/python3.12", "python"),
+            ("node22", "node"),
+            ("php8.2", "php"),
+            ("bash5", "bash"),
+            ("gsed", "sed"),
+            ("gmake", "make"),
+            ("gawk", "awk"),
+            ("m4", "m4"),
+            ("sqlite3", "sqlite"),
+            ("go", "go"),
+        ] {
+            assert_eq!(program_name(arg), name, "{arg}");
         }
         for program in ["git", "grep", "cargo", "xargs", "timeout"] {
-            assert!(!runs_code(program), "{program}");
+            assert!(!runs_code(&program_name(program)), "{program}");
         }
     }
 

@@ -71,6 +71,7 @@ struct CompiledProgram {
     default_unless_input: bool,
     search_skips: Vec<SearchSkip>,
     dashless_first: bool,
+    options_first: bool,
     short_equals: bool,
     short_values_follow: bool,
     response_files: bool,
@@ -208,6 +209,7 @@ impl CompiledProgram {
             default_unless_input: program.default_unless_input,
             search_skips: program.search_skips.clone(),
             dashless_first: program.dashless_first,
+            options_first: program.options_first,
             short_equals: program.short_equals,
             short_values_follow: program.short_values_follow,
             response_files: program.response_files,
@@ -630,6 +632,11 @@ impl CommandTable {
             let word = &words[i];
             let literal = literals[i];
             i += 1;
+            // awk reads no option after its first operand (`awk PROG -F .env` reads the file
+            // `-F`, then `.env`).
+            if program.options_first && !operands.is_empty() {
+                end_of_options = true;
+            }
             let Some(value) = literal else {
                 if !end_of_options {
                     let options = dynamic_options(program, word);

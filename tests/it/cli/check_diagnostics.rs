@@ -831,6 +831,10 @@ fn input_in_script() {
             at("input_in_script", "tools.yaml:42:65", "{{input.q}}"),
             at("input_in_script", "tools.yaml:46:46", "{{input.q}}"),
             at("input_in_script", "tools.yaml:50:60", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:54:59", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:58:91", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:62:57", "{{input.q}}"),
+            at("input_in_script", "tools.yaml:66:54", "{{input.q}}"),
         ],
     );
 }

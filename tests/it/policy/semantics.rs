@@ -666,6 +666,19 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "default",
         ),
+        // awk reads no option after its program: `-F` and `-v` there are files.
+        c(
+            "awk",
+            "gawk 'BEGINFILE{if(ERRNO)nextfile}{print}' -F .env",
+            "deny",
+            "rule:team-secrets",
+        ),
+        c(
+            "awk",
+            "awk '{print}' src/main.rs -v ~/.aws/credentials",
+            "deny",
+            "rule:",
+        ),
         c(
             "awk",
             "awk 'BEGIN{print \"x\" > \"/dev/stdin\"}' < src/main.rs",
