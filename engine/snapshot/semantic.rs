@@ -654,17 +654,15 @@ fn check_script_placeholders(
     argv: &[String],
     name: &str,
 ) {
-    let file_name = program_name;
     let Some(start) = argv
         .iter()
-        .position(|arg| !arg.contains("{{") && runs_code(&file_name(arg)))
+        .position(|arg| !arg.contains("{{") && runs_code(&program_name(arg)))
     else {
         return;
     };
     // The last program that reads code before an argument is the one that reads it
     // (`env ssh HOST …`).
-    let mut program = file_name(&argv[start]);
-    // A shell's script is its first operand after a `-c` cluster (options and `--` between).
+    let mut program = program_name(&argv[start]);
     // A shell's script is its first operand after a `-c` cluster: options, their values
     // (`-o pipefail`) and `--` may come between.
     let mut script_pending = false;
@@ -684,8 +682,8 @@ fn check_script_placeholders(
         } else {
             script_pending = false;
         }
-        if !option && !arg.contains("{{") && runs_code(&file_name(arg)) {
-            program = file_name(arg);
+        if !option && !arg.contains("{{") && runs_code(&program_name(arg)) {
+            program = program_name(arg);
         }
         let Ok(mut templates) = crate::handler::template::parse_argv(std::slice::from_ref(arg))
         else {

@@ -586,10 +586,10 @@ pub(crate) fn awk_effects(program: &str) -> Vec<Effect> {
     effects
 }
 
-/// `program` as awk's lexer would read it, offsets kept (only to name the files a program
-/// redirects to, beside its statements as written; its effects do not rest on it): what its strings and regular expressions
-/// hold is blanked (each byte an `x`), and comments and `\`-newlines are spaces, so every `;`,
-/// `{`, `}`, `<`, `>` and `|` left is the program's own. A `/` starts a regular expression
+/// `program` as awk's lexer would read it, offsets kept — only to name the files a program
+/// redirects to, beside its statements as written (its effects do not rest on it): what its
+/// strings and regular expressions hold is blanked (each byte an `x`), and comments and
+/// `\`-newlines are spaces, so every `;`, `{`, `}`, `<`, `>` and `|` left is the program's own. A `/` starts a regular expression
 /// unless it follows an operand (a name other than a keyword, a number, a string, a regular
 /// expression, `)`, `]`, `$`, or `++`/`--` after one), as awk reads it.
 fn awk_code(program: &str) -> String {
