@@ -464,23 +464,14 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
                 Some(relative) => format!("{resolved_root}/{relative}"),
                 None => resolved_root.clone(),
             })
-    } else if let Some((real_root, rest)) = below_workspace(&expanded, ctx) {
-        // The workspace root was resolved when the context was made: walk only what is
-        // below it (a line's paths are made absolute against the folders it runs in).
-        match resolve_below(real_root, rest) {
+    } else if let Some((anchor, rest)) = walked_from(&expanded, ctx) {
+        // The anchor was resolved when the context was made: walk only what is below it.
+        match resolve_below(anchor.real(), rest) {
             Ok(resolved) => resolved,
             Err(why) => return unknown(why),
         }
     } else if expanded.starts_with('/') {
         match resolve(&expanded) {
-            Ok(resolved) => resolved,
-            Err(why) => return unknown(why),
-        }
-    } else if root.starts_with('/') {
-        // The folder was resolved when the context was made: walk only what is below it.
-        let anchor = ctx.folder.as_ref().unwrap_or(&ctx.workspace);
-        let real_root = anchor.resolved.as_deref().unwrap_or(root);
-        match resolve_below(real_root.trim_end_matches('/').to_owned(), &expanded) {
             Ok(resolved) => resolved,
             Err(why) => return unknown(why),
         }
@@ -494,19 +485,26 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
     Some(Location::Known { written, resolved })
 }
 
-/// An absolute path that starts with the workspace root as written, as the root's resolved
-/// form and the rest (empty, or from a `/`); `None` for another path or a root that is `/`
-/// or relative.
-fn below_workspace<'p>(path: &'p str, ctx: &MatchContext) -> Option<(String, &'p str)> {
-    let root = &ctx.workspace;
-    if !root.written.starts_with('/') || root.written == "/" {
-        return None;
+/// The anchor a path is walked from and the rest of the path: a relative path from the
+/// call's folder (the workspace root unless a handler's `cwd` gave another), an absolute one
+/// that starts with the workspace root as written from that root (a line's paths are made
+/// absolute against the folders it runs in). `None` for another absolute path (walked from
+/// `/`), and for any path when the anchor is relative (nothing is resolved, see
+/// [`MatchContext::new`]).
+fn walked_from<'c, 'p>(path: &'p str, ctx: &'c MatchContext) -> Option<(&'c Anchor, &'p str)> {
+    if path.starts_with('/') {
+        let root = &ctx.workspace;
+        if !root.written.starts_with('/') || root.written == "/" {
+            return None;
+        }
+        let rest = path
+            .strip_prefix(root.written.as_str())
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))?;
+        Some((root, rest))
+    } else {
+        let anchor = ctx.folder.as_ref().unwrap_or(&ctx.workspace);
+        anchor.written.starts_with('/').then_some((anchor, path))
     }
-    let rest = path
-        .strip_prefix(root.written.as_str())
-        .filter(|rest| rest.is_empty() || rest.starts_with('/'))?;
-    let real = root.resolved.as_deref().unwrap_or(&root.written);
-    Some((real.trim_end_matches('/').to_owned(), rest))
 }
 
 /// The location of a file found by listing folders: named `written` (absolute, folded),
@@ -782,6 +780,16 @@ impl Anchor {
             resolved,
             exists,
         }
+    }
+
+    /// The anchor's resolved form (its written one when no link leads elsewhere), with no
+    /// `/` at its end (empty for `/`): where a walk below it starts.
+    fn real(&self) -> String {
+        self.resolved
+            .as_deref()
+            .unwrap_or(&self.written)
+            .trim_end_matches('/')
+            .to_owned()
     }
 
     /// Whether the folder `folder` (absolute, folded) holds `anchor`, in its written or its
