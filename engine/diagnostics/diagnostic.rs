@@ -42,18 +42,7 @@ fn invisible(c: char) -> bool {
 /// person reads (see [`invisible`]) written as its `\uXXXX` escape, which means the same
 /// character: an approval prompt or a generated policy shows what will run, in order.
 pub fn escape_invisible(text: &str) -> String {
-    if !text.chars().any(invisible) {
-        return text.to_owned();
-    }
-    text.chars()
-        .map(|c| {
-            if invisible(c) {
-                format!("\\u{:04x}", u32::from(c))
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    escape_each(text, invisible).into_owned()
 }
 
 /// Text from a call (a tool name, a call id, a message quoting the input) as a terminal line
@@ -61,13 +50,17 @@ pub fn escape_invisible(text: &str) -> String {
 /// colour, hide, move the cursor or write the clipboard) and each character that could hide
 /// or reorder what a person reads ([`invisible`]) written as its `\uXXXX` escape.
 pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    let shown = |c: char| c.is_control() || invisible(c);
-    if !text.chars().any(shown) {
+    escape_each(text, |c| c.is_control() || invisible(c))
+}
+
+/// `text` with each character `escaped` picks written as its `\uXXXX` escape.
+fn escape_each(text: &str, escaped: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(&escaped) {
         return std::borrow::Cow::Borrowed(text);
     }
     text.chars()
         .map(|c| {
-            if shown(c) {
+            if escaped(c) {
                 format!("\\u{:04x}", u32::from(c))
             } else {
                 c.to_string()
