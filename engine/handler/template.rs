@@ -514,12 +514,13 @@ pub fn render_argv(argv: &[Template], input: &Value) -> Result<Vec<String>, Rend
             });
         }
         let literal = template.placeholders().next().is_none();
+        // The program's file name (the first argument).
+        let program = out
+            .first()
+            .map(|first: &String| first.rsplit('/').next().unwrap_or(first.as_str()));
         // `find`, `test` and `expr` read `-…` after `--` too, as their expression
         // (`find -- {{input.dir}}` given `-delete` deleted the workspace).
-        let expression = out.first().is_some_and(|program: &String| {
-            let name = program.rsplit('/').next().unwrap_or(program.as_str());
-            matches!(name, "find" | "test" | "[" | "expr")
-        });
+        let expression = program.is_some_and(|name| matches!(name, "find" | "test" | "[" | "expr"));
         if literal && template.text() == "--" && !expression {
             operands_only = true;
         }
@@ -528,10 +529,7 @@ pub fn render_argv(argv: &[Template], input: &Value) -> Result<Vec<String>, Rend
         }
         script_next = literal
             && template.text() == "-c"
-            && out.first().is_some_and(|program: &String| {
-                let name = program.rsplit('/').next().unwrap_or(program.as_str());
-                matches!(name, "sh" | "bash" | "zsh" | "dash" | "ksh")
-            });
+            && program.is_some_and(|name| matches!(name, "sh" | "bash" | "zsh" | "dash" | "ksh"));
         if arg.contains('\0') {
             let expr = template
                 .placeholders()
