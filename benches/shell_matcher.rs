@@ -20,6 +20,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::Path;
 use std::sync::Arc;
 
 use divan::{Bencher, black_box};
@@ -55,6 +56,11 @@ fn main() {
 
 /// A snapshot of [`TOOL`] (asked by default) with `rules`.
 fn snapshot(rules: Value) -> Arc<Snapshot> {
+    snapshot_in(rules, Path::new("/home/dev/project"))
+}
+
+/// Like [`snapshot`], for the workspace `workspace`.
+fn snapshot_in(rules: Value, workspace: &Path) -> Arc<Snapshot> {
     let policy = json!({
         "version": 1,
         "tools": {TOOL: {
@@ -64,7 +70,7 @@ fn snapshot(rules: Value) -> Arc<Snapshot> {
         }},
         "rules": rules,
     });
-    support::snapshot_of_value(&policy, true)
+    support::snapshot_of_value_in(&policy, true, workspace)
 }
 
 fn decide(snapshot: &Snapshot, call: &ToolCall) -> Decision {
@@ -121,16 +127,7 @@ fn shell_allow_200_chars_in_a_repository(bencher: Bencher) {
         "[core]\n\trepositoryformatversion = 0\n\tbare = false\n",
     )
     .unwrap();
-    let policy = json!({
-        "version": 1,
-        "tools": {TOOL: {
-            "concurrency": {"concurrent_safe": false, "read_only": false, "side_effect_scope": "workspace"},
-            "permission": {"default": "ask"},
-            "handler": {"kind": "native"},
-        }},
-        "rules": [allow_rule("allow")],
-    });
-    let snapshot = support::snapshot_of_value_in(&policy, true, &root);
+    let snapshot = snapshot_in(json!([allow_rule("allow")]), &root);
     let call = line();
     assert_eq!(decide(&snapshot, &call), Decision::Allow);
     bencher.bench(|| decide(&snapshot, black_box(&call)));
