@@ -14,6 +14,7 @@
 
 mod client;
 mod server;
+mod stdio;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

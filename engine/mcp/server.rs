@@ -16,13 +16,14 @@ use rmcp::model::{
     ClientRequest, JsonObject, ServerResult, Tool, ToolAnnotations,
 };
 use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{Client, ProgressFn, ProgressRoutes};
+use super::stdio::StdioServer;
 use crate::model::mcp::McpServer;
 use crate::process::ProcessGroup;
 
@@ -90,6 +91,15 @@ pub enum McpError {
         #[source]
         source: ServiceError,
     },
+    /// The connection was closed from this side under the request (a stdio server sent a
+    /// message over the size limit).
+    #[error("MCP server `{server}`: {reason}; it is started again by the next call")]
+    Broken {
+        /// The server.
+        server: String,
+        /// Why the connection was closed.
+        reason: String,
+    },
     /// The call was cancelled; the server was told with `notifications/cancelled`.
     #[error("cancelled")]
     Cancelled,
@@ -103,6 +113,8 @@ struct Connection {
     serial: u64,
     service: RunningService<RoleClient, Client>,
     progress: Arc<ProgressRoutes>,
+    /// Why a stdio server's connection was closed from this side, once it was.
+    broken: Arc<std::sync::OnceLock<String>>,
     /// The process group a stdio server leads, with the processes that left it: killed when
     /// the connection goes (shut down, replaced after the server died, or dropped with the
     /// last call that used it), so that the processes the server started do not outlive
@@ -210,7 +222,7 @@ impl Server {
                 PeerRequestOptions::no_options(),
             )
             .await
-            .map_err(|source| self.request_error(source))?;
+            .map_err(|source| self.failed(&connection, source))?;
         // Clone before the handle is consumed by `await_response`.
         let id = handle.id.clone();
         let _route = connection
@@ -237,7 +249,7 @@ impl Server {
                 if matches!(error, ServiceError::TransportClosed) {
                     self.forget(&connection).await;
                 }
-                return Err(self.request_error(error));
+                return Err(self.failed(&connection, error));
             }
         };
         match response {
@@ -269,7 +281,7 @@ impl Server {
     async fn listed(&self, connection: &Connection) -> Result<Vec<Tool>, McpError> {
         let timeout = self.spec.entry.start_timeout();
         match tokio::time::timeout(timeout, connection.service.peer().list_all_tools()).await {
-            Ok(listed) => listed.map_err(|source| self.request_error(source)),
+            Ok(listed) => listed.map_err(|source| self.failed(connection, source)),
             Err(_) => Err(self.request_error(ServiceError::Timeout { timeout })),
         }
     }
@@ -337,6 +349,18 @@ impl Server {
         {
             let mut service = connection.service;
             let _ = service.close_with_timeout(SHUTDOWN_WAIT).await;
+        }
+    }
+
+    /// The error of a request on `connection`: the reason the connection was closed from
+    /// this side when it was, else the SDK's error.
+    fn failed(&self, connection: &Connection, source: ServiceError) -> McpError {
+        match (&source, connection.broken.get()) {
+            (ServiceError::TransportClosed, Some(reason)) => McpError::Broken {
+                server: self.spec.name.clone(),
+                reason: reason.clone(),
+            },
+            _ => self.request_error(source),
         }
     }
 
@@ -437,6 +461,7 @@ impl Server {
         let timeout = self.spec.entry.start_timeout();
         // A stdio server is spawned here, its group registered while no sweep for orphans
         // runs (see `crate::process`).
+        let mut broken = Arc::default();
         let (stdio, group) = match &self.spec.transport {
             Transport::Stdio {
                 argv,
@@ -445,10 +470,11 @@ impl Server {
                 cwd,
             } => {
                 let mut spawning = crate::process::spawning();
-                let transport = spawn(argv, env_allow, env_set, cwd)?;
+                let transport = StdioServer::spawn(argv, env_allow, env_set, cwd)?;
                 let group = transport
                     .id()
                     .and_then(|pid| ProcessGroup::serving(pid, &mut spawning));
+                broken = transport.broken();
                 (Some(transport), group)
             }
             Transport::Http { .. } => (None, None),
@@ -498,6 +524,7 @@ impl Server {
                 + 1,
             service,
             progress,
+            broken,
             _group: group,
         })
     }
@@ -510,45 +537,4 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 fn round_up(duration: Duration) -> Duration {
     Duration::from_secs(duration.as_secs() + u64::from(duration.subsec_nanos() > 0))
         .max(Duration::from_secs(1))
-}
-
-/// Spawns a stdio server: a cleared environment plus the allowed and set variables, its own
-/// process group (a terminal's Ctrl-C goes to toolgate, which shuts it down), standard error
-/// passed on to the log.
-fn spawn(
-    argv: &[String],
-    env_allow: &[String],
-    env_set: &[(String, String)],
-    cwd: &PathBuf,
-) -> Result<TokioChildProcess, String> {
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| "its `command` is empty".to_owned())?;
-    let mut command = tokio::process::Command::new(program);
-    command.args(args).current_dir(cwd).env_clear();
-    for name in env_allow {
-        if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
-        }
-    }
-    for (name, value) in env_set {
-        command.env(name, value);
-    }
-    #[cfg(unix)]
-    command.process_group(0);
-    let (transport, stderr) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|error| format!("cannot start `{program}`: {error}"))?;
-    if let Some(stderr) = stderr {
-        let program = program.clone();
-        tokio::spawn(async move {
-            use tokio::io::AsyncBufReadExt;
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(server = %program, "{line}");
-            }
-        });
-    }
-    Ok(transport)
 }

@@ -13,6 +13,7 @@
 //! - `fail` (`message`): an `isError` result with the message; annotated destructive;
 //! - `progress` (`steps`): sends `steps` progress notifications, then returns `done`;
 //! - `image`: a text part and a PNG image part;
+//! - `huge` (`bytes`): returns a text of that many `x`;
 //! - `add` (`a`, `b`): structured content `{"sum": a + b}` (declares an output schema);
 //! - `grow`: adds the tool `late` to the list and sends `notifications/tools/list_changed`;
 //! - `late` (only after `grow`): returns `late`;
@@ -175,6 +176,10 @@ impl TestServer {
                 "inputSchema": object(json!({}))
             })),
             tool(json!({
+                "name": "huge", "description": "Returns a long text",
+                "inputSchema": object(json!({"bytes": {"type": "integer"}}))
+            })),
+            tool(json!({
                 "name": "add", "description": "Adds two numbers",
                 "inputSchema": object(json!({"a": {"type": "number"}, "b": {"type": "number"}})),
                 "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}
@@ -272,6 +277,10 @@ impl ServerHandler for TestServer {
                 ContentBlock::image("iVBORw0KGgo=", "image/png"),
             ])
             .into()),
+            "huge" => {
+                let bytes = args["bytes"].as_u64().unwrap_or(0);
+                text(&"x".repeat(usize::try_from(bytes).unwrap()))
+            }
             "add" => {
                 let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
                 Ok(CallToolResult::structured(json!({ "sum": sum })).into())

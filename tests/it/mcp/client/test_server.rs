@@ -27,6 +27,7 @@ mcp_servers:
 tools:
   Echo: {{ handler: {{ kind: mcp, server: test, tool: echo }}, permission: {{ default: allow }} }}
   Image: {{ handler: {{ kind: mcp, server: test, tool: image }}, permission: {{ default: allow }} }}
+  Huge: {{ handler: {{ kind: mcp, server: test, tool: huge }}, permission: {{ default: allow }}, timeout: {{ default: 60s }} }}
   Progress: {{ handler: {{ kind: mcp, server: test, tool: progress }}, permission: {{ default: allow }} }}
   Add:
     handler: {{ kind: mcp, server: test, tool: add }}
@@ -215,6 +216,33 @@ async fn a_dead_server_is_restarted_and_one_that_cannot_start_waits_for_its_back
             && text.contains("it is started again by the first call after 10m"),
         "{text}"
     );
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_message_over_the_size_limit_ends_the_call_at_once_and_says_why() {
+    let workspace = Workspace::new("");
+    workspace.write(&policy(&workspace.path("cancel.log"), ""));
+    let (engine, _sink) = workspace.engine();
+
+    // Within the limit: answered whole.
+    let big = call(&engine, "Huge", json!({"bytes": 1_000_000})).await;
+    assert_eq!(big.results[0].status, CallStatus::Ok);
+
+    // Over it: the connection is closed and the call fails with the reason, not after its
+    // 60-second timeout with a timeout (the SDK drops such a message and reads on).
+    let huge = call(&engine, "Huge", json!({"bytes": 17 * 1024 * 1024})).await;
+    assert_eq!(huge.results[0].status, CallStatus::Error);
+    let text = huge.results[0].model_text();
+    assert!(
+        text.contains("MCP server `test`: it sent a message of more than 16 MiB")
+            && text.contains("it is started again by the next call"),
+        "{text}"
+    );
+
+    // The next call starts the server again.
+    let echo = call(&engine, "Echo", json!({"text": "back"})).await;
+    assert_eq!(echo.results[0].model_text(), "back");
     engine.shutdown().await;
 }
 
