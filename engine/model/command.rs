@@ -162,6 +162,15 @@ pub struct Program {
     /// option after it is an operand (`awk PROG -F .env` reads the files `-F` and `.env`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub options_first: bool,
+    /// Every option the program has is listed, so one that is not (a misspelling, another
+    /// version's, `zip -m` before it was listed) does what no one can tell: it counts as
+    /// code, granted only by a pattern that names it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub options_complete: bool,
+    /// The program expands `*`, `?` and `[…]` in its operands itself, as zip does (`zip
+    /// a.zip '.en?'` reads `.env`): an operand is judged as the files bash would match.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub globbed_operands: bool,
     /// The first word after the program may be short options without their `-` (tar's old
     /// style: `tar xzf a.tgz` is `tar -xzf a.tgz`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -275,6 +284,9 @@ pub enum Role {
     AwkProgram,
     /// A `jq` program: `import` and `include` read files by a path written inside it.
     JqProgram,
+    /// A `yq` program: jq's language (kislyuk's yq hands it to jq) or mikefarah's, whose
+    /// `load` functions read files and `env`, `strenv` and `envsubst` the environment.
+    YqProgram,
     /// A revision or a path (`git show HEAD:.env`, `git diff a b`): the part after `REV:` is
     /// a file read, and so is a word that is not a revision.
     RevisionOrPath,
@@ -314,6 +326,11 @@ pub enum Role {
     /// `x.sh` to `x`): judged as written when it is spelled like a path (`/`, `.`, `~`, a
     /// glob) or names a file that is there; a bare name (`all`, `test`) is not a file.
     Target,
+    /// A suffix for the backup copy the program keeps of each file it writes (`sed -i.bak`,
+    /// `mv -S .old`): each written file's name with the suffix appended, and, for a suffix
+    /// with `*` (GNU sed's `-i 'old/*'`), the suffix with each `*` the file's name, is
+    /// judged as written. A suffix only known when it runs writes where no one can tell.
+    Suffix,
 }
 
 /// An effect beyond reading.

@@ -1366,12 +1366,14 @@ fn file_words<'c>(
             | Role::SedScript
             | Role::AwkProgram
             | Role::JqProgram
+            | Role::YqProgram
             | Role::Network
             | Role::Download
             | Role::SearchGlob
             | Role::Variable
             | Role::Arithmetic
-            | Role::Data => continue,
+            | Role::Data
+            | Role::Suffix => continue,
         };
         found.push((
             access,

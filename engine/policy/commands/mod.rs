@@ -72,6 +72,8 @@ struct CompiledProgram {
     search_skips: Vec<SearchSkip>,
     dashless_first: bool,
     options_first: bool,
+    options_complete: bool,
+    globbed_operands: bool,
     short_equals: bool,
     short_values_follow: bool,
     response_files: bool,
@@ -210,6 +212,8 @@ impl CompiledProgram {
             search_skips: program.search_skips.clone(),
             dashless_first: program.dashless_first,
             options_first: program.options_first,
+            options_complete: program.options_complete,
+            globbed_operands: program.globbed_operands,
             short_equals: program.short_equals,
             short_values_follow: program.short_values_follow,
             response_files: program.response_files,
@@ -924,16 +928,17 @@ impl CommandTable {
                         word: value.clone(),
                         source: format!("{}={}", option.canonical, value.raw),
                     });
-                } else if matches!(
-                    program.roles.first(),
-                    Some(Role::SedScript | Role::AwkProgram | Role::JqProgram)
-                ) {
-                    // Before a program's script, one that takes the next word as its value
-                    // would make the script another word (`jq --argfile x f env` runs `env`,
-                    // not `f`): what runs is not known.
+                }
+                if program.options_complete {
+                    // Not one of the program's options: what it does is not known (before
+                    // a script, one that takes the next word would make the script another
+                    // word: `jq --argfile x f env` runs `env`, not `f`).
                     let effect = EffectSource {
                         effect: Effect::Exec,
-                        cause: option.canonical.clone(),
+                        cause: format!(
+                            "{} (an option the command table does not list for {name})",
+                            option.canonical
+                        ),
                         from: EffectFrom::Option(option.canonical.clone()),
                     };
                     if !facts.effects.contains(&effect) {
@@ -976,10 +981,15 @@ impl CommandTable {
                     word,
                     source: format!("{} {}", option.canonical, value.raw),
                 };
-                // What an option's value does is the option's doing: naming the option
-                // grants it.
+                // What an option's value does is the option's doing when the table says the
+                // option does it (`--compress-program=PROG` runs code): naming the option
+                // grants it. Anything more (a sed script's `e`, an archive on `host:`) is
+                // the content's, granted only by a pattern without `*`: `sed -e *` does
+                // not allow `sed -e '1e id'`, nor `tar -tf *` `tar -tf host:x`.
                 for mut effect in scripts::content_effects(&role_word, |n| self.effective_env(n)) {
-                    effect.from = EffectFrom::Option(option.canonical.clone());
+                    if info.effects.contains(&effect.effect) {
+                        effect.from = EffectFrom::Option(option.canonical.clone());
+                    }
                     if !facts
                         .effects
                         .iter()
@@ -1046,7 +1056,10 @@ impl CommandTable {
                     };
                     role.map(|role| RoleWord {
                         role,
-                        word: word.clone(),
+                        word: match word.literal() {
+                            Some(text) if program.globbed_operands => globbed(text, word),
+                            _ => word.clone(),
+                        },
                         source: word.raw.clone(),
                     })
                 }
@@ -1130,6 +1143,7 @@ impl CommandTable {
                 _ => None,
             };
         }
+        backup_copies(&mut facts);
         // Words whose content runs code or writes.
         let mut content = Vec::new();
         for role_word in facts.roles.iter().filter(|r| !option_values.contains(r)) {
@@ -1406,6 +1420,98 @@ pub enum PatternWord<'a> {
     Literal(&'a str),
     /// `*` or a glob token (its source).
     Other(&'a str),
+}
+
+/// An operand the program globs itself (see [`Program::globbed_operands`]): a text with `*`,
+/// `?` or `[` is the glob bash would expand. One that bash would read otherwise (a quote, a
+/// `$`, a backslash in it) matches what no one can tell.
+fn globbed(text: &str, word: &Word) -> Word {
+    if !text.contains(['*', '?', '[']) {
+        word.clone()
+    } else if text.contains(['\'', '"', '$', '`', '\\', '{', '~']) {
+        Word {
+            raw: word.raw.clone(),
+            kind: WordKind::Opaque(Expansion::Glob),
+        }
+    } else {
+        Word::dynamic(text, Expansion::Glob)
+    }
+}
+
+/// Judges the backup copies a suffix (a [`Role::Suffix`] value: `sed -i.bak`, `mv -b -S .old`)
+/// makes of the files the command writes, as files it writes: each name with the suffix
+/// appended and, for a suffix with `*`, the suffix with each `*` the file's name as given
+/// (GNU sed: `-i 'old/*'` renames `d/f` to `old/d/f`) or its base name in its folder (as
+/// sed's manual says). A file moved or copied into a folder is written there under its base
+/// name. A written file only known when it runs gets a copy no one can name: that asks.
+fn backup_copies(facts: &mut CommandFacts) {
+    let suffixes: Vec<String> = facts
+        .roles
+        .iter()
+        .filter(|r| r.role == Role::Suffix)
+        .filter_map(|r| r.word.literal().map(str::to_owned))
+        .collect();
+    if suffixes.is_empty() {
+        return;
+    }
+    let mut written: Vec<&Word> = facts
+        .roles
+        .iter()
+        .filter(|r| r.role == Role::Write)
+        .map(|r| &r.word)
+        .collect();
+    let mut into_folder = Vec::new();
+    if let Some(copies) = &facts.copies {
+        for source in &copies.sources {
+            match (copies.into.literal(), source.literal()) {
+                (Some(into), Some(source)) => {
+                    let base = source
+                        .trim_end_matches('/')
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or("");
+                    let name = format!("{}/{base}", into.trim_end_matches('/'));
+                    into_folder.push(Word::literal_from(&name, &name));
+                }
+                _ => written.push(source),
+            }
+        }
+    }
+    written.extend(into_folder.iter());
+    let mut copies = Vec::new();
+    let mut unknown = Vec::new();
+    for word in written {
+        let Some(name) = word.literal() else {
+            unknown.push(word.raw.clone());
+            continue;
+        };
+        let (folder, base) = match name.rsplit_once('/') {
+            Some((folder, base)) => (format!("{folder}/"), base),
+            None => (String::new(), name),
+        };
+        for suffix in &suffixes {
+            let mut names = vec![format!("{name}{suffix}")];
+            if suffix.contains('*') {
+                names.push(suffix.replace('*', name));
+                names.push(format!("{folder}{}", suffix.replace('*', base)));
+            }
+            for copy in names {
+                copies.push(RoleWord {
+                    role: Role::Write,
+                    word: Word::literal_from(&copy, &copy),
+                    source: format!("{name} (its backup copy, with the suffix `{suffix}`)"),
+                });
+            }
+        }
+    }
+    facts.roles.extend(copies);
+    for raw in unknown {
+        facts.effects.push(EffectSource {
+            effect: Effect::Write,
+            cause: format!("{raw} (a backup copy of it is written where only the run knows)"),
+            from: EffectFrom::Content,
+        });
+    }
 }
 
 #[cfg(test)]

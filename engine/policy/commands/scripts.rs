@@ -25,6 +25,7 @@ pub(super) fn content_effects(
             Role::SedScript
             | Role::AwkProgram
             | Role::JqProgram
+            | Role::YqProgram
             | Role::Variable
             | Role::Arithmetic
             | Role::Exec => vec![effect(Effect::Exec)],
@@ -39,6 +40,7 @@ pub(super) fn content_effects(
                 vec![effect(Effect::Exec)]
             }
             Role::Clock => Vec::new(),
+            Role::Suffix => vec![effect(Effect::Write)],
             Role::Text
             | Role::Read
             | Role::Write
@@ -82,6 +84,19 @@ pub(super) fn content_effects(
             vec![effect(Effect::Exec)]
         }
         Role::JqProgram => Vec::new(),
+        // Either language: jq's modules and environment, mikefarah's `load*` (files read by
+        // a path written inside), `env`, `strenv`, `envsubst` (the environment), by name
+        // anywhere in the text.
+        // mikefarah's `yq eval PROGRAM FILE`: the program is the next word.
+        Role::YqProgram
+            if ["import", "include", "load", "env", "ENV"]
+                .iter()
+                .any(|name| text.contains(name))
+                || ["eval", "e", "eval-all", "ea"].contains(&text) =>
+        {
+            vec![effect(Effect::Exec)]
+        }
+        Role::YqProgram => Vec::new(),
         Role::Variable
         | Role::Text
         | Role::Read
@@ -97,6 +112,7 @@ pub(super) fn content_effects(
         | Role::Unpack
         | Role::Target
         | Role::Data
+        | Role::Suffix
         | Role::SearchGlob => Vec::new(),
     }
 }

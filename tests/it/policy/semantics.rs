@@ -2255,6 +2255,83 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
     }
 }
 
+/// A pattern's `*` in an option's place grants what the option does, not what its value's
+/// content does beyond that; options that delete or rename (`zip -m`, `sed --in-place=SUF`),
+/// options a fully listed program does not have, and operands a program globs itself are
+/// judged by what they do.
+#[test]
+fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
+    let ws = workspace_with(&format!(
+        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\"] }} }}\n    decision: allow\n"
+    ));
+    std::fs::write(ws.root.join("config"), "[core]\n").unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let expect = |decision: &str, commands: &[&str]| {
+        for command in commands {
+            let (got, reasons) = decide(&engine, command, &[]);
+            assert_eq!(got, decision, "`{command}`: {reasons:?}");
+        }
+    };
+    expect(
+        "ask",
+        &[
+            // What a value's content does beyond the option (a sed script's `e`, a tar
+            // archive on another machine, reached through `rsh`).
+            "sed -e '1e touch PWNED' src/main.rs",
+            "tar -tf localhost:a.tar",
+            "tar --list --file=host:x",
+            // zip deletes the files it adds.
+            "zip -l a.zip -m src/main.rs",
+            "zip --move a.zip src/main.rs",
+            // An option zip does not have.
+            "zip --bogus a.zip src/main.rs",
+            "zip -R a.zip '*.rs'",
+            // man runs what its configuration defines.
+            "man -C /dev/stdin -l README.md",
+            // yq reads the environment and files by name, in either language.
+            "yq -n '$ENV'",
+            "yq -n env",
+            "yq -n 'load(\"../x\")'",
+            "yq e 'load(\"../x\")' a.yaml",
+            "yq --bogus a.yaml",
+            // less opens the file a tags file names.
+            "less -t tag",
+            // A backup copy of a file only known when it runs.
+            "sed -i.bak -e p src/*.rs",
+            "sed --in-place='../../*' -e p config",
+        ],
+    );
+    expect(
+        "deny",
+        &[
+            // GNU sed renames the original to the suffix with `*` its name: `.git/config`.
+            "sed --in-place='.git/*' -e p config",
+            "sed -i'.git/*' -e p config",
+            // `.npm` + `rc`.
+            "sed -irc -e p .npm",
+            "mv -b -S rc src/main.rs .npm",
+            "zip a.zip -m policies/team.yaml",
+            // zip matches `.en?` itself.
+            "zip a.zip '.en?'",
+            "yq -i '.a=1' .git/config",
+        ],
+    );
+    expect(
+        "allow",
+        &[
+            "sed -e p src/main.rs",
+            "sed -i.bak -e p src/main.rs",
+            "sed --in-place=.bak s/a/b/ src/main.rs",
+            "tar -tf a.tar",
+            "zip a.zip src/main.rs",
+            "zip a.zip 'src/*.rs'",
+            "zip -r9q a.zip src",
+            "man ls",
+            "yq .a a.yaml",
+        ],
+    );
+}
+
 /// Test runners and builds a team allows with `X *` write where their options say, and run
 /// the code of the folder they run in: pytest (also as `python3 -m pytest`) and cargo.
 #[test]
@@ -2550,6 +2627,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("less", "less src/main.rs", "allow"),
     ("less", "less -o out.txt src/main.rs", "ask"),
     ("less", "less --lesskey-src=keys.txt src/main.rs", "ask"),
+    ("less", "less -t main src/main.rs", "ask"),
     ("more", "more src/main.rs", "allow"),
     ("bat", "bat -n src/main.rs", "allow"),
     ("bat", "bat -pp --style=plain .env", "deny"),
@@ -2718,6 +2796,14 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("md5sum", "md5sum src/main.rs", "allow"),
     ("sha256sum", "sha256sum src/main.rs", "allow"),
     ("jq", "jq . src/data.json", "allow"),
+    ("yq", "yq . src/data.json", "allow"),
+    ("yq", "yq -n env", "ask"),
+    ("yq", "yq -n 'load(\"x\")'", "ask"),
+    ("yq", "yq . .env", "deny"),
+    ("man", "man ls", "allow"),
+    ("man", "man -P 'sh -c id' ls", "ask"),
+    ("man", "man -C /dev/stdin -l src/main.rs", "ask"),
+    ("man", "man -l .env", "deny"),
     ("jq", "jq -n env", "ask"),
     ("jq", "jq --rawfile s .env . src/data.json", "deny"),
     (
