@@ -1443,17 +1443,23 @@ fn globbed(text: &str, word: &Word) -> Word {
 /// appended and, for a suffix with `*`, the suffix with each `*` the file's name as given
 /// (GNU sed: `-i 'old/*'` renames `d/f` to `old/d/f`) or its base name in its folder (as
 /// sed's manual says). A file moved or copied into a folder is written there under its base
-/// name. A written file only known when it runs gets a copy no one can name: that asks.
+/// name. A written file only known when it runs gets a copy no one can name: that asks, and
+/// so do copies whose names would be too long to judge (`-S` with thousands of `*`).
+///
+/// The programs use the last suffix given (`sed -i.a -i.b` keeps `.b`).
 fn backup_copies(facts: &mut CommandFacts) {
-    let suffixes: Vec<String> = facts
+    /// The most text the copies' names may hold together.
+    const MAX_NAMES: usize = 1 << 20;
+    let Some(suffix) = facts
         .roles
         .iter()
-        .filter(|r| r.role == Role::Suffix)
-        .filter_map(|r| r.word.literal().map(str::to_owned))
-        .collect();
-    if suffixes.is_empty() {
+        .rev()
+        .find(|r| r.role == Role::Suffix)
+        .and_then(|r| r.word.literal())
+        .map(str::to_owned)
+    else {
         return;
-    }
+    };
     let mut written: Vec<&Word> = facts
         .roles
         .iter()
@@ -1480,6 +1486,7 @@ fn backup_copies(facts: &mut CommandFacts) {
     written.extend(into_folder.iter());
     let mut copies = Vec::new();
     let mut unknown = Vec::new();
+    let mut size = 0;
     for word in written {
         let Some(name) = word.literal() else {
             unknown.push(word.raw.clone());
@@ -1489,19 +1496,24 @@ fn backup_copies(facts: &mut CommandFacts) {
             Some((folder, base)) => (format!("{folder}/"), base),
             None => (String::new(), name),
         };
-        for suffix in &suffixes {
-            let mut names = vec![format!("{name}{suffix}")];
-            if suffix.contains('*') {
-                names.push(suffix.replace('*', name));
-                names.push(format!("{folder}{}", suffix.replace('*', base)));
-            }
-            for copy in names {
-                copies.push(RoleWord {
-                    role: Role::Write,
-                    word: Word::literal_from(&copy, &copy),
-                    source: format!("{name} (its backup copy, with the suffix `{suffix}`)"),
-                });
-            }
+        let stars = suffix.matches('*').count();
+        size += name.len() + suffix.len() + stars * (name.len() + base.len());
+        if size > MAX_NAMES {
+            copies.clear();
+            unknown.push(format!("{} …", word.raw));
+            break;
+        }
+        let mut names = vec![format!("{name}{suffix}")];
+        if stars > 0 {
+            names.push(suffix.replace('*', name));
+            names.push(format!("{folder}{}", suffix.replace('*', base)));
+        }
+        for copy in names {
+            copies.push(RoleWord {
+                role: Role::Write,
+                word: Word::literal_from(&copy, &copy),
+                source: format!("{name} (its backup copy, with the suffix `{suffix}`)"),
+            });
         }
     }
     facts.roles.extend(copies);
@@ -1573,7 +1585,9 @@ mod tests {
                 "find": {"read_only": true, "option_style": "words", "operands": "read", "options": {
                     "-name": {"value": "text"}, "-delete": {"effects": ["write"]}}},
                 "sed": {"read_only": true, "operands": ["sed_script", "read"], "options": {
-                    "-n": {}, "-e": {"value": "sed_script", "replaces_first_operand": true}}},
+                    "-n": {}, "-e": {"value": "sed_script", "replaces_first_operand": true},
+                    "-i": {"value": "suffix", "value_attached": true, "effects": ["write"],
+                        "operands": ["sed_script", "write"], "aliases": ["--in-place"]}}},
                 "printf": {"read_only": true, "operands": "text", "options": {"-v": {"value": "variable"}}},
                 "grep": {"read_only": true, "operands": ["text", "read"], "options": {
                     "-e": {"value": "text", "replaces_first_operand": true}, "-n": {}}},
@@ -1590,6 +1604,52 @@ mod tests {
     fn facts(line: &str) -> CommandFacts {
         let script = parse_script(line).expect("parses");
         table().analyse(&script.commands[0])
+    }
+
+    /// The files a command writes, as written.
+    fn written(line: &str) -> Vec<String> {
+        facts(line)
+            .roles
+            .into_iter()
+            .filter(|r| r.role == Role::Write)
+            .filter_map(|r| r.word.literal().map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn backup_copies_are_written_where_the_last_suffix_puts_them() {
+        assert_eq!(written("sed -i -e p d/f"), ["d/f"]);
+        assert_eq!(written("sed -i.bak -e p d/f"), ["d/f", "d/f.bak"]);
+        assert_eq!(written("sed -i.a --in-place=.b -e p f"), ["f", "f.b"]);
+        // `*` is the name as given (GNU sed) or the base name in its folder.
+        assert_eq!(
+            written("sed -i'old/*' -e p d/f"),
+            ["d/f", "d/fold/*", "old/d/f", "d/old/f"]
+        );
+        // A written file only known when it runs.
+        let dynamic = facts("sed -i.bak -e p $F");
+        assert!(
+            dynamic
+                .effects
+                .iter()
+                .any(|e| e.effect == Effect::Write && e.from == EffectFrom::Content),
+            "{:?}",
+            dynamic.effects
+        );
+    }
+
+    #[test]
+    fn backup_names_too_long_to_judge_are_not_made() {
+        let line = format!("sed -i'{}' -e p{}", "*".repeat(20_000), " a".repeat(20_000));
+        let facts = facts(&line);
+        let roles = facts.roles.iter().filter(|r| r.role == Role::Write).count();
+        assert_eq!(roles, 20_000, "only the files themselves");
+        assert!(
+            facts
+                .effects
+                .iter()
+                .any(|e| e.effect == Effect::Write && e.from == EffectFrom::Content)
+        );
     }
 
     fn canonical(line: &str) -> Vec<String> {

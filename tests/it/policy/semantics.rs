@@ -2314,14 +2314,22 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             // zip matches `.en?` itself.
             "zip a.zip '.en?'",
             "yq -i '.a=1' .git/config",
+            "sed -i.bak -i'.git/*' -e p config",
         ],
     );
+    // Backup names too long to judge ask at once: twenty thousand `*`, each the name of each
+    // of twenty thousand files, would be gigabytes of names.
+    let stars = format!("sed -i'{}' -e p{}", "*".repeat(20_000), " a".repeat(20_000));
+    let (got, reasons) = decide(&engine, &stars, &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
     expect(
         "allow",
         &[
             "sed -e p src/main.rs",
             "sed -i.bak -e p src/main.rs",
             "sed --in-place=.bak s/a/b/ src/main.rs",
+            // sed keeps the last suffix given.
+            "sed -i'.git/*' -i.bak -e p config",
             "tar -tf a.tar",
             "zip a.zip src/main.rs",
             "zip a.zip 'src/*.rs'",
