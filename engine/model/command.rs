@@ -167,8 +167,9 @@ pub struct Program {
     /// code, granted only by a pattern that names it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub options_complete: bool,
-    /// The program expands `*`, `?` and `[…]` in its operands itself, as zip does (`zip
-    /// a.zip '.en?'` reads `.env`): an operand is judged as the files bash would match.
+    /// The program matches `*`, `?` and `[…]` in its operands itself, as 7-Zip does, in
+    /// folders below too with `-r` (`7z a x.7z '.en?'` reads `.env`): such an operand stands
+    /// for files the line does not show, and asks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub globbed_operands: bool,
     /// The first word after the program may be short options without their `-` (tar's old

@@ -1056,10 +1056,7 @@ impl CommandTable {
                     };
                     role.map(|role| RoleWord {
                         role,
-                        word: match word.literal() {
-                            Some(text) if program.globbed_operands => globbed(text, word),
-                            _ => word.clone(),
-                        },
+                        word: word.clone(),
                         source: word.raw.clone(),
                     })
                 }
@@ -1095,6 +1092,21 @@ impl CommandTable {
                 facts.effects.push(EffectSource {
                     effect: Effect::Network,
                     cause: format!("{} (a network connection gawk opens)", word.raw),
+                    from: EffectFrom::Content,
+                });
+            }
+            // A wildcard the program matches itself (see `Program::globbed_operands`).
+            if program.globbed_operands
+                && word
+                    .literal()
+                    .is_some_and(|text| text.contains(['*', '?', '[']))
+            {
+                facts.effects.push(EffectSource {
+                    effect: Effect::Exec,
+                    cause: format!(
+                        "{} (the program matches its wildcards itself: files the line does not show)",
+                        word.raw
+                    ),
                     from: EffectFrom::Content,
                 });
             }
@@ -1420,22 +1432,6 @@ pub enum PatternWord<'a> {
     Literal(&'a str),
     /// `*` or a glob token (its source).
     Other(&'a str),
-}
-
-/// An operand the program globs itself (see [`Program::globbed_operands`]): a text with `*`,
-/// `?` or `[` is the glob bash would expand. One that bash would read otherwise (a quote, a
-/// `$`, a backslash in it) matches what no one can tell.
-fn globbed(text: &str, word: &Word) -> Word {
-    if !text.contains(['*', '?', '[']) {
-        word.clone()
-    } else if text.contains(['\'', '"', '$', '`', '\\', '{', '~']) {
-        Word {
-            raw: word.raw.clone(),
-            kind: WordKind::Opaque(Expansion::Glob),
-        }
-    } else {
-        Word::dynamic(text, Expansion::Glob)
-    }
 }
 
 /// Judges the backup copies a suffix (a [`Role::Suffix`] value: `sed -i.bak`, `mv -b -S .old`)

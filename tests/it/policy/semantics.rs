@@ -2262,7 +2262,7 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
 #[test]
 fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
     let ws = workspace_with(&format!(
-        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\"] }} }}\n    decision: allow\n"
     ));
     std::fs::write(ws.root.join("config"), "[core]\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
@@ -2296,6 +2296,8 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "yq --bogus a.yaml",
             // less opens the file a tags file names.
             "less -t tag",
+            // 7-Zip matches `.en?` itself.
+            "7z a x.7z '.en?'",
             // A backup copy of a file only known when it runs.
             "sed -i.bak -e p src/*.rs",
             "sed --in-place='../../*' -e p config",
@@ -2311,10 +2313,10 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "sed -irc -e p .npm",
             "mv -b -S rc src/main.rs .npm",
             "zip a.zip -m policies/team.yaml",
-            // zip matches `.en?` itself.
-            "zip a.zip '.en?'",
             "yq -i '.a=1' .git/config",
             "sed -i.bak -i'.git/*' -e p config",
+            // A wildcard spelled like a secret's name.
+            "7z u x.7z -r '*.key'",
         ],
     );
     // Backup names too long to judge ask at once: twenty thousand `*`, each the name of each
@@ -2332,7 +2334,7 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "sed -i'.git/*' -i.bak -e p config",
             "tar -tf a.tar",
             "zip a.zip src/main.rs",
-            "zip a.zip 'src/*.rs'",
+            "7z a x.7z src/main.rs",
             "zip -r9q a.zip src",
             "man ls",
             "yq .a a.yaml",
