@@ -1994,12 +1994,6 @@ fn beyond_the_index(command: &SimpleCommand, facts: &CommandFacts) -> Option<Str
     })
 }
 
-/// Why a command that prints the content of its repository's tracked files
-/// ([`CommandFacts::prints_tracked`]: `git show HEAD`, `git log -p`) asks: the tracked files
-/// below the folders its operands name (all of them when it names no file) that the read
-/// tool's rules deny or ask reading, one message per rule — a `.env` committed once is in
-/// every `git show` of that commit, whatever the work tree holds. Files it names are judged
-/// as its operands already.
 /// Whether `facts` is a plain `git diff`: the work tree against the index, with no revision,
 /// pathspec or option that compares anything else (`--cached`, `--staged`, `--merge-base`,
 /// `--no-index`, in any abbreviation) or that looks for copies (`-C`, `--find-copies`,
@@ -2029,6 +2023,14 @@ fn compares_work_tree_with_index(facts: &CommandFacts) -> bool {
         && !facts.options.iter().any(|o| other_side(&o.canonical))
 }
 
+/// Why a command that prints the content of its repository's tracked files
+/// ([`CommandFacts::prints_tracked`]: `git show HEAD`, `git log -p`) asks: the tracked files
+/// below the folders its operands name (all of them when it names no file) that the read
+/// tool's rules deny or ask reading, one message per rule — a `.env` committed once is in
+/// every `git show` of that commit, whatever the work tree holds. Files it names are judged
+/// as its operands already; a folder named in a revision (`HEAD:src`, `HEAD:`, a tree)
+/// stands for the files below it, or for every file when it is compared with the index or
+/// the work tree, and one the index lists neither as a file nor as a folder asks.
 fn judge_tracked(
     (set, ctx, call, read): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
     (command, facts): (&SimpleCommand, &CommandFacts),
@@ -2044,9 +2046,10 @@ fn judge_tracked(
     // cannot be told (a word only known when it runs, git's `:(…)` and `:!` magic), which
     // may print any tracked file. A word naming nothing here is a revision.
     let (mut named_file, mut below, mut anywhere) = (false, Vec::new(), false);
-    // Words naming one object by its path in a revision (`HEAD:src/main.rs`), whose file is
-    // judged as the word's operand: alone, they print that file (or a folder's names).
-    let (mut objects, mut others) = (0, 0);
+    // Words naming an object by its path in a revision (`HEAD:src/main.rs`, `HEAD:src`),
+    // with that path: a file's is judged as the word's operand, a folder's (a tree) below.
+    let mut objects = Vec::new();
+    let mut others = 0;
     for role_word in facts
         .roles
         .iter()
@@ -2056,10 +2059,12 @@ fn judge_tracked(
             anywhere = true;
             continue;
         };
-        if value.split_once(':').is_some_and(|(revision, _)| {
-            !revision.is_empty() && !has_glob(value) && !value.starts_with('-')
-        }) {
-            objects += 1;
+        if let Some((revision, path)) = value.split_once(':')
+            && !revision.is_empty()
+            && !has_glob(value)
+            && !value.starts_with('-')
+        {
+            objects.push((value, path));
             continue;
         }
         others += 1;
@@ -2078,7 +2083,65 @@ fn judge_tracked(
             }
         }
     }
-    if objects > 0 && others == 0 && !anywhere {
+    // The repositories the command may run in (each once, however many folders it may run
+    // in), with the folders it may run in there.
+    let mut repositories: Vec<(git_index::Tracked, PathBuf)> = Vec::new();
+    let mut runs_in = Vec::new();
+    for folder in &folders.candidates {
+        let tracked = match git_index::tracked_files(Path::new(folder)) {
+            Ok(Some(tracked)) => tracked,
+            Ok(None) => continue,
+            Err(why) => {
+                return vec![format!(
+                    "`{}` prints files its repository tracks, which cannot be told: {why}",
+                    command.text
+                )];
+            }
+        };
+        let at = match repositories
+            .iter()
+            .position(|(r, _)| r.root == tracked.root)
+        {
+            Some(at) => at,
+            None => {
+                let real_root =
+                    std::fs::canonicalize(&tracked.root).unwrap_or(tracked.root.clone());
+                repositories.push((tracked, real_root));
+                repositories.len() - 1
+            }
+        };
+        runs_in.push((folder.as_str(), at));
+    }
+    // The folders the objects name, in every repository the command may run in.
+    let mut trees = Vec::new();
+    for (word, path) in &objects {
+        for (folder, at) in &runs_in {
+            let (tracked, real_root) = &repositories[*at];
+            match object_in_index(path, folder, tracked) {
+                Some(Object::File) => {}
+                Some(Object::Folder(relative)) => trees.push(real_root.join(relative)),
+                None => {
+                    return vec![format!(
+                        "`{}` names `{word}`, whose path its repository's index lists neither as a file nor as a folder: it may be a folder (a tree), every file below which may be printed",
+                        command.text
+                    )];
+                }
+            }
+        }
+    }
+    if !trees.is_empty() {
+        // Trees compared with each other print the files below them; a tree alone is
+        // compared with the index or the work tree (`git diff HEAD:src`, `git diff-index
+        // HEAD:src`), which prints every tracked file, and so is one beside a revision or a
+        // pathspec. `git show` and `git cat-file` print a tree's names only.
+        let names_only = matches!(facts.subcommand.as_deref(), Some("show" | "cat-file"));
+        if others == 0 && !anywhere && (objects.len() > 1 || names_only) {
+            below = trees;
+        } else {
+            anywhere = true;
+        }
+    } else if !objects.is_empty() && others == 0 && !anywhere {
+        // Files only, each judged as its word's operand.
         return Vec::new();
     }
     // `--full-diff` prints every file of a commit that touches the pathspecs.
@@ -2094,23 +2157,7 @@ fn judge_tracked(
     let mut protected: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     // Files of the work tree with other names (hard links), which it may print.
     let mut linked = Vec::new();
-    let mut roots = Vec::new();
-    for folder in &folders.candidates {
-        let tracked = match git_index::tracked_files(Path::new(folder)) {
-            // (Each repository once, however many folders the command may run in.)
-            Ok(Some(tracked)) if roots.contains(&tracked.root) => continue,
-            Ok(Some(tracked)) => {
-                roots.push(tracked.root.clone());
-                tracked
-            }
-            Ok(None) => continue,
-            Err(why) => {
-                return vec![format!(
-                    "`{}` prints files its repository tracks, which cannot be told: {why}",
-                    command.text
-                )];
-            }
-        };
+    for (tracked, real_root) in &repositories {
         if tracked.paths.len() > git_index::MAX_TRACKED {
             return vec![format!(
                 "`{}` prints files its repository tracks: more than {}, too many to check for files the rules protect",
@@ -2118,7 +2165,6 @@ fn judge_tracked(
                 git_index::MAX_TRACKED
             )];
         }
-        let real_root = std::fs::canonicalize(&tracked.root).unwrap_or(tracked.root.clone());
         for (at, relative) in tracked.paths.iter().enumerate() {
             if !within(&real_root.join(relative)) {
                 continue;
@@ -2165,6 +2211,49 @@ fn judge_tracked(
         })
         .chain(linked)
         .collect()
+}
+
+/// What the path of a `REV:path` word names, as its repository's index lists its files.
+enum Object {
+    /// A file: git prints that file (a blob).
+    File,
+    /// A folder (relative to the work tree, empty for its top): git reads a tree, which
+    /// stands for every file below it.
+    Folder(String),
+}
+
+/// What `path` (of a `REV:path` word given to a command run in `folder`) names in the
+/// repository `tracked`: taken from the top of the work tree, or from `folder` when it
+/// starts with `./` or `../`, as git takes it. The index is read for the revision's tree,
+/// which git's objects alone would tell: `None` when it lists the path neither as a file
+/// nor as a folder (removed since, or never added), or when the path leaves the work tree.
+fn object_in_index(path: &str, folder: &str, tracked: &git_index::Tracked) -> Option<Object> {
+    let relative = if path.starts_with("./") || path.starts_with("../") {
+        let root = tracked.root.to_string_lossy();
+        let absolute = lexical(&format!("{folder}/{path}"));
+        match absolute.strip_prefix(root.trim_end_matches('/')) {
+            Some("") => String::new(),
+            Some(rest) => rest.strip_prefix('/')?.to_owned(),
+            None => return None,
+        }
+    } else {
+        match lexical(path) {
+            relative if relative == ".." || relative.starts_with("../") => return None,
+            relative => relative,
+        }
+    };
+    if relative.is_empty() {
+        return Some(Object::Folder(relative));
+    }
+    let mut kind = None;
+    for tracked in &tracked.paths {
+        match tracked.strip_prefix(relative.as_str()) {
+            Some("") => kind = Some(Object::File),
+            Some(rest) if rest.starts_with('/') => return Some(Object::Folder(relative)),
+            _ => {}
+        }
+    }
+    kind
 }
 
 /// Whether `facts` may print files of the work tree (not only committed ones): `git diff`

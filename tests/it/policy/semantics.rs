@@ -4077,6 +4077,56 @@ fn git_prints_the_files_its_repository_tracks() {
     }
 }
 
+/// A folder named in a revision (`HEAD:src`, `HEAD:`) is a tree: git diffs every file below
+/// it, and a tree alone is compared with the index or the work tree, every tracked file.
+/// `git diff HEAD:src HEAD:` printed a tracked `.env` while it was judged as naming one file.
+#[test]
+fn a_folder_named_in_a_revision_prints_the_files_below_it() {
+    let ws = workspace();
+    let git = |args: &[&str]| git_in(&ws.root, args);
+    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
+    if !git(&["init", "-q"]) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    std::fs::create_dir_all(ws.root.join("config")).unwrap();
+    std::fs::write(ws.root.join("config/.env"), "DB_PASS=1\n").unwrap();
+    assert!(git(&["add", "-f", ".env", "config/.env", "src/main.rs"]));
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for line in [
+        "git diff HEAD:src HEAD:",
+        "git diff --cached HEAD:src",
+        "git diff HEAD:config",
+        "git diff HEAD:src HEAD:config",
+        "git diff-tree -p HEAD:src HEAD:",
+        "git diff-index -p HEAD:src",
+        "git diff HEAD:src/ HEAD:./",
+        "cd src && git diff HEAD:./ HEAD:src",
+        // A folder's names, beside a revision whose patch is printed whole.
+        "git show HEAD:src HEAD",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(analyses(&reasons).contains(".env`"), "{line}: {reasons:?}");
+    }
+    // What the index lists neither as a file nor as a folder may be either.
+    let (got, reasons) = decide(&engine, "git diff HEAD~3:old HEAD:src", &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(
+        analyses(&reasons).contains("neither as a file nor as a folder"),
+        "{reasons:?}"
+    );
+    for line in [
+        "git diff HEAD~1:src HEAD:src",
+        "git show HEAD:src",
+        "git show HEAD~1:src/main.rs",
+        "git diff HEAD~1:src/main.rs HEAD:src/main.rs",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+}
+
 /// `git diff` with a path outside the repository it runs in (or run in none) compares as
 /// `--no-index` does: every file below a folder, tracked or not. `git diff ~ src` printed the
 /// home folder's keys while it was judged as a read of the folder's name.
