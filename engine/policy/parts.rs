@@ -1998,8 +1998,11 @@ fn beyond_the_index(command: &SimpleCommand, facts: &CommandFacts) -> Option<Str
 /// pathspec or option that compares anything else (`--cached`, `--staged`, `--merge-base`,
 /// `--no-index`, in any abbreviation) or that looks for copies (`-C`, `--find-copies`,
 /// `--find-copies-harder`: an unchanged file is then printed as the source of a copy), so
-/// that it prints only files that changed since they were added.
-fn compares_work_tree_with_index(facts: &CommandFacts) -> bool {
+/// that it prints only files that changed since they were added. It must also use the work
+/// tree, repository and index read here: one chosen by `--work-tree`, `--git-dir`,
+/// `GIT_WORK_TREE`, `GIT_DIR` or `GIT_INDEX_FILE` on its command line is compared in their
+/// place (`git --work-tree=src diff` prints every tracked file outside `src` as deleted).
+fn compares_work_tree_with_index(command: &SimpleCommand, facts: &CommandFacts) -> bool {
     let other_side = |option: &str| {
         let name = option.split_once('=').map_or(option, |(name, _)| name);
         // (`-C` in a cluster too: `-BC`.)
@@ -2016,11 +2019,21 @@ fn compares_work_tree_with_index(facts: &CommandFacts) -> bool {
                 ],
             )
     };
+    let elsewhere =
+        facts.options.iter().any(|o| {
+            o.before_subcommand && spells_one_of(&o.canonical, &["--work-tree", "--git-dir"])
+        }) || command.assignments.iter().any(|a| {
+            matches!(
+                a.name.as_str(),
+                "GIT_WORK_TREE" | "GIT_DIR" | "GIT_INDEX_FILE"
+            )
+        });
     facts.program.as_deref() == Some("git")
         && facts.subcommand.as_deref() == Some("diff")
         && facts.roles.iter().all(|r| r.role != Role::RevisionOrPath)
         && facts.operands.is_empty()
         && !facts.options.iter().any(|o| other_side(&o.canonical))
+        && !elsewhere
 }
 
 /// Why a command that prints the content of its repository's tracked files
@@ -2152,7 +2165,7 @@ fn judge_tracked(
     let within = |path: &Path| {
         anywhere || below.is_empty() || below.iter().any(|folder| path.starts_with(folder))
     };
-    let against_index = compares_work_tree_with_index(facts);
+    let against_index = compares_work_tree_with_index(command, facts);
     let work_tree = prints_work_tree(facts);
     let mut protected: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     // Files of the work tree with other names (hard links), which it may print.

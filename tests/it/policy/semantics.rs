@@ -4908,6 +4908,23 @@ fn git_diff_asks_only_for_protected_files_changed_in_the_work_tree() {
     ] {
         assert_eq!(decision(line), "ask", "{line}");
     }
+    // Another work tree or index is compared in their place: `git --work-tree=src diff`
+    // printed every tracked file outside `src` as deleted.
+    for line in [
+        "git --work-tree=src diff",
+        "git --work-tree src diff",
+        "git --work-tree= diff",
+        "git --git-dir=.git diff",
+        "GIT_WORK_TREE=src git diff",
+        "GIT_INDEX_FILE=x git diff",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}");
+        assert!(
+            analyses(&reasons).contains("`.env.example`"),
+            "{line}: {reasons:?}"
+        );
+    }
     std::fs::write(&example, "KEY=1\n").unwrap();
     let (got, reasons) = decide(&engine, "git diff", &[]);
     assert_eq!(got, "ask");
