@@ -4215,6 +4215,38 @@ fn patches_of_stashed_untracked_files_ask() {
     }
 }
 
+/// `--stdin` takes revisions, and paths after `--`, from the command's input, which the line
+/// does not show: `git log -p --stdin -- src <<< $'HEAD\n--\n.env'` printed a tracked `.env`
+/// while only `src` was judged, and `echo stash | git log -p --stdin` a stashed one. It
+/// asks where a rule allows the command with `*`.
+#[test]
+fn revisions_read_from_input_ask() {
+    let ws = workspace_with(
+        "version: 1\nrules:\n  - name: git\n    tools: [Bash]\n    match: { command: { shell: [\"git log *\", \"git show *\", \"git diff *\", \"git diff-tree *\", \"git rev-list *\", \"git whatchanged *\", \"git reflog *\", \"git stash list *\", \"printf *\", \"echo *\"] } }\n    decision: allow\n",
+    );
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for line in [
+        "git log -p --stdin -- src <<< $'HEAD\\n--\\n.env'",
+        "printf -- 'HEAD\\n--\\nconfig\\n' | git log -p --stdin -- src",
+        "git show --stdin HEAD -- src <<< $'HEAD\\n--\\n.env'",
+        "echo stash | git log -p --stdin",
+        "git show --stdin <<< stash^3",
+        "git diff --stdin <<< HEAD~1",
+        "git diff-tree -p --stdin < revs",
+        "git rev-list --objects --stdin < revs",
+        "git whatchanged -p --stdin < revs",
+        "git reflog show -p --stdin < revs",
+        "git stash list -p --stdin < revs",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+    }
+    for line in ["git log -p -- src", "echo HEAD | git log --oneline"] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+}
+
 /// An ignore file a search reads that is a FIFO would block the search for ever (and one
 /// named like a key or a git config would block its content check): the search asks.
 #[test]
