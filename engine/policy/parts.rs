@@ -1959,8 +1959,11 @@ fn prints_no_content(facts: &CommandFacts) -> bool {
 /// Why a command that prints file contents from commits reaches files no index lists: a
 /// stash made with `-u` or `-a` keeps the untracked files (a `.env` never committed) in a
 /// commit of their own, which `git show stash^3`, `git log -p stash`, `git stash show -u
-/// -p` and every patch of `--all`, `--reflog` or `-g` print. Which files those commits hold
-/// is not read here (git's objects are compressed, often packed).
+/// -p` and every patch of `--all`, `--reflog`, `-g` or `--glob` print (`--glob='st*'`
+/// matches `refs/stash`), as may those of refs no index follows (`--bisect`, another
+/// repository's through `--alternate-refs`) and of a commit found by its message (`:/WIP`,
+/// searched from every ref; after `--` such a word is a path). Which files those commits
+/// hold is not read here (git's objects are compressed, often packed).
 fn beyond_the_index(command: &SimpleCommand, facts: &CommandFacts) -> Option<String> {
     let stashed = |word: &Word| {
         word.literal().is_some_and(|value| {
@@ -1978,15 +1981,32 @@ fn beyond_the_index(command: &SimpleCommand, facts: &CommandFacts) -> Option<Str
                 "--include-untracked" | "--only-untracked"
             )
         });
+    // (`--glob=PATTERN` or `--glob PATTERN`.)
     let every_ref = facts.options.iter().any(|o| {
         matches!(
-            o.canonical.as_str(),
-            "--all" | "--reflog" | "-g" | "--walk-reflogs"
+            o.canonical
+                .split_once('=')
+                .map_or(o.canonical.as_str(), |(name, _)| name),
+            "--all"
+                | "--reflog"
+                | "-g"
+                | "--walk-reflogs"
+                | "--glob"
+                | "--bisect"
+                | "--alternate-refs"
         )
     });
     let names_stash =
         facts.subcommand.as_deref() != Some("stash show") && facts.operands.iter().any(stashed);
-    (untracked_stash || every_ref || names_stash).then(|| {
+    let found_by_message = command
+        .words
+        .iter()
+        .take_while(|word| word.literal() != Some("--"))
+        .any(|word| {
+            word.literal()
+                .is_some_and(|value| value.len() > 2 && value.starts_with(":/"))
+        });
+    (untracked_stash || every_ref || names_stash || found_by_message).then(|| {
         format!(
             "`{}` prints files from commits no index lists (stashed untracked files, commits only reflogs reach), whose content cannot be judged here",
             command.text

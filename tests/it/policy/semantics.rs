@@ -4194,6 +4194,19 @@ fn patches_of_stashed_untracked_files_ask() {
         "git log --reflog -p",
         "git stash show -p -u",
         "git stash show --only-untracked -p",
+        // Refs chosen by a pattern (`--glob='st*'` printed the stashed `.env`), refs no
+        // table lists, a commit found by its message from every ref.
+        "git log -p --glob='*'",
+        "git log -p --glob='st*'",
+        "git log -p --glob='refs/st*'",
+        "git log -p --glob='[s]tash'",
+        "git log -p --glob=\\*",
+        "git log -p --glob 'st*'",
+        "git whatchanged -p --glob='st*'",
+        "git log -p --bisect",
+        "git log -p --alternate-refs",
+        "git show ':/untracked files on'",
+        "git log -p ':/WIP' --",
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_eq!(got, "ask", "{line}: {reasons:?}");
@@ -4209,6 +4222,10 @@ fn patches_of_stashed_untracked_files_ask() {
         "git stash show -u",
         "git stash show -p",
         "git log -p -3",
+        // Patterns below `refs/heads/`, `refs/tags/`, `refs/remotes/` only; a path.
+        "git log -p --branches='*'",
+        "git log -p --tags='*' --remotes='*'",
+        "git log -p -3 -- :/src",
     ] {
         let (got, reasons) = decide(&engine, line, &[]);
         assert_ne!(got, "ask", "{line}: {reasons:?}");
