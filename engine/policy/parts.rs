@@ -449,10 +449,6 @@ fn decide_line(
     } else {
         Dotfiles::Explicit
     };
-    // Whether a command before the one judged may have written a file (a patch it reads).
-    let mut line_written = false;
-    // Whether one may have changed the file system at all (`mkdir` too).
-    let mut line_changed = false;
     // The start points of the last `find`: what `{}` stands for in the command it runs.
     let mut find_starts: Option<Vec<Word>> = None;
     // Per command, in a line with a program that may make links: the locations it may make
@@ -477,46 +473,17 @@ fn decide_line(
             })
         })
         .collect();
-    // A command in a loop's body, a pipeline or a `&` list may run after, or while, any
-    // other such command: those that write count as written before it.
-    let overlapping = |writes: fn(&SimpleCommand, &CommandFacts) -> bool| {
-        alone
-            .iter()
-            .filter(|part| {
-                part.commands()
-                    .next()
-                    .is_some_and(|(command, facts)| command.overlaps && writes(command, facts))
-            })
-            .count()
-    };
-    let overlapping_writers = overlapping(writes_content);
-    let overlapping_changers = overlapping(may_change_files);
-    // And one in a `&` list runs while the commands after it do.
-    let mut later_writes: Vec<(bool, bool)> = alone
-        .iter()
-        .rev()
-        .scan((false, false), |later, part| {
-            let here = *later;
-            if let Some((command, facts)) = part.commands().next() {
-                later.0 |= writes_content(command, facts);
-                later.1 |= may_change_files(command, facts);
-            }
-            Some(here)
-        })
-        .collect();
-    later_writes.reverse();
-    for (part, (later_written, later_changed)) in alone.iter().zip(later_writes) {
+    let commands: Vec<_> = alone.iter().map(|part| part.commands().next()).collect();
+    // Per command, whether one before it may have written a file (a patch it reads), changed
+    // the file system at all (`mkdir` too), or changed what its repository's index lists.
+    let written = done_before(&commands, writes_content);
+    let changed = done_before(&commands, may_change_files);
+    let index_changed = done_before(&commands, changes_index);
+    for (at, part) in alone.iter().enumerate() {
         let Some((command, facts)) = part.commands().next() else {
             continue;
         };
-        let others = |count: usize, itself: bool| count > usize::from(itself);
-        let written_before = line_written
-            || (command.overlaps
-                && (later_written || others(overlapping_writers, writes_content(command, facts))));
-        let changed_before = line_changed
-            || (command.overlaps
-                && (later_changed
-                    || others(overlapping_changers, may_change_files(command, facts))));
+        let (written_before, changed_before) = (written[at], changed[at]);
         cache.seed(line, Arc::clone(part));
         let part = LinePart {
             label: (!single).then_some(command.text.as_str()),
@@ -604,7 +571,8 @@ fn decide_line(
             && let Some(read) = files.read
         {
             let judged = (set, ctx, call, read);
-            for message in judge_tracked(judged, (command, facts), &folders) {
+            let before = (changed_before, index_changed[at]);
+            for message in judge_tracked(judged, (command, facts), &folders, before) {
                 outcome.add_analysis(&command.text, message);
             }
         }
@@ -626,8 +594,6 @@ fn decide_line(
                 &mut outcome,
             );
         }
-        line_written |= writes_content(command, facts);
-        line_changed |= may_change_files(command, facts);
         if may_link {
             let made: Vec<&String> = linked.iter().flatten().collect();
             linked.push(makes_links(facts, &folders, &made));
@@ -2063,11 +2029,16 @@ fn compares_work_tree_with_index(command: &SimpleCommand, facts: &CommandFacts) 
 /// every `git show` of that commit, whatever the work tree holds. Files it names are judged
 /// as its operands already; a folder named in a revision (`HEAD:src`, `HEAD:`, a tree)
 /// stands for the files below it, or for every file when it is compared with the index or
-/// the work tree, and one the index lists neither as a file nor as a folder asks.
+/// the work tree, and one the index lists neither as a file nor as a folder asks. So does
+/// any but those when a git command before it in the line may change what the index lists
+/// (`index_changed`): the index is read when the line is judged, and `git add -f . && git
+/// diff --cached` prints what the first command adds. After any command that may change
+/// files (`changed_before`), the work tree is not taken as it is now either.
 fn judge_tracked(
     (set, ctx, call, read): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
     (command, facts): (&SimpleCommand, &CommandFacts),
     folders: &Folders,
+    (changed_before, index_changed): (bool, bool),
 ) -> Vec<String> {
     if prints_no_content(facts) {
         return Vec::new();
@@ -2182,10 +2153,16 @@ fn judge_tracked(
     if named_file && below.is_empty() && !anywhere {
         return Vec::new();
     }
+    if index_changed {
+        return vec![format!(
+            "`{}` prints files its repository tracks, which a git command before it in the line may change (`git add`, `git commit`, `git stash`): they are read when the line is judged, not when it runs",
+            command.text
+        )];
+    }
     let within = |path: &Path| {
         anywhere || below.is_empty() || below.iter().any(|folder| path.starts_with(folder))
     };
-    let against_index = compares_work_tree_with_index(command, facts);
+    let against_index = !changed_before && compares_work_tree_with_index(command, facts);
     let work_tree = prints_work_tree(facts);
     let mut protected: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     // Files of the work tree with other names (hard links), which it may print.
@@ -3296,6 +3273,46 @@ fn writes_content(command: &SimpleCommand, facts: &CommandFacts) -> bool {
 /// (`timeout`, `nice`), whose command is judged as its own entry.
 fn may_change_files(command: &SimpleCommand, facts: &CommandFacts) -> bool {
     !facts.read_only && command.role != ShellRole::TransparentWrapper
+}
+
+/// Whether a command may change what its repository's index lists: git's commands that
+/// are not read-only (`git add`, `git commit`, `git stash`, `git reset`, `git checkout`).
+fn changes_index(command: &SimpleCommand, facts: &CommandFacts) -> bool {
+    facts.program.as_deref() == Some("git") && may_change_files(command, facts)
+}
+
+/// Per command of a line (`commands`, in order; `None` for a part with none), whether
+/// another that may run before it does what `does` says: one before it in the line, or,
+/// for a command in a loop's body, a pipeline or a `&` list, any other such command (it
+/// may run after, or while, it) and any after it (one in a `&` list runs while the
+/// commands after it do).
+fn done_before(
+    commands: &[Option<(&SimpleCommand, &CommandFacts)>],
+    does: fn(&SimpleCommand, &CommandFacts) -> bool,
+) -> Vec<bool> {
+    let each: Vec<(bool, bool)> = commands
+        .iter()
+        .map(|part| part.map_or((false, false), |(c, f)| (c.overlaps, does(c, f))))
+        .collect();
+    let overlapping = each
+        .iter()
+        .filter(|(overlaps, done)| *overlaps && *done)
+        .count();
+    let mut later = vec![false; each.len()];
+    let mut after = false;
+    for (at, (_, done)) in each.iter().enumerate().rev() {
+        later[at] = after;
+        after |= done;
+    }
+    let mut before = false;
+    each.iter()
+        .zip(later)
+        .map(|(&(overlaps, done), later)| {
+            let here = before || (overlaps && (later || overlapping > usize::from(done)));
+            before |= done;
+            here
+        })
+        .collect()
 }
 
 /// Why `command` may turn on `allexport` (`set -a`, `set -o allexport`, or a word only

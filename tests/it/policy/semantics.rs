@@ -4127,6 +4127,49 @@ fn a_folder_named_in_a_revision_prints_the_files_below_it() {
     }
 }
 
+/// The index and the work tree are read when the line is judged: a command before git in
+/// the line that may change them makes what git prints unknown. `git add -f . && git diff
+/// --cached` printed an ignored `.env` that the index did not list yet.
+#[test]
+fn git_after_a_command_that_may_change_its_index_asks() {
+    let ws = workspace_with(
+        "version: 1\nrules:\n  - name: git\n    tools: [Bash]\n    match: { command: { shell: [\"git add *\", \"git commit *\", \"git diff *\", \"git show *\"] } }\n    decision: allow\n",
+    );
+    let git = |args: &[&str]| git_in(&ws.root, args);
+    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
+    if !git(&["init", "-q"]) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    std::fs::write(ws.root.join(".gitignore"), ".env\n").unwrap();
+    assert!(git(&["add", ".gitignore", "src/main.rs"]));
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for line in [
+        "git add -f . && git diff --cached",
+        "git add -f . && git commit -qm x && git show",
+        "git add -A && git diff --cached",
+        "git add -f . ; git diff --cached -- .",
+        // In a loop, the second round runs after the first's `git add`.
+        "for i in 1 2; do git diff --cached; git add -f .; done",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("before it in the line may change"),
+            "{line}: {reasons:?}"
+        );
+    }
+    for line in [
+        "git diff --cached",
+        "git diff --cached && git add -f .",
+        "git add -f . && git diff --stat",
+        "git add src/main.rs && git diff --cached -- src/main.rs",
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "allow", "{line}: {reasons:?}");
+    }
+}
+
 /// `git diff` with a path outside the repository it runs in (or run in none) compares as
 /// `--no-index` does: every file below a folder, tracked or not. `git diff ~ src` printed the
 /// home folder's keys while it was judged as a read of the folder's name.
@@ -4954,6 +4997,8 @@ fn git_diff_asks_only_for_protected_files_changed_in_the_work_tree() {
         "git diff -B -C1% --find-copies-harder",
         "git diff -BC",
         "git diff --find-copies",
+        // A command before it may change the work tree.
+        "cargo test -q && git diff",
     ] {
         assert_eq!(decision(line), "ask", "{line}");
     }
