@@ -2116,7 +2116,15 @@ fn judge_tracked(
         };
         runs_in.push((folder.as_str(), at));
     }
-    // The folders the objects name, in every repository the command may run in.
+    // The folders the objects name, in every repository the command may run in (each
+    // looked up among every tracked path: a few words' worth).
+    const MAX_OBJECTS: usize = 64;
+    if objects.len() > MAX_OBJECTS {
+        return vec![format!(
+            "`{}` names more than {MAX_OBJECTS} `REV:path` objects, too many to tell files from folders",
+            command.text
+        )];
+    }
     let mut trees = Vec::new();
     for (word, path) in &objects {
         for (folder, at) in &runs_in {

@@ -4116,6 +4116,11 @@ fn a_folder_named_in_a_revision_prints_the_files_below_it() {
         analyses(&reasons).contains("neither as a file nor as a folder"),
         "{reasons:?}"
     );
+    // Each object is looked up among the tracked paths: a line of thousands asks at once.
+    let many = format!("git show{}", " HEAD:src/main.rs".repeat(65));
+    let (got, reasons) = decide(&engine, &many, &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(analyses(&reasons).contains("more than 64"), "{reasons:?}");
     for line in [
         "git diff HEAD~1:src HEAD:src",
         "git show HEAD:src",
