@@ -404,6 +404,20 @@ fn glob_set(dir: &Path, n: usize, broken: bool) {
     std::fs::write(dir.join("p.yaml"), text).unwrap();
 }
 
+/// One file with `n` rules of one tool (`Bash`), each allowing its own command: the lint for
+/// rules another rule shadows compared each rule with every rule of its tool.
+fn one_tool_set(dir: &Path, n: usize) {
+    use std::fmt::Write as _;
+    let mut text = String::from("version: 1\nrules:\n");
+    for r in 0..n {
+        let _ = writeln!(
+            text,
+            "  - {{ name: r{r}, tools: [Bash], match: {{ command: {{ shell: [\"cmd{r} *\"] }} }}, decision: allow }}"
+        );
+    }
+    std::fs::write(dir.join("p.yaml"), text).unwrap();
+}
+
 /// Median of `runs` timings of `work`, in milliseconds.
 fn median_ms(runs: usize, mut work: impl FnMut()) -> f64 {
     let mut times: Vec<f64> = (0..runs)
@@ -422,16 +436,27 @@ fn median_ms(runs: usize, mut work: impl FnMut()) -> f64 {
 /// - a set whose 2 500 rules name tools by glob (`mcp_server7_*`) over 2 500 tools: every
 ///   glob was tried against every tool; now one `GlobSet` for all;
 /// - `check` in the human format on one large file with one diagnostic per tool: each
-///   snippet scanned the file from its start; now the file's line index finds the lines.
+///   snippet scanned the file from its start; now the file's line index finds the lines;
+/// - a set whose 2 500 rules are all `Bash` rules with a `match`: each rule was compared with
+///   every rule of its tool for one that shadows it; now only with those without `match`.
 fn growth() {
     let mut rows = Vec::new();
-    for (shape, broken) in [("glob rules: load", false), ("human render", true)] {
+    // (shape, with one diagnostic per tool, on the built-in layer's `Bash`)
+    for (shape, broken, bash) in [
+        ("glob rules: load", false, false),
+        ("human render", true, false),
+        ("rules of one tool: load", false, true),
+    ] {
         let mut times = Vec::new();
         for scale in [1, 4] {
             let dir = tempfile::tempdir().unwrap();
-            glob_set(dir.path(), 2_500 * scale, broken);
+            if bash {
+                one_tool_set(dir.path(), 2_500 * scale);
+            } else {
+                glob_set(dir.path(), 2_500 * scale, broken);
+            }
             let mut options = LoadOptions::new(LayerOptions {
-                no_builtin: true,
+                no_builtin: !bash,
                 enforced: Vec::new(),
                 policies: vec![dir.path().to_owned()],
                 ..Default::default()

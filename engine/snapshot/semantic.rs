@@ -1747,8 +1747,17 @@ fn check_rules(checker: &mut Checker<'_>, names: &ToolNames) -> RuleSet {
     }
     tracing::debug!("rules compiled and examples checked");
     let set = RuleSet::new(compiled, commands);
+    // The rules that may shadow others (see `lint_rule`), by tool, each tool's listed once.
+    let mut unconditional: HashMap<&ToolName, Vec<&CompiledRule>> = HashMap::new();
     for rule in set.rules() {
-        lint_rule(checker, rule, &set);
+        let candidates = rule.tools.first().map_or(&[][..], |tool| {
+            unconditional.entry(tool).or_insert_with(|| {
+                set.for_tool(tool)
+                    .filter(|other| other.matchers.is_none())
+                    .collect()
+            })
+        });
+        lint_rule(checker, rule, candidates);
     }
     tracing::debug!("rules indexed and linted");
     set
@@ -1984,7 +1993,7 @@ fn is_tool_glob(pattern: &str) -> bool {
 }
 
 /// Rules that can never match, and rules fully shadowed by a rule that always decides first.
-fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
+fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, unconditional: &[&CompiledRule]) {
     let pointer = format!("/rules/{}", rule.origin.index);
     let engine = checker.input.engine;
     let tools = &checker.input.typed.tools;
@@ -2048,11 +2057,8 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
     // A rule is shadowed when another rule without conditions of its own (no `match`, and a
     // `when` that holds for every call of the rule's tools) covers all of its tools and modes
     // and always decides first with a different decision. Such a rule applies to the rule's
-    // first tool, so only that tool's rules are candidates (not all rules: that was quadratic
-    // in the number of rules).
-    let Some(first_tool) = rule.tools.first() else {
-        return;
-    };
+    // first tool, so only that tool's rules without `match`, `unconditional`, are candidates
+    // (not all rules, nor all of the tool's: both were quadratic in the number of rules).
     // An enforced ask holds against a later layer's allow, whatever its priority.
     let ask_over_allow = |ask: &CompiledRule, allow: &CompiledRule| {
         ask.origin.enforced
@@ -2060,7 +2066,7 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
             && !allow.origin.enforced
             && allow.decision == crate::model::Decision::Allow
     };
-    let shadow = set.for_tool(first_tool).find(|other| {
+    let shadow = unconditional.iter().copied().find(|other| {
         let first = match (
             other.origin.enforced && other.decision == crate::model::Decision::Deny,
             rule.origin.enforced && rule.decision == crate::model::Decision::Deny,
@@ -2076,7 +2082,6 @@ fn lint_rule(checker: &mut Checker<'_>, rule: &CompiledRule, set: &RuleSet) {
         };
         first
             && other.decision != rule.decision
-            && other.matchers.is_none()
             && rule.tools.iter().all(|tool| other.tools.contains(tool))
             && other.when.as_ref().is_none_or(|when| {
                 engine.is_some_and(|engine| {
