@@ -187,6 +187,8 @@ struct Server {
     approver: Arc<RpcApprover>,
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     tasks: tokio::task::JoinSet<()>,
+    /// Cancelled when a signal stops the server: plans still running answer that, unfinished.
+    stopping: CancellationToken,
 }
 
 /// Whether a message is a response (to one of our `permission/request`s): an object with a
@@ -370,18 +372,7 @@ impl Server {
                 cancelled.sort();
                 self.reply(reply, Ok(json!({"cancelled": cancelled})));
             }
-            "plan" => {
-                let planned = batch_param(&params)
-                    .map_err(|e| (code::INVALID_PARAMS, e))
-                    .and_then(|(batch, modes)| {
-                        let plan = self
-                            .engine
-                            .plan(&batch, &modes)
-                            .map_err(|e| (code::INVALID_PARAMS, e.to_string()))?;
-                        serde_json::to_value(plan).map_err(|e| (code::INTERNAL, e.to_string()))
-                    });
-                self.reply(reply, planned);
-            }
+            "plan" => self.plan(reply, &params),
             "explain" => {
                 let explained = match params::parse::<params::ExplainParams>(&params) {
                     Err(message) => Err((code::INVALID_PARAMS, message)),
@@ -435,6 +426,41 @@ impl Server {
             Ok(value) => respond(&self.out, id, value),
             Err((code, message)) => fail(&self.out, id, code, message),
         }
+    }
+
+    /// Plans a batch off the request loop: a batch of thousands of calls takes seconds, while
+    /// the loop goes on reading (approval answers for running batches, `cancel`, a signal).
+    /// A server a signal stops does not wait for it: the plan answers that it stopped.
+    fn plan(&mut self, id: Option<Value>, params: &Value) {
+        let (batch, modes) = match batch_param(params) {
+            Ok(found) => found,
+            Err(message) => return self.reply(id, Err((code::INVALID_PARAMS, message))),
+        };
+        let engine = self.engine.clone();
+        let out = self.out.clone();
+        let stopping = self.stopping.clone();
+        self.tasks.spawn(async move {
+            let planning = tokio::task::spawn_blocking(move || {
+                let plan = engine
+                    .plan(&batch, &modes)
+                    .map_err(|e| (code::INVALID_PARAMS, e.to_string()))?;
+                serde_json::to_value(plan).map_err(|e| (code::INTERNAL, e.to_string()))
+            });
+            let planned = tokio::select! {
+                biased;
+                () = stopping.cancelled() => Err((
+                    code::INTERNAL,
+                    "the server stopped before the plan was done".to_owned(),
+                )),
+                joined = planning => joined
+                    .unwrap_or_else(|error| Err((code::INTERNAL, format!("planning failed: {error}")))),
+            };
+            let Some(id) = id else { return };
+            match planned {
+                Ok(value) => respond(&out, id, value),
+                Err((code, message)) => fail(&out, id, code, message),
+            }
+        });
     }
 
     fn execute(&mut self, id: Option<Value>, params: &Value) {
@@ -683,6 +709,7 @@ where
         }),
         running: Arc::default(),
         tasks: tokio::task::JoinSet::new(),
+        stopping: CancellationToken::new(),
     };
     let mut lines = LineReader::new(reader, MAX_LINE);
     let mut signalled = false;
@@ -716,6 +743,10 @@ where
         }
     };
     // Shutdown or end of input: cancel what runs, let each batch answer, then stop writing.
+    // Plans are finished and answered, unless a signal stops the server.
+    if signalled {
+        server.stopping.cancel();
+    }
     if let Ok(running) = server.running.lock() {
         for token in running.values() {
             token.cancel();

@@ -377,6 +377,72 @@ fn an_unanswered_approval_expires_and_a_late_answer_is_ignored() {
     );
 }
 
+/// A server whose tool `Sh` is judged by shell rules, with a batch of `calls` calls of a
+/// compound line: planning it parses and judges every line, which takes a while.
+fn shell_planner(calls: usize) -> (Server, tempfile::TempDir, Value) {
+    let (dir, root) = crate::support::serve::scratch_policies();
+    std::fs::write(
+        root.join("shell.yaml"),
+        "version: 1\ntools:\n  Sh:\n    input_schema: { type: object, required: [command], properties: { command: { type: string } } }\n    permission: { default: ask }\n    handler: { kind: command, argv: [\"true\"] }\nrules:\n  - name: reads\n    tools: [Sh]\n    match: { command: { shell: [\"git status\", \"ls *\", \"sort *\", \"uniq *\", \"grep *\", \"echo *\", \"date\"] } }\n    decision: allow\n",
+    )
+    .unwrap();
+    let root = root.display().to_string();
+    let server = Server::start(&["-p", &root], &["--no-watch"]);
+    let line = "git status && ls -la src | sort | uniq -c && grep -rn main src; echo \"$(date)\" > /dev/null";
+    let calls: Vec<Value> = (0..calls)
+        .map(|n| json!({"id": format!("c{n}"), "tool": "Sh", "input": {"command": line}}))
+        .collect();
+    (server, dir, json!({"batch": {"calls": calls}}))
+}
+
+/// A plan runs off the request loop: while a batch of thousands of calls is planned, the
+/// server goes on answering (and reading approval answers, `cancel`, signals). The plan
+/// was computed inside the loop, which read nothing more until it was done.
+#[test]
+fn a_long_plan_does_not_hold_other_requests() {
+    let (mut server, _dir, batch) = shell_planner(3000);
+    let plan = server.request("plan", batch);
+    let initialize = server.call("initialize", json!({}));
+    assert!(initialize.get("result").is_some(), "{initialize}");
+    assert!(
+        !server.log.iter().any(|m| m.get("id") == Some(&plan)),
+        "the plan was answered before `initialize`: the loop waited for it"
+    );
+    let planned = server.response(&plan);
+    let calls = planned["result"]["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3000);
+    assert_eq!(calls[0]["decision"], "allow", "{}", calls[0]);
+    server.result("shutdown", json!({}));
+    assert!(server.wait_exit().success());
+}
+
+/// A signal stops the server without waiting for a plan still being worked out: the plan is
+/// answered with an error, at once.
+#[test]
+fn a_signal_answers_a_plan_still_running_and_exits() {
+    use nix::sys::signal::{Signal, kill};
+    let (mut server, _dir, batch) = shell_planner(10_000);
+    let plan = server.request("plan", batch);
+    // Once `initialize` is answered, the plan's line has been read and the plan started.
+    server.result("initialize", json!({}));
+    kill(
+        nix::unistd::Pid::from_raw(server.pid() as i32),
+        Signal::SIGTERM,
+    )
+    .unwrap();
+    let answer = server.response(&plan);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("stopped before the plan was done")),
+        "{answer}"
+    );
+    assert_eq!(
+        server.wait_exit().code(),
+        Some(128 + Signal::SIGTERM as i32)
+    );
+}
+
 #[test]
 fn plan_shows_groups_and_decisions_without_running() {
     let mut server = Server::on_fixtures(&[], &["--no-watch"]);
