@@ -63,6 +63,9 @@ pub fn hook(global: &GlobalOptions, args: &HookArgs, stdin: impl Read) -> Reply 
     })
 }
 
+/// The longest path a folder may have (Linux's `PATH_MAX`).
+const MAX_PATH: usize = 4096;
+
 /// [`hook`] for a caller that is not where the hook was started (the hook server): `here`
 /// is the folder a payload without `cwd` is taken to come from, and `load` gives the policy
 /// set for load options (the server's gives a kept one while its files are unchanged).
@@ -96,6 +99,15 @@ pub fn hook_with(
         (None, Some(cwd)) => cwd.clone(),
         (None, None) => here.to_owned(),
     };
+    // No folder's path is longer than the system's limit (4096 bytes on Linux): a longer one
+    // names no folder the agent is in, and each lookup along it (the project, the
+    // repository) would walk every one of its components.
+    if cwd.as_os_str().len() > MAX_PATH {
+        return agent::unreadable(&format!(
+            "the payload's `cwd` is {} bytes long, more than the {MAX_PATH} bytes a folder's path may have",
+            cwd.as_os_str().len()
+        ));
+    }
     // A relative `cwd` is taken against where the hook was started.
     let cwd = here.join(cwd);
     let global = global.clone().with_project_defaults(&cwd);

@@ -336,6 +336,21 @@ fn payloads_that_cannot_be_read_block_with_exit_2() {
         "{}",
         run.stderr
     );
+    // A `cwd` longer than any folder's path is refused at once: finding the project along
+    // 200 000 components took seconds per call, growing with their square.
+    let payload = serde_json::json!({
+        "hook_event_name": "PreToolUse",
+        "cwd": format!("/{}", "a/".repeat(200_000)),
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    });
+    let run = run_hook("claude", payload.to_string().as_bytes(), &[], &[]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr.contains("more than the 4096 bytes"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// A tool call with a hook event toolgate does not know (a new or renamed event before the
