@@ -2985,6 +2985,21 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ),
     ("cargo", "cargo metadata --format-version 1", "ask"),
     ("npm", "npm install left-pad", "ask"),
+    // Options the table once left out, each of which writes, runs, or reads what the line
+    // does not show. macOS's base64 writes `-o FILE`.
+    (
+        "base64",
+        "base64 -d -o .git/hooks/pre-commit src/main.rs",
+        "deny",
+    ),
+    // BSD's and macOS's `ls -T` is a flag: the folder after it is listed.
+    ("ls", "ls -lT ~/.ssh", "deny"),
+    // `-c` reads the files its list names.
+    ("sha256sum", "sha256sum -c sums.txt", "ask"),
+    ("md5sum", "md5sum --check sums.txt", "ask"),
+    // `-T` takes its title in turn, so `-o` writes `.git/config`.
+    ("tree", "tree -LTo 1 title .git/config", "deny"),
+    ("find", "find -files0-from list.txt -type f", "ask"),
 ];
 
 #[test]
