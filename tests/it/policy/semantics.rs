@@ -2342,6 +2342,50 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
     );
 }
 
+/// An option that writes elsewhere than the line shows, runs a program, or fills its value
+/// in when it runs is not granted by the `*` of a pattern that does not name it.
+#[test]
+fn allowed_programs_do_not_grant_options_that_run_or_hide_what_they_do() {
+    let rules = [
+        "cp *",
+        "install *",
+        "scp *",
+        "wget *",
+        "curl *",
+        "curl -O *",
+        "gh pr merge *",
+        "cargo clippy *",
+        "7z a *",
+        "pytest *",
+        "rsync *",
+        "uv run *",
+    ]
+    .map(|rule| format!("\"{rule}\""))
+    .join(", ");
+    let ws = workspace_with(&format!(
+        "version: 1\nrules:\n  - name: team\n    tools: [Bash]\n    match: {{ command: {{ shell: [{rules}] }} }}\n    decision: allow\n"
+    ));
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let cases = [
+        // Writes `x/.git/hooks/pre-commit` here (the hook of the repository `x`), not
+        // `pre-commit`.
+        ("cp --parents x/.git/hooks/pre-commit .", "ask"),
+        ("install -s --strip-program=./evil a.txt b.txt", "ask"),
+        ("scp -D ./evil a.txt host:b.txt", "ask"),
+        ("7z a out.7z @list.txt", "ask"),
+        ("7z a out.7z '-ir!*.rs'", "ask"),
+        ("rsync --remote-option=--log-file=/tmp/x src/ dst/", "ask"),
+        // What the options do not change stays allowed.
+        ("cp src/main.rs copy.rs", "allow"),
+        ("curl -O https://example.com/x", "allow"),
+        ("gh pr merge 12 --squash", "allow"),
+        ("7z a out.7z src", "allow"),
+        ("pytest --junitxml=report.xml", "allow"),
+    ]
+    .map(|(command, expected)| (String::new(), command, expected));
+    assert_decisions(&engine, cases);
+}
+
 /// Test runners and builds a team allows with `X *` write where their options say, and run
 /// the code of the folder they run in: pytest (also as `python3 -m pytest`) and cargo.
 #[test]
@@ -3000,6 +3044,26 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     // `-T` takes its title in turn, so `-o` writes `.git/config`.
     ("tree", "tree -LTo 1 title .git/config", "deny"),
     ("find", "find -files0-from list.txt -type f", "ask"),
+    ("install", "install -d .git/hooks/x", "deny"),
+    (
+        "tar",
+        "tar -cf out.tar --remove-files policies/team.yaml",
+        "deny",
+    ),
+    // Old style: `b` takes `20`, `f` the archive it writes.
+    ("tar", "tar cbf 20 .git/hooks/pre-commit src", "deny"),
+    ("7z", "7z a out.7z policies/team.yaml -sdel", "deny"),
+    (
+        "cpio",
+        "cpio -o -O .git/hooks/pre-commit < list.txt",
+        "deny",
+    ),
+    (
+        "rsync",
+        "rsync -a --remove-source-files policies/ /tmp/x/",
+        "deny",
+    ),
+    ("rsync", "rsync -a -T .git/x src/ host:src/", "deny"),
 ];
 
 #[test]
