@@ -72,6 +72,13 @@ pub async fn execute(
             failure.message.push_str(&partial("cancellation"));
             Err(failure)
         }
+        // The output up to the limit is kept, as for a timeout: a log larger than the limit
+        // still leaves the model its start.
+        Ended::Ran(Err(error @ HandlerError::OutputTooLarge { .. })) => {
+            let mut failure = handler_failure(env, tool.name_for_call(&state.call.tool), error);
+            failure.message.push_str(&partial("limit was reached"));
+            Err(failure)
+        }
         Ended::Ran(Err(error)) => Err(handler_failure(
             env,
             tool.name_for_call(&state.call.tool),
