@@ -70,6 +70,27 @@ fn a_workspace_file_does_not_fail_a_shipped_example() {
     );
 }
 
+/// `no-secrets` (the read and write tools' `file_path`) and `no-secrets-search` (the search
+/// tools' `path`) list the same files, in the same order: a search of a file reads it, so a
+/// file in one list only could be searched, or read, without a word.
+#[test]
+fn the_secret_rules_of_reads_and_searches_list_the_same_files() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("policies/rules.yaml")).unwrap();
+    let patterns = |rule: &str| -> Vec<String> {
+        let start = text.find(&format!("  - name: {rule}\n")).unwrap();
+        let body = &text[start..];
+        let end = body.find("    decision:").unwrap();
+        body[..end]
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("- \""))
+            .map(|pattern| pattern.trim_end_matches('"').to_owned())
+            .collect()
+    };
+    let read = patterns("no-secrets");
+    assert!(read.len() > 300, "{read:#?}");
+    assert_eq!(read, patterns("no-secrets-search"));
+}
+
 /// A project that changes the command table changes what every `shell` and `read_only`
 /// matcher means: the shipped rules' examples are checked again.
 #[test]

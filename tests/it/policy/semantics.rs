@@ -4679,6 +4679,76 @@ fn secrets_told_by_content_are_not_printed_unasked() {
     assert_eq!(got, "allow", "{reasons:?}");
 }
 
+/// Credential files of common tools, by name, in the workspace and in the home folder: the
+/// read tool and `cat` are denied them, a search of the folder holding them asks; files that
+/// only look alike (a template, a detect-secrets baseline, Firebase's client config, a
+/// project's yarn settings) are read as before.
+#[test]
+fn credential_files_of_common_tools_are_secrets() {
+    let ws = workspace();
+    let home = home_of(&ws.root);
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let write = |path: &Path| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "password = FAKE\n").unwrap();
+    };
+    let in_workspace = [
+        "deploy/kubeconfig",
+        "deploy/prod.kubeconfig",
+        "android/key.properties",
+        "wp-config.php",
+        "wp-config.php.bak",
+        ".secrets.toml",
+        ".sentryclirc",
+        ".vault_pass",
+        "_netrc",
+        "vault.kdbx",
+        ".Rhistory",
+    ];
+    let in_home = [
+        ".config/pnpm/rc",
+        ".config/pypoetry/auth.toml",
+        ".aliyun/config.json",
+        ".bluemix/config.json",
+        ".config/linode-cli",
+        ".mylogin.cnf",
+        ".config/helm/registry/config.json",
+        ".cache/huggingface/stored_tokens",
+        ".vercel/auth.json",
+        ".doppler/.doppler.yaml",
+        ".local/share/jupyter/runtime/jpserver-1.json",
+        "Library/Application Support/sops/age/keys.txt",
+        ".ipython/profile_default/history.sqlite",
+    ];
+    let files = in_workspace
+        .iter()
+        .map(|file| ws.root.join(file))
+        .chain(in_home.iter().map(|file| home.join(file)));
+    for path in files {
+        write(&path);
+        let path = path.display().to_string();
+        let (got, reasons) = decide_call(&engine, "Read", json!({ "file_path": path }));
+        assert_eq!(got, "deny", "{path}: {reasons:?}");
+        let (got, reasons) = decide(&engine, &format!("cat '{path}'"), &[]);
+        assert_eq!(got, "deny", "{path}: {reasons:?}");
+    }
+    let grep = json!({ "pattern": "password", "path": "android" });
+    let (got, reasons) = decide_call(&engine, "Grep", grep);
+    assert_eq!(got, "ask", "{reasons:?}");
+    for file in [
+        "wp-config-sample.php",
+        ".secrets.baseline",
+        "android/app/google-services.json",
+        ".yarnrc.yml",
+        ".flaskenv",
+        "deploy/kubeconfig.example",
+    ] {
+        write(&ws.root.join(file));
+        let (got, reasons) = decide_call(&engine, "Read", json!({ "file_path": file }));
+        assert_eq!(got, "allow", "{file}: {reasons:?}");
+    }
+}
+
 /// What the loaded policies are made of, kept elsewhere, is a policy file too: the target of
 /// a policy file that is a link (an organisation's policy kept in a checkout the agent works
 /// in), and the scripts their hooks and command handlers run (a hook's answer is a decision:
