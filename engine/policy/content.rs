@@ -42,6 +42,8 @@ const SNIFFED_EXTENSIONS: &[&str] = &[
     "cfg",
     "properties",
     "prv",
+    // OpenVPN's client profiles embed their key (`<key>`, `<tls-auth>`).
+    "ovpn",
 ];
 
 /// How much of a file is read: a key follows a certificate in some bundles.
@@ -111,8 +113,9 @@ fn may_hide_a_key(name: &str) -> bool {
 }
 
 /// The armour line of the private key `path` holds (`-----BEGIN OPENSSH PRIVATE KEY-----`,
-/// PuTTY's `PuTTY-User-Key-File-3: …`), when its name may hide one and its first 8 KiB
-/// show one. `None` when it holds none, or cannot be read.
+/// PuTTY's `PuTTY-User-Key-File-3: …`, OpenVPN's `-----BEGIN OpenVPN Static key V1-----`),
+/// or the marker of a key with no armour (see [`bare_key`]), when its name may hide one
+/// and its first 8 KiB show one. `None` when it holds none, or cannot be read.
 pub fn private_key(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_str()?;
     if !may_hide_a_key(name) {
@@ -125,6 +128,9 @@ pub fn private_key(path: &Path) -> Option<String> {
             if line.starts_with("PuTTY-User-Key-File-") {
                 return Some(line);
             }
+            if let Some(marker) = bare_key(line) {
+                return Some(marker);
+            }
             // Anywhere in the line: after a key (`"private_key": "-----BEGIN …`, a JSON key
             // file) or a variable (`PRIVATE_KEY="-----BEGIN …`).
             let armour = &line[line.find("-----BEGIN ")?..];
@@ -132,9 +138,30 @@ pub fn private_key(path: &Path) -> Option<String> {
                 .find("-----")
                 .map_or(armour.len(), |end| end + 10);
             let header = &armour[..header_end.min(armour.len())];
-            header.contains("PRIVATE KEY").then_some(header)
+            // OpenVPN's static and tls-crypt keys are secret keys under other words.
+            (header.contains("PRIVATE KEY") || header.starts_with("-----BEGIN OpenVPN"))
+                .then_some(header)
         })
         .map(|line| line.chars().take(64).collect())
+}
+
+/// The marker of a secret key with no armour that `line` holds: age's
+/// (`AGE-SECRET-KEY-1…`, as `age-keygen` writes it and sops reads it) or a WireGuard
+/// interface's (`PrivateKey = ` and 44 characters of base64). Only the marker is named,
+/// never the rest of the line, which is the key.
+fn bare_key(line: &str) -> Option<&'static str> {
+    if line.starts_with("AGE-SECRET-KEY-1") {
+        return Some("AGE-SECRET-KEY-1");
+    }
+    let value = line
+        .strip_prefix("PrivateKey")?
+        .trim_start()
+        .strip_prefix('=')?
+        .split_whitespace()
+        .next()?;
+    let (body, end) = value.split_at_checked(43)?;
+    let base64 = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
+    (end == "=" && body.bytes().all(base64)).then_some("PrivateKey = …")
 }
 
 #[cfg(test)]
@@ -177,6 +204,31 @@ mod tests {
             ))
             .is_none()
         );
+        // Keys with no PEM armour: age's, WireGuard's, OpenVPN's; only the marker is named.
+        let age = "# public key: age1x\nAGE-SECRET-KEY-1QYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGP\n";
+        assert_eq!(
+            private_key(&write("keys.txt", age)).as_deref(),
+            Some("AGE-SECRET-KEY-1")
+        );
+        let wg = "[Interface]\nPrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=\n";
+        assert_eq!(
+            private_key(&write("wg0.conf", wg)).as_deref(),
+            Some("PrivateKey = …")
+        );
+        assert!(private_key(&write("wg1.conf", &wg.replace(" = ", "="))).is_some());
+        let ovpn = "client\n<key>\n-----BEGIN PRIVATE KEY-----\nMIIE\n</key>\n";
+        assert!(private_key(&write("client.ovpn", ovpn)).is_some());
+        let ta = "-----BEGIN OpenVPN Static key V1-----\n0123abcd\n";
+        assert_eq!(
+            private_key(&write("ta", ta)).as_deref(),
+            Some("-----BEGIN OpenVPN Static key V1-----")
+        );
+        // A peer's public key, a placeholder and age's public key are not.
+        let peer = "[Peer]\nPublicKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=\n";
+        assert!(private_key(&write("wg2.conf", peer)).is_none());
+        let template = "[Interface]\nPrivateKey = <your private key>\n";
+        assert!(private_key(&write("wg3.conf", template)).is_none());
+        assert!(private_key(&write("recipients.txt", "age1qyqszqgpqyqszqgp\n")).is_none());
         let bom = format!("\u{feff}{openssh}");
         assert!(private_key(&write("with_bom", &bom)).is_some());
         // Public halves, certificates and source files are not keys or not opened.

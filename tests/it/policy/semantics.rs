@@ -4663,6 +4663,34 @@ fn secrets_told_by_content_are_not_printed_unasked() {
     assert_eq!(got, "ask", "{reasons:?}");
     let (got, reasons) = decide(&engine, "cat src/id_rsa.old", &[]);
     assert_eq!(got, "allow", "a public key: {reasons:?}");
+    // Keys with no PEM armour, or inside another format: an age identity, a WireGuard
+    // interface, an OpenVPN profile's inline key. The reason names the marker, not the key.
+    for (file, text, marker) in [
+        (
+            "deploy/age.txt",
+            "AGE-SECRET-KEY-1QYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGP\n",
+            "`AGE-SECRET-KEY-1`",
+        ),
+        (
+            "deploy/wg0.conf",
+            "[Interface]\nPrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=\n",
+            "`PrivateKey = …`",
+        ),
+        (
+            "deploy/client.ovpn",
+            "client\n<key>\n-----BEGIN PRIVATE KEY-----\nMIIE\n</key>\n",
+            "`-----BEGIN PRIVATE KEY-----`",
+        ),
+    ] {
+        std::fs::create_dir_all(ws.root.join("deploy")).unwrap();
+        std::fs::write(ws.root.join(file), text).unwrap();
+        asks_because(&format!("cat {file}"), marker);
+        let (got, reasons) = read(file);
+        assert_eq!(got, "ask", "{file}: {reasons:?}");
+        assert!(!format!("{reasons:?}").contains("QYQSZQGP"), "{reasons:?}");
+        assert!(!format!("{reasons:?}").contains("yAnz5TF"), "{reasons:?}");
+        std::fs::remove_file(ws.root.join(file)).unwrap();
+    }
     // A link is judged where it leads: a name that hides nothing, to a key or a git config.
     std::os::unix::fs::symlink(ws.root.join("deploy_key"), ws.root.join("src/notes.md")).unwrap();
     asks_because("cat src/notes.md", "(a link to");
