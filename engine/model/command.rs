@@ -286,7 +286,10 @@ pub enum Role {
     /// A `jq` program: `import` and `include` read files by a path written inside it.
     JqProgram,
     /// A `yq` program: jq's language (kislyuk's yq hands it to jq) or mikefarah's, whose
-    /// `load` functions read files and `env`, `strenv` and `envsubst` the environment.
+    /// `load` functions read files, `env`, `strenv` and `envsubst` the environment, and
+    /// `eval` runs a program from the data. mikefarah's yq prints the file it names when
+    /// there is one, and reads a `.yq` file as the program: the word is judged as a file
+    /// read too.
     YqProgram,
     /// A revision or a path (`git show HEAD:.env`, `git diff a b`): the part after `REV:` is
     /// a file read, and so is a word that is not a revision.

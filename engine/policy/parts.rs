@@ -1306,7 +1306,10 @@ fn file_words<'c>(
             | Role::Manifest
             | Role::RevisionOrPath
             | Role::Patch
-            | Role::Unpack => Access::Read,
+            | Role::Unpack
+            // mikefarah's yq reads its first word as the file to print when one is there
+            // (`yq secrets/creds`).
+            | Role::YqProgram => Access::Read,
             Role::Write | Role::Archive => Access::Write,
             Role::Target => {
                 found.push((
@@ -1332,7 +1335,6 @@ fn file_words<'c>(
             | Role::SedScript
             | Role::AwkProgram
             | Role::JqProgram
-            | Role::YqProgram
             | Role::Network
             | Role::Download
             | Role::SearchGlob
@@ -1931,13 +1933,16 @@ fn prints_no_content(facts: &CommandFacts) -> bool {
 /// searched from every ref; after `--` such a word is a path). Which files those commits
 /// hold is not read here (git's objects are compressed, often packed).
 fn beyond_the_index(command: &SimpleCommand, facts: &CommandFacts) -> Option<String> {
+    // Either end of a range too (`HEAD..stash`, `..stash^3`, `HEAD...stash`).
     let stashed = |word: &Word| {
         word.literal().is_some_and(|value| {
-            let value = value.trim_start_matches("refs/");
-            value == "stash"
-                || ["stash@", "stash^", "stash~", "stash:"]
-                    .iter()
-                    .any(|p| value.starts_with(p))
+            value.split("..").any(|end| {
+                let end = end.trim_start_matches('.').trim_start_matches("refs/");
+                end == "stash"
+                    || ["stash@", "stash^", "stash~", "stash:"]
+                        .iter()
+                        .any(|p| end.starts_with(p))
+            })
         })
     };
     let untracked_stash = facts.subcommand.as_deref() == Some("stash show")

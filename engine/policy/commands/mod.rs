@@ -823,6 +823,18 @@ impl CommandTable {
                     .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
                 let second = second(&info, &mut i);
                 push(canonical, option_value, second, info);
+            } else if let Some((spelling, attached)) = long_short_prefix(program, value) {
+                // A listed short option of several letters that takes a value, with the
+                // value attached, as zip reads it: `-TTtouch x` is `-TT 'touch x'` (read as
+                // a cluster, `-T -T -t …`, it ran the command unseen).
+                let info = program.options.get(spelling).cloned();
+                let canonical = info
+                    .as_ref()
+                    .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
+                let attached = attached.strip_prefix('=').unwrap_or(attached);
+                let option_value = Some(Word::literal_from(attached, attached));
+                let second = second(&info, &mut i);
+                push(canonical, option_value, second, info);
             } else {
                 // A cluster of short options (`-rf`, `-n5`, `-uf`).
                 let letters: Vec<(usize, char)> = value.char_indices().skip(1).collect();
@@ -1432,6 +1444,23 @@ pub enum PatternWord<'a> {
     Literal(&'a str),
     /// `*` or a glob token (its source).
     Other(&'a str),
+}
+
+/// The longest short option of several letters `program` lists that takes a value and that
+/// `word` starts with, and the rest of the word, its value (zip's `-TTcmd`, `-lffile`).
+fn long_short_prefix<'w>(program: &CompiledProgram, word: &'w str) -> Option<(&'w str, &'w str)> {
+    // (No short option is longer than a few letters: the prefixes tried stay few.)
+    (3..word.len().min(16))
+        .rev()
+        .filter(|&end| word.is_char_boundary(end))
+        .map(|end| word.split_at(end))
+        .find(|(spelling, _)| {
+            !spelling.starts_with("--")
+                && program
+                    .options
+                    .get(*spelling)
+                    .is_some_and(|info| info.value.is_some())
+        })
 }
 
 /// Judges the backup copies a suffix (a [`Role::Suffix`] value: `sed -i.bak`, `mv -b -S .old`)

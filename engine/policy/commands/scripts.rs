@@ -87,12 +87,15 @@ pub(super) fn content_effects(
         // Either language: jq's modules and environment, mikefarah's `load*` (files read by
         // a path written inside), `env`, `strenv`, `envsubst` (the environment), by name
         // anywhere in the text.
-        // mikefarah's `yq eval PROGRAM FILE`: the program is the next word.
+        // mikefarah's `yq eval PROGRAM FILE` (the program is the next word) and its `eval`
+        // operator (a program taken from the data), and a `.yq` file, which mikefarah reads
+        // as the program.
         Role::YqProgram
-            if ["import", "include", "load", "env", "ENV"]
+            if ["import", "include", "load", "env", "ENV", "eval"]
                 .iter()
                 .any(|name| text.contains(name))
-                || ["eval", "e", "eval-all", "ea"].contains(&text) =>
+                || ["e", "ea"].contains(&text)
+                || text.ends_with(".yq") =>
         {
             vec![effect(Effect::Exec)]
         }

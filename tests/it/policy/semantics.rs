@@ -2262,7 +2262,7 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
 #[test]
 fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
     let ws = workspace_with(&format!(
-        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\", \"rsync *\"] }} }}\n    decision: allow\n"
     ));
     std::fs::write(ws.root.join("config"), "[core]\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
@@ -2296,6 +2296,10 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "yq --bogus a.yaml",
             // less opens the file a tags file names.
             "less -t tag",
+            // zip reads a listed option of several letters with its value attached.
+            "zip -T -TT'touch PWNED;true' out.zip src/main.rs",
+            // sed names the backup after the link's target.
+            "sed -i.json --follow-symlinks -e p lnk",
             // 7-Zip matches `.en?` itself.
             "7z a x.7z '.en?'",
             // A backup copy of a file only known when it runs.
@@ -2315,6 +2319,8 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "zip a.zip -m policies/team.yaml",
             "yq -i '.a=1' .git/config",
             "sed -i.bak -i'.git/*' -e p config",
+            // rsync keeps the replaced file under its name plus the suffix.
+            "rsync -b --suffix=.json src/main.rs .claude/settings",
             // A wildcard spelled like a secret's name.
             "7z u x.7z -r '*.key'",
         ],
@@ -2874,6 +2880,13 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("man", "man -P 'sh -c id' ls", "ask"),
     ("man", "man -C /dev/stdin -l src/main.rs", "ask"),
     ("man", "man -l .env", "deny"),
+    // A name with a `/` is a file man prints.
+    ("man", "man ./.env", "deny"),
+    // mikefarah's yq prints a file named first, reads a `.yq` file as its program and
+    // runs programs from the data with `eval`.
+    ("yq", "yq .env", "deny"),
+    ("yq", "yq q.yq src/data.json", "ask"),
+    ("yq", "yq 'eval(.x)' src/data.json", "ask"),
     ("jq", "jq -n env", "ask"),
     ("jq", "jq --rawfile s .env . src/data.json", "deny"),
     (
@@ -4351,6 +4364,11 @@ fn patches_of_stashed_untracked_files_ask() {
         "git show 'refs/stash^3'",
         "git log -p stash@{0}^3",
         "git diff HEAD stash^3",
+        // Either end of a range (`HEAD..stash` printed the stashed `.env`).
+        "git log -p HEAD..stash",
+        "git log -p ..stash",
+        "git show HEAD...stash",
+        "git diff HEAD..stash^3",
         "git log --all -p",
         "git log -g -p",
         "git log --reflog -p",
