@@ -2262,7 +2262,7 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
 #[test]
 fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
     let ws = workspace_with(&format!(
-        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\", \"rsync *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\", \"rsync *\", \"cargo fmt *\"] }} }}\n    decision: allow\n"
     ));
     std::fs::write(ws.root.join("config"), "[core]\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
@@ -2298,6 +2298,8 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "less -t tag",
             // zip reads a listed option of several letters with its value attached.
             "zip -T -TT'touch PWNED;true' out.zip src/main.rs",
+            // rustfmt rewrites the files `cargo fmt` hands it.
+            "cargo fmt -- ../outside.rs",
             // sed names the backup after the link's target.
             "sed -i.json --follow-symlinks -e p lnk",
             // 7-Zip matches `.en?` itself.
@@ -2341,6 +2343,7 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "tar -tf a.tar",
             "zip a.zip src/main.rs",
             "7z a x.7z src/main.rs",
+            "cargo fmt -- src/main.rs",
             "zip -r9q a.zip src",
             "man ls",
             "yq .a a.yaml",
@@ -2882,6 +2885,9 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("man", "man -l .env", "deny"),
     // A name with a `/` is a file man prints.
     ("man", "man ./.env", "deny"),
+    // rustfmt rewrites its files (`cargo fmt -- FILE` hands them to it).
+    ("rustfmt", "rustfmt src/main.rs .git/config", "deny"),
+    ("cargo", "cargo fmt -- .git/config", "deny"),
     // mikefarah's yq prints a file named first, reads a `.yq` file as its program and
     // runs programs from the data with `eval`.
     ("yq", "yq .env", "deny"),
