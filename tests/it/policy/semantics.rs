@@ -2927,6 +2927,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("sort", "sort --compress-program=sh src/main.rs", "ask"),
     ("sort", "sort --out=out.txt src/main.rs", "ask"),
     ("sort", "sort --comp=sh src/main.rs", "ask"),
+    ("sort", "sort -T .git src/main.rs", "deny"),
     ("sed", "sed -n 1,5p src/main.rs", "allow"),
     ("sed", "sed -i s/a/b/ src/main.rs", "ask"),
     ("sed", "sed -n --in-pl 1p src/main.rs", "ask"),
