@@ -285,6 +285,10 @@ pub enum Role {
     AwkProgram,
     /// A `jq` program: `import` and `include` read files by a path written inside it.
     JqProgram,
+    /// What `man` is given: a page's name, or a file when it holds a `/` (`man ./x.1`),
+    /// which man prints with every file its roff includes (`.so /path/.env`): judged as a
+    /// file read, and a file (or a word only known when it runs) asks.
+    ManPage,
     /// A `yq` program: jq's language (kislyuk's yq hands it to jq) or mikefarah's, whose
     /// `load` functions read files, `env`, `strenv` and `envsubst` the environment, and
     /// `eval` runs a program from the data. mikefarah's yq prints the file it names when

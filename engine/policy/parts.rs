@@ -1309,7 +1309,8 @@ fn file_words<'c>(
             | Role::Unpack
             // mikefarah's yq reads its first word as the file to print when one is there
             // (`yq secrets/creds`).
-            | Role::YqProgram => Access::Read,
+            | Role::YqProgram
+            | Role::ManPage => Access::Read,
             Role::Write | Role::Archive => Access::Write,
             Role::Target => {
                 found.push((

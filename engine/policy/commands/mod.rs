@@ -74,6 +74,9 @@ struct CompiledProgram {
     options_first: bool,
     options_complete: bool,
     globbed_operands: bool,
+    /// Some option takes a variable's name or an arithmetic expression (`test -v`, `printf
+    /// -v`, `wait -p`), which bash evaluates, subscripts included.
+    variable_options: bool,
     short_equals: bool,
     short_values_follow: bool,
     response_files: bool,
@@ -173,6 +176,10 @@ impl CompiledProgram {
             }
             options.insert(canonical.clone(), info);
         }
+        let variable_options = options.values().any(|info| {
+            matches!(info.value, Some(Role::Variable | Role::Arithmetic))
+                || matches!(info.second_value, Some(Role::Variable | Role::Arithmetic))
+        });
         let risky_options = options.values().any(|info| {
             !info.effects.is_empty()
                 || matches!(info.value, Some(Role::Write | Role::Exec))
@@ -214,6 +221,7 @@ impl CompiledProgram {
             options_first: program.options_first,
             options_complete: program.options_complete,
             globbed_operands: program.globbed_operands,
+            variable_options,
             short_equals: program.short_equals,
             short_values_follow: program.short_values_follow,
             response_files: program.response_files,
@@ -545,9 +553,19 @@ impl CommandTable {
     pub fn analyse(&self, command: &SimpleCommand) -> CommandFacts {
         let words: Vec<Option<&str>> = command.words.iter().map(Word::literal).collect();
         let (mut facts, default) = self.analyse_words(&command.words, &words);
-        if command.wraps {
-            // Its words are another command's, judged on its own (`nice echo "$(…)"`).
-            facts.unlisted.clear();
+        if command.wraps && !facts.unlisted.is_empty() {
+            // The words it hands on are another command's, judged on its own (`nice echo
+            // "$(…)"`); its own are still its files (`flock .git/index.lock cmd`, `script -c
+            // CMD ~/.bashrc`, `strace -o FILE cmd`).
+            let own: Vec<Word> = command
+                .words
+                .iter()
+                .enumerate()
+                .skip(1)
+                .filter(|(at, _)| !command.passed_on.contains(at))
+                .map(|(_, word)| word.clone())
+                .collect();
+            facts.unlisted = unlisted_words(&own);
         }
         if let Some(default) = default {
             // A device (`< /dev/null`, a terminal) is no input to read: ripgrep searches its
@@ -1074,6 +1092,7 @@ impl CommandTable {
                 }
             };
             facts.operands.push(word.clone());
+            let names_file = role_word.as_ref().is_some_and(|r| names_files(r.role));
             if let Some(role_word) = role_word {
                 // make's `ARCHIVE(MEMBER …)` target: `ar` writes ARCHIVE, the members read
                 // into it (`make -C .git 'config(x)'`).
@@ -1104,6 +1123,44 @@ impl CommandTable {
                 facts.effects.push(EffectSource {
                     effect: Effect::Network,
                     cause: format!("{} (a network connection gawk opens)", word.raw),
+                    from: EffectFrom::Content,
+                });
+            }
+            // An operand that may split into several words (`grep $X`, `test ${x:--v …}`,
+            // `grep "${a[@]}"`): the later ones are options and operands the line does not
+            // show — files, where the program reads some, or a variable's name, which bash
+            // evaluates with its subscript. And a word with a subscript that runs code where
+            // an expanded word may make it a variable's name (`test "$x" 'a[$(id)]'`).
+            // (A word that is a file itself is judged as one only known when it runs.)
+            let files_follow = operand_roles
+                .iter()
+                .chain(program.last.iter())
+                .any(|role| names_files(*role));
+            if word.may_split()
+                && !word.is_process_substitution()
+                && !names_file
+                && (files_follow || program.variable_options)
+            {
+                facts.effects.push(EffectSource {
+                    effect: Effect::Exec,
+                    cause: format!(
+                        "{} (it may split into several words: options and files the line does not show)",
+                        word.raw
+                    ),
+                    from: EffectFrom::Content,
+                });
+            }
+            if program.variable_options
+                && word
+                    .literal()
+                    .is_some_and(|text| text.contains('[') && text.contains(['$', '`']))
+            {
+                facts.effects.push(EffectSource {
+                    effect: Effect::Exec,
+                    cause: format!(
+                        "{} (a subscript that runs code, should a word before it expand to an option taking a variable's name)",
+                        word.raw
+                    ),
                     from: EffectFrom::Content,
                 });
             }
@@ -1461,6 +1518,25 @@ fn long_short_prefix<'w>(program: &CompiledProgram, word: &'w str) -> Option<(&'
                     .get(*spelling)
                     .is_some_and(|info| info.value.is_some())
         })
+}
+
+/// Whether a word of this role names a file the program reads or writes.
+fn names_files(role: Role) -> bool {
+    matches!(
+        role,
+        Role::Read
+            | Role::Write
+            | Role::Dir
+            | Role::Manifest
+            | Role::Tree
+            | Role::RevisionOrPath
+            | Role::Patch
+            | Role::Unpack
+            | Role::Archive
+            | Role::Target
+            | Role::YqProgram
+            | Role::ManPage
+    )
 }
 
 /// Judges the backup copies a suffix (a [`Role::Suffix`] value: `sed -i.bak`, `mv -b -S .old`)

@@ -41,6 +41,7 @@ pub(super) fn content_effects(
             }
             Role::Clock => Vec::new(),
             Role::Suffix => vec![effect(Effect::Write)],
+            Role::ManPage => vec![effect(Effect::Exec)],
             Role::Text
             | Role::Read
             | Role::Write
@@ -100,6 +101,8 @@ pub(super) fn content_effects(
             vec![effect(Effect::Exec)]
         }
         Role::YqProgram => Vec::new(),
+        Role::ManPage if text.contains('/') => vec![effect(Effect::Exec)],
+        Role::ManPage => Vec::new(),
         Role::Variable
         | Role::Text
         | Role::Read

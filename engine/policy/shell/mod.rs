@@ -169,6 +169,10 @@ pub struct SimpleCommand {
     /// It runs another command of the script, judged on its own (a wrapper, a runner or a
     /// shell given a script: `nice cmd`, `sudo cmd`, `bash -c '…'`, `sh <<< '…'`).
     pub wraps: bool,
+    /// The indices of its words that it hands to the command it runs (`cmd` and what follows
+    /// in `flock FILE cmd`, the script of `script -c CMD FILE`): that command's words, judged
+    /// there. The others are its own (`FILE`).
+    pub passed_on: Vec<usize>,
     /// It may run after, or while, commands that follow it: in a loop's body (it runs
     /// again), a pipeline, a `&` list, a coprocess or a process substitution (they run at
     /// the same time).
@@ -267,10 +271,16 @@ impl Word {
                 false
             }
             WordKind::Dynamic(_) | WordKind::Opaque(_) => {
+                // (`"$@"`, `"${a[@]}"` and `"${!prefix@}"` are a word each of their values,
+                // quoted or not.)
                 let quoted = self.raw.len() >= 2
                     && self.raw.starts_with('"')
                     && self.raw.ends_with('"')
-                    && !self.raw[1..self.raw.len() - 1].contains('"');
+                    && !self.raw[1..self.raw.len() - 1].contains('"')
+                    && !self.raw.contains("$@")
+                    && !self.raw.contains("${@")
+                    && !self.raw.contains("@]")
+                    && !self.raw.contains("@}");
                 let tilde_only = self.kind == WordKind::Dynamic(Expansion::Tilde)
                     && !self.raw.contains(['$', '`', '*', '?', '[', '{']);
                 !quoted && !tilde_only

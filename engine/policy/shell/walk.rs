@@ -746,6 +746,7 @@ impl Walker<'_> {
             role: Role::Command,
             piped: self.stdin.is_some(),
             wraps: false,
+            passed_on: Vec::new(),
             overlaps: self.loops.overlapping > 0,
         })
     }
@@ -983,6 +984,13 @@ impl Walker<'_> {
             } => {
                 command.role = transparent(transparency);
                 command.wraps = true;
+                command.passed_on = command
+                    .words
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, word)| word.literal() == Some(script.as_str()))
+                    .map(|(at, _)| at)
+                    .collect();
                 let assignments = command.assignments.clone();
                 self.posix_quoting(&command, &runner, &script);
                 self.script.commands.push(command);
@@ -1001,6 +1009,18 @@ impl Walker<'_> {
             } => {
                 command.role = transparent(transparency);
                 command.wraps = true;
+                // The commands it runs are the words it ends with (`flock FILE cmd …`).
+                for inner in &inners {
+                    let count = inner.words.len();
+                    let start = command.words.len().saturating_sub(count);
+                    let suffix = command.words.get(start..).unwrap_or_default();
+                    if count > 0
+                        && start > 0
+                        && suffix.iter().zip(&inner.words).all(|(a, b)| a.raw == b.raw)
+                    {
+                        command.passed_on.extend(start..command.words.len());
+                    }
+                }
                 let outer_assignments = command.assignments.clone();
                 let outer_redirections = command.redirections.clone();
                 self.script.commands.push(command);
@@ -1033,6 +1053,7 @@ impl Walker<'_> {
                         role: Role::Command,
                         piped: walker.stdin.is_some(),
                         wraps: false,
+                        passed_on: Vec::new(),
                         overlaps: walker.loops.overlapping > 0,
                     })?;
                 }

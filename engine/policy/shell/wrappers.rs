@@ -2379,6 +2379,7 @@ mod tests {
             role: Role::Command,
             piped: false,
             wraps: false,
+            passed_on: Vec::new(),
             overlaps: false,
         }
     }

@@ -2262,7 +2262,7 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
 #[test]
 fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
     let ws = workspace_with(&format!(
-        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\", \"rsync *\", \"cargo fmt *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\", \"rsync *\", \"cargo fmt *\", \"script *\", \"flock *\"] }} }}\n    decision: allow\n"
     ));
     std::fs::write(ws.root.join("config"), "[core]\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
@@ -2298,6 +2298,12 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "less -t tag",
             // zip reads a listed option of several letters with its value attached.
             "zip -T -TT'touch PWNED;true' out.zip src/main.rs",
+            // A wrapper's own files are still its files: the typescript, the lock file, the
+            // agent's socket, the trace (all were dropped with the command they run).
+            "script -q -c ls .git/hooks/pre-commit",
+            "flock .git/index.lock ls",
+            "ssh-agent -a .git/x ls",
+            "strace -o .git/config ls",
             // rustfmt rewrites the files `cargo fmt` hands it.
             "cargo fmt -- ../outside.rs",
             // sed names the backup after the link's target.
@@ -2344,6 +2350,7 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "zip a.zip src/main.rs",
             "7z a x.7z src/main.rs",
             "cargo fmt -- src/main.rs",
+            "flock build.lock ls",
             "zip -r9q a.zip src",
             "man ls",
             "yq .a a.yaml",
@@ -2812,6 +2819,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("exit", "exit 1", "allow"),
     ("return", "return 0", "allow"),
     ("wait", "wait", "allow"),
+    ("wait", "wait ${x:--n -p 'a[$(id)]'}", "ask"),
     ("jobs", "jobs -l", "allow"),
     ("shift", "shift 2", "allow"),
     ("uv", "uv run --env-file .env pytest", "deny"),
@@ -2862,6 +2870,15 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("test", "test -v 'x[$(id)]'", "ask"),
     ("[", "[ -d src ]", "allow"),
     ("[", "[ -v 'x[$(id)]' ]", "ask"),
+    // A word that may split into an option taking a variable's name and its subscript
+    // (`x` unset: `-v` and `a[$(id)]`), or that may be that option before a subscript.
+    ("test", "test ${x:--v 'a[$(id)]'}", "ask"),
+    ("test", "a=(-v 'a[$(id)]'); test \"${a[@]}\"", "ask"),
+    ("test", "test \"$x\" 'a[$(id)]'", "ask"),
+    ("test", "test -f \"$F\"", "allow"),
+    ("[", "[ -n \"$HOME\" ]", "allow"),
+    ("printf", "printf ${x:--v 'a[$(id)]'} %s x", "ask"),
+    ("printf", "printf '%s\\n' \"$x\"", "allow"),
     ("printf", "printf '%s\\n' x", "allow"),
     ("printf", "printf -v 'x[$(id)]' 1", "ask"),
     // A variable that changes what later commands do (where `~` and `cd` lead).
@@ -2885,6 +2902,9 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("man", "man -l .env", "deny"),
     // A name with a `/` is a file man prints.
     ("man", "man ./.env", "deny"),
+    // A page file's roff may include any file (`.so /path/.env`).
+    ("man", "man ./docs/x.1", "ask"),
+    ("man", "man -l x.1", "ask"),
     // rustfmt rewrites its files (`cargo fmt -- FILE` hands them to it).
     ("rustfmt", "rustfmt src/main.rs .git/config", "deny"),
     ("cargo", "cargo fmt -- .git/config", "deny"),
@@ -2906,6 +2926,12 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("tr", "tr a-z A-Z", "allow"),
     ("column", "column -t src/main.rs", "allow"),
     ("grep", "grep -rn main src", "allow"),
+    // A pattern that may split: the words after it are files the line does not show.
+    ("grep", "grep ${x:--r API .}", "ask"),
+    ("grep", "x='API .env'; grep $x", "ask"),
+    ("grep", "set -- -r API .; grep \"$@\"", "ask"),
+    ("grep", "grep $(echo -r API .)", "ask"),
+    ("grep", "grep -n \"$PAT\" src/main.rs", "allow"),
     ("grep", "grep -f .env src/main.rs", "deny"),
     // A folder searched with everything below it, judged as a `Grep` of that folder.
     ("grep", "grep -r oauth_token ~/.config", "deny"),
