@@ -64,8 +64,8 @@ struct CompiledProgram {
     keyed: HashMap<String, Role>,
     style: OptionStyle,
     subcommands: HashMap<String, CompiledProgram>,
-    /// Some option writes, runs code or reaches the network: a word that expands at run time
-    /// to an option could be one of them.
+    /// Some option writes, runs code, reaches the network or changes which files are read
+    /// (`grep -r`): a word that expands at run time to an option could be one of them.
     risky_options: bool,
     default_operand: Option<String>,
     default_unless_input: bool,
@@ -74,6 +74,8 @@ struct CompiledProgram {
     options_first: bool,
     options_complete: bool,
     globbed_operands: bool,
+    /// Some short option has several letters (zip's `-TT`, `-lf`).
+    long_shorts: bool,
     /// Some option takes a variable's name or an arithmetic expression (`test -v`, `printf
     /// -v`, `wait -p`), which bash evaluates, subscripts included.
     variable_options: bool,
@@ -176,12 +178,19 @@ impl CompiledProgram {
             }
             options.insert(canonical.clone(), info);
         }
+        let long_shorts = options
+            .keys()
+            .any(|spelling| !spelling.starts_with("--") && spelling.chars().count() > 2);
         let variable_options = options.values().any(|info| {
             matches!(info.value, Some(Role::Variable | Role::Arithmetic))
                 || matches!(info.second_value, Some(Role::Variable | Role::Arithmetic))
         });
+        // (An option that changes what the operands are, or reads a folder when none is
+        // given, changes which files are read: `grep "$X" API` with `X=-r` searches `.`.)
         let risky_options = options.values().any(|info| {
             !info.effects.is_empty()
+                || info.operands.is_some()
+                || info.default_operand.is_some()
                 || matches!(info.value, Some(Role::Write | Role::Exec))
                 || matches!(info.second_value, Some(Role::Write | Role::Exec))
         });
@@ -222,6 +231,7 @@ impl CompiledProgram {
             options_complete: program.options_complete,
             globbed_operands: program.globbed_operands,
             variable_options,
+            long_shorts,
             short_equals: program.short_equals,
             short_values_follow: program.short_values_follow,
             response_files: program.response_files,
@@ -376,6 +386,10 @@ struct DefaultOperand {
     unless_input: bool,
 }
 
+/// How many letters of a cluster of short options (`-fo`) are taken as options whose value
+/// may follow them: clusters are short, and each further letter judges another word.
+const MAX_CLUSTER: usize = 8;
+
 /// The words given to a program the table does not know that may name a file it reads:
 /// its operands, the values of its options (`--config=FILE`, `-f=FILE`, `-fFILE`),
 /// and response files (`@FILE`, which gcc and javac read arguments from). Which of them are
@@ -406,15 +420,26 @@ fn unlisted_words(words: &[Word]) -> Vec<RoleWord> {
         };
         match literal.strip_prefix('-') {
             Some(option) => {
-                let value = match option.split_once('=') {
-                    Some((_, value)) => Some(value),
-                    // `-fVALUE`: the letters after the first may be its value.
-                    None if !option.starts_with('-') => {
-                        option.char_indices().nth(1).map(|(at, _)| &option[at..])
+                match option.split_once('=') {
+                    Some((_, value)) => {
+                        found.extend(Some(value).filter(|v| !v.is_empty()).map(option_value))
                     }
-                    None => None,
-                };
-                found.extend(value.filter(|v| !v.is_empty()).map(option_value));
+                    // `-fVALUE`, `-foVALUE`: the letters after any of the first few may be
+                    // the value of the one before them (`strace -fo.git/config`).
+                    None if !option.starts_with('-') => {
+                        let letters = option
+                            .char_indices()
+                            .take_while(|(_, c)| c.is_ascii_alphanumeric())
+                            .take(MAX_CLUSTER);
+                        for (at, letter) in letters {
+                            let rest = &option[at + letter.len_utf8()..];
+                            if !rest.is_empty() {
+                                found.push(option_value(rest));
+                            }
+                        }
+                    }
+                    None => {}
+                }
             }
             None => {
                 found.push(word.clone());
@@ -671,6 +696,21 @@ impl CommandTable {
                         }
                         None => may_expand_to_option(word),
                     };
+                    // One that takes a variable's name, given one only known when it runs
+                    // (`test "${x:--v}" "$y"`, `y` a subscript that runs code).
+                    if program.variable_options
+                        && may_spell_option
+                        && words.get(i).is_some_and(|next| next.literal().is_none())
+                    {
+                        facts.effects.push(EffectSource {
+                            effect: Effect::Exec,
+                            cause: format!(
+                                "{} {} (it may expand to an option taking a variable's name, and the name is only known when it runs)",
+                                word.raw, words[i].raw
+                            ),
+                            from: EffectFrom::Content,
+                        });
+                    }
                     if program.risky_options && may_spell_option {
                         facts.effects.push(EffectSource {
                             effect: Effect::Exec,
@@ -841,7 +881,11 @@ impl CommandTable {
                     .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
                 let second = second(&info, &mut i);
                 push(canonical, option_value, second, info);
-            } else if let Some((spelling, attached)) = long_short_prefix(program, value) {
+            } else if let Some((spelling, attached)) = program
+                .long_shorts
+                .then(|| long_short_prefix(program, value))
+                .flatten()
+            {
                 // A listed short option of several letters that takes a value, with the
                 // value attached, as zip reads it: `-TTtouch x` is `-TT 'touch x'` (read as
                 // a cluster, `-T -T -t …`, it ran the command unseen).
@@ -859,11 +903,37 @@ impl CommandTable {
                 // Inside a leading count (`-5`), whose digits are one option.
                 let mut counting = false;
                 let mut unknown_seen = false;
+                // The end of a listed option of several letters read inside the cluster.
+                let mut listed_until = 0;
                 for (index, &(at, letter)) in letters.iter().enumerate() {
-                    if counting && letter.is_ascii_digit() {
+                    if counting && letter.is_ascii_digit() || at < listed_until {
                         continue;
                     }
                     counting = false;
+                    // A short option of several letters the table lists, inside the
+                    // cluster: zip's `-qTT CMD` and `-TqTTcmd` run CMD.
+                    if let Some((letters, info)) = program
+                        .long_shorts
+                        .then(|| listed_within(program, &value[at..]))
+                        .flatten()
+                    {
+                        let canonical = info.canonical.clone();
+                        let info = Some(info);
+                        if info.as_ref().is_some_and(|info| info.value.is_some()) {
+                            let rest = &value[at + letters..];
+                            let option_value = if rest.is_empty() {
+                                next_word(&mut i)
+                            } else {
+                                Some(Word::literal_from(rest, rest))
+                            };
+                            let second = second(&info, &mut i);
+                            push(canonical, option_value, second, info);
+                            break;
+                        }
+                        push(canonical, None, None, info);
+                        listed_until = at + letters;
+                        continue;
+                    }
                     let spelling = format!("-{letter}");
                     let info = program.options.get(&spelling).cloned();
                     let canonical = info
@@ -1501,6 +1571,18 @@ pub enum PatternWord<'a> {
     Literal(&'a str),
     /// `*` or a glob token (its source).
     Other(&'a str),
+}
+
+/// The longest short option of two or more letters `program` lists whose letters `rest` (a
+/// cluster from one of its letters on) starts with, with how many bytes its letters take.
+fn listed_within(program: &CompiledProgram, rest: &str) -> Option<(usize, Arc<OptionInfo>)> {
+    (2..=rest.len().min(15))
+        .rev()
+        .filter(|&end| rest.is_char_boundary(end))
+        .find_map(|end| {
+            let info = program.options.get(&format!("-{}", &rest[..end]))?;
+            Some((end, Arc::clone(info)))
+        })
 }
 
 /// The longest short option of several letters `program` lists that takes a value and that

@@ -2262,7 +2262,7 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
 #[test]
 fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
     let ws = workspace_with(&format!(
-        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\", \"rsync *\", \"cargo fmt *\", \"script *\", \"flock *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\", \"rsync *\", \"cargo fmt *\", \"script *\", \"flock *\", \"strace *\"] }} }}\n    decision: allow\n"
     ));
     std::fs::write(ws.root.join("config"), "[core]\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
@@ -2304,6 +2304,14 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "flock .git/index.lock ls",
             "ssh-agent -a .git/x ls",
             "strace -o .git/config ls",
+            // A file option's value after another letter of its cluster.
+            "strace -fo.git/hooks/pre-commit ls",
+            "script -qO.git/x -c ls",
+            // zip's `-TT` inside a cluster.
+            "zip -T -qTT 'touch PWNED' out.zip src/main.rs",
+            "zip -TqTT'touch x' out.zip src/main.rs",
+            // rsync's backups of the files of a folder it copies.
+            "rsync -rb --suffix=.json src/ out/",
             // rustfmt rewrites the files `cargo fmt` hands it.
             "cargo fmt -- ../outside.rs",
             // sed names the backup after the link's target.
@@ -2351,6 +2359,8 @@ fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
             "7z a x.7z src/main.rs",
             "cargo fmt -- src/main.rs",
             "flock build.lock ls",
+            "zip -qr a.zip src",
+            "strace -f ls",
             "zip -r9q a.zip src",
             "man ls",
             "yq .a a.yaml",
@@ -2876,6 +2886,8 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("test", "a=(-v 'a[$(id)]'); test \"${a[@]}\"", "ask"),
     ("test", "test \"$x\" 'a[$(id)]'", "ask"),
     ("test", "test -f \"$F\"", "allow"),
+    ("test", "y='a[$(id)]'; test \"${x:--v}\" \"$y\"", "ask"),
+    ("[", "[ \"$a\" = \"$b\" ]", "allow"),
     ("[", "[ -n \"$HOME\" ]", "allow"),
     ("printf", "printf ${x:--v 'a[$(id)]'} %s x", "ask"),
     ("printf", "printf '%s\\n' \"$x\"", "allow"),
@@ -2905,6 +2917,9 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     // A page file's roff may include any file (`.so /path/.env`).
     ("man", "man ./docs/x.1", "ask"),
     ("man", "man -l x.1", "ask"),
+    // Pages from a folder the agent may have written.
+    ("man", "man -M pages ls", "ask"),
+    ("man", "MANPATH=pages man ls", "ask"),
     // rustfmt rewrites its files (`cargo fmt -- FILE` hands them to it).
     ("rustfmt", "rustfmt src/main.rs .git/config", "deny"),
     ("cargo", "cargo fmt -- .git/config", "deny"),
@@ -2913,6 +2928,7 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("yq", "yq .env", "deny"),
     ("yq", "yq q.yq src/data.json", "ask"),
     ("yq", "yq 'eval(.x)' src/data.json", "ask"),
+    ("yq", "yq --expression . q.yq src/data.json", "ask"),
     ("jq", "jq -n env", "ask"),
     ("jq", "jq --rawfile s .env . src/data.json", "deny"),
     (
@@ -2931,7 +2947,10 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
     ("grep", "x='API .env'; grep $x", "ask"),
     ("grep", "set -- -r API .; grep \"$@\"", "ask"),
     ("grep", "grep $(echo -r API .)", "ask"),
-    ("grep", "grep -n \"$PAT\" src/main.rs", "allow"),
+    // A word that may expand to an option changing which files are read (`-r`).
+    ("grep", "grep \"${x:--r}\" API", "ask"),
+    ("grep", "grep -n \"$PAT\" src/main.rs", "ask"),
+    ("grep", "grep -e \"$PAT\" src/main.rs", "allow"),
     ("grep", "grep -f .env src/main.rs", "deny"),
     // A folder searched with everything below it, judged as a `Grep` of that folder.
     ("grep", "grep -r oauth_token ~/.config", "deny"),
