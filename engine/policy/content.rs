@@ -132,15 +132,18 @@ pub fn private_key(path: &Path) -> Option<String> {
                 return Some(marker);
             }
             // Anywhere in the line: after a key (`"private_key": "-----BEGIN …`, a JSON key
-            // file) or a variable (`PRIVATE_KEY="-----BEGIN …`).
-            let armour = &line[line.find("-----BEGIN ")?..];
-            let header_end = armour[5..]
-                .find("-----")
-                .map_or(armour.len(), |end| end + 10);
-            let header = &armour[..header_end.min(armour.len())];
-            // OpenVPN's static and tls-crypt keys are secret keys under other words.
-            (header.contains("PRIVATE KEY") || header.starts_with("-----BEGIN OpenVPN"))
-                .then_some(header)
+            // file) or a variable (`PRIVATE_KEY="-----BEGIN …`), and after a certificate
+            // (a bundle of both on one line): every armour of the line is looked at.
+            line.match_indices("-----BEGIN ").find_map(|(at, _)| {
+                let armour = &line[at..];
+                let header_end = armour[5..]
+                    .find("-----")
+                    .map_or(armour.len(), |end| end + 10);
+                let header = &armour[..header_end.min(armour.len())];
+                // OpenVPN's static and tls-crypt keys are secret keys under other words.
+                (header.contains("PRIVATE KEY") || header.starts_with("-----BEGIN OpenVPN"))
+                    .then_some(header)
+            })
         })
         .map(|line| line.chars().take(64).collect())
 }
@@ -197,6 +200,12 @@ mod tests {
         );
         let variable = "PRIVATE_KEY=\"-----BEGIN EC PRIVATE KEY-----\n";
         assert!(private_key(&write("deploy.conf", variable)).is_some());
+        // After a certificate on the same line (a bundle: only the first armour was read).
+        let tls = r#"{"certificate": "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n", "private_key": "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n"}"#;
+        assert_eq!(
+            private_key(&write("tls.json", tls)).as_deref(),
+            Some("-----BEGIN RSA PRIVATE KEY-----")
+        );
         assert!(
             private_key(&write(
                 "ca.json",
