@@ -128,6 +128,10 @@ pub fn private_key(path: &Path) -> Option<String> {
             if line.starts_with("PuTTY-User-Key-File-") {
                 return Some(line);
             }
+            // The ssh.com (RFC 4716) armour, with four dashes.
+            if line.starts_with("---- BEGIN SSH2") && line.contains("PRIVATE KEY") {
+                return Some(line);
+            }
             if let Some(marker) = bare_key(line) {
                 return Some(marker);
             }
@@ -189,6 +193,8 @@ mod tests {
         let bundle = format!("{}\n-----BEGIN EC PRIVATE KEY-----\n", "x".repeat(2000));
         assert!(private_key(&write("bundle.TXT", &bundle)).is_some());
         assert!(private_key(&write("putty", "PuTTY-User-Key-File-3: ssh-ed25519\n")).is_some());
+        let ssh2 = "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: x\n";
+        assert!(private_key(&write("ssh2.txt", ssh2)).is_some());
         for name in ["key.pem~", "key.pem.1", "server.crt"] {
             assert!(private_key(&write(name, openssh)).is_some(), "{name}");
         }
