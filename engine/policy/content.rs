@@ -121,7 +121,8 @@ pub fn private_key(path: &Path) -> Option<String> {
     if !may_hide_a_key(name) {
         return None;
     }
-    let text = read_regular(path, SNIFFED_BYTES)?;
+    // A file saved as UTF-16 has a NUL beside each ASCII letter: without them, its text.
+    let text = read_regular(path, SNIFFED_BYTES)?.replace('\0', "");
     text.lines()
         .map(|line| line.trim().trim_start_matches('\u{feff}'))
         .find_map(|line| {
@@ -193,6 +194,14 @@ mod tests {
         let bundle = format!("{}\n-----BEGIN EC PRIVATE KEY-----\n", "x".repeat(2000));
         assert!(private_key(&write("bundle.TXT", &bundle)).is_some());
         assert!(private_key(&write("putty", "PuTTY-User-Key-File-3: ssh-ed25519\n")).is_some());
+        // Saved as UTF-16 (a NUL beside each letter), with its byte order mark.
+        let utf16: Vec<u8> = "\u{feff}-----BEGIN RSA PRIVATE KEY-----\nMIIE\n"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        let path = dir.path().join("key16.txt");
+        std::fs::write(&path, utf16).unwrap();
+        assert!(private_key(&path).is_some());
         let ssh2 = "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: x\n";
         assert!(private_key(&write("ssh2.txt", ssh2)).is_some());
         for name in ["key.pem~", "key.pem.1", "server.crt"] {
