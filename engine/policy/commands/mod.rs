@@ -881,22 +881,6 @@ impl CommandTable {
                     .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
                 let second = second(&info, &mut i);
                 push(canonical, option_value, second, info);
-            } else if let Some((spelling, attached)) = program
-                .long_shorts
-                .then(|| long_short_prefix(program, value))
-                .flatten()
-            {
-                // A listed short option of several letters that takes a value, with the
-                // value attached, as zip reads it: `-TTtouch x` is `-TT 'touch x'` (read as
-                // a cluster, `-T -T -t …`, it ran the command unseen).
-                let info = program.options.get(spelling).cloned();
-                let canonical = info
-                    .as_ref()
-                    .map_or_else(|| spelling.to_owned(), |info| info.canonical.clone());
-                let attached = attached.strip_prefix('=').unwrap_or(attached);
-                let option_value = Some(Word::literal_from(attached, attached));
-                let second = second(&info, &mut i);
-                push(canonical, option_value, second, info);
             } else {
                 // A cluster of short options (`-rf`, `-n5`, `-uf`).
                 let letters: Vec<(usize, char)> = value.char_indices().skip(1).collect();
@@ -910,8 +894,10 @@ impl CommandTable {
                         continue;
                     }
                     counting = false;
-                    // A short option of several letters the table lists, inside the
-                    // cluster: zip's `-qTT CMD` and `-TqTTcmd` run CMD.
+                    // A short option of several letters the table lists, at the cluster's
+                    // start or inside it, its value attached after it or after `=`, as zip
+                    // reads them: `-TTcmd`, `-qTT CMD` and `-TqTTcmd` run CMD (read letter
+                    // by letter, `-T -T -t …`, they ran it unseen).
                     if let Some((letters, info)) = program
                         .long_shorts
                         .then(|| listed_within(program, &value[at..]))
@@ -921,6 +907,7 @@ impl CommandTable {
                         let info = Some(info);
                         if info.as_ref().is_some_and(|info| info.value.is_some()) {
                             let rest = &value[at + letters..];
+                            let rest = rest.strip_prefix('=').unwrap_or(rest);
                             let option_value = if rest.is_empty() {
                                 next_word(&mut i)
                             } else {
@@ -1582,23 +1569,6 @@ fn listed_within(program: &CompiledProgram, rest: &str) -> Option<(usize, Arc<Op
         .find_map(|end| {
             let info = program.options.get(&format!("-{}", &rest[..end]))?;
             Some((end, Arc::clone(info)))
-        })
-}
-
-/// The longest short option of several letters `program` lists that takes a value and that
-/// `word` starts with, and the rest of the word, its value (zip's `-TTcmd`, `-lffile`).
-fn long_short_prefix<'w>(program: &CompiledProgram, word: &'w str) -> Option<(&'w str, &'w str)> {
-    // (No short option is longer than a few letters: the prefixes tried stay few.)
-    (3..word.len().min(16))
-        .rev()
-        .filter(|&end| word.is_char_boundary(end))
-        .map(|end| word.split_at(end))
-        .find(|(spelling, _)| {
-            !spelling.starts_with("--")
-                && program
-                    .options
-                    .get(*spelling)
-                    .is_some_and(|info| info.value.is_some())
         })
 }
 
