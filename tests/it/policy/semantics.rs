@@ -4075,6 +4075,17 @@ fn an_unquoted_loop_variable_over_a_glob_asks_for_matches_the_shell_splits() {
 
 /// Runs git in `root` without the user's or the system's configuration; whether it
 /// succeeded (false when git is not installed).
+/// Makes `root/.git` a new, empty repository; false, saying the test is skipped, where git
+/// is not installed.
+fn fresh_repository(root: &Path) -> bool {
+    std::fs::remove_dir_all(root.join(".git")).unwrap();
+    let made = git_in(root, &["init", "-q"]);
+    if !made {
+        eprintln!("skipped: git is not installed");
+    }
+    made
+}
+
 fn git_in(root: &Path, args: &[&str]) -> bool {
     std::process::Command::new("git")
         .args(args)
@@ -4183,9 +4194,7 @@ fn git_prints_the_files_its_repository_tracks() {
     let ws = workspace();
     let git = |args: &[&str]| git_in(&ws.root, args);
     // The workspace's `.git` is a bare layout of folders; make it a repository.
-    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
-    if !git(&["init", "-q"]) {
-        eprintln!("skipped: git is not installed");
+    if !fresh_repository(&ws.root) {
         return;
     }
     let engine = || Engine::builder(snapshot(&ws.root)).build();
@@ -4263,9 +4272,7 @@ fn git_prints_the_files_its_repository_tracks() {
 fn a_folder_named_in_a_revision_prints_the_files_below_it() {
     let ws = workspace();
     let git = |args: &[&str]| git_in(&ws.root, args);
-    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
-    if !git(&["init", "-q"]) {
-        eprintln!("skipped: git is not installed");
+    if !fresh_repository(&ws.root) {
         return;
     }
     std::fs::create_dir_all(ws.root.join("config")).unwrap();
@@ -4320,9 +4327,7 @@ fn git_after_a_command_that_may_change_its_index_asks() {
         "version: 1\nrules:\n  - name: git\n    tools: [Bash]\n    match: { command: { shell: [\"git add *\", \"git commit *\", \"git diff *\", \"git show *\"] } }\n    decision: allow\n",
     );
     let git = |args: &[&str]| git_in(&ws.root, args);
-    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
-    if !git(&["init", "-q"]) {
-        eprintln!("skipped: git is not installed");
+    if !fresh_repository(&ws.root) {
         return;
     }
     std::fs::write(ws.root.join(".gitignore"), ".env\n").unwrap();
@@ -5259,9 +5264,7 @@ fn network_programs_send_only_what_the_rules_allow() {
 fn git_diff_asks_only_for_protected_files_changed_in_the_work_tree() {
     let ws = workspace();
     let git = |args: &[&str]| git_in(&ws.root, args);
-    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
-    if !git(&["init", "-q"]) {
-        eprintln!("skipped: git is not installed");
+    if !fresh_repository(&ws.root) {
         return;
     }
     let example = ws.root.join(".env.example");
@@ -5496,9 +5499,7 @@ fn git_diff_of_a_work_tree_holding_a_hard_link_asks() {
     let ws = workspace();
     let home = home_of(&ws.root);
     let git = |args: &[&str]| git_in(&ws.root, args);
-    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
-    if !git(&["init", "-q"]) {
-        eprintln!("skipped: git is not installed");
+    if !fresh_repository(&ws.root) {
         return;
     }
     let config = ws.root.join("src/config.toml");
