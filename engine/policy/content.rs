@@ -7,6 +7,8 @@
 use std::io::Read as _;
 use std::path::Path;
 
+use super::disk;
+
 /// Extensions of files that may be a key under another name (compared ignoring case).
 const SNIFFED_EXTENSIONS: &[&str] = &[
     "bak",
@@ -54,6 +56,10 @@ const SNIFFED_BYTES: u64 = 8 * 1024;
 /// waited on or read.
 pub(super) fn open_regular(path: &Path) -> Option<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt as _;
+    // What the decision already knows of the path spares opening a folder or a missing file.
+    if !disk::is_file(path) {
+        return None;
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NONBLOCK)
@@ -85,7 +91,7 @@ pub(crate) fn other_names(path: &Path) -> Option<u64> {
 /// many names it has, when it has more than one (see [`other_names`]).
 pub(crate) fn hard_linked(path: &Path) -> Option<((u64, u64), u64)> {
     use std::os::unix::fs::MetadataExt as _;
-    let meta = std::fs::metadata(path).ok()?;
+    let meta = disk::metadata(path).ok()?;
     (meta.is_file() && meta.nlink() > 1).then(|| ((meta.dev(), meta.ino()), meta.nlink()))
 }
 

@@ -18,6 +18,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::disk;
+
 /// Git stops following includes at this depth (its `MAX_INCLUDE_DEPTH`).
 const MAX_INCLUDE_DEPTH: usize = 10;
 
@@ -79,7 +81,7 @@ pub fn run_by_git(folder: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     if let Ok(hooks) = std::fs::read_dir(git_dir.join("hooks")) {
         for hook in hooks.flatten() {
             if hook.file_type().is_ok_and(|kind| kind.is_symlink())
-                && let Ok(target) = std::fs::canonicalize(hook.path())
+                && let Ok(target) = disk::canonicalize(hook.path())
             {
                 found.push(target);
             }
@@ -114,7 +116,7 @@ fn read_config(config: &Path, root: &Path, home: Option<&Path>, found: &mut Vec<
 pub(super) fn find_repository(folder: &Path) -> Option<(PathBuf, PathBuf)> {
     for root in folder.ancestors() {
         let dot_git = root.join(".git");
-        let Ok(meta) = std::fs::metadata(&dot_git) else {
+        let Ok(meta) = disk::metadata(&dot_git) else {
             continue;
         };
         if meta.is_dir() {
@@ -285,7 +287,7 @@ pub(crate) fn command_paths(value: &str, root: &Path, home: Option<&Path>) -> Ve
         .iter()
         .map(|word| {
             let path = place(word, root, home);
-            let is_dir = path.is_dir();
+            let is_dir = disk::is_dir(&path);
             (*word, path, is_dir)
         })
         .collect();
@@ -304,7 +306,7 @@ pub(crate) fn command_paths(value: &str, root: &Path, home: Option<&Path>) -> Ve
         } else if let Some(file) = folders
             .iter()
             .map(|folder| place(word, folder, home))
-            .find(|path| path.is_file())
+            .find(|path| disk::is_file(path))
         {
             paths.push(file);
         }

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::disk;
 use super::git_config::{self, find_repository};
 
 /// The largest index read: past it, what a repository tracks is not judged file by file.
@@ -55,7 +56,7 @@ impl Tracked {
         else {
             return false;
         };
-        let Ok(meta) = std::fs::symlink_metadata(self.root.join(path)) else {
+        let Ok(meta) = disk::symlink_metadata(self.root.join(path)) else {
             return false;
         };
         // The index keeps the low 32 bits of each number.
@@ -76,7 +77,7 @@ pub fn tracked_files(folder: &Path) -> Result<Option<Tracked>, String> {
     let Some((root, git_dir)) = find_repository(folder) else {
         return Ok(None);
     };
-    let written = std::fs::metadata(git_dir.join("index")).ok().map(|meta| {
+    let written = disk::metadata(git_dir.join("index")).ok().map(|meta| {
         use std::os::unix::fs::MetadataExt;
         (meta.mtime(), meta.mtime_nsec())
     });
@@ -102,7 +103,7 @@ fn tracked_in(
     depth: usize,
 ) -> Result<Vec<(String, Option<Stat>)>, String> {
     let index = git_dir.join("index");
-    let paths = match std::fs::metadata(&index) {
+    let paths = match disk::metadata(&index) {
         // A repository without an index tracks nothing yet.
         Err(_) => Vec::new(),
         Ok(meta) if meta.len() > MAX_INDEX_BYTES => {
@@ -279,7 +280,7 @@ pub fn is_config_with_credentials(path: &Path) -> bool {
     {
         return false;
     }
-    let Ok(real) = std::fs::canonicalize(path) else {
+    let Ok(real) = disk::canonicalize(path) else {
         return false;
     };
     let is_config = match real.file_name().and_then(|name| name.to_str()) {

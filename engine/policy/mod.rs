@@ -23,6 +23,10 @@
 //! the files below a searched folder through that index; [`parts`] decides a call with a
 //! command line part by part through it; [`decide`] adds the hooks' votes.
 //!
+//! Asking the file system: `disk` keeps what one decision has been told (a path's metadata,
+//! a link's target, a resolved path) for the rest of that decision; every module below
+//! asks through it.
+//!
 //! Reading files without running git: `content` (a file's first bytes) ← `git_config` (where
 //! a repository is, its config and what that makes git run) ← `git_index` (the files it
 //! tracks, configs holding a token) ← `search`, `parts`.
@@ -33,6 +37,7 @@
 pub mod commands;
 pub(crate) mod content;
 pub mod decide;
+mod disk;
 pub(crate) mod git_config;
 mod git_index;
 mod glob;

@@ -35,6 +35,7 @@ use serde_json::json;
 
 use super::commands::{Analysed, CommandFacts, EffectFrom};
 use super::content;
+use super::disk;
 use super::git_index;
 use super::matcher::ParseCache;
 use super::path::{Location, MatchContext, Side, lexical, listed, locate};
@@ -103,6 +104,17 @@ impl RuleSet {
     /// the module docs); `files` are the tools that judge the files such a line reads and
     /// writes. Each command line is parsed once, however many `shell` matchers judge it.
     pub fn decide(
+        &self,
+        call: &CallFacts<'_>,
+        ctx: &MatchContext,
+        default: Decision,
+        files: &FileTools<'_>,
+    ) -> RuleDecision {
+        disk::recorded(|| self.decide_recorded(call, ctx, default, files))
+    }
+
+    /// [`RuleSet::decide`], with the file system's answers recorded.
+    fn decide_recorded(
         &self,
         call: &CallFacts<'_>,
         ctx: &MatchContext,
@@ -255,7 +267,7 @@ fn search_path_below(
     let exists = literal
         .as_ref()
         .and_then(|l| l.at(Side::Resolved))
-        .is_some_and(|real| Path::new(real.absolute()).exists());
+        .is_some_and(|real| disk::exists(real.absolute()));
     let (locations, path_glob) = match literal {
         Some(literal) if exists => (vec![literal], None),
         _ => {
@@ -369,7 +381,7 @@ fn same_but_case(absolute: &str) -> Result<Vec<String>, String> {
         for base in &found {
             let folder = if base.is_empty() { "/" } else { base.as_str() };
             let exact = format!("{base}/{name}");
-            if std::fs::symlink_metadata(&exact).is_ok() {
+            if disk::symlink_metadata(&exact).is_ok() {
                 next.push(exact);
                 continue;
             }
@@ -793,7 +805,7 @@ impl Folders {
             .iter()
             .find(|folder| {
                 folder.trim_end_matches('/') != self.root.trim_end_matches('/')
-                    && !Path::new(folder).join(".git").exists()
+                    && !disk::exists(Path::new(folder).join(".git"))
             })
             .map(String::as_str)
     }
@@ -997,7 +1009,7 @@ fn makes_links(facts: &CommandFacts, folders: &Folders, made: &[&String]) -> Vec
 /// Whether `path` is a link or a folder holding one (up to 10 000 entries are looked at; a
 /// larger folder counts as holding one).
 fn holds_links(path: &Path) -> bool {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
+    let Ok(meta) = disk::symlink_metadata(path) else {
         return false;
     };
     if meta.file_type().is_symlink() {
@@ -1126,21 +1138,21 @@ fn bare_repository(folder: &str, root: &str) -> Option<String> {
         let named = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
         // Where it leads as the system resolves it: `.git/../evil` is no `.git` folder.
         let git_dir = file.parent()?.join(named);
-        let git_dir = std::fs::canonicalize(&git_dir).unwrap_or(git_dir);
+        let git_dir = disk::canonicalize(&git_dir).unwrap_or(git_dir);
         (!git_dir.components().any(|c| c.as_os_str() == ".git"))
             .then(|| git_dir.display().to_string())
     };
     // `git --git-dir=FILE` reads FILE as such a `.git` file.
-    if folder.trim_end_matches('/') != root.trim_end_matches('/') && current.is_file() {
+    if folder.trim_end_matches('/') != root.trim_end_matches('/') && disk::is_file(current) {
         return named_by(current);
     }
     loop {
         let dot_git = current.join(".git");
-        if let Ok(meta) = dot_git.symlink_metadata() {
+        if let Ok(meta) = disk::symlink_metadata(&dot_git) {
             return meta.is_file().then(|| named_by(&dot_git)).flatten();
         }
         // A linked layout (`commondir` naming another folder, as worktrees use) counts too.
-        let has = |name: &str| current.join(name).symlink_metadata().is_ok();
+        let has = |name: &str| disk::symlink_metadata(current.join(name)).is_ok();
         if has("HEAD") && ((has("objects") && has("refs")) || has("commondir")) {
             return Some(current.display().to_string());
         }
@@ -1222,7 +1234,7 @@ fn no_index_operands(
     if facts.program.as_deref() != Some("git") || facts.subcommand.as_deref() != Some("diff") {
         return None;
     }
-    let real = |path: &Path| std::fs::canonicalize(path).ok();
+    let real = |path: &Path| disk::canonicalize(path).ok();
     // Each folder the command may run in, with the real root of its repository, looked up
     // once and only when needed.
     let repositories = std::cell::OnceCell::new();
@@ -1501,7 +1513,7 @@ enum Named {
 /// `secrets` in `kubectl get secrets` names no file.
 fn named_like_a_file(value: &str, path: &str) -> bool {
     value.contains(['/', '.', '~', '*', '?', '['])
-        || std::fs::symlink_metadata(unescape_glob(path)).is_ok()
+        || disk::symlink_metadata(unescape_glob(path)).is_ok()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1607,7 +1619,7 @@ fn judge_files(
                         && folders
                             .resolve(&unescape_glob(value))
                             .iter()
-                            .all(|path| std::fs::symlink_metadata(path).is_err())
+                            .all(|path| disk::symlink_metadata(path).is_err())
             })
         {
             outcome.add_analysis(
@@ -1677,7 +1689,7 @@ fn judge_files(
                             .copies
                             .as_ref()
                             .is_some_and(|copies| copies.into.raw == word.raw)
-                        && Path::new(&path).is_dir()
+                        && disk::is_dir(&path)
                     {
                         continue;
                     }
@@ -1718,7 +1730,7 @@ fn judge_files(
                     }
                     if named == Named::Maybe
                         && (recursive || outside_workspace(&path, ctx))
-                        && Path::new(&path).is_dir()
+                        && disk::is_dir(&path)
                     {
                         // A folder such a program may read and rewrite with everything below
                         // it (`gzip -rc ~`, `tool -r .claude`): what a rule keeps from reads
@@ -1738,7 +1750,7 @@ fn judge_files(
                         // location lies somewhere below it (`docker build .`).
                         // A compressed file's name without its last extension is what
                         // unpacking it writes (`gzip -d .claude/settings.json.gz`).
-                        let targets = if Path::new(&path).is_dir() {
+                        let targets = if disk::is_dir(&path) {
                             vec![format!("{}/{NEW_FILE}", path.trim_end_matches('/'))]
                         } else {
                             let unpacked = Path::new(&path)
@@ -2083,10 +2095,10 @@ fn judge_tracked(
             continue;
         }
         for path in folders.resolve(value.trim_start_matches(":/")) {
-            match std::fs::metadata(&path) {
+            match disk::metadata(&path) {
                 // As git reads it: `src/..` is the folder above `src`.
                 Ok(meta) if meta.is_dir() => {
-                    below.push(std::fs::canonicalize(&path).unwrap_or_else(|_| path.into()));
+                    below.push(disk::canonicalize(&path).unwrap_or_else(|_| path.into()));
                 }
                 Ok(_) => named_file = true,
                 Err(_) => {}
@@ -2114,8 +2126,7 @@ fn judge_tracked(
         {
             Some(at) => at,
             None => {
-                let real_root =
-                    std::fs::canonicalize(&tracked.root).unwrap_or(tracked.root.clone());
+                let real_root = disk::canonicalize(&tracked.root).unwrap_or(tracked.root.clone());
                 repositories.push((tracked, real_root));
                 repositories.len() - 1
             }
@@ -2586,7 +2597,7 @@ fn read_patch(
     let mut text = String::new();
     let mut found = false;
     for path in word_locations(word, folders, home)? {
-        let Ok(meta) = std::fs::metadata(&path) else {
+        let Ok(meta) = disk::metadata(&path) else {
             continue;
         };
         if meta.len() > MAX_PATCH_BYTES {
@@ -2680,7 +2691,7 @@ fn judge_unpacked(
             // `unzip x` also tries `x.zip`.
             let Some(path) = [path.clone(), format!("{path}.zip")]
                 .into_iter()
-                .find(|p| Path::new(p).is_file())
+                .find(|p| disk::is_file(p))
             else {
                 continue;
             };
@@ -2890,7 +2901,7 @@ fn stripped(path: &str) -> Vec<String> {
 /// following links; `Err` past [`MAX_GLOB_ENTRIES`] entries.
 fn files_below(folder: &str) -> Result<Vec<String>, String> {
     let mut found = Vec::new();
-    if !Path::new(folder).is_dir() {
+    if !disk::is_dir(folder) {
         return Ok(found);
     }
     let mut folders = vec![String::new()];
@@ -2938,7 +2949,7 @@ fn search_below(
     command: &SimpleCommand,
 ) -> Vec<String> {
     // A file operand is judged as a read already.
-    if !std::fs::metadata(folder).is_ok_and(|m| m.is_dir()) {
+    if !disk::is_dir(folder) {
         return Vec::new();
     }
     let Some(location) = locate(folder, ctx) else {
@@ -3273,7 +3284,7 @@ fn holds_head(folder: &str, root: &str) -> bool {
     Path::new(folder)
         .ancestors()
         .take_while(|dir| *dir != Path::new(root))
-        .any(|dir| dir.join("HEAD").symlink_metadata().is_ok())
+        .any(|dir| disk::symlink_metadata(dir.join("HEAD")).is_ok())
 }
 
 /// Whether a command may write content a later command reads as a patch, an archive or a
@@ -3576,22 +3587,23 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
                     } else {
                         folder.as_str()
                     };
-                    let Ok(entries) = std::fs::read_dir(listed) else {
+                    let Ok(entries) = disk::list(listed, MAX_GLOB_ENTRIES + 1) else {
                         continue;
                     };
-                    for entry in entries.flatten() {
+                    for entry in entries.iter() {
                         read += 1;
                         if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
                             return too_many();
                         }
-                        let name = entry.file_name();
-                        let Some(name) = name.to_str() else { continue };
+                        let Some(name) = entry.name.to_str() else {
+                            continue;
+                        };
                         if dotfiles == Dotfiles::Explicit && name.starts_with('.') {
                             continue;
                         }
                         let below = format!("{folder}/{name}");
                         // Links to folders are not followed, as bash does not.
-                        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        if entry.is_dir {
                             folders.push(below.clone());
                             next.push(below);
                         } else if last {
@@ -3616,7 +3628,7 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
             let listed = with_component_glob(component, |matcher| {
                 for base in &bases {
                     let folder = if base.is_empty() { "/" } else { base.as_str() };
-                    let Ok(entries) = std::fs::read_dir(folder) else {
+                    let Ok(entries) = disk::list(folder, MAX_GLOB_ENTRIES + 1) else {
                         continue;
                     };
                     for dots in dot_entries {
@@ -3624,13 +3636,14 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
                             next.push(format!("{base}/{dots}"));
                         }
                     }
-                    for entry in entries.flatten() {
+                    for entry in entries.iter() {
                         read += 1;
                         if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
                             return false;
                         }
-                        let name = entry.file_name();
-                        let Some(name) = name.to_str() else { continue };
+                        let Some(name) = entry.name.to_str() else {
+                            continue;
+                        };
                         if matcher.matches(name) && (hidden_reached || !name.starts_with('.')) {
                             next.push(format!("{base}/{name}"));
                         }
@@ -3657,7 +3670,7 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
         }
     }
     if path.ends_with('/') {
-        bases.retain(|base| Path::new(base).is_dir());
+        bases.retain(|base| disk::is_dir(base));
         if bases.is_empty() {
             return Ok(vec![unescape_glob(path)]);
         }

@@ -57,6 +57,7 @@ use std::sync::{Arc, OnceLock};
 
 use aho_corasick::AhoCorasick;
 
+use super::disk;
 use super::glob::GlobList;
 use super::glob::{GlobSyntaxError, parse_globs};
 use super::mode::MatchMode;
@@ -604,12 +605,10 @@ fn resolve_below(mut real: String, rest: &str) -> Result<Option<String>, Unknown
             real = next;
             continue;
         }
-        match std::fs::symlink_metadata(&next) {
+        match disk::symlink_metadata(&next) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 links += 1;
-                let Some(target) = std::fs::read_link(&next)
-                    .ok()
-                    .filter(|_| links <= MAX_LINKS)
+                let Some(target) = disk::read_link(&next).ok().filter(|_| links <= MAX_LINKS)
                 else {
                     return Ok(None);
                 };
@@ -721,10 +720,10 @@ impl PathCase {
             })
             .collect();
         let (Ok(original), Ok(other)) = (
-            std::fs::symlink_metadata(named),
-            std::fs::symlink_metadata(parent.join(swapped)),
+            disk::symlink_metadata(named),
+            disk::symlink_metadata(parent.join(swapped)),
         ) else {
-            return if std::fs::symlink_metadata(named).is_ok() {
+            return if disk::symlink_metadata(named).is_ok() {
                 Self::Sensitive
             } else {
                 Self::native()
@@ -774,7 +773,7 @@ impl Anchor {
             .then(|| resolve(&written).ok().flatten())
             .flatten()
             .filter(|resolved| *resolved != written);
-        let exists = std::fs::metadata(&written).is_ok();
+        let exists = disk::metadata(&written).is_ok();
         Self {
             written,
             resolved,

@@ -28,6 +28,7 @@ use ignore::WalkBuilder;
 use ignore::overrides::{Override, OverrideBuilder};
 use serde_json::json;
 
+use super::disk;
 use super::git_index;
 use super::matcher::ParseCache;
 use super::path::{Location, MatchContext, NormalisedPath, Side, listed};
@@ -264,7 +265,7 @@ fn linked_gitignore_above(folder: &Path) -> bool {
         if linked_gitignore(dir) {
             return true;
         }
-        if dir.join(".git").exists() {
+        if disk::exists(dir.join(".git")) {
             return false;
         }
     }
@@ -306,7 +307,7 @@ pub(crate) fn judge_below(
         ignore_files
             .iter()
             .map(|name| dir.join(name))
-            .find(|path| std::fs::metadata(path).is_ok_and(|meta| !meta.is_file()))
+            .find(|path| disk::metadata(path).is_ok_and(|meta| !meta.is_file()))
     };
     let unreadable = |file: &Path| {
         vec![ask(format!(
