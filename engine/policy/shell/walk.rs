@@ -24,7 +24,8 @@ use super::wrappers::{self, Analysis, Transparency};
 use super::{
     Construct, ConstructKind, EnvAssignment, Expansion, InputFrom, MAX_COMMANDS, MAX_LINE_BYTES,
     MAX_SCRIPT_DEPTH, MAX_SYNTAX_DEPTH, Origin, RedirectEffect, Redirection, Role, Script,
-    ShellParseError, SimpleCommand, Unresolved, UnresolvedReason, Word, WordKind, name_length,
+    ShellParseError, SimpleCommand, Unresolved, UnresolvedReason, Word, WordKind, is_variable_name,
+    name_length,
 };
 
 /// Parses `line` and returns every simple command it would run.
@@ -901,6 +902,18 @@ impl Walker<'_> {
                 text: command.text.clone(),
                 kind: ConstructKind::NamedDescriptor,
             });
+        }
+        // `{HOME}>&2`: bash stores the new descriptor's number in the variable, for the rest of
+        // the line (`HOME=10`: `~` is then the folder `10`). A `{NAME}` word in a command with
+        // redirections is taken as one, whether or not it touches its redirection.
+        if !command.redirections.is_empty() {
+            for word in &command.words {
+                if let Some(name) = word.raw.strip_prefix('{').and_then(|w| w.strip_suffix('}'))
+                    && is_variable_name(name)
+                {
+                    self.sets(name, "a `{NAME}` redirection");
+                }
+            }
         }
         if command
             .command_word()

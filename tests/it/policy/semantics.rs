@@ -619,6 +619,21 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         // later command was looked up in `./63/`).
         c("coprocess", "coproc PATH { true; }; ls", "ask", "analysis"),
         c("coprocess", "coproc worker { true; }; ls", "allow", "rule:"),
+        // `{NAME}>…` stores the new descriptor's number in NAME (`{HOME}>&2` made `~` the
+        // folder `10`, whose `.config/git/config` ran an fsmonitor under `git status`).
+        c(
+            "named descriptor",
+            "echo {HOME}>&2; git status",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "named descriptor",
+            "echo {PWD}<README.md; cat $PWD/../.git/config",
+            "ask",
+            "analysis",
+        ),
+        c("named descriptor", "echo {out}>&2; ls", "allow", "rule:"),
         // An option the command table does not know before a program's script may take the
         // next word as its value: which word is the script is not known (`--argfile x f env`
         // ran `env`, dumping the environment, while `f` was read as the program).
