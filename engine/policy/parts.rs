@@ -222,6 +222,25 @@ fn search_call_below(
     if search.tool != call.tool {
         return Vec::new();
     }
+    // Agents' search tools pass the pattern to ripgrep, `git grep` or `grep` as a word of
+    // its own, some without `--` or `-e` before it: a pattern that starts with `-` is then
+    // an option (`--pre=PROGRAM` runs a program on every file, `-uu` searches ignored and
+    // hidden files, and `git grep` failing on `--regexp=KEY` makes Gemini CLI's search fall
+    // back to `grep -r`, which skips no ignored file).
+    if let Some(pattern) = call
+        .input
+        .get("pattern")
+        .and_then(serde_json::Value::as_str)
+        .filter(|pattern| pattern.starts_with('-'))
+    {
+        return vec![(
+            Decision::Ask,
+            format!(
+                "`{}`'s pattern `{pattern}` starts with `-`: a search tool that passes it to `rg`, `git grep` or `grep` as a word of its own runs it as an option (`--pre=PROGRAM`, `-uu`, or a failing `git grep` that falls back to `grep -r` over ignored files)",
+                call.tool
+            ),
+        )];
+    }
     let path = call
         .input
         .get("path")

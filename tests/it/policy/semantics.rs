@@ -4166,6 +4166,20 @@ fn a_search_that_may_be_git_grep_is_judged_as_git_reads() {
     std::fs::write(ws.root.join(".gitignore"), ".env\n").unwrap();
     let engine_now = engine();
     assert_eq!(grep(&engine_now, git_grep(None)).0, "allow");
+    // A pattern starting with `-` is an option to `git grep`, which fails, and the search
+    // falls back to `grep -r`, which read the ignored `.env` (`--regexp=KEY`); to a ripgrep
+    // given it as a word of its own, `--pre=sh` runs a program on every file.
+    for pattern in ["--regexp=KEY", "-iKEY", "--pre=sh"] {
+        for input in [
+            json!({ "pattern": pattern, "searcher": "git_grep" }),
+            json!({ "pattern": pattern }),
+        ] {
+            let (decision, why) = grep(&engine_now, input);
+            assert_eq!(decision, "ask", "{pattern}: {why}");
+            assert!(why.contains("starts with `-`"), "{pattern}: {why}");
+        }
+    }
+    assert_eq!(grep(&engine_now, git_grep(None)).0, "allow");
     // git reads no `.gitignore` that is a link (ripgrep follows it), here or above.
     std::fs::rename(ws.root.join(".gitignore"), ws.root.join("ignored.txt")).unwrap();
     std::os::unix::fs::symlink("ignored.txt", ws.root.join(".gitignore")).unwrap();
