@@ -1518,6 +1518,20 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "rule:no-git-hook-writes",
         ),
+        // A project's cargo config runs its `rustc-wrapper` under `cargo tree`, and its
+        // `[alias] fmt = "run …"` under `cargo fmt --check`.
+        c(
+            "build config",
+            "printf '[build]\\nrustc-wrapper = \"/bin/sh\"\\n' > .cargo/config.toml",
+            "ask",
+            "rule:no-build-config-writes",
+        ),
+        c(
+            "build config",
+            "cp notes.txt crates/app/rust-toolchain.toml",
+            "ask",
+            "rule:no-build-config-writes",
+        ),
         c(
             "secret names",
             "cat docker/.docker/config.json",
