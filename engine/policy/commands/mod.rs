@@ -1168,15 +1168,24 @@ impl CommandTable {
                 }
                 facts.roles.push(role_word);
             }
-            // gawk reads a file operand `/inet/tcp/0/HOST/PORT` from the network.
-            let network_file = |text: &str| {
-                ["/inet/", "/inet4/", "/inet6/"]
-                    .iter()
-                    .any(|prefix| text.starts_with(prefix))
+            // gawk reads a file operand `/inet/tcp/0/HOST/PORT` from the network, however the
+            // line spells it (`/ine{t..t}/tcp/…`, `/in'et'/…`); a brace that cannot be
+            // written out may be one.
+            let network_file = |raw: &str| {
+                let Ok(spellings) = super::shell::wildcard::expand_braces(raw) else {
+                    return true;
+                };
+                spellings.iter().any(|spelling| {
+                    let plain: String = spelling
+                        .chars()
+                        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+                        .collect();
+                    ["/inet/", "/inet4/", "/inet6/"]
+                        .iter()
+                        .any(|prefix| plain.starts_with(prefix))
+                })
             };
-            if program.roles.first() == Some(&Role::AwkProgram)
-                && network_file(word.literal().unwrap_or(&word.raw))
-            {
+            if program.roles.first() == Some(&Role::AwkProgram) && network_file(&word.raw) {
                 facts.effects.push(EffectSource {
                     effect: Effect::Network,
                     cause: format!("{} (a network connection gawk opens)", word.raw),

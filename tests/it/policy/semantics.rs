@@ -681,6 +681,14 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "default",
         ),
+        c(
+            "awk",
+            "awk 1 /ine{t..t}/tcp/0/127.0.0.1/8765",
+            "ask",
+            "default",
+        ),
+        c("awk", "awk 1 {/inet,}/udp/0/h/53", "ask", "default"),
+        c("awk", "awk 1 /in'et'/tcp/0/h/80", "ask", "default"),
         // awk reads no option after its program: `-F` and `-v` there are files.
         c(
             "awk",
