@@ -3131,7 +3131,14 @@ const PROGRAM_CASES: &[(&str, &str, &str)] = &[
         "cargo test --config 'target.x.runner=[\"sh\"]'",
         "ask",
     ),
-    ("npm", "npm ls", "allow"),
+    // Every npm command may ask the registry for a newer npm (`--registry=URL` sent a request
+    // where the line chose).
+    ("npm", "npm ls", "ask"),
+    (
+        "npm",
+        "npm ls --registry=http://127.0.0.1:8765/leak/",
+        "ask",
+    ),
     ("git", "git rev-list --output=.git/config HEAD", "deny"),
     ("git", "git blame --output=.git/config README.md", "deny"),
     // An option before the subcommand makes it `git stash push`.
