@@ -153,6 +153,13 @@ pub struct Program {
     /// hold (all of them, given no file) is judged as read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prints_tracked: bool,
+    /// The program reads (and may rewrite) the Rust modules its sources declare, wherever a
+    /// `#[path]` attribute or a link points them (`cargo fmt`, `rustfmt`): the file each
+    /// `#[path]` attribute of the workspace names is judged as its own, and a `.rs` file that
+    /// is a link asks (`#[path = "../.env"] mod config;` printed the secret's line in
+    /// rustfmt's error).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub follows_modules: bool,
     /// The program the words after `--` are given to, read with its entry in the table
     /// (`cargo test -- --logfile F` hands them to the test harness, `libtest`, which writes
     /// F). Without it they are operands.

@@ -27,6 +27,10 @@
 //! a link's target, a resolved path) for the rest of that decision; every module below
 //! asks through it.
 //!
+//! `rust_modules` finds where a workspace's Rust modules lead off the command line
+//! (`#[path]`, linked `.rs` files) for the programs that follow them (`parts` judges those
+//! files).
+//!
 //! Reading files without running git: `content` (a file's first bytes) ← `git_config` (where
 //! a repository is, its config and what that makes git run) ← `git_index` (the files it
 //! tracks, configs holding a token) ← `search`, `parts`.
@@ -49,6 +53,7 @@ pub mod path;
 pub mod pattern;
 pub mod rule;
 pub mod rules;
+mod rust_modules;
 mod search;
 pub mod shell;
 

@@ -42,6 +42,7 @@ use super::path::{Location, MatchContext, Side, lexical, listed, locate};
 use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
+use super::rust_modules;
 use super::search::{Below, Finding, Reader, Walk, judge_below, named_files, split_glob};
 use super::shell::wildcard::{
     MAX_EXPANSIONS, Wildcard, escape_glob, expand_braces, has_glob, readings, unescape_glob,
@@ -606,6 +607,14 @@ fn decide_line(
             for message in judge_tracked(judged, (command, facts), &folders, before) {
                 outcome.add_analysis(&command.text, message);
             }
+        }
+        if facts.follows_modules {
+            judge_modules(
+                (set, ctx, call, files),
+                command,
+                &mut file_cache,
+                &mut outcome,
+            );
         }
         if let Some(write) = files.write {
             let judged = (set, ctx, call, write);
@@ -2057,6 +2066,53 @@ fn compares_work_tree_with_index(command: &SimpleCommand, facts: &CommandFacts) 
         && facts.operands.is_empty()
         && !facts.options.iter().any(|o| other_side(&o.canonical))
         && !elsewhere
+}
+
+/// Judges the module files a command that follows a Rust package's modules reads (and,
+/// without `--check`, rewrites) where the sources' `#[path]` attributes lead them (see
+/// [`rust_modules`]), each as the file tools' call; what cannot be followed asks.
+fn judge_modules(
+    (set, ctx, call, files): (&RuleSet, &MatchContext, &CallFacts<'_>, &FileTools<'_>),
+    command: &SimpleCommand,
+    cache: &mut ParseCache,
+    outcome: &mut PartOutcome,
+) {
+    let checks = command
+        .words
+        .iter()
+        .any(|word| word.literal() == Some("--check"));
+    let accesses = [
+        files.read.map(|read| (read, Access::Read)),
+        files
+            .write
+            .filter(|_| !checks)
+            .map(|write| (write, Access::Write)),
+    ];
+    for lead in rust_modules::module_paths(Path::new(ctx.workspace_root())) {
+        let (declared_in, target) = match lead {
+            rust_modules::Lead::Unknown(why) => {
+                outcome.add_analysis(&command.text, why);
+                continue;
+            }
+            rust_modules::Lead::Path {
+                declared_in,
+                target,
+            } => (declared_in, target.to_string_lossy().into_owned()),
+        };
+        for (tool, access) in accesses.into_iter().flatten() {
+            let file = decide_file(set, ctx, call, (tool, access), &target, cache);
+            if file.decision != Decision::Allow {
+                let how = format!(
+                    "`{}` {} `{target}`, the module a `#[path]` attribute in `{}` names (judged as `{}`)",
+                    command.text,
+                    access.verb(),
+                    declared_in.display(),
+                    tool.tool
+                );
+                outcome.add_file_outcome(&command.text, file, how);
+            }
+        }
+    }
 }
 
 /// Why a command that prints the content of its repository's tracked files

@@ -85,6 +85,7 @@ struct CompiledProgram {
     plus_commands: bool,
     after_dashes: Option<String>,
     prints_tracked: bool,
+    follows_modules: bool,
 }
 
 /// One option of a program, as the table describes it.
@@ -238,6 +239,7 @@ impl CompiledProgram {
             plus_commands: program.plus_commands,
             after_dashes: program.after_dashes.clone(),
             prints_tracked: program.prints_tracked,
+            follows_modules: program.follows_modules,
         }
     }
 }
@@ -360,6 +362,9 @@ pub struct CommandFacts {
     /// It prints the content of the files its repository tracks (see
     /// [`Program::prints_tracked`](crate::model::command::Program::prints_tracked)).
     pub prints_tracked: bool,
+    /// It reads the Rust modules its sources declare (see
+    /// [`Program::follows_modules`](crate::model::command::Program::follows_modules)).
+    pub follows_modules: bool,
     /// The words given to a program the table does not know that may name a file it reads
     /// or writes (its operands and the values inside its words, see [`unlisted_words`]).
     pub unlisted: Vec<RoleWord>,
@@ -984,6 +989,7 @@ impl CommandTable {
         }
         facts.read_only = program.read_only;
         facts.prints_tracked = program.prints_tracked;
+        facts.follows_modules = program.follows_modules;
         let (program_name, program_effects) = (
             match &facts.subcommand {
                 Some(sub) => format!("{name} {sub}"),

@@ -5652,3 +5652,61 @@ rules:
         assert_eq!(decision, expected, "{tool} {input}: {reasons:?}");
     }
 }
+
+/// rustfmt (`cargo fmt`) reads every module the sources declare, wherever a `#[path]`
+/// attribute or a linked `.rs` file leads it: `#[path = "../.env"] mod config;` printed the
+/// secret's line in rustfmt's error under a team rule allowing `cargo fmt --check`. The file
+/// an attribute names is judged as read (and, without `--check`, written).
+#[test]
+fn rust_formatting_judges_the_modules_a_path_attribute_names() {
+    let ws = workspace_with(&TEAM_POLICY.replace(
+        "\"npm test\"",
+        "\"npm test\", \"cargo fmt --check\", \"cargo fmt\"",
+    ));
+    let root = &ws.root;
+    let engine = || Engine::builder(snapshot(root)).build();
+    // A `#[path]` to a file of the workspace the rules allow (a shared test helper).
+    std::fs::create_dir_all(root.join("tests/support")).unwrap();
+    std::fs::write(root.join("tests/support/helpers.rs"), "pub fn x() {}\n").unwrap();
+    std::fs::write(
+        root.join("src/main.rs"),
+        "#[path = \"../tests/support/helpers.rs\"]\nmod helpers;\nconst S: &str = \"#[path = \\\"../.env\\\"]\";\nfn main() {}\n",
+    )
+    .unwrap();
+    for line in ["cargo fmt --check", "cargo fmt"] {
+        let (decision, reasons) = decide(&engine(), line, &[]);
+        assert_eq!(decision, "allow", "{line}: {reasons:?}");
+    }
+    std::fs::write(
+        root.join("src/main.rs"),
+        "#[path = \"../.env\"]\nmod config;\nfn main() {}\n",
+    )
+    .unwrap();
+    for line in [
+        "cargo fmt --check",
+        "rustfmt --check src/main.rs",
+        "cargo fmt -- src/main.rs",
+    ] {
+        let (decision, reasons) = decide(&engine(), line, &[]);
+        assert_eq!(decision, "deny", "{line}");
+        let deciding = deciding("deny", &reasons);
+        assert!(
+            deciding.contains(&"rule:team-secrets".to_owned()),
+            "{line}: {deciding:?}"
+        );
+        assert!(
+            format!("{reasons:?}").contains("`#[path]` attribute in"),
+            "{line}: {reasons:?}"
+        );
+    }
+    // A module file that is a link is read where it leads: asked.
+    std::fs::write(root.join("src/main.rs"), "mod config;\nfn main() {}\n").unwrap();
+    std::os::unix::fs::symlink(root.join(".env"), root.join("src/config.rs")).unwrap();
+    let (decision, reasons) = decide(&engine(), "cargo fmt --check", &[]);
+    assert_eq!(decision, "ask");
+    assert!(
+        analyses(&reasons).contains("is a link"),
+        "{}",
+        analyses(&reasons)
+    );
+}
