@@ -55,6 +55,10 @@ pub struct ParseLimits {
     /// Maximum number of nodes YAML aliases may expand to across a document ("billion
     /// laughs" guard).
     pub max_alias_nodes: usize,
+    /// Maximum bytes of text YAML aliases may copy across a document: an alias of a large
+    /// string is one node but a whole copy of it (a 1 MiB string aliased 1 000 times asked
+    /// for gigabytes).
+    pub max_alias_bytes: usize,
     /// Maximum length of one line of YAML, in bytes. The YAML parser's time on a flow
     /// collection (`[a, b, ...]`, `{a: 1, ...}`) grows with the square of its line's length
     /// (seconds for a megabyte on one line); the limit bounds it (a 256 KiB line parses in
@@ -63,10 +67,12 @@ pub struct ParseLimits {
 }
 
 impl ParseLimits {
-    /// The defaults: 128 levels, 100 000 alias-expanded nodes, lines of 256 KiB.
+    /// The defaults: 128 levels, 100 000 alias-expanded nodes copying at most 16 MiB of
+    /// text, lines of 256 KiB.
     pub const DEFAULT: ParseLimits = ParseLimits {
         max_depth: 128,
         max_alias_nodes: 100_000,
+        max_alias_bytes: 16 * 1024 * 1024,
         max_line_bytes: 256 * 1024,
     };
 }

@@ -217,6 +217,34 @@ struct Built {
     nodes: usize,
 }
 
+/// An anchored value, with what an alias of it copies.
+struct Anchored {
+    value: Value,
+    nodes: usize,
+    /// Its text: the bytes of its strings and keys, and one for every other value.
+    bytes: usize,
+}
+
+/// The bytes of text `value` holds (see [`Anchored::bytes`]).
+fn text_bytes(value: &Value) -> usize {
+    let mut bytes = 0usize;
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::String(text) => bytes = bytes.saturating_add(text.len()),
+            Value::Array(items) => pending.extend(items),
+            Value::Object(fields) => {
+                for (key, field) in fields {
+                    bytes = bytes.saturating_add(key.len());
+                    pending.push(field);
+                }
+            }
+            _ => bytes = bytes.saturating_add(1),
+        }
+    }
+    bytes
+}
+
 struct Builder<'a> {
     source: &'a Arc<SourceFile>,
     limits: &'a ParseLimits,
@@ -228,8 +256,10 @@ struct Builder<'a> {
     items: Vec<Value>,
     /// Members of the open mappings, innermost last.
     entries: Vec<(String, Value)>,
-    anchors: HashMap<&'a str, Built>,
+    anchors: HashMap<&'a str, Anchored>,
     alias_nodes: usize,
+    /// The bytes of text aliases have copied so far.
+    alias_bytes: usize,
     root: Option<Value>,
     /// Whether the document is an empty plain scalar (a file holding only `---`).
     empty_root: bool,
@@ -253,6 +283,7 @@ impl<'a> Builder<'a> {
             entries: Vec::new(),
             anchors: HashMap::new(),
             alias_nodes: 0,
+            alias_bytes: 0,
             root: None,
             empty_root: false,
             documents: 0,
@@ -499,7 +530,11 @@ impl<'a> Builder<'a> {
         }
         let node = self.open_node(role, span);
         let keep = node.is_some() || matches!(role, Role::Root);
-        let Some(nodes) = self.anchors.get(name).map(|anchored| anchored.nodes) else {
+        let Some((nodes, bytes)) = self
+            .anchors
+            .get(name)
+            .map(|anchored| (anchored.nodes, anchored.bytes))
+        else {
             self.error(
                 Diagnostic::new(Code::SyntaxYaml, "the alias names an unknown anchor")
                     .at(self.source, span)
@@ -515,6 +550,22 @@ impl<'a> Builder<'a> {
             );
             return;
         };
+        self.alias_bytes = self.alias_bytes.saturating_add(bytes);
+        if self.alias_bytes > self.limits.max_alias_bytes {
+            self.error(
+                Diagnostic::new(
+                    Code::SyntaxLimit,
+                    format!(
+                        "aliases copy more than {} MiB of text",
+                        self.limits.max_alias_bytes / (1024 * 1024)
+                    ),
+                )
+                .at(self.source, span)
+                .with_help("write the data out instead of aliasing large values many times"),
+            );
+            self.fatal = true;
+            return;
+        }
         self.alias_nodes = self.alias_nodes.saturating_add(nodes);
         if self.alias_nodes > self.limits.max_alias_nodes {
             self.error(
@@ -652,7 +703,8 @@ impl<'a> Builder<'a> {
         if let Some(anchor) = anchor {
             self.anchors.insert(
                 anchor,
-                Built {
+                Anchored {
+                    bytes: text_bytes(&built.value),
                     value: built.value.clone(),
                     nodes: built.nodes,
                 },
@@ -1175,6 +1227,28 @@ mod tests {
         let errors = parse("a:\n\tb: 1\n").unwrap_err();
         let help = errors[0].help.as_deref().unwrap_or_default();
         assert!(help.contains("tabs"), "{errors:?}");
+    }
+
+    /// An alias of a large string is one node but a whole copy of it: 512 KiB aliased 40
+    /// times (a 1 MiB string aliased 1 000 times took gigabytes and aborted the process).
+    #[test]
+    fn aliases_copying_more_text_than_the_limit_are_refused_at_the_alias() {
+        let line = "a".repeat(512);
+        let mut text = String::from("big: &big |\n");
+        for _ in 0..1024 {
+            text.push_str(&format!("  {line}\n"));
+        }
+        text.push_str("copies: [");
+        text.push_str(&vec!["*big"; 40].join(", "));
+        text.push_str("]\n");
+        let errors = parse(&text).expect_err("refused");
+        assert!(
+            errors[0].message.contains("aliases copy more than 16 MiB"),
+            "{errors:?}"
+        );
+        // A few copies load.
+        let few = text.replace(&vec!["*big"; 40].join(", "), "*big, *big");
+        assert!(parse(&few).is_ok());
     }
 
     fn parse(text: &str) -> Result<(Value, SpanTable), Vec<Diagnostic>> {

@@ -215,6 +215,11 @@ syntax_case!(
     [Code::SyntaxLimit]
 );
 syntax_case!(
+    syntax_alias_copies,
+    "syntax/alias_copies.yaml",
+    [Code::SyntaxLimit]
+);
+syntax_case!(
     syntax_deep_nesting,
     "syntax/deep_nesting.yaml",
     [Code::SyntaxLimit]
