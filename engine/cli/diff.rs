@@ -387,6 +387,25 @@ fn checkout(global: &GlobalOptions, revision: &str) -> Result<tempfile::TempDir,
             }
         };
         let target = dir.path().join(root);
+        // A link in the policy root (a folder of rules kept elsewhere, `shared -> ../../docs`)
+        // is followed when policies load, but git keeps only its target's name: written out
+        // as a file, what it links would drop out of the comparison unseen.
+        let in_repo_path = spec.split_once(':').map_or("", |(_, path)| path);
+        let entries = Command::new("git")
+            .args(["ls-tree", "-r", "-z", revision, "--", in_repo_path])
+            .output()
+            .map_err(|e| git_error(e.to_string()))?;
+        for entry in entries.stdout.split(|&b| b == 0) {
+            let entry = String::from_utf8_lossy(entry);
+            let Some((meta, path)) = entry.split_once('\t') else {
+                continue;
+            };
+            if meta.starts_with("120000 ") || meta.starts_with("160000 ") {
+                return Err(git_error(format!(
+                    "`{path}` is a symbolic link or a submodule at `{revision}`: the policies it leads to cannot be read at that revision; compare the work tree (`toolgate diff --git {revision}`) or replace the link with the files"
+                )));
+            }
+        }
         if kind == "blob" {
             let out = Command::new("git")
                 .args(["show", &spec])

@@ -357,3 +357,50 @@ fn git_ranges_compare_from_where_the_branches_forked() {
     let (code, same) = diff("..HEAD");
     assert_eq!((code, same.as_str()), (Some(0), "no change in effect\n"));
 }
+
+/// A link in the policy root is followed when policies load, but git keeps only its target's
+/// name: comparing revisions through it would leave out what it links (a pull request adding
+/// `shared -> ../docs/agent` and an allow rule there was "no change in effect"). It is
+/// refused, naming the link.
+#[test]
+fn a_link_in_the_policy_root_at_a_revision_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let policies = dir.path().join("policies");
+    std::fs::create_dir_all(&policies).expect("created");
+    std::fs::copy(
+        root.join(BASE).join("policy.yaml"),
+        policies.join("policy.yaml"),
+    )
+    .expect("copied");
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "base"]);
+    std::fs::create_dir_all(dir.path().join("docs/agent")).expect("created");
+    std::fs::copy(
+        root.join(HEAD).join("policy.yaml"),
+        dir.path().join("docs/agent/extra.yaml"),
+    )
+    .expect("copied");
+    std::os::unix::fs::symlink("../docs/agent", policies.join("shared")).expect("linked");
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "link"]);
+    let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .current_dir(dir.path())
+        .args([
+            "--no-builtin",
+            "-p",
+            "policies",
+            "diff",
+            "--git",
+            "HEAD~1..HEAD",
+        ])
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`policies/shared` is a symbolic link or a submodule at `HEAD`"),
+        "{stderr}"
+    );
+}
