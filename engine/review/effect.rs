@@ -148,10 +148,25 @@ pub fn item(
         ),
         (Subject::Tool, ChangeKind::Added) => {
             let default = decision(value.pointer("/permission/default"));
+            // A mode may allow what the tool asks about elsewhere (`modes.automation.permission`).
+            let allowing_mode = value
+                .get("modes")
+                .and_then(Value::as_object)
+                .and_then(|modes| {
+                    modes.iter().find(|(_, patch)| {
+                        decision(patch.pointer("/permission/default")) == Some(Decision::Allow)
+                    })
+                })
+                .map(|(mode, _)| mode.clone());
             if default == Some(Decision::Allow) {
                 classified(
                     Effect::Widens,
                     format!("tool `{name}` added with permission `allow`"),
+                )
+            } else if let Some(mode) = allowing_mode {
+                classified(
+                    Effect::Widens,
+                    format!("tool `{name}` added with permission `allow` in mode `{mode}`"),
                 )
             } else if let Some(rule) = around.allowed_by {
                 // Its calls were unknown (an agent's hook left them to the agent); the rule

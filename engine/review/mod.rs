@@ -686,6 +686,13 @@ mod tests {
                 json!({"tools": {"A": {"permission": {"default": "allow"}}}}),
                 "default permission `deny` unset (`modes.ci.permission.default`)",
             ),
+            // A new tool allowed only in a mode (it went from unknown to allowed under
+            // `automation` while rated medium).
+            (
+                json!({"tools": {}}),
+                json!({"tools": {"M": {"permission": {"default": "ask"}, "modes": {"automation": {"permission": {"default": "allow"}}}}}}),
+                "tool `M` added with permission `allow` in mode `automation`",
+            ),
         ];
         for (before, after, reason) in cases {
             let found = changes(before.clone(), after.clone());
