@@ -16,6 +16,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs::Metadata;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -30,17 +31,21 @@ const MAX_LISTED: usize = 20_000;
 /// An answer: what the file system said, or the kind of error it gave.
 type Answer<T> = Result<T, io::ErrorKind>;
 
+/// Answers by path, as written (its bytes: hashing a `Path` walks its components, which cost
+/// more than the lookups saved).
+type Answers<T> = HashMap<OsString, Answer<T>, foldhash::fast::RandomState>;
+
 /// The answers one decision has been given.
 #[derive(Default)]
 struct Record {
     /// `lstat`: a path's metadata, not following a last link.
-    lstat: HashMap<PathBuf, Answer<Metadata>>,
+    lstat: Answers<Metadata>,
     /// `stat`: a path's metadata through links.
-    stat: HashMap<PathBuf, Answer<Metadata>>,
+    stat: Answers<Metadata>,
     /// `readlink`: a link's target.
-    link: HashMap<PathBuf, Answer<PathBuf>>,
+    link: Answers<PathBuf>,
     /// A folder's entries (see [`list`]).
-    listing: HashMap<PathBuf, Answer<Rc<[Entry]>>>,
+    listing: Answers<Rc<[Entry]>>,
     /// The entries `listing` holds, all folders together.
     listed: usize,
 }
@@ -85,13 +90,13 @@ pub(super) fn recorded<T>(decide: impl FnOnce() -> T) -> T {
 /// The answer kept in `field` of the current record for `path`, else `ask`'s (kept when a
 /// decision is recorded and the record has room).
 fn answer<T: Clone>(
-    field: fn(&mut Record) -> &mut HashMap<PathBuf, Answer<T>>,
+    field: fn(&mut Record) -> &mut Answers<T>,
     path: &Path,
     ask: impl FnOnce(&Path) -> io::Result<T>,
 ) -> io::Result<T> {
     let kept = RECORD.with(|record| {
         let mut record = record.borrow_mut();
-        field(record.as_mut()?).get(path).cloned()
+        field(record.as_mut()?).get(path.as_os_str()).cloned()
     });
     if let Some(kept) = kept {
         return kept.map_err(io::Error::from);
@@ -102,7 +107,7 @@ fn answer<T: Clone>(
             let answers = field(record);
             if answers.len() < MAX_ANSWERS {
                 let kept = given.as_ref().map(T::clone).map_err(io::Error::kind);
-                answers.insert(path.to_owned(), kept);
+                answers.insert(path.as_os_str().to_owned(), kept);
             }
         }
     });
@@ -126,7 +131,7 @@ pub(super) fn metadata(path: impl AsRef<Path>) -> io::Result<Metadata> {
     let path = path.as_ref();
     let not_a_link = RECORD.with(|record| {
         let record = record.borrow();
-        match record.as_ref()?.lstat.get(path)? {
+        match record.as_ref()?.lstat.get(path.as_os_str())? {
             Ok(meta) if !meta.file_type().is_symlink() => Some(Ok(meta.clone())),
             // The path ends before its last name, or nothing has that name: following a
             // link there changes nothing.
@@ -160,7 +165,7 @@ pub(super) fn list(folder: impl AsRef<Path>, limit: usize) -> io::Result<Rc<[Ent
     let folder = folder.as_ref();
     let kept = RECORD.with(|record| {
         let record = record.borrow();
-        let kept = record.as_ref()?.listing.get(folder)?;
+        let kept = record.as_ref()?.listing.get(folder.as_os_str())?;
         // A listing cut shorter than this caller reads is read again.
         match kept {
             Ok(entries) if entries.len() < limit => Some(Ok(Rc::clone(entries))),
@@ -187,7 +192,7 @@ pub(super) fn list(folder: impl AsRef<Path>, limit: usize) -> io::Result<Rc<[Ent
             if record.listing.len() < MAX_ANSWERS && record.listed + size <= MAX_LISTED {
                 record.listed += size;
                 let kept = given.as_ref().map(Rc::clone).map_err(io::Error::kind);
-                record.listing.insert(folder.to_owned(), kept);
+                record.listing.insert(folder.as_os_str().to_owned(), kept);
             }
         }
     });
