@@ -473,9 +473,11 @@ impl ShellPattern {
     }
 
     /// The first effect of the command that this pattern does not grant, for an allow: the
-    /// program's own effects are granted by naming the program (and subcommand); an
-    /// option's only by naming the option; an effect of a word's content (a `sed` script
-    /// with `e`, a variable name with a subscript) only by a pattern without `*`.
+    /// program's own effects are granted by naming the program, a subcommand's by naming
+    /// the subcommand (`git *` does not grant `git push`'s network, nor `cargo *` `cargo
+    /// test`'s code); an option's only by naming the option; an effect of a word's content
+    /// (a `sed` script with `e`, a variable name with a subscript) only by a pattern without
+    /// `*`.
     pub fn unnamed_effect<'f>(
         &self,
         facts: &'f CommandFacts,
@@ -483,7 +485,12 @@ impl ShellPattern {
     ) -> Option<&'f super::commands::EffectSource> {
         let exact = !self.tokens.iter().any(|t| matches!(t, Token::Rest));
         facts.effects.iter().find(|effect| match &effect.from {
-            EffectFrom::Program => false,
+            EffectFrom::Program => {
+                facts.subcommand.is_some()
+                    && self
+                        .shape(table)
+                        .is_none_or(|shape| shape.subcommand != facts.subcommand)
+            }
             EffectFrom::Option(canonical) => !self
                 .shape(table)
                 .is_some_and(|shape| shape.options.iter().any(|o| &o.canonical == canonical)),

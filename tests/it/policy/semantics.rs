@@ -2299,7 +2299,7 @@ fn allowed_runners_still_ask_for_code_on_their_command_line() {
 #[test]
 fn allowed_options_grant_what_the_option_does_not_what_its_value_hides() {
     let ws = workspace_with(&format!(
-        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z *\", \"rsync *\", \"cargo fmt *\", \"script *\", \"flock *\", \"strace *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: editors\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"sed -e *\", \"sed -i *\", \"tar -tf *\", \"zip *\", \"man *\", \"yq *\", \"mv *\", \"7z a *\", \"7z x *\", \"rsync *\", \"cargo fmt *\", \"script *\", \"flock *\", \"strace *\"] }} }}\n    decision: allow\n"
     ));
     std::fs::write(ws.root.join("config"), "[core]\n").unwrap();
     let engine = Engine::builder(snapshot(&ws.root)).build();
@@ -3783,7 +3783,7 @@ fn write_zip(path: &Path, files: &[(&str, &str)], links: &[(&str, &str)]) {
 #[test]
 fn an_unpacked_archive_is_judged_by_its_entries() {
     let policy = format!(
-        "{TEAM_POLICY}  - name: unpackers\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"unzip *\", \"7z *\", \"cpio *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: unpackers\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"unzip *\", \"7z a *\", \"7z x *\", \"cpio *\"] }} }}\n    decision: allow\n"
     );
     let ws = workspace_with(&policy);
     write_zip(
@@ -5709,4 +5709,30 @@ fn rust_formatting_judges_the_modules_a_path_attribute_names() {
         "{}",
         analyses(&reasons)
     );
+}
+
+/// An allow pattern's `*` in a subcommand's place does not grant what the subcommand does:
+/// `git *` allowed `git config core.pager 'sh -c id'` (the next `git log` ran it) and `git
+/// push`; naming the subcommand grants it.
+#[test]
+fn a_star_does_not_grant_a_subcommand_it_does_not_name() {
+    let ws = workspace_with(&format!(
+        "{TEAM_POLICY}  - name: git-anything\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"git *\", \"cargo *\", \"npm run *\"] }} }}\n    decision: allow\n"
+    ));
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (command, expected) in [
+        ("git config core.pager 'sh -c id'", "ask"),
+        ("git config alias.st '!touch PWNED'", "ask"),
+        ("git push origin main", "ask"),
+        ("git clone https://example.com/x.git", "ask"),
+        ("cargo build", "ask"),
+        // What the subcommands do not add is granted.
+        ("git log -n 3", "allow"),
+        ("git stash list", "allow"),
+        ("cargo --version", "allow"),
+        ("npm run build", "allow"),
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, expected, "{command}: {reasons:?}");
+    }
 }
