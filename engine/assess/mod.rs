@@ -324,6 +324,7 @@ impl<'s, 'c> Admitted<'s, 'c> {
                 read: None,
                 write: None,
                 search: None,
+                list: None,
             }
         };
         let files = FileTools {
@@ -336,6 +337,10 @@ impl<'s, 'c> Admitted<'s, 'c> {
                 flags: &contract.concurrency,
             }),
             search: files.search.as_ref().map(|(tool, contract)| FileTool {
+                tool,
+                flags: &contract.concurrency,
+            }),
+            list: files.list.as_ref().map(|(tool, contract)| FileTool {
                 tool,
                 flags: &contract.concurrency,
             }),
@@ -383,6 +388,7 @@ struct ResolvedFileTools<'s> {
     read: Option<(&'s crate::model::ToolName, Cow<'s, Arc<ResolvedContract>>)>,
     write: Option<(&'s crate::model::ToolName, Cow<'s, Arc<ResolvedContract>>)>,
     search: Option<(&'s crate::model::ToolName, Cow<'s, Arc<ResolvedContract>>)>,
+    list: Option<(&'s crate::model::ToolName, Cow<'s, Arc<ResolvedContract>>)>,
 }
 
 fn file_tools<'s>(snapshot: &'s Snapshot, modes: &[ModeName]) -> ResolvedFileTools<'s> {
@@ -395,6 +401,7 @@ fn file_tools<'s>(snapshot: &'s Snapshot, modes: &[ModeName]) -> ResolvedFileToo
         read: resolve(table.read_tool.as_deref()),
         write: resolve(table.write_tool.as_deref()),
         search: resolve(table.search_tool.as_deref()),
+        list: resolve(table.list_tool.as_deref()),
     }
 }
 

@@ -65,6 +65,11 @@ pub struct FileTools {
     /// `rg`), given as its `path` (default `Grep`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<String>,
+    /// The tool whose rules judge folders listed with everything below them (`find DIR`,
+    /// `ls -R DIR`, `tree DIR`: the names of the files, not their content), given as its
+    /// `path` with the `pattern` `**` (default `Glob`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<String>,
     /// What the search tool leaves out of a folder it searches when its input names no
     /// `glob` (the agents' search tools are ripgrep with `--hidden`: `[ignored]`). A `glob`
     /// limits the search to the files it matches, hidden and ignored ones included, as
@@ -284,6 +289,10 @@ pub enum Role {
     /// A file, or a folder with everything below it, that is read (`grep -r`, `rg`, `diff`,
     /// `cp -r`): judged as read, and as searched by the search tool.
     Tree,
+    /// A folder listed with everything below it: the names of its files, not their content
+    /// (`find DIR`, `ls -R DIR`, `tree DIR`, `du -a DIR`): judged as read, and as listed by
+    /// the list tool (a name under `~/.ssh` is kept from a listing as from `Glob`).
+    Listing,
     /// A command line or program the program runs.
     Exec,
     /// A `sed` script: `e`, `w`, `r` and the `e`/`w` flags of `s` are found in it.

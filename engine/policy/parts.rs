@@ -79,14 +79,17 @@ pub struct FileTools<'a> {
     pub write: Option<FileTool<'a>>,
     /// Judges folders searched with everything below them.
     pub search: Option<FileTool<'a>>,
+    /// Judges folders listed with everything below them.
+    pub list: Option<FileTool<'a>>,
 }
 
-/// Whether a file is read, written, or searched with everything below it.
+/// Whether a file is read, written, searched or listed with everything below it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Access {
     Read,
     Write,
     Search,
+    List,
 }
 
 impl Access {
@@ -95,6 +98,7 @@ impl Access {
             Access::Read => "reads",
             Access::Write => "writes",
             Access::Search => "searches",
+            Access::List => "lists",
         }
     }
 }
@@ -1330,6 +1334,11 @@ fn file_words<'c>(
         .effects
         .iter()
         .any(|e| e.effect == Effect::Write && e.from == EffectFrom::Program);
+    // `find`'s starting points are the words before its expression: what follows (the
+    // command `-exec` runs) is not listed.
+    let find_starts = (facts.program.as_deref() == Some("find"))
+        .then(|| starting_points(command))
+        .flatten();
     for role_word in &facts.roles {
         let access = match role_word.role {
             Role::RevisionOrPath if program_writes => {
@@ -1369,6 +1378,22 @@ fn file_words<'c>(
                     Named::File,
                 ));
                 Access::Search
+            }
+            Role::Listing
+                if find_starts
+                    .as_ref()
+                    .is_some_and(|starts| !starts.contains(&role_word.word)) =>
+            {
+                Access::Read
+            }
+            Role::Listing => {
+                found.push((
+                    Access::Read,
+                    &role_word.word,
+                    role_word.source.clone(),
+                    Named::File,
+                ));
+                Access::List
             }
             Role::Text
             | Role::Clock
@@ -1430,6 +1455,7 @@ fn decide_file(
         Access::Read => json!({ "file_path": path }),
         Access::Write => json!({ "file_path": path, "content": "" }),
         Access::Search => json!({ "path": path, "pattern": "" }),
+        Access::List => json!({ "path": path, "pattern": "**" }),
     };
     let pseudo = CallFacts {
         tool: tool.tool,
@@ -1438,6 +1464,56 @@ fn decide_file(
         flags: tool.flags,
     };
     set.decide_whole(&pseudo, ctx, Decision::Allow, cache, None)
+}
+
+/// The decision on listing the folder `path` with the names below it that match `pattern`,
+/// as a call of the list tool (allowed when no rule decides).
+fn decide_listing(
+    set: &RuleSet,
+    ctx: &MatchContext,
+    call: &CallFacts<'_>,
+    tool: FileTool<'_>,
+    (path, pattern): (&str, &str),
+    cache: &mut ParseCache,
+) -> PartOutcome {
+    let input = json!({ "path": path, "pattern": pattern });
+    let pseudo = CallFacts {
+        tool: tool.tool,
+        input: &input,
+        modes: call.modes,
+        flags: tool.flags,
+    };
+    set.decide_whole(&pseudo, ctx, Decision::Allow, cache, None)
+}
+
+/// The names below its folders a listing command prints, as a glob: `**` (every name),
+/// narrowed to `**/NAME` for a `find` whose tests all hold together (no `-o`, `!`, `,` or
+/// parentheses) and include `-name NAME` (`find / -name libssl.so` lists no key's name).
+fn listed_names(facts: &CommandFacts) -> String {
+    let every = "**".to_owned();
+    if facts.program.as_deref() != Some("find") {
+        return every;
+    }
+    let joined = ["-o", "-or", "!", "-not", ",", "(", ")"];
+    if facts.operands.iter().any(|word| match word.literal() {
+        Some(text) => joined.contains(&text),
+        // A word only known when it runs may be an operator (`~` is not).
+        None => word.raw.contains(['$', '`']),
+    }) || facts
+        .options
+        .iter()
+        .any(|option| joined.contains(&option.canonical.as_str()))
+    {
+        return every;
+    }
+    facts
+        .options
+        .iter()
+        .find(|option| option.canonical == "-name")
+        .and_then(|option| option.value.as_ref())
+        .and_then(|value| value.literal())
+        .filter(|name| !name.is_empty() && !name.contains('/'))
+        .map_or(every, |name| format!("**/{name}"))
 }
 
 /// What a glob (`*`) that skips names starting with `.`, as bash does by default, reaches
@@ -1603,6 +1679,7 @@ fn judge_files(
             Access::Read => files.read,
             Access::Write => files.write,
             Access::Search => files.search,
+            Access::List => files.list,
         }) else {
             continue;
         };
@@ -1700,6 +1777,25 @@ fn judge_files(
                         continue;
                     }
                 };
+                // A glob the word starts with expands to names as written: one starting with
+                // `-` is an option to the program (`touch ./-R; ls * ~` listed `~` with
+                // everything below it; `rm *` beside a file named `-rf`).
+                if value.starts_with(['*', '?', '['])
+                    && let Some(at) = path.find(['*', '?', '['])
+                    && let Some(option) = paths
+                        .iter()
+                        .find(|found| found.get(at..).is_some_and(|name| name.starts_with('-')))
+                {
+                    outcome.add_analysis(
+                        &command.text,
+                        format!(
+                            "`{}` expands `{}` to `{}`, a name starting with `-`: the program reads it as an option",
+                            command.text,
+                            word.raw,
+                            &option[at..]
+                        ),
+                    );
+                }
                 if dotfiles == Dotfiles::Explicit
                     && let Some(why) =
                         hidden_matches(set, ctx, call, (tool, access), &path, &paths, cache)
@@ -1721,7 +1817,12 @@ fn judge_files(
                     {
                         continue;
                     }
-                    let file = decide_file(set, ctx, call, (tool, access), &path, cache);
+                    let file = if access == Access::List {
+                        let pattern = listed_names(facts);
+                        decide_listing(set, ctx, call, tool, (&path, &pattern), cache)
+                    } else {
+                        decide_file(set, ctx, call, (tool, access), &path, cache)
+                    };
                     // A file read is judged by its content where it leads: a link named
                     // `notes` to `.git/config` or a key.
                     let real = (access == Access::Read).then(|| {

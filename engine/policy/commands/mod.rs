@@ -41,6 +41,8 @@ pub struct CommandTable {
     pub write_tool: Option<String>,
     /// The tool that judges folders searched with everything below them.
     pub search_tool: Option<String>,
+    /// The tool that judges folders listed with everything below them.
+    pub list_tool: Option<String>,
     /// What the search tool leaves out of a folder it searches (with no `glob`).
     pub search_skips: Vec<SearchSkip>,
     /// The folders whose programs are the ones the table names.
@@ -188,9 +190,14 @@ impl CompiledProgram {
         });
         // (An option that changes what the operands are, or reads a folder when none is
         // given, changes which files are read: `grep "$X" API` with `X=-r` searches `.`.)
+        // (An option that only makes a listing recursive, `ls -R`, is judged by the names the
+        // glob that may spell it expands to: see the file judging in `parts`.)
         let risky_options = options.values().any(|info| {
             !info.effects.is_empty()
-                || info.operands.is_some()
+                || info
+                    .operands
+                    .as_ref()
+                    .is_some_and(|roles| roles.as_slice() != [Role::Listing])
                 || info.default_operand.is_some()
                 || matches!(info.value, Some(Role::Write | Role::Exec))
                 || matches!(info.second_value, Some(Role::Write | Role::Exec))
@@ -524,6 +531,7 @@ impl CommandTable {
             read_tool: tools.and_then(|t| t.read.clone()),
             write_tool: tools.and_then(|t| t.write.clone()),
             search_tool: tools.and_then(|t| t.search.clone()),
+            list_tool: tools.and_then(|t| t.list.clone()),
             search_skips: tools.map(|t| t.search_skips.clone()).unwrap_or_default(),
             program_folders: section.program_folders.clone(),
         }
@@ -1596,6 +1604,7 @@ fn names_files(role: Role) -> bool {
             | Role::Dir
             | Role::Manifest
             | Role::Tree
+            | Role::Listing
             | Role::RevisionOrPath
             | Role::Patch
             | Role::Unpack

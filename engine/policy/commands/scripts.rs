@@ -48,6 +48,7 @@ pub(super) fn content_effects(
             | Role::Dir
             | Role::Manifest
             | Role::Tree
+            | Role::Listing
             | Role::RevisionOrPath
             | Role::Network
             | Role::Download
@@ -110,6 +111,7 @@ pub(super) fn content_effects(
         | Role::Dir
         | Role::Manifest
         | Role::Tree
+        | Role::Listing
         | Role::RevisionOrPath
         | Role::Network
         | Role::Download

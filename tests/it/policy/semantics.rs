@@ -634,6 +634,35 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "analysis",
         ),
         c("named descriptor", "echo {out}>&2; ls", "allow", "rule:"),
+        // A folder listed with everything below it shows the names of the files there: judged
+        // as `Glob` listing `**` in it (`find ~` printed every name below `~/.ssh`).
+        c("listing", "find ~", "deny", "rule:no-secrets-glob-reach"),
+        c("listing", "ls -lR ~", "deny", "rule:no-secrets-glob-reach"),
+        c(
+            "listing",
+            "ls --recursive ~",
+            "deny",
+            "rule:no-secrets-glob-reach",
+        ),
+        c("listing", "tree -a ~", "deny", "rule:no-secrets-glob-reach"),
+        c("listing", "du -a ~", "deny", "rule:no-secrets-glob-reach"),
+        c(
+            "listing",
+            "find ~ -name '*' -type f",
+            "deny",
+            "rule:no-secrets-glob-reach",
+        ),
+        c(
+            "listing",
+            "find ~ -name a -o -name b",
+            "deny",
+            "rule:no-secrets-glob-reach",
+        ),
+        // A `find` whose tests all hold and name the files lists only those.
+        c("listing", "find / -name libssl.so", "allow", "rule:"),
+        c("listing", "find . -name '*.rs' -type f", "allow", "rule:"),
+        c("listing", "ls -R src", "allow", "rule:"),
+        c("listing", "du -sh ~", "allow", "rule:"),
         // An option the command table does not know before a program's script may take the
         // next word as its value: which word is the script is not known (`--argfile x f env`
         // ran `env`, dumping the environment, while `f` was read as the program).
@@ -5735,4 +5764,32 @@ fn a_star_does_not_grant_a_subcommand_it_does_not_name() {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, expected, "{command}: {reasons:?}");
     }
+}
+
+/// A word starting with a glob is the names it expands to: one starting with `-` is an
+/// option (`touch ./-R; ls * ~` would list `~` with everything below it, names under
+/// `~/.ssh` included).
+#[test]
+fn a_glob_that_expands_to_an_option_asks() {
+    let ws = workspace();
+    // (`ls *` beside `.env` asks for what `dotglob` would add.)
+    std::fs::remove_file(ws.root.join(".env")).unwrap();
+    let engine = || Engine::builder(snapshot(&ws.root)).build();
+    for command in ["ls -d */", "ls * ~", "ls src/*.rs"] {
+        let (got, reasons) = decide(&engine(), command, &[]);
+        assert_eq!(got, "allow", "{command}: {reasons:?}");
+    }
+    std::fs::write(ws.root.join("-R"), "").unwrap();
+    for command in ["ls * ~", "cat *"] {
+        let (got, reasons) = decide(&engine(), command, &[]);
+        assert_eq!(got, "ask", "{command}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("expands `*` to `-R`"),
+            "{command}: {reasons:?}"
+        );
+    }
+    // A glob after a folder's name expands to paths that start with it.
+    std::fs::write(ws.root.join("src/-R"), "").unwrap();
+    let (got, reasons) = decide(&engine(), "ls src/*", &[]);
+    assert_eq!(got, "allow", "{reasons:?}");
 }
