@@ -1185,21 +1185,29 @@ impl CommandTable {
             // gawk reads a file operand `/inet/tcp/0/HOST/PORT` from the network, however the
             // line spells it (`/ine{t..t}/tcp/…`, `/in'et'/…`); a brace that cannot be
             // written out may be one.
-            let network_file = |raw: &str| {
-                let Ok(spellings) = super::shell::wildcard::expand_braces(raw) else {
+            let network_file = |word: &Word| {
+                let network = |text: &str| {
+                    ["/inet/", "/inet4/", "/inet6/"]
+                        .iter()
+                        .any(|prefix| text.starts_with(prefix))
+                };
+                // The word's value (`$'/in\x65t/…'` decoded), and each of its brace
+                // expansions with its quotes taken out (`$'/ine'{t,}/…`).
+                if word.literal().is_some_and(network) {
+                    return true;
+                }
+                let Ok(spellings) = super::shell::wildcard::expand_braces(&word.raw) else {
                     return true;
                 };
                 spellings.iter().any(|spelling| {
                     let plain: String = spelling
                         .chars()
-                        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+                        .filter(|c| !matches!(c, '\'' | '"' | '\\' | '$'))
                         .collect();
-                    ["/inet/", "/inet4/", "/inet6/"]
-                        .iter()
-                        .any(|prefix| plain.starts_with(prefix))
+                    network(&plain)
                 })
             };
-            if program.roles.first() == Some(&Role::AwkProgram) && network_file(&word.raw) {
+            if program.roles.first() == Some(&Role::AwkProgram) && network_file(word) {
                 facts.effects.push(EffectSource {
                     effect: Effect::Network,
                     cause: format!("{} (a network connection gawk opens)", word.raw),

@@ -718,6 +718,8 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("awk", "awk 1 {/inet,}/udp/0/h/53", "ask", "default"),
         c("awk", "awk 1 /in'et'/tcp/0/h/80", "ask", "default"),
+        c("awk", "awk 1 $'/in\\x65t/tcp/0/h/80'", "ask", "default"),
+        c("awk", "awk 1 $'/inet/tcp/0/h/80'", "ask", "default"),
         // awk reads no option after its program: `-F` and `-v` there are files.
         c(
             "awk",
