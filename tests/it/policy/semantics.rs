@@ -5748,7 +5748,7 @@ fn rust_formatting_judges_the_modules_a_path_attribute_names() {
 #[test]
 fn a_star_does_not_grant_a_subcommand_it_does_not_name() {
     let ws = workspace_with(&format!(
-        "{TEAM_POLICY}  - name: git-anything\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"git *\", \"cargo *\", \"npm run *\"] }} }}\n    decision: allow\n"
+        "{TEAM_POLICY}  - name: git-anything\n    tools: [Bash]\n    match: {{ command: {{ shell: [\"git *\", \"cargo *\", \"npm run *\", \"declare *\"] }} }}\n    decision: allow\n"
     ));
     let engine = Engine::builder(snapshot(&ws.root)).build();
     for (command, expected) in [
@@ -5757,6 +5757,11 @@ fn a_star_does_not_grant_a_subcommand_it_does_not_name() {
         ("git push origin main", "ask"),
         ("git clone https://example.com/x.git", "ask"),
         ("cargo build", "ask"),
+        // A name reference or an integer variable: later assignments set another variable
+        // or evaluate code (`declare -n r=HOME; r=x` moved `~`).
+        ("declare -n r=HOME; r=x; git status", "ask"),
+        ("declare -i n; n=1", "ask"),
+        ("declare x=1; echo \"$x\"", "allow"),
         // What the subcommands do not add is granted.
         ("git log -n 3", "allow"),
         ("git stash list", "allow"),
