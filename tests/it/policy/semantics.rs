@@ -1571,6 +1571,13 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "ask",
             "rule:no-build-config-writes",
         ),
+        // A folder written elsewhere and moved into place.
+        c(
+            "build config",
+            "mv d .cargo",
+            "ask",
+            "rule:no-build-config-writes",
+        ),
         c(
             "secret names",
             "cat docker/.docker/config.json",
