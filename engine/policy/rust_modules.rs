@@ -20,12 +20,13 @@ const MAX_SOURCE_BYTES: u64 = 4 * 1024 * 1024;
 /// The most `#[path]` targets judged: past it, the rest cannot be.
 const MAX_TARGETS: usize = 64;
 
-/// A `path` attribute, outer or inner, also inside `cfg_attr` (`#[cfg_attr(x, path = "…")]`),
-/// up to where its value starts; and an inline module block (`mod name {`), inside which a
-/// `#[path]` is taken from a folder named after the modules around it. (`None` cannot happen
-/// for these fixed patterns; were it so, every source would count as holding one.)
-static PATH_ATTRIBUTE: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"#\s*!?\s*\[[^\]]*\bpath\s*=").ok());
+/// An attribute (`#[…]`, `#![…]`) up to its closing bracket, in code whose literals are
+/// blanked; a `path` key in it, also inside `cfg_attr` (`#[cfg_attr(x, path = "…")]`),
+/// every one of them; and an inline module block (`mod name {`), inside which a `#[path]` is
+/// taken from a folder named after the modules around it. (`None` cannot happen for these
+/// fixed patterns; were it so, every source would count as holding one.)
+static ATTRIBUTE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"#\s*!?\s*\[[^\]]*").ok());
+static PATH_KEY: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\bpath\s*=").ok());
 static INLINE_MODULE: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\bmod\s+(r#)?\w+\s*\{").ok());
 
@@ -45,24 +46,30 @@ pub(super) enum Lead {
 }
 
 /// Where the modules of the Rust sources below `root` lead off the command line: each
-/// `#[path]` attribute's file, and what cannot be followed (a `.rs` file that is a link, a
-/// value that is not a plain string, an attribute inside an inline module, too many files).
-/// Build output (`target`) and git's folder are skipped: no module lies there without a
-/// `#[path]` leading to it.
+/// `#[path]` attribute's file (which is looked through in turn, whatever its name), and
+/// what cannot be followed (a `.rs` file that is a link, a value that is not a plain
+/// string, an attribute inside an inline module, too many files). Cargo's build output (a
+/// `target` folder holding `CACHEDIR.TAG` and no source of its own) and git's folder are
+/// not walked: no module lies there but one a `#[path]` leads to, which asks.
 pub(super) fn module_paths(root: &Path) -> Vec<Lead> {
     let mut leads = Vec::new();
+    let mut sources = Vec::new();
+    let mut skipped = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     let mut seen = 0usize;
+    let too_many = || {
+        Lead::Unknown(format!(
+            "the workspace holds more than {MAX_ENTRIES} entries or {MAX_TARGETS} `#[path]` attributes, too many to follow the modules its Rust sources declare"
+        ))
+    };
     while let Some(folder) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&folder) else {
             continue;
         };
         for entry in entries.flatten() {
             seen += 1;
-            if seen > MAX_ENTRIES || leads.len() > MAX_TARGETS {
-                leads.push(Lead::Unknown(format!(
-                    "the workspace holds more than {MAX_ENTRIES} entries or {MAX_TARGETS} `#[path]` attributes, too many to follow the modules its Rust sources declare"
-                )));
+            if seen > MAX_ENTRIES {
+                leads.push(too_many());
                 return leads;
             }
             let Ok(kind) = entry.file_type() else {
@@ -71,7 +78,9 @@ pub(super) fn module_paths(root: &Path) -> Vec<Lead> {
             let path = entry.path();
             let name = entry.file_name();
             if kind.is_dir() {
-                if name != ".git" && name != "target" {
+                if name == ".git" || (name == "target" && is_build_output(&path)) {
+                    skipped.push(path);
+                } else {
                     pending.push(path);
                 }
                 continue;
@@ -86,19 +95,71 @@ pub(super) fn module_paths(root: &Path) -> Vec<Lead> {
                 )));
                 continue;
             }
-            path_attributes(&path, &mut leads);
+            sources.push(path);
+        }
+    }
+    // Each source, then each file a `#[path]` names (looked through in turn).
+    let mut looked: std::collections::HashSet<PathBuf> = sources.iter().cloned().collect();
+    let mut at = 0;
+    while at < sources.len() {
+        let found = path_attributes(&sources[at], &mut leads);
+        at += 1;
+        for target in found {
+            let folded = folded(&target);
+            if skipped.iter().any(|folder| folded.starts_with(folder)) {
+                leads.push(Lead::Unknown(format!(
+                    "a `#[path]` attribute leads to `{}`, in build output or git's folder, which is not looked through",
+                    shown(&target)
+                )));
+            }
+            if leads.len() > MAX_TARGETS {
+                leads.push(too_many());
+                return leads;
+            }
+            if looked.insert(target.clone()) {
+                sources.push(target);
+            }
         }
     }
     leads
 }
 
-/// The `#[path]` attributes of the source file `path`, added to `leads`.
-fn path_attributes(path: &Path, leads: &mut Vec<Lead>) {
+/// `path` with `.` and `..` folded away lexically.
+fn folded(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut folded = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                folded.pop();
+            }
+            other => folded.push(other),
+        }
+    }
+    folded
+}
+
+/// Whether `folder` (named `target`) is cargo's build output: it holds `CACHEDIR.TAG`, which
+/// cargo writes there, and no Rust source of its own (a module folder named `target` does).
+fn is_build_output(folder: &Path) -> bool {
+    folder.join("CACHEDIR.TAG").is_file()
+        && std::fs::read_dir(folder).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .all(|entry| !entry.file_name().to_string_lossy().ends_with(".rs"))
+        })
+}
+
+/// The `#[path]` attributes of the source file `path`, added to `leads`; returns the files
+/// they name.
+fn path_attributes(path: &Path, leads: &mut Vec<Lead>) -> Vec<PathBuf> {
+    let mut targets = Vec::new();
     let mut source = Vec::new();
     let read = std::fs::File::open(path)
         .and_then(|file| file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut source));
     if read.is_err() {
-        return;
+        return targets;
     }
     if source.len() as u64 > MAX_SOURCE_BYTES {
         leads.push(Lead::Unknown(format!(
@@ -106,22 +167,30 @@ fn path_attributes(path: &Path, leads: &mut Vec<Lead>) {
             shown(path),
             MAX_SOURCE_BYTES / (1024 * 1024)
         )));
-        return;
+        return targets;
     }
     let code = code_of(&source);
-    let (Some(attribute), Some(inline)) = (PATH_ATTRIBUTE.as_ref(), INLINE_MODULE.as_ref()) else {
+    let (Some(attribute), Some(key), Some(inline)) = (
+        ATTRIBUTE.as_ref(),
+        PATH_KEY.as_ref(),
+        INLINE_MODULE.as_ref(),
+    ) else {
         leads.push(Lead::Unknown(format!(
             "`{}` cannot be looked through",
             shown(path)
         )));
-        return;
+        return targets;
     };
     let folder = path.parent().unwrap_or(Path::new("/"));
     let nested = inline.is_match(&code);
-    for found in attribute.find_iter(&code) {
+    let keys = attribute.find_iter(&code).flat_map(|found| {
+        key.find_iter(found.as_bytes())
+            .map(move |key| found.start() + key.end())
+    });
+    for end in keys {
         // The value, read from the source (the code has literals blanked, at the same
         // offsets): a plain string without escapes, else it cannot be told.
-        let value = source[found.end()..]
+        let value = source[end..]
             .trim_ascii_start()
             .strip_prefix(b"\"")
             .and_then(|rest| rest.iter().position(|&b| b == b'"').map(|end| &rest[..end]))
@@ -132,10 +201,13 @@ fn path_attributes(path: &Path, leads: &mut Vec<Lead>) {
                 "`{}` declares modules inside a module block and has a `#[path]` attribute: where its module file lies depends on the blocks around it",
                 shown(path)
             )),
-            Some(value) => Lead::Path {
-                declared_in: path.to_path_buf(),
-                target: folder.join(value),
-            },
+            Some(value) => {
+                targets.push(folder.join(value));
+                Lead::Path {
+                    declared_in: path.to_path_buf(),
+                    target: folder.join(value),
+                }
+            }
             None => Lead::Unknown(format!(
                 "`{}` has a `#[path]` attribute whose value is not a plain string",
                 shown(path)
@@ -143,6 +215,7 @@ fn path_attributes(path: &Path, leads: &mut Vec<Lead>) {
         };
         leads.push(lead);
     }
+    targets
 }
 
 /// The Rust source `source` with its comments and the insides of its string and character
@@ -152,6 +225,20 @@ fn path_attributes(path: &Path, leads: &mut Vec<Lead>) {
 fn code_of(source: &[u8]) -> Vec<u8> {
     let mut code = Vec::with_capacity(source.len());
     let mut at = 0;
+    // A first line starting `#!` but not `#![` is a shebang, not code (one whose `#!` a
+    // comment follows is read as code: rustc looks past comments for the `[`).
+    let after = source.get(2..).map(<[u8]>::trim_ascii_start);
+    if source.starts_with(b"#!")
+        && after.is_some_and(|rest| {
+            !rest.starts_with(b"[") && !rest.starts_with(b"//") && !rest.starts_with(b"/*")
+        })
+    {
+        at = source
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap_or(source.len());
+        code.extend(std::iter::repeat_n(b' ', at));
+    }
     let blank = |code: &mut Vec<u8>, from: usize, to: usize| {
         code.extend(std::iter::repeat_n(b' ', to - from));
     };
@@ -173,7 +260,9 @@ fn code_of(source: &[u8]) -> Vec<u8> {
             && (rest.starts_with(b"r\"")
                 || rest.starts_with(b"r#")
                 || rest.starts_with(b"br\"")
-                || rest.starts_with(b"br#"))
+                || rest.starts_with(b"br#")
+                || rest.starts_with(b"cr\"")
+                || rest.starts_with(b"cr#"))
         {
             raw_string_end(source, at)
         } else if rest[0] == b'\'' {
@@ -233,7 +322,12 @@ fn quoted_end(source: &[u8], from: usize, close: u8) -> Option<usize> {
 /// Where the raw string opening at `at` (`r"…"`, `r#"…"#`, `br##"…"##`) ends, if it does;
 /// `r#ident` (a raw identifier) is code and ends where it starts.
 fn raw_string_end(source: &[u8], at: usize) -> Option<usize> {
-    let mut i = at + if source[at] == b'b' { 2 } else { 1 };
+    let mut i = at
+        + if matches!(source[at], b'b' | b'c') {
+            2
+        } else {
+            1
+        };
     let hashes = source[i..].iter().take_while(|&&b| b == b'#').count();
     i += hashes;
     if source.get(i) != Some(&b'"') {
@@ -303,8 +397,9 @@ mod tests {
         std::fs::create_dir_all(&src).unwrap();
         std::fs::write(root.join("src/main.rs"), "mod net;\nfn main() {}\n").unwrap();
         std::fs::write(src.join("mod.rs"), "//! no path here\n").unwrap();
-        // Build output is not looked through.
+        // Build output (cargo marks it with `CACHEDIR.TAG`) is not looked through.
         std::fs::create_dir_all(root.join("target/debug")).unwrap();
+        std::fs::write(root.join("target/CACHEDIR.TAG"), "Signature").unwrap();
         std::fs::write(root.join("target/debug/gen.rs"), "#[path = \"/x\"] mod x;").unwrap();
         assert_eq!(module_paths(root), Vec::new());
 
@@ -352,6 +447,51 @@ mod tests {
             std::fs::write(src.join("mod.rs"), text).unwrap();
             assert!(!module_paths(root).is_empty(), "{text}");
         }
+        // A raw C string, a shebang holding a quote, a second `path` in one `cfg_attr`.
+        for (text, target) in [
+            (
+                "const C: &CStr = cr\"\\\"; #[path = \"../.env\"] mod config;",
+                "../.env",
+            ),
+            (
+                "#!/usr/bin/env \"\n#[path = \"../.env\"] mod config;",
+                "../.env",
+            ),
+            (
+                "#[cfg_attr(unix, path = \"a.rs\", path = \"../.env\")] mod m;",
+                "a.rs",
+            ),
+        ] {
+            std::fs::write(src.join("mod.rs"), text).unwrap();
+            let found = targets(&module_paths(root));
+            let expected = src.join(target).to_string_lossy().into_owned();
+            assert!(found.contains(&expected), "{text}: {found:?}");
+        }
+        // A file a `#[path]` names is looked through in turn, whatever its name.
+        std::fs::write(src.join("mod.rs"), "#[path = \"notes.txt\"] mod notes;").unwrap();
+        std::fs::write(src.join("notes.txt"), "#[path = \"../../.env\"] mod env;").unwrap();
+        let found = targets(&module_paths(root));
+        let hop = src.join("../../.env").to_string_lossy().into_owned();
+        assert!(found.contains(&hop), "{found:?}");
+        // A module folder named `target` is walked; cargo's build output is not, and a
+        // `#[path]` into it asks.
+        std::fs::write(src.join("mod.rs"), "").unwrap();
+        std::fs::remove_file(src.join("notes.txt")).unwrap();
+        std::fs::create_dir_all(src.join("target")).unwrap();
+        std::fs::write(src.join("target/mod.rs"), "#[path = \"../../.env\"] mod e;").unwrap();
+        assert_eq!(module_paths(root).len(), 1);
+        std::fs::remove_dir_all(src.join("target")).unwrap();
+        std::fs::write(root.join("target/CACHEDIR.TAG"), "Signature").unwrap();
+        std::fs::write(
+            src.join("mod.rs"),
+            "#[path = \"../../target/debug/gen.rs\"] mod g;",
+        )
+        .unwrap();
+        let found = targets(&module_paths(root));
+        assert!(
+            found.iter().any(|f| f.contains("build output")),
+            "{found:?}"
+        );
         std::fs::write(src.join("mod.rs"), "").unwrap();
         std::os::unix::fs::symlink("/etc/hostname", root.join("src/host.rs")).unwrap();
         let found = targets(&module_paths(root));
