@@ -225,6 +225,15 @@ impl Server {
             .map_err(|source| self.failed(&connection, source))?;
         // Clone before the handle is consumed by `await_response`.
         let id = handle.id.clone();
+        // The SDK hands each notification to a task of its own, which may run after the
+        // response that followed it has arrived: a server that reports progress is given a
+        // moment after the response for the last of it (`LATE_PROGRESS`).
+        let reported = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = Arc::clone(&reported);
+        let progress: ProgressFn = Arc::new(move |text| {
+            seen.store(true, std::sync::atomic::Ordering::Relaxed);
+            progress(text);
+        });
         let _route = connection
             .progress
             .route(handle.progress_token.clone(), progress);
@@ -243,6 +252,9 @@ impl Server {
             }
             response = handle.await_response() => response,
         };
+        if reported.load(std::sync::atomic::Ordering::Relaxed) {
+            tokio::time::sleep(LATE_PROGRESS).await;
+        }
         let response = match response {
             Ok(response) => response,
             Err(error) => {
@@ -532,6 +544,10 @@ impl Server {
 
 /// How long a shut-down server may take to exit after its input is closed.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+
+/// How long a call whose server reported progress waits after the response for progress
+/// notifications the SDK is still handing over (each runs in a task of its own).
+const LATE_PROGRESS: Duration = Duration::from_millis(20);
 
 /// Durations shown to users in whole seconds (at least one).
 fn round_up(duration: Duration) -> Duration {

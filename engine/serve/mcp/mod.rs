@@ -128,6 +128,8 @@ struct Shared {
     modes: Vec<ModeName>,
     lock: CallLock,
     routes: Routes,
+    /// The progress forwarder, told when a call with a progress route has its result.
+    forward: mpsc::UnboundedSender<Forward>,
     /// Clients that completed the handshake, told when the tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
 }
@@ -176,8 +178,11 @@ impl McpHost {
         }
         let routes: Routes = Arc::default();
         let (progress, forward) = mpsc::unbounded_channel();
-        let sink: Arc<dyn EventSink> =
-            Arc::new(progress_sink(Arc::clone(&routes), progress, notices));
+        let sink: Arc<dyn EventSink> = Arc::new(progress_sink(
+            Arc::clone(&routes),
+            progress.clone(),
+            notices,
+        ));
         let store = Arc::new(artifact_store_for(&snapshot));
         let engine = Engine::builder(Arc::clone(&snapshot))
             .sink(Arc::clone(&sink))
@@ -213,6 +218,7 @@ impl McpHost {
                 modes: options.modes,
                 lock: CallLock::default(),
                 routes,
+                forward: progress,
                 peers: Mutex::default(),
             }),
         };
@@ -283,11 +289,19 @@ impl McpHost {
     }
 }
 
+/// What the progress forwarder is sent: a notification, or a call that has its result and
+/// waits until every notification sent before this is out (a client stops counting progress
+/// at the result).
+enum Forward {
+    Progress(Box<(Peer<RoleServer>, ProgressNotificationParam)>),
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 /// The event sink: `ToolCallProgress` events of batches that have a progress route go to
 /// the forwarder, in order; reload events become notices.
 fn progress_sink(
     routes: Routes,
-    forward: mpsc::UnboundedSender<(Peer<RoleServer>, ProgressNotificationParam)>,
+    forward: mpsc::UnboundedSender<Forward>,
     notices: Notices,
 ) -> impl Fn(Event) + Send + Sync {
     move |event: Event| {
@@ -307,16 +321,22 @@ fn progress_sink(
         route.sent += 1;
         let mut param = ProgressNotificationParam::new(route.token.clone(), route.sent as f64);
         param.message = Some(progress.text.clone());
-        let _ = forward.send((route.peer.clone(), param));
+        let _ = forward.send(Forward::Progress(Box::new((route.peer.clone(), param))));
     }
 }
 
-async fn forward_progress(
-    mut forward: mpsc::UnboundedReceiver<(Peer<RoleServer>, ProgressNotificationParam)>,
-) {
-    while let Some((peer, param)) = forward.recv().await {
-        // A client that went away misses its progress; its call is cancelled anyway.
-        let _ = peer.notify_progress(param).await;
+async fn forward_progress(mut forward: mpsc::UnboundedReceiver<Forward>) {
+    while let Some(message) = forward.recv().await {
+        match message {
+            // A client that went away misses its progress; its call is cancelled anyway.
+            Forward::Progress(progress) => {
+                let (peer, param) = *progress;
+                let _ = peer.notify_progress(param).await;
+            }
+            Forward::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
     }
 }
 
@@ -392,7 +412,7 @@ impl Gateway {
                 .map(|tool| Resolved::new(&snapshot, &shared.modes, tool));
             crate::executor::plan::scheduling(resolved.as_ref())
         };
-        let _route = context.meta.get_progress_token().map(|token| {
+        let route = context.meta.get_progress_token().map(|token| {
             if let Ok(mut routes) = shared.routes.lock() {
                 routes.insert(
                     batch_id.to_string(),
@@ -427,7 +447,15 @@ impl Gateway {
             id: Some(batch_id),
             calls: vec![call],
         };
-        match shared.engine.execute_batch(batch, &turn).await {
+        let outcome = shared.engine.execute_batch(batch, &turn).await;
+        // The progress sent before the result goes out before it.
+        if route.is_some() {
+            let (done, flushed) = tokio::sync::oneshot::channel();
+            if shared.forward.send(Forward::Flush(done)).is_ok() {
+                let _ = flushed.await;
+            }
+        }
+        match outcome {
             Ok(outcome) => result::call_result(&outcome),
             Err(error) => {
                 rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(
