@@ -600,6 +600,13 @@ fn decide_line(
             &mut file_cache,
             &mut outcome,
         );
+        judge_text_globs(
+            (set, ctx, call, files),
+            (command, facts),
+            (&folders, dotfiles),
+            &mut file_cache,
+            &mut outcome,
+        );
         if facts.program.as_deref() == Some("find") {
             find_starts = starting_points(command);
         }
@@ -693,6 +700,29 @@ fn decide_line(
                     command.text, maker.text
                 ),
             );
+        }
+    }
+    // The lists of `for` loops, which the shell expands before the body runs (`for f in
+    // ~/.ssh/*` lists `~/.ssh`), taken from where the line starts.
+    if let Some(list) = files.list
+        && !script.loop_lists.is_empty()
+    {
+        let start = Folders::new(ctx.workspace_root(), ctx.folder());
+        let mut outcome = PartOutcome::neutral();
+        for word in &script.loop_lists {
+            let judged = (set, ctx, call, list);
+            let part = format!("for … in {}", word.raw);
+            judge_globbed_word(
+                judged,
+                word,
+                &part,
+                (&start, dotfiles),
+                &mut file_cache,
+                &mut outcome,
+            );
+        }
+        if outcome.decision != Decision::Allow && !outcome.reasons.is_empty() {
+            parts.push(outcome);
         }
     }
     for unresolved in &script.unresolved {
@@ -1130,6 +1160,11 @@ fn starting_points(command: &SimpleCommand) -> Option<Vec<Word>> {
                 words.next();
             }
             _ if option.starts_with("-O") => {}
+            // `find -- ~`: the starting points follow.
+            "--" => {
+                words.next();
+                break;
+            }
             _ => break,
         }
         words.next();
@@ -1466,6 +1501,80 @@ fn decide_file(
     set.decide_whole(&pseudo, ctx, Decision::Allow, cache, None)
 }
 
+/// Judges the words no file role judges that the shell expands as globs (`echo ~/.ssh/*`,
+/// `basename -a ~/.ssh/*`, a loop over `~/.ssh/*`): bash lists their folder to expand
+/// them and the command is given the names, so each is judged as the list tool listing what
+/// its last components match in the folder before them.
+fn judge_text_globs(
+    (set, ctx, call, files): (&RuleSet, &MatchContext, &CallFacts<'_>, &FileTools<'_>),
+    (command, facts): (&SimpleCommand, &CommandFacts),
+    (folders, dotfiles): (&Folders, Dotfiles),
+    cache: &mut ParseCache,
+    outcome: &mut PartOutcome,
+) {
+    let Some(list) = files.list else {
+        return;
+    };
+    let judged: Vec<&Word> = file_words(command, facts)
+        .into_iter()
+        .map(|(_, word, _, _)| word)
+        .collect();
+    for word in command.words.iter().skip(1) {
+        if word.literal().is_some() || judged.contains(&word) {
+            continue;
+        }
+        let judged = (set, ctx, call, list);
+        judge_globbed_word(
+            judged,
+            word,
+            &command.text,
+            (folders, dotfiles),
+            cache,
+            outcome,
+        );
+    }
+}
+
+/// Judges `word`, if the shell expands a glob in it, as the list tool listing what its last
+/// components match in the folder before them; `part` names the command or loop.
+fn judge_globbed_word(
+    (set, ctx, call, list): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
+    word: &Word,
+    part: &str,
+    (folders, dotfiles): (&Folders, Dotfiles),
+    cache: &mut ParseCache,
+    outcome: &mut PartOutcome,
+) {
+    // A loop variable bound to a glob stands for the glob (its word is the glob).
+    let looped = word.kind == WordKind::Dynamic(super::shell::Expansion::LoopGlob);
+    let glob = looped.then(|| Word::dynamic(&word.raw, super::shell::Expansion::Glob));
+    let Ok(values) = word_values(
+        glob.as_ref().unwrap_or(word),
+        ctx.home(),
+        &folders.candidates,
+        dotfiles,
+    ) else {
+        return;
+    };
+    for value in values.iter().filter(|value| has_glob(value)) {
+        for path in folders.resolve(value) {
+            let Some(at) = path.find(['*', '?', '[']) else {
+                continue;
+            };
+            let cut = path[..at].rfind('/').unwrap_or(0);
+            let (folder, pattern) = (&path[..cut.max(1)], &path[cut + 1..]);
+            let file = decide_listing(set, ctx, call, list, (folder, pattern), cache);
+            if file.decision != Decision::Allow {
+                let how = format!(
+                    "`{part}` lists `{folder}` to expand `{}` (judged as `{}`)",
+                    word.raw, list.tool
+                );
+                outcome.add_file_outcome(part, file, how);
+            }
+        }
+    }
+}
+
 /// The decision on listing the folder `path` with the names below it that match `pattern`,
 /// as a call of the list tool (allowed when no rule decides).
 fn decide_listing(
@@ -1494,7 +1603,13 @@ fn listed_names(facts: &CommandFacts) -> String {
     if facts.program.as_deref() != Some("find") {
         return every;
     }
-    let joined = ["-o", "-or", "!", "-not", ",", "(", ")"];
+    // Operators, and actions that print or run something for every file they reach (one
+    // before `-name` prints every name; `-exec`'s command may hold a `-name` of its own).
+    let joined = [
+        "-o", "-or", "!", "-not", ",", "(", ")", "-print", "-print0", "-printf", "-fprint",
+        "-fprint0", "-fprintf", "-ls", "-fls", "-exec", "-execdir", "-ok", "-okdir", "-delete",
+        "-prune", "-quit",
+    ];
     if facts.operands.iter().any(|word| match word.literal() {
         Some(text) => joined.contains(&text),
         // A word only known when it runs may be an operator (`~` is not).

@@ -69,6 +69,9 @@ struct CompiledProgram {
     /// Some option writes, runs code, reaches the network or changes which files are read
     /// (`grep -r`): a word that expands at run time to an option could be one of them.
     risky_options: bool,
+    /// Its only risky options make a listing recursive: a glob word is judged by the names
+    /// it expands to rather than asked about.
+    globs_checked: bool,
     default_operand: Option<String>,
     default_unless_input: bool,
     search_skips: Vec<SearchSkip>,
@@ -190,18 +193,27 @@ impl CompiledProgram {
         });
         // (An option that changes what the operands are, or reads a folder when none is
         // given, changes which files are read: `grep "$X" API` with `X=-r` searches `.`.)
-        // (An option that only makes a listing recursive, `ls -R`, is judged by the names the
-        // glob that may spell it expands to: see the file judging in `parts`.)
-        let risky_options = options.values().any(|info| {
+        let risky = |info: &OptionInfo| {
             !info.effects.is_empty()
-                || info
-                    .operands
-                    .as_ref()
-                    .is_some_and(|roles| roles.as_slice() != [Role::Listing])
+                || info.operands.is_some()
                 || info.default_operand.is_some()
                 || matches!(info.value, Some(Role::Write | Role::Exec))
                 || matches!(info.second_value, Some(Role::Write | Role::Exec))
-        });
+        };
+        let risky_options = options.values().any(|info| risky(info));
+        // An option that only makes a listing recursive (`ls -R`) and nothing else: a glob
+        // that may spell it is judged by the names it expands to (see the file judging in
+        // `parts`), not asked about for the names it might.
+        let listing_only = |info: &OptionInfo| {
+            info.operands.as_deref() == Some(&[Role::Listing][..])
+                && info.effects.is_empty()
+                && !matches!(info.value, Some(Role::Write | Role::Exec))
+                && !matches!(info.second_value, Some(Role::Write | Role::Exec))
+        };
+        let globs_checked = risky_options
+            && options
+                .values()
+                .all(|info| !risky(info) || listing_only(info));
         let style = program.option_style.or(inherited_style);
         let passed_down = if program.options_anywhere {
             (&options, style)
@@ -230,6 +242,7 @@ impl CompiledProgram {
                 .collect(),
             style: style.unwrap_or_default(),
             risky_options,
+            globs_checked,
             subcommands,
             default_operand: program.default_operand.clone(),
             default_unless_input: program.default_unless_input,
@@ -724,7 +737,9 @@ impl CommandTable {
                             from: EffectFrom::Content,
                         });
                     }
-                    if program.risky_options && may_spell_option {
+                    let glob_judged = program.globs_checked
+                        && word.kind == WordKind::Dynamic(super::shell::Expansion::Glob);
+                    if program.risky_options && may_spell_option && !glob_judged {
                         facts.effects.push(EffectSource {
                             effect: Effect::Exec,
                             cause: format!(

@@ -147,6 +147,9 @@ pub struct Script {
     /// it (`for HOME in …`: "a `for` loop"; `coproc PATH { …; }` makes `$PATH` a descriptor
     /// number).
     pub set_variables: Vec<(String, &'static str)>,
+    /// The words of every `for` loop's list: the shell expands them (globs included: `for f
+    /// in ~/.ssh/*` lists `~/.ssh`) before the body runs.
+    pub loop_lists: Vec<Word>,
 }
 
 /// One simple command: assignments, words and redirections.

@@ -503,6 +503,14 @@ impl Walker<'_> {
     /// [`loops`]), else once with the variable unknown. Commands that come out the same in
     /// every walk are kept once.
     fn for_body(&mut self, clause: &ast::ForClauseCommand, inherited: &[Redirection]) -> Walked {
+        // (Read as a word only: what its substitutions run is walked with the loop.)
+        for value in clause.values.iter().flatten() {
+            let mut found = super::word::Found::default();
+            if let Ok(parts) = super::word::split_word(&value.value, &mut found) {
+                let word = super::word::word_from_parts(&value.value, &parts);
+                self.script.loop_lists.push(word);
+            }
+        }
         let written: Option<Vec<String>> = clause
             .values
             .as_ref()

@@ -663,6 +663,51 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("listing", "find . -name '*.rs' -type f", "allow", "rule:"),
         c("listing", "ls -R src", "allow", "rule:"),
         c("listing", "du -sh ~", "allow", "rule:"),
+        // No folder named: the current one is listed; `--` before the starting points; an
+        // action before `-name` prints every name; braces spelling `-R`; fd's folders.
+        c(
+            "listing",
+            "cd ~ && find",
+            "deny",
+            "rule:no-secrets-glob-reach",
+        ),
+        c(
+            "listing",
+            "cd ~ && ls -aR",
+            "deny",
+            "rule:no-secrets-glob-reach",
+        ),
+        c("listing", "find -- ~", "deny", "rule:no-secrets-glob-reach"),
+        c(
+            "listing",
+            "find ~ -print -name zzz",
+            "deny",
+            "rule:no-secrets-glob-reach",
+        ),
+        c(
+            "listing",
+            "find ~ -exec echo -name zzz {} \\;",
+            "deny",
+            "rule:no-secrets-glob-reach",
+        ),
+        c("listing", "ls {-aR,} ~", "ask", "default"),
+        c("listing", "fd -H . ~", "deny", "rule:no-secrets-glob-reach"),
+        // A glob the shell expands lists its folder, whatever the word is for.
+        c("listing", "echo ~/.ssh/*", "deny", "rule:no-secrets-search"),
+        c(
+            "listing",
+            "for f in ~/.ssh/*; do echo $f; done",
+            "deny",
+            "rule:no-secrets-search",
+        ),
+        c("listing", "echo src/*.rs", "allow", "rule:"),
+        c(
+            "listing",
+            "for f in src/*.rs; do wc -l $f; done",
+            "allow",
+            "rule:",
+        ),
+        c("listing", "tree -L 2", "allow", "rule:"),
         // An option the command table does not know before a program's script may take the
         // next word as its value: which word is the script is not known (`--argfile x f env`
         // ran `env`, dumping the environment, while `f` was read as the program).
