@@ -704,13 +704,13 @@ fn decide_line(
     }
     // The lists of `for` loops, which the shell expands before the body runs (`for f in
     // ~/.ssh/*` lists `~/.ssh`), taken from where the line starts.
-    if let Some(list) = files.list
+    if let Some(read) = files.read
         && !script.loop_lists.is_empty()
     {
         let start = Folders::new(ctx.workspace_root(), ctx.folder());
         let mut outcome = PartOutcome::neutral();
         for word in &script.loop_lists {
-            let judged = (set, ctx, call, list);
+            let judged = (set, ctx, call, read);
             let part = format!("for … in {}", word.raw);
             judge_globbed_word(
                 judged,
@@ -1502,9 +1502,8 @@ fn decide_file(
 }
 
 /// Judges the words no file role judges that the shell expands as globs (`echo ~/.ssh/*`,
-/// `basename -a ~/.ssh/*`, a loop over `~/.ssh/*`): bash lists their folder to expand
-/// them and the command is given the names, so each is judged as the list tool listing what
-/// its last components match in the folder before them.
+/// `basename -a ~/.ssh/*`, a loop over `~/.ssh/*`): bash lists their folders to expand
+/// them and the command is given the names (see [`judge_globbed_word`]).
 fn judge_text_globs(
     (set, ctx, call, files): (&RuleSet, &MatchContext, &CallFacts<'_>, &FileTools<'_>),
     (command, facts): (&SimpleCommand, &CommandFacts),
@@ -1512,7 +1511,7 @@ fn judge_text_globs(
     cache: &mut ParseCache,
     outcome: &mut PartOutcome,
 ) {
-    let Some(list) = files.list else {
+    let Some(read) = files.read else {
         return;
     };
     let judged: Vec<&Word> = file_words(command, facts)
@@ -1523,7 +1522,7 @@ fn judge_text_globs(
         if word.literal().is_some() || judged.contains(&word) {
             continue;
         }
-        let judged = (set, ctx, call, list);
+        let judged = (set, ctx, call, read);
         judge_globbed_word(
             judged,
             word,
@@ -1535,10 +1534,13 @@ fn judge_text_globs(
     }
 }
 
-/// Judges `word`, if the shell expands a glob in it, as the list tool listing what its last
-/// components match in the folder before them; `part` names the command or loop.
+/// Judges `word`, if the shell expands a glob in it: the folders it lists to expand it (the
+/// one before its last component, each match of a glob there: `~/.s*/id*` lists `~/.ssh`)
+/// are each judged as read, as `ls -a FOLDER` is (`echo ~/.ssh/*` is denied where `ls
+/// ~/.ssh` is; `echo ~/.*` is allowed as `ls -a ~` is). A glob whose folder cannot be told
+/// (`${x:-~/.ssh/*}`, `~/.ss${x}h/*`) asks. `part` names the command or loop.
 fn judge_globbed_word(
-    (set, ctx, call, list): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
+    (set, ctx, call, read): (&RuleSet, &MatchContext, &CallFacts<'_>, FileTool<'_>),
     word: &Word,
     part: &str,
     (folders, dotfiles): (&Folders, Dotfiles),
@@ -1548,31 +1550,84 @@ fn judge_globbed_word(
     // A loop variable bound to a glob stands for the glob (its word is the glob).
     let looped = word.kind == WordKind::Dynamic(super::shell::Expansion::LoopGlob);
     let glob = looped.then(|| Word::dynamic(&word.raw, super::shell::Expansion::Glob));
-    let Ok(values) = word_values(
+    let values = match word_values(
         glob.as_ref().unwrap_or(word),
         ctx.home(),
         &folders.candidates,
         dotfiles,
-    ) else {
-        return;
+    ) {
+        Ok(values) => values,
+        Err(why) => {
+            let arithmetic = matches!(
+                word.kind,
+                WordKind::Dynamic(super::shell::Expansion::Arithmetic)
+                    | WordKind::Opaque(super::shell::Expansion::Arithmetic)
+            );
+            if !arithmetic && unquoted_glob_character(&word.raw) {
+                outcome.add_analysis(
+                    part,
+                    format!(
+                        "`{part}` expands a glob in `{}`, whose folder cannot be told: {why}",
+                        word.raw
+                    ),
+                );
+            }
+            return;
+        }
     };
     for value in values.iter().filter(|value| has_glob(value)) {
         for path in folders.resolve(value) {
-            let Some(at) = path.find(['*', '?', '[']) else {
-                continue;
+            let parent = match path.rfind('/') {
+                Some(0) => "/",
+                Some(cut) => &path[..cut],
+                None => continue,
             };
-            let cut = path[..at].rfind('/').unwrap_or(0);
-            let (folder, pattern) = (&path[..cut.max(1)], &path[cut + 1..]);
-            let file = decide_listing(set, ctx, call, list, (folder, pattern), cache);
-            if file.decision != Decision::Allow {
-                let how = format!(
-                    "`{part}` lists `{folder}` to expand `{}` (judged as `{}`)",
-                    word.raw, list.tool
-                );
-                outcome.add_file_outcome(part, file, how);
+            let listed = if has_glob(parent) {
+                match expand_glob(parent, dotfiles) {
+                    Ok(found) => found,
+                    Err(why) => {
+                        outcome
+                            .add_analysis(part, format!("`{part}` expands `{}`: {why}", word.raw));
+                        continue;
+                    }
+                }
+            } else {
+                vec![unescape_glob(parent)]
+            };
+            for folder in listed {
+                let file = decide_file(set, ctx, call, (read, Access::Read), &folder, cache);
+                if file.decision != Decision::Allow {
+                    let how = format!(
+                        "`{part}` lists `{folder}` to expand `{}` (judged as `{}`)",
+                        word.raw, read.tool
+                    );
+                    outcome.add_file_outcome(part, file, how);
+                }
             }
         }
     }
+}
+
+/// Whether `raw` holds `*`, `?` or `[` outside quotes and not escaped, where the shell may
+/// expand a glob.
+/// (A subscript after a name, `${a[1]}`, `${a[*]}`, is no glob.)
+fn unquoted_glob_character(raw: &str) -> bool {
+    let (mut quote, mut escaped, mut subscript, mut previous) = (None, false, false, ' ');
+    for c in raw.chars() {
+        match (quote, escaped, c) {
+            (_, true, _) => escaped = false,
+            (Some('\''), _, '\'') | (Some('"'), _, '"') => quote = None,
+            (Some('\''), _, _) => {}
+            (_, _, '\\') => escaped = true,
+            (None, _, '\'' | '"') => quote = Some(c),
+            (None, _, '[') if previous.is_alphanumeric() || previous == '_' => subscript = true,
+            (None, _, ']') if subscript => subscript = false,
+            (None, _, '*' | '?' | '[') if !subscript => return true,
+            _ => {}
+        }
+        previous = c;
+    }
+    false
 }
 
 /// The decision on listing the folder `path` with the names below it that match `pattern`,
