@@ -725,6 +725,54 @@ fn decide_line(
             parts.push(outcome);
         }
     }
+    // A glob kept in a variable is expanded where the variable is, unquoted (`x=~/.ssh/*;
+    // echo $x`), and one in an array's list when the array is made (`a=(~/.ssh/*)`): the
+    // folders they list are not known where they are expanded, so such a line asks.
+    let mut globbed: Vec<&str> = Vec::new();
+    for (command, _) in commands.iter().flatten() {
+        for assignment in &command.assignments {
+            let value = &assignment.value.raw;
+            if !unquoted_glob_character(&without_array_keys(value)) {
+                continue;
+            }
+            if value.starts_with('(') {
+                parts.push(PartOutcome::analysis(
+                    Some(&command.text),
+                    format!(
+                        "`{}` expands a glob into an array: the folders it lists are not judged",
+                        command.text
+                    ),
+                ));
+            } else {
+                globbed.push(assignment.name.as_str());
+            }
+        }
+    }
+    let expands = |word: &Word| {
+        globbed.iter().any(|name| {
+            word.raw.contains(&format!("${name}")) || word.raw.contains(&format!("${{{name}"))
+        })
+    };
+    for (command, _) in commands.iter().flatten() {
+        if command.words.iter().any(expands) {
+            parts.push(PartOutcome::analysis(
+                Some(&command.text),
+                format!(
+                    "`{}` expands a variable holding a glob: the folders it lists are not judged",
+                    command.text
+                ),
+            ));
+        }
+    }
+    if let Some(word) = script.loop_lists.iter().find(|word| expands(word)) {
+        parts.push(PartOutcome::analysis(
+            None,
+            format!(
+                "a `for` loop over `{}` expands a variable holding a glob: the folders it lists are not judged",
+                word.raw
+            ),
+        ));
+    }
     for unresolved in &script.unresolved {
         parts.push(PartOutcome::analysis(
             Some(&unresolved.text),
@@ -1610,6 +1658,32 @@ fn judge_globbed_word(
 
 /// Whether `raw` holds `*`, `?` or `[` outside quotes and not escaped, where the shell may
 /// expand a glob.
+/// An array's list without the keys of its elements (`([0]=x [1]=y)`: `(x y)`), which are
+/// subscripts, not globs; any other value as it is.
+fn without_array_keys(value: &str) -> String {
+    if !value.starts_with('(') {
+        return value.to_owned();
+    }
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    let mut element_start = false;
+    while let Some(c) = rest.chars().next() {
+        if element_start
+            && c == '['
+            && let Some(close) = rest.find("]=")
+            && !rest[..close].contains([' ', '\t', '\n'])
+        {
+            rest = &rest[close + 2..];
+            element_start = false;
+            continue;
+        }
+        element_start = c == '(' || c.is_whitespace();
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 /// (A subscript after a name, `${a[1]}`, `${a[*]}`, is no glob.)
 fn unquoted_glob_character(raw: &str) -> bool {
     let (mut quote, mut escaped, mut subscript, mut previous) = (None, false, false, ' ');

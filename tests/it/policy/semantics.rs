@@ -707,6 +707,21 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         c("listing", "echo ~/.*", "allow", "rule:"),
         c("listing", "echo ${x:-~/.ssh/*}", "ask", "analysis"),
         c("listing", "echo ~/.ss${x}h/*", "ask", "analysis"),
+        // A glob kept in a variable or made into an array is expanded where it is used.
+        c("listing", "x=~/.ssh/*; echo $x", "ask", "analysis"),
+        c(
+            "listing",
+            "x=~/.ssh/*; for f in $x; do echo $f; done",
+            "ask",
+            "analysis",
+        ),
+        c(
+            "listing",
+            "a=(~/.ssh/*); echo \"${a[@]}\"",
+            "ask",
+            "analysis",
+        ),
+        c("listing", "x=1; echo $x", "allow", "rule:"),
         c("listing", "echo src/*.rs", "allow", "rule:"),
         c(
             "listing",
