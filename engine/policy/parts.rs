@@ -1540,9 +1540,22 @@ fn decide_file(
         Access::Search => json!({ "path": path, "pattern": "" }),
         Access::List => json!({ "path": path, "pattern": "**" }),
     };
+    decide_as(set, ctx, call, tool, &input, cache)
+}
+
+/// The decision on a call of the file tool `tool` with `input`, in the modes of `call`
+/// (allowed when no rule decides).
+fn decide_as(
+    set: &RuleSet,
+    ctx: &MatchContext,
+    call: &CallFacts<'_>,
+    tool: FileTool<'_>,
+    input: &serde_json::Value,
+    cache: &mut ParseCache,
+) -> PartOutcome {
     let pseudo = CallFacts {
         tool: tool.tool,
-        input: &input,
+        input,
         modes: call.modes,
         flags: tool.flags,
     };
@@ -1715,13 +1728,7 @@ fn decide_listing(
     cache: &mut ParseCache,
 ) -> PartOutcome {
     let input = json!({ "path": path, "pattern": pattern });
-    let pseudo = CallFacts {
-        tool: tool.tool,
-        input: &input,
-        modes: call.modes,
-        flags: tool.flags,
-    };
-    set.decide_whole(&pseudo, ctx, Decision::Allow, cache, None)
+    decide_as(set, ctx, call, tool, &input, cache)
 }
 
 /// The names below its folders a listing command prints, as a glob: `**` (every name),
