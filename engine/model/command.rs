@@ -249,6 +249,11 @@ pub struct OptionSpec {
     /// (`curl -T '{.env,x}'` sends `.env`): the value is expanded as bash would.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub globbed: bool,
+    /// With this option a listing goes on into the folders that links below its folders
+    /// point to (`find -L`, `tree -l`, `ls -RL`): each such folder is judged as listed too
+    /// (`find -L src` printed the names below `~/.ssh` through a link `src/keys`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub follows_links: bool,
 }
 
 /// One role, or roles by position.

@@ -1731,6 +1731,47 @@ fn decide_listing(
     decide_as(set, ctx, call, tool, &input, cache)
 }
 
+/// Judges the folders a listing of `folder` that follows links reaches through the links
+/// below it (`find -L src`, `tree -l src`), each as listed with `pattern`: a link
+/// `src/keys` to `~/.ssh` lists the names below `~/.ssh`. A folder too large to look
+/// through for links asks.
+fn judge_linked_folders(
+    (set, ctx, call): (&RuleSet, &MatchContext, &CallFacts<'_>),
+    command: &SimpleCommand,
+    (tool, pattern): (FileTool<'_>, &str),
+    folder: &str,
+    cache: &mut ParseCache,
+    outcome: &mut PartOutcome,
+) {
+    if !disk::is_dir(folder) {
+        return;
+    }
+    let linked = match super::search::linked_folders(Path::new(folder)) {
+        Ok(linked) => linked,
+        Err(why) => {
+            let message = format!(
+                "`{}` lists `{folder}` following the links below it, and `{folder}` has {why}",
+                command.text
+            );
+            outcome.add_analysis(&command.text, message);
+            return;
+        }
+    };
+    for (link, real) in linked {
+        let real = real.to_string_lossy();
+        let listed = decide_listing(set, ctx, call, tool, (&real, pattern), cache);
+        if listed.by_rule && listed.decision != Decision::Allow {
+            let how = format!(
+                "`{}` lists `{real}` through the link `{}` (judged as `{}`)",
+                command.text,
+                link.display(),
+                tool.tool
+            );
+            outcome.add_file_outcome(&command.text, listed, how);
+        }
+    }
+}
+
 /// The names below its folders a listing command prints, as a glob: `**` (every name),
 /// narrowed to `**/NAME` for a `find` whose tests all hold together (no `-o`, `!`, `,` or
 /// parentheses) and include `-name NAME` (`find / -name libssl.so` lists no key's name).
@@ -2070,6 +2111,11 @@ fn judge_files(
                     }
                     let file = if access == Access::List {
                         let pattern = listed_names(facts);
+                        if facts.follows_links {
+                            let listing = (tool, pattern.as_str());
+                            let judged = (set, ctx, call);
+                            judge_linked_folders(judged, command, listing, &path, cache, outcome);
+                        }
                         decide_listing(set, ctx, call, tool, (&path, &pattern), cache)
                     } else {
                         decide_file(set, ctx, call, (tool, access), &path, cache)

@@ -567,6 +567,35 @@ pub(crate) fn judge_below(
         .collect()
 }
 
+/// The folders that links below `folder` lead to, as a listing that follows links reaches
+/// them (`find -L`, `tree -l`): each link to a folder, at any depth (through the links before
+/// it; a loop is walked once), with the real folder it leads to. `Err` when the folder has
+/// more than [`MAX_ENTRIES`] entries below it.
+pub(crate) fn linked_folders(folder: &Path) -> Result<Vec<(PathBuf, PathBuf)>, String> {
+    let mut builder = WalkBuilder::new(folder);
+    builder
+        .standard_filters(false)
+        .hidden(false)
+        .follow_links(true);
+    let mut linked = Vec::new();
+    for (entries, entry) in builder.build().flatten().enumerate() {
+        if entries >= MAX_ENTRIES {
+            return Err(format!(
+                "more than {MAX_ENTRIES} entries below it: too many to find the links it follows"
+            ));
+        }
+        let to_folder = entry.file_type().is_some_and(|t| t.is_dir());
+        if entry.depth() > 0
+            && entry.path_is_symlink()
+            && to_folder
+            && let Ok(real) = disk::canonicalize(entry.path())
+        {
+            linked.push((entry.into_path(), real));
+        }
+    }
+    Ok(linked)
+}
+
 fn ask(message: String) -> Finding {
     (Decision::Ask, message)
 }

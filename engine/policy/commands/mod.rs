@@ -115,6 +115,8 @@ pub struct OptionInfo {
     pub prints_tracked: bool,
     /// The program expands braces and brackets in its value itself (curl's `-T`).
     globbed: bool,
+    /// A listing with it goes into the folders links below point to (`find -L`).
+    follows_links: bool,
 }
 
 /// `value` as npm's option parser reads it, when that is a long option written with one
@@ -306,6 +308,7 @@ fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
         search_includes: spec.search_includes.clone(),
         prints_tracked: spec.prints_tracked,
         globbed: spec.globbed,
+        follows_links: spec.follows_links,
     }
 }
 
@@ -385,6 +388,9 @@ pub struct CommandFacts {
     /// It reads the Rust modules its sources declare (see
     /// [`Program::follows_modules`](crate::model::command::Program::follows_modules)).
     pub follows_modules: bool,
+    /// Its listings go into the folders links below them point to (an option with
+    /// [`OptionSpec::follows_links`](crate::model::command::OptionSpec::follows_links)).
+    pub follows_links: bool,
     /// The words given to a program the table does not know that may name a file it reads
     /// or writes (its operands and the values inside its words, see [`unlisted_words`]).
     pub unlisted: Vec<RoleWord>,
@@ -1074,6 +1080,7 @@ impl CommandTable {
                 .search_skips
                 .retain(|skip| !info.search_includes.contains(skip));
             facts.prints_tracked |= info.prints_tracked;
+            facts.follows_links |= info.follows_links;
             for effect in &info.effects {
                 let effect = EffectSource {
                     effect: *effect,

@@ -5874,3 +5874,71 @@ fn a_glob_that_expands_to_an_option_asks() {
     let (got, reasons) = decide(&engine(), "ls src/*", &[]);
     assert_eq!(got, "allow", "{reasons:?}");
 }
+
+/// A listing that follows links (`find -L`, `tree -l`, `ls -RL`, `du -aL`, `fd -L`) lists
+/// the folders the links below its folders lead to: a link `src/keys` to `~/.ssh` made
+/// `find -L src` print the names below `~/.ssh`. Without the option the link is listed as
+/// a name only; a link to a folder no rule protects changes nothing.
+#[test]
+fn a_listing_that_follows_links_lists_where_they_lead() {
+    let ws = workspace();
+    let engine = || Engine::builder(snapshot(&ws.root)).build();
+    std::fs::create_dir_all(ws.root.join("vendor")).unwrap();
+    std::os::unix::fs::symlink(ws.root.join("vendor"), ws.root.join("src/vendor")).unwrap();
+    // A loop is walked once.
+    std::os::unix::fs::symlink("..", ws.root.join("src/up")).unwrap();
+    let following = [
+        "find -L src",
+        "find src -follow",
+        "find -L src -name '*.rs'",
+        "tree -l src",
+        "ls -RL src",
+        "ls -R --dereference src",
+        "du -aL src",
+        "fd -L . src",
+        "fd --follow x src",
+    ];
+    for command in following
+        .iter()
+        .chain(&["find src", "ls -R src", "tree src"])
+    {
+        let (got, reasons) = decide(&engine(), command, &[]);
+        assert_eq!(got, "allow", "{command}: {reasons:?}");
+    }
+    std::os::unix::fs::symlink(home_of(&ws.root).join(".ssh"), ws.root.join("src/keys")).unwrap();
+    for command in following {
+        let (got, reasons) = decide(&engine(), command, &[]);
+        assert_eq!(got, "deny", "{command}: {reasons:?}");
+        let through = reasons.iter().any(|reason| {
+            matches!(reason, Reason::Rule { detail: Some(detail), .. }
+                if detail.contains("through the link") && detail.contains("src/keys"))
+        });
+        assert!(through, "{command}: {reasons:?}");
+    }
+    // Without following, the link is a name in the listing.
+    for command in ["find src", "ls -R src", "tree src", "du -a src", "fd . src"] {
+        let (got, reasons) = decide(&engine(), command, &[]);
+        assert_eq!(got, "allow", "{command}: {reasons:?}");
+    }
+}
+
+/// A folder too large to look through for links asks when a listing follows them.
+#[test]
+fn a_listing_that_follows_links_in_a_folder_too_large_to_look_through_asks() {
+    let ws = workspace();
+    let many = ws.root.join("many");
+    std::fs::create_dir_all(&many).unwrap();
+    // As many files as a folder search reads entries (`MAX_ENTRIES`), the folder one more.
+    for n in 0..10_000 {
+        std::fs::write(many.join(n.to_string()), "").unwrap();
+    }
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let (got, reasons) = decide(&engine, "find many", &[]);
+    assert_eq!(got, "allow", "{reasons:?}");
+    let (got, reasons) = decide(&engine, "find -L many", &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(
+        analyses(&reasons).contains("too many to find the links it follows"),
+        "{reasons:?}"
+    );
+}
