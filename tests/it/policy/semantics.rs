@@ -645,6 +645,14 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "rule:no-secrets-glob-reach",
         ),
         c("listing", "tree -a ~", "deny", "rule:no-secrets-glob-reach"),
+        // The names `find -name` narrows to are tested against a file of each kind.
+        c(
+            "listing",
+            "find ~ -name 'id_ed*'",
+            "deny",
+            "rule:no-secrets-glob-reach",
+        ),
+        c("listing", "find ~ -name '*.md'", "allow", "rule:"),
         c("listing", "du -a ~", "deny", "rule:no-secrets-glob-reach"),
         c(
             "listing",
