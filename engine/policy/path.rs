@@ -13,9 +13,11 @@
 //! - the written path is then resolved through symlinks, walked one component at a time as
 //!   the kernel does: a link is replaced by its target (also a link to nothing: writing
 //!   through it creates the target), `..` goes to the parent of the folder reached, and from
-//!   the first component that does not exist the rest is taken as written. When that leads
-//!   elsewhere, the argument has a *resolved* location too (`config/settings.txt` →
-//!   `/ws/.env`).
+//!   the first component that does not exist the rest is taken as written until a `..`
+//!   leads back above it. When that leads elsewhere, the argument has a *resolved* location
+//!   too (`config/settings.txt` → `/ws/.env`). A `..` after a link that the kernel and a
+//!   tool cleaning the path first (Node's `path.resolve`) take to different files, and a
+//!   `~/…` beside an entry named `~` (a tool may not expand it), make the location unknown.
 //!
 //! Each location has up to three forms: absolute (`/ws/app/.env`), workspace-relative
 //! (`.env`, when it lies strictly inside the workspace) and home-relative (`~/.ssh/id_rsa`,
@@ -186,6 +188,14 @@ pub enum UnknownLocation {
     /// `/proc/<pid>/root`, a folder's descriptor): those name what the process running the
     /// command sees, which toolgate cannot see from its own process.
     ProcessView,
+    /// It starts with `~` or `$HOME`, and the folder it is taken against holds an entry of
+    /// that name: a tool that expands it (Claude Code) opens a file in the home folder, one
+    /// that does not (Gemini CLI, Codex's patches) the file below that entry.
+    HomeOrEntry,
+    /// A `..` follows a link or a folder that does not exist: the kernel goes to the parent
+    /// of where the link leads, a tool that cleans the path first (Node's `path.resolve`)
+    /// drops the component, and the two reach different files.
+    ParentAfterLink,
 }
 
 impl fmt::Display for UnknownLocation {
@@ -201,6 +211,14 @@ impl fmt::Display for UnknownLocation {
                 "it goes through a process's own view of the file system (`/proc/…/cwd`, \
                  `/proc/…/root`, a descriptor in `/proc/…/fd`), which only the process running \
                  the command sees"
+            }
+            Self::HomeOrEntry => {
+                "its first component is both the home folder and an entry of the folder it is \
+                 taken against: which one a tool opens depends on whether it expands it"
+            }
+            Self::ParentAfterLink => {
+                "a `..` follows a link or a missing folder, so the file it reaches depends on \
+                 whether the tool cleans the path before opening it"
             }
         })
     }
@@ -414,10 +432,20 @@ fn expand_home<'r>(raw: &'r str, ctx: &MatchContext) -> Result<Cow<'r, str>, Unk
     match after_home(raw) {
         None => Ok(Cow::Borrowed(raw)),
         Some(Err(why)) => Err(why),
-        Some(Ok(rest)) => match &ctx.home {
-            None => Err(UnknownLocation::NoHome),
-            Some(home) => Ok(Cow::Owned(format!("{}{rest}", home.written))),
-        },
+        Some(Ok(rest)) => {
+            let first = &raw[..raw.len() - rest.len()];
+            let folder = ctx.folder();
+            if folder.starts_with('/')
+                && disk::symlink_metadata(format!("{}/{first}", folder.trim_end_matches('/')))
+                    .is_ok()
+            {
+                return Err(UnknownLocation::HomeOrEntry);
+            }
+            match &ctx.home {
+                None => Err(UnknownLocation::NoHome),
+                Some(home) => Ok(Cow::Owned(format!("{}{rest}", home.written))),
+            }
+        }
     }
 }
 
@@ -467,12 +495,12 @@ pub fn locate(raw: &str, ctx: &MatchContext) -> Option<Location> {
             })
     } else if let Some((anchor, rest)) = walked_from(&expanded, ctx) {
         // The anchor was resolved when the context was made: walk only what is below it.
-        match resolve_below(anchor.real(), rest) {
+        match resolve_either_way(anchor.real(), rest) {
             Ok(resolved) => resolved,
             Err(why) => return unknown(why),
         }
     } else if expanded.starts_with('/') {
-        match resolve(&expanded) {
+        match resolve_either_way(String::new(), &expanded) {
             Ok(resolved) => resolved,
             Err(why) => return unknown(why),
         }
@@ -532,6 +560,41 @@ fn resolve(absolute: &str) -> Result<Option<String>, UnknownLocation> {
     resolve_below(String::new(), absolute)
 }
 
+/// Where `rest` leads from the folder `real` (see [`resolve_below`]), the same whether it is
+/// walked as the kernel walks it or cleaned first as Node's `path.resolve` cleans it (Claude
+/// Code and Gemini CLI do before they open a file): with a `..` after a link the two reach
+/// different files (`src/x/../y/config`, `src/x` a link elsewhere and `src/y` one to
+/// `.git`), and the location is unknown.
+fn resolve_either_way(real: String, rest: &str) -> Result<Option<String>, UnknownLocation> {
+    let walked = resolve_below(real.clone(), rest)?;
+    if !rest.split('/').any(|component| component == "..") {
+        return Ok(walked);
+    }
+    let cleaned = resolve_below(real, &fold_lexically(rest))?;
+    if cleaned == walked {
+        Ok(walked)
+    } else {
+        Err(UnknownLocation::ParentAfterLink)
+    }
+}
+
+/// The components of `path` with `.` and `..` folded away as text: a `..` removes the
+/// component before it, and one with none before it stays (it leaves the folder `path` is
+/// taken from; at `/` the walk stays at `/`).
+fn fold_lexically(path: &str) -> String {
+    let mut kept: Vec<&str> = Vec::new();
+    for component in path.split('/') {
+        match component {
+            "" | "." => {}
+            ".." if kept.last().is_some_and(|&last| last != "..") => {
+                kept.pop();
+            }
+            name => kept.push(name),
+        }
+    }
+    kept.join("/")
+}
+
 /// Whether `folder` (absolute, no link in it) is a process's folder in `/proc`: its own
 /// links (`cwd`, `root`, `fd/N`) are that process's, not toolgate's.
 fn is_process_folder(folder: &str) -> bool {
@@ -554,7 +617,8 @@ fn is_process_folder(folder: &str) -> bool {
 /// the kernel does: a link is replaced by its target — also a link to nothing, whose target
 /// a write would create — and `..` goes to the parent of the folder reached. From the first
 /// component that does not exist, the rest is appended as written (folded: nothing below a
-/// missing folder can redirect it). One `lstat` per component walked; `None` after more than
+/// missing folder can redirect it) until a `..` climbs back above it, from where the walk
+/// goes on (as it does once the folder is made). One `lstat` per component walked; `None` after more than
 /// [`MAX_LINKS`] links (a loop).
 ///
 /// A process's own links in `/proc` are not followed: `cwd` (the shell may have changed
@@ -571,10 +635,14 @@ fn resolve_below(mut real: String, rest: &str) -> Result<Option<String>, Unknown
     let mut pending = Vec::new();
     push(&mut pending, rest);
     let mut links = 0;
-    let mut missing = false;
+    // How many components below the last folder that exists `real` holds: a `..` back to
+    // that folder walks on from it (`missing/../src/x` reaches where the link `src/x` leads,
+    // as after `mkdir -p missing`).
+    let mut missing = 0usize;
     while let Some(component) = pending.pop() {
         if component == ".." {
             real.truncate(real.rfind('/').unwrap_or(0));
+            missing = missing.saturating_sub(1);
             continue;
         }
         // `/proc/self` is a link to toolgate's own process: keep it as written.
@@ -601,7 +669,8 @@ fn resolve_below(mut real: String, rest: &str) -> Result<Option<String>, Unknown
             continue;
         }
         let next = format!("{real}/{component}");
-        if missing {
+        if missing > 0 {
+            missing += 1;
             real = next;
             continue;
         }
@@ -620,7 +689,7 @@ fn resolve_below(mut real: String, rest: &str) -> Result<Option<String>, Unknown
             }
             Ok(_) => real = next,
             Err(_) => {
-                missing = true;
+                missing = 1;
                 real = next;
             }
         }
@@ -1826,18 +1895,36 @@ mod tests {
         let table: &[(&str, Option<&str>)] = &[
             ("src/main.rs", None),
             ("link/new/file.txt", Some("<base>/other/deep/new/file.txt")),
-            // The kernel follows `link` before `..`: so does the resolved location (the
-            // written one is lexical: `ws/x`).
-            ("link/../x", Some("<base>/other/x")),
             ("loop/x", None),
             ("missing/../src", None),
             // A link to nothing leads where a write through it would create a file.
             ("dangling", Some("<base>/other/new.txt")),
             ("dangling-abs/x", Some("<base>/other/deep/gone/x")),
             ("link/../../ws/src", None),
+            // A missing folder and its `..` lead back to where the walk was: the links after
+            // them are followed (as after `mkdir -p missing`, and as a tool that cleans the
+            // path finds them).
+            ("missing/../link/x", Some("<base>/other/deep/x")),
+            ("missing/deeper/../../link", Some("<base>/other/deep")),
         ];
         for (raw, expected) in table {
             assert_eq!(resolved(raw).as_deref(), *expected, "path {raw:?}");
+        }
+        // An absolute path below the workspace is walked from it: its `..` leaves it.
+        assert_eq!(resolved(&format!("{base_text}/ws/../ws/src")), None);
+        // The kernel follows `link` before `..` (`<base>/other/x`), a tool that cleans the
+        // path first does not (`ws/x`): where it leads is unknown.
+        for raw in ["link/../x", "src/../link/../x"] {
+            assert!(
+                matches!(
+                    locate(raw, &ctx),
+                    Some(Location::Unknown {
+                        why: UnknownLocation::ParentAfterLink,
+                        ..
+                    })
+                ),
+                "{raw}"
+            );
         }
         let deep = "a/".repeat(MAX_COMPONENTS);
         assert!(matches!(

@@ -5950,3 +5950,63 @@ fn a_listing_that_follows_links_in_a_folder_too_large_to_look_through_asks() {
         "{reasons:?}"
     );
 }
+
+/// A `..` after a folder that does not exist leads back to where the walk was, and the links
+/// after it are followed: Claude Code cleans `missing/../src/x/config` to `src/x/config` and
+/// Codex creates `missing` first, both writing through the link `src/x` into `.git`. A `..`
+/// after a link reaches one file for the kernel and another for a tool that cleans the path
+/// first: unknown, so no allow rule holds.
+#[test]
+fn a_parent_after_a_missing_folder_or_a_link_is_walked_both_ways() {
+    let ws = workspace();
+    std::os::unix::fs::symlink("../.git", ws.root.join("src/x")).unwrap();
+    std::os::unix::fs::symlink("../.env", ws.root.join("src/cfg")).unwrap();
+    std::fs::create_dir_all(ws.root.join("docs")).unwrap();
+    std::os::unix::fs::symlink("../docs", ws.root.join("src/d")).unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let write = |path: &str| {
+        let input = json!({ "file_path": path, "content": "x" });
+        decide_call(&engine, "Write", input)
+    };
+    for path in [
+        "nonexist/../src/x/config",
+        "a/b/../../src/x/hooks/pre-commit",
+    ] {
+        let (got, reasons) = write(path);
+        assert_eq!(got, "deny", "{path}: {reasons:?}");
+    }
+    let (got, reasons) = decide_call(
+        &engine,
+        "Read",
+        json!({ "file_path": "nonexist/../src/cfg" }),
+    );
+    assert_eq!(got, "deny", "{reasons:?}");
+    // The kernel reaches `docs/../x/config`, that is `x/config`; cleaned, it is `src/x/config`.
+    let (got, reasons) = write("src/d/../x/config");
+    assert_ne!(got, "allow", "{reasons:?}");
+    // A `..` after folders that exist is the same either way.
+    let input = json!({ "file_path": "src/../docs/notes.md" });
+    let (got, reasons) = decide_call(&engine, "Read", input);
+    assert_eq!(got, "allow", "{reasons:?}");
+}
+
+/// A file tool's `~/…` is the home folder to a tool that expands it (Claude Code) and the
+/// entry `~` of the workspace to one that does not (Gemini CLI, Codex's patches): with such
+/// an entry, the location is unknown.
+#[test]
+fn a_home_path_beside_an_entry_of_that_name_is_unknown() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.root.join("deploy")).unwrap();
+    std::fs::write(ws.root.join("deploy/notes"), "x\n").unwrap();
+    let engine = || Engine::builder(snapshot(&ws.root)).build();
+    let read = |path: &str| decide_call(&engine(), "Read", json!({ "file_path": path }));
+    let (got, reasons) = read("~/notes");
+    assert_eq!(got, "allow", "{reasons:?}");
+    std::os::unix::fs::symlink("deploy", ws.root.join("~")).unwrap();
+    let (got, reasons) = read("~/notes");
+    assert_eq!(got, "deny", "{reasons:?}");
+    std::fs::remove_file(ws.root.join("~")).unwrap();
+    std::os::unix::fs::symlink("deploy", ws.root.join("$HOME")).unwrap();
+    let (got, reasons) = read("$HOME/notes");
+    assert_eq!(got, "deny", "{reasons:?}");
+}
