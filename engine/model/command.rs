@@ -165,6 +165,13 @@ pub struct Program {
     /// rustfmt's error).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub follows_modules: bool,
+    /// The program may write symbolic links anywhere in the work tree of the repository it
+    /// works in (`git checkout REV -- x`, `git stash pop`: the links a revision holds): a
+    /// path another command of the line reaches there may lead anywhere (`git checkout
+    /// fixtures -- fx && cat fx/credentials` read `~/.aws/credentials` through a committed
+    /// link), and asks. An unknown subcommand counts as one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub writes_links: bool,
     /// The program the words after `--` are given to, read with its entry in the table
     /// (`cargo test -- --logfile F` hands them to the test harness, `libtest`, which writes
     /// F). Without it they are operands.
@@ -254,6 +261,10 @@ pub struct OptionSpec {
     /// (`find -L src` printed the names below `~/.ssh` through a link `src/keys`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub follows_links: bool,
+    /// With this option the program may write links anywhere in its work tree (`git reset
+    /// --hard`; see the program's `writes_links`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub writes_links: bool,
 }
 
 /// One role, or roles by position.

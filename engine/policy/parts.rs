@@ -489,9 +489,9 @@ fn decide_line(
     let mut find_starts: Option<Vec<Word>> = None;
     // Per command, in a line with a program that may make links: the locations it may make
     // links at, and those it reads or writes.
-    let may_link = facts
-        .iter()
-        .any(|facts| matches!(facts.program.as_deref(), Some("ln" | "cp" | "mv" | "rsync")));
+    let may_link = facts.iter().any(|facts| {
+        facts.writes_links || matches!(facts.program.as_deref(), Some("ln" | "cp" | "mv" | "rsync"))
+    });
     let mut linked: Vec<Vec<String>> = Vec::new();
     let mut reached: Vec<Vec<String>> = Vec::new();
     // Each command is judged as a line of its own.
@@ -688,15 +688,25 @@ fn decide_line(
                 alone.get(by).and_then(|p| p.commands().next()),
             )
         {
-            let through = if path == link {
-                String::new()
+            let writes_tree = alone
+                .get(by)
+                .is_some_and(|maker| maker.facts.iter().any(|facts| facts.writes_links));
+            let through = if writes_tree {
+                format!(" in `{link}`, where")
+            } else if path == link {
+                ", which".to_owned()
             } else {
-                format!(" through `{link}`")
+                format!(" through `{link}`, which")
+            };
+            let makes = if writes_tree {
+                "may write links (those a revision holds)"
+            } else {
+                "may make a link"
             };
             part.add_analysis(
                 &command.text,
                 format!(
-                    "`{}` reaches `{path}`{through}, which `{}` in the same line may make a link: where it leads is not known when the line is judged",
+                    "`{}` reaches `{path}`{through} `{}` in the same line {makes}: where it leads is not known when the line is judged",
                     command.text, maker.text
                 ),
             );
@@ -1075,6 +1085,20 @@ fn cd_targets(value: String) -> Vec<String> {
 /// source is or holds a link — one there now, or one a command before it in the line may
 /// make (`made`).
 fn makes_links(facts: &CommandFacts, folders: &Folders, made: &[&String]) -> Vec<String> {
+    if facts.writes_links {
+        // Anywhere in the work tree of the repository it works in.
+        return folders
+            .candidates
+            .iter()
+            .map(|folder| {
+                super::git_index::work_tree(Path::new(folder)).map_or_else(
+                    || folder.clone(),
+                    |root| root.to_string_lossy().into_owned(),
+                )
+            })
+            .map(|root| lexical(&root))
+            .collect();
+    }
     let makes_new = facts.options.iter().any(|o| {
         let name = o.canonical.as_str();
         // (In any abbreviation: `--sym`, `--lin`.)

@@ -91,6 +91,7 @@ struct CompiledProgram {
     after_dashes: Option<String>,
     prints_tracked: bool,
     follows_modules: bool,
+    writes_links: bool,
 }
 
 /// One option of a program, as the table describes it.
@@ -117,6 +118,8 @@ pub struct OptionInfo {
     globbed: bool,
     /// A listing with it goes into the folders links below point to (`find -L`).
     follows_links: bool,
+    /// With it the program may write links anywhere in its work tree (`git reset --hard`).
+    writes_links: bool,
 }
 
 /// `value` as npm's option parser reads it, when that is a long option written with one
@@ -262,6 +265,7 @@ impl CompiledProgram {
             after_dashes: program.after_dashes.clone(),
             prints_tracked: program.prints_tracked,
             follows_modules: program.follows_modules,
+            writes_links: program.writes_links,
         }
     }
 }
@@ -309,6 +313,7 @@ fn option_info(canonical: &str, spec: &OptionSpec) -> OptionInfo {
         prints_tracked: spec.prints_tracked,
         globbed: spec.globbed,
         follows_links: spec.follows_links,
+        writes_links: spec.writes_links,
     }
 }
 
@@ -391,6 +396,9 @@ pub struct CommandFacts {
     /// Its listings go into the folders links below them point to (an option with
     /// [`OptionSpec::follows_links`](crate::model::command::OptionSpec::follows_links)).
     pub follows_links: bool,
+    /// It may write links anywhere in its repository's work tree (see
+    /// [`Program::writes_links`](crate::model::command::Program::writes_links)).
+    pub writes_links: bool,
     /// The words given to a program the table does not know that may name a file it reads
     /// or writes (its operands and the values inside its words, see [`unlisted_words`]).
     pub unlisted: Vec<RoleWord>,
@@ -797,6 +805,7 @@ impl CommandTable {
                             facts.subcommand = Some(path.clone());
                             facts.unlisted = unlisted_words(&words[i..]);
                             facts.read_only = false;
+                            facts.writes_links = true;
                             facts.effects.push(EffectSource {
                                 effect: Effect::Exec,
                                 cause: format!("{name} {path}"),
@@ -1019,6 +1028,7 @@ impl CommandTable {
         facts.read_only = program.read_only;
         facts.prints_tracked = program.prints_tracked;
         facts.follows_modules = program.follows_modules;
+        facts.writes_links = program.writes_links;
         let (program_name, program_effects) = (
             match &facts.subcommand {
                 Some(sub) => format!("{name} {sub}"),
@@ -1081,6 +1091,7 @@ impl CommandTable {
                 .retain(|skip| !info.search_includes.contains(skip));
             facts.prints_tracked |= info.prints_tracked;
             facts.follows_links |= info.follows_links;
+            facts.writes_links |= info.writes_links;
             for effect in &info.effects {
                 let effect = EffectSource {
                     effect: *effect,

@@ -6010,3 +6010,49 @@ fn a_home_path_beside_an_entry_of_that_name_is_unknown() {
     let (got, reasons) = read("$HOME/notes");
     assert_eq!(got, "deny", "{reasons:?}");
 }
+
+/// git commands that write a revision's files into the work tree write its links too: a
+/// path another command of the line reaches in the work tree may lead anywhere (`git
+/// checkout fixtures -- fx && cat fx/credentials` read `~/.aws/credentials` through a link
+/// the branch `fixtures` holds, with `git checkout *` allowed).
+#[test]
+fn a_path_in_a_work_tree_a_git_command_of_the_line_writes_asks() {
+    let ws = workspace_with(
+        r#"
+version: 1
+rules:
+  - name: team
+    tools: [Bash]
+    match:
+      command:
+        shell: ["git checkout *", "git stash *", "git reset *", "git merge *", "git pull", "git status", "cat *", "cargo test"]
+    decision: allow
+"#,
+    );
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for command in [
+        "git checkout fixtures -- fx && cat fx/credentials",
+        "cat fx/credentials; git checkout fixtures -- fx",
+        "git stash pop && cat src/main.rs",
+        "git reset --hard fixtures && cat src/main.rs",
+        "git merge fixtures && cat src/main.rs",
+        "git pull && cat src/main.rs",
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, "ask", "{command}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("may write links (those a revision holds)"),
+            "{command}: {reasons:?}"
+        );
+    }
+    // Nothing reached in the work tree, or nothing written there: as before.
+    for command in [
+        "git checkout main && cargo test",
+        "git status && cat src/main.rs",
+        "git stash list && cat src/main.rs",
+        "git reset src/main.rs && cat src/main.rs",
+    ] {
+        let (got, reasons) = decide(&engine, command, &[]);
+        assert_eq!(got, "allow", "{command}: {reasons:?}");
+    }
+}
