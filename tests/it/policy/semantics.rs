@@ -654,6 +654,16 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str)> {
         ),
         c("listing", "find ~ -name '*.md'", "allow", "rule:"),
         c("listing", "du -a ~", "deny", "rule:no-secrets-glob-reach"),
+        // Without `-a`, `du` prints every folder below its own (`~/.gnupg/private-keys-v1.d`);
+        // with `-s` one total.
+        c("listing", "du ~", "deny", "rule:no-secrets-glob-reach"),
+        c(
+            "listing",
+            "du -h --max-depth 2 ~",
+            "deny",
+            "rule:no-secrets-glob-reach",
+        ),
+        c("listing", "du -sh ~", "allow", "rule:"),
         c(
             "listing",
             "find ~ -name '*' -type f",
