@@ -311,12 +311,13 @@ impl<'s, 'c> Admitted<'s, 'c> {
             flags: &contract.concurrency,
         };
         // A command line's files are judged by the file tools' rules, and so are the files
-        // below a folder the search tool searches; the read tool's file is looked into when
-        // it may hold a credential.
+        // below a folder the search tool searches and the folders the list tool lists through
+        // links; the read tool's file is looked into when it may hold a credential.
         let table = snapshot.rules.commands();
         let judges_files = snapshot.rules.reads_command_lines(&tool.name)
-            || table.search_tool.as_deref() == Some(tool.name.as_str())
-            || table.read_tool.as_deref() == Some(tool.name.as_str());
+            || [&table.search_tool, &table.read_tool, &table.list_tool]
+                .iter()
+                .any(|file_tool| file_tool.as_deref() == Some(tool.name.as_str()));
         let files = if judges_files {
             file_tools(snapshot, modes)
         } else {

@@ -144,6 +144,7 @@ impl RuleSet {
                 .and_then(|path| cache.path(path, ctx))
                 .and_then(|location| location.at(Side::Resolved))
                 .map(|at| at.absolute().to_owned());
+            below.extend(list_call_through_links(self, call, ctx, files));
             if let Some(real) = &real {
                 below.extend(
                     read_call_of_secrets(call, ctx, files, real)
@@ -165,6 +166,130 @@ impl RuleSet {
         }
         combine(vec![whole, PartOutcome::findings(None, below)])
     }
+}
+
+/// The most folder entries a call of the list tool has looked through for links.
+const MAX_LISTED_THROUGH: usize = 10_000;
+
+/// What a call of the list tool (`Glob`) lists through links its pattern's wildcards match
+/// below the folder it lists: a `*` matches a link to a folder as it matches a folder, and
+/// the glob libraries agents use go on into it (`node_modules/*/*/*` listed the names below
+/// `~/.aws` through a link `node_modules/foo/cfg`). The folders the pattern's leading
+/// single-level components (before any `**`, which those libraries do not follow links
+/// through) reach are listed; each link among them to a folder is judged as a call of the
+/// list tool on where it leads, with the rest of the pattern. A pattern that reaches more
+/// than [`MAX_LISTED_THROUGH`] entries so asks.
+fn list_call_through_links(
+    set: &RuleSet,
+    call: &CallFacts<'_>,
+    ctx: &MatchContext,
+    files: &FileTools<'_>,
+) -> Vec<Finding> {
+    let Some(list) = files.list.filter(|list| list.tool == call.tool) else {
+        return Vec::new();
+    };
+    let text = |field: &str| call.input.get(field).and_then(serde_json::Value::as_str);
+    let Some(pattern) = text("pattern") else {
+        return Vec::new();
+    };
+    let path = text("path").filter(|p| !p.is_empty()).unwrap_or(".");
+    let components: Vec<&str> = pattern
+        .split('/')
+        .filter(|c| !matches!(*c, "" | "."))
+        .collect();
+    let literal = components
+        .iter()
+        .take_while(|c| !c.contains(['*', '?', '[', '{']))
+        .count();
+    let wild = &components[literal..];
+    if wild.len() < 2 {
+        // Nothing is listed below what the last component matches.
+        return Vec::new();
+    }
+    let start = if pattern.starts_with('/') {
+        format!("/{}", components[..literal].join("/"))
+    } else {
+        format!("{path}/{}", components[..literal].join("/"))
+    };
+    let Some(Location::Known { written, resolved }) = locate(&start, ctx) else {
+        return Vec::new();
+    };
+    let base = resolved.unwrap_or(written).absolute().to_owned();
+    let mut folders = vec![base];
+    let mut seen = 0usize;
+    let mut findings = Vec::new();
+    for (at, component) in wild.iter().enumerate() {
+        let rest = &wild[at + 1..];
+        if *component == "**" || rest.is_empty() {
+            break;
+        }
+        let Ok(matcher) = globset::GlobBuilder::new(component)
+            .literal_separator(true)
+            .build()
+            .map(|glob| glob.compile_matcher())
+        else {
+            break;
+        };
+        let mut next = Vec::new();
+        for folder in &folders {
+            let Ok(entries) = disk::list(folder, MAX_LISTED_THROUGH + 1) else {
+                continue;
+            };
+            seen += entries.len();
+            if seen > MAX_LISTED_THROUGH {
+                return vec![(
+                    Decision::Ask,
+                    format!(
+                        "`{}` lists `{pattern}`, whose wildcards reach more than {MAX_LISTED_THROUGH} entries: too many to find the links they go through",
+                        call.tool
+                    ),
+                )];
+            }
+            for entry in entries.iter() {
+                let name = entry.name.to_string_lossy();
+                if !matcher.is_match(name.as_ref()) {
+                    continue;
+                }
+                let below = format!("{}/{name}", folder.trim_end_matches('/'));
+                if entry.is_dir {
+                    next.push(below);
+                    continue;
+                }
+                let is_link = disk::symlink_metadata(&below).is_ok_and(|m| m.is_symlink());
+                if !is_link || !disk::is_dir(&below) {
+                    continue;
+                }
+                let Ok(real) = disk::canonicalize(&below) else {
+                    continue;
+                };
+                let real = real.to_string_lossy();
+                let listed = decide_listing(
+                    set,
+                    ctx,
+                    call,
+                    list,
+                    (&real, &rest.join("/")),
+                    &mut ParseCache::with_table(Arc::clone(set.commands())),
+                );
+                if listed.by_rule
+                    && listed.decision != Decision::Allow
+                    && let Some(rule) = listed.reasons.iter().find_map(RuleReason::rule)
+                {
+                    findings.push((
+                        listed.decision,
+                        format!(
+                            "`{}` lists `{pattern}`, which goes through the link `{below}` to `{real}`: `{}` {} listing there",
+                            call.tool,
+                            rule.name,
+                            if listed.decision == Decision::Deny { "denies" } else { "asks before" }
+                        ),
+                    ));
+                }
+            }
+        }
+        folders = next;
+    }
+    findings
 }
 
 /// Why a call of the read tool reads a secret its file's name does not tell (see

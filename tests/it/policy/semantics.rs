@@ -6066,3 +6066,48 @@ rules:
         assert_eq!(got, "allow", "{command}: {reasons:?}");
     }
 }
+
+/// The list tool's `*` matches a link to a folder as it matches a folder, and the glob
+/// libraries agents use list what is there (`node_modules/*/*/*` listed the names below
+/// `~/.ssh` through a link `node_modules/foo/cfg`): each such link is judged as a listing of
+/// where it leads.
+#[test]
+fn a_list_call_whose_wildcards_go_through_a_link_lists_where_it_leads() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.root.join("node_modules/foo")).unwrap();
+    std::fs::write(ws.root.join("node_modules/foo/package.json"), "{}\n").unwrap();
+    let engine = || Engine::builder(snapshot(&ws.root)).build();
+    let list = |input: serde_json::Value| decide_call(&engine(), "Glob", input);
+    let patterns = [
+        json!({ "pattern": "node_modules/*/*/*" }),
+        json!({ "pattern": "*/*/*/id_rsa" }),
+        json!({ "pattern": "*/*", "path": "node_modules/foo" }),
+    ];
+    for input in &patterns {
+        let (got, reasons) = list(input.clone());
+        assert_eq!(got, "allow", "{input}: {reasons:?}");
+    }
+    std::os::unix::fs::symlink(
+        home_of(&ws.root).join(".ssh"),
+        ws.root.join("node_modules/foo/cfg"),
+    )
+    .unwrap();
+    for input in &patterns {
+        let (got, reasons) = list(input.clone());
+        assert_eq!(got, "deny", "{input}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains("goes through the link"),
+            "{input}: {reasons:?}"
+        );
+    }
+    // A pattern whose wildcards stop above the link, or that names it as its last component,
+    // lists no name below it.
+    for input in [
+        json!({ "pattern": "node_modules/*/package.json" }),
+        json!({ "pattern": "node_modules/foo/*" }),
+        json!({ "pattern": "**/*.rs" }),
+    ] {
+        let (got, reasons) = list(input.clone());
+        assert_eq!(got, "allow", "{input}: {reasons:?}");
+    }
+}
