@@ -166,8 +166,8 @@ pub struct Program {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub follows_modules: bool,
     /// The program may write symbolic links anywhere in the work tree of the repository it
-    /// works in (`git checkout REV -- x`, `git stash pop`: the links a revision holds): a
-    /// path another command of the line reaches there may lead anywhere (`git checkout
+    /// works in (`git checkout REV -- x`, `git stash pop`: the links a revision holds; `npm
+    /// ci`: a `file:` dependency's link): a path another command of the line reaches there may lead anywhere (`git checkout
     /// fixtures -- fx && cat fx/credentials` read `~/.aws/credentials` through a committed
     /// link), and asks. An unknown subcommand counts as one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -824,7 +824,7 @@ fn decide_line(
                 format!(" through `{link}`, which")
             };
             let makes = if writes_tree {
-                "may write links (those a revision holds)"
+                "may write links (a revision's, a package's)"
             } else {
                 "may make a link"
             };

@@ -6035,7 +6035,7 @@ rules:
     tools: [Bash]
     match:
       command:
-        shell: ["git checkout *", "git stash *", "git reset *", "git merge *", "git pull", "git status", "cat *", "cargo test"]
+        shell: ["git checkout *", "git stash *", "git reset *", "git merge *", "git pull", "git status", "cat *", "cargo test", "npm ci --ignore-scripts"]
     decision: allow
 "#,
     );
@@ -6047,11 +6047,13 @@ rules:
         "git reset --hard fixtures && cat src/main.rs",
         "git merge fixtures && cat src/main.rs",
         "git pull && cat src/main.rs",
+        // A `file:` dependency is a link in `node_modules`.
+        "npm ci --ignore-scripts && cat node_modules/k/notes",
     ] {
         let (got, reasons) = decide(&engine, command, &[]);
         assert_eq!(got, "ask", "{command}: {reasons:?}");
         assert!(
-            analyses(&reasons).contains("may write links (those a revision holds)"),
+            analyses(&reasons).contains("may write links (a revision's, a package's)"),
             "{command}: {reasons:?}"
         );
     }
