@@ -43,7 +43,7 @@ use super::pattern::CommandKeys;
 use super::rule::{CallFacts, PartOutcome, RuleDecision, RuleReason};
 use super::rules::{LinePart, RuleSet};
 use super::rust_modules;
-use super::search::{Below, Finding, Reader, Walk, judge_below, named_files, split_glob};
+use super::search::{Below, Finding, LinkWalk, Reader, Walk, judge_below, named_files, split_glob};
 use super::shell::wildcard::{
     MAX_EXPANSIONS, Wildcard, escape_glob, expand_braces, has_glob, readings, unescape_glob,
 };
@@ -171,14 +171,17 @@ impl RuleSet {
 /// The most folder entries a call of the list tool has looked through for links.
 const MAX_LISTED_THROUGH: usize = 10_000;
 
-/// What a call of the list tool (`Glob`) lists through links its pattern's wildcards match
-/// below the folder it lists: a `*` matches a link to a folder as it matches a folder, and
-/// the glob libraries agents use go on into it (`node_modules/*/*/*` listed the names below
-/// `~/.aws` through a link `node_modules/foo/cfg`). The folders the pattern's leading
-/// single-level components (before any `**`, which those libraries do not follow links
-/// through) reach are listed; each link among them to a folder is judged as a call of the
-/// list tool on where it leads, with the rest of the pattern. A pattern that reaches more
-/// than [`MAX_LISTED_THROUGH`] entries so asks.
+/// What a call of the list tool (`Glob`) lists through links to folders its pattern reaches
+/// below the folder it lists: the glob libraries agents use (node-glob, as Claude Code and
+/// Gemini CLI call it, case folded) match a link to a folder as they match a folder, and
+/// list its entries (`node_modules/*/*/*` listed the names below `~/.aws` through a link
+/// `node_modules/foo/cfg`; `./**/*` through a link anywhere below, `**` walking past links,
+/// not through them). Each such link is judged as a call of the list tool on where it leads,
+/// with the rest of the pattern. The pattern's components are matched one folder at a time,
+/// without case; one that the glob crate does not read as node-glob does (an extglob
+/// `@(…)`, a `\` escape) matches every name. A walk that meets more than
+/// [`MAX_LISTED_THROUGH`] entries (or, for `**`, more than the search walk's, ignore files
+/// leaving out what they list) asks.
 fn list_call_through_links(
     set: &RuleSet,
     call: &CallFacts<'_>,
@@ -193,43 +196,53 @@ fn list_call_through_links(
         return Vec::new();
     };
     let path = text("path").filter(|p| !p.is_empty()).unwrap_or(".");
+    let start = if pattern.starts_with('/') { "/" } else { path };
+    let Some(Location::Known { written, resolved }) = locate(start, ctx) else {
+        return Vec::new();
+    };
     let components: Vec<&str> = pattern
         .split('/')
         .filter(|c| !matches!(*c, "" | "."))
         .collect();
-    let literal = components
-        .iter()
-        .take_while(|c| !c.contains(['*', '?', '[', '{']))
-        .count();
-    let wild = &components[literal..];
-    if wild.len() < 2 {
-        // Nothing is listed below what the last component matches.
-        return Vec::new();
-    }
-    let start = if pattern.starts_with('/') {
-        format!("/{}", components[..literal].join("/"))
-    } else {
-        format!("{path}/{}", components[..literal].join("/"))
+    let too_many = || {
+        vec![(
+            Decision::Ask,
+            format!(
+                "`{}` lists `{pattern}`, which reaches more than {MAX_LISTED_THROUGH} entries: too many to find the links it goes through",
+                call.tool
+            ),
+        )]
     };
-    let Some(Location::Known { written, resolved }) = locate(&start, ctx) else {
-        return Vec::new();
-    };
-    let base = resolved.unwrap_or(written).absolute().to_owned();
-    let mut folders = vec![base];
+    let mut folders = vec![resolved.unwrap_or(written).absolute().to_owned()];
     let mut seen = 0usize;
-    let mut findings = Vec::new();
-    for (at, component) in wild.iter().enumerate() {
-        let rest = &wild[at + 1..];
-        if *component == "**" || rest.is_empty() {
+    // Each link to a folder the pattern reaches before its last component, with the rest.
+    let mut links: Vec<(String, String, &[&str])> = Vec::new();
+    for (at, &component) in components.iter().enumerate() {
+        let rest = &components[at + 1..];
+        if rest.is_empty() {
             break;
         }
-        let Ok(matcher) = globset::GlobBuilder::new(component)
-            .literal_separator(true)
-            .build()
-            .map(|glob| glob.compile_matcher())
-        else {
+        if component == ".." {
+            folders = folders
+                .iter()
+                .map(|folder| folder.rsplit_once('/').map_or("/", |(up, _)| up).to_owned())
+                .map(|up| if up.is_empty() { "/".to_owned() } else { up })
+                .collect();
+            continue;
+        }
+        if component == "**" {
+            for folder in &folders {
+                match super::search::linked_folders(Path::new(folder), LinkWalk::Past) {
+                    Ok(found) => links.extend(found.into_iter().map(|(link, real)| {
+                        let (link, real) = (link.to_string_lossy(), real.to_string_lossy());
+                        (link.into_owned(), real.into_owned(), rest)
+                    })),
+                    Err(_) => return too_many(),
+                }
+            }
             break;
-        };
+        }
+        let matches = name_matcher(component);
         let mut next = Vec::new();
         for folder in &folders {
             let Ok(entries) = disk::list(folder, MAX_LISTED_THROUGH + 1) else {
@@ -237,59 +250,72 @@ fn list_call_through_links(
             };
             seen += entries.len();
             if seen > MAX_LISTED_THROUGH {
-                return vec![(
-                    Decision::Ask,
-                    format!(
-                        "`{}` lists `{pattern}`, whose wildcards reach more than {MAX_LISTED_THROUGH} entries: too many to find the links they go through",
-                        call.tool
-                    ),
-                )];
+                return too_many();
             }
             for entry in entries.iter() {
                 let name = entry.name.to_string_lossy();
-                if !matcher.is_match(name.as_ref()) {
+                if !matches(&name) {
                     continue;
                 }
                 let below = format!("{}/{name}", folder.trim_end_matches('/'));
                 if entry.is_dir {
                     next.push(below);
-                    continue;
-                }
-                let is_link = disk::symlink_metadata(&below).is_ok_and(|m| m.is_symlink());
-                if !is_link || !disk::is_dir(&below) {
-                    continue;
-                }
-                let Ok(real) = disk::canonicalize(&below) else {
-                    continue;
-                };
-                let real = real.to_string_lossy();
-                let listed = decide_listing(
-                    set,
-                    ctx,
-                    call,
-                    list,
-                    (&real, &rest.join("/")),
-                    &mut ParseCache::with_table(Arc::clone(set.commands())),
-                );
-                if listed.by_rule
-                    && listed.decision != Decision::Allow
-                    && let Some(rule) = listed.reasons.iter().find_map(RuleReason::rule)
+                } else if disk::symlink_metadata(&below).is_ok_and(|m| m.is_symlink())
+                    && disk::is_dir(&below)
+                    && let Ok(real) = disk::canonicalize(&below)
                 {
-                    findings.push((
-                        listed.decision,
-                        format!(
-                            "`{}` lists `{pattern}`, which goes through the link `{below}` to `{real}`: `{}` {} listing there",
-                            call.tool,
-                            rule.name,
-                            if listed.decision == Decision::Deny { "denies" } else { "asks before" }
-                        ),
-                    ));
+                    links.push((below, real.to_string_lossy().into_owned(), rest));
                 }
             }
         }
         folders = next;
     }
+    let mut findings = Vec::new();
+    for (link, real, rest) in links {
+        let mut cache = ParseCache::with_table(Arc::clone(set.commands()));
+        let listed = decide_listing(set, ctx, call, list, (&real, &rest.join("/")), &mut cache);
+        if listed.by_rule
+            && listed.decision != Decision::Allow
+            && let Some(rule) = listed.reasons.iter().find_map(RuleReason::rule)
+        {
+            let verb = if listed.decision == Decision::Deny {
+                "denies"
+            } else {
+                "asks before"
+            };
+            findings.push((
+                listed.decision,
+                format!(
+                    "`{}` lists `{pattern}`, which goes through the link `{link}` to `{real}`: `{}` {verb} listing there",
+                    call.tool, rule.name
+                ),
+            ));
+        }
+    }
     findings
+}
+
+/// Whether a name matches one component of a list tool's pattern, as node-glob matches it
+/// with `nocase` (see [`list_call_through_links`]): every name for a component the glob
+/// crate does not read so.
+fn name_matcher(component: &str) -> Box<dyn Fn(&str) -> bool> {
+    let extglob = ["@(", "+(", "!(", "?(", "*("]
+        .iter()
+        .any(|open| component.contains(open));
+    if extglob || component.contains('\\') {
+        return Box::new(|_| true);
+    }
+    match globset::GlobBuilder::new(component)
+        .literal_separator(true)
+        .case_insensitive(true)
+        .build()
+    {
+        Ok(glob) => {
+            let matcher = glob.compile_matcher();
+            Box::new(move |name| matcher.is_match(name))
+        }
+        Err(_) => Box::new(|_| true),
+    }
 }
 
 /// Why a call of the read tool reads a secret its file's name does not tell (see
@@ -1895,7 +1921,7 @@ fn judge_linked_folders(
     if !disk::is_dir(folder) {
         return;
     }
-    let linked = match super::search::linked_folders(Path::new(folder)) {
+    let linked = match super::search::linked_folders(Path::new(folder), LinkWalk::Following) {
         Ok(linked) => linked,
         Err(why) => {
             let message = format!(

@@ -567,26 +567,47 @@ pub(crate) fn judge_below(
         .collect()
 }
 
-/// The folders that links below `folder` lead to, as a listing that follows links reaches
-/// them (`find -L`, `tree -l`): each link to a folder, at any depth (through the links before
-/// it; a loop is walked once), with the real folder it leads to. `Err` when the folder has
-/// more than [`MAX_ENTRIES`] entries below it.
-pub(crate) fn linked_folders(folder: &Path) -> Result<Vec<(PathBuf, PathBuf)>, String> {
+/// How a walk for links below a folder goes (see [`linked_folders`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LinkWalk {
+    /// Through the links it meets, as a listing that follows them does (`find -L`): every
+    /// link below, at any depth.
+    Following,
+    /// Past the links it meets, leaving out what ignore files list, as the agents' glob
+    /// tools walk `**` (node-glob lists a linked folder's entries but does not walk it).
+    Past,
+}
+
+/// The folders that links below `folder` lead to (see [`LinkWalk`]): each link to a folder,
+/// with the real folder it leads to (a loop is walked once). `Err` when the walk meets more
+/// than [`MAX_ENTRIES`] entries.
+pub(crate) fn linked_folders(
+    folder: &Path,
+    walk: LinkWalk,
+) -> Result<Vec<(PathBuf, PathBuf)>, String> {
     let mut builder = WalkBuilder::new(folder);
+    let past = walk == LinkWalk::Past;
     builder
         .standard_filters(false)
         .hidden(false)
-        .follow_links(true);
+        .parents(past)
+        .ignore(past)
+        .git_ignore(past)
+        .git_exclude(past)
+        .follow_links(!past);
     let mut linked = Vec::new();
     for (entries, entry) in builder.build().flatten().enumerate() {
         if entries >= MAX_ENTRIES {
             return Err(format!(
-                "more than {MAX_ENTRIES} entries below it: too many to find the links it follows"
+                "more than {MAX_ENTRIES} entries below it: too many to find the links it goes through"
             ));
         }
-        let to_folder = entry.file_type().is_some_and(|t| t.is_dir());
+        let to_folder = if past {
+            entry.path_is_symlink() && disk::is_dir(entry.path())
+        } else {
+            entry.path_is_symlink() && entry.file_type().is_some_and(|t| t.is_dir())
+        };
         if entry.depth() > 0
-            && entry.path_is_symlink()
             && to_folder
             && let Ok(real) = disk::canonicalize(entry.path())
         {
