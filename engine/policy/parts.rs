@@ -3253,9 +3253,20 @@ fn read_patch(
                 "its patch `{path}` is larger than {MAX_PATCH_BYTES} bytes"
             ));
         }
-        match std::fs::read(&path) {
-            Ok(bytes) => text.push_str(&String::from_utf8_lossy(&bytes)),
-            Err(error) => return Err(format!("its patch `{path}` cannot be read ({error})")),
+        // Only a regular file is read, and no more of it than the limit: a FIFO would keep
+        // the decision waiting, a device (`/dev/zero`) would fill the memory.
+        match content::read_regular(Path::new(&path), MAX_PATCH_BYTES + 1) {
+            Some(read) if read.len() as u64 <= MAX_PATCH_BYTES => text.push_str(&read),
+            Some(_) => {
+                return Err(format!(
+                    "its patch `{path}` is larger than {MAX_PATCH_BYTES} bytes"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "its patch `{path}` cannot be read as a regular file (a FIFO, a device, or unreadable)"
+                ));
+            }
         }
         text.push('\n');
         found = true;

@@ -6121,3 +6121,27 @@ fn a_list_call_whose_wildcards_go_through_a_link_lists_where_it_leads() {
         assert_eq!(got, "allow", "{input}: {reasons:?}");
     }
 }
+
+/// A patch is read only as a regular file, and no further than its limit: a FIFO named as
+/// the patch kept the decision waiting for ever (`git apply f.patch; cat .env` got no
+/// answer, and an agent's hook that times out lets the line run), and `/dev/zero` filled the
+/// memory.
+#[test]
+fn a_patch_that_is_not_a_regular_file_asks_without_being_read() {
+    let ws = workspace();
+    nix::unistd::mkfifo(&ws.root.join("f.patch"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (line, patch) in [
+        ("git apply f.patch; cat src/main.rs", "f.patch"),
+        ("patch -p1 < f.patch", "f.patch"),
+        ("git apply /dev/zero", "/dev/zero"),
+        ("patch -i /dev/zero", "/dev/zero"),
+    ] {
+        let (got, reasons) = decide(&engine, line, &[]);
+        assert_eq!(got, "ask", "{line}: {reasons:?}");
+        assert!(
+            analyses(&reasons).contains(&format!("{patch}` cannot be read as a regular file")),
+            "{line}: {reasons:?}"
+        );
+    }
+}
