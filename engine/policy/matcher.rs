@@ -30,6 +30,7 @@
 //!   every element is a string that matches; an empty array never matches. Other types
 //!   (and a missing selector) never match these kinds.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -643,9 +644,10 @@ impl CompiledArgMatchers {
 /// lines are analysed with it), and is not shared between threads.
 #[derive(Debug, Default)]
 pub struct ParseCache {
-    // A call has few distinct strings: a linear search beats hashing here.
+    // A call has few command lines: a linear search beats hashing here. It may name many
+    // paths (a patch's files, an archive's entries), so those are hashed.
     entries: Vec<(String, Arc<Analysed>)>,
-    paths: Vec<(String, Option<Arc<Location>>)>,
+    paths: HashMap<String, Option<Arc<Location>>, foldhash::fast::RandomState>,
     table: Option<Arc<CommandTable>>,
 }
 
@@ -687,22 +689,16 @@ impl ParseCache {
     /// Records where the path `raw` leads, known to the caller (a file found by listing
     /// its folder).
     pub(crate) fn seed_path(&mut self, raw: &str, location: Location) {
-        self.paths.retain(|(text, _)| text != raw);
-        self.paths.push((raw.to_owned(), Some(Arc::new(location))));
+        self.paths.insert(raw.to_owned(), Some(Arc::new(location)));
     }
 
     /// Where the path `raw` leads (`None` for an empty path), computed on first use.
     pub fn path(&mut self, raw: &str, ctx: &MatchContext) -> Option<&Arc<Location>> {
-        let index = match self.paths.iter().position(|(text, _)| text == raw) {
-            Some(index) => index,
-            None => {
-                self.paths
-                    .push((raw.to_owned(), locate(raw, ctx).map(Arc::new)));
-                self.paths.len() - 1
-            }
-        };
-        // INVARIANT: `index` is in bounds: found above or just pushed.
-        self.paths[index].1.as_ref()
+        if !self.paths.contains_key(raw) {
+            self.paths
+                .insert(raw.to_owned(), locate(raw, ctx).map(Arc::new));
+        }
+        self.paths.get(raw).and_then(Option::as_ref)
     }
 }
 
