@@ -22,6 +22,11 @@
 //! one-line flow list at 1 MB and 5 MB measures that refusal, which must be linear, and the
 //! worst case left, a flow list one line of 256 KiB long, is timed and printed.
 //!
+//! Judging the files a patch writes grows with the patch too: `git apply` of a patch of about
+//! 1 MB and 5 MB (one small new file per hunk, ~21 000 and ~104 000 files), decided with the
+//! built-in layer in a workspace that exists. Each file is located once, by its text (a
+//! cache searched one entry at a time made 6 400 files take 15 s in a debug build).
+//!
 //! Run with `cargo bench --bench parse_growth`.
 
 // Bench code: a failed expectation should abort with its message.
@@ -181,6 +186,40 @@ fn load_json(path: &Path) {
     black_box(output);
 }
 
+/// A patch of about `size` bytes, each hunk adding a one-line file of its own.
+fn patch(size: usize) -> String {
+    let mut text = String::with_capacity(size + 64);
+    let mut n = 0;
+    while text.len() < size {
+        text.push_str(&format!(
+            "--- a/f{n}.txt\n+++ b/f{n}.txt\n@@ -0,0 +1 @@\n+x\n"
+        ));
+        n += 1;
+    }
+    text
+}
+
+/// A workspace holding a patch of about `size` bytes, and the snapshot of the built-in
+/// layer in it.
+fn patch_workspace(size: usize) -> (tempfile::TempDir, Arc<toolgate::Snapshot>) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.patch"), patch(size)).unwrap();
+    let none = serde_json::json!({ "version": 1 });
+    let snapshot = support::snapshot_of_value_in(&none, true, dir.path());
+    (dir, snapshot)
+}
+
+/// `git apply p.patch` decided: every file the patch writes is judged.
+fn judge_patch(snapshot: &toolgate::Snapshot) {
+    let call = toolgate::ToolCall::new(
+        "c",
+        "Bash",
+        serde_json::json!({ "command": "git apply p.patch" }),
+    );
+    let assessment = black_box(toolgate::assess(snapshot, &[], &call));
+    assert!(assessment.permission().is_some(), "the call is decided");
+}
+
 /// The best of `runs` timings of `work`.
 fn best(runs: usize, mut work: impl FnMut()) -> Duration {
     (0..runs)
@@ -232,6 +271,12 @@ fn main() {
         refuse_yaml(&flows[usize::from(size != MB)])
     }) {
         failed.push("yaml flow list");
+    }
+    let patches = [patch_workspace(MB), patch_workspace(5 * MB)];
+    if !growth("patch files (git apply)", 2, |size| {
+        judge_patch(&patches[usize::from(size != MB)].1)
+    }) {
+        failed.push("patch files");
     }
     let limit = toolgate::ParseLimits::DEFAULT.max_line_bytes;
     let longest = source(&flow_list(limit - 64));

@@ -237,7 +237,15 @@ fn list_call_through_links(
                         let (link, real) = (link.to_string_lossy(), real.to_string_lossy());
                         (link.into_owned(), real.into_owned(), rest)
                     })),
-                    Err(_) => return too_many(),
+                    Err(why) => {
+                        return vec![(
+                            Decision::Ask,
+                            format!(
+                                "`{}` lists `{pattern}`, and looking through `{folder}` for the links its `**` lists met {why}",
+                                call.tool
+                            ),
+                        )];
+                    }
                 }
             }
             break;
@@ -1925,7 +1933,7 @@ fn judge_linked_folders(
         Ok(linked) => linked,
         Err(why) => {
             let message = format!(
-                "`{}` lists `{folder}` following the links below it, and `{folder}` has {why}",
+                "`{}` lists `{folder}` following the links below it, and looking through it met {why}",
                 command.text
             );
             outcome.add_analysis(&command.text, message);

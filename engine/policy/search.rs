@@ -23,6 +23,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ignore::WalkBuilder;
 use ignore::overrides::{Override, OverrideBuilder};
@@ -303,15 +304,11 @@ pub(crate) fn judge_below(
         (false, true) => &[".gitignore"],
         (false, false) => &[],
     };
-    let odd_ignore_file = move |dir: &Path| {
-        ignore_files
-            .iter()
-            .map(|name| dir.join(name))
-            .find(|path| disk::metadata(path).is_ok_and(|meta| !meta.is_file()))
-    };
-    let unreadable = |file: &Path| {
+    // The bytes of ignore files the walk reads, those of the folders above it included.
+    let ignore_bytes = Arc::new(AtomicU64::new(0));
+    let unreadable = |(file, why): &(PathBuf, &str)| {
         vec![ask(format!(
-            "{} searches {}, where `{}` is not a regular file (a FIFO or a device): what the search leaves out cannot be told",
+            "{} searches {}, where `{}` {why}: what the search leaves out cannot be told",
             folder.what,
             folder.shown(),
             file.display()
@@ -321,7 +318,7 @@ pub(crate) fn judge_below(
         && let Some(odd) = Path::new(folder.real)
             .ancestors()
             .take(64)
-            .find_map(odd_ignore_file)
+            .find_map(|dir| odd_ignore_file(dir, ignore_files, &ignore_bytes))
     {
         return unreadable(&odd);
     }
@@ -339,15 +336,17 @@ pub(crate) fn judge_below(
         if ignored {
             builder.add_custom_ignore_filename(".rgignore");
         }
-        let odd_below: Arc<std::sync::OnceLock<PathBuf>> = Arc::default();
+        let odd_below: Arc<std::sync::OnceLock<(PathBuf, &str)>> = Arc::default();
         let filter_odd = Arc::clone(&odd_below);
+        let read = Arc::clone(&ignore_bytes);
+        let filter_check = move |dir: &Path| odd_ignore_file(dir, ignore_files, &read);
         builder.filter_entry(move |entry| {
             // git's own search never reads its repository's `.git`.
             if git_ignored && entry.depth() > 0 && entry.file_name() == ".git" {
                 return false;
             }
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            match is_dir.then(|| odd_ignore_file(entry.path())).flatten() {
+            match is_dir.then(|| filter_check(entry.path())).flatten() {
                 Some(odd) => {
                     let _ = filter_odd.set(odd);
                     false
@@ -595,11 +594,42 @@ pub(crate) fn linked_folders(
         .git_ignore(past)
         .git_exclude(past)
         .follow_links(!past);
+    // The ignore files the walk reads (those of the folders above too) must be regular
+    // files, and not too large to read (see [`odd_ignore_file`]).
+    let ignore_files: &'static [&'static str] = if past {
+        &[".gitignore", ".ignore"]
+    } else {
+        &[]
+    };
+    let read = Arc::new(AtomicU64::new(0));
+    let odd = |(path, why): (PathBuf, &str)| format!("`{}`, which {why}", path.display());
+    if let Some(found) = folder
+        .ancestors()
+        .take(64)
+        .find_map(|dir| odd_ignore_file(dir, ignore_files, &read))
+    {
+        return Err(odd(found));
+    }
+    let odd_below: Arc<std::sync::OnceLock<(PathBuf, &str)>> = Arc::default();
+    let filter_odd = Arc::clone(&odd_below);
+    builder.filter_entry(move |entry| {
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        match is_dir
+            .then(|| odd_ignore_file(entry.path(), ignore_files, &read))
+            .flatten()
+        {
+            Some(found) => {
+                let _ = filter_odd.set(found);
+                false
+            }
+            None => true,
+        }
+    });
     let mut linked = Vec::new();
     for (entries, entry) in builder.build().flatten().enumerate() {
         if entries >= MAX_ENTRIES {
             return Err(format!(
-                "more than {MAX_ENTRIES} entries below it: too many to find the links it goes through"
+                "more than {MAX_ENTRIES} entries, too many to look through for links"
             ));
         }
         let to_folder = if past {
@@ -614,7 +644,42 @@ pub(crate) fn linked_folders(
             linked.push((entry.into_path(), real));
         }
     }
-    Ok(linked)
+    match odd_below.get() {
+        Some(found) => Err(odd(found.clone())),
+        None => Ok(linked),
+    }
+}
+
+/// The most bytes of ignore files one walk reads, all together: a planted `.gitignore` of
+/// 300 000 globs took seconds and gigabytes to compile, for every search of the folder.
+const MAX_IGNORE_BYTES: u64 = 1 << 20;
+
+/// The ignore file of the folder `dir` (one of `names`) that a walk must not read, and why:
+/// one that is not a regular file (a FIFO would block the walk for ever, a device would be
+/// read), or one that brings the bytes of ignore files the walk reads (`read`, counted
+/// here) past [`MAX_IGNORE_BYTES`].
+fn odd_ignore_file(
+    dir: &Path,
+    names: &[&str],
+    read: &AtomicU64,
+) -> Option<(PathBuf, &'static str)> {
+    for name in names {
+        let path = dir.join(name);
+        let Ok(meta) = disk::metadata(&path) else {
+            continue;
+        };
+        if !meta.is_file() {
+            return Some((path, "is not a regular file (a FIFO or a device)"));
+        }
+        let total = read.fetch_add(meta.len(), Ordering::Relaxed) + meta.len();
+        if total > MAX_IGNORE_BYTES {
+            return Some((
+                path,
+                "brings the ignore files the walk reads past 1 MiB, more than can be read in time",
+            ));
+        }
+    }
+    None
 }
 
 fn ask(message: String) -> Finding {

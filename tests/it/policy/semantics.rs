@@ -5956,7 +5956,7 @@ fn a_listing_that_follows_links_in_a_folder_too_large_to_look_through_asks() {
     let (got, reasons) = decide(&engine, "find -L many", &[]);
     assert_eq!(got, "ask", "{reasons:?}");
     assert!(
-        analyses(&reasons).contains("too many to find the links it goes through"),
+        analyses(&reasons).contains("too many to look through for links"),
         "{reasons:?}"
     );
 }
@@ -6144,4 +6144,41 @@ fn a_patch_that_is_not_a_regular_file_asks_without_being_read() {
             "{line}: {reasons:?}"
         );
     }
+}
+
+/// The ignore files a walk reads are read only while they stay small: a planted
+/// `.gitignore` of 300 000 globs took seconds and gigabytes to compile for every search,
+/// and a FIFO one would block a `Glob`'s `**` walk for ever. Either asks.
+#[test]
+fn an_ignore_file_too_large_or_not_regular_asks_before_a_walk_reads_it() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.root.join("big")).unwrap();
+    let globs: String = (0..100_000).map(|n| format!("*gen{n}*\n")).collect();
+    assert!(globs.len() > 1 << 20);
+    std::fs::write(ws.root.join("big/.gitignore"), globs).unwrap();
+    std::fs::create_dir_all(ws.root.join("odd")).unwrap();
+    nix::unistd::mkfifo(&ws.root.join("odd/.ignore"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    for (tool, input, why) in [
+        (
+            "Grep",
+            json!({ "pattern": "x", "path": "big" }),
+            "past 1 MiB",
+        ),
+        ("Glob", json!({ "pattern": "big/**/*" }), "past 1 MiB"),
+        (
+            "Glob",
+            json!({ "pattern": "odd/**/*" }),
+            "not a regular file",
+        ),
+    ] {
+        let (got, reasons) = decide_call(&engine, tool, input.clone());
+        assert_eq!(got, "ask", "{input}: {reasons:?}");
+        assert!(analyses(&reasons).contains(why), "{input}: {reasons:?}");
+    }
+    let (got, reasons) = decide(&engine, "rg x big", &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    // Small ones are read as before.
+    let (got, reasons) = decide_call(&engine, "Glob", json!({ "pattern": "src/**/*.rs" }));
+    assert_eq!(got, "allow", "{reasons:?}");
 }
