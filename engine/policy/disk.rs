@@ -28,6 +28,12 @@ pub(super) const MAX_ANSWERS: usize = 4096;
 /// The most folder entries a decision keeps, all listings together.
 const MAX_LISTED: usize = 20_000;
 
+/// The most entries one decision's walks read, all together: the files below searched
+/// folders, the folders looked through for links, the entries of repositories' indexes.
+/// Each walk has a bound of its own, and a line may run 256 commands (`find -L dir` a
+/// hundred times over a folder of 9 000 links took minutes).
+pub(super) const MAX_WALKED: usize = 100_000;
+
 /// An answer: what the file system said, or the kind of error it gave.
 type Answer<T> = Result<T, io::ErrorKind>;
 
@@ -48,6 +54,8 @@ struct Record {
     listing: Answers<Rc<[Entry]>>,
     /// The entries `listing` holds, all folders together.
     listed: usize,
+    /// The entries the decision's walks have read (see [`walked`]).
+    walked: usize,
 }
 
 /// One entry of a folder: its name and its type (a link's own type: links are not followed).
@@ -112,6 +120,25 @@ fn answer<T: Clone>(
         }
     });
     given
+}
+
+/// Counts `entries` more read by a walk of the decision; `false` once the decision's walks
+/// have read more than [`MAX_WALKED`] in all (outside a recorded decision, always `true`).
+pub(super) fn walked(entries: usize) -> bool {
+    RECORD.with(|record| match record.borrow_mut().as_mut() {
+        Some(record) => {
+            record.walked = record.walked.saturating_add(entries);
+            record.walked <= MAX_WALKED
+        }
+        None => true,
+    })
+}
+
+/// Why a walk stops when [`walked`] says the decision's budget is spent.
+pub(super) fn walked_too_much() -> String {
+    format!(
+        "the line's walks read more than {MAX_WALKED} entries in all, too many to judge in time"
+    )
 }
 
 /// [`std::fs::symlink_metadata`], recorded.
@@ -332,5 +359,20 @@ mod tests {
             let kept = RECORD.with(|record| record.borrow().as_ref().unwrap().stat.len());
             assert_eq!(kept, MAX_ANSWERS);
         });
+    }
+
+    /// A decision's walks share one budget, spent for the rest of the decision and given
+    /// again to the next; outside a decision nothing is counted.
+    #[test]
+    fn the_walks_of_a_decision_share_one_budget() {
+        for _ in 0..2 {
+            recorded(|| {
+                assert!(walked(MAX_WALKED - 1));
+                assert!(walked(1));
+                assert!(!walked(1));
+                assert!(!walked(0));
+            });
+        }
+        assert!(walked(MAX_WALKED * 2));
     }
 }

@@ -82,6 +82,9 @@ pub fn tracked_files(folder: &Path) -> Result<Option<Tracked>, String> {
         (meta.mtime(), meta.mtime_nsec())
     });
     let entries = tracked_in(&root, &git_dir, SUBMODULE_DEPTH)?;
+    if !disk::walked(entries.len()) {
+        return Err(disk::walked_too_much());
+    }
     let (paths, stats) = entries.into_iter().unzip();
     Ok(Some(Tracked {
         root,

@@ -72,6 +72,10 @@ pub(super) fn module_paths(root: &Path) -> Vec<Lead> {
                 leads.push(too_many());
                 return leads;
             }
+            if !super::disk::walked(1) {
+                leads.push(Lead::Unknown(super::disk::walked_too_much()));
+                return leads;
+            }
             let Ok(kind) = entry.file_type() else {
                 continue;
             };

@@ -458,6 +458,14 @@ pub(crate) fn judge_below(
             if entries > MAX_ENTRIES {
                 return vec![ask(too_many(folder))];
             }
+            if !disk::walked(1) {
+                return vec![ask(format!(
+                    "{} searches {}: {}",
+                    folder.what,
+                    folder.shown(),
+                    disk::walked_too_much()
+                ))];
+            }
             let through_link =
                 entry.path_is_symlink() || links.iter().any(|link| entry.path().starts_with(link));
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
@@ -631,6 +639,9 @@ pub(crate) fn linked_folders(
             return Err(format!(
                 "more than {MAX_ENTRIES} entries, too many to look through for links"
             ));
+        }
+        if !disk::walked(1) {
+            return Err(disk::walked_too_much());
         }
         let to_folder = if past {
             entry.path_is_symlink() && disk::is_dir(entry.path())

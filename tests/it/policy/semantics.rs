@@ -6182,3 +6182,33 @@ fn an_ignore_file_too_large_or_not_regular_asks_before_a_walk_reads_it() {
     let (got, reasons) = decide_call(&engine, "Glob", json!({ "pattern": "src/**/*.rs" }));
     assert_eq!(got, "allow", "{reasons:?}");
 }
+
+/// The walks of one line share a budget: each command's walk has a bound of its own, and a
+/// line may run 256 commands (`find -L dir` a hundred times over a folder of 9 000 links
+/// took minutes, and an agent's hook that times out lets the line run).
+#[test]
+fn the_walks_of_a_line_share_one_budget() {
+    let ws = workspace();
+    let many = ws.root.join("many");
+    std::fs::create_dir_all(&many).unwrap();
+    for n in 0..9_000 {
+        std::fs::write(many.join(n.to_string()), "").unwrap();
+    }
+    let engine = Engine::builder(snapshot(&ws.root)).build();
+    let (got, reasons) = decide(&engine, "find -L many; grep -r x many", &[]);
+    assert_eq!(got, "allow", "{reasons:?}");
+    let line = ["find -L many"; 12].join("; ");
+    let (got, reasons) = decide(&engine, &line, &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(
+        analyses(&reasons).contains("the line's walks read more than"),
+        "{reasons:?}"
+    );
+    let line = ["grep -r x many"; 12].join("; ");
+    let (got, reasons) = decide(&engine, &line, &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(
+        analyses(&reasons).contains("the line's walks read more than"),
+        "{reasons:?}"
+    );
+}
