@@ -169,7 +169,8 @@ fn json_file(size: usize) -> PathBuf {
     path
 }
 
-/// `toolgate plan` of the batch file, a whole process.
+/// `toolgate plan` of the batch file, a whole process. The batch parses; one of more calls
+/// than a batch may hold (10 000) is then refused by its schema, after parsing.
 fn load_json(path: &Path) {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["--no-builtin", "-p"])
@@ -178,10 +179,10 @@ fn load_json(path: &Path) {
         .arg(path)
         .output()
         .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        output.status.success(),
-        "the batch plans: {}",
-        String::from_utf8_lossy(&output.stderr)
+        output.status.success() || stderr.contains("toolgate::schema::range"),
+        "the batch parses: {stderr}"
     );
     black_box(output);
 }
