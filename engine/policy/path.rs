@@ -618,8 +618,8 @@ fn is_process_folder(folder: &str) -> bool {
 /// a write would create — and `..` goes to the parent of the folder reached. From the first
 /// component that does not exist, the rest is appended as written (folded: nothing below a
 /// missing folder can redirect it) until a `..` climbs back above it, from where the walk
-/// goes on (as it does once the folder is made). One `lstat` per component walked; `None` after more than
-/// [`MAX_LINKS`] links (a loop).
+/// goes on (as it does once the folder is made). One `lstat` per component walked; `None`
+/// after more than [`MAX_LINKS`] links (a loop).
 ///
 /// A process's own links in `/proc` are not followed: `cwd` (the shell may have changed
 /// folder), `root` and `map_files` of another process, and a descriptor in `fd` with more

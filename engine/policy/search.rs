@@ -580,8 +580,9 @@ pub(crate) enum LinkWalk {
     /// Through the links it meets, as a listing that follows them does (`find -L`): every
     /// link below, at any depth.
     Following,
-    /// Past the links it meets, leaving out what ignore files list, as the agents' glob
-    /// tools walk `**` (node-glob lists a linked folder's entries but does not walk it).
+    /// Past the links it meets, leaving out what ignore files list and `.git`, as the
+    /// agents' glob tools walk `**` (node-glob lists a linked folder's entries but does not
+    /// walk it).
     Past,
 }
 
@@ -621,6 +622,10 @@ pub(crate) fn linked_folders(
     let odd_below: Arc<std::sync::OnceLock<(PathBuf, &str)>> = Arc::default();
     let filter_odd = Arc::clone(&odd_below);
     builder.filter_entry(move |entry| {
+        // The agents' glob tools leave git's own folder out.
+        if past && entry.depth() > 0 && entry.file_name() == ".git" {
+            return false;
+        }
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
         match is_dir
             .then(|| odd_ignore_file(entry.path(), ignore_files, &read))
