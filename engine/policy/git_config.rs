@@ -23,6 +23,10 @@ use super::disk;
 /// Git stops following includes at this depth (its `MAX_INCLUDE_DEPTH`).
 const MAX_INCLUDE_DEPTH: usize = 10;
 
+/// The most files a config and its includes are read as (distinct files; real configs
+/// include a few).
+const MAX_INCLUDED_FILES: usize = 64;
+
 /// How much of a config file is read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -143,6 +147,13 @@ pub(super) fn with_includes(config: &Path, home: Option<&Path>) -> Vec<(PathBuf,
         depth: usize,
         files: &mut Vec<(PathBuf, Option<String>)>,
     ) {
+        // A file is read once, however often it is included (a config including itself
+        // four times, ten deep, was read a million times), and at most
+        // [`MAX_INCLUDED_FILES`] are read.
+        let seen = |path: &Path| files.iter().any(|(file, _)| file == path);
+        if seen(config) || files.len() >= MAX_INCLUDED_FILES {
+            return;
+        }
         let text = super::content::read_regular(config, MAX_CONFIG_BYTES);
         let includes: Vec<PathBuf> = text
             .as_deref()
@@ -439,5 +450,30 @@ mod tests {
         assert_eq!(section_name("diff \"LockB\"]"), "diff.lockb");
         assert_eq!(section_name("Core]"), "core");
         assert_eq!(unquote("\"sh x.sh\" # note"), "sh x.sh");
+    }
+
+    /// A config that includes itself, or files that include each other many ways, is read
+    /// once per file, and at most [`MAX_INCLUDED_FILES`] files are read (a config including
+    /// itself eight times, ten deep, never finished).
+    #[test]
+    fn each_included_file_is_read_once_and_their_number_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let config = root.join(".gitconfig");
+        let own = "[include]\n\tpath = .gitconfig\n".repeat(8);
+        std::fs::write(&config, format!("{own}[include]\n\tpath = a.inc\n")).unwrap();
+        std::fs::write(root.join("a.inc"), "[include]\n\tpath = .gitconfig\n").unwrap();
+        let files = with_includes(&config, None);
+        let names: Vec<_> = files.iter().map(|(path, _)| path.clone()).collect();
+        assert_eq!(names, [config.clone(), root.join("a.inc")]);
+        // Many distinct files: no more than the bound are read.
+        let many: String = (0..200)
+            .map(|n| format!("[include]\n\tpath = f{n}.inc\n"))
+            .collect();
+        std::fs::write(&config, many).unwrap();
+        for n in 0..200 {
+            std::fs::write(root.join(format!("f{n}.inc")), "").unwrap();
+        }
+        assert_eq!(with_includes(&config, None).len(), MAX_INCLUDED_FILES);
     }
 }
