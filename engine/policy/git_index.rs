@@ -8,6 +8,7 @@
 //! previous path and the rest. Extensions after the entries are not read. Nothing here runs
 //! git: a repository's configuration can run code.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use super::disk;
@@ -82,9 +83,6 @@ pub fn tracked_files(folder: &Path) -> Result<Option<Tracked>, String> {
         (meta.mtime(), meta.mtime_nsec())
     });
     let entries = tracked_in(&root, &git_dir, SUBMODULE_DEPTH)?;
-    if !disk::walked(entries.len()) {
-        return Err(disk::walked_too_much());
-    }
     let (paths, stats) = entries.into_iter().unzip();
     Ok(Some(Tracked {
         root,
@@ -117,7 +115,13 @@ fn tracked_in(
             ));
         }
         Ok(_) => {
-            let bytes = std::fs::read(&index)
+            // Only a regular file, and no more of it than the limit (a submodule's `.git`
+            // file may name a folder the agent wrote, whose `index` may be a FIFO).
+            let mut bytes = Vec::new();
+            super::content::open_regular(&index)
+                .ok_or_else(|| format!("`{}` is not a regular file", index.display()))?
+                .take(MAX_INDEX_BYTES)
+                .read_to_end(&mut bytes)
                 .map_err(|err| format!("`{}` cannot be read: {err}", index.display()))?;
             let sha256 = super::content::read_regular(&git_dir.join("config"), 1 << 20)
                 .is_some_and(|config| {
@@ -130,6 +134,11 @@ fn tracked_in(
             read_index(&bytes, hash).map_err(|why| format!("`{}` {why}", index.display()))?
         }
     };
+    // Each index read counts against the decision's walks, submodules' as they are read
+    // (submodules linked back to the same repositories multiply their entries).
+    if !disk::walked(paths.len()) {
+        return Err(disk::walked_too_much());
+    }
     let mut tracked = Vec::with_capacity(paths.len());
     for (path, mode, stat) in paths {
         match mode & 0o170000 {
@@ -149,6 +158,11 @@ fn tracked_in(
                         return Err(format!("`{path}` holds submodules too deep to read"));
                     }
                     let below = tracked_in(&sub_root, &sub_git, depth - 1)?;
+                    if tracked.len() + below.len() > MAX_TRACKED {
+                        return Err(format!(
+                            "`{path}` and the submodules below it track more than {MAX_TRACKED} files"
+                        ));
+                    }
                     tracked.extend(
                         below
                             .into_iter()
