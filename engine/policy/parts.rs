@@ -3587,6 +3587,9 @@ fn files_below(folder: &str) -> Result<Vec<String>, String> {
                     "`{folder}` holds more than {MAX_GLOB_ENTRIES} entries, so what is written cannot all be judged"
                 ));
             }
+            if !disk::walked(1) {
+                return Err(disk::walked_too_much());
+            }
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             let below = if relative.is_empty() {
@@ -4262,6 +4265,9 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
                         if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
                             return too_many();
                         }
+                        if !disk::walked(1) {
+                            return Err(disk::walked_too_much());
+                        }
                         let Some(name) = entry.name.to_str() else {
                             continue;
                         };
@@ -4305,7 +4311,11 @@ fn expand_glob(path: &str, dotfiles: Dotfiles) -> Result<Vec<String>, String> {
                     }
                     for entry in entries.iter() {
                         read += 1;
-                        if read > MAX_GLOB_ENTRIES || next.len() > MAX_EXPANSIONS {
+                        // (Past the line's budget of walked entries too.)
+                        if read > MAX_GLOB_ENTRIES
+                            || next.len() > MAX_EXPANSIONS
+                            || !disk::walked(1)
+                        {
                             return false;
                         }
                         let Some(name) = entry.name.to_str() else {

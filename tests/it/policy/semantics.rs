@@ -6211,4 +6211,15 @@ fn the_walks_of_a_line_share_one_budget() {
         analyses(&reasons).contains("the line's walks read more than"),
         "{reasons:?}"
     );
+    // Copies judged file by file, and globs expanded word by word, count too.
+    let copies: Vec<String> = (0..12).map(|n| format!("cp -r many c{n}")).collect();
+    let (got, reasons) = decide(&engine, &copies.join("; "), &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
+    assert!(
+        analyses(&reasons).contains("the line's walks read more than"),
+        "{reasons:?}"
+    );
+    let globs: Vec<String> = (0..12).map(|n| format!("ls many/x{n}*")).collect();
+    let (got, reasons) = decide(&engine, &globs.join("; "), &[]);
+    assert_eq!(got, "ask", "{reasons:?}");
 }
