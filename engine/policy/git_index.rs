@@ -571,6 +571,42 @@ mod tests {
         assert!(err.contains("split"), "{err}");
     }
 
+    /// Submodules linked to the same repositories multiply their entries level by level:
+    /// they count against the decision's walks as they are read, and the listing stops
+    /// (three levels of a hundred links each made a million entries, gigabytes, and aborted
+    /// the hook).
+    #[test]
+    fn submodules_linked_many_times_stop_at_the_decisions_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let repos: Vec<PathBuf> = (0..4).map(|n| root.join(format!("r{n}"))).collect();
+        for repo in &repos {
+            std::fs::create_dir(repo).unwrap();
+            if !git(repo, &["init", "-q"]) {
+                eprintln!("skipped: git is not installed");
+                return;
+            }
+        }
+        std::fs::write(repos[3].join("a.txt"), "x").unwrap();
+        assert!(git(&repos[3], &["add", "a.txt"]));
+        // Each level holds 60 submodules, all links to the next repository: 60³ entries.
+        for level in 0..3 {
+            for n in 0..60 {
+                let name = format!("g{n}");
+                std::os::unix::fs::symlink(&repos[level + 1], repos[level].join(&name)).unwrap();
+                let gitlink = format!("160000,4b825dc642cb6eb9a060e54bf8d69288fbee4904,{name}");
+                assert!(git(
+                    &repos[level],
+                    &["update-index", "--add", "--cacheinfo", &gitlink]
+                ));
+            }
+        }
+        let listed = disk::recorded(|| tracked_files(&repos[0]).map(|t| t.map(|t| t.paths.len())));
+        // Stopped while the submodules are read, not after listing them all.
+        let err = listed.unwrap_err();
+        assert!(err.contains("track more than"), "{err}");
+    }
+
     #[test]
     fn credentials_in_a_config_are_found_in_any_url_and_headers() {
         let dir = tempfile::tempdir().unwrap();
