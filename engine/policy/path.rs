@@ -570,29 +570,13 @@ fn resolve_either_way(real: String, rest: &str) -> Result<Option<String>, Unknow
     if !rest.split('/').any(|component| component == "..") {
         return Ok(walked);
     }
-    let cleaned = resolve_below(real, &fold_lexically(rest))?;
+    // Folded as a path relative to `real` (a leading `..` leaves it).
+    let cleaned = resolve_below(real, &lexical(rest.trim_start_matches('/')))?;
     if cleaned == walked {
         Ok(walked)
     } else {
         Err(UnknownLocation::ParentAfterLink)
     }
-}
-
-/// The components of `path` with `.` and `..` folded away as text: a `..` removes the
-/// component before it, and one with none before it stays (it leaves the folder `path` is
-/// taken from; at `/` the walk stays at `/`).
-fn fold_lexically(path: &str) -> String {
-    let mut kept: Vec<&str> = Vec::new();
-    for component in path.split('/') {
-        match component {
-            "" | "." => {}
-            ".." if kept.last().is_some_and(|&last| last != "..") => {
-                kept.pop();
-            }
-            name => kept.push(name),
-        }
-    }
-    kept.join("/")
 }
 
 /// Whether `folder` (absolute, no link in it) is a process's folder in `/proc`: its own
