@@ -22,8 +22,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use ignore::WalkBuilder;
 use ignore::overrides::{Override, OverrideBuilder};
@@ -336,24 +336,9 @@ pub(crate) fn judge_below(
         if ignored {
             builder.add_custom_ignore_filename(".rgignore");
         }
-        let odd_below: Arc<std::sync::OnceLock<(PathBuf, &str)>> = Arc::default();
-        let filter_odd = Arc::clone(&odd_below);
+        // (git's own search never reads its repository's `.git`.)
         let read = Arc::clone(&ignore_bytes);
-        let filter_check = move |dir: &Path| odd_ignore_file(dir, ignore_files, &read);
-        builder.filter_entry(move |entry| {
-            // git's own search never reads its repository's `.git`.
-            if git_ignored && entry.depth() > 0 && entry.file_name() == ".git" {
-                return false;
-            }
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            match is_dir.then(|| filter_check(entry.path())).flatten() {
-                Some(odd) => {
-                    let _ = filter_odd.set(odd);
-                    false
-                }
-                None => true,
-            }
-        });
+        let odd_below = refuse_odd_ignore_files(&mut builder, ignore_files, read, git_ignored);
 
         // Per rule (by name), the files it protects: the rule's decision and reason, the files.
         let mut protected: BTreeMap<String, (Decision, String, Vec<String>)> = BTreeMap::new();
@@ -619,25 +604,8 @@ pub(crate) fn linked_folders(
     {
         return Err(odd(found));
     }
-    let odd_below: Arc<std::sync::OnceLock<(PathBuf, &str)>> = Arc::default();
-    let filter_odd = Arc::clone(&odd_below);
-    builder.filter_entry(move |entry| {
-        // The agents' glob tools leave git's own folder out.
-        if past && entry.depth() > 0 && entry.file_name() == ".git" {
-            return false;
-        }
-        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        match is_dir
-            .then(|| odd_ignore_file(entry.path(), ignore_files, &read))
-            .flatten()
-        {
-            Some(found) => {
-                let _ = filter_odd.set(found);
-                false
-            }
-            None => true,
-        }
-    });
+    // (The agents' glob tools leave git's own folder out.)
+    let odd_below = refuse_odd_ignore_files(&mut builder, ignore_files, read, past);
     let mut linked = Vec::new();
     for (entries, entry) in builder.build().flatten().enumerate() {
         if entries >= MAX_ENTRIES {
@@ -664,6 +632,36 @@ pub(crate) fn linked_folders(
         Some(found) => Err(odd(found.clone())),
         None => Ok(linked),
     }
+}
+
+/// Makes `builder`'s walk leave out, below its folder, `.git` when `skip_git`, and every
+/// folder whose ignore files [`odd_ignore_file`] refuses (counting their bytes in `read`);
+/// the first refused is kept in what it returns, for the walk to say why it stopped.
+fn refuse_odd_ignore_files(
+    builder: &mut WalkBuilder,
+    names: &'static [&'static str],
+    read: Arc<AtomicU64>,
+    skip_git: bool,
+) -> Arc<OnceLock<(PathBuf, &'static str)>> {
+    let odd_below: Arc<OnceLock<(PathBuf, &'static str)>> = Arc::default();
+    let found = Arc::clone(&odd_below);
+    builder.filter_entry(move |entry| {
+        if skip_git && entry.depth() > 0 && entry.file_name() == ".git" {
+            return false;
+        }
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        match is_dir
+            .then(|| odd_ignore_file(entry.path(), names, &read))
+            .flatten()
+        {
+            Some(odd) => {
+                let _ = found.set(odd);
+                false
+            }
+            None => true,
+        }
+    });
+    odd_below
 }
 
 /// The most bytes of ignore files one walk reads, all together: a planted `.gitignore` of
