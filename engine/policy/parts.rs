@@ -225,8 +225,7 @@ fn list_call_through_links(
         if component == ".." {
             folders = folders
                 .iter()
-                .map(|folder| folder.rsplit_once('/').map_or("/", |(up, _)| up).to_owned())
-                .map(|up| if up.is_empty() { "/".to_owned() } else { up })
+                .map(|folder| lexical(&format!("{folder}/..")))
                 .collect();
             continue;
         }
